@@ -1,0 +1,45 @@
+import type { ErrorResponse } from "@deckhand/wire";
+import type { Context, Hono } from "hono";
+import { HttpError } from "./http-error.ts";
+
+export interface ErrorHandlingOptions {
+  /** Called with every unexpected error (not an HttpError) before the 500 is sent. */
+  onUnexpectedError?: (error: unknown, context: Context) => void;
+}
+
+/**
+ * Turns any thrown value into `{error: {code, message}}`. Unexpected errors become a 500
+ * whose message never includes the error's own text, which could carry secrets.
+ */
+export function errorResponse(
+  context: Context,
+  error: unknown,
+  options: ErrorHandlingOptions = {},
+): Response {
+  if (error instanceof HttpError) {
+    const body: ErrorResponse = { error: { code: error.code, message: error.message } };
+    return context.json(body, error.status);
+  }
+  options.onUnexpectedError?.(error, context);
+  const body: ErrorResponse = {
+    error: {
+      code: "internal",
+      message: "internal error; the server log has the details",
+    },
+  };
+  return context.json(body, 500);
+}
+
+/** Installs the shared error and not-found handlers on an app. */
+export function installErrorHandling(app: Hono, options: ErrorHandlingOptions = {}): void {
+  app.onError((error, context) => errorResponse(context, error, options));
+  app.notFound((context) => {
+    const body: ErrorResponse = {
+      error: {
+        code: "not_found",
+        message: `no route for ${context.req.method} ${context.req.path}`,
+      },
+    };
+    return context.json(body, 404);
+  });
+}

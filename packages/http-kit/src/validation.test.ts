@@ -1,0 +1,80 @@
+import type { ErrorResponse } from "@deckhand/wire";
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { installErrorHandling } from "./error-handling.ts";
+import { HttpError } from "./http-error.ts";
+import { parseJsonBody, parseQuery } from "./validation.ts";
+
+function app() {
+  const unexpected: unknown[] = [];
+  const application = new Hono();
+  installErrorHandling(application, { onUnexpectedError: (error) => unexpected.push(error) });
+  application.post("/body", async (context) =>
+    context.json(await parseJsonBody(context, z.strictObject({ name: z.string().min(1) }))),
+  );
+  application.get("/query", (context) =>
+    context.json(parseQuery(context, z.strictObject({ limit: z.coerce.number().int().max(5) }))),
+  );
+  application.get("/teapot", () => {
+    throw new HttpError(409, "conflict", "already exited");
+  });
+  application.get("/crash", () => {
+    throw new Error("secret-token-value leaked in a message");
+  });
+  return { application, unexpected };
+}
+
+describe("http-kit", () => {
+  it("answers invalid JSON with 400 invalid_json", async () => {
+    const response = await app().application.request("/body", { method: "POST", body: "{" });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as ErrorResponse;
+    expect(body.error.code).toBe("invalid_json");
+    expect(body.error.message).toMatch(/^request body is not valid JSON/);
+  });
+
+  it("names every invalid field with its path", async () => {
+    const response = await app().application.request("/body", {
+      method: "POST",
+      body: JSON.stringify({ name: "", extra: 1 }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as ErrorResponse;
+    expect(body.error.code).toBe("invalid_request");
+    expect(body.error.message).toContain("name: ");
+    expect(body.error.message).toContain('Unrecognized key: "extra"');
+  });
+
+  it("validates query parameters", async () => {
+    const response = await app().application.request("/query?limit=9");
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as ErrorResponse).error.message).toMatch(/^limit: /);
+    const ok = await app().application.request("/query?limit=3");
+    expect(await ok.json()).toEqual({ limit: 3 });
+  });
+
+  it("keeps an HttpError's status and code", async () => {
+    const response = await app().application.request("/teapot");
+    expect(response.status).toBe(409);
+    expect(await response.json()).toEqual({
+      error: { code: "conflict", message: "already exited" },
+    });
+  });
+
+  it("turns an unexpected error into a 500 that does not echo the error text", async () => {
+    const { application, unexpected } = app();
+    const response = await application.request("/crash");
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).not.toContain("secret-token-value");
+    expect(JSON.parse(text).error.code).toBe("internal");
+    expect(unexpected).toHaveLength(1);
+  });
+
+  it("answers unknown routes with 404 in the same shape", async () => {
+    const response = await app().application.request("/nope");
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as ErrorResponse).error.code).toBe("not_found");
+  });
+});

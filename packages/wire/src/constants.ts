@@ -1,0 +1,53 @@
+/**
+ * Names that cross a process boundary. Every other package imports these; the parity test in
+ * this package fails when one of their values is spelled out as a string literal elsewhere.
+ */
+
+/** Environment variables Deckhand passes into agent processes or reads itself. */
+export const WireEnv = {
+  /** Short-lived, scoped token for the model-provider proxy. The secret that travels furthest. */
+  modelProviderToken: "DECKHAND_MODEL_PROVIDER_TOKEN",
+  /** Base URL of the model-provider proxy, without the agent-type suffix. */
+  modelProviderUrl: "DECKHAND_MODEL_PROVIDER_URL",
+  /** The batch job (or session turn) a process works for. */
+  jobId: "DECKHAND_JOB_ID",
+  /** The chat a process was started for; injected by the workspace agent. */
+  chatId: "DECKHAND_CHAT_ID",
+  /** The workspace agent's own bearer token. */
+  agentToken: "DECKHAND_AGENT_TOKEN",
+} as const;
+
+/** HTTP headers. */
+export const WireHeader = {
+  /** Sent to the model-provider proxy; must match the job the token was minted for. */
+  jobId: "Deckhand-Job-Id",
+  /** Scopes workspace-agent process requests to one chat. A UUID. */
+  chatId: "Deckhand-Chat-Id",
+  /** JSON array of UUIDs: chats whose processes a sub-agent chat may also see. */
+  ancestorChatIds: "Deckhand-Ancestor-Chat-Ids",
+  authorization: "Authorization",
+} as const;
+
+/** URL paths. Workspace-agent routes live under `agentApi`, server routes under `serverApi`. */
+export const WirePath = {
+  agentApi: "/api/v0",
+  processes: "/api/v0/processes",
+  files: "/api/v0/files",
+  gitWatch: "/api/v0/git/watch",
+  agentHealth: "/api/v0/health",
+  serverApi: "/api",
+  modelProvider: "/model-provider",
+} as const;
+
+/** Where the workspace agent listens unless told otherwise. */
+export const AGENT_DEFAULT_LISTEN = "127.0.0.1:7421";
+
+/** Process API limits shared by the agent (which enforces them) and clients (which respect them). */
+export const ProcessLimits = {
+  /** Default number of processes `GET /list` returns, to keep an LLM's context small. */
+  defaultListLimit: 10,
+  /** Largest `?limit=` a list request may ask for. */
+  maxListLimit: 100,
+  /** How long `?wait=true` may block, whatever the client asks. */
+  waitCapMs: 5 * 60 * 1000,
+} as const;

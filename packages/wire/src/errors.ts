@@ -1,0 +1,26 @@
+import { z } from "zod";
+
+/** Stable error codes every Deckhand HTTP API answers with. */
+export const ErrorCodeSchema = z.enum([
+  "invalid_json",
+  "invalid_request",
+  "unauthorized",
+  "not_found",
+  "conflict",
+  "too_many_processes",
+  "path_outside_root",
+  "file_not_found",
+  "not_a_file",
+  "edit_failed",
+  "internal",
+]);
+export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
+
+/** The body of every non-2xx answer: `{error: {code, message}}`. */
+export const ErrorResponseSchema = z.object({
+  error: z.object({
+    code: ErrorCodeSchema,
+    message: z.string(),
+  }),
+});
+export type ErrorResponse = z.infer<typeof ErrorResponseSchema>;

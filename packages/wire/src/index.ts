@@ -1,0 +1,62 @@
+export {
+  AGENT_DEFAULT_LISTEN,
+  ProcessLimits,
+  WireEnv,
+  WireHeader,
+  WirePath,
+} from "./constants.ts";
+export {
+  buildContractDocument,
+  renderContractDocument,
+  wireConstants,
+  wireSchemas,
+} from "./contract.ts";
+export {
+  type ErrorCode,
+  ErrorCodeSchema,
+  type ErrorResponse,
+  ErrorResponseSchema,
+} from "./errors.ts";
+export {
+  type EditFilesRequest,
+  EditFilesRequestSchema,
+  type EditFilesResponse,
+  EditFilesResponseSchema,
+  type FileEdit,
+  FileEditSchema,
+  type ReadFileRequest,
+  ReadFileRequestSchema,
+  type ReadFileResponse,
+  ReadFileResponseSchema,
+  type WriteFileRequest,
+  WriteFileRequestSchema,
+  type WriteFileResponse,
+  WriteFileResponseSchema,
+} from "./file-api.ts";
+export { type AgentHealthResponse, AgentHealthResponseSchema } from "./health.ts";
+export {
+  AncestorChatIdsSchema,
+  ChatIdSchema,
+  type ListProcessesQuery,
+  ListProcessesQuerySchema,
+  type ListProcessesResponse,
+  ListProcessesResponseSchema,
+  type ProcessInfo,
+  ProcessInfoSchema,
+  type ProcessOutputQuery,
+  ProcessOutputQuerySchema,
+  type ProcessOutputResponse,
+  ProcessOutputResponseSchema,
+  type ProcessSignalName,
+  ProcessSignalNameSchema,
+  type SignalProcessRequest,
+  SignalProcessRequestSchema,
+  type SignalProcessResponse,
+  SignalProcessResponseSchema,
+  type StartProcessRequest,
+  StartProcessRequestSchema,
+  type StartProcessResponse,
+  StartProcessResponseSchema,
+  type Truncation,
+  TruncationSchema,
+} from "./process-api.ts";

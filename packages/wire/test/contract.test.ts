@@ -1,0 +1,87 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { renderContractDocument, WireEnv, WireHeader, WirePath } from "../src/index.ts";
+import { findWireLiteralDuplicates, wireLiterals } from "./literal-scan.ts";
+
+const packageDirectory = fileURLToPath(new URL("..", import.meta.url));
+const repositoryRoot = fileURLToPath(new URL("../../..", import.meta.url));
+const fixtures = fileURLToPath(new URL("./fixtures", import.meta.url));
+
+describe("contract parity", () => {
+  it("contract.json matches the schemas and constants (run `pnpm --filter @deckhand/wire generate` when it does not)", () => {
+    const checkedIn = readFileSync(`${packageDirectory}/contract.json`, "utf8");
+    expect(checkedIn).toBe(renderContractDocument());
+  });
+
+  it("names the env variables and headers exactly as the design brief does", () => {
+    expect(WireEnv).toEqual({
+      modelProviderToken: "DECKHAND_MODEL_PROVIDER_TOKEN",
+      modelProviderUrl: "DECKHAND_MODEL_PROVIDER_URL",
+      jobId: "DECKHAND_JOB_ID",
+      chatId: "DECKHAND_CHAT_ID",
+      agentToken: "DECKHAND_AGENT_TOKEN",
+    });
+    expect(WireHeader.jobId).toBe("Deckhand-Job-Id");
+    expect(WireHeader.chatId).toBe("Deckhand-Chat-Id");
+    expect(WireHeader.ancestorChatIds).toBe("Deckhand-Ancestor-Chat-Ids");
+    expect(WirePath.processes).toBe("/api/v0/processes");
+  });
+
+  it("gives every wire constant a distinct value", () => {
+    const values = wireLiterals().map((literal) => literal.value.toLowerCase());
+    expect(new Set(values).size).toBe(values.length);
+  });
+
+  it("no package or app outside @deckhand/wire spells a wire constant as a literal", () => {
+    const roots = ["packages", "apps", "db", "bench"].map((name) => `${repositoryRoot}${name}`);
+    const findings = findWireLiteralDuplicates(roots, {
+      base: repositoryRoot,
+      skip: (path) => path.startsWith(packageDirectory.replace(/\/$/, "")),
+    });
+    expect(findings).toEqual([]);
+  });
+
+  it("flags literals, env names as keys, header spellings in any case and path extensions, but not comments", () => {
+    const findings = findWireLiteralDuplicates([`${fixtures}/duplicated-literal`], {
+      base: fixtures,
+    });
+    expect(findings).toEqual([
+      {
+        file: "duplicated-literal/src/client.ts",
+        line: 4,
+        column: 23,
+        literal: "/api/v0/processes/start",
+        constant: "paths.processes",
+      },
+      {
+        file: "duplicated-literal/src/client.ts",
+        line: 6,
+        column: 16,
+        literal: "deckhand-chat-id",
+        constant: "headers.chatId",
+      },
+      {
+        file: "duplicated-literal/src/client.ts",
+        line: 7,
+        column: 35,
+        literal: "DECKHAND_CHAT_ID",
+        constant: "env.chatId",
+      },
+      {
+        file: "duplicated-literal/src/client.ts",
+        line: 10,
+        column: 30,
+        literal: "DECKHAND_MODEL_PROVIDER_TOKEN",
+        constant: "env.modelProviderToken",
+      },
+      {
+        file: "duplicated-literal/src/client.ts",
+        line: 11,
+        column: 25,
+        literal: "/api/v0/processes",
+        constant: "paths.processes",
+      },
+    ]);
+  });
+});

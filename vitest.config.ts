@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: ["packages/*", "apps/*", "db"],
+    // Two cores: keep the suite's parallelism predictable and leave room for the processes
+    // the process-manager tests start.
+    maxWorkers: 2,
+  },
+});
