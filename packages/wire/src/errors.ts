@@ -12,6 +12,7 @@ export const ErrorCodeSchema = z.enum([
   "file_not_found",
   "not_a_file",
   "edit_failed",
+  "binary_file",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
