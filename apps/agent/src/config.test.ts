@@ -1,0 +1,70 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WireEnv } from "@deckhand/wire";
+import { describe, expect, it } from "vitest";
+import { parseAgentArguments } from "./arguments.ts";
+import { parseListenAddress, resolveAgentConfig } from "./config.ts";
+
+const workspace = mkdtempSync(join(tmpdir(), "deckhand-agent-config-"));
+
+describe("agent configuration", () => {
+  it("defaults to 127.0.0.1:7421, the current directory and no token", () => {
+    const config = resolveAgentConfig({}, {}, workspace);
+    expect(config).toMatchObject({ host: "127.0.0.1", port: 7421, root: workspace, token: null });
+  });
+
+  it("reads the token from the environment when no flag is given", () => {
+    const config = resolveAgentConfig({}, { [WireEnv.agentToken]: "from-env" }, workspace);
+    expect(config.token).toBe("from-env");
+    expect(resolveAgentConfig({ token: "flag" }, { [WireEnv.agentToken]: "env" }, workspace).token).toBe(
+      "flag",
+    );
+  });
+
+  it("refuses a non-loopback address without a token", () => {
+    expect(() => resolveAgentConfig({ listen: "0.0.0.0:7421" }, {}, workspace)).toThrow(
+      /refusing to listen on 0\.0\.0\.0 without a token/,
+    );
+    expect(resolveAgentConfig({ listen: "0.0.0.0:7421", token: "t" }, {}, workspace).host).toBe(
+      "0.0.0.0",
+    );
+  });
+
+  it("accepts loopback spellings without a token", () => {
+    for (const listen of ["127.0.0.1:1", "localhost:2", "[::1]:3", "127.1.2.3:4"]) {
+      expect(resolveAgentConfig({ listen }, {}, workspace).token).toBeNull();
+    }
+  });
+
+  it("names a malformed listen address and shows the expected form", () => {
+    expect(() => parseListenAddress("7421")).toThrow(
+      '--listen "7421" is not host:port; use for example 127.0.0.1:7421',
+    );
+    expect(() => parseListenAddress("host:99999")).toThrow(/is not host:port/);
+    expect(parseListenAddress("[::1]:80")).toEqual({ host: "::1", port: 80 });
+  });
+
+  it("rejects a --dir that is not a directory", () => {
+    const file = join(workspace, "file.txt");
+    writeFileSync(file, "x");
+    expect(() => resolveAgentConfig({ dir: file }, {}, workspace)).toThrow(/is not a directory/);
+    expect(() => resolveAgentConfig({ dir: "missing" }, {}, workspace)).toThrow(/is not a directory/);
+  });
+
+  it("rejects an empty token", () => {
+    expect(() => resolveAgentConfig({ token: "" }, {}, workspace)).toThrow(/token is empty/);
+  });
+
+  it("parses flags and rejects unknown ones with the usage text", () => {
+    expect(parseAgentArguments(["--listen", "127.0.0.1:0", "--max-processes", "3"])).toEqual({
+      listen: "127.0.0.1:0",
+      maxRunningProcesses: "3",
+      help: false,
+    });
+    expect(() => parseAgentArguments(["--bogus"])).toThrow(/Unknown option '--bogus'[\s\S]*Usage:/);
+    expect(() => resolveAgentConfig({ maxRunningProcesses: 0 }, {}, workspace)).toThrow(
+      /--maxRunningProcesses: /,
+    );
+  });
+});

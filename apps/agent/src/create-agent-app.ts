@@ -1,0 +1,89 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { HttpError, installErrorHandling } from "@deckhand/http-kit";
+import { createProcessRouter, type ProcessManager } from "@deckhand/process-manager";
+import { type AgentHealthResponse, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
+import { createFileRouter, type WorkspaceFiles } from "@deckhand/workspace-files";
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import packageJson from "../package.json" with { type: "json" };
+
+export interface AgentAppOptions {
+  root: string;
+  token: string | null;
+  processes: ProcessManager;
+  files: WorkspaceFiles;
+  logger: Logger;
+}
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+/**
+ * Compares in constant time. Hashing first gives both sides the same length, so neither the
+ * comparison nor an early length check tells an attacker how much of the token was right.
+ */
+export function tokenMatches(expected: string, presented: string): boolean {
+  return timingSafeEqual(digest(expected), digest(presented));
+}
+
+function bearerToken(header: string | undefined): string | null {
+  const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
+  return match ? match[1]!.trim() : null;
+}
+
+/** The workspace agent's HTTP application: auth, request logs, health, process and file APIs. */
+export function createAgentApp(options: AgentAppOptions): Hono {
+  const { logger } = options;
+  const app = new Hono();
+  installErrorHandling(app, {
+    onUnexpectedError: (error, context) =>
+      logger.error({ err: error, method: context.req.method, path: context.req.path }, "request failed"),
+  });
+
+  app.use(async (context, next) => {
+    const started = performance.now();
+    await next();
+    // Only the chat id is logged from the headers; the Authorization header never is.
+    const chatId = context.req.header(WireHeader.chatId);
+    logger.info(
+      {
+        method: context.req.method,
+        path: context.req.path,
+        status: context.res.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        ...(chatId ? { chat_id: chatId } : {}),
+      },
+      "request",
+    );
+  });
+
+  if (options.token !== null) {
+    const expected = options.token;
+    app.use(async (context, next) => {
+      const presented = bearerToken(context.req.header(WireHeader.authorization));
+      if (presented === null || !tokenMatches(expected, presented)) {
+        context.header("WWW-Authenticate", "Bearer");
+        throw new HttpError(
+          401,
+          "unauthorized",
+          `missing or wrong bearer token; send "${WireHeader.authorization}: Bearer <token>" with the token from ${WireEnv.agentToken}`,
+        );
+      }
+      await next();
+    });
+  }
+
+  app.get(WirePath.agentHealth, (context) => {
+    const body: AgentHealthResponse = {
+      status: "ok",
+      version: packageJson.version,
+      root: options.root,
+      running_processes: options.processes.runningCount,
+    };
+    return context.json(body);
+  });
+  app.route(WirePath.processes, createProcessRouter(options.processes));
+  app.route(WirePath.files, createFileRouter(options.files));
+  return app;
+}

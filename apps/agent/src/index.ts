@@ -1,0 +1,13 @@
+export { AgentError } from "./agent-error.ts";
+export { parseAgentArguments, agentUsage } from "./arguments.ts";
+export {
+  type AgentConfig,
+  type AgentConfigInput,
+  AgentConfigInputSchema,
+  isLoopbackHost,
+  parseListenAddress,
+  resolveAgentConfig,
+} from "./config.ts";
+export { type AgentAppOptions, createAgentApp, tokenMatches } from "./create-agent-app.ts";
+export { runAgentUntilSignalled } from "./run.ts";
+export { type RunningAgent, type StartAgentOptions, startAgent } from "./start-agent.ts";

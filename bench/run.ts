@@ -1,0 +1,24 @@
+// Runs every benchmark in this folder, one after another, in one process tree, so the figures
+// they print come from the same machine state. `pnpm bench` (or `npm run bench`) calls this.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const benchmarks = ["headtail.ts", "process-api.ts"];
+const only = process.argv.slice(2);
+const directory = fileURLToPath(new URL(".", import.meta.url));
+let failed = 0;
+
+for (const file of benchmarks) {
+  if (only.length > 0 && !only.some((name) => file.startsWith(name))) continue;
+  console.log(`\n=== ${file} ===`);
+  const result = spawnSync(
+    process.execPath,
+    ["--conditions=source", "--expose-gc", `${directory}${file}`],
+    { stdio: "inherit" },
+  );
+  if (result.status !== 0) {
+    failed += 1;
+    console.error(`${file} failed with ${result.status ?? result.signal}`);
+  }
+}
+process.exitCode = failed === 0 ? 0 : 1;
