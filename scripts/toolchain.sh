@@ -4,6 +4,11 @@
 # README's commands work on a fresh machine that only has an older Node and npm.
 set -eu
 
+# Turbo would otherwise try to send telemetry from every machine, CI included.
+TURBO_TELEMETRY_DISABLED=1
+DO_NOT_TRACK=1
+export TURBO_TELEMETRY_DISABLED DO_NOT_TRACK
+
 root=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 toolchain="$root/.toolchain"
 node_spec="node@22"

@@ -1,0 +1,151 @@
+import { readFileSync } from "node:fs";
+import { installErrorHandling } from "@deckhand/http-kit";
+import { type ErrorResponse, WirePath } from "@deckhand/wire";
+import { Hono } from "hono";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createFileRouter, fileErrorStatus } from "./file-router.ts";
+import { type TemporaryTree, temporaryTree } from "./test-support.ts";
+import { WorkspaceFiles } from "./workspace-files.ts";
+
+let tree: TemporaryTree;
+let app: Hono;
+const unexpected: unknown[] = [];
+
+beforeEach(() => {
+  tree = temporaryTree();
+  unexpected.length = 0;
+  app = new Hono();
+  installErrorHandling(app, { onUnexpectedError: (error) => unexpected.push(error) });
+  app.route(WirePath.files, createFileRouter(new WorkspaceFiles({ root: tree.root })));
+});
+afterEach(() => tree.remove());
+
+async function post(route: string, body: unknown) {
+  const response = await app.request(`${WirePath.files}/${route}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function errorOf(route: string, body: unknown) {
+  const { status, body: answer } = await post(route, body);
+  return {
+    status,
+    code: (answer as ErrorResponse).error.code,
+    message: (answer as ErrorResponse).error.message,
+  };
+}
+
+describe("file router", () => {
+  it("serves read, write and edit", async () => {
+    expect((await post("write", { path: "a.txt", content: "one\n" })).body).toMatchObject({
+      created: true,
+      bytes_written: 4,
+    });
+    expect(
+      (
+        await post("edit", {
+          files: [{ path: "a.txt", edits: [{ search: "one", replace: "two" }] }],
+        })
+      ).status,
+    ).toBe(200);
+    const read = await post("read", { path: "a.txt" });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ content: "two\n", total_lines: 1 });
+  });
+
+  it("answers 400 invalid_json for a body that is not JSON", async () => {
+    expect(await errorOf("read", "{")).toMatchObject({ status: 400, code: "invalid_json" });
+  });
+
+  it("answers 400 invalid_request for a body that fails the schema", async () => {
+    const failure = await errorOf("read", { path: "a.txt", offset: 0, extra: true });
+    expect(failure).toMatchObject({ status: 400, code: "invalid_request" });
+    expect(failure.message).toContain("offset");
+    expect((await errorOf("write", { path: "a\0b", content: "" })).code).toBe("invalid_request");
+    expect((await errorOf("edit", { files: [] })).code).toBe("invalid_request");
+  });
+
+  it("answers 403 path_outside_root", async () => {
+    expect(await errorOf("read", { path: "../outside/secret.txt" })).toMatchObject({
+      status: 403,
+      code: "path_outside_root",
+    });
+    expect(await errorOf("write", { path: `${tree.root}-evil/x`, content: "x" })).toMatchObject({
+      status: 403,
+      code: "path_outside_root",
+    });
+    expect(readFileSync(`${tree.root}-evil/x`, "utf8")).toBe("evil\n");
+  });
+
+  it("answers 404 file_not_found", async () => {
+    expect(await errorOf("read", { path: "missing.txt" })).toMatchObject({
+      status: 404,
+      code: "file_not_found",
+    });
+    expect(
+      await errorOf("edit", {
+        files: [{ path: "missing.txt", edits: [{ search: "a", replace: "b" }] }],
+      }),
+    ).toMatchObject({
+      status: 404,
+      code: "file_not_found",
+    });
+  });
+
+  it("answers 400 not_a_file for a directory", async () => {
+    tree.file("dir/inner.txt", "x");
+    expect(await errorOf("read", { path: "dir" })).toMatchObject({
+      status: 400,
+      code: "not_a_file",
+    });
+  });
+
+  it("answers 415 binary_file", async () => {
+    tree.file("image.bin", "\0");
+    expect(await errorOf("read", { path: "image.bin" })).toMatchObject({
+      status: 415,
+      code: "binary_file",
+    });
+  });
+
+  it("answers 422 edit_failed", async () => {
+    tree.file("a.txt", "a a");
+    expect(
+      await errorOf("edit", { files: [{ path: "a.txt", edits: [{ search: "a", replace: "b" }] }] }),
+    ).toMatchObject({
+      status: 422,
+      code: "edit_failed",
+    });
+  });
+
+  it("leaves unexpected errors to the app's handler, which logs them and answers 500", async () => {
+    const failing = new Hono();
+    installErrorHandling(failing, { onUnexpectedError: (error) => unexpected.push(error) });
+    const broken = new WorkspaceFiles({ root: tree.root });
+    broken.read = async () => {
+      throw new Error("boom with private detail");
+    };
+    failing.route(WirePath.files, createFileRouter(broken));
+    const response = await failing.request(`${WirePath.files}/read`, {
+      method: "POST",
+      body: JSON.stringify({ path: "a" }),
+    });
+    expect(response.status).toBe(500);
+    expect(await response.text()).not.toContain("private detail");
+    expect(unexpected).toHaveLength(1);
+  });
+
+  it("maps every file error code to its documented status", () => {
+    expect(fileErrorStatus("invalid_json")).toBe(400);
+    expect(fileErrorStatus("invalid_request")).toBe(400);
+    expect(fileErrorStatus("path_outside_root")).toBe(403);
+    expect(fileErrorStatus("file_not_found")).toBe(404);
+    expect(fileErrorStatus("not_a_file")).toBe(400);
+    expect(fileErrorStatus("binary_file")).toBe(415);
+    expect(fileErrorStatus("edit_failed")).toBe(422);
+    expect(fileErrorStatus("internal")).toBe(500);
+  });
+});
