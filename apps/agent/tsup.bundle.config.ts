@@ -1,7 +1,6 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig(
-  {
+export default defineConfig({
   // The standalone daemon: every dependency, workspace packages included, inlined into one
   // file so a workspace machine needs only Node to run it.
   entry: { "deckhand-agent": "src/main.ts" },
@@ -19,5 +18,4 @@ export default defineConfig(
   },
   sourcemap: false,
   splitting: false,
-},
-);
+});

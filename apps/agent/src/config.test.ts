@@ -17,9 +17,9 @@ describe("agent configuration", () => {
   it("reads the token from the environment when no flag is given", () => {
     const config = resolveAgentConfig({}, { [WireEnv.agentToken]: "from-env" }, workspace);
     expect(config.token).toBe("from-env");
-    expect(resolveAgentConfig({ token: "flag" }, { [WireEnv.agentToken]: "env" }, workspace).token).toBe(
-      "flag",
-    );
+    expect(
+      resolveAgentConfig({ token: "flag" }, { [WireEnv.agentToken]: "env" }, workspace).token,
+    ).toBe("flag");
   });
 
   it("refuses a non-loopback address without a token", () => {
@@ -49,7 +49,9 @@ describe("agent configuration", () => {
     const file = join(workspace, "file.txt");
     writeFileSync(file, "x");
     expect(() => resolveAgentConfig({ dir: file }, {}, workspace)).toThrow(/is not a directory/);
-    expect(() => resolveAgentConfig({ dir: "missing" }, {}, workspace)).toThrow(/is not a directory/);
+    expect(() => resolveAgentConfig({ dir: "missing" }, {}, workspace)).toThrow(
+      /is not a directory/,
+    );
   });
 
   it("rejects an empty token", () => {

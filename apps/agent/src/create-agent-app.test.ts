@@ -37,7 +37,12 @@ describe("workspace agent app", () => {
   });
 
   it("answers 401 without a token or with a wrong one, in the error shape", async () => {
-    for (const headers of [{}, { [WireHeader.authorization]: "Bearer wrong" }, { [WireHeader.authorization]: TOKEN }]) {
+    const attempts: Record<string, string>[] = [
+      {},
+      { [WireHeader.authorization]: "Bearer wrong" },
+      { [WireHeader.authorization]: TOKEN },
+    ];
+    for (const headers of attempts) {
       const response = await fetch(`${agent.url}${WirePath.agentHealth}`, { headers });
       expect(response.status).toBe(401);
       expect(response.headers.get("www-authenticate")).toBe("Bearer");
@@ -80,7 +85,9 @@ describe("workspace agent app", () => {
     await fetch(`${agent.url}${WirePath.processes}/list`, {
       headers: { [WireHeader.authorization]: `Bearer ${TOKEN}`, [WireHeader.chatId]: CHAT },
     });
-    const requests = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === "request");
+    const requests = logLines
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.msg === "request");
     expect(requests.length).toBeGreaterThan(0);
     const tagged = requests.find((entry) => entry.path === `${WirePath.processes}/list`);
     expect(tagged).toMatchObject({ method: "GET", status: 200, chat_id: CHAT });

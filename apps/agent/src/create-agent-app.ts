@@ -38,7 +38,10 @@ export function createAgentApp(options: AgentAppOptions): Hono {
   const app = new Hono();
   installErrorHandling(app, {
     onUnexpectedError: (error, context) =>
-      logger.error({ err: error, method: context.req.method, path: context.req.path }, "request failed"),
+      logger.error(
+        { err: error, method: context.req.method, path: context.req.path },
+        "request failed",
+      ),
   });
 
   app.use(async (context, next) => {

@@ -1,5 +1,5 @@
 export { AgentError } from "./agent-error.ts";
-export { parseAgentArguments, agentUsage } from "./arguments.ts";
+export { agentUsage, parseAgentArguments } from "./arguments.ts";
 export {
   type AgentConfig,
   type AgentConfigInput,

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
 import { ProcessManager } from "@deckhand/process-manager";
 import { WorkspaceFiles } from "@deckhand/workspace-files";
+import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { AgentError } from "./agent-error.ts";
 import type { AgentConfig } from "./config.ts";
