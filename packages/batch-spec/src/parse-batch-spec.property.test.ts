@@ -1,0 +1,111 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: batch spec templates use ${{ }}, and they are what these tests are about
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { parseBatchSpec } from "./parse-batch-spec.ts";
+
+const name = fc.stringMatching(/^[\w.-]{1,12}$/);
+const text = fc.string({ maxLength: 20 }).filter((value) => !value.includes("${{"));
+
+const step = fc.record(
+  {
+    run: text,
+    image: fc.stringMatching(/^[a-z0-9:/.-]{1,12}$/),
+    env: fc.dictionary(fc.stringMatching(/^[A-Z_]{1,6}$/), text, { maxKeys: 3 }),
+    if: fc.boolean(),
+  },
+  { requiredKeys: ["run", "image"] },
+);
+
+const spec = fc.record(
+  {
+    version: fc.constant(3 as const),
+    name,
+    description: text,
+    on: fc.array(fc.record({ repository: name, branch: name }, { requiredKeys: ["repository"] }), {
+      maxLength: 3,
+    }),
+    steps: fc.array(step, { minLength: 1, maxLength: 4 }),
+    changesetTemplate: fc.record({
+      title: text,
+      branch: name,
+      commit: fc.record({ message: text }),
+      published: fc.oneof(fc.boolean(), fc.constant("draft" as const), fc.constant(null)),
+    }),
+  },
+  { requiredKeys: ["version", "name", "steps", "changesetTemplate"] },
+);
+
+describe("parseBatchSpec properties", () => {
+  it("never throws, whatever the input", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.json(),
+          fc.anything().map((value) => stringify(value) ?? ""),
+        ),
+        (input) => {
+          const result = parseBatchSpec(input, { file: "fuzz.yaml" });
+          expect(result.spec === undefined).toBe(result.diagnostics.length > 0);
+          for (const diagnostic of result.diagnostics) {
+            expect(diagnostic.line).toBeGreaterThanOrEqual(0);
+            expect(diagnostic.message.length).toBeGreaterThan(0);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("parses generated specs identically from YAML and from JSON, with image folded into container", () => {
+    fc.assert(
+      fc.property(spec, (value) => {
+        const fromYaml = parseBatchSpec(stringify(value), { file: "spec.yaml" });
+        const fromJson = parseBatchSpec(JSON.stringify(value, null, 2), { file: "spec.json" });
+        expect(fromYaml.diagnostics).toEqual([]);
+        expect(fromJson.spec).toEqual(fromYaml.spec);
+        expect(fromYaml.spec?.steps?.map((parsed) => parsed.container)).toEqual(
+          value.steps.map((input) => input.image),
+        );
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("gives the same parsed spec for image and container spellings", () => {
+    fc.assert(
+      fc.property(spec, (value) => {
+        const respelled = {
+          ...value,
+          steps: value.steps.map(({ image, ...rest }) => ({ container: image, ...rest })),
+        };
+        const original = parseBatchSpec(stringify(value), { file: "spec.yaml" });
+        const other = parseBatchSpec(stringify(respelled), { file: "spec.yaml" });
+        expect(JSON.stringify(other.spec)).toBe(JSON.stringify(original.spec));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("reports an unknown field at the line of its key, wherever it is inserted", () => {
+    fc.assert(
+      fc.property(spec, fc.nat(), (value, pick) => {
+        const index = pick % value.steps.length;
+        const steps = value.steps.map((entry, position) =>
+          position === index ? { ...entry, contaner: "x" } : entry,
+        );
+        const yaml = stringify({ ...value, steps });
+        const lines = yaml.split("\n");
+        const result = parseBatchSpec(yaml, { file: "spec.yaml" });
+        const unknown = result.diagnostics.filter(
+          (diagnostic) => diagnostic.code === "unknown_field",
+        );
+        expect(unknown).toHaveLength(1);
+        expect(unknown[0]!.path).toBe(`steps[${index}].contaner`);
+        expect(lines[unknown[0]!.line - 1]!.slice(unknown[0]!.column - 1)).toMatch(/^contaner: x/);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

@@ -1,0 +1,38 @@
+// Resolves `changesetTemplate.published` for one changeset.
+import type { PublishedInput } from "./batch-spec-schema.ts";
+import { matchesGlob } from "./glob.ts";
+
+/** A changeset's publication state; null leaves it to the UI. */
+export type PublishedState = boolean | "draft" | null;
+
+/**
+ * The published state for a changeset in `repositoryName` on `branch`. A single value applies
+ * to every changeset; in a list of `{pattern: value}` rules the last matching rule wins, and a
+ * pattern may end in `@branch` to match only that branch. No matching rule gives null.
+ */
+export function resolvePublished(
+  published: PublishedInput | undefined,
+  repositoryName: string,
+  branch?: string,
+): PublishedState {
+  if (published === undefined || published === null) return null;
+  if (!Array.isArray(published)) return published;
+  let state: PublishedState = null;
+  for (const rule of published) {
+    for (const [pattern, value] of Object.entries(rule)) {
+      // Repository names cannot contain "@"; branch names can, so split at the first one.
+      const at = pattern.indexOf("@");
+      const repositoryPattern = at < 0 ? pattern : pattern.slice(0, at);
+      const branchPattern = at < 0 ? undefined : pattern.slice(at + 1);
+      if (!matchesGlob(repositoryPattern, repositoryName)) continue;
+      if (
+        branchPattern !== undefined &&
+        (branch === undefined || !matchesGlob(branchPattern, branch))
+      ) {
+        continue;
+      }
+      state = value;
+    }
+  }
+  return state;
+}

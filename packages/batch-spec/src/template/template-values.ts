@@ -1,0 +1,129 @@
+// Values a template can see and produce, and how they print. Printing follows Go's fmt `%v`
+// so that rendered output matches what Sourcegraph's text/template produced for the same spec.
+
+/** Data a template can read: JSON-like values only, never functions or class instances. */
+export type TemplateValue =
+  | string
+  | number
+  | boolean
+  | null
+  | readonly TemplateValue[]
+  | { readonly [key: string]: TemplateValue };
+
+/** The kind of a value, for messages. */
+export function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return "nil";
+  if (Array.isArray(value)) return "list";
+  if (typeof value === "object") return "map";
+  return typeof value;
+}
+
+/** A plain data object: created by a literal, JSON or YAML, not a class instance or a function. */
+export function isPlainObject(value: unknown): value is { readonly [key: string]: TemplateValue } {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * Reads an own field of a plain object. Inherited members (`constructor`, `__proto__`,
+ * `toString`) are never visible, so a template cannot reach past the data it was given.
+ */
+export function ownField(value: unknown, field: string): { found: boolean; value: TemplateValue } {
+  if (isPlainObject(value) && Object.hasOwn(value, field)) {
+    const found = value[field];
+    if (typeof found === "function") return { found: false, value: null };
+    return { found: true, value: found as TemplateValue };
+  }
+  return { found: false, value: null };
+}
+
+/** Go's notion of truth: false, 0, nil, "" and empty lists and maps are false. */
+export function isTruthy(value: TemplateValue | undefined): boolean {
+  if (value === null || value === undefined) return false;
+  if (typeof value === "boolean") return value;
+  if (typeof value === "number") return value !== 0;
+  if (typeof value === "string") return value !== "";
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === "object") return Object.keys(value).length > 0;
+  return true;
+}
+
+/** Formats a value the way Go's `fmt.Sprint` does: lists as `[a b]`, maps as `map[k:v]`. */
+export function printValue(value: TemplateValue | undefined): string {
+  if (value === null || value === undefined) return "<no value>";
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value)) return `[${value.map(printValue).join(" ")}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).sort();
+    return `map[${keys.map((key) => `${key}:${printValue(value[key])}`).join(" ")}]`;
+  }
+  return "<unsupported value>";
+}
+
+const shellSafe = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/**
+ * Quotes one word for a POSIX shell, leaving words without special characters as they are (so
+ * `join steps.modified_files " "` over ordinary file names renders exactly as before).
+ */
+export function shellQuoteWord(word: string): string {
+  if (word === "") return "''";
+  if (shellSafe.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * Splits a shell-quoted string into words, honouring single quotes, double quotes and
+ * backslashes as /bin/sh does. Returns undefined for an unterminated quote.
+ */
+export function shellSplit(input: string): string[] | undefined {
+  const words: string[] = [];
+  let word = "";
+  let inWord = false;
+  for (let index = 0; index < input.length; index += 1) {
+    const character = input[index]!;
+    if (character === "'") {
+      const close = input.indexOf("'", index + 1);
+      if (close < 0) return undefined;
+      word += input.slice(index + 1, close);
+      index = close;
+      inWord = true;
+    } else if (character === '"') {
+      index += 1;
+      for (; index < input.length && input[index] !== '"'; index += 1) {
+        const inner = input[index]!;
+        if (inner === "\\" && /["\\$`\n]/.test(input[index + 1] ?? "")) {
+          if (input[index + 1] !== "\n") word += input[index + 1];
+          index += 1;
+        } else {
+          word += inner;
+        }
+      }
+      if (index >= input.length) return undefined;
+      inWord = true;
+    } else if (character === "\\") {
+      const next = input[index + 1];
+      if (next === undefined) return undefined;
+      if (next !== "\n") word += next;
+      index += 1;
+      inWord = true;
+    } else if (/[ \t\n]/.test(character)) {
+      if (inWord) words.push(word);
+      word = "";
+      inWord = false;
+    } else {
+      word += character;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** True when `word` is already exactly what `shellQuoteWord` produces for some word. */
+export function isShellQuoted(word: string): boolean {
+  const parts = shellSplit(word);
+  return parts !== undefined && parts.length === 1 && shellQuoteWord(parts[0]!) === word;
+}

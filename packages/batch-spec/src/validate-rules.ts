@@ -1,0 +1,330 @@
+// Rules that depend on more than one field: the version, run vs codingAgent, images, mounts,
+// `on` entries, publish rules. They read the spec as parsed from YAML (not yet known to be
+// well-typed) so that they can report alongside structural problems, all in one pass.
+import type { AgentTypeCatalogue } from "./agent-types.ts";
+import type { BatchSpecDiagnostic, FieldPath } from "./diagnostics.ts";
+import { compileGlob } from "./glob.ts";
+import type { SpecSource } from "./spec-source.ts";
+import { closestMatch } from "./suggest.ts";
+
+type Data = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Data {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function has(record: Data, key: string): boolean {
+  return Object.hasOwn(record, key) && record[key] !== undefined;
+}
+
+/**
+ * Docker and Podman read `--mount` options as comma-separated CSV, so these characters in a
+ * path would end the path and start another option (src-cli #1284).
+ */
+const mountBreakingCharacters = [",", '"', "\n", "\r"] as const;
+
+function describeCharacter(character: string): string {
+  switch (character) {
+    case "\n":
+      return "a newline";
+    case "\r":
+      return "a carriage return";
+    case '"':
+      return 'a double quote (")';
+    default:
+      return `a comma (",")`;
+  }
+}
+
+function mountBreakingCharacter(text: string): string | undefined {
+  return mountBreakingCharacters.find((character) => text.includes(character));
+}
+
+export interface RuleOptions {
+  agentTypes: AgentTypeCatalogue;
+}
+
+class RuleChecker {
+  readonly diagnostics: BatchSpecDiagnostic[] = [];
+  private readonly source: SpecSource;
+  private readonly options: RuleOptions;
+
+  constructor(source: SpecSource, options: RuleOptions) {
+    this.source = source;
+    this.options = options;
+  }
+
+  private add(
+    path: FieldPath,
+    code: BatchSpecDiagnostic["code"],
+    message: string,
+    target: "key" | "value" = "key",
+  ): void {
+    this.diagnostics.push(this.source.diagnostic(path, code, message, target));
+  }
+
+  check(spec: Data): void {
+    const rawVersion = spec.version;
+    const version =
+      rawVersion === undefined
+        ? 1
+        : rawVersion === 1 || rawVersion === 2 || rawVersion === 3
+          ? rawVersion
+          : undefined;
+
+    if (Array.isArray(spec.on)) {
+      for (const [index, entry] of spec.on.entries()) this.onEntry(entry, ["on", index]);
+    }
+
+    if (Array.isArray(spec.workspaces)) {
+      spec.workspaces.forEach((workspace, index) => {
+        if (isRecord(workspace) && typeof workspace.in === "string") {
+          this.glob(workspace.in, ["workspaces", index, "in"]);
+        }
+      });
+    }
+
+    const steps = spec.steps;
+    if (Array.isArray(steps)) {
+      for (const [index, step] of steps.entries()) this.step(step, ["steps", index], version);
+      if (steps.length > 0 && !has(spec, "changesetTemplate")) {
+        this.add(
+          ["steps"],
+          "steps_without_changeset_template",
+          "the spec has steps but no changesetTemplate; add a changesetTemplate (title, branch and commit.message) so the changes become changesets",
+        );
+      }
+    }
+
+    const hooks = spec.changesetHooks;
+    if (has(spec, "changesetHooks")) {
+      if (version !== 3) {
+        this.add(
+          ["changesetHooks"],
+          "changeset_hooks_require_version_3",
+          `changesetHooks need version 3; add "version: 3" at the top of the spec`,
+        );
+      }
+      if (isRecord(hooks)) {
+        for (const event of ["onCIFailure", "onMergeConflict"]) {
+          const hook = hooks[event];
+          if (isRecord(hook) && Array.isArray(hook.steps)) {
+            for (const [index, step] of hook.steps.entries()) {
+              this.step(step, ["changesetHooks", event, "steps", index], 3);
+            }
+          }
+        }
+      }
+    }
+
+    const template = spec.changesetTemplate;
+    if (isRecord(template) && Array.isArray(template.published)) {
+      for (const [index, rule] of template.published.entries()) {
+        this.publishRule(rule, ["changesetTemplate", "published", index]);
+      }
+    }
+  }
+
+  private glob(pattern: string, path: FieldPath, target: "key" | "value" = "value"): void {
+    try {
+      compileGlob(pattern);
+    } catch (error) {
+      this.add(path, "invalid_glob", (error as Error).message, target);
+    }
+  }
+
+  private onEntry(entry: unknown, path: FieldPath): void {
+    if (!isRecord(entry)) return;
+    const query = has(entry, "repositoriesMatchingQuery");
+    const repository = has(entry, "repository");
+    if (query && repository) {
+      this.add(
+        path,
+        "on_query_and_repository",
+        `an "on" entry has either "repositoriesMatchingQuery" or "repository", not both; split it into two entries`,
+      );
+    } else if (!query && !repository) {
+      this.add(
+        path,
+        "on_missing_target",
+        `an "on" entry needs "repositoriesMatchingQuery" (a search query) or "repository" (a repository name)`,
+      );
+    }
+    if (has(entry, "branch") && has(entry, "branches")) {
+      this.add(
+        [...path, "branches"],
+        "on_branch_and_branches",
+        `set either "branch" or "branches", not both`,
+      );
+    }
+    if (query && !repository) {
+      for (const field of ["branch", "branches"]) {
+        if (has(entry, field)) {
+          this.add(
+            [...path, field],
+            "on_branch_without_repository",
+            `"${field}" belongs to a "repository" entry; a repositoriesMatchingQuery entry selects branches through its query`,
+          );
+        }
+      }
+    }
+  }
+
+  private publishRule(rule: unknown, path: FieldPath): void {
+    if (!isRecord(rule)) return;
+    const keys = Object.keys(rule);
+    if (keys.length !== 1) {
+      this.add(
+        path,
+        "invalid_value",
+        `a publish rule is a map with exactly one pattern ({"<repository glob>[@<branch>]": true | false | "draft"}); got ${keys.length} patterns, so give each its own list entry`,
+      );
+    }
+    for (const key of keys) {
+      const at = key.indexOf("@");
+      this.glob(at < 0 ? key : key.slice(0, at), [...path, key], "key");
+    }
+  }
+
+  private step(step: unknown, path: FieldPath, version: 1 | 2 | 3 | undefined): void {
+    if (!isRecord(step)) return;
+    const hasRun = has(step, "run");
+    const hasAgent = has(step, "codingAgent");
+    const hasImage = has(step, "image");
+    const hasContainer = has(step, "container");
+
+    if (hasImage && hasContainer) {
+      this.add(
+        [...path, "image"],
+        "image_and_container",
+        `"image" and "container" name the same thing; keep one of them`,
+      );
+    }
+    if (hasRun && hasAgent) {
+      this.add(
+        [...path, "codingAgent"],
+        "step_run_and_coding_agent",
+        `a step has either "run" or "codingAgent", not both; move the shell command into a step of its own`,
+      );
+    }
+    if (version === 1 || version === 2) {
+      if (hasAgent) {
+        this.add(
+          [...path, "codingAgent"],
+          "coding_agent_requires_version_3",
+          `codingAgent steps need version 3; add "version: 3" at the top of the spec and give the step an "image"`,
+        );
+      }
+      if (hasImage) {
+        this.add(
+          [...path, "image"],
+          "image_requires_version_3",
+          `"image" is the version 3 spelling; write "container" in a version ${version} spec, or set "version: 3"`,
+        );
+      }
+      if (!hasRun && !hasAgent) {
+        this.add(
+          path,
+          "step_missing_run",
+          `missing "run": a version ${version} step runs a shell command; add run: <command>`,
+        );
+      }
+      if (!hasImage && !hasContainer) {
+        this.add(
+          path,
+          "step_missing_container",
+          `missing "container": a step runs in a container image; add container: <image>`,
+        );
+      }
+    } else if (version === 3) {
+      if (!hasRun && !hasAgent) {
+        this.add(
+          path,
+          "step_missing_command",
+          `a step needs "run" (a shell command) or "codingAgent" (an agent and a prompt); add one of them`,
+        );
+      }
+      if (!hasImage && !hasContainer) {
+        this.add(
+          path,
+          "step_missing_image",
+          hasAgent
+            ? `missing "image": a codingAgent step runs the agent in a container image that has the tools it needs (curl, tar); add image: <image>`
+            : `missing "image": a step runs in a container image; add image: <image>`,
+        );
+      }
+    }
+
+    const agent = step.codingAgent;
+    if (
+      isRecord(agent) &&
+      typeof agent.type === "string" &&
+      !this.options.agentTypes.has(agent.type)
+    ) {
+      const known = this.options.agentTypes.types();
+      const suggestion = closestMatch(agent.type, known);
+      const hint =
+        suggestion === undefined ? "; known types" : `; did you mean "${suggestion}"? Known types`;
+      this.add(
+        [...path, "codingAgent", "type"],
+        "unknown_agent_type",
+        `unknown coding agent type "${agent.type}"${hint}: ${known.join(", ")}`,
+        "value",
+      );
+    }
+
+    if (Array.isArray(step.mount)) {
+      step.mount.forEach((mount, index) => {
+        if (!isRecord(mount)) return;
+        for (const field of ["path", "mountpoint"] as const) {
+          const value = mount[field];
+          const character = typeof value === "string" ? mountBreakingCharacter(value) : undefined;
+          if (character !== undefined) {
+            this.add(
+              [...path, "mount", index, field],
+              "invalid_path_character",
+              `mount ${field} must not contain ${describeCharacter(character)}: the container runtime reads --mount options as comma-separated values, so it would inject extra mount arguments; rename the file or choose another ${field}`,
+              "value",
+            );
+          }
+        }
+      });
+    }
+
+    if (isRecord(step.files)) {
+      for (const name of Object.keys(step.files)) {
+        const character = mountBreakingCharacter(name);
+        if (character !== undefined) {
+          this.add(
+            [...path, "files", name],
+            "invalid_path_character",
+            `file path must not contain ${describeCharacter(character)}: files are mounted with --mount, whose options are comma-separated values, so it would inject extra mount arguments; choose another path`,
+          );
+        }
+      }
+    }
+
+    if (Array.isArray(step.env)) {
+      step.env.forEach((entry, index) => {
+        if (isRecord(entry) && Object.keys(entry).length !== 1) {
+          this.add(
+            [...path, "env", index],
+            "invalid_value",
+            `an env list entry is a variable name or a map with exactly one variable ({NAME: value}); got ${Object.keys(entry).length} variables, so give each its own list entry`,
+          );
+        }
+      });
+    }
+  }
+}
+
+/** Checks the cross-field rules on a spec as parsed from YAML or JSON. */
+export function checkSpecRules(
+  spec: Data,
+  source: SpecSource,
+  options: RuleOptions,
+): BatchSpecDiagnostic[] {
+  const checker = new RuleChecker(source, options);
+  checker.check(spec);
+  return checker.diagnostics;
+}
