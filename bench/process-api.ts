@@ -1,5 +1,6 @@
 // Measures @deckhand/process-manager against doing the same work by hand, in one run:
-//   (a) start-to-exit latency of `true` through the HTTP API vs a bare child_process.spawn;
+//   (a) start-to-exit latency of `true` through the HTTP API vs a bare child_process.spawn, both
+//       as one request (start with `wait_ms`) and as two (start, then a blocking output read);
 //   (b) throughput of 1 GiB of output captured into the head+tail buffer vs a raw pipe;
 //   (c) file descriptors, child processes and memory left behind by 1,000 started and reaped
 //       processes.
@@ -90,16 +91,34 @@ function memoryInUse(): number {
 
 const settle = () => new Promise((resolveDelay) => setTimeout(resolveDelay, 200));
 
-// (a) Latency: HTTP start + blocking output vs bare spawn, interleaved so drift hits both. The
-// manager called directly and one HTTP round trip are measured too, to show where time goes.
+// (a) Latency: HTTP start-and-wait (one request) and start + blocking output (two requests) vs
+// bare spawn, interleaved so drift hits all of them. The one request through a client on Node's
+// fetch, the manager called directly and one HTTP round trip are measured too, to show where
+// time goes.
 const latencyManager = new ProcessManager({ maxRunning: 64 });
 const { url, server } = await serveRouter(latencyManager);
 const client = new ProcessClient({ baseUrl: url });
+// The same client over Node's fetch, to show what the default node:http transport saves.
+const fetchClient = new ProcessClient({ baseUrl: url, fetch: globalThis.fetch });
+const checkExited = (id: string, answer: { running: boolean; exit_code: number | null }) => {
+  if (answer.running || answer.exit_code !== 0) throw new Error(`unexpected answer for ${id}`);
+};
 const apiRun = async (): Promise<number> => {
   const started = process.hrtime.bigint();
+  const { id, output } = await client.start({ command: "true", wait_ms: 60_000 });
+  checkExited(id, output);
+  return milliseconds(started);
+};
+const fetchRun = async (): Promise<number> => {
+  const started = process.hrtime.bigint();
+  const { id, output } = await fetchClient.start({ command: "true", wait_ms: 60_000 });
+  checkExited(id, output);
+  return milliseconds(started);
+};
+const twoRequestRun = async (): Promise<number> => {
+  const started = process.hrtime.bigint();
   const { id } = await client.start({ command: "true" });
-  const answer = await client.output(id, { wait: true });
-  if (answer.running || answer.exit_code !== 0) throw new Error(`unexpected answer for ${id}`);
+  checkExited(id, await client.output(id, { wait: true }));
   return milliseconds(started);
 };
 const directRun = async (): Promise<number> => {
@@ -117,17 +136,23 @@ const roundTrip = async (): Promise<number> => {
 };
 for (let run = 0; run < LATENCY_WARMUP; run += 1) {
   await apiRun();
+  await fetchRun();
+  await twoRequestRun();
   await directRun();
   await roundTrip();
   await bareRun("true");
 }
 const apiLatency: number[] = [];
+const fetchLatency: number[] = [];
+const twoRequestLatency: number[] = [];
 const directLatency: number[] = [];
 const roundTripLatency: number[] = [];
 const bareLatency: number[] = [];
 for (let run = 0; run < LATENCY_RUNS; run += 1) {
   apiLatency.push(await apiRun());
   bareLatency.push(await bareRun("true"));
+  twoRequestLatency.push(await twoRequestRun());
+  fetchLatency.push(await fetchRun());
   directLatency.push(await directRun());
   roundTripLatency.push(await roundTrip());
 }
@@ -209,6 +234,9 @@ const childrenAfter = childProcesses();
 const memoryAfter = memoryInUse();
 
 const apiMedian = percentile(apiLatency, 0.5);
+const twoRequestMedian = percentile(twoRequestLatency, 0.5);
+const twoRequestP90 = percentile(twoRequestLatency, 0.9);
+const fetchMedian = percentile(fetchLatency, 0.5);
 const bareMedian = percentile(bareLatency, 0.5);
 const directMedian = percentile(directLatency, 0.5);
 const roundTripMedian = percentile(roundTripLatency, 0.5);
@@ -227,6 +255,12 @@ const result = {
   bare_spawn_p90_ms: ratio(bareP90),
   latency_median_ratio: ratio(apiMedian / bareMedian),
   latency_p90_ratio: ratio(apiP90 / bareP90),
+  two_request_start_exit_median_ms: ratio(twoRequestMedian),
+  two_request_start_exit_p90_ms: ratio(twoRequestP90),
+  two_request_latency_median_ratio: ratio(twoRequestMedian / bareMedian),
+  two_request_latency_p90_ratio: ratio(twoRequestP90 / bareP90),
+  fetch_client_start_exit_median_ms: ratio(fetchMedian),
+  fetch_client_latency_median_ratio: ratio(fetchMedian / bareMedian),
   direct_start_exit_median_ms: ratio(directMedian),
   direct_start_exit_p90_ms: ratio(directP90),
   direct_latency_median_ratio: ratio(directMedian / bareMedian),
@@ -257,14 +291,24 @@ const result = {
 
 const rows: [string, string, string][] = [
   [
-    "start→exit of `true` over HTTP, median",
+    "start→exit of `true` over HTTP, one request, median",
     `${apiMedian.toFixed(2)} ms`,
     `bare spawn ${bareMedian.toFixed(2)} ms → ${result.latency_median_ratio}× (target ≤ 1.5×)`,
   ],
   [
-    "start→exit of `true` over HTTP, p90",
+    "start→exit of `true` over HTTP, one request, p90",
     `${apiP90.toFixed(2)} ms`,
     `bare spawn ${bareP90.toFixed(2)} ms → ${result.latency_p90_ratio}×`,
+  ],
+  [
+    "start→exit of `true` over HTTP, two requests, median",
+    `${twoRequestMedian.toFixed(2)} ms`,
+    `→ ${result.two_request_latency_median_ratio}× bare; p90 ${twoRequestP90.toFixed(2)} ms → ${result.two_request_latency_p90_ratio}×`,
+  ],
+  [
+    "start→exit of `true` over HTTP, one request, client on fetch",
+    `${fetchMedian.toFixed(2)} ms`,
+    `→ ${result.fetch_client_latency_median_ratio}× bare (the client's default is node:http)`,
   ],
   [
     "start→exit of `true`, manager direct",
@@ -272,9 +316,9 @@ const rows: [string, string, string][] = [
     `→ ${result.direct_latency_median_ratio}× bare; p90 ${directP90.toFixed(2)} ms`,
   ],
   [
-    "one HTTP round trip (fetch + hono)",
+    "one HTTP round trip (client + hono)",
     `${roundTripMedian.toFixed(2)} ms`,
-    "GET output of an exited process; start→exit takes two",
+    "GET output of an exited process; start→exit takes one or two",
   ],
   [
     "1 GiB of zeros captured",

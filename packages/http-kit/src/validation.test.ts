@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { installErrorHandling } from "./error-handling.ts";
 import { HttpError } from "./http-error.ts";
-import { parseJsonBody, parseQuery } from "./validation.ts";
+import { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
 
 function app() {
   const unexpected: unknown[] = [];
@@ -76,5 +76,46 @@ describe("http-kit", () => {
     const response = await app().application.request("/nope");
     expect(response.status).toBe(404);
     expect(((await response.json()) as ErrorResponse).error.code).toBe("not_found");
+  });
+});
+
+describe("describeZodError", () => {
+  const messageFor = (schema: z.ZodType, value: unknown) => {
+    const result = schema.safeParse(value);
+    if (result.success) throw new Error("expected the value to be invalid");
+    return describeZodError(result.error);
+  };
+
+  it("gives a bad record key's own message, not zod's generic one", () => {
+    const env = z.record(z.string().regex(/^[A-Z]+$/, "must be upper case"), z.string());
+    const schema = z.strictObject({ env: env.optional() });
+    expect(messageFor(schema, { env: { lower: "x", UPPER: 1 } })).toBe(
+      "env.lower: must be upper case; env.UPPER: Invalid input: expected string, received number",
+    );
+  });
+
+  it("names the problems of the one union alternative the input comes close to", () => {
+    const schema = z.object({
+      step: z.union([z.string(), z.strictObject({ run: z.string().min(1) })]),
+    });
+    expect(messageFor(schema, { step: { run: "" } })).toBe(
+      "step.run: Too small: expected string to have >=1 characters",
+    );
+  });
+
+  it("lists the expected types when the input matches no union alternative's type", () => {
+    const schema = z.object({ step: z.union([z.string(), z.number()]) });
+    expect(messageFor(schema, { step: true })).toBe(
+      "step: Invalid input: expected string or number",
+    );
+  });
+
+  it("describes each union alternative the input comes close to", () => {
+    const schema = z.object({
+      step: z.union([z.object({ run: z.string() }), z.object({ uses: z.string() })]),
+    });
+    expect(messageFor(schema, { step: {} })).toBe(
+      "step: Invalid input, fitting none of: (run: Invalid input: expected string, received undefined) or (uses: Invalid input: expected string, received undefined)",
+    );
   });
 });

@@ -5,6 +5,8 @@ export {
   ProcessClient,
   ProcessClientError,
   type ProcessClientOptions,
+  type StartAndWaitResponse,
+  type StartRequestOptions,
 } from "./process-client.ts";
 export {
   type Environment,
@@ -13,6 +15,7 @@ export {
   ProcessManager,
   type ProcessManagerOptions,
   type ShutdownOptions,
+  type StartAndWaitResult,
   type StartProcessOptions,
   type WaitForOutputOptions,
   type WaitOptions,

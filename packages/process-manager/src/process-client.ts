@@ -16,6 +16,7 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import type { z } from "zod";
+import { fetchTransport, nodeTransport, type Transport } from "./client-transport.ts";
 import { ProcessManagerError } from "./process-manager-error.ts";
 
 /** What a client call failed with: the agent's status and error body, or status 0 when unreachable. */
@@ -38,6 +39,10 @@ export interface ProcessClientOptions {
   chatId?: string | undefined;
   /** Chats whose processes this chat may also see (a sub-agent's parents). */
   ancestorChatIds?: readonly string[] | undefined;
+  /**
+   * A fetch to send the requests with, e.g. to observe or stub them. Without it the client uses
+   * node:http(s) with keep-alive, which costs a fraction of what Node's fetch does per request.
+   */
   fetch?: typeof fetch;
   /**
    * Longest a single blocking request may wait; longer waits are split into several requests.
@@ -62,6 +67,19 @@ export interface ClientWaitOptions {
   signal?: AbortSignal;
 }
 
+export interface StartRequestOptions {
+  /**
+   * Ends a waiting start early. The process keeps running, and its id is then known only to
+   * `list`.
+   */
+  signal?: AbortSignal;
+}
+
+/** The answer to a start with `wait_ms`: the output comes with it. */
+export type StartAndWaitResponse = StartProcessResponse & { output: ProcessOutputResponse };
+
+const StartAndWaitResponseSchema = StartProcessResponseSchema.required({ output: true });
+
 const DEFAULT_MAX_WAIT_MS = 4 * 60 * 1000;
 
 interface RequestOptions {
@@ -74,12 +92,12 @@ interface RequestOptions {
 export class ProcessClient {
   readonly #baseUrl: string;
   readonly #headers: Record<string, string>;
-  readonly #fetch: typeof fetch;
+  readonly #transport: Transport;
   readonly #maxWaitMs: number;
 
   constructor(options: ProcessClientOptions) {
     this.#baseUrl = `${options.baseUrl.replace(/\/+$/, "")}${WirePath.processes}`;
-    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#transport = options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch);
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
     const headers: Record<string, string> = {};
     if (options.token !== undefined) headers[WireHeader.authorization] = `Bearer ${options.token}`;
@@ -90,8 +108,56 @@ export class ProcessClient {
     this.#headers = headers;
   }
 
-  start(request: StartProcessRequest): Promise<StartProcessResponse> {
-    return this.#request("POST", "/start", StartProcessResponseSchema, { body: request });
+  /**
+   * Starts a process. With `wait_ms` the agent first waits (up to `wait_ms`, its own cap and this
+   * client's `maxWaitMs`) for the process to exit and answers its output too, in one round trip.
+   */
+  start(
+    request: StartProcessRequest & { wait_ms: number },
+    options?: StartRequestOptions,
+  ): Promise<StartAndWaitResponse>;
+  start(request: StartProcessRequest, options?: StartRequestOptions): Promise<StartProcessResponse>;
+  start(
+    request: StartProcessRequest,
+    options: StartRequestOptions = {},
+  ): Promise<StartProcessResponse> {
+    if (request.wait_ms === undefined) {
+      return this.#request("POST", "/start", StartProcessResponseSchema, {
+        body: request,
+        signal: options.signal,
+      });
+    }
+    // A waiting start is answered only when the wait ends, so it is held to the same limit as
+    // any other blocking request; the answer must then carry the output.
+    return this.#request("POST", "/start", StartAndWaitResponseSchema, {
+      body: { ...request, wait_ms: Math.min(request.wait_ms, this.#maxWaitMs) },
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Runs a command to completion: starts it, waiting in the same request, and when it outlives
+   * that request's wait keeps waiting as `waitForExit` does, until it exits or `timeoutMs` passes
+   * (the answer then says `running: true, timed_out: true`; the process keeps running).
+   */
+  async run(
+    request: Omit<StartProcessRequest, "wait_ms">,
+    options: ClientWaitOptions = {},
+  ): Promise<StartAndWaitResponse> {
+    const deadline =
+      options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    const signal = options.signal === undefined ? {} : { signal: options.signal };
+    const started = await this.start(
+      { ...request, wait_ms: Math.min(options.timeoutMs ?? this.#maxWaitMs, this.#maxWaitMs) },
+      signal,
+    );
+    if (!started.output.running || Date.now() >= deadline) return started;
+    const remaining = Math.max(0, deadline - Date.now());
+    const output = await this.waitForExit(started.id, {
+      ...signal,
+      ...(Number.isFinite(remaining) ? { timeoutMs: remaining } : {}),
+    });
+    return { ...started, output };
   }
 
   list(options: { limit?: number } = {}): Promise<ListProcessesResponse> {
@@ -144,16 +210,15 @@ export class ProcessClient {
       if (value !== undefined) url.searchParams.set(name, String(value));
     }
     const headers = { ...this.#headers };
-    const init: RequestInit = { method, headers };
+    let body: string | undefined;
     if (options.body !== undefined) {
       headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(options.body);
+      body = JSON.stringify(options.body);
     }
-    if (options.signal !== undefined) init.signal = options.signal;
 
-    let response: Response;
+    let response: { status: number; text: string };
     try {
-      response = await this.#fetch(url, init);
+      response = await this.#transport(url, { method, headers, body, signal: options.signal });
     } catch (error) {
       if (options.signal?.aborted) throw error;
       throw new ProcessClientError(
@@ -163,8 +228,8 @@ export class ProcessClient {
         { cause: error },
       );
     }
-    const text = await response.text();
-    if (!response.ok) throw errorFrom(response.status, text);
+    const { text } = response;
+    if (response.status < 200 || response.status > 299) throw errorFrom(response.status, text);
     let value: unknown;
     try {
       value = JSON.parse(text);

@@ -90,7 +90,17 @@ describe("starting processes", () => {
     expect(unknown.message).toContain("shell");
     const badEnv = await startError(manager, { command: "true", env: { "A=B": "x" } });
     expect(badEnv.code).toBe("invalid_request");
-    expect(badEnv.message).toContain("env.A=B");
+    expect(badEnv.message).toBe("env.A=B: must be a valid environment variable name");
+  });
+
+  it("refuses wait_ms, since waiting in the same call is startAndWait's job", async () => {
+    const manager = createManager();
+    const error = await startError(manager, {
+      command: "true",
+      wait_ms: 1000,
+    } as unknown as Parameters<typeof manager.start>[0]);
+    expect(error.code).toBe("invalid_request");
+    expect(error.message).toContain("wait_ms");
   });
 
   it("refuses a chat id that is not a UUID", async () => {
@@ -330,9 +340,29 @@ describe("output", () => {
     const { output } = await run(createManager(), {
       command: "echo out; echo err >&2; echo out-again",
     });
-    expect(output).toContain("out\n");
-    expect(output).toContain("err\n");
-    expect(output).toContain("out-again\n");
+    expect(output).toBe("out\nerr\nout-again\n");
+  });
+
+  it("keeps the exact order of stdout and stderr writes", async () => {
+    const manager = createManager();
+    const command =
+      "i=0; while [ $i -lt 1000 ]; do echo a; echo b >&2; echo c; echo d >&2; i=$((i+1)); done";
+    const info = await manager.start({ command });
+    expect(info.command).toBe(command);
+    expect(await manager.waitForExit(info.id)).toBe("exited");
+    expect(manager.output(info.id)).toMatchObject({
+      output: "a\nb\nc\nd\n".repeat(1000),
+      truncated: null,
+      exit_code: 0,
+    });
+  });
+
+  it("captures the shell's own error for a command that does not parse", async () => {
+    const { output, exit_code } = await run(createManager(), { command: "echo never; if" });
+    // Wording differs between shells (dash: `/bin/sh: 1: Syntax error: ...`).
+    expect(output).toMatch(/syntax error/i);
+    expect(output).not.toContain("never");
+    expect(exit_code).toBe(2);
   });
 
   it("reports a non-zero exit code", async () => {
@@ -465,6 +495,64 @@ describe("waiting", () => {
     expect(await manager.waitForOutput(id, null, { cursor: 0 })).toBe("changed");
     manager.signal(id, null, "kill");
     expect(await manager.waitForOutput(id, null, { cursor: 5 })).toBe("exited");
+  });
+});
+
+describe("starting and waiting in one call", () => {
+  it("answers the final output of a process that exits within the wait", async () => {
+    const manager = createManager();
+    const { info, output } = await manager.startAndWait(
+      { command: "echo done; exit 5", chat_id: CHAT_A },
+      { timeoutMs: 10_000 },
+    );
+    expect(info).toMatchObject({ command: "echo done; exit 5", chat_id: CHAT_A });
+    expect(output).toEqual({
+      output: "done\n",
+      truncated: null,
+      running: false,
+      exit_code: 5,
+      next_cursor: 5,
+      missed_bytes: 0,
+      timed_out: false,
+    });
+  });
+
+  it("says timed_out when the wait ends first, and leaves the process running", async () => {
+    const manager = createManager({ waitCapMs: 200 });
+    const { info, output } = await manager.startAndWait(
+      { command: "sleep 60" },
+      { timeoutMs: 60_000 },
+    );
+    expect(output).toMatchObject({ running: true, exit_code: null, timed_out: true });
+    expect(manager.get(info.id).running).toBe(true);
+    expect(manager.waitingCount).toBe(0);
+  });
+
+  it("ends the wait when its signal aborts, without timed_out", async () => {
+    const manager = createManager();
+    const controller = new AbortController();
+    const result = manager.startAndWait({ command: "sleep 60" }, { signal: controller.signal });
+    expect(await eventually(() => manager.waitingCount === 1)).toBe(true);
+    controller.abort();
+    const { info, output } = await result;
+    expect(output).toMatchObject({ running: true, timed_out: false });
+    expect(manager.get(info.id).running).toBe(true);
+  });
+
+  it("answers the output even when the exited process is reaped at once", async () => {
+    const manager = createManager({ reapAfterMs: 0 });
+    const { output } = await manager.startAndWait({ command: "echo gone" });
+    expect(output).toMatchObject({ output: "gone\n", running: false, exit_code: 0 });
+  });
+
+  it("refuses an invalid request before starting anything", async () => {
+    const manager = createManager();
+    const error = await manager.startAndWait({ command: " " }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({ code: "invalid_request" });
+    expect(manager.runningCount).toBe(0);
   });
 });
 

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { stat } from "node:fs/promises";
+import { statSync } from "node:fs";
 import { homedir, constants as osConstants } from "node:os";
-import { isAbsolute, resolve } from "node:path";
+import { resolve } from "node:path";
 import { HeadTailBuffer, type HeadTailOptions } from "@deckhand/headtail";
 import { describeZodError } from "@deckhand/http-kit";
 import {
@@ -60,6 +60,16 @@ export interface StartProcessOptions {
   chat_id?: string | null | undefined;
 }
 
+/** What `start` accepts: a start request without `wait_ms`, which is `startAndWait`'s to handle. */
+const StartOptionsSchema = StartProcessRequestSchema.omit({ wait_ms: true });
+
+/** What `startAndWait` answers: the process as started and its output when the wait ended. */
+export interface StartAndWaitResult {
+  info: ProcessInfo;
+  /** As `output` answers it, with `timed_out` true when the process still ran at the wait's end. */
+  output: ProcessOutputResponse;
+}
+
 export interface ListProcessesOptions {
   /** Most processes to return, 1 to `ProcessLimits.maxListLimit`; 10 by default. */
   limit?: number | undefined;
@@ -95,6 +105,14 @@ const SIGNALS: Record<ProcessSignalName, NodeJS.Signals> = {
   kill: "SIGKILL",
   interrupt: "SIGINT",
 };
+
+/**
+ * Put before every command so its standard error is the very pipe its standard output writes to,
+ * keeping the exact order of the two (two pipes only keep the order within each chunk). It sits
+ * on the command's first line so line numbers in the shell's messages stay the user's. A syntax
+ * error in that line is reported before the `exec` runs, so the stderr pipe is still read too.
+ */
+const STDERR_TO_STDOUT = "exec 2>&1; ";
 
 const DEFAULTS = {
   maxRunning: 64,
@@ -215,9 +233,29 @@ export class ProcessManager {
   }
 
   async start(options: StartProcessOptions): Promise<ProcessInfo> {
+    return this.#info(await this.#launch(options));
+  }
+
+  /**
+   * Starts a process and waits until it exits, the signal aborts or the (capped) timeout passes,
+   * then answers its output — a foreground command in one call. The wait never stops the process.
+   */
+  async startAndWait(
+    options: StartProcessOptions,
+    wait: WaitOptions = {},
+  ): Promise<StartAndWaitResult> {
+    const record = await this.#launch(options);
+    const info = this.#info(record);
+    const outcome = await this.#wait(record, wait, () => (record.running ? null : "exited"));
+    // The record itself, not a lookup by id: a process reaped right after exiting still answers.
+    const output = this.#output(record, {});
+    return { info, output: { ...output, timed_out: outcome === "timed_out" && output.running } };
+  }
+
+  async #launch(options: StartProcessOptions): Promise<ManagedProcess> {
     this.#assertAcceptingStarts();
     const { chat_id: rawChatId, ...fields } = options;
-    const parsed = StartProcessRequestSchema.safeParse(fields);
+    const parsed = StartOptionsSchema.safeParse(fields);
     if (!parsed.success) {
       throw new ProcessManagerError("invalid_request", describeZodError(parsed.error), {
         cause: parsed.error,
@@ -226,13 +264,13 @@ export class ProcessManager {
     const chatId = this.#parseChatId(rawChatId);
     this.#assertCapacity();
     const request = parsed.data;
-    const workdir = await this.#resolveWorkdir(request.workdir);
+    const workdir = this.#resolveWorkdir(request.workdir);
     const env = await this.#environment(request.env, chatId);
-    // Other starts may have run while this one awaited the file system or the env hook.
+    // Other starts may have run while this one awaited the env hook.
     this.#assertCapacity();
     this.#assertAcceptingStarts();
 
-    const child = spawn("/bin/sh", ["-c", request.command], {
+    const child = spawn("/bin/sh", ["-c", `${STDERR_TO_STDOUT}${request.command}`], {
       cwd: workdir,
       env,
       detached: true,
@@ -246,13 +284,12 @@ export class ProcessManager {
         { cause: error },
       );
     }
-    const record = this.#track(child, child.pid, {
+    return this.#track(child, child.pid, {
       command: request.command,
       workdir,
       background: request.background ?? false,
       chatId,
     });
-    return this.#info(record);
   }
 
   /** Running processes first, then the newest; exited processes past `reapAfterMs` are dropped. */
@@ -284,7 +321,10 @@ export class ProcessManager {
    * process state is read before the buffer, so "not running" always comes with the final output.
    */
   output(id: string, scope: ChatScope = null, options: OutputOptions = {}): ProcessOutputResponse {
-    const record = this.#find(id, scope);
+    return this.#output(this.#find(id, scope), options);
+  }
+
+  #output(record: ManagedProcess, options: OutputOptions): ProcessOutputResponse {
     const running = record.running;
     const exitCode = record.exitCode;
     if (options.cursor === undefined) {
@@ -452,37 +492,38 @@ export class ProcessManager {
     }
   }
 
-  async #defaultDirectory(): Promise<string> {
-    if (this.#defaultWorkdir !== undefined && (await isDirectory(this.#defaultWorkdir))) {
+  /**
+   * The directory checks stat synchronously: it takes about a microsecond where a promise-based
+   * stat costs a thread-pool round trip on every start, and the spawn that follows blocks on the
+   * same directory (its chdir) anyway.
+   */
+  #defaultDirectory(): string {
+    if (this.#defaultWorkdir !== undefined && isDirectory(this.#defaultWorkdir)) {
       return resolve(this.#defaultWorkdir);
     }
     return homedir();
   }
 
-  async #resolveWorkdir(requested: string | undefined): Promise<string> {
-    const fallback = await this.#defaultDirectory();
-    if (requested === undefined) return fallback;
-    const path = resolve(
-      isAbsolute(requested) ? requested : resolve(this.#defaultWorkdir ?? fallback, requested),
-    );
-    const hint = `pass an existing directory, or omit workdir to run in ${fallback}`;
-    let isDirectoryPath: boolean;
+  #resolveWorkdir(requested: string | undefined): string {
+    if (requested === undefined) return this.#defaultDirectory();
+    const path = resolve(this.#defaultWorkdir ?? homedir(), requested);
+    let problem: string;
+    let cause: unknown;
     try {
-      isDirectoryPath = (await stat(path)).isDirectory();
+      const stats = statSync(path);
+      if (stats.isDirectory()) return path;
+      problem = "is not a directory";
     } catch (error) {
       const code = systemErrorCode(error);
-      const problem = code === "ENOENT" ? "does not exist" : `cannot be used (${code ?? "error"})`;
-      throw new ProcessManagerError("invalid_request", `workdir ${path} ${problem}; ${hint}`, {
-        cause: error,
-      });
+      problem = code === "ENOENT" ? "does not exist" : `cannot be used (${code ?? "error"})`;
+      cause = error;
     }
-    if (!isDirectoryPath) {
-      throw new ProcessManagerError(
-        "invalid_request",
-        `workdir ${path} is not a directory; ${hint}`,
-      );
-    }
-    return path;
+    const hint = `pass an existing directory, or omit workdir to run in ${this.#defaultDirectory()}`;
+    throw new ProcessManagerError(
+      "invalid_request",
+      `workdir ${path} ${problem}; ${hint}`,
+      cause === undefined ? undefined : { cause },
+    );
   }
 
   async #environment(
@@ -656,9 +697,9 @@ export class ProcessManager {
   }
 }
 
-async function isDirectory(path: string): Promise<boolean> {
+function isDirectory(path: string): boolean {
   try {
-    return (await stat(path)).isDirectory();
+    return statSync(path).isDirectory();
   } catch {
     return false;
   }

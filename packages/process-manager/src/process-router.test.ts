@@ -71,8 +71,10 @@ describe("POST /start", () => {
     for (const [request, text] of [
       [{ command: "" }, "command must not be empty"],
       [{ command: "true", timeout: 5 }, "timeout"],
-      // zod reports a bad record key without the wire schema's own message; the key is named.
-      [{ command: "true", env: { "1BAD": "x" } }, "env.1BAD"],
+      [
+        { command: "true", env: { "1BAD": "x" } },
+        "env.1BAD: must be a valid environment variable name",
+      ],
       [{ command: "true", background: "yes" }, "background"],
     ] as const) {
       const { status, body } = await raw(server, "/start", post(JSON.stringify(request)));
@@ -81,6 +83,80 @@ describe("POST /start", () => {
       expect((body as ErrorResponse).error.message).toContain(text);
     }
     expect(server.manager.runningCount).toBe(0);
+  });
+
+  it("answers the output and exit code with the start when the process exits within wait_ms", async () => {
+    const server = await serveManager(createManager());
+    const started = await server.client({ chatId: CHAT_A }).start({
+      command: "echo hello; echo oops >&2; exit 3",
+      wait_ms: 10_000,
+    });
+    expect(started).toEqual({
+      id: expect.any(String),
+      started: true,
+      output: {
+        output: "hello\noops\n",
+        truncated: null,
+        running: false,
+        exit_code: 3,
+        next_cursor: 11,
+        missed_bytes: 0,
+        timed_out: false,
+      },
+    });
+    expect(server.manager.get(started.id)).toMatchObject({ chat_id: CHAT_A, exit_code: 3 });
+  });
+
+  it("answers timed_out when the process outlives wait_ms, and leaves it running", async () => {
+    const server = await serveManager(createManager());
+    const client = server.client();
+    const started = await client.start({ command: "echo begun; sleep 60", wait_ms: 300 });
+    expect(started.output).toMatchObject({ running: true, exit_code: null, timed_out: true });
+    const { processes } = await client.list();
+    expect(processes).toMatchObject([{ id: started.id, running: true }]);
+    const snapshot = await raw(server, "/start", post('{"command":"sleep 60","wait_ms":0}'));
+    expect(snapshot.body).toMatchObject({
+      started: true,
+      output: { running: true, timed_out: true },
+    });
+  });
+
+  it("caps wait_ms at the server's wait cap", async () => {
+    const server = await serveManager(createManager({ waitCapMs: 200 }));
+    const began = Date.now();
+    const started = await server.client().start({ command: "sleep 60", wait_ms: 60_000 });
+    expect(started.output).toMatchObject({ running: true, timed_out: true });
+    expect(Date.now() - began).toBeLessThan(10_000);
+  });
+
+  it("answers 400 for a wait_ms that is not an integer of at least 0, and starts nothing", async () => {
+    const server = await serveManager(createManager());
+    for (const waitMs of ["-1", "1.5", '"100"', "null"]) {
+      const { status, body } = await raw(
+        server,
+        "/start",
+        post(`{"command":"sleep 60","wait_ms":${waitMs}}`),
+      );
+      expect(status).toBe(400);
+      expect((body as ErrorResponse).error.code).toBe("invalid_request");
+      expect((body as ErrorResponse).error.message).toMatch(/^wait_ms: /);
+    }
+    expect(server.manager.runningCount).toBe(0);
+  });
+
+  it("ends a waiting start when the client disconnects, and the process keeps running", async () => {
+    const server = await serveManager(createManager());
+    const client = server.client();
+    const controller = new AbortController();
+    const start = client.start(
+      { command: "sleep 60", wait_ms: 60_000 },
+      { signal: controller.signal },
+    );
+    expect(await eventually(() => server.manager.waitingCount === 1)).toBe(true);
+    controller.abort();
+    await expect(start).rejects.toThrow();
+    expect(await eventually(() => server.manager.waitingCount === 0)).toBe(true);
+    expect(server.manager.list(null)).toMatchObject([{ command: "sleep 60", running: true }]);
   });
 
   it("answers 400 naming the path for a workdir that does not exist", async () => {
@@ -417,6 +493,58 @@ describe("ProcessClient", () => {
     });
   });
 
+  it("runs a command to completion in one request", async () => {
+    const server = await serveManager(createManager());
+    const requests: string[] = [];
+    const client = server.client({
+      fetch: (input, init) => {
+        requests.push(`${init?.method} ${new URL(String(input)).pathname}`);
+        return fetch(input, init);
+      },
+    });
+    const result = await client.run({ command: "echo hello" });
+    expect(result).toMatchObject({
+      started: true,
+      output: { output: "hello\n", running: false, exit_code: 0, timed_out: false },
+    });
+    expect(requests).toEqual([`POST ${WirePath.processes}/start`]);
+  });
+
+  it("runs a command past the agent's wait cap by waiting on in more requests", async () => {
+    const server = await serveManager(createManager({ waitCapMs: 150 }));
+    const result = await server.client().run({ command: "sleep 1; echo finally" });
+    expect(result.output).toMatchObject({ output: "finally\n", running: false, exit_code: 0 });
+  });
+
+  it("gives up running after its own timeout and says the process still runs", async () => {
+    const server = await serveManager(createManager());
+    const client = server.client();
+    const result = await client.run({ command: "sleep 60" }, { timeoutMs: 200 });
+    expect(result.output).toMatchObject({ running: true, timed_out: true });
+    expect((await client.output(result.id)).running).toBe(true);
+  });
+
+  it("holds a waiting start to maxWaitMs and refuses an answer without the output", async () => {
+    const server = await serveManager(createManager());
+    const bodies: unknown[] = [];
+    const client = server.client({
+      maxWaitMs: 100,
+      fetch: (input, init) => {
+        bodies.push(JSON.parse(String(init?.body)));
+        return fetch(input, init);
+      },
+    });
+    const started = await client.start({ command: "sleep 60", wait_ms: 60_000 });
+    expect(bodies).toEqual([{ command: "sleep 60", wait_ms: 100 }]);
+    expect(started.output.timed_out).toBe(true);
+    // An agent that ignores wait_ms answers only {id, started}.
+    const ignoring = server.client({
+      fetch: async () => Response.json({ id: "24cd17ab9236", started: true }),
+    });
+    const error = await clientError(ignoring.start({ command: "true", wait_ms: 1000 }));
+    expect(error.message).toContain("does not match the process API contract: output: ");
+  });
+
   it("raises errors that are ProcessManagerErrors with the status, code and message", async () => {
     const server = await serveManager(createManager());
     const error = await clientError(server.client().signal("nope", "kill"));
@@ -431,6 +559,14 @@ describe("ProcessClient", () => {
     const error = await clientError(client.list());
     expect(error.status).toBe(0);
     expect(error.message).toContain("cannot reach the workspace agent");
+  });
+
+  it("reports an agent that does not listen with status 0", async () => {
+    const server = await serveManager(createManager());
+    await stopAll();
+    const error = await clientError(server.client().list());
+    expect(error.status).toBe(0);
+    expect(error.message).toContain(`cannot reach the workspace agent at ${server.url}`);
   });
 
   it("refuses an answer that does not match the contract", async () => {

@@ -141,9 +141,22 @@ export function createProcessRouter(
     "/start",
     handle(async (context) => {
       const { chatId } = requestChat(context);
-      const request = await parseJsonBody(context, StartProcessRequestSchema);
-      const started = await manager.start({ ...request, chat_id: chatId });
-      const body: StartProcessResponse = { id: started.id, started: true };
+      const { wait_ms: waitMs, ...request } = await parseJsonBody(
+        context,
+        StartProcessRequestSchema,
+      );
+      const options = { ...request, chat_id: chatId };
+      if (waitMs === undefined) {
+        const started = await manager.start(options);
+        const body: StartProcessResponse = { id: started.id, started: true };
+        return context.json(body);
+      }
+      // Start and wait in one request: a foreground command costs one round trip, not two.
+      const { info, output } = await manager.startAndWait(options, {
+        timeoutMs: waitMs,
+        signal: context.req.raw.signal,
+      });
+      const body: StartProcessResponse = { id: info.id, started: true, output };
       return context.json(body);
     }),
   );

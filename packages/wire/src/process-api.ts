@@ -14,14 +14,14 @@ export const StartProcessRequestSchema = z.strictObject({
   workdir: z.string().min(1).optional(),
   env: z.record(EnvName, z.string()).optional(),
   background: z.boolean().optional(),
+  /**
+   * Milliseconds to wait for the process to exit before answering (capped by the server), so a
+   * foreground command takes one round trip; the answer then carries `output`. Without it the
+   * answer comes as soon as the process has started.
+   */
+  wait_ms: z.number().int().min(0).optional(),
 });
 export type StartProcessRequest = z.infer<typeof StartProcessRequestSchema>;
-
-export const StartProcessResponseSchema = z.object({
-  id: z.string(),
-  started: z.boolean(),
-});
-export type StartProcessResponse = z.infer<typeof StartProcessResponseSchema>;
 
 export const ProcessInfoSchema = z.object({
   id: z.string(),
@@ -77,10 +77,21 @@ export const ProcessOutputResponseSchema = z.object({
   next_cursor: z.number().int(),
   /** Incremental reads: bytes after the cursor that fell out of the retained window. */
   missed_bytes: z.number().int(),
-  /** True when a `?wait=true` read returned because its time ran out while still running. */
+  /** True when a wait (`?wait=true`, or `wait_ms` on start) ran out of time while still running. */
   timed_out: z.boolean(),
 });
 export type ProcessOutputResponse = z.infer<typeof ProcessOutputResponseSchema>;
+
+export const StartProcessResponseSchema = z.object({
+  id: z.string(),
+  started: z.boolean(),
+  /**
+   * Present when the request had `wait_ms`: the output as `GET /{id}/output?wait=true` answers
+   * it, with `timed_out: true` when the process was still running when the wait ended.
+   */
+  output: ProcessOutputResponseSchema.optional(),
+});
+export type StartProcessResponse = z.infer<typeof StartProcessResponseSchema>;
 
 export const ProcessSignalNameSchema = z.enum(["terminate", "kill", "interrupt"]);
 export type ProcessSignalName = z.infer<typeof ProcessSignalNameSchema>;
