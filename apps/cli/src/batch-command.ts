@@ -70,10 +70,12 @@ Options:
 
 class UsageError extends Error {}
 
-function readSpec(path: string, io: BatchCommandIo): { text: string; absolute: string } {
+/** Reads and parses the spec at `path`; its mounts are checked against the spec's directory. */
+function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof parseBatchSpec> {
   const absolute = resolve(io.cwd, path);
+  let text: string;
   try {
-    return { text: readFileSync(absolute, "utf8"), absolute };
+    text = readFileSync(absolute, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =
@@ -84,6 +86,7 @@ function readSpec(path: string, io: BatchCommandIo): { text: string; absolute: s
           : ((error as Error).message ?? String(error));
     throw new BatchSpecError("unreadable_spec", `cannot read ${path}: ${reason}`, { cause: error });
   }
+  return parseBatchSpec(text, { file: path, specDirectory: dirname(absolute) });
 }
 
 function parse(
@@ -111,11 +114,7 @@ function validate(argv: string[], io: BatchCommandIo): number {
   }
   if (positionals.length !== 1) throw new UsageError("validate takes one spec file");
   const path = positionals[0]!;
-  const { text, absolute } = readSpec(path, io);
-  const { spec, diagnostics } = parseBatchSpec(text, {
-    file: path,
-    specDirectory: dirname(absolute),
-  });
+  const { spec, diagnostics } = parseSpecFile(path, io);
   if (spec === undefined) {
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
@@ -181,11 +180,7 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
   }
 
   const path = positionals[0]!;
-  const { text, absolute } = readSpec(path, io);
-  const { spec, diagnostics } = parseBatchSpec(text, {
-    file: path,
-    specDirectory: dirname(absolute),
-  });
+  const { spec, diagnostics } = parseSpecFile(path, io);
   if (spec === undefined) {
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(

@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { describeZodError } from "@deckhand/http-kit";
@@ -95,6 +95,31 @@ function binaryFile(requested: string, absolute: string, reason: string, cause?:
     `${describePath(requested, absolute)} ${reason}, so it cannot be handled as text; inspect it with a process instead, such as \`xxd ${shellQuote(absolute)} | head\``,
     { cause },
   );
+}
+
+/**
+ * Runs `read` once `path` is known to be a regular file, and turns what goes wrong (in the
+ * check or in `read`) into the errors a reader sees; `hints` say what to do instead.
+ */
+async function readRegularFile<T>(
+  requested: string,
+  path: string,
+  hints: { directory: string; special: string; missing: string },
+  read: (stats: Stats) => Promise<T>,
+): Promise<T> {
+  try {
+    const stats = await stat(path);
+    if (stats.isDirectory()) throw notAFile(requested, path, "a directory", hints.directory);
+    if (!stats.isFile()) throw notAFile(requested, path, "a special file", hints.special);
+    return await read(stats);
+  } catch (error) {
+    if (error instanceof WorkspaceFilesError) throw error;
+    const code = systemErrorCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw fileNotFound(requested, path, hints.missing, error);
+    }
+    throw unexpectedFileSystemError(error, "read", path);
+  }
 }
 
 /** How often `search` occurs in `text`, overlapping occurrences included, and where first. */
@@ -270,36 +295,18 @@ export class WorkspaceFiles {
   }
 
   async #openForRead(requested: string, path: string): Promise<FileHandle> {
-    let handle: FileHandle;
-    try {
-      const stats = await stat(path);
-      if (stats.isDirectory()) {
-        throw notAFile(
-          requested,
-          path,
-          "a directory",
-          "read a file inside it, or list it with a process such as `ls`",
-        );
-      }
-      if (!stats.isFile()) {
-        throw notAFile(requested, path, "a special file", "only regular files can be read");
-      }
+    const handle = await readRegularFile(
+      requested,
+      path,
+      {
+        directory: "read a file inside it, or list it with a process such as `ls`",
+        special: "only regular files can be read",
+        missing: "check the path, or list the directory with a process such as `ls`",
+      },
       // The path was checked symlink-free; O_NOFOLLOW refuses a link swapped in since then,
       // and O_NONBLOCK keeps a FIFO swapped in from blocking the request.
-      handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    } catch (error) {
-      if (error instanceof WorkspaceFilesError) throw error;
-      const code = systemErrorCode(error);
-      if (code === "ENOENT" || code === "ENOTDIR") {
-        throw fileNotFound(
-          requested,
-          path,
-          "check the path, or list the directory with a process such as `ls`",
-          error,
-        );
-      }
-      throw unexpectedFileSystemError(error, "read", path);
-    }
+      () => open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK),
+    );
     if (!(await handle.stat()).isFile()) {
       await handle.close();
       throw notAFile(requested, path, "not a regular file", "only regular files can be read");
@@ -308,31 +315,19 @@ export class WorkspaceFiles {
   }
 
   async #readForEdit(requested: string, path: string): Promise<{ text: string; mode: number }> {
-    let bytes: Buffer;
-    let mode: number;
-    try {
-      const stats = await stat(path);
-      if (stats.isDirectory()) {
-        throw notAFile(requested, path, "a directory", "edit files inside it one by one");
-      }
-      if (!stats.isFile()) {
-        throw notAFile(requested, path, "a special file", "only regular files can be edited");
-      }
-      mode = stats.mode & 0o7777;
-      bytes = await readFile(path, { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
-    } catch (error) {
-      if (error instanceof WorkspaceFilesError) throw error;
-      const code = systemErrorCode(error);
-      if (code === "ENOENT" || code === "ENOTDIR") {
-        throw fileNotFound(
-          requested,
-          path,
-          "edit only changes existing files; create it with write",
-          error,
-        );
-      }
-      throw unexpectedFileSystemError(error, "read", path);
-    }
+    const { bytes, mode } = await readRegularFile(
+      requested,
+      path,
+      {
+        directory: "edit files inside it one by one",
+        special: "only regular files can be edited",
+        missing: "edit only changes existing files; create it with write",
+      },
+      async (stats) => ({
+        mode: stats.mode & 0o7777,
+        bytes: await readFile(path, { flag: constants.O_RDONLY | constants.O_NOFOLLOW }),
+      }),
+    );
     if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
       throw binaryFile(
         requested,

@@ -68,11 +68,15 @@ function pickMember(
   return lines;
 }
 
-/** A `.tar.gz` release asset holding the binary under one of `members`. */
-export function tarGzReleasePlan(
+/**
+ * A release archive holding the binary under one of `members`; `extract` unpacks
+ * `<stage>/download` into `<stage>/package`.
+ */
+function archiveReleasePlan(
   url: string,
   binary: string,
   members: readonly string[],
+  extract: string,
 ): AgentInstallPlan {
   return {
     origin: url,
@@ -80,11 +84,25 @@ export function tarGzReleasePlan(
     lines: [
       ...download(url),
       `mkdir ${stagePath("package")}`,
-      `tar -xzf ${stagePath("download")} -C ${stagePath("package")} ||`,
+      `${extract} ||`,
       `  deckhand_fail 'the archive from %s could not be extracted; check the install source' ${shellQuote(url)}`,
       ...pickMember(url, "package", binary, members),
     ],
   };
+}
+
+/** A `.tar.gz` release asset holding the binary under one of `members`. */
+export function tarGzReleasePlan(
+  url: string,
+  binary: string,
+  members: readonly string[],
+): AgentInstallPlan {
+  return archiveReleasePlan(
+    url,
+    binary,
+    members,
+    `tar -xzf ${stagePath("download")} -C ${stagePath("package")}`,
+  );
 }
 
 /** A `.zip` release asset holding the binary under one of `members`. */
@@ -93,17 +111,12 @@ export function zipReleasePlan(
   binary: string,
   members: readonly string[],
 ): AgentInstallPlan {
-  return {
-    origin: url,
-    entry: `package/${binary}`,
-    lines: [
-      ...download(url),
-      `mkdir ${stagePath("package")}`,
-      `unzip -q ${stagePath("download")} -d ${stagePath("package")} ||`,
-      `  deckhand_fail 'the archive from %s could not be extracted; check the install source' ${shellQuote(url)}`,
-      ...pickMember(url, "package", binary, members),
-    ],
-  };
+  return archiveReleasePlan(
+    url,
+    binary,
+    members,
+    `unzip -q ${stagePath("download")} -d ${stagePath("package")}`,
+  );
 }
 
 /** A release asset that is the executable itself (a native binary, or a script with a shebang). */

@@ -4,8 +4,8 @@
 import { BatchSpecError } from "../batch-spec-error.ts";
 import { compileGlob } from "../glob.ts";
 import { closestMatch } from "../suggest.ts";
-import { arityMessage } from "./template-evaluate.ts";
 import {
+  acceptsArgumentCount,
   anyShape,
   numberShape,
   stringShape,
@@ -13,6 +13,13 @@ import {
   templateFunctionNames,
   templateFunctions,
 } from "./template-functions.ts";
+import {
+  arityMessage,
+  fieldPath,
+  notAFunctionMessage,
+  undefinedVariableMessage,
+} from "./template-messages.ts";
+import { TemplateScope } from "./template-scope.ts";
 import {
   type ParsedTemplate,
   parseTemplate,
@@ -33,24 +40,7 @@ export interface TemplateProblem {
   message: string;
 }
 
-class ShapeScope {
-  readonly variables = new Map<string, TemplateShape>();
-  readonly parent: ShapeScope | undefined;
-  readonly dot: TemplateShape;
-
-  constructor(dot: TemplateShape, parent: ShapeScope | undefined) {
-    this.dot = dot;
-    this.parent = parent;
-  }
-
-  lookup(name: string): TemplateShape | undefined {
-    for (let scope: ShapeScope | undefined = this; scope !== undefined; scope = scope.parent) {
-      const found = scope.variables.get(name);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-}
+type ShapeScope = TemplateScope<TemplateShape>;
 
 function kindName(shape: TemplateShape): string {
   switch (shape.kind) {
@@ -63,10 +53,6 @@ function kindName(shape: TemplateShape): string {
   }
 }
 
-function path(name: string, fields: readonly string[]): string {
-  return [name, ...fields].join(".");
-}
-
 class Checker {
   readonly problems: TemplateProblem[] = [];
   private readonly root: TemplateShape & { kind: "object" };
@@ -76,7 +62,7 @@ class Checker {
   }
 
   check(nodes: readonly TemplateNode[]): void {
-    const scope = new ShapeScope(this.root, undefined);
+    const scope = new TemplateScope<TemplateShape>(this.root, undefined);
     scope.variables.set("$", this.root);
     this.nodes(nodes, scope);
   }
@@ -95,7 +81,7 @@ class Checker {
           this.pipeline(node.pipeline, scope);
           break;
         case "if": {
-          const inner = new ShapeScope(scope.dot, scope);
+          const inner = new TemplateScope(scope.dot, scope);
           for (const branch of node.branches) {
             this.pipeline(branch.condition, inner);
             this.nodes(branch.body, inner);
@@ -104,8 +90,8 @@ class Checker {
           break;
         }
         case "with": {
-          const value = this.pipeline(node.pipeline, new ShapeScope(scope.dot, scope), true);
-          this.nodes(node.body, new ShapeScope(value, scope));
+          const value = this.pipeline(node.pipeline, new TemplateScope(scope.dot, scope), true);
+          this.nodes(node.body, new TemplateScope(value, scope));
           if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
           break;
         }
@@ -128,14 +114,8 @@ class Checker {
               message: `range needs a list, a map or a number, got a ${collection.kind}`,
             });
           }
-          const inner = new ShapeScope(element, scope);
-          const [first, second] = node.pipeline.declarations;
-          if (second !== undefined) {
-            inner.variables.set(first!, key);
-            inner.variables.set(second, element);
-          } else if (first !== undefined) {
-            inner.variables.set(first, element);
-          }
+          const inner = new TemplateScope(element, scope);
+          inner.declareRange(node.pipeline.declarations, key, element);
           this.nodes(node.body, inner);
           if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
           break;
@@ -173,10 +153,7 @@ class Checker {
       const shapes = rest.map((operand) => this.operand(operand, scope));
       if (piped !== undefined) shapes.push(piped);
       const count = shapes.length;
-      if (
-        count < callable.minimumArguments ||
-        (callable.maximumArguments !== undefined && count > callable.maximumArguments)
-      ) {
+      if (!acceptsArgumentCount(callable, count)) {
         return this.report({
           offset: first!.start,
           code: "template_error",
@@ -214,27 +191,10 @@ class Checker {
       return this.report({
         offset: rest[0]?.start ?? first!.start,
         code: "template_error",
-        message: `${this.name(first!)} is not a function, so it takes no arguments; a call starts with the function name, as in "join LIST SEPARATOR"`,
+        message: notAFunctionMessage(first!),
       });
     }
     return this.operand(first!, scope);
-  }
-
-  private name(expression: TemplateExpression): string {
-    switch (expression.kind) {
-      case "identifier":
-      case "variable":
-        return `"${path(expression.name, expression.fields)}"`;
-      case "dot":
-        return `"${expression.fields.length === 0 ? "." : `.${expression.fields.join(".")}`}"`;
-      case "string":
-        return JSON.stringify(expression.value);
-      case "number":
-      case "boolean":
-        return String(expression.value);
-      default:
-        return "this value";
-    }
   }
 
   private unknownIdentifier(
@@ -260,11 +220,11 @@ class Checker {
     const hint =
       suggestion === undefined
         ? `; available here: ${roots.join(", ")}`
-        : `; did you mean "${path(suggestion, expression.fields)}"?`;
+        : `; did you mean "${fieldPath(suggestion, expression.fields)}"?`;
     return this.report({
       offset: expression.start,
       code: "template_unknown_variable",
-      message: `unknown variable "${path(expression.name, expression.fields)}"${hint}`,
+      message: `unknown variable "${fieldPath(expression.name, expression.fields)}"${hint}`,
     });
   }
 
@@ -282,14 +242,14 @@ class Checker {
         return this.fields(scope.dot, "", expression.fields, expression.start);
       case "variable": {
         const found = scope.lookup(expression.name);
-        if (found === undefined) {
+        if (!found.found) {
           return this.report({
             offset: expression.start,
             code: "template_unknown_variable",
-            message: `undefined variable "${expression.name}": declare it first with "${expression.name} := ..."`,
+            message: undefinedVariableMessage(expression.name),
           });
         }
-        return this.fields(found, expression.name, expression.fields, expression.start);
+        return this.fields(found.value, expression.name, expression.fields, expression.start);
       }
       case "group":
         return this.fields(
@@ -337,7 +297,7 @@ class Checker {
           current = current.fields[field]!;
           continue;
         }
-        const full = path(name, fields.slice(0, position + 1));
+        const full = fieldPath(name, fields.slice(0, position + 1));
         if (current.describeMissing !== undefined) {
           return this.report({
             offset,
@@ -349,15 +309,15 @@ class Checker {
         const suggestion = closestMatch(field, known);
         const hint =
           suggestion === undefined
-            ? `; ${path(name, fields.slice(0, position))} has ${known.join(", ")}`
-            : `; did you mean "${path(name, [...fields.slice(0, position), suggestion])}"?`;
+            ? `; ${fieldPath(name, fields.slice(0, position))} has ${known.join(", ")}`
+            : `; did you mean "${fieldPath(name, [...fields.slice(0, position), suggestion])}"?`;
         return this.report({
           offset,
           code: "template_unknown_variable",
           message: `unknown variable "${full}"${hint}`,
         });
       }
-      const owner = path(name, fields.slice(0, position));
+      const owner = fieldPath(name, fields.slice(0, position));
       const outputHint =
         name === "outputs" && position === 1
           ? '; set "format: json" or "format: yaml" on the output to read its fields'

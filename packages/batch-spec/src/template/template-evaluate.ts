@@ -3,11 +3,19 @@
 import { BatchSpecError } from "../batch-spec-error.ts";
 import { closestMatch } from "../suggest.ts";
 import {
+  acceptsArgumentCount,
   type TemplateFunction,
   TemplateFunctionFailure,
   templateFunctionNames,
   templateFunctions,
 } from "./template-functions.ts";
+import {
+  arityMessage,
+  fieldPath,
+  notAFunctionMessage,
+  undefinedVariableMessage,
+} from "./template-messages.ts";
+import { TemplateScope } from "./template-scope.ts";
 import {
   type ParsedTemplate,
   parseTemplate,
@@ -28,32 +36,12 @@ import {
 /** The variables a template sees: `repository`, `outputs`, ... Plain data only. */
 export type TemplateContext = { readonly [name: string]: TemplateValue };
 
-class Scope {
-  readonly variables = new Map<string, TemplateValue>();
-  readonly parent: Scope | undefined;
-  readonly dot: TemplateValue;
-
-  constructor(dot: TemplateValue, parent: Scope | undefined) {
-    this.dot = dot;
-    this.parent = parent;
-  }
-
-  lookup(name: string): { found: boolean; value: TemplateValue } {
-    for (let scope: Scope | undefined = this; scope !== undefined; scope = scope.parent) {
-      if (scope.variables.has(name)) return { found: true, value: scope.variables.get(name)! };
-    }
-    return { found: false, value: null };
-  }
-}
+type Scope = TemplateScope<TemplateValue>;
 
 const maximumRangeIterations = 100_000;
 /** Nested ranges multiply; this bounds the total work so no template can run for minutes. */
 const maximumSteps = 5_000_000;
 const maximumOutputLength = 16 * 1024 * 1024;
-
-function describe(name: string, fields: readonly string[], upTo = fields.length): string {
-  return [name, ...fields.slice(0, upTo)].join(".");
-}
 
 /** Thrown when a template reads a value that is only known once steps have run. */
 export class DynamicValueReached extends Error {}
@@ -70,7 +58,7 @@ class Evaluator {
   }
 
   render(nodes: readonly TemplateNode[]): string {
-    const root = new Scope(this.context as TemplateValue, undefined);
+    const root = new TemplateScope(this.context as TemplateValue, undefined);
     root.variables.set("$", this.context as TemplateValue);
     this.nodes(nodes, root);
     return this.output;
@@ -111,7 +99,7 @@ class Evaluator {
           break;
         }
         case "if": {
-          const inner = new Scope(scope.dot, scope);
+          const inner = new TemplateScope(scope.dot, scope);
           const branch = node.branches.find((candidate) =>
             isTruthy(this.pipeline(candidate.condition, inner)),
           );
@@ -120,8 +108,8 @@ class Evaluator {
           break;
         }
         case "with": {
-          const value = this.pipeline(node.pipeline, new Scope(scope.dot, scope), true);
-          if (isTruthy(value)) this.nodes(node.body, new Scope(value, scope));
+          const value = this.pipeline(node.pipeline, new TemplateScope(scope.dot, scope), true);
+          if (isTruthy(value)) this.nodes(node.body, new TemplateScope(value, scope));
           else if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
           break;
         }
@@ -165,15 +153,9 @@ class Evaluator {
       if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
       return;
     }
-    const [first, second] = node.pipeline.declarations;
     for (const [key, element] of entries.slice(0, maximumRangeIterations)) {
-      const inner = new Scope(element, scope);
-      if (second !== undefined) {
-        inner.variables.set(first!, key);
-        inner.variables.set(second, element);
-      } else if (first !== undefined) {
-        inner.variables.set(first, element);
-      }
+      const inner = new TemplateScope(element, scope);
+      inner.declareRange(node.pipeline.declarations, key, element);
       this.nodes(node.body, inner);
     }
   }
@@ -223,30 +205,9 @@ class Evaluator {
     }
     if (rest.length > 0 || piped !== undefined) {
       const at = rest[0]?.start ?? first!.start;
-      throw new BatchSpecError(
-        "template_error",
-        `${this.name(first!)} is not a function, so it takes no arguments; a call starts with the function name, as in "join LIST SEPARATOR"`,
-        { offset: at },
-      );
+      throw new BatchSpecError("template_error", notAFunctionMessage(first!), { offset: at });
     }
     return this.operand(first!, scope);
-  }
-
-  private name(expression: TemplateExpression): string {
-    switch (expression.kind) {
-      case "identifier":
-      case "variable":
-        return `"${describe(expression.name, expression.fields)}"`;
-      case "dot":
-        return `"${expression.fields.length === 0 ? "." : `.${expression.fields.join(".")}`}"`;
-      case "string":
-        return JSON.stringify(expression.value);
-      case "number":
-      case "boolean":
-        return String(expression.value);
-      default:
-        return "this value";
-    }
   }
 
   private lazyLogic(
@@ -292,10 +253,7 @@ class Evaluator {
     count: number,
     offset: number,
   ): void {
-    if (
-      count < callable.minimumArguments ||
-      (callable.maximumArguments !== undefined && count > callable.maximumArguments)
-    ) {
+    if (!acceptsArgumentCount(callable, count)) {
       throw new BatchSpecError("template_error", arityMessage(name, callable, count), { offset });
     }
   }
@@ -337,7 +295,7 @@ class Evaluator {
         if (!found.found) {
           throw new BatchSpecError(
             "template_unknown_variable",
-            `undefined variable "${expression.name}": declare it first with "${expression.name} := ..."`,
+            undefinedVariableMessage(expression.name),
             { offset: expression.start },
           );
         }
@@ -378,36 +336,25 @@ class Evaluator {
         current = next.value;
         continue;
       }
-      const path = describe(name, fields, position + 1);
+      const path = fieldPath(name, fields.slice(0, position + 1));
       if (isPlainObject(current)) {
         const suggestion = closestMatch(field, Object.keys(current));
         const hint =
           suggestion === undefined
             ? ""
-            : `; did you mean "${describe(name, [...fields.slice(0, position), suggestion])}"?`;
+            : `; did you mean "${fieldPath(name, [...fields.slice(0, position), suggestion])}"?`;
         throw new BatchSpecError("template_unknown_variable", `unknown variable "${path}"${hint}`, {
           offset,
         });
       }
       throw new BatchSpecError(
         "template_error",
-        `"${describe(name, fields, position)}" is a ${kindOf(current)} and has no field "${field}"`,
+        `"${fieldPath(name, fields.slice(0, position))}" is a ${kindOf(current)} and has no field "${field}"`,
         { offset },
       );
     }
     return current;
   }
-}
-
-export function arityMessage(name: string, callable: TemplateFunction, count: number): string {
-  const { minimumArguments: minimum, maximumArguments: maximum } = callable;
-  const expected =
-    maximum === undefined
-      ? `at least ${minimum} argument${minimum === 1 ? "" : "s"}`
-      : minimum === maximum
-        ? `${minimum} argument${minimum === 1 ? "" : "s"}`
-        : `${minimum} to ${maximum} arguments`;
-  return `${name} takes ${expected} (${callable.usage}), got ${count}`;
 }
 
 /**

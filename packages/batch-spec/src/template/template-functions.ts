@@ -47,6 +47,13 @@ export interface TemplateFunction {
   result(shapes: TemplateShape[]): TemplateShape;
 }
 
+export function acceptsArgumentCount(callable: TemplateFunction, count: number): boolean {
+  return (
+    count >= callable.minimumArguments &&
+    (callable.maximumArguments === undefined || count <= callable.maximumArguments)
+  );
+}
+
 /** Thrown by a function for bad arguments; the evaluator adds the function name and position. */
 export class TemplateFunctionFailure extends Error {}
 
