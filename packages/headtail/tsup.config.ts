@@ -1,10 +1,3 @@
-import { defineConfig } from "tsup";
+import { libraryConfig } from "@deckhand/tsup-config";
 
-export default defineConfig({
-  entry: ["src/index.ts"],
-  format: ["esm"],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: "node22",
-});
+export default libraryConfig();

@@ -10,6 +10,7 @@ import {
   WriteFileResponseSchema,
 } from "./file-api.ts";
 import { AgentHealthResponseSchema } from "./health.ts";
+import { MODEL_TOKEN_PREFIX, ModelUsageSchema } from "./model-proxy.ts";
 import {
   ListProcessesQuerySchema,
   ListProcessesResponseSchema,
@@ -41,6 +42,7 @@ export const wireSchemas = {
   WriteFileResponse: WriteFileResponseSchema,
   EditFilesRequest: EditFilesRequestSchema,
   EditFilesResponse: EditFilesResponseSchema,
+  ModelUsage: ModelUsageSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */
@@ -50,6 +52,7 @@ export const wireConstants = {
   paths: WirePath,
   agentDefaultListen: AGENT_DEFAULT_LISTEN,
   processLimits: ProcessLimits,
+  modelTokenPrefix: MODEL_TOKEN_PREFIX,
 } as const;
 
 /**

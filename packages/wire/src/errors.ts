@@ -8,6 +8,8 @@ export const ErrorCodeSchema = z.enum([
   "not_found",
   "conflict",
   "too_many_processes",
+  "rate_limited",
+  "upstream_unavailable",
   "path_outside_root",
   "file_not_found",
   "not_a_file",

@@ -35,6 +35,20 @@ export {
 } from "./file-api.ts";
 export { type AgentHealthResponse, AgentHealthResponseSchema } from "./health.ts";
 export {
+  MODEL_TOKEN_PREFIX,
+  type ModelEndpoint,
+  ModelEndpointSchema,
+  type ModelProxyErrorCode,
+  ModelProxyErrorCodeSchema,
+  ModelTokenPattern,
+  type ModelUpstreamKind,
+  ModelUpstreamKindSchema,
+  type ModelUsage,
+  type ModelUsageOutcome,
+  ModelUsageOutcomeSchema,
+  ModelUsageSchema,
+} from "./model-proxy.ts";
+export {
   AncestorChatIdsSchema,
   ChatIdSchema,
   type ListProcessesQuery,

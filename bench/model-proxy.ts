@@ -1,0 +1,286 @@
+// Model-provider proxy overhead: a 10 MB SSE stream (Responses-style deltas, then
+// `response.completed` with usage) read straight from the fake upstream and through the proxy
+// served with @hono/node-server, both on loopback, interleaved. Reports the throughput ratio
+// (target ≥ 0.9 of direct) and the time to first byte the proxy adds. The upstream, the proxy
+// and the reading client each run on their own thread, as they run in their own processes (or
+// machines) in production; on one event loop the proxy would be charged for the others' work.
+//
+//   node --conditions=source bench/model-proxy.ts
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import {
+  createModelProxy,
+  InMemoryModelTokenStore,
+  InMemoryUsageRecorder,
+  mintModelToken,
+} from "@deckhand/model-proxy";
+import { WireHeader, WirePath } from "@deckhand/wire";
+import {
+  sseEvent,
+  startFakeUpstream,
+} from "../packages/model-proxy/src/test-support/fake-upstream.ts";
+import { serveApp } from "../packages/model-proxy/src/test-support/proxy-harness.ts";
+
+const STREAM_BYTES = 10 * 1024 * 1024;
+const WRITE_BYTES = 16 * 1024;
+const RUNS = 9;
+const WARMUP = 2;
+const TARGET_RATIO = 0.9;
+
+/** About 10 MB of delta events, grouped into writes of about 16 KiB as a busy upstream sends. */
+function buildStream(): { chunks: string[]; bytes: number } {
+  const events: string[] = [
+    sseEvent(
+      { type: "response.created", response: { id: "resp_1", usage: null } },
+      "response.created",
+    ),
+  ];
+  let bytes = events[0]!.length;
+  const delta = "lorem ipsum dolor sit amet, consectetur adipiscing elit ".repeat(3);
+  for (let index = 0; bytes < STREAM_BYTES; index += 1) {
+    const event = sseEvent(
+      { type: "response.output_text.delta", item_id: "msg_1", sequence_number: index, delta },
+      "response.output_text.delta",
+    );
+    events.push(event);
+    bytes += event.length;
+  }
+  events.push(
+    sseEvent(
+      {
+        type: "response.completed",
+        response: {
+          id: "resp_1",
+          model: "bench",
+          usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 },
+        },
+      },
+      "response.completed",
+    ),
+  );
+  const chunks: string[] = [];
+  let current = "";
+  for (const event of events) {
+    current += event;
+    if (current.length >= WRITE_BYTES) {
+      chunks.push(current);
+      current = "";
+    }
+  }
+  if (current) chunks.push(current);
+  return { chunks, bytes: chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk), 0) };
+}
+
+interface Run {
+  bytes: number;
+  firstByteMs: number;
+  totalMs: number;
+}
+
+/** POSTs with node:http and reads the whole answer, timing the first body byte and the end. */
+function measure(url: string, headers: Record<string, string>): Promise<Run> {
+  return new Promise((resolveRun, reject) => {
+    const started = process.hrtime.bigint();
+    const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
+    const body = JSON.stringify({ model: "bench", stream: true, input: "go" });
+    const outgoing = request(url, { method: "POST", headers }, (response) => {
+      let bytes = 0;
+      let firstByteMs = -1;
+      response.on("data", (chunk: Buffer) => {
+        if (firstByteMs < 0) firstByteMs = elapsed();
+        bytes += chunk.length;
+      });
+      response.on("end", () => resolveRun({ bytes, firstByteMs, totalMs: elapsed() }));
+      response.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.floor(sorted.length / 2)]!;
+};
+
+type Role = "upstream" | "proxy" | "pipe";
+interface Ready {
+  url: string;
+  token?: string;
+}
+
+/** The upstream's thread: serves the stream to every request. */
+async function runUpstream(): Promise<void> {
+  const stream = buildStream();
+  const upstream = await startFakeUpstream();
+  upstream.respondWith(() => ({
+    headers: { "content-type": "text/event-stream" },
+    chunks: stream.chunks,
+  }));
+  parentPort!.postMessage({ url: upstream.url } satisfies Ready);
+}
+
+/** The proxy's thread: the proxy in front of the upstream, reporting each usage record. */
+async function runProxy(upstreamUrl: string): Promise<void> {
+  const tokens = new InMemoryModelTokenStore();
+  const usage = new InMemoryUsageRecorder();
+  const app = createModelProxy({
+    upstreams: {
+      codex: { kind: "openai", baseUrl: `${upstreamUrl}/v1`, apiKey: "sk-bench-upstream-key" },
+    },
+    tokens,
+    usage: {
+      record: async (entry) => {
+        await usage.record(entry);
+        parentPort!.postMessage({ usageTotalTokens: entry.totalTokens });
+      },
+    },
+    rateLimit: false,
+  });
+  const proxy = await serveApp(app);
+  const { token } = await mintModelToken(tokens, { jobId: "bench-job", ttlMs: 3_600_000 });
+  parentPort!.postMessage({
+    url: `${proxy.origin}${WirePath.modelProvider}/codex`,
+    token,
+  } satisfies Ready);
+}
+
+/**
+ * A reference point, not Deckhand: the least a Node proxy can do, piping the upstream's
+ * response into the agent's with node:http and nothing else.
+ */
+function runBarePipe(upstreamUrl: string): void {
+  const server = createServer((incoming, outgoing) => {
+    const forwarded = request(
+      `${upstreamUrl}${incoming.url}`,
+      { method: incoming.method, headers: { "content-type": "application/json" } },
+      (response) => {
+        outgoing.writeHead(response.statusCode ?? 502, response.headers);
+        response.pipe(outgoing);
+      },
+    );
+    incoming.pipe(forwarded);
+  });
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address() as AddressInfo;
+    parentPort!.postMessage({ url: `http://127.0.0.1:${port}` } satisfies Ready);
+  });
+}
+
+function startThread(role: Role, upstreamUrl?: string): Promise<{ worker: Worker; ready: Ready }> {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { role, upstreamUrl } });
+  return new Promise((resolveReady, reject) => {
+    worker.once("error", reject);
+    worker.once("message", (ready: Ready) => resolveReady({ worker, ready }));
+  });
+}
+
+if (!isMainThread) {
+  const { role, upstreamUrl } = workerData as { role: Role; upstreamUrl?: string };
+  if (role === "upstream") await runUpstream();
+  else if (role === "pipe") runBarePipe(upstreamUrl!);
+  else await runProxy(upstreamUrl!);
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const stream = buildStream();
+  const upstreamThread = await startThread("upstream");
+  const proxyThread = await startThread("proxy", upstreamThread.ready.url);
+  const pipeThread = await startThread("pipe", upstreamThread.ready.url);
+  const usageTotals: (number | undefined)[] = [];
+  proxyThread.worker.on("message", (message: { usageTotalTokens?: number }) => {
+    usageTotals.push(message.usageTotalTokens);
+  });
+  const jsonHeaders = { "content-type": "application/json" };
+  const proxyHeaders = {
+    ...jsonHeaders,
+    [WireHeader.authorization]: `Bearer ${proxyThread.ready.token!}`,
+    [WireHeader.jobId]: "bench-job",
+  };
+  const directUrl = `${upstreamThread.ready.url}/v1/responses`;
+  const proxyUrl = `${proxyThread.ready.url}/responses`;
+
+  const direct: Run[] = [];
+  const proxied: Run[] = [];
+  const piped: Run[] = [];
+  for (let run = 0; run < WARMUP + RUNS; run += 1) {
+    const directRun = await measure(directUrl, jsonHeaders);
+    const proxiedRun = await measure(proxyUrl, proxyHeaders);
+    const pipedRun = await measure(`${pipeThread.ready.url}/v1/responses`, jsonHeaders);
+    if (directRun.bytes !== stream.bytes || proxiedRun.bytes !== stream.bytes) {
+      throw new Error(
+        `expected ${stream.bytes} bytes, got ${directRun.bytes} and ${proxiedRun.bytes}`,
+      );
+    }
+    if (run >= WARMUP) {
+      direct.push(directRun);
+      proxied.push(proxiedRun);
+      piped.push(pipedRun);
+    }
+  }
+  // Usage is recorded as the stream ends; give the last record a moment to arrive.
+  for (let wait = 0; usageTotals.length < WARMUP + RUNS && wait < 50; wait += 1) {
+    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+  }
+  await upstreamThread.worker.terminate();
+  await proxyThread.worker.terminate();
+  await pipeThread.worker.terminate();
+
+  const megabytesPerSecond = (run: Run) => stream.bytes / 1e6 / (run.totalMs / 1000);
+  const directThroughput = median(direct.map(megabytesPerSecond));
+  const proxiedThroughput = median(proxied.map(megabytesPerSecond));
+  const directFirstByte = median(direct.map((run) => run.firstByteMs));
+  const proxiedFirstByte = median(proxied.map((run) => run.firstByteMs));
+  const round = (value: number) => Number(value.toFixed(3));
+  const ratio = proxiedThroughput / directThroughput;
+  const pipedThroughput = median(piped.map(megabytesPerSecond));
+  const result = {
+    name: "model-proxy",
+    stream_bytes: stream.bytes,
+    runs: RUNS,
+    direct_mb_per_s: round(directThroughput),
+    proxy_mb_per_s: round(proxiedThroughput),
+    throughput_ratio: round(ratio),
+    bare_pipe_mb_per_s: round(pipedThroughput),
+    bare_pipe_ratio: round(pipedThroughput / directThroughput),
+    proxy_vs_bare_pipe: round(proxiedThroughput / pipedThroughput),
+    direct_first_byte_ms: round(directFirstByte),
+    proxy_first_byte_ms: round(proxiedFirstByte),
+    added_first_byte_ms: round(proxiedFirstByte - directFirstByte),
+    usage_tokens_recorded:
+      usageTotals.length === WARMUP + RUNS && usageTotals.every((total) => total === 3),
+    throughput_target_met: ratio >= TARGET_RATIO,
+    node: process.version,
+  };
+
+  const rows: [string, string, string][] = [
+    [
+      "10 MB SSE through the proxy",
+      `${result.proxy_mb_per_s} MB/s`,
+      `direct ${result.direct_mb_per_s} MB/s → ${result.throughput_ratio} (target ≥ ${TARGET_RATIO})`,
+    ],
+    [
+      "10 MB SSE through a bare node:http pipe",
+      `${result.bare_pipe_mb_per_s} MB/s`,
+      `→ ${result.bare_pipe_ratio} of direct; the proxy reaches ${result.proxy_vs_bare_pipe} of it`,
+    ],
+    [
+      "time to first byte through the proxy",
+      `${result.proxy_first_byte_ms} ms`,
+      `direct ${result.direct_first_byte_ms} ms → +${result.added_first_byte_ms} ms`,
+    ],
+    [
+      "usage read from response.completed",
+      String(result.usage_tokens_recorded),
+      `${usageTotals.length} requests`,
+    ],
+  ];
+  const widths = [0, 1].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const [label, value, detail] of rows) {
+    console.log(`${label.padEnd(widths[0]!)}  ${value.padStart(widths[1]!)}  ${detail}`);
+  }
+  console.log(`BENCH ${JSON.stringify(result)}`);
+}

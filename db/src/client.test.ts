@@ -1,0 +1,175 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  backends,
+  openTestDatabase,
+  type TestDatabase,
+  waitFor,
+} from "../test/database-fixtures.ts";
+import { createDb } from "./client.ts";
+import { DbError } from "./errors.ts";
+import { projects, sessionEvents, sessions } from "./schema/index.ts";
+
+describe.each(backends)("database on %s", (kind) => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await openTestDatabase(kind);
+  }, 60_000);
+  afterAll(async () => {
+    await database?.dispose();
+  });
+
+  it("reports which engine it runs on", () => {
+    expect(database.handle.kind).toBe(kind);
+  });
+
+  it("creates every table on start", async () => {
+    const { rows } = await database.handle.query<{ table_name: string }>(
+      `select table_name from information_schema.tables where table_schema = 'public'
+       order by table_name`,
+    );
+    expect(rows.map((row) => row.table_name)).toEqual([
+      "agent_sessions",
+      "batch_runs",
+      "batch_specs",
+      "changesets",
+      "chats",
+      "message_parts",
+      "messages",
+      "model_tokens",
+      "model_usage",
+      "pending_changes",
+      "projects",
+      "session_events",
+      "session_worktrees",
+      "sessions",
+      "step_results",
+      "tasks",
+      "workspaces",
+    ]);
+  });
+
+  it("applies migrations again without changing anything", async () => {
+    await database.handle.migrate();
+    const { rows } = await database.handle.query<{ count: number | string }>(
+      "select count(*) as count from drizzle.__drizzle_migrations",
+    );
+    expect(Number(rows[0]?.count)).toBe(1);
+  });
+
+  it("rejects a status outside the allowed values", async () => {
+    const [project] = await database.handle.db
+      .insert(projects)
+      .values({ name: "demo", repositoryPath: "/srv/demo" })
+      .returning();
+    await expect(
+      database.handle.query(
+        "insert into sessions (project_id, branch, status) values ($1, 'b', 'sleeping')",
+        [project!.id],
+      ),
+    ).rejects.toThrow(/sessions_status_check/);
+  });
+
+  it("rejects a session of a project that does not exist", async () => {
+    await expect(
+      database.handle.db
+        .insert(sessions)
+        .values({ projectId: "00000000-0000-4000-8000-000000000000", branch: "b" }),
+    ).rejects.toThrow();
+  });
+
+  it("rejects a model token stored other than as a SHA-256 hex hash", async () => {
+    await expect(
+      database.handle.query(
+        "insert into model_tokens (token_hash, job_id, expires_at) values ($1, 'job', now())",
+        ["not-a-hash"],
+      ),
+    ).rejects.toThrow(/model_tokens_token_hash_check/);
+  });
+
+  it("numbers session events in increasing order for resuming after the last id", async () => {
+    const [project] = await database.handle.db
+      .insert(projects)
+      .values({ name: "events", repositoryUrl: "https://example.invalid/repo.git" })
+      .returning();
+    const [session] = await database.handle.db
+      .insert(sessions)
+      .values({ projectId: project!.id, branch: "deckhand/events" })
+      .returning();
+    const inserted = await database.handle.db
+      .insert(sessionEvents)
+      .values([1, 2, 3].map((n) => ({ sessionId: session!.id, type: "text", payload: { n } })))
+      .returning({ id: sessionEvents.id });
+    const ids = inserted.map((row) => row.id);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(3);
+  });
+
+  it("delivers a NOTIFY to listeners, and stops after unlisten", async () => {
+    const received: string[] = [];
+    const unlisten = await database.handle.listen("deckhand_test", (payload) =>
+      received.push(payload),
+    );
+    await database.handle.notify("deckhand_test", "first");
+    await waitFor(() => received.length === 1);
+    await unlisten();
+    await database.handle.notify("deckhand_test", "second");
+    await database.handle.notify("deckhand_test_other", "ignored");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(received).toEqual(["first"]);
+  });
+
+  it("delivers a NOTIFY sent in a transaction only when it commits", async () => {
+    const received: string[] = [];
+    const unlisten = await database.handle.listen("deckhand_test_tx", (payload) =>
+      received.push(payload),
+    );
+    await database.handle.db
+      .transaction(async (tx) => {
+        await tx.execute("select pg_notify('deckhand_test_tx', 'rolled back')" as never);
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    await database.handle.db.transaction(async (tx) => {
+      await tx.execute("select pg_notify('deckhand_test_tx', 'committed')" as never);
+    });
+    await waitFor(() => received.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(received).toEqual(["committed"]);
+    await unlisten();
+  });
+
+  it("refuses a channel name that is not a plain identifier", async () => {
+    await expect(database.handle.listen("bad channel;", () => {})).rejects.toMatchObject({
+      code: "invalid_channel",
+    });
+  });
+});
+
+describe("embedded database", () => {
+  it("keeps its data in the data directory across restarts", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      const first = await createDb({ dataDir });
+      await first.db.insert(projects).values({ name: "kept", repositoryPath: "/srv/kept" });
+      await first.close();
+      const second = await createDb({ dataDir });
+      const rows = await second.db.select().from(projects);
+      await second.close();
+      expect(rows.map((row) => row.name)).toEqual(["kept"]);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("fails with connection_failed when PostgreSQL is unreachable", async () => {
+    const error = await createDb({ databaseUrl: "postgres://nobody@127.0.0.1:1/none" }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(DbError);
+    expect((error as DbError).code).toBe("connection_failed");
+  });
+});

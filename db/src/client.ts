@@ -1,0 +1,297 @@
+import { mkdir } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
+import { migrate as migrateNodePostgres } from "drizzle-orm/node-postgres/migrator";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import pg from "pg";
+import { DbError } from "./errors.ts";
+import * as schema from "./schema/index.ts";
+
+export type Schema = typeof schema;
+
+/** The drizzle database, the same type whichever driver is underneath. */
+export type Database = PgDatabase<PgQueryResultHKT, Schema>;
+
+/** A transaction handed to `db.transaction(async (tx) => ...)`. */
+export type Transaction = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
+/** Anything a statement can run on: the database itself or an open transaction. */
+export type Executor = Database | Transaction;
+
+export type DbKind = "pglite" | "postgres";
+
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export type NotificationHandler = (payload: string) => void;
+
+export interface CreateDbOptions {
+  /**
+   * Where embedded PGlite keeps its files; `memory://` keeps everything in memory. Used only
+   * when no `databaseUrl` is given. Defaults to `memory://`.
+   */
+  dataDir?: string;
+  /** A PostgreSQL connection string; when present, PostgreSQL is used instead of PGlite. */
+  databaseUrl?: string;
+  /** Apply the checked-in migrations before returning. Defaults to true. */
+  migrate?: boolean;
+  /** Largest number of pooled PostgreSQL connections. Defaults to 10. */
+  poolSize?: number;
+}
+
+export interface DbHandle {
+  db: Database;
+  kind: DbKind;
+  /** Runs one SQL statement with `$1`-style parameters. */
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<Row>>;
+  /** Calls `handler` for each NOTIFY on `channel` until the returned function is called. */
+  listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+  /** Applies the checked-in migrations that have not been applied yet. Safe to call again. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The checked-in migrations folder. Resolved from this module so it works from `src/` (sources
+ * run directly) and from `dist/` (the published bundle); both sit next to `migrations/`.
+ */
+export const migrationsFolder = fileURLToPath(new URL("../migrations", import.meta.url));
+
+// Any constant works; it only has to be the same in every process that migrates this database.
+const MIGRATION_LOCK_KEY = 7_420_001;
+
+// Channel names are interpolated into LISTEN; keep them to plain identifiers.
+const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function checkChannel(channel: string): void {
+  if (!CHANNEL_PATTERN.test(channel)) {
+    throw new DbError(
+      "invalid_channel",
+      `Notification channel "${channel}" is not a lower-case identifier (letters, digits, _).`,
+    );
+  }
+}
+
+/**
+ * Opens Deckhand's database: PostgreSQL through a connection pool when `databaseUrl` is given,
+ * otherwise embedded PGlite in `dataDir`. Migrations are applied before it returns unless
+ * `migrate: false`.
+ */
+export async function createDb(options: CreateDbOptions = {}): Promise<DbHandle> {
+  const handle = options.databaseUrl
+    ? await openPostgres(options.databaseUrl, options.poolSize ?? 10)
+    : await openPglite(options.dataDir ?? "memory://");
+  if (options.migrate ?? true) {
+    try {
+      await handle.migrate();
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  }
+  return handle;
+}
+
+async function openPglite(dataDir: string): Promise<DbHandle> {
+  let client: PGlite;
+  try {
+    if (!dataDir.includes("://")) await mkdir(dataDir, { recursive: true });
+    client = await PGlite.create(dataDir);
+  } catch (error) {
+    throw new DbError("connection_failed", `Could not open the embedded database in ${dataDir}.`, {
+      cause: error,
+    });
+  }
+  const db = drizzlePglite(client, { schema }) as unknown as Database;
+  let closed = false;
+  return {
+    db,
+    kind: "pglite",
+    async query<Row>(text: string, params: unknown[] = []) {
+      const result = await client.query<Row>(text, params);
+      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+    },
+    async listen(channel, handler) {
+      checkChannel(channel);
+      const unsubscribe = await client.listen(channel, handler);
+      return async () => {
+        if (!closed) await unsubscribe();
+      };
+    },
+    async notify(channel, payload) {
+      checkChannel(channel);
+      await client.query("select pg_notify($1, $2)", [channel, payload]);
+    },
+    async migrate() {
+      try {
+        await migratePglite(drizzlePglite(client), { migrationsFolder });
+      } catch (error) {
+        throw new DbError("migration_failed", "Applying database migrations failed.", {
+          cause: error,
+        });
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.close();
+    },
+  };
+}
+
+async function openPostgres(databaseUrl: string, poolSize: number): Promise<DbHandle> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  // An idle pooled connection dropped by the server emits here; without a listener it would
+  // crash the process. The pool replaces the connection on next use.
+  pool.on("error", () => {});
+  try {
+    const client = await pool.connect();
+    client.release();
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw new DbError("connection_failed", "Could not connect to PostgreSQL at the given URL.", {
+      cause: error,
+    });
+  }
+  const db = drizzleNodePostgres(pool, { schema }) as unknown as Database;
+  const notifications = new PostgresNotifications(databaseUrl);
+  let closed = false;
+  return {
+    db,
+    kind: "postgres",
+    async query<Row>(text: string, params: unknown[] = []) {
+      const result = await pool.query(text, params);
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+    },
+    async listen(channel, handler) {
+      checkChannel(channel);
+      return await notifications.listen(channel, handler);
+    },
+    async notify(channel, payload) {
+      checkChannel(channel);
+      await pool.query("select pg_notify($1, $2)", [channel, payload]);
+    },
+    async migrate() {
+      // Replicas starting together must not apply the same migration twice: serialise them
+      // with a session advisory lock held on the connection that migrates.
+      const client = await pool.connect();
+      try {
+        await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+        try {
+          await migrateNodePostgres(drizzleNodePostgres(client), { migrationsFolder });
+        } finally {
+          await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+        }
+      } catch (error) {
+        throw new DbError("migration_failed", "Applying database migrations failed.", {
+          cause: error,
+        });
+      } finally {
+        client.release();
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await notifications.close();
+      await pool.end();
+    },
+  };
+}
+
+const RECONNECT_DELAY_MS = 1_000;
+
+/**
+ * LISTEN needs one connection that stays open, so notifications get their own client outside
+ * the pool. When that connection drops it is reopened and every channel listened to again;
+ * notifications sent in between are lost, which is why the queue also polls.
+ */
+class PostgresNotifications {
+  readonly #databaseUrl: string;
+  readonly #handlers = new Map<string, Set<NotificationHandler>>();
+  #client: Promise<pg.Client> | undefined;
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(databaseUrl: string) {
+    this.#databaseUrl = databaseUrl;
+  }
+
+  async listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>> {
+    if (this.#closed) throw new DbError("closed", "The database handle is closed.");
+    let handlers = this.#handlers.get(channel);
+    const first = !handlers;
+    if (!handlers) {
+      handlers = new Set();
+      this.#handlers.set(channel, handlers);
+    }
+    handlers.add(handler);
+    const client = await this.#connect();
+    if (first) await client.query(`listen ${client.escapeIdentifier(channel)}`);
+    return async () => {
+      const current = this.#handlers.get(channel);
+      if (!current?.delete(handler) || current.size > 0) return;
+      this.#handlers.delete(channel);
+      if (this.#closed || !this.#client) return;
+      const open = await this.#client.catch(() => undefined);
+      await open?.query(`unlisten ${open.escapeIdentifier(channel)}`).catch(() => {});
+    };
+  }
+
+  #connect(): Promise<pg.Client> {
+    if (this.#client) return this.#client;
+    const connecting = (async () => {
+      const client = new pg.Client({ connectionString: this.#databaseUrl });
+      client.on("notification", (message) => {
+        for (const handler of this.#handlers.get(message.channel) ?? []) {
+          handler(message.payload ?? "");
+        }
+      });
+      const lost = () => {
+        if (this.#client !== connecting) return;
+        this.#client = undefined;
+        client.end().catch(() => {});
+        this.#scheduleReconnect();
+      };
+      client.on("error", lost);
+      client.on("end", lost);
+      await client.connect();
+      for (const channel of this.#handlers.keys()) {
+        await client.query(`listen ${client.escapeIdentifier(channel)}`);
+      }
+      return client;
+    })();
+    this.#client = connecting;
+    connecting.catch(() => {
+      if (this.#client === connecting) {
+        this.#client = undefined;
+        this.#scheduleReconnect();
+      }
+    });
+    return connecting;
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closed || this.#reconnectTimer || this.#handlers.size === 0) return;
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      this.#connect().catch(() => {});
+    }, RECONNECT_DELAY_MS);
+    this.#reconnectTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#reconnectTimer);
+    const client = this.#client;
+    this.#client = undefined;
+    const open = await client?.catch(() => undefined);
+    await open?.end().catch(() => {});
+  }
+}

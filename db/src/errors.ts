@@ -1,0 +1,22 @@
+/** Stable codes callers may branch on; the message is for people and may change. */
+export type DbErrorCode =
+  | "invalid_options"
+  | "connection_failed"
+  | "migration_failed"
+  | "closed"
+  | "invalid_channel"
+  | "task_type_unknown"
+  | "task_type_duplicate"
+  | "task_payload_invalid"
+  | "worker_stopped";
+
+/** The one error type @deckhand/db throws. */
+export class DbError extends Error {
+  readonly code: DbErrorCode;
+
+  constructor(code: DbErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "DbError";
+    this.code = code;
+  }
+}

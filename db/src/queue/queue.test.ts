@@ -1,0 +1,306 @@
+import { randomUUID } from "node:crypto";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  backends,
+  openTestDatabase,
+  type TestDatabase,
+  waitFor,
+} from "../../test/database-fixtures.ts";
+import { projects } from "../schema/projects.ts";
+import { tasks } from "../schema/tasks.ts";
+import { enqueue } from "./enqueue.ts";
+import { type TaskDefinition, TaskRegistry } from "./registry.ts";
+import { TaskWorker, type WorkerOptions } from "./worker.ts";
+
+describe.each(backends)("durable queue on %s", (kind) => {
+  let database: TestDatabase;
+  const workers: TaskWorker[] = [];
+
+  beforeAll(async () => {
+    database = await openTestDatabase(kind);
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+  });
+  afterAll(async () => {
+    await database?.dispose();
+  });
+
+  // Each test uses its own task type, so a worker never claims another test's tasks.
+  function uniqueType(): string {
+    return `test.${randomUUID()}`;
+  }
+
+  async function startWorker(
+    type: string,
+    definition: TaskDefinition<unknown>,
+    options: Partial<WorkerOptions> = {},
+  ): Promise<TaskWorker> {
+    const registry = new TaskRegistry().register(type, definition);
+    const worker = new TaskWorker({
+      database: database.handle,
+      registry,
+      pollIntervalMs: 60_000,
+      backoffBaseMs: 50,
+      ...options,
+    });
+    workers.push(worker);
+    await worker.start();
+    return worker;
+  }
+
+  async function taskRow(id: number) {
+    const [row] = await database.handle.db.select().from(tasks).where(eq(tasks.id, id));
+    return row!;
+  }
+
+  it("runs a task enqueued in a committed transaction, woken by NOTIFY without polling", async () => {
+    const type = uniqueType();
+    const seen: unknown[] = [];
+    // A one-minute poll interval: only the NOTIFY can make this test finish in time.
+    await startWorker(type, {
+      async handle(payload) {
+        seen.push(payload);
+      },
+    });
+    const { id } = await database.handle.db.transaction(async (tx) => {
+      await tx.insert(projects).values({ name: "queued", repositoryPath: "/srv/queued" });
+      return enqueue(tx, { type, payload: { hello: "world" } });
+    });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 5_000);
+    expect(seen).toEqual([{ hello: "world" }]);
+    expect((await taskRow(id)).attempts).toBe(1);
+  });
+
+  it("drops the task when the enqueuing transaction rolls back", async () => {
+    const type = uniqueType();
+    await database.handle.db
+      .transaction(async (tx) => {
+        await enqueue(tx, { type });
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    const rows = await database.handle.db.select().from(tasks).where(eq(tasks.type, type));
+    expect(rows).toEqual([]);
+  });
+
+  it("finds tasks by polling when it does not listen", async () => {
+    const type = uniqueType();
+    let runs = 0;
+    await startWorker(
+      type,
+      {
+        async handle() {
+          runs += 1;
+        },
+      },
+      { listen: false, pollIntervalMs: 50 },
+    );
+    const { id } = await enqueue(database.handle.db, { type });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 5_000);
+    expect(runs).toBe(1);
+  });
+
+  it("returns the existing task for a repeated idempotency key", async () => {
+    const type = uniqueType();
+    const key = `key-${randomUUID()}`;
+    const first = await enqueue(database.handle.db, { type, idempotencyKey: key });
+    const second = await enqueue(database.handle.db, { type, idempotencyKey: key });
+    expect(first.created).toBe(true);
+    expect(second).toEqual({ id: first.id, created: false });
+    const rows = await database.handle.db.select().from(tasks).where(eq(tasks.type, type));
+    expect(rows).toHaveLength(1);
+  });
+
+  it("retries a failing task with growing delays, then marks it failed with the reason", async () => {
+    const type = uniqueType();
+    const startedAt: number[] = [];
+    await startWorker(type, {
+      async handle() {
+        startedAt.push(Date.now());
+        throw new Error(`attempt ${startedAt.length} broke`);
+      },
+    });
+    const { id } = await enqueue(database.handle.db, { type, maxAttempts: 3 });
+    await waitFor(async () => (await taskRow(id)).status === "failed", 10_000);
+    const row = await taskRow(id);
+    expect(row.attempts).toBe(3);
+    expect(row.lastError).toBe("Error: attempt 3 broke");
+    expect(row.lockedBy).toBeNull();
+    // Backoff base 50 ms: the second retry waits about twice as long as the first.
+    const [first, second, third] = startedAt;
+    expect(second! - first!).toBeGreaterThanOrEqual(40);
+    expect(third! - second!).toBeGreaterThanOrEqual(90);
+  });
+
+  it("succeeds on a retry after a transient failure", async () => {
+    const type = uniqueType();
+    let runs = 0;
+    await startWorker(type, {
+      async handle() {
+        runs += 1;
+        if (runs === 1) throw new Error("transient");
+      },
+    });
+    const { id } = await enqueue(database.handle.db, { type });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 5_000);
+    expect((await taskRow(id)).attempts).toBe(2);
+  });
+
+  it("fails a task with an invalid payload at once, without retrying", async () => {
+    const type = uniqueType();
+    let runs = 0;
+    await startWorker(type, {
+      schema: z.object({ count: z.number() }) as z.ZodType<unknown>,
+      async handle() {
+        runs += 1;
+      },
+    });
+    const { id } = await enqueue(database.handle.db, { type, payload: { count: "three" } });
+    await waitFor(async () => (await taskRow(id)).status === "failed", 5_000);
+    const row = await taskRow(id);
+    expect(row.attempts).toBe(1);
+    expect(row.lastError).toMatch(/invalid/);
+    expect(runs).toBe(0);
+  });
+
+  it("waits for a task's run_at before running it", async () => {
+    const type = uniqueType();
+    let ranAt = 0;
+    await startWorker(type, {
+      async handle() {
+        ranAt = Date.now();
+      },
+    });
+    const runAt = new Date(Date.now() + 300);
+    const { id } = await enqueue(database.handle.db, { type, runAt });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 5_000);
+    expect(ranAt).toBeGreaterThanOrEqual(runAt.getTime() - 20);
+  });
+
+  it("claims a task again when its lease has expired", async () => {
+    const type = uniqueType();
+    const { id } = await enqueue(database.handle.db, { type });
+    // As if a worker claimed it and then died without heartbeating.
+    await database.handle.query(
+      `update tasks set status = 'running', locked_by = 'dead-worker', attempts = 1,
+         locked_until = now() - interval '1 second' where id = $1`,
+      [id],
+    );
+    const attempts: number[] = [];
+    await startWorker(type, {
+      async handle(_payload, context) {
+        attempts.push(context.attempt);
+      },
+    });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 5_000);
+    expect(attempts).toEqual([2]);
+  });
+
+  it("fails a task whose last allowed attempt lost its lease", async () => {
+    const type = uniqueType();
+    const { id } = await enqueue(database.handle.db, { type, maxAttempts: 1 });
+    await database.handle.query(
+      `update tasks set status = 'running', locked_by = 'dead-worker', attempts = 1,
+         locked_until = now() - interval '1 second' where id = $1`,
+      [id],
+    );
+    await startWorker(type, { async handle() {} });
+    await waitFor(async () => (await taskRow(id)).status === "failed", 5_000);
+    expect((await taskRow(id)).lastError).toMatch(/lease expired/);
+  });
+
+  it("keeps the lease by heartbeat while a task runs longer than the lease", async () => {
+    const type = uniqueType();
+    let runs = 0;
+    const options = { leaseMs: 600, heartbeatMs: 100, pollIntervalMs: 50 };
+    const slow: TaskDefinition<unknown> = {
+      async handle() {
+        runs += 1;
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+      },
+    };
+    await startWorker(type, slow, options);
+    await startWorker(type, slow, options);
+    const { id } = await enqueue(database.handle.db, { type });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 10_000);
+    expect(runs).toBe(1);
+    expect((await taskRow(id)).attempts).toBe(1);
+  });
+
+  it("finishes a running task on graceful shutdown", async () => {
+    const type = uniqueType();
+    let started = false;
+    const worker = await startWorker(type, {
+      async handle() {
+        started = true;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      },
+    });
+    const { id } = await enqueue(database.handle.db, { type });
+    await waitFor(() => started);
+    await worker.stop();
+    expect((await taskRow(id)).status).toBe("succeeded");
+  });
+
+  it("releases a task that outlasts the shutdown timeout, without spending an attempt", async () => {
+    const type = uniqueType();
+    let aborted = false;
+    const worker = await startWorker(
+      type,
+      {
+        async handle(_payload, context) {
+          await new Promise<void>((resolve) => {
+            context.signal.addEventListener("abort", () => {
+              aborted = true;
+              resolve();
+            });
+          });
+        },
+      },
+      { shutdownTimeoutMs: 100 },
+    );
+    const { id } = await enqueue(database.handle.db, { type });
+    await waitFor(() => worker.activeCount === 1);
+    await worker.stop();
+    const row = await taskRow(id);
+    expect(aborted).toBe(true);
+    expect(row.status).toBe("pending");
+    expect(row.attempts).toBe(0);
+    expect(row.lockedBy).toBeNull();
+  });
+
+  it("runs many tasks exactly once across concurrent workers in one process", async () => {
+    const type = uniqueType();
+    const runs = new Map<number, number>();
+    const definition: TaskDefinition<unknown> = {
+      async handle(_payload, context) {
+        runs.set(context.id, (runs.get(context.id) ?? 0) + 1);
+      },
+    };
+    await startWorker(type, definition, { concurrency: 4, pollIntervalMs: 50 });
+    await startWorker(type, definition, { concurrency: 4, pollIntervalMs: 50 });
+    const ids: number[] = [];
+    for (let index = 0; index < 40; index += 1) {
+      ids.push((await enqueue(database.handle.db, { type, payload: { index } })).id);
+    }
+    await waitFor(async () => {
+      const { rows } = await database.handle.query<{ count: number | string }>(
+        "select count(*) as count from tasks where type = $1 and status = 'succeeded'",
+        [type],
+      );
+      return Number(rows[0]?.count) === ids.length;
+    }, 15_000);
+    expect([...runs.keys()].sort((a, b) => a - b)).toEqual(ids);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+  });
+
+  it("refuses a second handler for the same task type", () => {
+    const registry = new TaskRegistry().register("twice", { async handle() {} });
+    expect(() => registry.register("twice", { async handle() {} })).toThrow(
+      expect.objectContaining({ code: "task_type_duplicate" }),
+    );
+  });
+});

@@ -1,0 +1,320 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { DbHandle } from "../client.ts";
+import { DbError } from "../errors.ts";
+import { TASK_CHANNEL } from "./enqueue.ts";
+import type { TaskRegistry } from "./registry.ts";
+
+export interface WorkerOptions {
+  database: DbHandle;
+  registry: TaskRegistry;
+  /** Names this worker in `tasks.locked_by`. Defaults to host, pid and a random suffix. */
+  workerId?: string;
+  /** Tasks run at once. Defaults to 1. */
+  concurrency?: number;
+  /** How long a claim lasts without a heartbeat. Defaults to 30 s. */
+  leaseMs?: number;
+  /** How often held leases are renewed. Defaults to a third of the lease. */
+  heartbeatMs?: number;
+  /** The fallback when a NOTIFY is missed, and how delayed tasks are found. Defaults to 1 s. */
+  pollIntervalMs?: number;
+  /** Wake on NOTIFY. Defaults to true; false leaves polling alone (benchmarks compare the two). */
+  listen?: boolean;
+  /** Delay before retry n is `min(backoffMaxMs, backoffBaseMs * 2^(n-1))`. Defaults: 1 s, 5 min. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** How long `stop()` waits for running tasks before releasing them. Defaults to 10 s. */
+  shutdownTimeoutMs?: number;
+  /** Queue errors (the database unreachable, say) that the worker survives by retrying. */
+  onError?: (error: unknown) => void;
+}
+
+interface HeldTask {
+  id: number;
+  attempt: number;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+interface ClaimedRow {
+  id: string | number;
+  type: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+}
+
+/**
+ * Claims tasks of the registered types and runs their handlers. Delivery is at least once: a
+ * task whose worker dies is claimed again once its lease expires, so handlers must be
+ * idempotent. While a lease is held and renewed, no other worker runs the task.
+ */
+export class TaskWorker {
+  readonly workerId: string;
+  readonly #database: DbHandle;
+  readonly #registry: TaskRegistry;
+  readonly #types: string[];
+  readonly #concurrency: number;
+  readonly #leaseMs: number;
+  readonly #heartbeatMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #listen: boolean;
+  readonly #backoffBaseMs: number;
+  readonly #backoffMaxMs: number;
+  readonly #shutdownTimeoutMs: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #held = new Map<number, HeldTask>();
+  #state: "idle" | "running" | "stopping" | "stopped" = "idle";
+  #unlisten: (() => Promise<void>) | undefined;
+  #pollTimer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #cycle: Promise<void> | undefined;
+  #wakeAgain = false;
+
+  constructor(options: WorkerOptions) {
+    this.#database = options.database;
+    this.#registry = options.registry;
+    this.#types = options.registry.types();
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.#concurrency = options.concurrency ?? 1;
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#heartbeatMs = options.heartbeatMs ?? Math.floor(this.#leaseMs / 3);
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.#listen = options.listen ?? true;
+    this.#backoffBaseMs = options.backoffBaseMs ?? 1_000;
+    this.#backoffMaxMs = options.backoffMaxMs ?? 5 * 60_000;
+    this.#shutdownTimeoutMs = options.shutdownTimeoutMs ?? 10_000;
+    this.#onError = options.onError ?? (() => {});
+    if (this.#concurrency < 1 || this.#leaseMs <= 0 || this.#heartbeatMs >= this.#leaseMs) {
+      throw new DbError(
+        "invalid_options",
+        "Worker needs concurrency ≥ 1, a positive lease, and a heartbeat shorter than the lease.",
+      );
+    }
+  }
+
+  /** Tasks this worker is running now. */
+  get activeCount(): number {
+    return this.#held.size;
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== "idle") {
+      throw new DbError("worker_stopped", "A worker can be started only once.");
+    }
+    this.#state = "running";
+    if (this.#listen) {
+      this.#unlisten = await this.#database.listen(TASK_CHANNEL, (type) => {
+        if (this.#types.includes(type)) this.#wake();
+      });
+    }
+    this.#heartbeatTimer = setInterval(() => {
+      this.#heartbeat().catch(this.#onError);
+    }, this.#heartbeatMs);
+    this.#wake();
+  }
+
+  /**
+   * Stops claiming, waits up to the shutdown timeout for running tasks, then aborts and
+   * releases the rest so another worker picks them up at once (without spending an attempt).
+   */
+  async stop(): Promise<void> {
+    if (this.#state === "stopped" || this.#state === "stopping") return;
+    const wasRunning = this.#state === "running";
+    this.#state = "stopping";
+    clearTimeout(this.#pollTimer);
+    if (!wasRunning) {
+      this.#state = "stopped";
+      return;
+    }
+    await this.#unlisten?.().catch(this.#onError);
+    await this.#cycle;
+    const finished = Promise.all([...this.#held.values()].map((task) => task.done));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#shutdownTimeoutMs);
+    });
+    await Promise.race([finished, timedOut]);
+    clearTimeout(timer);
+    const unfinished = [...this.#held.values()];
+    for (const task of unfinished) {
+      this.#held.delete(task.id);
+      task.controller.abort(new DbError("worker_stopped", "The worker is shutting down."));
+    }
+    clearInterval(this.#heartbeatTimer);
+    if (unfinished.length > 0) {
+      await this.#database
+        .query(
+          `update tasks set status = 'pending', run_at = now(), locked_by = null,
+             locked_until = null, attempts = greatest(attempts - 1, 0), updated_at = now()
+           where id = any($1::bigint[]) and locked_by = $2 and status = 'running'`,
+          [unfinished.map((task) => task.id), this.workerId],
+        )
+        .catch(this.#onError);
+    }
+    this.#state = "stopped";
+  }
+
+  /** Starts a claim cycle now, or right after the current one. */
+  #wake(): void {
+    if (this.#state !== "running") return;
+    if (this.#cycle) {
+      this.#wakeAgain = true;
+      return;
+    }
+    clearTimeout(this.#pollTimer);
+    this.#cycle = this.#claimCycle()
+      .catch((error: unknown) => {
+        this.#onError(error);
+        return this.#pollIntervalMs;
+      })
+      .then((nextPollMs) => {
+        this.#cycle = undefined;
+        if (this.#state !== "running") return;
+        if (this.#wakeAgain) {
+          this.#wakeAgain = false;
+          this.#wake();
+          return;
+        }
+        this.#pollTimer = setTimeout(() => this.#wake(), nextPollMs);
+      });
+  }
+
+  /** Claims as many tasks as there are free slots; returns how long to wait before polling. */
+  async #claimCycle(): Promise<number> {
+    await this.#failExhaustedLeases();
+    const free = this.#concurrency - this.#held.size;
+    if (free > 0) {
+      const claimed = await this.#database.query<ClaimedRow>(
+        `with candidates as (
+           select id from tasks
+           where type = any($1::text[])
+             and ((status = 'pending' and run_at <= now())
+               or (status = 'running' and locked_until < now() and attempts < max_attempts))
+           order by run_at, id
+           limit $2
+           for update skip locked
+         )
+         update tasks set status = 'running', locked_by = $3,
+           locked_until = now() + $4 * interval '1 millisecond',
+           attempts = tasks.attempts + 1, updated_at = now()
+         from candidates where tasks.id = candidates.id
+         returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts`,
+        [this.#types, free, this.workerId, this.#leaseMs],
+      );
+      for (const row of claimed.rows) this.#run(row);
+      // A full batch may mean more are waiting: look again as soon as a slot frees up.
+      if (claimed.rows.length === free) return this.#pollIntervalMs;
+    }
+    // Sleep until the next delayed task (a retry, say) is due, or the poll interval.
+    const next = await this.#database.query<{ due_in_ms: number | null }>(
+      `select extract(epoch from (min(run_at) - now())) * 1000 as due_in_ms
+       from tasks where status = 'pending' and type = any($1::text[])`,
+      [this.#types],
+    );
+    const dueInMs = next.rows[0]?.due_in_ms;
+    if (dueInMs === null || dueInMs === undefined) return this.#pollIntervalMs;
+    return Math.min(this.#pollIntervalMs, Math.max(0, Math.ceil(Number(dueInMs))));
+  }
+
+  /** A task whose last allowed attempt lost its lease fails instead of running again. */
+  async #failExhaustedLeases(): Promise<void> {
+    await this.#database.query(
+      `update tasks set status = 'failed', locked_by = null, locked_until = null,
+         completed_at = now(), updated_at = now(),
+         last_error = 'lease expired on the last attempt (worker ' || locked_by || ' stopped heartbeating)'
+       where status = 'running' and locked_until < now() and attempts >= max_attempts
+         and type = any($1::text[])`,
+      [this.#types],
+    );
+  }
+
+  #run(row: ClaimedRow): void {
+    const id = Number(row.id);
+    const controller = new AbortController();
+    const task: HeldTask = { id, attempt: row.attempts, controller, done: Promise.resolve() };
+    this.#held.set(id, task);
+    task.done = (async () => {
+      let failure: unknown;
+      try {
+        await this.#registry.run(row.type, row.payload, {
+          id,
+          type: row.type,
+          attempt: row.attempts,
+          maxAttempts: row.max_attempts,
+          workerId: this.workerId,
+          signal: controller.signal,
+        });
+      } catch (error) {
+        failure = error;
+      }
+      // A task released at shutdown or lost to another worker is no longer ours to settle.
+      if (this.#held.get(id) !== task) return;
+      try {
+        if (failure === undefined) await this.#complete(task);
+        else await this.#fail(task, row, failure);
+      } catch (error) {
+        this.#onError(error);
+      } finally {
+        this.#held.delete(id);
+        this.#wake();
+      }
+    })();
+  }
+
+  // Every settle statement is fenced by worker and attempt: after a lease expired and
+  // another worker claimed the task, this worker's late result changes nothing.
+  async #complete(task: HeldTask): Promise<void> {
+    await this.#database.query(
+      `update tasks set status = 'succeeded', locked_by = null, locked_until = null,
+         last_error = null, completed_at = now(), updated_at = now()
+       where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
+      [task.id, this.workerId, task.attempt],
+    );
+  }
+
+  async #fail(task: HeldTask, row: ClaimedRow, failure: unknown): Promise<void> {
+    const reason = describeFailure(failure);
+    const permanent = failure instanceof DbError && failure.code === "task_payload_invalid";
+    if (permanent || task.attempt >= row.max_attempts) {
+      await this.#database.query(
+        `update tasks set status = 'failed', locked_by = null, locked_until = null,
+           last_error = $4, completed_at = now(), updated_at = now()
+         where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
+        [task.id, this.workerId, task.attempt, reason],
+      );
+      return;
+    }
+    const delayMs = Math.min(this.#backoffMaxMs, this.#backoffBaseMs * 2 ** (task.attempt - 1));
+    await this.#database.query(
+      `update tasks set status = 'pending', locked_by = null, locked_until = null,
+         last_error = $4, run_at = now() + $5 * interval '1 millisecond', updated_at = now()
+       where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
+      [task.id, this.workerId, task.attempt, reason, delayMs],
+    );
+  }
+
+  /** Renews every held lease; a task whose lease was taken over is aborted here. */
+  async #heartbeat(): Promise<void> {
+    const held = [...this.#held.values()];
+    if (held.length === 0) return;
+    const renewed = await this.#database.query<{ id: string | number }>(
+      `update tasks set locked_until = now() + $3 * interval '1 millisecond'
+       where id = any($1::bigint[]) and locked_by = $2 and status = 'running'
+       returning id`,
+      [held.map((task) => task.id), this.workerId, this.#leaseMs],
+    );
+    const still = new Set(renewed.rows.map((row) => Number(row.id)));
+    for (const task of held) {
+      if (still.has(task.id) || this.#held.get(task.id) !== task) continue;
+      this.#held.delete(task.id);
+      task.controller.abort(new DbError("worker_stopped", "The task's lease was lost."));
+    }
+  }
+}
+
+function describeFailure(failure: unknown): string {
+  const text = failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure);
+  // Keep rows small; the first few kilobytes say what went wrong.
+  return text.length > 4_000 ? `${text.slice(0, 4_000)}…` : text;
+}

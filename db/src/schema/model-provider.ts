@@ -1,0 +1,48 @@
+import { sql } from "drizzle-orm";
+import { bigint, bigserial, check, index, integer, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { createdAt, timestampColumn } from "./columns.ts";
+
+/**
+ * Scoped model-provider tokens. Only the SHA-256 of a token is stored: the token itself is the
+ * secret that travels furthest, and no database row may contain it.
+ */
+export const modelTokens = pgTable(
+  "model_tokens",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    tokenHash: text("token_hash").notNull().unique("model_tokens_token_hash_unique"),
+    jobId: text("job_id").notNull(),
+    expiresAt: timestampColumn("expires_at").notNull(),
+    revokedAt: timestampColumn("revoked_at"),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    check("model_tokens_token_hash_check", sql`${table.tokenHash} ~ '^[0-9a-f]{64}$'`),
+    index("model_tokens_job_idx").on(table.jobId),
+  ],
+);
+
+/** One proxied model request's usage: token counts when the provider reports them, bytes always. */
+export const modelUsage = pgTable(
+  "model_usage",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    jobId: text("job_id").notNull(),
+    tokenId: uuid("token_id").references(() => modelTokens.id, { onDelete: "set null" }),
+    agentType: text("agent_type").notNull(),
+    model: text("model"),
+    status: integer("status").notNull(),
+    inputTokens: integer("input_tokens"),
+    outputTokens: integer("output_tokens"),
+    requestBytes: bigint("request_bytes", { mode: "number" }).notNull().default(0),
+    responseBytes: bigint("response_bytes", { mode: "number" }).notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index("model_usage_job_idx").on(table.jobId, table.createdAt),
+    check(
+      "model_usage_counts_check",
+      sql`${table.requestBytes} >= 0 and ${table.responseBytes} >= 0`,
+    ),
+  ],
+);

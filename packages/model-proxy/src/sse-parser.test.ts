@@ -1,0 +1,108 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { type SseEvent, SseEventFilter, SseParser } from "./sse-parser.ts";
+
+function parseAll(chunks: (string | Uint8Array)[]): SseEvent[] {
+  const parser = new SseParser();
+  const events = chunks.flatMap((chunk) => parser.push(chunk));
+  return [...events, ...parser.end()];
+}
+
+describe("SseParser", () => {
+  it("dispatches an event at each blank line with its name and data", () => {
+    expect(parseAll(['event: ping\ndata: {"a":1}\n\ndata: two\n\n'])).toEqual([
+      { event: "ping", data: '{"a":1}' },
+      { event: "message", data: "two" },
+    ]);
+  });
+
+  it("joins multi-line data with newlines and ignores comments and unknown fields", () => {
+    expect(parseAll([": keep-alive\ndata: one\ndata:two\nretry: 5\nfoo: bar\n\n"])).toEqual([
+      { event: "message", data: "one\ntwo" },
+    ]);
+  });
+
+  it("accepts CRLF, CR and LF line endings, even a CRLF split across chunks", () => {
+    expect(parseAll(["data: a\r", "\n\r", "\ndata: b\r\rdata: c\n\n"])).toEqual([
+      { event: "message", data: "a" },
+      { event: "message", data: "b" },
+      { event: "message", data: "c" },
+    ]);
+  });
+
+  it("drops a trailing event that never got its blank line", () => {
+    expect(parseAll(["data: complete\n\ndata: cut off"])).toEqual([
+      { event: "message", data: "complete" },
+    ]);
+  });
+
+  it("keeps the id field", () => {
+    expect(parseAll(["id: 7\ndata: x\n\n"])).toEqual([{ event: "message", data: "x", id: "7" }]);
+  });
+
+  it("gives the same events however the bytes are chunked (property)", () => {
+    const field = fc
+      .string({ unit: "grapheme", maxLength: 12 })
+      .map((text) => text.replace(/[\r\n]/g, " "));
+    const eventText = fc
+      .record({
+        name: fc.option(field, { nil: undefined }),
+        lines: fc.array(fc.oneof(field, fc.constant('{"usage":2}')), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        comment: fc.boolean(),
+        ending: fc.constantFrom("\n", "\r\n", "\r"),
+      })
+      .map(({ name, lines, comment, ending }) =>
+        [
+          ...(comment ? [": comment"] : []),
+          ...(name === undefined ? [] : [`event: ${name}`]),
+          ...lines.map((line) => `data: ${line}`),
+          "",
+          "",
+        ].join(ending),
+      );
+    fc.assert(
+      fc.property(
+        fc.array(eventText, { maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (events, cuts) => {
+          const bytes = new TextEncoder().encode(events.join(""));
+          const expected = parseAll([bytes]);
+          const positions = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort(
+            (left, right) => left - right,
+          );
+          const chunks: Uint8Array[] = [];
+          let start = 0;
+          for (const position of [...positions, bytes.length]) {
+            chunks.push(bytes.subarray(start, position));
+            start = position;
+          }
+          expect(parseAll(chunks)).toEqual(expected);
+          expect(expected).toHaveLength(events.length);
+          const filter = new SseEventFilter('"usage"');
+          const filtered = [...chunks.flatMap((chunk) => filter.push(chunk)), ...filter.end()];
+          expect(filtered).toEqual(expected.filter((event) => event.data.includes('"usage"')));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("filters only the events that mention the needle, on LF and on CRLF streams", () => {
+    for (const ending of ["\n", "\r\n"]) {
+      const text = ["data: {}", "", "event: done", 'data: {"usage":1}', "", "data: tail", ""].join(
+        ending,
+      );
+      const filter = new SseEventFilter('"usage"');
+      const bytes = new TextEncoder().encode(text);
+      const events = [
+        ...filter.push(bytes.subarray(0, 7)),
+        ...filter.push(bytes.subarray(7)),
+        ...filter.end(),
+      ];
+      expect(events).toEqual([{ event: "done", data: '{"usage":1}' }]);
+    }
+  });
+});

@@ -1,0 +1,111 @@
+// Runs the proxy on @hono/node-server in front of a fake upstream, with in-memory storage and a
+// logger that keeps every line, so tests can look at everything the proxy produced.
+import type { AddressInfo } from "node:net";
+import { WireHeader, WirePath } from "@deckhand/wire";
+import { type ServerType, serve } from "@hono/node-server";
+import type { LogFields, ModelProxyLogger } from "../logger.ts";
+import { createModelProxy, type ModelProxyOptions } from "../model-proxy.ts";
+import { InMemoryModelTokenStore, mintModelToken } from "../model-token.ts";
+import { InMemoryUsageRecorder } from "../usage.ts";
+import { type FakeUpstream, startFakeUpstream } from "./fake-upstream.ts";
+
+export const OPENAI_KEY = "sk-upstream-openai-key-0123456789";
+export const ANTHROPIC_KEY = "sk-ant-upstream-anthropic-key-0123456789";
+export const JOB_ID = "job-42";
+
+export interface LogLine {
+  level: string;
+  message: string;
+  fields: LogFields | undefined;
+}
+
+/** A logger that records everything it is given. */
+export function recordingLogger(): ModelProxyLogger & { lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const write = (level: string) => (message: string, fields?: LogFields) => {
+    lines.push({ level, message, fields });
+  };
+  return { lines, info: write("info"), warn: write("warn"), error: write("error") };
+}
+
+/** Serves a hono app on 127.0.0.1 with a random port, as the server would. */
+export async function serveApp(app: {
+  fetch: (request: Request) => Response | Promise<Response>;
+}): Promise<{ origin: string; close: () => Promise<void> }> {
+  const server = await new Promise<ServerType>((resolveServer) => {
+    const instance = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () =>
+      resolveServer(instance),
+    );
+  });
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        if ("closeAllConnections" in server) server.closeAllConnections();
+      }),
+  };
+}
+
+export interface Harness {
+  upstream: FakeUpstream;
+  tokens: InMemoryModelTokenStore;
+  usage: InMemoryUsageRecorder;
+  logger: ReturnType<typeof recordingLogger>;
+  /** The proxy's URL for one agent type, as an agent's base URL would be. */
+  baseUrl(agentType: string): string;
+  mint(options?: { jobId?: string; ttlMs?: number }): Promise<string>;
+  /** Headers an agent sends: the token as a bearer token (or x-api-key) and the job id. */
+  agentHeaders(token: string, options?: { jobId?: string; anthropic?: boolean }): Headers;
+  close(): Promise<void>;
+}
+
+export async function startHarness(
+  overrides: Partial<ModelProxyOptions> & { upstreamUrl?: string } = {},
+): Promise<Harness> {
+  const upstream = await startFakeUpstream();
+  const tokens = new InMemoryModelTokenStore();
+  const usage = new InMemoryUsageRecorder();
+  const logger = recordingLogger();
+  const target = overrides.upstreamUrl ?? upstream.url;
+  const app = createModelProxy({
+    upstreams: {
+      codex: { kind: "openai", baseUrl: `${target}/v1`, apiKey: OPENAI_KEY },
+      "claude-code": { kind: "anthropic", baseUrl: target, apiKey: ANTHROPIC_KEY },
+    },
+    tokens,
+    usage,
+    logger,
+    ...overrides,
+  });
+  const { origin, close } = await serveApp(app);
+  return {
+    upstream,
+    tokens,
+    usage,
+    logger,
+    baseUrl: (agentType) => `${origin}${WirePath.modelProvider}/${agentType}`,
+    async mint(options = {}) {
+      const minted = await mintModelToken(tokens, {
+        jobId: options.jobId ?? JOB_ID,
+        ttlMs: options.ttlMs ?? 60_000,
+      });
+      return minted.token;
+    },
+    agentHeaders(token, options = {}) {
+      const headers = new Headers({ "content-type": "application/json" });
+      if (options.anthropic) {
+        headers.set("x-api-key", token);
+        headers.set("anthropic-version", "2023-06-01");
+      } else {
+        headers.set(WireHeader.authorization, `Bearer ${token}`);
+      }
+      headers.set(WireHeader.jobId, options.jobId ?? JOB_ID);
+      return headers;
+    },
+    async close() {
+      await close();
+      await upstream.close();
+    },
+  };
+}

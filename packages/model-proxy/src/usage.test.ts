@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { SseParser } from "./sse-parser.ts";
+import {
+  anthropicMessagesStream,
+  chatCompletionsStream,
+  responsesStream,
+} from "./test-support/fake-upstream.ts";
+import { UsageAccumulator } from "./usage.ts";
+
+function countsOf(chunks: string[]) {
+  const parser = new SseParser();
+  const accumulator = new UsageAccumulator();
+  for (const event of [...chunks.flatMap((chunk) => parser.push(chunk)), ...parser.end()]) {
+    try {
+      accumulator.observe(JSON.parse(event.data));
+    } catch {
+      // [DONE]
+    }
+  }
+  return accumulator.counts;
+}
+
+describe("UsageAccumulator", () => {
+  it("reads Responses usage from response.completed", () => {
+    expect(countsOf(responsesStream("a b", { input: 10, output: 4 }, "gpt-5"))).toEqual({
+      model: "gpt-5",
+      inputTokens: 10,
+      outputTokens: 4,
+      totalTokens: 14,
+    });
+  });
+
+  it("reads Chat Completions usage from the final chunk", () => {
+    expect(countsOf(chatCompletionsStream("a b", { input: 3, output: 2 }, "gpt-4o"))).toEqual({
+      model: "gpt-4o",
+      inputTokens: 3,
+      outputTokens: 2,
+      totalTokens: 5,
+    });
+  });
+
+  it("reads Anthropic usage from message_start and the cumulative message_delta", () => {
+    expect(countsOf(anthropicMessagesStream("a b", { input: 20, output: 9 }, "claude"))).toEqual({
+      model: "claude",
+      inputTokens: 20,
+      outputTokens: 9,
+      totalTokens: 29,
+    });
+  });
+
+  it("counts Anthropic cached input as input", () => {
+    const accumulator = new UsageAccumulator();
+    accumulator.observe({
+      type: "message",
+      model: "claude",
+      usage: {
+        input_tokens: 5,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 10,
+        output_tokens: 3,
+      },
+    });
+    expect(accumulator.counts).toEqual({
+      model: "claude",
+      inputTokens: 115,
+      outputTokens: 3,
+      totalTokens: 118,
+    });
+  });
+
+  it("reads non-streaming bodies of each format and ignores events without usage", () => {
+    const accumulator = new UsageAccumulator();
+    accumulator.observe({ type: "response.output_text.delta", delta: "x" });
+    accumulator.observe(null);
+    expect(accumulator.counts).toEqual({});
+    accumulator.observe({
+      object: "chat.completion",
+      model: "m",
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    });
+    expect(accumulator.counts).toEqual({
+      model: "m",
+      inputTokens: 1,
+      outputTokens: 2,
+      totalTokens: 3,
+    });
+  });
+});
