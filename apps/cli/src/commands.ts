@@ -1,10 +1,12 @@
 import { runAgentUntilSignalled } from "@deckhand/agent-app";
 import packageJson from "../package.json" with { type: "json" };
 import { runBatchCommand } from "./batch-command.ts";
+import { runUpCommand } from "./up-command.ts";
 
 export const usage = `Usage: deckhand <command> [options]
 
 Commands:
+  up         start the Deckhand server (embedded database, model-provider proxy, local agent)
   agent      serve the workspace agent (process and file APIs) for a directory
   batch      validate a batch spec, render a codingAgent step, print the JSON Schema
   version    print the version
@@ -19,6 +21,8 @@ export async function runCli(argv: string[]): Promise<number> {
   switch (command) {
     case "agent":
       return runAgentUntilSignalled(rest);
+    case "up":
+      return runUpCommand(rest);
     case "batch":
       return runBatchCommand(rest);
     case "version":

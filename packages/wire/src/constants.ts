@@ -15,6 +15,8 @@ export const WireEnv = {
   chatId: "DECKHAND_CHAT_ID",
   /** The workspace agent's own bearer token. */
   agentToken: "DECKHAND_AGENT_TOKEN",
+  /** The server's admin bearer token; required when it listens beyond loopback. */
+  adminToken: "DECKHAND_ADMIN_TOKEN",
 } as const;
 
 /** HTTP headers. */

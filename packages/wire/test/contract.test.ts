@@ -21,6 +21,7 @@ describe("contract parity", () => {
       jobId: "DECKHAND_JOB_ID",
       chatId: "DECKHAND_CHAT_ID",
       agentToken: "DECKHAND_AGENT_TOKEN",
+      adminToken: "DECKHAND_ADMIN_TOKEN",
     });
     expect(WireHeader.jobId).toBe("Deckhand-Job-Id");
     expect(WireHeader.chatId).toBe("Deckhand-Chat-Id");

@@ -1,0 +1,82 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ADMIN_TOKEN_ENV, DATABASE_URL_ENV } from "@deckhand/server-app";
+import { WirePath } from "@deckhand/wire";
+import { afterEach, describe, expect, it } from "vitest";
+
+const cliEntry = fileURLToPath(new URL("./bin.ts", import.meta.url));
+const cliRoot = fileURLToPath(new URL("..", import.meta.url));
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
+
+/** Runs `deckhand up <args>` from the checkout, as a user would. */
+function spawnUp(args: string[]): ChildProcess {
+  const environment = { ...process.env };
+  // The test must not pick up a developer's database or admin token.
+  delete environment[DATABASE_URL_ENV];
+  delete environment[ADMIN_TOKEN_ENV];
+  const child = spawn(process.execPath, ["--conditions=source", cliEntry, "up", ...args], {
+    cwd: cliRoot,
+    env: environment,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  cleanups.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<{ code: number | null; stderr: string }> {
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  return new Promise((resolveExit) => child.once("exit", (code) => resolveExit({ code, stderr })));
+}
+
+function listeningUrl(child: ChildProcess): Promise<string> {
+  return new Promise((resolveUrl, reject) => {
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      for (const line of output.split("\n")) {
+        if (!line.includes("deckhand server listening")) continue;
+        resolveUrl((JSON.parse(line) as { url: string }).url);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code} before listening`)));
+  });
+}
+
+describe("deckhand up", () => {
+  it("starts on the embedded database, answers health and exits 0 on SIGTERM", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "deckhand-up-"));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const child = spawnUp(["--listen", "127.0.0.1:0", "--data-dir", dataDir]);
+    const exit = exited(child);
+    const url = await listeningUrl(child);
+    const response = await fetch(`${url}${WirePath.serverApi}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      status: "ok",
+      database: { ok: true, kind: "pglite" },
+      agent: { ok: true },
+    });
+    child.kill("SIGTERM");
+    expect((await exit).code).toBe(0);
+  }, 30_000);
+
+  it("exits 2 with one line naming the bad setting, without a stack trace", async () => {
+    const child = spawnUp(["--listen", "not-an-address"]);
+    const { code, stderr } = await exited(child);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^deckhand up: --listen "not-an-address" is not host:port/);
+    expect(stderr).not.toContain("    at ");
+  }, 30_000);
+});

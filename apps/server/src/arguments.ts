@@ -1,0 +1,53 @@
+import { parseArgs } from "node:util";
+import {
+  ADMIN_TOKEN_ENV,
+  DATABASE_URL_ENV,
+  SERVER_DEFAULT_LISTEN,
+  type ServerFlags,
+} from "./config.ts";
+import { ServerError } from "./server-error.ts";
+
+export const serverUsage = `Usage: deckhand up [options]
+
+Starts the Deckhand server: the API, the model-provider proxy, an embedded database and a
+workspace agent for the projects on this machine.
+
+Options:
+  --listen HOST:PORT     address to listen on (default ${SERVER_DEFAULT_LISTEN}); any address
+                         other than loopback requires $${ADMIN_TOKEN_ENV}
+  --data-dir DIR         database, workspaces and config.json (default ~/.deckhand)
+  --database-url URL     use PostgreSQL instead of the embedded database (default $${DATABASE_URL_ENV})
+  --no-agent             do not start the local workspace agent
+  --log-level LEVEL      fatal|error|warn|info|debug|silent (default info)
+  -h, --help             show this help
+`;
+
+/** Turns argv into flags; unknown flags are a ServerError naming them. */
+export function parseServerArguments(argv: string[]): ServerFlags & { help: boolean } {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        listen: { type: "string" },
+        "data-dir": { type: "string" },
+        "database-url": { type: "string" },
+        "no-agent": { type: "boolean" },
+        "log-level": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+    const flags: Record<string, unknown> = {};
+    if (values.listen !== undefined) flags.listen = values.listen;
+    if (values["data-dir"] !== undefined) flags.dataDir = values["data-dir"];
+    if (values["database-url"] !== undefined) flags.databaseUrl = values["database-url"];
+    if (values["no-agent"]) flags.workspaceAgent = false;
+    if (values["log-level"] !== undefined) flags.logLevel = values["log-level"];
+    return { ...(flags as ServerFlags), help: values.help ?? false };
+  } catch (error) {
+    throw new ServerError("invalid_config", `${(error as Error).message}\n\n${serverUsage}`, {
+      cause: error,
+    });
+  }
+}

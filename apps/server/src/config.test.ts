@@ -1,0 +1,143 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN_ENV, DATABASE_URL_ENV, resolveServerConfig } from "./config.ts";
+import { ServerError } from "./server-error.ts";
+
+const dirs: string[] = [];
+function dataDir(config?: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), "deckhand-server-config-"));
+  dirs.push(dir);
+  if (config !== undefined) writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+  return dir;
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function configError(run: () => unknown): ServerError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServerError);
+    expect((error as ServerError).code).toBe("invalid_config");
+    return error as ServerError;
+  }
+  throw new Error("expected a configuration error");
+}
+
+describe("resolveServerConfig", () => {
+  it("defaults to loopback port 7420, ~/.deckhand, the embedded database and a workspace agent", () => {
+    const config = resolveServerConfig({}, { environment: {}, homeDir: "/home/someone" });
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 7420,
+      dataDir: "/home/someone/.deckhand",
+      databaseUrl: null,
+      adminToken: null,
+      modelUpstreams: {},
+      workspaceAgent: true,
+      logLevel: "info",
+    });
+  });
+
+  it("prefers flags over the environment over config.json", () => {
+    const dir = dataDir({ listen: "127.0.0.1:9000", databaseUrl: "postgres://file/db" });
+    const fromFile = resolveServerConfig({ dataDir: dir }, { environment: {} });
+    expect(fromFile).toMatchObject({ port: 9000, databaseUrl: "postgres://file/db" });
+    const fromEnv = resolveServerConfig(
+      { dataDir: dir },
+      { environment: { [DATABASE_URL_ENV]: "postgres://env/db" } },
+    );
+    expect(fromEnv.databaseUrl).toBe("postgres://env/db");
+    const fromFlags = resolveServerConfig(
+      { dataDir: dir, listen: "127.0.0.1:0", databaseUrl: "postgresql://flag/db" },
+      { environment: { [DATABASE_URL_ENV]: "postgres://env/db" } },
+    );
+    expect(fromFlags).toMatchObject({ port: 0, databaseUrl: "postgresql://flag/db" });
+  });
+
+  it("reads model upstream keys from the environment variable the file names", () => {
+    const dir = dataDir({
+      modelUpstreams: {
+        codex: { kind: "openai", baseUrl: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_KEY" },
+      },
+    });
+    const config = resolveServerConfig(
+      { dataDir: dir },
+      { environment: { OPENAI_KEY: "sk-secret" } },
+    );
+    expect(config.modelUpstreams).toEqual({
+      codex: { kind: "openai", baseUrl: "https://api.openai.com/v1", apiKey: "sk-secret" },
+    });
+  });
+
+  it("names the missing key variable of a model upstream", () => {
+    const dir = dataDir({
+      modelUpstreams: {
+        claude: { kind: "anthropic", baseUrl: "https://api.anthropic.com", apiKeyEnv: "ANT_KEY" },
+      },
+    });
+    const error = configError(() => resolveServerConfig({ dataDir: dir }, { environment: {} }));
+    expect(error.message).toContain("modelUpstreams.claude.apiKeyEnv");
+    expect(error.message).toContain("ANT_KEY");
+  });
+
+  it("refuses a key written into config.json instead of an environment variable name", () => {
+    const dir = dataDir({
+      modelUpstreams: {
+        codex: { kind: "openai", baseUrl: "https://x.test/v1", apiKey: "sk-in-file" },
+      },
+    });
+    const error = configError(() => resolveServerConfig({ dataDir: dir }, { environment: {} }));
+    expect(error.message).toContain("config.json");
+    expect(error.message).toContain("modelUpstreams.codex");
+    expect(error.message).not.toContain("sk-in-file");
+  });
+
+  it("names the setting for a bad listen address, log level, database URL and broken JSON", () => {
+    const dir = dataDir();
+    expect(
+      configError(() => resolveServerConfig({ dataDir: dir, listen: "nope" })).message,
+    ).toContain("--listen");
+    expect(
+      configError(() =>
+        resolveServerConfig({ dataDir: dir, logLevel: "loud" as never }, { environment: {} }),
+      ).message,
+    ).toContain("--log-level");
+    const urlError = configError(() =>
+      resolveServerConfig(
+        { dataDir: dir },
+        { environment: { [DATABASE_URL_ENV]: "mysql://u:pw@h/d" } },
+      ),
+    );
+    expect(urlError.message).toContain(DATABASE_URL_ENV);
+    expect(urlError.message).not.toContain("pw");
+    writeFileSync(join(dir, "config.json"), "{not json");
+    expect(configError(() => resolveServerConfig({ dataDir: dir })).message).toContain(
+      "config.json",
+    );
+  });
+
+  it("requires an admin token to listen on a non-loopback address", () => {
+    const dir = dataDir();
+    const error = configError(() =>
+      resolveServerConfig({ dataDir: dir, listen: "0.0.0.0:7420" }, { environment: {} }),
+    );
+    expect(error.message).toContain(ADMIN_TOKEN_ENV);
+    const config = resolveServerConfig(
+      { dataDir: dir, listen: "0.0.0.0:7420" },
+      { environment: { [ADMIN_TOKEN_ENV]: "a".repeat(32) } },
+    );
+    expect(config).toMatchObject({ host: "0.0.0.0", adminToken: "a".repeat(32) });
+  });
+
+  it("refuses a short admin token without echoing it", () => {
+    const error = configError(() =>
+      resolveServerConfig({ dataDir: dataDir() }, { environment: { [ADMIN_TOKEN_ENV]: "tiny42" } }),
+    );
+    expect(error.message).toContain(ADMIN_TOKEN_ENV);
+    expect(error.message).not.toContain("tiny42");
+  });
+});

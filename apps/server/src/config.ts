@@ -1,0 +1,205 @@
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { isLoopbackHost, parseListenAddress } from "@deckhand/agent-app";
+import type { UpstreamConfig } from "@deckhand/model-proxy";
+import { WireEnv } from "@deckhand/wire";
+import { z } from "zod";
+import { ServerError } from "./server-error.ts";
+
+/**
+ * The admin token's environment variable. It belongs in @deckhand/wire's WireEnv once clients
+ * send it; until then it is defined here so the server has one spelling of it.
+ */
+export const ADMIN_TOKEN_ENV = WireEnv.adminToken;
+/** The standard name for a PostgreSQL connection string. */
+export const DATABASE_URL_ENV = "DATABASE_URL";
+export const SERVER_DEFAULT_LISTEN = "127.0.0.1:7420";
+export const CONFIG_FILE_NAME = "config.json";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "silent"] as const;
+export type ServerLogLevel = (typeof LOG_LEVELS)[number];
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Holds the embedded database (`db/`), workspaces (`workspaces/`) and `config.json`. */
+  dataDir: string;
+  /** PostgreSQL connection string; null means embedded PGlite in `<dataDir>/db`. */
+  databaseUrl: string | null;
+  /** Bearer token every /api request must carry; null only on loopback. */
+  adminToken: string | null;
+  /** Agent type → model upstream, with the key already read from its environment variable. */
+  modelUpstreams: Record<string, UpstreamConfig>;
+  /** Start a local workspace agent for the projects on this machine. */
+  workspaceAgent: boolean;
+  logLevel: ServerLogLevel;
+}
+
+/** What flags say; everything optional. */
+export const ServerFlagsSchema = z.strictObject({
+  listen: z.string().min(1).optional(),
+  dataDir: z.string().min(1).optional(),
+  databaseUrl: z.string().min(1).optional(),
+  workspaceAgent: z.boolean().optional(),
+  logLevel: z.enum(LOG_LEVELS).optional(),
+});
+export type ServerFlags = z.infer<typeof ServerFlagsSchema>;
+
+const ModelUpstreamFileSchema = z.strictObject({
+  kind: z.enum(["openai", "anthropic"]),
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  /** The name of the environment variable holding the key: keys never live in the file. */
+  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+});
+
+/** `<data-dir>/config.json`. */
+export const ServerConfigFileSchema = z.strictObject({
+  listen: z.string().min(1).optional(),
+  databaseUrl: z.string().min(1).optional(),
+  workspaceAgent: z.boolean().optional(),
+  logLevel: z.enum(LOG_LEVELS).optional(),
+  modelUpstreams: z
+    .record(
+      z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, "must be a lower-case path segment"),
+      ModelUpstreamFileSchema,
+    )
+    .optional(),
+});
+export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
+
+const flagName: Record<string, string> = {
+  listen: "--listen",
+  dataDir: "--data-dir",
+  databaseUrl: "--database-url",
+  workspaceAgent: "--no-agent",
+  logLevel: "--log-level",
+};
+
+function describeIssues(error: z.ZodError, name: (path: PropertyKey[]) => string): string {
+  return error.issues.map((issue) => `${name(issue.path)}: ${issue.message}`).join("; ");
+}
+
+function readConfigFile(path: string): ServerConfigFile {
+  if (!existsSync(path)) return {};
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new ServerError(
+      "invalid_config",
+      `${path} is not valid JSON: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const parsed = ServerConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = describeIssues(parsed.error, (path) => path.join(".") || "(top level)");
+    throw new ServerError("invalid_config", `${path}: ${problems}`, { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+function checkDatabaseUrl(url: string, source: string): string {
+  if (!/^postgres(?:ql)?:\/\//.test(url)) {
+    // The URL may hold a password; name the setting, not the value.
+    throw new ServerError(
+      "invalid_config",
+      `${source} is not a PostgreSQL URL; use postgres://user:password@host:5432/database, or leave it unset for the embedded database`,
+    );
+  }
+  return url;
+}
+
+export interface ResolveServerConfigOptions {
+  environment?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Where `~/.deckhand` lives; the user's home by default. */
+  homeDir?: string;
+}
+
+/**
+ * Validates flags, environment and `<data-dir>/config.json` (in that order of precedence) into a
+ * complete configuration. Every problem is a ServerError naming the setting, raised before
+ * anything starts.
+ */
+export function resolveServerConfig(
+  flags: ServerFlags,
+  options: ResolveServerConfigOptions = {},
+): ServerConfig {
+  const environment = options.environment ?? process.env;
+  const parsedFlags = ServerFlagsSchema.safeParse(flags);
+  if (!parsedFlags.success) {
+    const problems = describeIssues(
+      parsedFlags.error,
+      (path) => flagName[String(path[0])] ?? path.join("."),
+    );
+    throw new ServerError("invalid_config", problems, { cause: parsedFlags.error });
+  }
+  const input = parsedFlags.data;
+  const dataDir = resolve(
+    options.cwd ?? process.cwd(),
+    input.dataDir ?? join(options.homeDir ?? homedir(), ".deckhand"),
+  );
+  const file = readConfigFile(join(dataDir, CONFIG_FILE_NAME));
+
+  let listen: { host: string; port: number };
+  try {
+    listen = parseListenAddress(input.listen ?? file.listen ?? SERVER_DEFAULT_LISTEN);
+  } catch (error) {
+    throw new ServerError(
+      "invalid_config",
+      `--listen "${input.listen ?? file.listen}" is not host:port; use for example ${SERVER_DEFAULT_LISTEN}`,
+      { cause: error },
+    );
+  }
+
+  const envUrl = environment[DATABASE_URL_ENV] || undefined;
+  const databaseUrl =
+    input.databaseUrl !== undefined
+      ? checkDatabaseUrl(input.databaseUrl, "--database-url")
+      : envUrl !== undefined
+        ? checkDatabaseUrl(envUrl, DATABASE_URL_ENV)
+        : file.databaseUrl !== undefined
+          ? checkDatabaseUrl(file.databaseUrl, `databaseUrl in ${CONFIG_FILE_NAME}`)
+          : null;
+
+  const adminToken = environment[ADMIN_TOKEN_ENV] ?? null;
+  if (adminToken !== null && adminToken.trim().length < 16) {
+    throw new ServerError(
+      "invalid_config",
+      `${ADMIN_TOKEN_ENV} is set but shorter than 16 characters; use a long random value, for example from "openssl rand -hex 32"`,
+    );
+  }
+  if (adminToken === null && !isLoopbackHost(listen.host)) {
+    throw new ServerError(
+      "invalid_config",
+      `refusing to listen on ${listen.host} without an admin token: anyone who can reach it could run commands. Set ${ADMIN_TOKEN_ENV}, or listen on 127.0.0.1`,
+    );
+  }
+
+  const modelUpstreams: Record<string, UpstreamConfig> = {};
+  for (const [agentType, upstream] of Object.entries(file.modelUpstreams ?? {})) {
+    const apiKey = environment[upstream.apiKeyEnv];
+    if (!apiKey) {
+      throw new ServerError(
+        "invalid_config",
+        `modelUpstreams.${agentType}.apiKeyEnv in ${CONFIG_FILE_NAME} names ${upstream.apiKeyEnv}, which is not set; export it with the provider's API key`,
+      );
+    }
+    modelUpstreams[agentType] = { kind: upstream.kind, baseUrl: upstream.baseUrl, apiKey };
+  }
+
+  return {
+    host: listen.host,
+    port: listen.port,
+    dataDir,
+    databaseUrl,
+    adminToken: adminToken?.trim() ?? null,
+    modelUpstreams,
+    workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
+    logLevel: input.logLevel ?? file.logLevel ?? "info",
+  };
+}

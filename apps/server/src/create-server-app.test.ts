@@ -1,0 +1,203 @@
+import { createDb, type DbHandle } from "@deckhand/db";
+import { mintModelToken } from "@deckhand/model-proxy";
+import { WireHeader, WirePath } from "@deckhand/wire";
+import { Hono } from "hono";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type FakeUpstream,
+  startFakeUpstream,
+} from "../../../packages/model-proxy/src/test-support/fake-upstream.ts";
+import { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
+import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+
+const ADMIN_TOKEN = "admin-token-0123456789abcdef";
+const UPSTREAM_KEY = "sk-upstream-key-0123456789";
+const health = `${WirePath.serverApi}/health`;
+
+let database: DbHandle;
+let upstream: FakeUpstream;
+beforeAll(async () => {
+  database = await createDb({ dataDir: "memory://" });
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+  await database.close();
+});
+
+function app(overrides: Partial<ServerAppOptions> = {}): Hono {
+  return createServerApp({
+    database,
+    adminToken: null,
+    agent: null,
+    modelUpstreams: {
+      codex: { kind: "openai", baseUrl: `${upstream.url}/v1`, apiKey: UPSTREAM_KEY },
+    },
+    modelTokens: new DbModelTokenStore(database.db),
+    modelUsage: new DbUsageRecorder(database.db),
+    logger: pino({ level: "silent" }),
+    ...overrides,
+  });
+}
+
+describe("GET /api/health", () => {
+  it("reports the database kind, the queue and no agent when none runs", async () => {
+    const response = await app().request(health);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      status: "ok",
+      database: { ok: true, kind: "pglite" },
+      queue: { ok: true },
+      agent: null,
+    });
+  });
+
+  it("checks the agent through its health route with its token", async () => {
+    const seen: string[] = [];
+    const agentApp = new Hono().get(WirePath.agentHealth, (context) => {
+      seen.push(context.req.header(WireHeader.authorization) ?? "");
+      return context.json({ status: "ok" });
+    });
+    const fetch = ((input: string | URL | Request, init?: RequestInit) =>
+      agentApp.request(String(input), init)) as typeof globalThis.fetch;
+    const response = await app({
+      agent: { url: "http://agent.test", token: "agent-secret" },
+      fetch,
+    }).request(health);
+    expect(await response.json()).toMatchObject({
+      status: "ok",
+      agent: { ok: true, url: "http://agent.test" },
+    });
+    expect(seen).toEqual(["Bearer agent-secret"]);
+  });
+
+  it("answers 503 degraded when the agent does not answer in time", async () => {
+    const fetch = ((_input: unknown, init?: RequestInit) =>
+      new Promise((_resolve, reject) => {
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+      })) as typeof globalThis.fetch;
+    const response = await app({
+      agent: { url: "http://agent.test", token: null },
+      fetch,
+      agentHealthTimeoutMs: 50,
+    }).request(health);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({
+      status: "degraded",
+      database: { ok: true },
+      agent: { ok: false, url: "http://agent.test" },
+    });
+  });
+
+  it("reports the queue down when the worker has stopped", async () => {
+    const response = await app({ queueRunning: () => false }).request(health);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ status: "degraded", queue: { ok: false } });
+  });
+});
+
+describe("errors and auth", () => {
+  it("answers unknown routes with a 404 in the error shape", async () => {
+    const response = await app().request(`${WirePath.serverApi}/nothing-here`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({
+      error: { code: "not_found", message: expect.stringContaining("/nothing-here") },
+    });
+  });
+
+  it("requires the admin token on every /api route and does not echo what was sent", async () => {
+    const guarded = app({ adminToken: ADMIN_TOKEN });
+    const wrong = "Bearer wrong-token-that-must-not-echo";
+    for (const path of [health, `${WirePath.serverApi}/nothing-here`, WirePath.serverApi]) {
+      const response = await guarded.request(path, {
+        headers: { [WireHeader.authorization]: wrong },
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("www-authenticate")).toBe("Bearer");
+      const text = await response.text();
+      expect(JSON.parse(text)).toEqual({
+        error: { code: "unauthorized", message: expect.any(String) },
+      });
+      expect(text).not.toContain("wrong-token-that-must-not-echo");
+    }
+    const missing = await guarded.request(health);
+    expect(missing.status).toBe(401);
+    const ok = await guarded.request(health, {
+      headers: { [WireHeader.authorization]: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(ok.status).toBe(200);
+  });
+
+  it("leaves the model-provider proxy to its own scoped tokens, not the admin token", async () => {
+    const response = await app({ adminToken: ADMIN_TOKEN }).request(
+      `${WirePath.modelProvider}/codex/v1/responses`,
+      {
+        method: "POST",
+        headers: { [WireHeader.authorization]: `Bearer ${ADMIN_TOKEN}` },
+        body: "{}",
+      },
+    );
+    expect(response.status).toBe(401);
+    expect(await response.text()).not.toContain(ADMIN_TOKEN);
+  });
+});
+
+describe("model-provider proxy", () => {
+  it("forwards with a database-minted token, swaps in the upstream key and records usage", async () => {
+    const tokens = new DbModelTokenStore(database.db);
+    const usage = new DbUsageRecorder(database.db);
+    const minted = await mintModelToken(tokens, { jobId: "job-proxy", ttlMs: 60_000 });
+    const response = await app({ modelTokens: tokens, modelUsage: usage }).request(
+      `${WirePath.modelProvider}/codex/v1/responses`,
+      {
+        method: "POST",
+        headers: {
+          [WireHeader.authorization]: `Bearer ${minted.token}`,
+          [WireHeader.jobId]: "job-proxy",
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ model: "gpt-5-codex", stream: true, input: "hi" }),
+      },
+    );
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain("response.completed");
+    const forwarded = upstream.requests.at(-1)!;
+    expect(forwarded.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(JSON.stringify(forwarded)).not.toContain(minted.token);
+
+    // Usage is recorded after the response ends.
+    let rows = await usage.forJob("job-proxy");
+    for (let attempt = 0; rows.length === 0 && attempt < 50; attempt += 1) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+      rows = await usage.forJob("job-proxy");
+    }
+    expect(rows).toEqual([
+      expect.objectContaining({
+        agentType: "codex",
+        status: 200,
+        inputTokens: 11,
+        outputTokens: 7,
+      }),
+    ]);
+  });
+
+  it("refuses a database token presented for another job", async () => {
+    const tokens = new DbModelTokenStore(database.db);
+    const minted = await mintModelToken(tokens, { jobId: "job-a", ttlMs: 60_000 });
+    const response = await app({ modelTokens: tokens }).request(
+      `${WirePath.modelProvider}/codex/v1/responses`,
+      {
+        method: "POST",
+        headers: {
+          [WireHeader.authorization]: `Bearer ${minted.token}`,
+          [WireHeader.jobId]: "job-b",
+        },
+        body: "{}",
+      },
+    );
+    expect(response.status).toBe(401);
+    expect(await response.text()).not.toContain(minted.token);
+  });
+});

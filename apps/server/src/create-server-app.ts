@@ -1,0 +1,181 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { DbHandle, DbKind } from "@deckhand/db";
+import { HttpError, installErrorHandling } from "@deckhand/http-kit";
+import {
+  createModelProxy,
+  type ModelProxyLogger,
+  type ModelTokenStore,
+  type UpstreamConfig,
+  type UsageRecorder,
+} from "@deckhand/model-proxy";
+import { WireHeader, WirePath } from "@deckhand/wire";
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import packageJson from "../package.json" with { type: "json" };
+import { ADMIN_TOKEN_ENV } from "./config.ts";
+
+export interface ServerHealth {
+  status: "ok" | "degraded";
+  version: string;
+  database: { ok: boolean; kind: DbKind };
+  queue: { ok: boolean };
+  /** The local workspace agent; null when none was started. */
+  agent: { ok: boolean; url: string } | null;
+}
+
+export interface ServerAppOptions {
+  database: DbHandle;
+  /** Bearer token every /api request must carry; null leaves the API open (loopback only). */
+  adminToken: string | null;
+  /** The local workspace agent and its bearer token, for the health check. */
+  agent: { url: string; token: string | null } | null;
+  /** Whether the task worker is running; absent when this process runs none. */
+  queueRunning?: () => boolean;
+  modelUpstreams: Record<string, UpstreamConfig>;
+  modelTokens: ModelTokenStore;
+  modelUsage: UsageRecorder;
+  logger: Logger;
+  /** How long the agent health check may take before the agent counts as unreachable. */
+  agentHealthTimeoutMs?: number;
+  /** The fetch used for the agent health check and model upstreams, for tests. */
+  fetch?: typeof globalThis.fetch;
+}
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+/** Constant-time comparison: hashing first gives both sides one length, as in apps/agent. */
+export function adminTokenMatches(expected: string, presented: string): boolean {
+  return timingSafeEqual(digest(expected), digest(presented));
+}
+
+function bearerToken(header: string | undefined): string | null {
+  const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
+  return match ? match[1]!.trim() : null;
+}
+
+function isApiPath(path: string): boolean {
+  return path === WirePath.serverApi || path.startsWith(`${WirePath.serverApi}/`);
+}
+
+/** pino takes fields first; the proxy's logger interface takes the message first. */
+function proxyLogger(logger: Logger): ModelProxyLogger {
+  return {
+    info: (message, fields) => logger.info(fields ?? {}, message),
+    warn: (message, fields) => logger.warn(fields ?? {}, message),
+    error: (message, fields) => logger.error(fields ?? {}, message),
+  };
+}
+
+/** The control plane's HTTP application: admin auth, health, and the model-provider proxy. */
+export function createServerApp(options: ServerAppOptions): Hono {
+  const { logger, database } = options;
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
+  const app = new Hono();
+  installErrorHandling(app, {
+    onUnexpectedError: (error, context) =>
+      logger.error(
+        { err: error, method: context.req.method, path: context.req.path },
+        "request failed",
+      ),
+  });
+
+  app.use(async (context, next) => {
+    const started = performance.now();
+    await next();
+    // Only method, path and status: headers carry tokens.
+    logger.info(
+      {
+        method: context.req.method,
+        path: context.req.path,
+        status: context.res.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      },
+      "request",
+    );
+  });
+
+  if (options.adminToken !== null) {
+    const expected = options.adminToken;
+    app.use(async (context, next) => {
+      if (!isApiPath(context.req.path)) return next();
+      const presented = bearerToken(context.req.header(WireHeader.authorization));
+      if (presented === null || !adminTokenMatches(expected, presented)) {
+        context.header("WWW-Authenticate", "Bearer");
+        throw new HttpError(
+          401,
+          "unauthorized",
+          `missing or wrong admin token; send "${WireHeader.authorization}: Bearer <token>" with the token from ${ADMIN_TOKEN_ENV}`,
+        );
+      }
+      await next();
+    });
+  }
+
+  const checkDatabase = async (): Promise<boolean> => {
+    try {
+      await database.query("select 1");
+      return true;
+    } catch (error) {
+      logger.warn({ err: error }, "health: database check failed");
+      return false;
+    }
+  };
+  const checkQueue = async (): Promise<boolean> => {
+    if (options.queueRunning && !options.queueRunning()) return false;
+    try {
+      // The queue is the tasks table; reaching it is what enqueueing needs.
+      await database.query("select 1 from tasks limit 1");
+      return true;
+    } catch (error) {
+      logger.warn({ err: error }, "health: queue check failed");
+      return false;
+    }
+  };
+  const checkAgent = async (): Promise<ServerHealth["agent"]> => {
+    const agent = options.agent;
+    if (!agent) return null;
+    try {
+      const response = await fetchImpl(`${agent.url}${WirePath.agentHealth}`, {
+        headers: agent.token ? { [WireHeader.authorization]: `Bearer ${agent.token}` } : {},
+        signal: AbortSignal.timeout(agentTimeoutMs),
+      });
+      await response.body?.cancel();
+      return { ok: response.ok, url: agent.url };
+    } catch {
+      return { ok: false, url: agent.url };
+    }
+  };
+
+  app.get(`${WirePath.serverApi}/health`, async (context) => {
+    const [databaseOk, queueOk, agent] = await Promise.all([
+      checkDatabase(),
+      checkQueue(),
+      checkAgent(),
+    ]);
+    const ok = databaseOk && queueOk && (agent === null || agent.ok);
+    const body: ServerHealth = {
+      status: ok ? "ok" : "degraded",
+      version: packageJson.version,
+      database: { ok: databaseOk, kind: database.kind },
+      queue: { ok: queueOk },
+      agent,
+    };
+    return context.json(body, ok ? 200 : 503);
+  });
+
+  const proxy = createModelProxy({
+    upstreams: options.modelUpstreams,
+    tokens: options.modelTokens,
+    usage: options.modelUsage,
+    logger: proxyLogger(logger.child({ component: "model-proxy" })),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  // The proxy keeps its own error handling (redaction, its 401 text), so hand it the request whole.
+  app.all(WirePath.modelProvider, (context) => proxy.fetch(context.req.raw));
+  app.all(`${WirePath.modelProvider}/*`, (context) => proxy.fetch(context.req.raw));
+
+  return app;
+}

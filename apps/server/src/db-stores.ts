@@ -1,0 +1,98 @@
+import { type Database, modelTokens, modelUsage } from "@deckhand/db";
+import type {
+  ModelTokenRecord,
+  ModelTokenStore,
+  ModelUsageEntry,
+  UsageRecorder,
+} from "@deckhand/model-proxy";
+import { asc, eq, sql } from "drizzle-orm";
+
+const HASH_PATTERN = /^[0-9a-f]{64}$/;
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type TokenRow = typeof modelTokens.$inferSelect;
+
+function toRecord(row: TokenRow): ModelTokenRecord {
+  return {
+    id: row.id,
+    hash: row.tokenHash,
+    jobId: row.jobId,
+    expiresAt: row.expiresAt,
+    revokedAt: row.revokedAt,
+  };
+}
+
+/** Scoped model tokens in the `model_tokens` table: only hashes are ever written. */
+export class DbModelTokenStore implements ModelTokenStore {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async insert(token: { hash: string; jobId: string; expiresAt: Date }): Promise<ModelTokenRecord> {
+    const [row] = await this.#db
+      .insert(modelTokens)
+      .values({ tokenHash: token.hash, jobId: token.jobId, expiresAt: token.expiresAt })
+      .returning();
+    return toRecord(row!);
+  }
+
+  async findByHash(hash: string): Promise<ModelTokenRecord | undefined> {
+    const [row] = await this.#db.select().from(modelTokens).where(eq(modelTokens.tokenHash, hash));
+    return row ? toRecord(row) : undefined;
+  }
+
+  async revoke(idOrHash: string): Promise<boolean> {
+    // Anything else would make PostgreSQL reject the uuid cast; it names no token either way.
+    const where = HASH_PATTERN.test(idOrHash)
+      ? eq(modelTokens.tokenHash, idOrHash)
+      : UUID_PATTERN.test(idOrHash)
+        ? eq(modelTokens.id, idOrHash)
+        : undefined;
+    if (!where) return false;
+    const rows = await this.#db
+      .update(modelTokens)
+      .set({ revokedAt: sql`coalesce(${modelTokens.revokedAt}, now())` })
+      .where(where)
+      .returning({ id: modelTokens.id });
+    return rows.length > 0;
+  }
+}
+
+/** One stored usage row, as the API will read it back. */
+export type ModelUsageRow = typeof modelUsage.$inferSelect;
+
+/**
+ * Proxied-request usage in the `model_usage` table. The table keeps job, agent type, model,
+ * status, token counts and bytes; the entry's upstream, endpoint and outcome are not stored yet.
+ */
+export class DbUsageRecorder implements UsageRecorder {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async record(entry: ModelUsageEntry): Promise<void> {
+    await this.#db.insert(modelUsage).values({
+      jobId: entry.jobId,
+      agentType: entry.agentType,
+      model: entry.model ?? null,
+      status: entry.status,
+      inputTokens: entry.inputTokens ?? null,
+      outputTokens: entry.outputTokens ?? null,
+      requestBytes: entry.requestBytes,
+      responseBytes: entry.responseBytes,
+    });
+  }
+
+  /** Every usage row of one job, oldest first. */
+  async forJob(jobId: string): Promise<ModelUsageRow[]> {
+    return this.#db
+      .select()
+      .from(modelUsage)
+      .where(eq(modelUsage.jobId, jobId))
+      .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
+  }
+}

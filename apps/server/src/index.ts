@@ -1,0 +1,25 @@
+export { parseServerArguments, serverUsage } from "./arguments.ts";
+export {
+  ADMIN_TOKEN_ENV,
+  CONFIG_FILE_NAME,
+  DATABASE_URL_ENV,
+  type ResolveServerConfigOptions,
+  resolveServerConfig,
+  SERVER_DEFAULT_LISTEN,
+  type ServerConfig,
+  type ServerConfigFile,
+  ServerConfigFileSchema,
+  type ServerFlags,
+  ServerFlagsSchema,
+  type ServerLogLevel,
+} from "./config.ts";
+export {
+  adminTokenMatches,
+  createServerApp,
+  type ServerAppOptions,
+  type ServerHealth,
+} from "./create-server-app.ts";
+export { DbModelTokenStore, DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
+export { runServerUntilSignalled } from "./run.ts";
+export { ServerError } from "./server-error.ts";
+export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

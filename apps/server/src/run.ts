@@ -1,0 +1,43 @@
+import { parseServerArguments, serverUsage } from "./arguments.ts";
+import { resolveServerConfig } from "./config.ts";
+import { ServerError } from "./server-error.ts";
+import { type RunningServer, startServer } from "./start-server.ts";
+
+/**
+ * `deckhand up`: start, then on SIGTERM or SIGINT stop accepting, stop the worker and the
+ * agent's processes, close the database and exit 0. Configuration and start-up errors return
+ * exit code 2 with one line on stderr instead of a stack trace.
+ */
+export async function runServerUntilSignalled(argv: string[]): Promise<number> {
+  let started: RunningServer;
+  try {
+    const { help, ...flags } = parseServerArguments(argv);
+    if (help) {
+      process.stdout.write(serverUsage);
+      return 0;
+    }
+    started = await startServer(resolveServerConfig(flags));
+  } catch (error) {
+    if (error instanceof ServerError) {
+      process.stderr.write(`deckhand up: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const server = started;
+  return new Promise<number>((resolveExit) => {
+    const stop = () => {
+      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop);
+      server.close().then(
+        () => resolveExit(0),
+        (error: unknown) => {
+          process.stderr.write(`deckhand up: shutdown failed: ${String(error)}\n`);
+          resolveExit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+}

@@ -1,0 +1,10 @@
+/** Errors the server raises itself (configuration, start-up). HTTP errors use HttpError. */
+export class ServerError extends Error {
+  readonly code: "invalid_config" | "listen_failed" | "start_failed";
+
+  constructor(code: ServerError["code"], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ServerError";
+    this.code = code;
+  }
+}
