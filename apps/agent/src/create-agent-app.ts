@@ -1,5 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
-import { HttpError, installErrorHandling } from "@deckhand/http-kit";
+import { bearerAuth, installErrorHandling } from "@deckhand/http-kit";
 import { createProcessRouter, type ProcessManager } from "@deckhand/process-manager";
 import { type AgentHealthResponse, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { createFileRouter, type WorkspaceFiles } from "@deckhand/workspace-files";
@@ -13,23 +12,6 @@ export interface AgentAppOptions {
   processes: ProcessManager;
   files: WorkspaceFiles;
   logger: Logger;
-}
-
-function digest(value: string): Buffer {
-  return createHash("sha256").update(value).digest();
-}
-
-/**
- * Compares in constant time. Hashing first gives both sides the same length, so neither the
- * comparison nor an early length check tells an attacker how much of the token was right.
- */
-export function tokenMatches(expected: string, presented: string): boolean {
-  return timingSafeEqual(digest(expected), digest(presented));
-}
-
-function bearerToken(header: string | undefined): string | null {
-  const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
-  return match ? match[1]!.trim() : null;
 }
 
 /** The workspace agent's HTTP application: auth, request logs, health, process and file APIs. */
@@ -62,19 +44,9 @@ export function createAgentApp(options: AgentAppOptions): Hono {
   });
 
   if (options.token !== null) {
-    const expected = options.token;
-    app.use(async (context, next) => {
-      const presented = bearerToken(context.req.header(WireHeader.authorization));
-      if (presented === null || !tokenMatches(expected, presented)) {
-        context.header("WWW-Authenticate", "Bearer");
-        throw new HttpError(
-          401,
-          "unauthorized",
-          `missing or wrong bearer token; send "${WireHeader.authorization}: Bearer <token>" with the token from ${WireEnv.agentToken}`,
-        );
-      }
-      await next();
-    });
+    app.use(
+      bearerAuth({ token: options.token, tokenName: "bearer token", envName: WireEnv.agentToken }),
+    );
   }
 
   app.get(WirePath.agentHealth, (context) => {

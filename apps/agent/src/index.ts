@@ -8,6 +8,6 @@ export {
   parseListenAddress,
   resolveAgentConfig,
 } from "./config.ts";
-export { type AgentAppOptions, createAgentApp, tokenMatches } from "./create-agent-app.ts";
+export { type AgentAppOptions, createAgentApp } from "./create-agent-app.ts";
 export { runAgentUntilSignalled } from "./run.ts";
 export { type RunningAgent, type StartAgentOptions, startAgent } from "./start-agent.ts";

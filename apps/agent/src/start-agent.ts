@@ -1,7 +1,6 @@
-import type { AddressInfo } from "node:net";
+import { listen } from "@deckhand/http-kit";
 import { ProcessManager } from "@deckhand/process-manager";
 import { WorkspaceFiles } from "@deckhand/workspace-files";
-import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { AgentError } from "./agent-error.ts";
 import type { AgentConfig } from "./config.ts";
@@ -41,23 +40,16 @@ export async function startAgent(
   const files = new WorkspaceFiles({ root: config.root });
   const app = createAgentApp({ root: config.root, token: config.token, processes, files, logger });
 
-  const server = await new Promise<ReturnType<typeof serve>>((resolvePromise, reject) => {
-    const instance = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () =>
-      resolvePromise(instance),
-    );
-    instance.once("error", (error) =>
-      reject(
-        new AgentError(
-          "listen_failed",
-          `cannot listen on ${config.host}:${config.port}: ${(error as Error).message}; choose another --listen address`,
-          { cause: error },
-        ),
+  const { server, port, url } = await listen(
+    app.fetch,
+    config,
+    (error) =>
+      new AgentError(
+        "listen_failed",
+        `cannot listen on ${config.host}:${config.port}: ${error.message}; choose another --listen address`,
+        { cause: error },
       ),
-    );
-  });
-  const port = (server.address() as AddressInfo).port;
-  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${port}`;
+  );
   logger.info({ url, root: config.root, auth: config.token !== null }, "workspace agent listening");
 
   let closing: Promise<void> | null = null;

@@ -1,6 +1,5 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { DbHandle, DbKind } from "@deckhand/db";
-import { HttpError, installErrorHandling } from "@deckhand/http-kit";
+import { bearerAuth, installErrorHandling } from "@deckhand/http-kit";
 import {
   createModelProxy,
   type ModelProxyLogger,
@@ -39,20 +38,6 @@ export interface ServerAppOptions {
   agentHealthTimeoutMs?: number;
   /** The fetch used for the agent health check and model upstreams, for tests. */
   fetch?: typeof globalThis.fetch;
-}
-
-function digest(value: string): Buffer {
-  return createHash("sha256").update(value).digest();
-}
-
-/** Constant-time comparison: hashing first gives both sides one length, as in apps/agent. */
-export function adminTokenMatches(expected: string, presented: string): boolean {
-  return timingSafeEqual(digest(expected), digest(presented));
-}
-
-function bearerToken(header: string | undefined): string | null {
-  const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
-  return match ? match[1]!.trim() : null;
 }
 
 function isApiPath(path: string): boolean {
@@ -98,20 +83,14 @@ export function createServerApp(options: ServerAppOptions): Hono {
   });
 
   if (options.adminToken !== null) {
-    const expected = options.adminToken;
-    app.use(async (context, next) => {
-      if (!isApiPath(context.req.path)) return next();
-      const presented = bearerToken(context.req.header(WireHeader.authorization));
-      if (presented === null || !adminTokenMatches(expected, presented)) {
-        context.header("WWW-Authenticate", "Bearer");
-        throw new HttpError(
-          401,
-          "unauthorized",
-          `missing or wrong admin token; send "${WireHeader.authorization}: Bearer <token>" with the token from ${ADMIN_TOKEN_ENV}`,
-        );
-      }
-      await next();
-    });
+    app.use(
+      bearerAuth({
+        token: options.adminToken,
+        tokenName: "admin token",
+        envName: ADMIN_TOKEN_ENV,
+        appliesTo: isApiPath,
+      }),
+    );
   }
 
   const checkDatabase = async (): Promise<boolean> => {

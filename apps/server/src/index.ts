@@ -14,7 +14,6 @@ export {
   type ServerLogLevel,
 } from "./config.ts";
 export {
-  adminTokenMatches,
   createServerApp,
   type ServerAppOptions,
   type ServerHealth,

@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
+import { listen } from "@deckhand/http-kit";
 import { WireHeader, WirePath } from "@deckhand/wire";
-import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
@@ -112,23 +111,16 @@ export async function startServer(
       logger,
     });
 
-    const server = await new Promise<ReturnType<typeof serve>>((resolveServer, reject) => {
-      const instance = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () =>
-        resolveServer(instance),
-      );
-      instance.once("error", (error) =>
-        reject(
-          new ServerError(
-            "listen_failed",
-            `cannot listen on ${config.host}:${config.port}: ${(error as Error).message}; choose another --listen address`,
-            { cause: error },
-          ),
+    const { server, port, url } = await listen(
+      app.fetch,
+      config,
+      (error) =>
+        new ServerError(
+          "listen_failed",
+          `cannot listen on ${config.host}:${config.port}: ${error.message}; choose another --listen address`,
+          { cause: error },
         ),
-      );
-    });
-    const port = (server.address() as AddressInfo).port;
-    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-    const url = `http://${host}:${port}`;
+    );
     logger.info(
       {
         url,

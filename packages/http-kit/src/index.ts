@@ -1,7 +1,14 @@
 export {
+  type BearerAuthOptions,
+  bearerAuth,
+  bearerTokenOf,
+  tokenMatches,
+} from "./bearer-auth.ts";
+export {
   type ErrorHandlingOptions,
   errorResponse,
   installErrorHandling,
 } from "./error-handling.ts";
 export { HttpError } from "./http-error.ts";
+export { type Listening, listen } from "./listen.ts";
 export { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
