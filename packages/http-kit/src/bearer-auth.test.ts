@@ -15,7 +15,7 @@ function app(appliesTo?: (path: string) => boolean) {
       ...(appliesTo ? { appliesTo } : {}),
     }),
   );
-  application.get("/api/x", (context) => context.text("ok"));
+  application.get("/secured/x", (context) => context.text("ok"));
   application.get("/open", (context) => context.text("open"));
   return application;
 }
@@ -36,7 +36,7 @@ describe("bearer auth", () => {
   });
 
   it("answers 401 with WWW-Authenticate and a message naming the env, never the sent value", async () => {
-    const response = await app().request("/api/x", {
+    const response = await app().request("/secured/x", {
       headers: { [WireHeader.authorization]: "Bearer wrong-sent-value" },
     });
     expect(response.status).toBe(401);
@@ -52,12 +52,12 @@ describe("bearer auth", () => {
   });
 
   it("lets the right token through and leaves paths it does not apply to open", async () => {
-    const ok = await app().request("/api/x", {
+    const ok = await app().request("/secured/x", {
       headers: { [WireHeader.authorization]: "Bearer right-token" },
     });
     expect(await ok.text()).toBe("ok");
-    const scoped = app((path) => path.startsWith("/api/"));
+    const scoped = app((path) => path.startsWith("/secured/"));
     expect((await scoped.request("/open")).status).toBe(200);
-    expect((await scoped.request("/api/x")).status).toBe(401);
+    expect((await scoped.request("/secured/x")).status).toBe(401);
   });
 });
