@@ -1,4 +1,4 @@
-import { bearerAuth, installErrorHandling } from "@deckhand/http-kit";
+import { bearerAuth, installErrorHandling, logRequests } from "@deckhand/http-kit";
 import { createProcessRouter, type ProcessManager } from "@deckhand/process-manager";
 import { type AgentHealthResponse, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { createFileRouter, type WorkspaceFiles } from "@deckhand/workspace-files";
@@ -26,22 +26,16 @@ export function createAgentApp(options: AgentAppOptions): Hono {
       ),
   });
 
-  app.use(async (context, next) => {
-    const started = performance.now();
-    await next();
-    // Only the chat id is logged from the headers; the Authorization header never is.
-    const chatId = context.req.header(WireHeader.chatId);
-    logger.info(
-      {
-        method: context.req.method,
-        path: context.req.path,
-        status: context.res.status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        ...(chatId ? { chat_id: chatId } : {}),
+  app.use(
+    logRequests(
+      (entry) => logger.info(entry, "request"),
+      // Only the chat id is logged from the headers; the Authorization header never is.
+      (context) => {
+        const chatId = context.req.header(WireHeader.chatId);
+        return chatId ? { chat_id: chatId } : {};
       },
-      "request",
-    );
-  });
+    ),
+  );
 
   if (options.token !== null) {
     app.use(

@@ -1,5 +1,5 @@
 import type { DbHandle, DbKind } from "@deckhand/db";
-import { bearerAuth, installErrorHandling } from "@deckhand/http-kit";
+import { bearerAuth, installErrorHandling, logRequests } from "@deckhand/http-kit";
 import {
   createModelProxy,
   type ModelProxyLogger,
@@ -67,20 +67,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
       ),
   });
 
-  app.use(async (context, next) => {
-    const started = performance.now();
-    await next();
-    // Only method, path and status: headers carry tokens.
-    logger.info(
-      {
-        method: context.req.method,
-        path: context.req.path,
-        status: context.res.status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-      },
-      "request",
-    );
-  });
+  app.use(logRequests((entry) => logger.info(entry, "request")));
 
   if (options.adminToken !== null) {
     app.use(

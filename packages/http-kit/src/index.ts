@@ -11,4 +11,5 @@ export {
 } from "./error-handling.ts";
 export { HttpError } from "./http-error.ts";
 export { type Listening, listen } from "./listen.ts";
+export { logRequests, type RequestLogEntry } from "./request-log.ts";
 export { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
