@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,7 +8,7 @@ import {
   type TestDatabase,
   waitFor,
 } from "../test/database-fixtures.ts";
-import { createDb } from "./client.ts";
+import { createDb, migrationsFolder } from "./client.ts";
 import { DbError } from "./errors.ts";
 import { projects, sessionEvents, sessions } from "./schema/index.ts";
 
@@ -33,6 +33,7 @@ describe.each(backends)("database on %s", (kind) => {
     );
     expect(rows.map((row) => row.table_name)).toEqual([
       "agent_sessions",
+      "api_tokens",
       "batch_runs",
       "batch_specs",
       "changesets",
@@ -43,6 +44,7 @@ describe.each(backends)("database on %s", (kind) => {
       "model_usage",
       "pending_changes",
       "projects",
+      "provider_probes",
       "session_events",
       "session_worktrees",
       "sessions",
@@ -57,7 +59,9 @@ describe.each(backends)("database on %s", (kind) => {
     const { rows } = await database.handle.query<{ count: number | string }>(
       "select count(*) as count from drizzle.__drizzle_migrations",
     );
-    expect(Number(rows[0]?.count)).toBe(1);
+    const journal = await readdir(migrationsFolder);
+    const migrationFiles = journal.filter((name) => name.endsWith(".sql"));
+    expect(Number(rows[0]?.count)).toBe(migrationFiles.length);
   });
 
   it("rejects a status outside the allowed values", async () => {

@@ -54,6 +54,7 @@ export {
   sessionEvents,
 } from "./schema/chats.ts";
 export {
+  apiTokens,
   modelTokens,
   modelUsage,
 } from "./schema/model-provider.ts";
@@ -66,6 +67,11 @@ export {
   type WorktreeStatus,
   worktreeStatuses,
 } from "./schema/projects.ts";
+export {
+  type ProviderProbeStatus,
+  providerProbeStatuses,
+  providerProbes,
+} from "./schema/providers.ts";
 export {
   type TaskStatus,
   taskStatuses,

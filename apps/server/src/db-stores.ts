@@ -63,10 +63,7 @@ export class DbModelTokenStore implements ModelTokenStore {
 /** One stored usage row, as the API will read it back. */
 export type ModelUsageRow = typeof modelUsage.$inferSelect;
 
-/**
- * Proxied-request usage in the `model_usage` table. The table keeps job, agent type, model,
- * status, token counts and bytes; the entry's upstream, endpoint and outcome are not stored yet.
- */
+/** Proxied-request usage in the `model_usage` table, one row per forwarded request. */
 export class DbUsageRecorder implements UsageRecorder {
   readonly #db: Database;
 
@@ -78,10 +75,15 @@ export class DbUsageRecorder implements UsageRecorder {
     await this.#db.insert(modelUsage).values({
       jobId: entry.jobId,
       agentType: entry.agentType,
+      upstream: entry.upstream,
+      upstreamKind: entry.upstreamKind,
+      endpoint: entry.endpoint,
       model: entry.model ?? null,
       status: entry.status,
+      outcome: entry.outcome,
       inputTokens: entry.inputTokens ?? null,
       outputTokens: entry.outputTokens ?? null,
+      totalTokens: entry.totalTokens ?? null,
       requestBytes: entry.requestBytes,
       responseBytes: entry.responseBytes,
     });

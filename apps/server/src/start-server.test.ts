@@ -73,9 +73,17 @@ describe("startServer", () => {
     const dataDir = tempDir();
     const first = await start(dataDir, { workspaceAgent: false });
     expect(first.server.agent).toBeNull();
-    await first.server.database.query(
-      "insert into model_usage (job_id, agent_type, status) values ('j', 'codex', 200)",
-    );
+    await first.server.modelUsage.record({
+      jobId: "j",
+      agentType: "codex",
+      upstream: "http://127.0.0.1:1",
+      upstreamKind: "openai",
+      endpoint: "responses",
+      requestBytes: 1,
+      responseBytes: 2,
+      status: 200,
+      outcome: "completed",
+    });
     await first.server.close();
     const second = await start(dataDir, { workspaceAgent: false });
     expect((await second.server.modelUsage.forJob("j")).length).toBe(1);

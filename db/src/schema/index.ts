@@ -32,6 +32,7 @@ export {
   sessionEvents,
 } from "./chats.ts";
 export {
+  apiTokens,
   modelTokens,
   modelUsage,
 } from "./model-provider.ts";
@@ -44,6 +45,11 @@ export {
   type WorktreeStatus,
   worktreeStatuses,
 } from "./projects.ts";
+export {
+  type ProviderProbeStatus,
+  providerProbeStatuses,
+  providerProbes,
+} from "./providers.ts";
 export {
   type TaskStatus,
   taskStatuses,
