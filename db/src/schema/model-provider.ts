@@ -1,10 +1,10 @@
-import { sql } from "drizzle-orm";
-import { bigint, bigserial, check, index, integer, pgTable, text, uuid } from "drizzle-orm/pg-core";
 import {
   ModelEndpointSchema,
   ModelUpstreamKindSchema,
   ModelUsageOutcomeSchema,
 } from "@deckhand/wire";
+import { sql } from "drizzle-orm";
+import { bigint, bigserial, check, index, integer, pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { createdAt, oneOf, timestampColumn } from "./columns.ts";
 
 /**
@@ -83,4 +83,4 @@ export const apiTokens = pgTable(
     check("api_tokens_token_hash_check", sql`${table.tokenHash} ~ '^[0-9a-f]{64}$'`),
     index("api_tokens_name_idx").on(table.name),
   ],
-)
+);
