@@ -15,11 +15,8 @@ import {
   InMemoryUsageRecorder,
   mintModelToken,
 } from "@deckhand/model-proxy";
+import { sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
-import {
-  sseEvent,
-  startFakeUpstream,
-} from "../packages/model-proxy/src/test-support/fake-upstream.ts";
 import { serveApp } from "../packages/model-proxy/src/test-support/proxy-harness.ts";
 
 const STREAM_BYTES = 10 * 1024 * 1024;

@@ -20,6 +20,7 @@ CREATE TABLE "provider_probes" (
 	CONSTRAINT "provider_probes_status_check" CHECK ("provider_probes"."status" in ('ready', 'not_installed', 'error'))
 );
 --> statement-breakpoint
+ALTER TABLE "session_events" ADD COLUMN "chat_id" uuid;--> statement-breakpoint
 -- Rows written before this column existed get a placeholder; new rows must name it.
 ALTER TABLE "model_usage" ADD COLUMN "upstream" text DEFAULT '' NOT NULL;--> statement-breakpoint
 ALTER TABLE "model_usage" ALTER COLUMN "upstream" DROP DEFAULT;--> statement-breakpoint
@@ -30,6 +31,7 @@ ALTER TABLE "model_usage" ALTER COLUMN "endpoint" DROP DEFAULT;--> statement-bre
 ALTER TABLE "model_usage" ADD COLUMN "outcome" text DEFAULT 'completed' NOT NULL;--> statement-breakpoint
 ALTER TABLE "model_usage" ADD COLUMN "total_tokens" integer;--> statement-breakpoint
 CREATE INDEX "api_tokens_name_idx" ON "api_tokens" USING btree ("name");--> statement-breakpoint
+ALTER TABLE "session_events" ADD CONSTRAINT "session_events_chat_id_chats_id_fk" FOREIGN KEY ("chat_id") REFERENCES "public"."chats"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "model_usage" ADD CONSTRAINT "model_usage_outcome_check" CHECK ("model_usage"."outcome" in ('completed', 'client_aborted', 'upstream_aborted', 'upstream_unavailable'));--> statement-breakpoint
 ALTER TABLE "model_usage" ADD CONSTRAINT "model_usage_endpoint_check" CHECK ("model_usage"."endpoint" in ('responses', 'chat_completions', 'messages', 'count_tokens', 'models'));--> statement-breakpoint
 ALTER TABLE "model_usage" ADD CONSTRAINT "model_usage_upstream_kind_check" CHECK ("model_usage"."upstream_kind" in ('openai', 'anthropic'));

@@ -13,12 +13,14 @@ Starts the Deckhand server: the API, the model-provider proxy, an embedded datab
 workspace agent for the projects on this machine.
 
 Options:
-  --listen HOST:PORT     address to listen on (default ${SERVER_DEFAULT_LISTEN}); any address
-                         other than loopback requires $${ADMIN_TOKEN_ENV}
+  --listen HOST:PORT     address to listen on (default ${SERVER_DEFAULT_LISTEN}); on any other
+                         address than loopback the API needs $${ADMIN_TOKEN_ENV}, or the
+                         admin token the server generates and prints at its first start
   --data-dir DIR         database, workspaces and config.json (default ~/.deckhand)
   --database-url URL     use PostgreSQL instead of the embedded database (default $${DATABASE_URL_ENV})
   --no-agent             do not start the local workspace agent
   --log-level LEVEL      fatal|error|warn|info|debug|silent (default info)
+  --reset-admin-token    revoke the generated admin token and print a new one
   -h, --help             show this help
 `;
 
@@ -35,6 +37,7 @@ export function parseServerArguments(argv: string[]): ServerFlags & { help: bool
         "database-url": { type: "string" },
         "no-agent": { type: "boolean" },
         "log-level": { type: "string" },
+        "reset-admin-token": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -44,6 +47,7 @@ export function parseServerArguments(argv: string[]): ServerFlags & { help: bool
     if (values["database-url"] !== undefined) flags.databaseUrl = values["database-url"];
     if (values["no-agent"]) flags.workspaceAgent = false;
     if (values["log-level"] !== undefined) flags.logLevel = values["log-level"];
+    if (values["reset-admin-token"]) flags.resetAdminToken = true;
     return { ...(flags as ServerFlags), help: values.help ?? false };
   } catch (error) {
     throw new ServerError("invalid_config", `${(error as Error).message}\n\n${serverUsage}`, {

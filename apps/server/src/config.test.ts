@@ -120,17 +120,23 @@ describe("resolveServerConfig", () => {
     );
   });
 
-  it("requires an admin token to listen on a non-loopback address", () => {
+  it("requires auth on a non-loopback address, with or without a configured admin token", () => {
     const dir = dataDir();
-    const error = configError(() =>
+    expect(
       resolveServerConfig({ dataDir: dir, listen: "0.0.0.0:7420" }, { environment: {} }),
-    );
-    expect(error.message).toContain(ADMIN_TOKEN_ENV);
+    ).toMatchObject({ host: "0.0.0.0", adminToken: null, requireAuth: true });
+    expect(resolveServerConfig({ dataDir: dir }, { environment: {} })).toMatchObject({
+      requireAuth: false,
+    });
     const config = resolveServerConfig(
       { dataDir: dir, listen: "0.0.0.0:7420" },
       { environment: { [ADMIN_TOKEN_ENV]: "a".repeat(32) } },
     );
-    expect(config).toMatchObject({ host: "0.0.0.0", adminToken: "a".repeat(32) });
+    expect(config).toMatchObject({
+      host: "0.0.0.0",
+      adminToken: "a".repeat(32),
+      requireAuth: true,
+    });
   });
 
   it("refuses a short admin token without echoing it", () => {

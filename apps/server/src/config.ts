@@ -27,8 +27,15 @@ export interface ServerConfig {
   dataDir: string;
   /** PostgreSQL connection string; null means embedded PGlite in `<dataDir>/db`. */
   databaseUrl: string | null;
-  /** Bearer token every /api request must carry; null only on loopback. */
+  /** The admin bearer token from the environment, if set. */
   adminToken: string | null;
+  /**
+   * Whether /api needs a bearer token. Always beyond loopback: without an admin token the
+   * server generates one at first start and prints it once.
+   */
+  requireAuth: boolean;
+  /** Revoke the generated admin token and print a new one (the operator lost it). */
+  resetAdminToken: boolean;
   /** Agent type → model upstream, with the key already read from its environment variable. */
   modelUpstreams: Record<string, UpstreamConfig>;
   /** Start a local workspace agent for the projects on this machine. */
@@ -43,6 +50,7 @@ export const ServerFlagsSchema = z.strictObject({
   databaseUrl: z.string().min(1).optional(),
   workspaceAgent: z.boolean().optional(),
   logLevel: z.enum(LOG_LEVELS).optional(),
+  resetAdminToken: z.boolean().optional(),
 });
 export type ServerFlags = z.infer<typeof ServerFlagsSchema>;
 
@@ -173,12 +181,6 @@ export function resolveServerConfig(
       `${ADMIN_TOKEN_ENV} is set but shorter than 16 characters; use a long random value, for example from "openssl rand -hex 32"`,
     );
   }
-  if (adminToken === null && !isLoopbackHost(listen.host)) {
-    throw new ServerError(
-      "invalid_config",
-      `refusing to listen on ${listen.host} without an admin token: anyone who can reach it could run commands. Set ${ADMIN_TOKEN_ENV}, or listen on 127.0.0.1`,
-    );
-  }
 
   const modelUpstreams: Record<string, UpstreamConfig> = {};
   for (const [agentType, upstream] of Object.entries(file.modelUpstreams ?? {})) {
@@ -198,6 +200,8 @@ export function resolveServerConfig(
     dataDir,
     databaseUrl,
     adminToken: adminToken?.trim() ?? null,
+    requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
+    resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
     logLevel: input.logLevel ?? file.logLevel ?? "info",

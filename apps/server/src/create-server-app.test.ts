@@ -1,35 +1,47 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
+import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type FakeUpstream,
-  startFakeUpstream,
-} from "../../../packages/model-proxy/src/test-support/fake-upstream.ts";
+import { ApiTokenStore } from "./api-tokens.ts";
 import { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+import { SessionService } from "./session-service.ts";
 
 const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const UPSTREAM_KEY = "sk-upstream-key-0123456789";
 const health = `${WirePath.serverApi}/health`;
 
 let database: DbHandle;
+let workDir: string;
 let upstream: FakeUpstream;
 beforeAll(async () => {
   database = await createDb({ dataDir: "memory://" });
+  workDir = await mkdtemp(join(tmpdir(), "deckhand-server-app-"));
   upstream = await startFakeUpstream();
 });
 afterAll(async () => {
   await upstream.close();
   await database.close();
+  await rm(workDir, { recursive: true, force: true });
 });
 
 function app(overrides: Partial<ServerAppOptions> = {}): Hono {
   return createServerApp({
     database,
+    requireAuth: overrides.adminToken !== undefined && overrides.adminToken !== null,
     adminToken: null,
+    sessions: new SessionService({
+      database,
+      projectsDir: join(workDir, "projects"),
+      worktreesDir: join(workDir, "worktrees"),
+    }),
+    apiTokens: new ApiTokenStore(database.db),
     agent: null,
     modelUpstreams: {
       codex: { kind: "openai", baseUrl: `${upstream.url}/v1`, apiKey: UPSTREAM_KEY },

@@ -1,38 +1,41 @@
-import type { DbHandle, DbKind } from "@deckhand/db";
-import { bearerAuth, installErrorHandling, logRequests } from "@deckhand/http-kit";
+import type { DbHandle } from "@deckhand/db";
+import { bearerAuth, HttpError, installErrorHandling, logRequests } from "@deckhand/http-kit";
 import {
   createModelProxy,
   type ModelProxyLogger,
   type ModelTokenStore,
+  redactSecrets,
   type UpstreamConfig,
   type UsageRecorder,
 } from "@deckhand/model-proxy";
-import { WireHeader, WirePath } from "@deckhand/wire";
+import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
+import { registerApiRoutes } from "./api-routes.ts";
+import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV } from "./config.ts";
-
-export interface ServerHealth {
-  status: "ok" | "degraded";
-  version: string;
-  database: { ok: boolean; kind: DbKind };
-  queue: { ok: boolean };
-  /** The local workspace agent; null when none was started. */
-  agent: { ok: boolean; url: string } | null;
-}
+import type { DbUsageRecorder } from "./db-stores.ts";
+import type { SessionService } from "./session-service.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;
-  /** Bearer token every /api request must carry; null leaves the API open (loopback only). */
+  /**
+   * Whether /api requests need a bearer token: the admin token or a live API token. False
+   * leaves the API open, which only a loopback listener may do.
+   */
+  requireAuth: boolean;
+  /** The configured admin token, if any; stored API tokens are accepted besides it. */
   adminToken: string | null;
+  sessions: SessionService;
+  apiTokens: ApiTokenStore;
   /** The local workspace agent and its bearer token, for the health check. */
   agent: { url: string; token: string | null } | null;
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
   modelUpstreams: Record<string, UpstreamConfig>;
   modelTokens: ModelTokenStore;
-  modelUsage: UsageRecorder;
+  modelUsage: UsageRecorder & Pick<DbUsageRecorder, "forJob">;
   logger: Logger;
   /** How long the agent health check may take before the agent counts as unreachable. */
   agentHealthTimeoutMs?: number;
@@ -60,6 +63,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
   const app = new Hono();
   installErrorHandling(app, {
+    redact: (message) => redactSecrets(message),
     onUnexpectedError: (error, context) =>
       logger.error(
         { err: error, method: context.req.method, path: context.req.path },
@@ -69,11 +73,12 @@ export function createServerApp(options: ServerAppOptions): Hono {
 
   app.use(logRequests((entry) => logger.info(entry, "request")));
 
-  if (options.adminToken !== null) {
+  if (options.requireAuth) {
     app.use(
       bearerAuth({
-        token: options.adminToken,
-        tokenName: "admin token",
+        ...(options.adminToken !== null ? { token: options.adminToken } : {}),
+        verify: (presented) => options.apiTokens.verify(presented),
+        tokenName: "admin or API token",
         envName: ADMIN_TOKEN_ENV,
         appliesTo: isApiPath,
       }),
@@ -115,7 +120,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     }
   };
 
-  app.get(`${WirePath.serverApi}/health`, async (context) => {
+  app.get(ServerPath.health, async (context) => {
     const [databaseOk, queueOk, agent] = await Promise.all([
       checkDatabase(),
       checkQueue(),
@@ -130,6 +135,20 @@ export function createServerApp(options: ServerAppOptions): Hono {
       agent,
     };
     return context.json(body, ok ? 200 : 503);
+  });
+
+  registerApiRoutes(app, {
+    sessions: options.sessions,
+    apiTokens: options.apiTokens,
+    usage: options.modelUsage,
+  });
+  // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
+  app.get(ServerPath.sessionStream, () => {
+    throw new HttpError(
+      426,
+      "invalid_request",
+      "this is a WebSocket endpoint; connect with a WebSocket client",
+    );
   });
 
   const proxy = createModelProxy({

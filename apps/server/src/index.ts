@@ -1,3 +1,8 @@
+export {
+  API_TOKEN_PREFIX,
+  ApiTokenStore,
+  GENERATED_ADMIN_TOKEN_NAME,
+} from "./api-tokens.ts";
 export { parseServerArguments, serverUsage } from "./arguments.ts";
 export {
   ADMIN_TOKEN_ENV,
@@ -13,12 +18,25 @@ export {
   ServerFlagsSchema,
   type ServerLogLevel,
 } from "./config.ts";
-export {
-  createServerApp,
-  type ServerAppOptions,
-  type ServerHealth,
-} from "./create-server-app.ts";
+export { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
 export { DbModelTokenStore, DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
 export { runServerUntilSignalled } from "./run.ts";
 export { ServerError } from "./server-error.ts";
+export {
+  appendSessionEvent,
+  publishSessionEvent,
+  readSessionEvents,
+  SESSION_EVENTS_CHANNEL,
+  SessionStreamHub,
+} from "./session-events.ts";
+export {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  SessionService,
+  type SessionServiceOptions,
+} from "./session-service.ts";
+export {
+  BEARER_SUBPROTOCOL_PREFIX,
+  SESSION_STREAM_SUBPROTOCOL,
+} from "./session-stream-socket.ts";
 export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

@@ -3,13 +3,18 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import { listen } from "@deckhand/http-kit";
-import { WireHeader, WirePath } from "@deckhand/wire";
+import { listen, tokenMatches } from "@deckhand/http-kit";
+import { redactSecrets } from "@deckhand/model-proxy";
+import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
+import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
+import { SessionStreamHub } from "./session-events.ts";
+import { SessionService } from "./session-service.ts";
+import { SessionStreamSocket } from "./session-stream-socket.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -22,6 +27,13 @@ export interface RunningServer {
   tasks: TaskRegistry;
   modelTokens: DbModelTokenStore;
   modelUsage: DbUsageRecorder;
+  sessions: SessionService;
+  apiTokens: ApiTokenStore;
+  /**
+   * The admin token generated at this start (first start beyond loopback without
+   * ${ADMIN_TOKEN_ENV}, or --reset-admin-token); it was printed once and is not stored.
+   */
+  generatedAdminToken: string | null;
   /** Stops accepting, stops the worker, stops the agent and its processes, closes the database. */
   close(): Promise<void>;
 }
@@ -32,6 +44,8 @@ export interface StartServerOptions {
   logger?: Logger;
   /** Task types for the worker. With none registered no worker is started. */
   tasks?: TaskRegistry;
+  /** Where the generated admin token is printed; standard error by default. */
+  announce?: (line: string) => void;
 }
 
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
@@ -42,7 +56,12 @@ export async function startServer(
   const logger =
     options.logger ??
     pino(
-      { level: config.logLevel, base: { service: "deckhand-server" } },
+      {
+        level: config.logLevel,
+        base: { service: "deckhand-server" },
+        // The last line of defence: no log line leaves the process with a model token in it.
+        hooks: { streamWrite: (line) => redactSecrets(line) },
+      },
       options.logDestination ?? process.stdout,
     );
   // Undo what started if a later step fails, so a failed start leaves no process behind.
@@ -60,11 +79,12 @@ export async function startServer(
     cleanups.push(() => database.close());
     logger.info({ kind: database.kind }, "database ready (migrations applied)");
 
+    const workspacesRoot = join(config.dataDir, "workspaces");
+    await mkdir(workspacesRoot, { recursive: true });
     let agent: RunningAgent | null = null;
     let agentToken: string | null = null;
     if (config.workspaceAgent) {
-      const root = join(config.dataDir, "workspaces");
-      await mkdir(root, { recursive: true });
+      const root = workspacesRoot;
       // Only this process talks to the agent; a fresh token each start is enough.
       agentToken = randomBytes(32).toString("base64url");
       agent = await startAgent(
@@ -91,6 +111,8 @@ export async function startServer(
         database,
         registry: tasks,
         onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
+        redact: (text) => redactSecrets(text),
+        onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
       });
       await worker.start();
       const started = worker;
@@ -99,9 +121,29 @@ export async function startServer(
 
     const modelTokens = new DbModelTokenStore(database.db);
     const modelUsage = new DbUsageRecorder(database.db);
+    const apiTokens = new ApiTokenStore(database.db);
+    const sessions = new SessionService({
+      database,
+      projectsDir: join(config.dataDir, "projects"),
+      // Inside the workspace agent's root, so the agent's process and file APIs reach them.
+      worktreesDir: join(workspacesRoot, "sessions"),
+    });
+    let generatedAdminToken: string | null = null;
+    if (config.requireAuth && (config.adminToken === null || config.resetAdminToken)) {
+      generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
+        replace: config.resetAdminToken,
+      });
+    }
+    const hub = new SessionStreamHub(database);
+    await hub.start();
+    cleanups.push(() => hub.stop());
+
     let workerStopped = false;
     const app = createServerApp({
       database,
+      requireAuth: config.requireAuth,
+      sessions,
+      apiTokens,
       adminToken: config.adminToken,
       agent: agent ? { url: agent.url, token: agentToken } : null,
       ...(worker ? { queueRunning: () => !workerStopped } : {}),
@@ -121,29 +163,62 @@ export async function startServer(
           { cause: error },
         ),
     );
+    const streams = new SessionStreamSocket({
+      hub,
+      logger: logger.child({ component: "session-stream" }),
+      authorize: async (token) => {
+        if (!config.requireAuth) return true;
+        if (token === null) return false;
+        if (config.adminToken !== null && tokenMatches(config.adminToken, token)) return true;
+        return apiTokens.verify(token);
+      },
+      checkSession: async (sessionId) => {
+        await sessions.getSession(sessionId);
+      },
+    });
+    server.on("upgrade", (request, socket, head) => {
+      if (!streams.handleUpgrade(request, socket, head)) socket.destroy();
+    });
+
     logger.info(
       {
         url,
         dataDir: config.dataDir,
         database: database.kind,
-        auth: config.adminToken !== null,
+        auth: config.requireAuth,
         agent: agent?.url ?? null,
         modelAgentTypes: Object.keys(config.modelUpstreams),
       },
       "deckhand server listening",
     );
     logger.info(
-      `next: curl ${url}${WirePath.serverApi}/health${config.adminToken ? ` -H "${WireHeader.authorization}: Bearer $${ADMIN_TOKEN_ENV}"` : ""}`,
+      `next: curl ${url}${ServerPath.health}${config.requireAuth ? ` -H "${WireHeader.authorization}: Bearer $${ADMIN_TOKEN_ENV}"` : ""}`,
     );
+    if (generatedAdminToken !== null) {
+      // Printed to the terminal only, never logged: it is shown this once and stored as a hash.
+      (options.announce ?? ((line: string) => process.stderr.write(`${line}\n`)))(
+        [
+          "",
+          `Generated admin token (shown only now; export it as ${ADMIN_TOKEN_ENV} for API clients):`,
+          "",
+          `  ${generatedAdminToken}`,
+          "",
+          "Lost it? Restart with --reset-admin-token to revoke it and print a new one.",
+          "",
+        ].join("\n"),
+      );
+    }
 
     let closing: Promise<void> | null = null;
     const close = () => {
       closing ??= (async () => {
         logger.info("shutting down: no new requests, stopping worker, agent and database");
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
-        // Streams (model responses) hold connections open; shutdown cuts them.
+        // Streams (model responses, session streams) hold connections open; shutdown cuts them.
+        await streams.close();
         if ("closeAllConnections" in server) server.closeAllConnections();
         await stopped;
+        await hub.stop();
         workerStopped = true;
         await worker?.stop();
         await agent?.close();
@@ -153,7 +228,19 @@ export async function startServer(
       })();
       return closing;
     };
-    return { url, port, database, agent, tasks, modelTokens, modelUsage, close };
+    return {
+      url,
+      port,
+      database,
+      agent,
+      tasks,
+      modelTokens,
+      modelUsage,
+      sessions,
+      apiTokens,
+      generatedAdminToken,
+      close,
+    };
   } catch (error) {
     await undo();
     if (error instanceof ServerError) throw error;

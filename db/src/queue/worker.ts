@@ -27,6 +27,13 @@ export interface WorkerOptions {
   shutdownTimeoutMs?: number;
   /** Queue errors (the database unreachable, say) that the worker survives by retrying. */
   onError?: (error: unknown) => void;
+  /**
+   * Scrubs a failed task's error text before it is stored in `last_error` (secrets a handler
+   * put in an error message must not reach a database row).
+   */
+  redact?: (text: string) => string;
+  /** Told about every failed attempt, after its error text is stored (for the server log). */
+  onTaskFailed?: (task: { id: number; type: string; attempt: number; error: string }) => void;
 }
 
 interface HeldTask {
@@ -63,6 +70,8 @@ export class TaskWorker {
   readonly #backoffMaxMs: number;
   readonly #shutdownTimeoutMs: number;
   readonly #onError: (error: unknown) => void;
+  readonly #redact: (text: string) => string;
+  readonly #onTaskFailed: WorkerOptions["onTaskFailed"];
   readonly #held = new Map<number, HeldTask>();
   #state: "idle" | "running" | "stopping" | "stopped" = "idle";
   #unlisten: (() => Promise<void>) | undefined;
@@ -85,6 +94,8 @@ export class TaskWorker {
     this.#backoffMaxMs = options.backoffMaxMs ?? 5 * 60_000;
     this.#shutdownTimeoutMs = options.shutdownTimeoutMs ?? 10_000;
     this.#onError = options.onError ?? (() => {});
+    this.#redact = options.redact ?? ((text) => text);
+    this.#onTaskFailed = options.onTaskFailed;
     if (this.#concurrency < 1 || this.#leaseMs <= 0 || this.#heartbeatMs >= this.#leaseMs) {
       throw new DbError(
         "invalid_options",
@@ -274,7 +285,8 @@ export class TaskWorker {
   }
 
   async #fail(task: HeldTask, row: ClaimedRow, failure: unknown): Promise<void> {
-    const reason = describeFailure(failure);
+    const reason = this.#redact(describeFailure(failure));
+    this.#onTaskFailed?.({ id: task.id, type: row.type, attempt: task.attempt, error: reason });
     const permanent = failure instanceof DbError && failure.code === "task_payload_invalid";
     if (permanent || task.attempt >= row.max_attempts) {
       await this.#database.query(

@@ -105,6 +105,8 @@ export const sessionEvents = pgTable(
     sessionId: uuid("session_id")
       .notNull()
       .references(() => sessions.id, { onDelete: "cascade" }),
+    /** The chat the event belongs to; null for session-wide events. */
+    chatId: uuid("chat_id").references(() => chats.id, { onDelete: "set null" }),
     type: text("type").notNull(),
     payload: jsonb("payload").notNull(),
     createdAt: createdAt(),

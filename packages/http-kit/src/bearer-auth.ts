@@ -23,7 +23,12 @@ export function bearerTokenOf(header: string | undefined): string | null {
 
 export interface BearerAuthOptions {
   /** The token every request must present. */
-  token: string;
+  token?: string;
+  /**
+   * Decides whether a presented token is good, for servers with more than one (stored API
+   * tokens); it runs only when `token` does not match. Must compare in constant time.
+   */
+  verify?: (presented: string) => boolean | Promise<boolean>;
   /** How the 401 message names the token, e.g. "admin token". */
   tokenName: string;
   /** The env variable the operator set the token in, named in the 401 message. */
@@ -40,7 +45,11 @@ export function bearerAuth(options: BearerAuthOptions): MiddlewareHandler {
   return async (context, next) => {
     if (options.appliesTo && !options.appliesTo(context.req.path)) return next();
     const presented = bearerTokenOf(context.req.header(WireHeader.authorization));
-    if (presented === null || !tokenMatches(options.token, presented)) {
+    const accepted =
+      presented !== null &&
+      ((options.token !== undefined && tokenMatches(options.token, presented)) ||
+        (options.verify !== undefined && (await options.verify(presented))));
+    if (!accepted) {
       context.header("WWW-Authenticate", "Bearer");
       throw new HttpError(
         401,

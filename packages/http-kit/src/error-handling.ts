@@ -5,6 +5,8 @@ import { HttpError } from "./http-error.ts";
 export interface ErrorHandlingOptions {
   /** Called with every unexpected error (not an HttpError) before the 500 is sent. */
   onUnexpectedError?: (error: unknown, context: Context) => void;
+  /** Scrubs every error message before it is sent (secrets a bad request echoed back). */
+  redact?: (message: string) => string;
 }
 
 /**
@@ -17,7 +19,8 @@ export function errorResponse(
   options: ErrorHandlingOptions = {},
 ): Response {
   if (error instanceof HttpError) {
-    const body: ErrorResponse = { error: { code: error.code, message: error.message } };
+    const message = options.redact ? options.redact(error.message) : error.message;
+    const body: ErrorResponse = { error: { code: error.code, message } };
     return context.json(body, error.status);
   }
   options.onUnexpectedError?.(error, context);
@@ -37,7 +40,9 @@ export function installErrorHandling(app: Hono, options: ErrorHandlingOptions = 
     const body: ErrorResponse = {
       error: {
         code: "not_found",
-        message: `no route for ${context.req.method} ${context.req.path}`,
+        message: (options.redact ?? ((text: string) => text))(
+          `no route for ${context.req.method} ${context.req.path}`,
+        ),
       },
     };
     return context.json(body, 404);

@@ -1,9 +1,9 @@
+import { responsesStream, sseEvent } from "@deckhand/testkit";
 import { WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { createModelProxy } from "./model-proxy.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 import { InMemoryModelTokenStore, revokeModelToken } from "./model-token.ts";
-import { responsesStream, sseEvent } from "./test-support/fake-upstream.ts";
 import {
   ANTHROPIC_KEY,
   type Harness,

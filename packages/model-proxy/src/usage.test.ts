@@ -1,10 +1,6 @@
+import { anthropicMessagesStream, chatCompletionsStream, responsesStream } from "@deckhand/testkit";
 import { describe, expect, it } from "vitest";
 import { SseParser } from "./sse-parser.ts";
-import {
-  anthropicMessagesStream,
-  chatCompletionsStream,
-  responsesStream,
-} from "./test-support/fake-upstream.ts";
 import { UsageAccumulator } from "./usage.ts";
 
 function countsOf(chunks: string[]) {

@@ -1,9 +1,16 @@
-// Writes contract.json next to package.json. The parity test fails until this is re-run
-// after a wire schema or constant changes.
-import { writeFileSync } from "node:fs";
+// Writes contract.json and openapi.json next to package.json. The parity tests fail until this
+// is re-run after a wire schema, route or constant changes.
+import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { renderContractDocument } from "../src/contract.ts";
+import { renderOpenApiDocument } from "../src/server-routes.ts";
 
-const target = fileURLToPath(new URL("../contract.json", import.meta.url));
-writeFileSync(target, renderContractDocument());
-console.log(`wrote ${target}`);
+const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+for (const [name, text] of [
+  ["contract.json", renderContractDocument()],
+  ["openapi.json", renderOpenApiDocument(packageJson.version)],
+] as const) {
+  const target = fileURLToPath(new URL(`../${name}`, import.meta.url));
+  writeFileSync(target, text);
+  console.log(`wrote ${target}`);
+}

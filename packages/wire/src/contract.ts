@@ -22,6 +22,7 @@ import {
   StartProcessRequestSchema,
   StartProcessResponseSchema,
 } from "./process-api.ts";
+import { AgentEventSchema, SessionStreamFrameSchema } from "./session-stream.ts";
 
 /** Every schema that crosses a process boundary, by the name it has in `contract.json`. */
 export const wireSchemas = {
@@ -43,6 +44,8 @@ export const wireSchemas = {
   EditFilesRequest: EditFilesRequestSchema,
   EditFilesResponse: EditFilesResponseSchema,
   ModelUsage: ModelUsageSchema,
+  AgentEvent: AgentEventSchema,
+  SessionStreamFrame: SessionStreamFrameSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */

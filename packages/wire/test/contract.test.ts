@@ -1,7 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { renderContractDocument, WireEnv, WireHeader, WirePath } from "../src/index.ts";
+import {
+  renderContractDocument,
+  renderOpenApiDocument,
+  WireEnv,
+  WireHeader,
+  WirePath,
+} from "../src/index.ts";
 import { findWireLiteralDuplicates, wireLiterals } from "./literal-scan.ts";
 
 const packageDirectory = fileURLToPath(new URL("..", import.meta.url));
@@ -12,6 +18,12 @@ describe("contract parity", () => {
   it("contract.json matches the schemas and constants (run `pnpm --filter @deckhand/wire generate` when it does not)", () => {
     const checkedIn = readFileSync(`${packageDirectory}/contract.json`, "utf8");
     expect(checkedIn).toBe(renderContractDocument());
+  });
+
+  it("openapi.json matches the server routes (run `pnpm --filter @deckhand/wire generate` when it does not)", () => {
+    const packageJson = JSON.parse(readFileSync(`${packageDirectory}/package.json`, "utf8"));
+    const checkedIn = readFileSync(`${packageDirectory}/openapi.json`, "utf8");
+    expect(checkedIn).toBe(renderOpenApiDocument(packageJson.version));
   });
 
   it("names the env variables and headers exactly as the design brief does", () => {

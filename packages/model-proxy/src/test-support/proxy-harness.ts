@@ -1,13 +1,13 @@
 // Runs the proxy on @hono/node-server in front of a fake upstream, with in-memory storage and a
 // logger that keeps every line, so tests can look at everything the proxy produced.
 import type { AddressInfo } from "node:net";
+import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import type { LogFields, ModelProxyLogger } from "../logger.ts";
 import { createModelProxy, type ModelProxyOptions } from "../model-proxy.ts";
 import { InMemoryModelTokenStore, mintModelToken } from "../model-token.ts";
 import { InMemoryUsageRecorder } from "../usage.ts";
-import { type FakeUpstream, startFakeUpstream } from "./fake-upstream.ts";
 
 export const OPENAI_KEY = "sk-upstream-openai-key-0123456789";
 export const ANTHROPIC_KEY = "sk-ant-upstream-anthropic-key-0123456789";

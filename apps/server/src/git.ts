@@ -1,0 +1,162 @@
+import { execFile } from "node:child_process";
+import { ServerError } from "./server-error.ts";
+
+export interface GitResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/**
+ * Git with a fixed, non-interactive environment: no prompts for credentials, no pager, no editor,
+ * and an identity for the commits Deckhand makes on session branches.
+ */
+const GIT_ENV: Record<string, string> = {
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_EDITOR: "true",
+  GIT_PAGER: "cat",
+  GIT_AUTHOR_NAME: "Deckhand",
+  GIT_AUTHOR_EMAIL: "deckhand@localhost",
+  GIT_COMMITTER_NAME: "Deckhand",
+  GIT_COMMITTER_EMAIL: "deckhand@localhost",
+  LC_ALL: "C",
+};
+
+/** Runs git; `allowedExitCodes` are answers, not failures (`diff --no-index` exits 1 on a difference). */
+export function git(
+  args: string[],
+  options: { cwd?: string; allowedExitCodes?: number[]; timeoutMs?: number } = {},
+): Promise<GitResult> {
+  return new Promise((resolveRun, rejectRun) => {
+    execFile(
+      "git",
+      args,
+      {
+        cwd: options.cwd,
+        env: { ...process.env, ...GIT_ENV },
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: options.timeoutMs ?? 120_000,
+        encoding: "utf8",
+      },
+      (error, stdout, stderr) => {
+        const exitCode =
+          error === null ? 0 : typeof error.code === "number" ? error.code : Number.NaN;
+        if (error === null || options.allowedExitCodes?.includes(exitCode)) {
+          resolveRun({ stdout, stderr, exitCode });
+          return;
+        }
+        const reason =
+          (error as NodeJS.ErrnoException).code === "ENOENT"
+            ? "git is not installed or not on PATH; install git"
+            : stderr.trim() || error.message;
+        rejectRun(
+          new ServerError("git_failed", `git ${args[0]} failed: ${reason}`, { cause: error }),
+        );
+      },
+    );
+  });
+}
+
+export async function repositoryRoot(path: string): Promise<string | null> {
+  const result = await git(["rev-parse", "--show-toplevel"], {
+    cwd: path,
+    allowedExitCodes: [128],
+  }).catch(() => null);
+  return result && result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+/** The branch HEAD points at, or null when HEAD is detached. */
+export async function currentBranch(repository: string): Promise<string | null> {
+  const result = await git(["symbolic-ref", "--quiet", "--short", "HEAD"], {
+    cwd: repository,
+    allowedExitCodes: [1, 128],
+  });
+  return result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+export async function resolveCommit(repository: string, ref: string): Promise<string | null> {
+  const result = await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
+    cwd: repository,
+    allowedExitCodes: [1, 128],
+  });
+  return result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+export async function branchExists(repository: string, branch: string): Promise<boolean> {
+  const result = await git(["show-ref", "--verify", "--quiet", `refs/heads/${branch}`], {
+    cwd: repository,
+    allowedExitCodes: [1],
+  });
+  return result.exitCode === 0;
+}
+
+/** One changed path of a worktree against its HEAD, untracked files included. */
+export interface ChangedPath {
+  path: string;
+  /** `added` is untracked or newly added, `deleted` is gone from the worktree. */
+  change: "added" | "modified" | "deleted";
+}
+
+export async function changedPaths(worktree: string): Promise<ChangedPath[]> {
+  const { stdout } = await git(
+    ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+    { cwd: worktree },
+  );
+  const changes: ChangedPath[] = [];
+  for (const entry of stdout.split("\0")) {
+    if (entry.length < 4) continue;
+    const status = entry.slice(0, 2);
+    const path = entry.slice(3);
+    const change =
+      status === "??" || status.includes("A")
+        ? "added"
+        : status.includes("D")
+          ? "deleted"
+          : "modified";
+    changes.push({ path, change });
+  }
+  return changes;
+}
+
+/** Unified diff of one path: the worktree against HEAD, or against nothing for a new file. */
+export async function diffPath(worktree: string, change: ChangedPath): Promise<string> {
+  if (change.change === "added") {
+    const tracked = await git(["ls-files", "--error-unmatch", "--", change.path], {
+      cwd: worktree,
+      allowedExitCodes: [1],
+    });
+    if (tracked.exitCode !== 0) {
+      const result = await git(
+        ["diff", "--no-index", "--no-color", "--", "/dev/null", change.path],
+        {
+          cwd: worktree,
+          allowedExitCodes: [1],
+        },
+      );
+      return result.stdout;
+    }
+  }
+  const result = await git(["diff", "--no-color", "HEAD", "--", change.path], { cwd: worktree });
+  return result.stdout;
+}
+
+/** Commits exactly one path (whatever its change) on the worktree's branch; returns the commit. */
+export async function commitPath(worktree: string, path: string, message: string): Promise<string> {
+  await git(["add", "--all", "--", path], { cwd: worktree });
+  await git(["commit", "--quiet", "--no-verify", "-m", message, "--", path], { cwd: worktree });
+  return (await git(["rev-parse", "HEAD"], { cwd: worktree })).stdout.trim();
+}
+
+/** Puts one path back as HEAD has it: restores modified or deleted files, removes new ones. */
+export async function restorePath(worktree: string, path: string): Promise<void> {
+  const inHead = await git(["cat-file", "-e", `HEAD:${path}`], {
+    cwd: worktree,
+    allowedExitCodes: [1, 128],
+  });
+  if (inHead.exitCode === 0) {
+    await git(["checkout", "HEAD", "--", path], { cwd: worktree });
+  } else {
+    await git(["rm", "--cached", "--quiet", "--ignore-unmatch", "--", path], { cwd: worktree });
+    await git(["clean", "--force", "--quiet", "--", path], { cwd: worktree });
+  }
+}

@@ -1,0 +1,101 @@
+import type {
+  apiTokens,
+  chats,
+  messageParts,
+  messages,
+  pendingChanges,
+  projects,
+  sessions,
+  sessionWorktrees,
+} from "@deckhand/db";
+import type { ApiToken, Chat, Message, PendingChange, Project, Session } from "@deckhand/wire";
+
+/** Database rows to the API's snake_case resources (the shapes in @deckhand/wire). */
+
+function iso(date: Date | null): string | null {
+  return date === null ? null : date.toISOString();
+}
+
+export function projectResource(row: typeof projects.$inferSelect): Project {
+  return {
+    id: row.id,
+    name: row.name,
+    repository_path: row.repositoryPath,
+    repository_url: row.repositoryUrl,
+    default_branch: row.defaultBranch,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+export function sessionResource(
+  row: typeof sessions.$inferSelect,
+  worktree: typeof sessionWorktrees.$inferSelect | undefined,
+): Session {
+  return {
+    id: row.id,
+    project_id: row.projectId,
+    title: row.title,
+    branch: row.branch,
+    status: row.status,
+    worktree_path: worktree && worktree.status === "active" ? worktree.path : null,
+    base_commit: worktree?.baseCommit ?? null,
+    created_at: row.createdAt.toISOString(),
+    closed_at: iso(row.closedAt),
+  };
+}
+
+export function chatResource(row: typeof chats.$inferSelect): Chat {
+  return {
+    id: row.id,
+    session_id: row.sessionId,
+    parent_chat_id: row.parentChatId,
+    title: row.title,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+export function messageResource(
+  row: typeof messages.$inferSelect,
+  parts: (typeof messageParts.$inferSelect)[],
+): Message {
+  return {
+    id: row.id,
+    chat_id: row.chatId,
+    role: row.role,
+    agent: row.agentType,
+    status: row.status,
+    error: row.error,
+    parts: [...parts]
+      .sort((left, right) => left.position - right.position)
+      .map((part) => ({ position: part.position, kind: part.kind, content: part.content })),
+    created_at: row.createdAt.toISOString(),
+    completed_at: iso(row.completedAt),
+  };
+}
+
+export function pendingChangeResource(
+  row: typeof pendingChanges.$inferSelect,
+  agent: string,
+): PendingChange {
+  return {
+    id: row.id,
+    session_id: row.sessionId,
+    chat_id: row.chatId,
+    agent,
+    path: row.path,
+    diff: row.diff,
+    status: row.status,
+    created_at: row.createdAt.toISOString(),
+    resolved_at: iso(row.resolvedAt),
+  };
+}
+
+export function apiTokenResource(row: typeof apiTokens.$inferSelect): ApiToken {
+  return {
+    id: row.id,
+    name: row.name,
+    created_at: row.createdAt.toISOString(),
+    last_used_at: iso(row.lastUsedAt),
+    revoked_at: iso(row.revokedAt),
+  };
+}

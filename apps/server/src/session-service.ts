@@ -1,0 +1,649 @@
+import { mkdir, rm, stat } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import {
+  agentSessions,
+  chats,
+  type DbHandle,
+  enqueue,
+  messageParts,
+  messages,
+  type PendingChangeStatus,
+  pendingChanges,
+  projects,
+  sessions,
+  sessionWorktrees,
+} from "@deckhand/db";
+import { HttpError } from "@deckhand/http-kit";
+import { redactSecrets } from "@deckhand/model-proxy";
+import type {
+  Chat,
+  CreateChatRequest,
+  CreateMessageRequest,
+  CreateMessageResponse,
+  CreateProjectRequest,
+  CreateSessionRequest,
+  Message,
+  PendingChange,
+  Project,
+  Session,
+} from "@deckhand/wire";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import {
+  branchExists,
+  changedPaths,
+  commitPath,
+  currentBranch,
+  diffPath,
+  git,
+  repositoryRoot,
+  resolveCommit,
+  restorePath,
+} from "./git.ts";
+import {
+  chatResource,
+  messageResource,
+  pendingChangeResource,
+  projectResource,
+  sessionResource,
+} from "./resources.ts";
+import { appendSessionEvent } from "./session-events.ts";
+
+/** The task type a user message enqueues; the agent-backends feature registers its handler. */
+export const AGENT_TURN_TASK = "agent_turn";
+
+/** What an `agent_turn` task carries. */
+export interface AgentTurnPayload {
+  session_id: string;
+  chat_id: string;
+  user_message_id: string;
+  agent: string;
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function notFound(what: string, id: string): HttpError {
+  return new HttpError(404, "not_found", `no ${what} with id ${JSON.stringify(id)}`);
+}
+
+/** Ids come from URLs; anything but a UUID names nothing (and would make PostgreSQL fail a cast). */
+function checkId(what: string, id: string): void {
+  if (!UUID_PATTERN.test(id)) throw notFound(what, id);
+}
+
+export interface SessionServiceOptions {
+  database: DbHandle;
+  /** Where cloned projects go. */
+  projectsDir: string;
+  /** Where session worktrees go: inside the workspace agent's root, so its APIs can reach them. */
+  worktreesDir: string;
+}
+
+/**
+ * Projects, sessions and their worktrees, chats, messages and pending changes. Git work on one
+ * session is serialised in this process; the database transaction is the unit everywhere else.
+ */
+export class SessionService {
+  readonly #database: DbHandle;
+  readonly #projectsDir: string;
+  readonly #worktreesDir: string;
+  readonly #sessionLocks = new Map<string, Promise<unknown>>();
+
+  constructor(options: SessionServiceOptions) {
+    this.#database = options.database;
+    this.#projectsDir = options.projectsDir;
+    this.#worktreesDir = options.worktreesDir;
+  }
+
+  get #db() {
+    return this.#database.db;
+  }
+
+  async #withSessionLock<Result>(sessionId: string, work: () => Promise<Result>): Promise<Result> {
+    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(work);
+    this.#sessionLocks.set(sessionId, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#sessionLocks.get(sessionId) === run) this.#sessionLocks.delete(sessionId);
+    }
+  }
+
+  // Projects
+
+  async createProject(request: CreateProjectRequest): Promise<Project> {
+    let repositoryPath: string;
+    const id = crypto.randomUUID();
+    if (request.repository_path !== undefined) {
+      const given = resolve(request.repository_path);
+      const root = await stat(given)
+        .then((info) => (info.isDirectory() ? repositoryRoot(given) : null))
+        .catch(() => null);
+      if (root === null) {
+        throw new HttpError(
+          400,
+          "invalid_request",
+          `repository_path ${JSON.stringify(request.repository_path)} is not a git repository on the server's machine; give the path of a checkout (git init or git clone first)`,
+        );
+      }
+      repositoryPath = root;
+    } else {
+      await mkdir(this.#projectsDir, { recursive: true });
+      repositoryPath = join(this.#projectsDir, id);
+      try {
+        await git(["clone", "--quiet", "--", request.repository_url!, repositoryPath], {
+          timeoutMs: 15 * 60_000,
+        });
+      } catch (error) {
+        await rm(repositoryPath, { recursive: true, force: true });
+        throw new HttpError(
+          400,
+          "invalid_request",
+          `could not clone repository_url: ${(error as Error).message}; check the URL and that this machine can reach it`,
+          { cause: error },
+        );
+      }
+    }
+    const defaultBranch = request.default_branch ?? (await currentBranch(repositoryPath));
+    if (defaultBranch === null) {
+      throw new HttpError(
+        400,
+        "invalid_request",
+        "the repository's HEAD is detached, so its default branch is unknown; pass default_branch",
+      );
+    }
+    if ((await resolveCommit(repositoryPath, defaultBranch)) === null) {
+      throw new HttpError(
+        400,
+        "invalid_request",
+        `default_branch ${JSON.stringify(defaultBranch)} has no commit in the repository; commit something first or name another branch`,
+      );
+    }
+    const [row] = await this.#db
+      .insert(projects)
+      .values({
+        id,
+        name: request.name ?? basename(repositoryPath),
+        repositoryPath,
+        repositoryUrl: request.repository_url ?? null,
+        defaultBranch,
+      })
+      .returning();
+    return projectResource(row!);
+  }
+
+  async listProjects(): Promise<Project[]> {
+    const rows = await this.#db.select().from(projects).orderBy(desc(projects.createdAt));
+    return rows.map(projectResource);
+  }
+
+  async #projectRow(projectId: string) {
+    checkId("project", projectId);
+    const [row] = await this.#db.select().from(projects).where(eq(projects.id, projectId));
+    if (!row) throw notFound("project", projectId);
+    return row;
+  }
+
+  async getProject(projectId: string): Promise<Project> {
+    return projectResource(await this.#projectRow(projectId));
+  }
+
+  // Sessions
+
+  async createSession(projectId: string, request: CreateSessionRequest): Promise<Session> {
+    const project = await this.#projectRow(projectId);
+    const repository = project.repositoryPath!;
+    const sessionId = crypto.randomUUID();
+    const branch = request.branch ?? `deckhand/${sessionId.slice(0, 8)}`;
+    if (await branchExists(repository, branch)) {
+      throw new HttpError(409, "conflict", `branch ${branch} exists already; choose another name`);
+    }
+    const baseCommit = await resolveCommit(repository, project.defaultBranch);
+    if (baseCommit === null) {
+      throw new HttpError(
+        409,
+        "conflict",
+        `the project's default branch ${project.defaultBranch} no longer resolves to a commit`,
+      );
+    }
+    await mkdir(this.#worktreesDir, { recursive: true });
+    const path = join(this.#worktreesDir, sessionId);
+    await git(["worktree", "add", "--quiet", "-b", branch, path, baseCommit], { cwd: repository });
+    try {
+      return await this.#db.transaction(async (transaction) => {
+        const [session] = await transaction
+          .insert(sessions)
+          .values({ id: sessionId, projectId, title: request.title ?? "", branch })
+          .returning();
+        const [worktree] = await transaction
+          .insert(sessionWorktrees)
+          .values({ sessionId, path, branch, baseCommit })
+          .returning();
+        return sessionResource(session!, worktree);
+      });
+    } catch (error) {
+      await this.#removeWorktree(repository, path, branch, true);
+      throw error;
+    }
+  }
+
+  async #removeWorktree(
+    repository: string,
+    path: string,
+    branch: string,
+    deleteBranch: boolean,
+  ): Promise<void> {
+    await git(["worktree", "remove", "--force", path], { cwd: repository }).catch(() =>
+      rm(path, { recursive: true, force: true }),
+    );
+    await git(["worktree", "prune"], { cwd: repository }).catch(() => {});
+    if (deleteBranch) await git(["branch", "-D", branch], { cwd: repository }).catch(() => {});
+  }
+
+  async listSessions(projectId: string): Promise<Session[]> {
+    await this.#projectRow(projectId);
+    const rows = await this.#db
+      .select()
+      .from(sessions)
+      .where(eq(sessions.projectId, projectId))
+      .orderBy(desc(sessions.createdAt));
+    const worktrees = await this.#worktreesOf(rows.map((row) => row.id));
+    return rows.map((row) => sessionResource(row, worktrees.get(row.id)));
+  }
+
+  async #worktreesOf(sessionIds: string[]) {
+    const map = new Map<string, typeof sessionWorktrees.$inferSelect>();
+    if (sessionIds.length === 0) return map;
+    const rows = await this.#db
+      .select()
+      .from(sessionWorktrees)
+      .where(inArray(sessionWorktrees.sessionId, sessionIds))
+      .orderBy(asc(sessionWorktrees.createdAt));
+    // The latest worktree row wins: an active one, or the removed one of a closed session.
+    for (const row of rows) map.set(row.sessionId, row);
+    return map;
+  }
+
+  async #sessionRows(sessionId: string) {
+    checkId("session", sessionId);
+    const [session] = await this.#db.select().from(sessions).where(eq(sessions.id, sessionId));
+    if (!session) throw notFound("session", sessionId);
+    const worktree = (await this.#worktreesOf([sessionId])).get(sessionId);
+    return { session, worktree };
+  }
+
+  async getSession(sessionId: string): Promise<Session> {
+    const { session, worktree } = await this.#sessionRows(sessionId);
+    return sessionResource(session, worktree);
+  }
+
+  /** The active worktree of an open session; 409 when the session is closed. */
+  async activeWorktree(sessionId: string) {
+    const { session, worktree } = await this.#sessionRows(sessionId);
+    if (session.status !== "open" || !worktree || worktree.status !== "active") {
+      throw new HttpError(409, "conflict", `session ${sessionId} is closed`);
+    }
+    return worktree;
+  }
+
+  async closeSession(sessionId: string, force: boolean): Promise<Session> {
+    return this.#withSessionLock(sessionId, async () => {
+      const { session, worktree } = await this.#sessionRows(sessionId);
+      if (session.status === "closed") return sessionResource(session, worktree);
+      const project = await this.#projectRow(session.projectId);
+      if (worktree && worktree.status === "active") {
+        const changes = await changedPaths(worktree.path).catch(() => []);
+        const [pending] = await this.#db
+          .select({ count: sql<number>`count(*)::int` })
+          .from(pendingChanges)
+          .where(
+            and(eq(pendingChanges.sessionId, sessionId), eq(pendingChanges.status, "pending")),
+          );
+        const unapplied = Math.max(changes.length, pending?.count ?? 0);
+        if (unapplied > 0 && !force) {
+          throw new HttpError(
+            409,
+            "conflict",
+            `session ${sessionId} has ${unapplied} unapplied change(s); apply or reject them, or close with force=true to discard them`,
+          );
+        }
+        await this.#removeWorktree(project.repositoryPath!, worktree.path, worktree.branch, false);
+      }
+      const closed = await this.#db.transaction(async (transaction) => {
+        const [row] = await transaction
+          .update(sessions)
+          .set({ status: "closed", closedAt: new Date(), updatedAt: new Date() })
+          .where(eq(sessions.id, sessionId))
+          .returning();
+        const [worktreeRow] = await transaction
+          .update(sessionWorktrees)
+          .set({ status: "removed", removedAt: new Date() })
+          .where(
+            and(eq(sessionWorktrees.sessionId, sessionId), eq(sessionWorktrees.status, "active")),
+          )
+          .returning();
+        await transaction
+          .update(pendingChanges)
+          .set({ status: "rejected", resolvedAt: new Date() })
+          .where(
+            and(eq(pendingChanges.sessionId, sessionId), eq(pendingChanges.status, "pending")),
+          );
+        await transaction
+          .update(agentSessions)
+          .set({ status: "closed", updatedAt: new Date() })
+          .where(eq(agentSessions.sessionId, sessionId));
+        await appendSessionEvent(transaction, sessionId, null, { type: "session_closed" });
+        return sessionResource(row!, worktreeRow ?? worktree);
+      });
+      return closed;
+    });
+  }
+
+  // Chats
+
+  async createChat(sessionId: string, request: CreateChatRequest): Promise<Chat> {
+    await this.activeWorktree(sessionId);
+    if (request.parent_chat_id !== undefined) {
+      const parent = await this.#chatRow(request.parent_chat_id);
+      if (parent.sessionId !== sessionId) throw notFound("chat", request.parent_chat_id);
+    }
+    const [row] = await this.#db
+      .insert(chats)
+      .values({ sessionId, title: request.title ?? "", parentChatId: request.parent_chat_id })
+      .returning();
+    return chatResource(row!);
+  }
+
+  async listChats(sessionId: string): Promise<Chat[]> {
+    await this.#sessionRows(sessionId);
+    const rows = await this.#db
+      .select()
+      .from(chats)
+      .where(eq(chats.sessionId, sessionId))
+      .orderBy(asc(chats.createdAt));
+    return rows.map(chatResource);
+  }
+
+  async #chatRow(chatId: string) {
+    checkId("chat", chatId);
+    const [row] = await this.#db.select().from(chats).where(eq(chats.id, chatId));
+    if (!row) throw notFound("chat", chatId);
+    return row;
+  }
+
+  // Messages
+
+  /**
+   * Stores a user message and, in the same transaction, the task that runs the named agent's
+   * turn and the stream event announcing the message: all three happen, or none.
+   */
+  async createMessage(
+    chatId: string,
+    request: CreateMessageRequest,
+  ): Promise<CreateMessageResponse> {
+    const chat = await this.#chatRow(chatId);
+    await this.activeWorktree(chat.sessionId);
+    return this.#db.transaction(async (transaction) => {
+      const [row] = await transaction
+        .insert(messages)
+        .values({ chatId, role: "user", agentType: request.agent, status: "complete" })
+        .returning();
+      const [part] = await transaction
+        .insert(messageParts)
+        // A pasted model token would otherwise sit in a row and go out on the stream.
+        .values({
+          messageId: row!.id,
+          position: 0,
+          kind: "text",
+          content: { text: redactSecrets(request.text) },
+        })
+        .returning();
+      const payload: AgentTurnPayload = {
+        session_id: chat.sessionId,
+        chat_id: chatId,
+        user_message_id: row!.id,
+        agent: request.agent,
+      };
+      const task = await enqueue(transaction, {
+        type: AGENT_TURN_TASK,
+        payload,
+        idempotencyKey: `${AGENT_TURN_TASK}:${row!.id}`,
+      });
+      const message = messageResource(row!, [part!]);
+      await appendSessionEvent(transaction, chat.sessionId, chatId, {
+        type: "message_created",
+        message,
+      });
+      return { message, task_id: task.id };
+    });
+  }
+
+  async listMessages(chatId: string): Promise<Message[]> {
+    await this.#chatRow(chatId);
+    const rows = await this.#db
+      .select()
+      .from(messages)
+      .where(eq(messages.chatId, chatId))
+      .orderBy(asc(messages.createdAt), asc(messages.id));
+    if (rows.length === 0) return [];
+    const parts = await this.#db
+      .select()
+      .from(messageParts)
+      .where(
+        inArray(
+          messageParts.messageId,
+          rows.map((row) => row.id),
+        ),
+      );
+    return rows.map((row) =>
+      messageResource(
+        row,
+        parts.filter((part) => part.messageId === row.id),
+      ),
+    );
+  }
+
+  // Agent sessions
+
+  /** The live agent session of (session, agent, chat), created on first use. */
+  async ensureAgentSession(
+    sessionId: string,
+    agent: string,
+    chatId: string | null,
+  ): Promise<string> {
+    const chatCondition =
+      chatId === null ? sql`${agentSessions.chatId} is null` : eq(agentSessions.chatId, chatId);
+    const find = async () => {
+      const [row] = await this.#db
+        .select({ id: agentSessions.id })
+        .from(agentSessions)
+        .where(
+          and(
+            eq(agentSessions.sessionId, sessionId),
+            eq(agentSessions.agentType, agent),
+            chatCondition,
+            sql`${agentSessions.status} <> 'closed'`,
+          ),
+        );
+      return row?.id;
+    };
+    const existing = await find();
+    if (existing) return existing;
+    const inserted = await this.#db
+      .insert(agentSessions)
+      .values({ sessionId, agentType: agent, chatId })
+      .onConflictDoNothing()
+      .returning({ id: agentSessions.id });
+    return inserted[0]?.id ?? (await find())!;
+  }
+
+  // Pending changes
+
+  /**
+   * Turns the worktree's uncommitted changes into pending changes attributed to an agent: one
+   * per path, its diff against the session branch. A path already pending gets its diff updated
+   * and is attributed to the agent that touched it last; a pending path that is clean again is
+   * dropped. Announced on the session stream.
+   */
+  async recordPendingChanges(options: {
+    sessionId: string;
+    agentSessionId: string;
+    chatId: string | null;
+  }): Promise<PendingChange[]> {
+    const { sessionId } = options;
+    return this.#withSessionLock(sessionId, async () => {
+      const worktree = await this.activeWorktree(sessionId);
+      const changes = await changedPaths(worktree.path);
+      const diffs = await Promise.all(
+        changes.map(async (change) => ({
+          path: change.path,
+          diff: await diffPath(worktree.path, change),
+        })),
+      );
+      const [agentSession] = await this.#db
+        .select({ agentType: agentSessions.agentType })
+        .from(agentSessions)
+        .where(eq(agentSessions.id, options.agentSessionId));
+      if (!agentSession) throw notFound("agent session", options.agentSessionId);
+      return this.#db.transaction(async (transaction) => {
+        const pending = await transaction
+          .select()
+          .from(pendingChanges)
+          .where(
+            and(eq(pendingChanges.sessionId, sessionId), eq(pendingChanges.status, "pending")),
+          );
+        const byPath = new Map(pending.map((row) => [row.path, row]));
+        const recorded: (typeof pendingChanges.$inferSelect)[] = [];
+        for (const { path, diff } of diffs) {
+          const existing = byPath.get(path);
+          byPath.delete(path);
+          if (existing && existing.diff === diff) continue;
+          const [row] = existing
+            ? await transaction
+                .update(pendingChanges)
+                .set({ diff, agentSessionId: options.agentSessionId, chatId: options.chatId })
+                .where(eq(pendingChanges.id, existing.id))
+                .returning()
+            : await transaction
+                .insert(pendingChanges)
+                .values({
+                  sessionId,
+                  agentSessionId: options.agentSessionId,
+                  chatId: options.chatId,
+                  path,
+                  diff,
+                })
+                .returning();
+          recorded.push(row!);
+        }
+        const gone = [...byPath.values()].map((row) => row.id);
+        if (gone.length > 0) {
+          await transaction.delete(pendingChanges).where(inArray(pendingChanges.id, gone));
+        }
+        if (recorded.length > 0) {
+          await appendSessionEvent(transaction, sessionId, options.chatId, {
+            type: "pending_changes",
+            chat_id: options.chatId,
+            agent: agentSession.agentType,
+            pending_change_ids: recorded.map((row) => row.id),
+          });
+        }
+        return recorded.map((row) => pendingChangeResource(row, agentSession.agentType));
+      });
+    });
+  }
+
+  async listPendingChanges(
+    sessionId: string,
+    status: PendingChangeStatus | undefined,
+  ): Promise<PendingChange[]> {
+    await this.#sessionRows(sessionId);
+    const rows = await this.#db
+      .select({ change: pendingChanges, agent: agentSessions.agentType })
+      .from(pendingChanges)
+      .innerJoin(agentSessions, eq(agentSessions.id, pendingChanges.agentSessionId))
+      .where(
+        and(
+          eq(pendingChanges.sessionId, sessionId),
+          status ? eq(pendingChanges.status, status) : undefined,
+        ),
+      )
+      .orderBy(asc(pendingChanges.createdAt), asc(pendingChanges.path));
+    return rows.map((row) => pendingChangeResource(row.change, row.agent));
+  }
+
+  async #pendingChangeRow(pendingChangeId: string) {
+    checkId("pending change", pendingChangeId);
+    const [row] = await this.#db
+      .select({ change: pendingChanges, agent: agentSessions.agentType })
+      .from(pendingChanges)
+      .innerJoin(agentSessions, eq(agentSessions.id, pendingChanges.agentSessionId))
+      .where(eq(pendingChanges.id, pendingChangeId));
+    if (!row) throw notFound("pending change", pendingChangeId);
+    return row;
+  }
+
+  async #resolvePendingChange(
+    pendingChangeId: string,
+    status: "applied" | "rejected",
+    gitWork: (worktree: string, path: string, agent: string) => Promise<string | null>,
+  ): Promise<{ pendingChange: PendingChange; commit: string | null }> {
+    const first = await this.#pendingChangeRow(pendingChangeId);
+    return this.#withSessionLock(first.change.sessionId, async () => {
+      const { change, agent } = await this.#pendingChangeRow(pendingChangeId);
+      if (change.status !== "pending") {
+        throw new HttpError(
+          409,
+          "conflict",
+          `pending change ${pendingChangeId} is ${change.status} already`,
+        );
+      }
+      const worktree = await this.activeWorktree(change.sessionId);
+      const commit = await gitWork(worktree.path, change.path, agent);
+      const resolved = await this.#db.transaction(async (transaction) => {
+        const [row] = await transaction
+          .update(pendingChanges)
+          .set({ status, resolvedAt: new Date() })
+          .where(eq(pendingChanges.id, pendingChangeId))
+          .returning();
+        await appendSessionEvent(transaction, change.sessionId, change.chatId, {
+          type: "pending_change_resolved",
+          pending_change_id: pendingChangeId,
+          status,
+        });
+        return row!;
+      });
+      return { pendingChange: pendingChangeResource(resolved, agent), commit };
+    });
+  }
+
+  /** Commits the change's path on the session branch. */
+  async applyPendingChange(
+    pendingChangeId: string,
+  ): Promise<{ pendingChange: PendingChange; commit: string }> {
+    const result = await this.#resolvePendingChange(
+      pendingChangeId,
+      "applied",
+      (worktree, path, agent) =>
+        commitPath(
+          worktree,
+          path,
+          `${agent}: update ${path}\n\nApplied from Deckhand pending change ${pendingChangeId}.`,
+        ),
+    );
+    return { pendingChange: result.pendingChange, commit: result.commit! };
+  }
+
+  /** Restores the change's path as the session branch has it. */
+  async rejectPendingChange(pendingChangeId: string): Promise<PendingChange> {
+    const result = await this.#resolvePendingChange(
+      pendingChangeId,
+      "rejected",
+      async (worktree, path) => {
+        await restorePath(worktree, path);
+        return null;
+      },
+    );
+    return result.pendingChange;
+  }
+}

@@ -1,0 +1,177 @@
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { HttpError } from "@deckhand/http-kit";
+import {
+  ServerPath,
+  type SessionStreamFrame,
+  SessionStreamQuerySchema,
+  WireHeader,
+} from "@deckhand/wire";
+import type { Logger } from "pino";
+import { type WebSocket, WebSocketServer } from "ws";
+import type { SessionStreamHub } from "./session-events.ts";
+
+/** Browsers cannot set headers on a WebSocket; they send the token as a subprotocol instead. */
+export const BEARER_SUBPROTOCOL_PREFIX = "bearer.";
+/** The subprotocol a browser offers next to `bearer.<token>`; the server answers with it. */
+export const SESSION_STREAM_SUBPROTOCOL = "deckhand.session-stream.v1";
+
+/** Above this many buffered bytes the stream waits for the client before reading more events. */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+export interface SessionStreamSocketOptions {
+  hub: SessionStreamHub;
+  /** True when the presented token may read the API; null token means none was presented. */
+  authorize(token: string | null): Promise<boolean>;
+  /** Throws an HttpError (404) when the session does not exist. */
+  checkSession(sessionId: string): Promise<void>;
+  logger: Logger;
+  pingIntervalMs?: number;
+}
+
+const streamPattern = new RegExp(
+  `^${ServerPath.sessionStream.replace(":session_id", "([0-9a-fA-F-]{36})")}$`,
+);
+
+function presentedToken(request: IncomingMessage): string | null {
+  const header = request.headers[WireHeader.authorization.toLowerCase()];
+  const match = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header) : null;
+  if (match) return match[1]!.trim();
+  const protocols = String(request.headers["sec-websocket-protocol"] ?? "")
+    .split(",")
+    .map((value) => value.trim());
+  const bearer = protocols.find((value) => value.startsWith(BEARER_SUBPROTOCOL_PREFIX));
+  return bearer ? bearer.slice(BEARER_SUBPROTOCOL_PREFIX.length) : null;
+}
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  const reason = { 400: "Bad Request", 401: "Unauthorized", 404: "Not Found" }[status] ?? "Error";
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${status === 401 ? "WWW-Authenticate: Bearer\r\n" : ""}\r\n${body}`,
+  );
+}
+
+/**
+ * Serves `GET /api/sessions/:id/stream` as a WebSocket: the events after `?after=` first, then
+ * a `ready` frame, then live events. Delivery waits while the client's buffer is full, so a slow
+ * client slows only itself and still receives every event in order.
+ */
+export class SessionStreamSocket {
+  readonly #options: SessionStreamSocketOptions;
+  readonly #server = new WebSocketServer({
+    noServer: true,
+    // A browser offers `deckhand.session-stream.v1` and `bearer.<token>`; the server must answer
+    // with one it was offered, and never with the one that carries the token.
+    handleProtocols: (protocols) =>
+      protocols.has(SESSION_STREAM_SUBPROTOCOL) ? SESSION_STREAM_SUBPROTOCOL : false,
+  });
+  readonly #clients = new Set<WebSocket>();
+
+  constructor(options: SessionStreamSocketOptions) {
+    this.#options = options;
+  }
+
+  get clientCount(): number {
+    return this.#clients.size;
+  }
+
+  /** Handles an HTTP upgrade; false when the path is not a session stream (someone else's). */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(request.url ?? "/", "http://localhost");
+    const match = streamPattern.exec(url.pathname);
+    if (!match) return false;
+    const sessionId = match[1]!.toLowerCase();
+    socket.on("error", () => socket.destroy());
+    void (async () => {
+      if (!(await this.#options.authorize(presentedToken(request)))) {
+        refuse(socket, 401, "unauthorized", "missing or wrong bearer token");
+        return;
+      }
+      const query = SessionStreamQuerySchema.safeParse(Object.fromEntries(url.searchParams));
+      if (!query.success) {
+        refuse(socket, 400, "invalid_request", "after must be a non-negative integer event id");
+        return;
+      }
+      try {
+        await this.#options.checkSession(sessionId);
+      } catch (error) {
+        if (error instanceof HttpError) refuse(socket, error.status, error.code, error.message);
+        else refuse(socket, 500, "internal", "internal error; the server log has the details");
+        return;
+      }
+      this.#server.handleUpgrade(request, socket, head, (client) =>
+        this.#serve(client, sessionId, query.data.after ?? 0),
+      );
+    })().catch((error: unknown) => {
+      this.#options.logger.error({ err: error }, "session stream upgrade failed");
+      socket.destroy();
+    });
+    return true;
+  }
+
+  #serve(client: WebSocket, sessionId: string, afterId: number): void {
+    this.#clients.add(client);
+    const send = (frame: SessionStreamFrame) =>
+      new Promise<void>((resolveSend, rejectSend) => {
+        client.send(JSON.stringify(frame), (error) => (error ? rejectSend(error) : resolveSend()));
+      });
+    const drained = async () => {
+      while (client.readyState === client.OPEN && client.bufferedAmount > HIGH_WATER_BYTES) {
+        await new Promise((resolveWait) => setTimeout(resolveWait, 5));
+      }
+    };
+    const subscription = this.#options.hub.subscribe({
+      sessionId,
+      afterId,
+      deliver: async (event) => {
+        if (client.readyState !== client.OPEN) throw new Error("client went away");
+        // Not awaiting each send's callback keeps throughput; the buffer check bounds memory.
+        client.send(JSON.stringify({ type: "event", event } satisfies SessionStreamFrame));
+        await drained();
+      },
+      caughtUp: (lastEventId) => {
+        void send({ type: "ready", last_event_id: lastEventId }).catch(() => {});
+      },
+      onError: (error) => {
+        this.#options.logger.warn({ err: error, sessionId }, "session stream delivery failed");
+        void send({
+          type: "error",
+          error: {
+            code: "internal",
+            message: "the stream failed; reconnect with the last event id",
+          },
+        })
+          .catch(() => {})
+          .finally(() => client.close(1011, "stream failed"));
+      },
+    });
+    let alive = true;
+    client.on("pong", () => {
+      alive = true;
+    });
+    const ping = setInterval(() => {
+      if (!alive) {
+        client.terminate();
+        return;
+      }
+      alive = false;
+      client.ping();
+    }, this.#options.pingIntervalMs ?? 30_000);
+    ping.unref();
+    client.on("close", () => {
+      clearInterval(ping);
+      subscription.close();
+      this.#clients.delete(client);
+    });
+    client.on("error", () => client.terminate());
+  }
+
+  /** Closes every client (going away) and the WebSocket server. */
+  async close(): Promise<void> {
+    for (const client of this.#clients) client.close(1001, "server shutting down");
+    await new Promise((resolveClose) => setTimeout(resolveClose, 50));
+    for (const client of this.#clients) client.terminate();
+    await new Promise<void>((resolveClose) => this.#server.close(() => resolveClose()));
+  }
+}

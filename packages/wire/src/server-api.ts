@@ -1,0 +1,248 @@
+import { z } from "zod";
+import { ModelUsageSchema } from "./model-proxy.ts";
+
+/**
+ * The server's HTTP API under `/api`: resources and request bodies. Field names are snake_case,
+ * timestamps ISO 8601 strings, ids UUIDs. Route paths and their schemas are listed in
+ * `server-routes.ts`, which the OpenAPI document is generated from.
+ */
+
+const Id = z.uuid();
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** Git ref names Deckhand accepts for branches it creates: no spaces, `..`, `~^:?*[\`. */
+const BranchName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(
+    /^(?!\/|.*\/\/|.*\/$|.*\.\.|.*@\{|.*\.lock$|-)[A-Za-z0-9._\-/]+$/,
+    "must be a valid branch name",
+  );
+
+/** Agent ids as the provider registry names them: `deckhand`, `codex`, `my-agent`. */
+export const AgentIdSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,62}$/,
+    "must be a provider id (lowercase letters, digits, - and _)",
+  );
+
+export const ProjectSchema = z.object({
+  id: Id,
+  name: z.string(),
+  repository_path: z.string().nullable(),
+  repository_url: z.string().nullable(),
+  default_branch: z.string(),
+  created_at: Timestamp,
+});
+export type Project = z.infer<typeof ProjectSchema>;
+
+export const CreateProjectRequestSchema = z
+  .strictObject({
+    name: z.string().min(1).max(200).optional(),
+    /** An existing git repository on the server's machine. */
+    repository_path: z.string().min(1).optional(),
+    /** A repository to clone (any URL `git clone` accepts). */
+    repository_url: z.string().min(1).optional(),
+    /** The branch sessions start from; the repository's current HEAD branch when absent. */
+    default_branch: BranchName.optional(),
+  })
+  .refine((body) => (body.repository_path === undefined) !== (body.repository_url === undefined), {
+    message: "give exactly one of repository_path or repository_url",
+  });
+export type CreateProjectRequest = z.infer<typeof CreateProjectRequestSchema>;
+
+export const ProjectListSchema = z.object({ projects: z.array(ProjectSchema) });
+export type ProjectList = z.infer<typeof ProjectListSchema>;
+
+export const SessionStatusSchema = z.enum(["open", "closed"]);
+
+export const SessionSchema = z.object({
+  id: Id,
+  project_id: Id,
+  title: z.string(),
+  branch: z.string(),
+  status: SessionStatusSchema,
+  /** The git worktree the session's agents share; null once the session is closed. */
+  worktree_path: z.string().nullable(),
+  /** The commit the session branch started from; diffs are against it. */
+  base_commit: z.string().nullable(),
+  created_at: Timestamp,
+  closed_at: Timestamp.nullable(),
+});
+export type Session = z.infer<typeof SessionSchema>;
+
+export const CreateSessionRequestSchema = z.strictObject({
+  title: z.string().max(500).optional(),
+  /** The new branch's name; `deckhand/<short session id>` when absent. */
+  branch: BranchName.optional(),
+});
+export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
+
+export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) });
+export type SessionList = z.infer<typeof SessionListSchema>;
+
+export const CloseSessionQuerySchema = z.strictObject({
+  /** Close even when the worktree has unapplied changes; they are discarded. */
+  force: z
+    .enum(["true", "false"])
+    .transform((value) => value === "true")
+    .optional(),
+});
+export type CloseSessionQuery = z.infer<typeof CloseSessionQuerySchema>;
+
+export const ChatSchema = z.object({
+  id: Id,
+  session_id: Id,
+  parent_chat_id: Id.nullable(),
+  title: z.string(),
+  created_at: Timestamp,
+});
+export type Chat = z.infer<typeof ChatSchema>;
+
+export const CreateChatRequestSchema = z.strictObject({
+  title: z.string().max(500).optional(),
+  /** A sub-agent's chat names the chat it was spawned from. */
+  parent_chat_id: Id.optional(),
+});
+export type CreateChatRequest = z.infer<typeof CreateChatRequestSchema>;
+
+export const ChatListSchema = z.object({ chats: z.array(ChatSchema) });
+export type ChatList = z.infer<typeof ChatListSchema>;
+
+export const MessageRoleSchema = z.enum(["user", "assistant", "system"]);
+export const MessageStatusSchema = z.enum([
+  "pending",
+  "streaming",
+  "complete",
+  "failed",
+  "cancelled",
+]);
+export const MessagePartKindSchema = z.enum([
+  "text",
+  "reasoning",
+  "tool_call",
+  "tool_result",
+  "plan",
+  "file",
+  "error",
+]);
+
+export const MessagePartSchema = z.object({
+  position: z.number().int().nonnegative(),
+  kind: MessagePartKindSchema,
+  content: z.unknown(),
+});
+export type MessagePart = z.infer<typeof MessagePartSchema>;
+
+export const MessageSchema = z.object({
+  id: Id,
+  chat_id: Id,
+  role: MessageRoleSchema,
+  /** The agent a user message is for, or the agent that wrote an assistant message. */
+  agent: z.string().nullable(),
+  status: MessageStatusSchema,
+  error: z.string().nullable(),
+  parts: z.array(MessagePartSchema),
+  created_at: Timestamp,
+  completed_at: Timestamp.nullable(),
+});
+export type Message = z.infer<typeof MessageSchema>;
+
+export const CreateMessageRequestSchema = z.strictObject({
+  /** The agent that should answer: a provider id such as `deckhand` or `codex`. */
+  agent: AgentIdSchema,
+  text: z.string().min(1).max(1_000_000),
+});
+export type CreateMessageRequest = z.infer<typeof CreateMessageRequestSchema>;
+
+export const CreateMessageResponseSchema = z.object({
+  message: MessageSchema,
+  /** The queued task that runs the agent's turn. */
+  task_id: z.number().int().positive(),
+});
+export type CreateMessageResponse = z.infer<typeof CreateMessageResponseSchema>;
+
+export const MessageListSchema = z.object({ messages: z.array(MessageSchema) });
+export type MessageList = z.infer<typeof MessageListSchema>;
+
+export const PendingChangeStatusSchema = z.enum(["pending", "applied", "rejected"]);
+
+export const PendingChangeSchema = z.object({
+  id: Id,
+  session_id: Id,
+  chat_id: Id.nullable(),
+  /** The agent that made the change. */
+  agent: z.string(),
+  /** Path relative to the worktree root. */
+  path: z.string(),
+  /** Unified diff of the file against the session's base commit. */
+  diff: z.string(),
+  status: PendingChangeStatusSchema,
+  created_at: Timestamp,
+  resolved_at: Timestamp.nullable(),
+});
+export type PendingChange = z.infer<typeof PendingChangeSchema>;
+
+export const PendingChangeListQuerySchema = z.strictObject({
+  status: PendingChangeStatusSchema.optional(),
+});
+
+export const PendingChangeListSchema = z.object({ pending_changes: z.array(PendingChangeSchema) });
+export type PendingChangeList = z.infer<typeof PendingChangeListSchema>;
+
+export const ApplyPendingChangeResponseSchema = z.object({
+  pending_change: PendingChangeSchema,
+  /** The commit on the session branch that holds the change. */
+  commit: z.string(),
+});
+export type ApplyPendingChangeResponse = z.infer<typeof ApplyPendingChangeResponseSchema>;
+
+export const RejectPendingChangeResponseSchema = z.object({ pending_change: PendingChangeSchema });
+
+export const UsageQuerySchema = z.strictObject({ job_id: z.string().min(1) });
+
+export const UsageResponseSchema = z.object({
+  job_id: z.string(),
+  usage: z.array(ModelUsageSchema.extend({ created_at: Timestamp })),
+  totals: z.object({
+    requests: z.number().int().nonnegative(),
+    input_tokens: z.number().int().nonnegative(),
+    output_tokens: z.number().int().nonnegative(),
+    total_tokens: z.number().int().nonnegative(),
+    request_bytes: z.number().int().nonnegative(),
+    response_bytes: z.number().int().nonnegative(),
+  }),
+});
+export type UsageResponse = z.infer<typeof UsageResponseSchema>;
+
+export const ApiTokenSchema = z.object({
+  id: Id,
+  name: z.string(),
+  created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
+  revoked_at: Timestamp.nullable(),
+});
+export type ApiToken = z.infer<typeof ApiTokenSchema>;
+
+export const CreateApiTokenRequestSchema = z.strictObject({ name: z.string().min(1).max(200) });
+
+export const CreateApiTokenResponseSchema = z.object({
+  api_token: ApiTokenSchema,
+  /** The token itself. Shown this once: only its hash is stored. */
+  token: z.string(),
+});
+export type CreateApiTokenResponse = z.infer<typeof CreateApiTokenResponseSchema>;
+
+export const ApiTokenListSchema = z.object({ api_tokens: z.array(ApiTokenSchema) });
+
+export const ServerHealthSchema = z.object({
+  status: z.enum(["ok", "degraded"]),
+  version: z.string(),
+  database: z.object({ ok: z.boolean(), kind: z.enum(["pglite", "postgres"]) }),
+  queue: z.object({ ok: z.boolean() }),
+  /** The local workspace agent; null when none was started. */
+  agent: z.object({ ok: z.boolean(), url: z.string() }).nullable(),
+});
+export type ServerHealth = z.infer<typeof ServerHealthSchema>;

@@ -1,0 +1,355 @@
+import { z } from "zod";
+import { WirePath } from "./constants.ts";
+import { ErrorResponseSchema } from "./errors.ts";
+import {
+  ApiTokenListSchema,
+  ApplyPendingChangeResponseSchema,
+  ChatListSchema,
+  ChatSchema,
+  CloseSessionQuerySchema,
+  CreateApiTokenRequestSchema,
+  CreateApiTokenResponseSchema,
+  CreateChatRequestSchema,
+  CreateMessageRequestSchema,
+  CreateMessageResponseSchema,
+  CreateProjectRequestSchema,
+  CreateSessionRequestSchema,
+  MessageListSchema,
+  PendingChangeListQuerySchema,
+  PendingChangeListSchema,
+  ProjectListSchema,
+  ProjectSchema,
+  RejectPendingChangeResponseSchema,
+  ServerHealthSchema,
+  SessionListSchema,
+  SessionSchema,
+  UsageQuerySchema,
+  UsageResponseSchema,
+} from "./server-api.ts";
+import { SessionStreamFrameSchema, SessionStreamQuerySchema } from "./session-stream.ts";
+
+export type HttpMethod = "get" | "post" | "patch" | "delete";
+
+/**
+ * One route of the server API. `path` is in the router's `:param` form; the OpenAPI document
+ * turns it into `{param}`. The server registers its handlers from this list and a test checks
+ * that every route listed here answers, so the document and the server cannot drift apart.
+ */
+export interface ServerRoute {
+  operationId: string;
+  method: HttpMethod;
+  path: string;
+  summary: string;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** Success status and body schema; `null` body for 204. */
+  success: { status: number; schema: z.ZodType | null; description: string };
+  /** Error statuses this route answers besides 401 and 500, with why. */
+  errors?: Record<number, string>;
+  /** A WebSocket upgrade: the success schema describes each frame. */
+  websocket?: boolean;
+}
+
+const api = WirePath.serverApi;
+
+export const ServerPath = {
+  health: `${api}/health`,
+  projects: `${api}/projects`,
+  project: `${api}/projects/:project_id`,
+  projectSessions: `${api}/projects/:project_id/sessions`,
+  session: `${api}/sessions/:session_id`,
+  sessionStream: `${api}/sessions/:session_id/stream`,
+  sessionChats: `${api}/sessions/:session_id/chats`,
+  sessionPendingChanges: `${api}/sessions/:session_id/pending-changes`,
+  chatMessages: `${api}/chats/:chat_id/messages`,
+  applyPendingChange: `${api}/pending-changes/:pending_change_id/apply`,
+  rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
+  usage: `${api}/usage`,
+  apiTokens: `${api}/tokens`,
+  apiToken: `${api}/tokens/:token_id`,
+} as const;
+
+/** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
+export function serverPath(template: string, parameters: Record<string, string> = {}): string {
+  return template.replace(/:([a-z_]+)/g, (_, name: string) => {
+    const value = parameters[name];
+    if (value === undefined) throw new Error(`serverPath: missing parameter ${name}`);
+    return encodeURIComponent(value);
+  });
+}
+
+export const serverRoutes: readonly ServerRoute[] = [
+  {
+    operationId: "getHealth",
+    method: "get",
+    path: ServerPath.health,
+    summary: "Database, queue and workspace-agent reachability",
+    success: { status: 200, schema: ServerHealthSchema, description: "everything is reachable" },
+    errors: { 503: "something is unreachable; the body says what (same schema)" },
+  },
+  {
+    operationId: "createProject",
+    method: "post",
+    path: ServerPath.projects,
+    summary: "Add a project: a local git repository path, or a URL to clone",
+    body: CreateProjectRequestSchema,
+    success: { status: 201, schema: ProjectSchema, description: "the project" },
+    errors: { 400: "not a git repository, clone failed, or a bad field" },
+  },
+  {
+    operationId: "listProjects",
+    method: "get",
+    path: ServerPath.projects,
+    summary: "List projects, newest first",
+    success: { status: 200, schema: ProjectListSchema, description: "the projects" },
+  },
+  {
+    operationId: "getProject",
+    method: "get",
+    path: ServerPath.project,
+    summary: "One project",
+    success: { status: 200, schema: ProjectSchema, description: "the project" },
+    errors: { 404: "no such project" },
+  },
+  {
+    operationId: "createSession",
+    method: "post",
+    path: ServerPath.projectSessions,
+    summary: "Open a session: a shared git worktree on a new branch from the default branch",
+    body: CreateSessionRequestSchema,
+    success: { status: 201, schema: SessionSchema, description: "the session" },
+    errors: { 404: "no such project", 409: "the branch exists already" },
+  },
+  {
+    operationId: "listSessions",
+    method: "get",
+    path: ServerPath.projectSessions,
+    summary: "A project's sessions, newest first",
+    success: { status: 200, schema: SessionListSchema, description: "the sessions" },
+    errors: { 404: "no such project" },
+  },
+  {
+    operationId: "getSession",
+    method: "get",
+    path: ServerPath.session,
+    summary: "One session",
+    success: { status: 200, schema: SessionSchema, description: "the session" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "closeSession",
+    method: "delete",
+    path: ServerPath.session,
+    summary: "Close a session and remove its worktree (its branch stays)",
+    query: CloseSessionQuerySchema,
+    success: { status: 200, schema: SessionSchema, description: "the closed session" },
+    errors: {
+      404: "no such session",
+      409: "the worktree has unapplied changes; pass force=true to discard them",
+    },
+  },
+  {
+    operationId: "streamSession",
+    method: "get",
+    path: ServerPath.sessionStream,
+    summary:
+      "WebSocket: every event of the session after `after`, then live events; each frame is JSON",
+    query: SessionStreamQuerySchema,
+    websocket: true,
+    success: { status: 101, schema: SessionStreamFrameSchema, description: "one frame" },
+    errors: { 404: "no such session", 426: "not a WebSocket upgrade request" },
+  },
+  {
+    operationId: "createChat",
+    method: "post",
+    path: ServerPath.sessionChats,
+    summary: "Start a chat in a session",
+    body: CreateChatRequestSchema,
+    success: { status: 201, schema: ChatSchema, description: "the chat" },
+    errors: { 404: "no such session or parent chat", 409: "the session is closed" },
+  },
+  {
+    operationId: "listChats",
+    method: "get",
+    path: ServerPath.sessionChats,
+    summary: "A session's chats, oldest first",
+    success: { status: 200, schema: ChatListSchema, description: "the chats" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "createMessage",
+    method: "post",
+    path: ServerPath.chatMessages,
+    summary: "Send a user message to an agent; its turn is queued",
+    body: CreateMessageRequestSchema,
+    success: {
+      status: 202,
+      schema: CreateMessageResponseSchema,
+      description: "the stored message and the task that runs the turn",
+    },
+    errors: { 404: "no such chat", 409: "the session is closed" },
+  },
+  {
+    operationId: "listMessages",
+    method: "get",
+    path: ServerPath.chatMessages,
+    summary: "A chat's messages with their parts, oldest first",
+    success: { status: 200, schema: MessageListSchema, description: "the messages" },
+    errors: { 404: "no such chat" },
+  },
+  {
+    operationId: "listPendingChanges",
+    method: "get",
+    path: ServerPath.sessionPendingChanges,
+    summary: "Changes agents made in the session worktree, with their diffs",
+    query: PendingChangeListQuerySchema,
+    success: { status: 200, schema: PendingChangeListSchema, description: "the changes" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "applyPendingChange",
+    method: "post",
+    path: ServerPath.applyPendingChange,
+    summary: "Commit a pending change on the session branch",
+    success: {
+      status: 200,
+      schema: ApplyPendingChangeResponseSchema,
+      description: "the change and its commit",
+    },
+    errors: { 404: "no such pending change", 409: "already applied or rejected" },
+  },
+  {
+    operationId: "rejectPendingChange",
+    method: "post",
+    path: ServerPath.rejectPendingChange,
+    summary: "Restore the file as it was at the session's base",
+    success: {
+      status: 200,
+      schema: RejectPendingChangeResponseSchema,
+      description: "the rejected change",
+    },
+    errors: { 404: "no such pending change", 409: "already applied or rejected" },
+  },
+  {
+    operationId: "getUsage",
+    method: "get",
+    path: ServerPath.usage,
+    summary: "Model usage recorded for a job (or session turn), with totals",
+    query: UsageQuerySchema,
+    success: { status: 200, schema: UsageResponseSchema, description: "the usage" },
+  },
+  {
+    operationId: "createApiToken",
+    method: "post",
+    path: ServerPath.apiTokens,
+    summary: "Create an API token; the answer is the only time it is shown",
+    body: CreateApiTokenRequestSchema,
+    success: { status: 201, schema: CreateApiTokenResponseSchema, description: "the token" },
+  },
+  {
+    operationId: "listApiTokens",
+    method: "get",
+    path: ServerPath.apiTokens,
+    summary: "API tokens (never the tokens themselves)",
+    success: { status: 200, schema: ApiTokenListSchema, description: "the tokens" },
+  },
+  {
+    operationId: "revokeApiToken",
+    method: "delete",
+    path: ServerPath.apiToken,
+    summary: "Revoke an API token",
+    success: { status: 204, schema: null, description: "revoked" },
+    errors: { 404: "no such token" },
+  },
+];
+
+function openApiPath(path: string): string {
+  return path.replace(/:([a-z_]+)/g, "{$1}");
+}
+
+function schemaOf(schema: z.ZodType, io: "input" | "output"): unknown {
+  return z.toJSONSchema(schema, { io, unrepresentable: "any", target: "openapi-3.0" });
+}
+
+/** The OpenAPI 3.0 document of the server API, as checked in as `openapi.json`. */
+export function buildOpenApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const errorBody = {
+    content: { "application/json": { schema: schemaOf(ErrorResponseSchema, "output") } },
+  };
+  for (const route of serverRoutes) {
+    const parameters: unknown[] = [...route.path.matchAll(/:([a-z_]+)/g)].map((match) => ({
+      name: match[1],
+      in: "path",
+      required: true,
+      schema: { type: "string" },
+    }));
+    if (route.query) {
+      const query = schemaOf(route.query, "input") as {
+        properties?: Record<string, unknown>;
+        required?: string[];
+      };
+      for (const [name, schema] of Object.entries(query.properties ?? {})) {
+        parameters.push({
+          name,
+          in: "query",
+          required: query.required?.includes(name) ?? false,
+          schema,
+        });
+      }
+    }
+    const responses: Record<string, unknown> = {
+      [String(route.success.status)]: {
+        description: route.success.description,
+        ...(route.success.schema
+          ? {
+              content: {
+                "application/json": { schema: schemaOf(route.success.schema, "output") },
+              },
+            }
+          : {}),
+      },
+      "401": { description: "missing or wrong bearer token", ...errorBody },
+      "500": { description: "unexpected failure (details are in the server log)", ...errorBody },
+    };
+    for (const [status, description] of Object.entries(route.errors ?? {})) {
+      responses[status] = { description, ...errorBody };
+    }
+    const operation: Record<string, unknown> = {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(parameters.length > 0 ? { parameters } : {}),
+      ...(route.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { "application/json": { schema: schemaOf(route.body, "input") } },
+            },
+          }
+        : {}),
+      responses,
+      ...(route.websocket ? { "x-websocket": true } : {}),
+    };
+    const key = openApiPath(route.path);
+    paths[key] = { ...(paths[key] ?? {}), [route.method]: operation };
+  }
+  return {
+    openapi: "3.0.3",
+    info: {
+      title: "Deckhand server API",
+      version,
+      description:
+        "Generated from @deckhand/wire by `pnpm --filter @deckhand/wire generate`; do not edit by hand.",
+    },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+    },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}
+
+/** Stable text form of the OpenAPI document. */
+export function renderOpenApiDocument(version: string): string {
+  return `${JSON.stringify(buildOpenApiDocument(version), null, 2)}\n`;
+}
