@@ -1,5 +1,5 @@
 import { HttpError, parseJsonBody, parseQuery } from "@deckhand/http-kit";
-import { type ServerRoute, serverRoutes, type UsageResponse } from "@deckhand/wire";
+import { serverRoutes, type UsageResponse } from "@deckhand/wire";
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
 import type { ApiTokenStore } from "./api-tokens.ts";

@@ -41,3 +41,10 @@ export {
   responsesUsage,
 } from "./fake-model/render-responses.ts";
 export { sseEvent } from "./fake-model/sse-event.ts";
+// Spawning Deckhand services (agent, server) in tests.
+export {
+  eventually,
+  isAlive,
+  type SpawnedService,
+  spawnService,
+} from "./process/spawn-service.ts";

@@ -1,0 +1,50 @@
+/**
+ * Stable codes of AgentBackendError. Callers branch on these, never on messages, because a
+ * message is written for its reader (often a model) and may change.
+ */
+export const AGENT_BACKEND_ERROR_CODES = [
+  /** Tool arguments (or a tool name) the model sent do not fit the tool's schema. */
+  "invalid_arguments",
+  "unknown_tool",
+  /** A patch is not in the apply_patch format; the message names the line. */
+  "patch_parse_failed",
+  /** A patch is well formed but does not fit the files (a hunk, a missing or existing file). */
+  "patch_mismatch",
+  /** Writing a checked patch failed; the files already written were put back. */
+  "patch_apply_failed",
+  /** A path leads outside the worktree, or is absolute where only relative paths are allowed. */
+  "path_outside_worktree",
+  /** The workspace agent's file API refused or failed a request. */
+  "file_error",
+  /** The workspace agent's process API refused or failed a request. */
+  "process_error",
+  /** A search/replace edit does not fit the file. */
+  "edit_failed",
+  /** The caller's AbortSignal fired; the work was stopped. */
+  "aborted",
+  "internal",
+] as const;
+
+export type AgentBackendErrorCode = (typeof AGENT_BACKEND_ERROR_CODES)[number];
+
+/** The one error type of @deckhand/agent-backends. */
+export class AgentBackendError extends Error {
+  readonly code: AgentBackendErrorCode;
+
+  constructor(code: AgentBackendErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AgentBackendError";
+    this.code = code;
+  }
+}
+
+/** A patch that does not parse; `line` is 1-based in the patch text as given. */
+export class PatchParseError extends AgentBackendError {
+  readonly line: number;
+
+  constructor(line: number, message: string) {
+    super("patch_parse_failed", `invalid patch: line ${line}: ${message}`);
+    this.name = "PatchParseError";
+    this.line = line;
+  }
+}

@@ -1,0 +1,136 @@
+import { describe, expect, it } from "vitest";
+import { assessCommand, assessPatch, knownSafeCommand } from "./command-safety.ts";
+
+describe("knownSafeCommand", () => {
+  it.each([
+    "ls -la",
+    "cat README.md",
+    "head -n 20 src/index.ts",
+    "tail -5 log.txt",
+    "wc -l src/*.ts",
+    "grep -rn 'TODO' src",
+    "rg -n --glob '*.ts' foo",
+    "find . -name '*.ts' -type f",
+    "git status",
+    "git --no-pager log --oneline -5",
+    "git diff HEAD~1 -- src",
+    "git show HEAD:README.md",
+    "git branch",
+    "git branch -a -v",
+    "git branch --list 'feat/*'",
+    "pwd",
+    "echo hello",
+    "which node",
+    "sed -n 1,20p file.txt",
+    "sed -n '$p' file.txt",
+    "ls && pwd",
+    "cat a.txt | grep x | wc -l",
+    "git status; git diff",
+    "ls x || echo missing",
+    "ls 2>/dev/null",
+    "grep foo file 2>&1",
+    "cat < input.txt",
+    "cd src && ls",
+  ])("%j is read-only", (command) => {
+    expect(knownSafeCommand(command)).toMatchObject({ safe: true });
+  });
+
+  it.each([
+    ["rm -rf build", /not a known read-only command/],
+    ["echo hi > out.txt", /writes to a file/],
+    ["echo hi >> out.txt", /writes to a file/],
+    ["ls | tee out.txt", /tee is not/],
+    ["ls && rm x", /rm is not/],
+    ["echo $(rm -rf /)", /substitution/],
+    ["echo `id`", /substitution/],
+    ["echo $HOME", /expands shell variables/],
+    ["(ls)", /subshell/],
+    ["find . -delete", /find -delete/],
+    ["find . -exec rm {} ;", /find -exec/],
+    ["find *", /unquoted pattern/],
+    ["rg --pre ./evil foo", /--pre runs/],
+    ["rg -z foo", /decompression/],
+    ["git push", /git push is not one/],
+    ["git -c core.pager=evil log", /git -c is not one/],
+    ["git branch new-feature", /creates a branch/],
+    ["git branch -D old", /changes branches/],
+    ["git diff --output=x", /--output/],
+    ["sed -i s/a/b/ file", /print-only/],
+    ["sed -n 's/a/b/w out' file", /only `sed -n/],
+    ["sort -o out.txt in.txt", /sort -o/],
+    ["FOO=1 ls", /environment variables/],
+    ["./ls", /not a plain program name/],
+    ["sleep 5 &", /background/],
+    ["cat <<EOF\nhi\nEOF", /here-documents/],
+    ["echo 'unterminated", /unterminated/],
+    ["", /empty/],
+  ])("%j is not known to be read-only", (command, reason) => {
+    const result = knownSafeCommand(command);
+    expect(result.safe).toBe(false);
+    expect(result.reason).toMatch(reason);
+  });
+});
+
+describe("assessCommand", () => {
+  it("auto-approves known read-only commands under every policy", () => {
+    for (const policy of ["untrusted", "on-request", "on-failure", "never"] as const) {
+      expect(assessCommand("git status", policy)).toMatchObject({
+        decision: "auto_approve",
+        askOnFailure: false,
+      });
+    }
+  });
+
+  it("asks under untrusted and on-request for anything else", () => {
+    expect(assessCommand("npm test", "untrusted").decision).toBe("ask");
+    expect(assessCommand("npm test", "on-request").decision).toBe("ask");
+  });
+
+  it("runs everything under on-failure, offering a retry with approval", () => {
+    expect(assessCommand("npm test", "on-failure")).toMatchObject({
+      decision: "auto_approve",
+      askOnFailure: true,
+    });
+  });
+
+  it("never asks under never", () => {
+    expect(assessCommand("rm -rf build", "never")).toMatchObject({
+      decision: "auto_approve",
+      askOnFailure: false,
+    });
+  });
+
+  it("auto-approves a command the user allowed for the session", () => {
+    const approvedCommands = new Set(["npm test"]);
+    expect(assessCommand("npm test", "untrusted", { approvedCommands }).decision).toBe(
+      "auto_approve",
+    );
+    expect(assessCommand("npm test -- -u", "untrusted", { approvedCommands }).decision).toBe("ask");
+  });
+
+  it("forbids an empty command", () => {
+    expect(assessCommand("  ", "never").decision).toBe("forbid");
+  });
+});
+
+describe("assessPatch", () => {
+  const root = "/work/tree";
+
+  it("auto-approves changes inside the worktree except under untrusted", () => {
+    expect(assessPatch(["src/a.ts", "/work/tree/b.ts"], root, "on-request").decision).toBe(
+      "auto_approve",
+    );
+    expect(assessPatch(["src/a.ts"], root, "on-failure").decision).toBe("auto_approve");
+    expect(assessPatch(["src/a.ts"], root, "never").decision).toBe("auto_approve");
+    expect(assessPatch(["src/a.ts"], root, "untrusted").decision).toBe("ask");
+  });
+
+  it("forbids paths outside the worktree under every policy, and empty patches", () => {
+    for (const policy of ["untrusted", "on-request", "on-failure", "never"] as const) {
+      expect(assessPatch(["../elsewhere.txt"], root, policy).decision).toBe("forbid");
+      expect(assessPatch(["/etc/passwd"], root, policy).decision).toBe("forbid");
+      expect(assessPatch(["/work/tree-evil/x"], root, policy).decision).toBe("forbid");
+    }
+    expect(assessPatch([], root, "never").decision).toBe("forbid");
+  });
+});

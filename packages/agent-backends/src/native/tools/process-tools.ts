@@ -1,0 +1,137 @@
+import { ProcessLimits, type Truncation } from "@deckhand/wire";
+import { z } from "zod";
+import { defineTool } from "./define-tool.ts";
+import { type OutputTruncation, outputForModel } from "./model-output.ts";
+import { fromProcessError } from "./tool-context.ts";
+
+export const PROCESS_OUTPUT_DEFAULT_WAIT_MS = 10_000;
+
+export const ProcessOutputArgsSchema = z.object({
+  process_id: z.string().min(1).describe("Id of a process started by execute."),
+  wait_timeout_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(ProcessLimits.waitCapMs)
+    .optional()
+    .describe(
+      `Milliseconds to wait for the process to exit before answering (default ${PROCESS_OUTPUT_DEFAULT_WAIT_MS}); 0 answers at once.`,
+    ),
+});
+
+export interface ProcessOutputResult {
+  process_id: string;
+  running: boolean;
+  exit_code: number | null;
+  output: string;
+  truncated: OutputTruncation | null;
+  note: string | null;
+}
+
+export const processOutputTool = defineTool({
+  name: "process_output",
+  description:
+    "Wait for a process started by execute to exit (up to wait_timeout_ms, default 10 s), then return its output so far (at most 32 KiB, head and tail kept), whether it is still running and its exit code.",
+  schema: ProcessOutputArgsSchema,
+  async execute(args, context): Promise<ProcessOutputResult> {
+    const id = args.process_id;
+    const waitMs = args.wait_timeout_ms ?? PROCESS_OUTPUT_DEFAULT_WAIT_MS;
+    let answer: {
+      output: string;
+      truncated: Truncation | null;
+      running: boolean;
+      exit_code: number | null;
+    };
+    try {
+      answer =
+        waitMs === 0
+          ? await context.processes.output(id, { signal: context.signal })
+          : await context.processes.waitForExit(id, { timeoutMs: waitMs, signal: context.signal });
+    } catch (error) {
+      throw fromProcessError(error, `read the output of process ${id}`, context.signal);
+    }
+    const forModel = outputForModel(answer.output, answer.truncated);
+    return {
+      process_id: id,
+      running: answer.running,
+      exit_code: answer.exit_code,
+      output: forModel.output,
+      truncated: forModel.truncated,
+      note: answer.running
+        ? `Process ${id} is still running${waitMs > 0 ? ` after waiting ${waitMs} ms` : ""}. Call process_output again to keep waiting, or process_signal to stop it.`
+        : null,
+    };
+  },
+});
+
+export const ProcessListArgsSchema = z.object({
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(ProcessLimits.maxListLimit)
+    .optional()
+    .describe(`Most processes to list (default ${ProcessLimits.defaultListLimit}), running first.`),
+});
+
+export interface ProcessListResult {
+  processes: {
+    process_id: string;
+    command: string;
+    workdir: string;
+    background: boolean;
+    running: boolean;
+    exit_code: number | null;
+    started_at: string;
+  }[];
+}
+
+export const processListTool = defineTool({
+  name: "process_list",
+  description:
+    "List the processes this chat started with execute: running ones first, then the most recent.",
+  schema: ProcessListArgsSchema,
+  async execute(args, context): Promise<ProcessListResult> {
+    try {
+      const { processes } = await context.processes.list(
+        args.limit === undefined ? {} : { limit: args.limit },
+      );
+      return {
+        processes: processes.map((info) => ({
+          process_id: info.id,
+          command: info.command,
+          workdir: info.workdir,
+          background: info.background,
+          running: info.running,
+          exit_code: info.exit_code,
+          started_at: new Date(info.started_at_unix * 1000).toISOString(),
+        })),
+      };
+    } catch (error) {
+      throw fromProcessError(error, "list processes", context.signal);
+    }
+  },
+});
+
+export const ProcessSignalArgsSchema = z.object({
+  process_id: z.string().min(1).describe("Id of a process started by execute."),
+  signal: z
+    .enum(["terminate", "kill"])
+    .describe(
+      "terminate asks the process (and its children) to stop, killing them if they have not after a grace period; kill stops them at once.",
+    ),
+});
+
+export const processSignalTool = defineTool({
+  name: "process_signal",
+  description: "Stop a process started by execute, with all its child processes.",
+  schema: ProcessSignalArgsSchema,
+  async execute(args, context): Promise<{ process_id: string; signal: string; sent: boolean }> {
+    try {
+      await context.processes.signal(args.process_id, args.signal);
+      return { process_id: args.process_id, signal: args.signal, sent: true };
+    } catch (error) {
+      throw fromProcessError(error, `signal process ${args.process_id}`, context.signal);
+    }
+  },
+});
