@@ -3,7 +3,14 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const benchmarks = ["headtail.ts", "process-api.ts", "batch-spec.ts", "queue.ts", "model-proxy.ts"];
+const benchmarks = [
+  "headtail.ts",
+  "process-api.ts",
+  "batch-spec.ts",
+  "queue.ts",
+  "model-proxy.ts",
+  "session-stream.ts",
+];
 const only = process.argv.slice(2);
 const directory = fileURLToPath(new URL(".", import.meta.url));
 let failed = 0;

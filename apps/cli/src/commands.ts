@@ -1,6 +1,7 @@
 import { runAgentUntilSignalled } from "@deckhand/agent-app";
 import packageJson from "../package.json" with { type: "json" };
 import { runBatchCommand } from "./batch-command.ts";
+import { runProvidersCommand } from "./providers-command.ts";
 import { runUpCommand } from "./up-command.ts";
 
 export const usage = `Usage: deckhand <command> [options]
@@ -9,6 +10,7 @@ Commands:
   up         start the Deckhand server (embedded database, model-provider proxy, local agent)
   agent      serve the workspace agent (process and file APIs) for a directory
   batch      validate a batch spec, render a codingAgent step, print the JSON Schema
+  providers  list, refresh, enable, disable or add agent providers on a running server
   version    print the version
   help       show this help
 
@@ -25,6 +27,8 @@ export async function runCli(argv: string[]): Promise<number> {
       return runUpCommand(rest);
     case "batch":
       return runBatchCommand(rest);
+    case "providers":
+      return runProvidersCommand(rest);
     case "version":
     case "--version":
       process.stdout.write(`${packageJson.version}\n`);

@@ -110,8 +110,17 @@ function handlers(services: ApiRouteServices): Record<string, RouteHandler> {
   };
 }
 
-/** Routes served elsewhere: health in the app itself, the stream by the WebSocket upgrade. */
-const SERVED_ELSEWHERE = new Set(["getHealth", "streamSession"]);
+/** Routes served elsewhere: health in the app, the stream by the upgrade, providers by their router. */
+const SERVED_ELSEWHERE = new Set([
+  "getHealth",
+  "streamSession",
+  // The providers router from @deckhand/providers serves these under ServerPath.providers.
+  "getProvidersSnapshot",
+  "getProvidersConfig",
+  "patchProvidersConfig",
+  "refreshProviders",
+  "getProviderDiagnostic",
+]);
 
 /**
  * Registers the server API from the route table in @deckhand/wire: each request's query and body

@@ -16,6 +16,7 @@ export const ADMIN_TOKEN_ENV = WireEnv.adminToken;
 export const DATABASE_URL_ENV = "DATABASE_URL";
 export const SERVER_DEFAULT_LISTEN = "127.0.0.1:7420";
 export const CONFIG_FILE_NAME = "config.json";
+export const PROVIDERS_FILE_NAME = "providers.json";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "silent"] as const;
 export type ServerLogLevel = (typeof LOG_LEVELS)[number];
@@ -38,6 +39,10 @@ export interface ServerConfig {
   resetAdminToken: boolean;
   /** Agent type → model upstream, with the key already read from its environment variable. */
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** The variables holding upstream keys: never passed on to an agent process. */
+  withheldEnv: string[];
+  /** The providers config file (`<dataDir>/providers.json` unless configured). */
+  providersConfigPath: string;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
   logLevel: ServerLogLevel;
@@ -73,6 +78,8 @@ export const ServerConfigFileSchema = z.strictObject({
       ModelUpstreamFileSchema,
     )
     .optional(),
+  /** The providers config file, relative to the data directory; `providers.json` by default. */
+  providersConfig: z.string().min(1).optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -203,6 +210,10 @@ export function resolveServerConfig(
     requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
+    withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+    providersConfigPath: file.providersConfig
+      ? resolve(dataDir, file.providersConfig)
+      : join(dataDir, PROVIDERS_FILE_NAME),
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
     logLevel: input.logLevel ?? file.logLevel ?? "info",
   };

@@ -8,6 +8,7 @@ import {
   type UpstreamConfig,
   type UsageRecorder,
 } from "@deckhand/model-proxy";
+import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
@@ -29,6 +30,8 @@ export interface ServerAppOptions {
   adminToken: string | null;
   sessions: SessionService;
   apiTokens: ApiTokenStore;
+  /** The provider registry; its routes are served when given. */
+  providers?: ProviderService;
   /** The local workspace agent and its bearer token, for the health check. */
   agent: { url: string; token: string | null } | null;
   /** Whether the task worker is running; absent when this process runs none. */
@@ -142,6 +145,9 @@ export function createServerApp(options: ServerAppOptions): Hono {
     apiTokens: options.apiTokens,
     usage: options.modelUsage,
   });
+  if (options.providers) {
+    app.route(ServerPath.providers, createProvidersRouter(options.providers));
+  }
   // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
   app.get(ServerPath.sessionStream, () => {
     throw new HttpError(

@@ -1,10 +1,11 @@
-import { type Database, modelTokens, modelUsage } from "@deckhand/db";
+import { type Database, modelTokens, modelUsage, providerProbes } from "@deckhand/db";
 import type {
   ModelTokenRecord,
   ModelTokenStore,
   ModelUsageEntry,
   UsageRecorder,
 } from "@deckhand/model-proxy";
+import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { asc, eq, sql } from "drizzle-orm";
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
@@ -96,5 +97,45 @@ export class DbUsageRecorder implements UsageRecorder {
       .from(modelUsage)
       .where(eq(modelUsage.jobId, jobId))
       .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
+  }
+}
+
+/** Provider probe results in `provider_probes`, one row per provider, so restarts keep them. */
+export class DbProbeStore implements ProbeStore {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async load(providerId: string): Promise<ProbeRecord | undefined> {
+    const [row] = await this.#db
+      .select()
+      .from(providerProbes)
+      .where(eq(providerProbes.providerId, providerId));
+    if (!row) return undefined;
+    return {
+      providerId: row.providerId,
+      fingerprint: row.fingerprint,
+      status: row.status,
+      result: parseStoredResult(row.result),
+      error: row.error,
+      probedAt: row.probedAt,
+    };
+  }
+
+  async save(record: ProbeRecord): Promise<void> {
+    const values = {
+      fingerprint: record.fingerprint,
+      status: record.status,
+      result: record.result ?? {},
+      error: record.error,
+      probedAt: record.probedAt,
+      updatedAt: new Date(),
+    };
+    await this.#db
+      .insert(providerProbes)
+      .values({ providerId: record.providerId, ...values })
+      .onConflictDoUpdate({ target: providerProbes.providerId, set: values });
   }
 }

@@ -5,12 +5,13 @@ import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { listen, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
+import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
 import { SessionService } from "./session-service.ts";
@@ -29,6 +30,7 @@ export interface RunningServer {
   modelUsage: DbUsageRecorder;
   sessions: SessionService;
   apiTokens: ApiTokenStore;
+  providers: ProviderService;
   /**
    * The admin token generated at this start (first start beyond loopback without
    * ${ADMIN_TOKEN_ENV}, or --reset-admin-token); it was printed once and is not stored.
@@ -134,6 +136,18 @@ export async function startServer(
         replace: config.resetAdminToken,
       });
     }
+    const providers = createProviderService({
+      configPath: config.providersConfigPath,
+      probeStore: new DbProbeStore(database.db),
+      modelUpstreamConfigured: () => Object.keys(config.modelUpstreams).length > 0,
+      withheldEnv: config.withheldEnv,
+      logger: {
+        info: (message, fields) => logger.info({ component: "providers", ...fields }, message),
+        warn: (message, fields) => logger.warn({ component: "providers", ...fields }, message),
+      },
+    });
+    cleanups.push(() => providers.close());
+
     const hub = new SessionStreamHub(database);
     await hub.start();
     cleanups.push(() => hub.stop());
@@ -144,6 +158,7 @@ export async function startServer(
       requireAuth: config.requireAuth,
       sessions,
       apiTokens,
+      providers,
       adminToken: config.adminToken,
       agent: agent ? { url: agent.url, token: agentToken } : null,
       ...(worker ? { queueRunning: () => !workerStopped } : {}),
@@ -219,6 +234,7 @@ export async function startServer(
         if ("closeAllConnections" in server) server.closeAllConnections();
         await stopped;
         await hub.stop();
+        await providers.close();
         workerStopped = true;
         await worker?.stop();
         await agent?.close();
@@ -238,6 +254,7 @@ export async function startServer(
       modelUsage,
       sessions,
       apiTokens,
+      providers,
       generatedAdminToken,
       close,
     };

@@ -1,11 +1,20 @@
 // The package's base error.
+
+export type {
+  AgentBackend,
+  AgentSessionContext,
+  BackendHealth,
+  EnsureSessionResult,
+  PermissionAnswer,
+  PromptInput,
+  PromptResult,
+} from "./backend.ts";
 export {
   AGENT_BACKEND_ERROR_CODES,
   AgentBackendError,
   type AgentBackendErrorCode,
   PatchParseError,
 } from "./errors.ts";
-
 // Native agent: apply_patch, command safety and the tools the model calls.
 export {
   type ApplyPatchOptions,

@@ -1,3 +1,25 @@
+// Scripted ACP agent (agent side of the ACP SDK), the probe target of @deckhand/providers.
+export {
+  type ScriptedAcpAgentCommandOptions,
+  scriptedAcpAgentCommand,
+  scriptedAcpAgentPath,
+} from "./acp-agent/scripted-acp-command.ts";
+export {
+  type ParsedScriptedAgentArguments,
+  parseScriptedAgentArguments,
+  SCRIPTED_AGENT_MODES,
+  SCRIPTED_AGENT_VERSION,
+  type ScriptedAgentMode,
+  type ScriptedAgentOptions,
+} from "./acp-agent/scripted-acp-options.ts";
+export {
+  type ScriptedAgentScript,
+  SKILL_META,
+  scriptedAgentCommands,
+  scriptedAgentModels,
+  scriptedAgentModes,
+  scriptedAgentScript,
+} from "./acp-agent/scripted-acp-script.ts";
 // Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages).
 export {
   type CapturedRequest,

@@ -22,6 +22,7 @@ import {
   StartProcessRequestSchema,
   StartProcessResponseSchema,
 } from "./process-api.ts";
+import { ProvidersSnapshotSchema } from "./providers.ts";
 import { AgentEventSchema, SessionStreamFrameSchema } from "./session-stream.ts";
 
 /** Every schema that crosses a process boundary, by the name it has in `contract.json`. */
@@ -46,6 +47,7 @@ export const wireSchemas = {
   ModelUsage: ModelUsageSchema,
   AgentEvent: AgentEventSchema,
   SessionStreamFrame: SessionStreamFrameSchema,
+  ProvidersSnapshot: ProvidersSnapshotSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */

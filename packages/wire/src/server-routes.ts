@@ -2,6 +2,12 @@ import { z } from "zod";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import {
+  ProvidersConfigPatchSchema,
+  ProvidersConfigResponseSchema,
+  ProvidersRefreshRequestSchema,
+  ProvidersSnapshotSchema,
+} from "./providers.ts";
+import {
   ApiTokenListSchema,
   ApplyPendingChangeResponseSchema,
   ChatListSchema,
@@ -42,8 +48,13 @@ export interface ServerRoute {
   summary: string;
   query?: z.ZodType;
   body?: z.ZodType;
-  /** Success status and body schema; `null` body for 204. */
-  success: { status: number; schema: z.ZodType | null; description: string };
+  /** Success status and body schema; `null` body for 204. JSON unless `contentType` says. */
+  success: {
+    status: number;
+    schema: z.ZodType | null;
+    description: string;
+    contentType?: string;
+  };
   /** Error statuses this route answers besides 401 and 500, with why. */
   errors?: Record<number, string>;
   /** A WebSocket upgrade: the success schema describes each frame. */
@@ -67,6 +78,11 @@ export const ServerPath = {
   usage: `${api}/usage`,
   apiTokens: `${api}/tokens`,
   apiToken: `${api}/tokens/:token_id`,
+  providers: `${api}/providers`,
+  providersSnapshot: `${api}/providers/snapshot`,
+  providersConfig: `${api}/providers/config`,
+  providersRefresh: `${api}/providers/refresh`,
+  providerDiagnostic: `${api}/providers/:provider_id/diagnostic`,
 } as const;
 
 /** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
@@ -261,6 +277,51 @@ export const serverRoutes: readonly ServerRoute[] = [
     success: { status: 204, schema: null, description: "revoked" },
     errors: { 404: "no such token" },
   },
+  {
+    operationId: "getProvidersSnapshot",
+    method: "get",
+    path: ServerPath.providersSnapshot,
+    summary: "Every provider (agent) with its status, version, models, modes and commands",
+    success: { status: 200, schema: ProvidersSnapshotSchema, description: "the snapshot" },
+  },
+  {
+    operationId: "getProvidersConfig",
+    method: "get",
+    path: ServerPath.providersConfig,
+    summary: "The providers config file, its ETag and any problems found in it",
+    success: { status: 200, schema: ProvidersConfigResponseSchema, description: "the config" },
+  },
+  {
+    operationId: "patchProvidersConfig",
+    method: "patch",
+    path: ServerPath.providersConfig,
+    summary:
+      "Change the providers config with a JSON merge patch (application/merge-patch+json); send If-Match with the ETag",
+    body: ProvidersConfigPatchSchema,
+    success: { status: 200, schema: ProvidersConfigResponseSchema, description: "the new config" },
+    errors: { 400: "not a JSON object, or the result is invalid", 412: "the ETag is stale" },
+  },
+  {
+    operationId: "refreshProviders",
+    method: "post",
+    path: ServerPath.providersRefresh,
+    summary: "Probe providers now (all, or `ids`); `force` ignores cached results",
+    body: ProvidersRefreshRequestSchema,
+    success: { status: 200, schema: ProvidersSnapshotSchema, description: "the new snapshot" },
+  },
+  {
+    operationId: "getProviderDiagnostic",
+    method: "get",
+    path: ServerPath.providerDiagnostic,
+    summary: "Plain text: the resolved command, its version output, the last probe error",
+    success: {
+      status: 200,
+      schema: z.string(),
+      description: "the diagnostic",
+      contentType: "text/plain",
+    },
+    errors: { 404: "no such provider" },
+  },
 ];
 
 function openApiPath(path: string): string {
@@ -304,7 +365,9 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         ...(route.success.schema
           ? {
               content: {
-                "application/json": { schema: schemaOf(route.success.schema, "output") },
+                [route.success.contentType ?? "application/json"]: {
+                  schema: schemaOf(route.success.schema, "output"),
+                },
               },
             }
           : {}),

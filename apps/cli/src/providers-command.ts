@@ -1,0 +1,341 @@
+import { parseArgs } from "node:util";
+import { SERVER_DEFAULT_LISTEN } from "@deckhand/server-app";
+import {
+  ErrorResponseSchema,
+  type ProviderEntry,
+  ProvidersConfigResponseSchema,
+  type ProvidersDiagnostic,
+  type ProvidersSnapshot,
+  ProvidersSnapshotSchema,
+  WireEnv,
+  WireHeader,
+  WirePath,
+} from "@deckhand/wire";
+
+/**
+ * Where the CLI finds a running server when `--server` is not given. Only the CLI reads it, so
+ * it is not a wire contract (yet); it would move to WireEnv once another component reads it.
+ */
+export const SERVER_URL_ENV = "DECKHAND_SERVER_URL";
+
+export interface ProvidersCommandIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  env: Record<string, string | undefined>;
+  fetch: typeof fetch;
+}
+
+export const providersUsage = `Usage: deckhand providers <command> [options]
+
+Commands:
+  list                       every agent provider, its status, version, models, modes and commands
+  refresh [ids...]           probe the providers again now (all enabled ones when no id is given)
+  enable <id>                turn a provider on
+  disable <id>               turn a provider off
+  add <id> [--label L] [--env NAME=VALUE]... -- <command...>
+                             add a custom ACP agent, started as <command...>
+
+Options:
+  --server URL   the Deckhand server (default: $${SERVER_URL_ENV}, else http://${SERVER_DEFAULT_LISTEN})
+  --json         print the server's JSON answer instead of a table
+
+The admin token, when the server needs one, is read from $${WireEnv.adminToken}.
+Providers live in <data-dir>/providers.json; see docs/providers.md.
+`;
+
+class UsageError extends Error {}
+
+class ServerAnswerError extends Error {}
+
+interface Options {
+  server: string;
+  json: boolean;
+  label: string | undefined;
+  env: string[];
+  positionals: string[];
+  /** Everything after `--`: the command of `add`. */
+  command: string[];
+}
+
+function parseOwnOptions(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      options: {
+        server: { type: "string" },
+        json: { type: "boolean" },
+        label: { type: "string" },
+        env: { type: "string", multiple: true },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function parse(argv: string[], io: ProvidersCommandIo): Options {
+  const separator = argv.indexOf("--");
+  const own = separator === -1 ? argv : argv.slice(0, separator);
+  const command = separator === -1 ? [] : argv.slice(separator + 1);
+  const parsed = parseOwnOptions(own);
+  const server =
+    parsed.values.server ?? io.env[SERVER_URL_ENV] ?? `http://${SERVER_DEFAULT_LISTEN}`;
+  if (!/^https?:\/\/[^/]/.test(server)) {
+    throw new UsageError(
+      `--server must be an http(s) URL such as http://${SERVER_DEFAULT_LISTEN}, got "${server}"`,
+    );
+  }
+  return {
+    server: server.replace(/\/+$/, ""),
+    json: parsed.values.json ?? false,
+    label: parsed.values.label,
+    env: parsed.values.env ?? [],
+    positionals: parsed.positionals,
+    command,
+  };
+}
+
+/** Talks to the server's providers API, validating every answer. */
+class ProvidersApi {
+  private readonly options: Options;
+  private readonly io: ProvidersCommandIo;
+
+  constructor(options: Options, io: ProvidersCommandIo) {
+    this.options = options;
+    this.io = io;
+  }
+
+  private url(path: string): string {
+    return `${this.options.server}${WirePath.serverApi}/providers${path}`;
+  }
+
+  private async send(
+    path: string,
+    init: RequestInit = {},
+  ): Promise<{ response: Response; body: unknown }> {
+    const headers = new Headers(init.headers);
+    const token = this.io.env[WireEnv.adminToken];
+    if (token) headers.set(WireHeader.authorization, `Bearer ${token}`);
+    let response: Response;
+    try {
+      response = await this.io.fetch(this.url(path), { ...init, headers });
+    } catch (error) {
+      const cause =
+        (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+      throw new ServerAnswerError(
+        `cannot reach the Deckhand server at ${this.options.server} (${cause}); start it with "deckhand up", or pass --server`,
+      );
+    }
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    if (!response.ok) {
+      const error = ErrorResponseSchema.safeParse(body);
+      const detail = error.success ? error.data.error.message : `HTTP ${response.status}`;
+      const hint =
+        response.status === 401 ? `; set ${WireEnv.adminToken} to the server's admin token` : "";
+      throw new ServerAnswerError(`${detail}${hint}`);
+    }
+    return { response, body };
+  }
+
+  async snapshot(refresh?: { ids: string[] }): Promise<ProvidersSnapshot> {
+    const { body } = refresh
+      ? await this.send("/refresh", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({
+            ...(refresh.ids.length > 0 ? { ids: refresh.ids } : {}),
+            force: true,
+          }),
+        })
+      : await this.send("/snapshot");
+    return this.expect(ProvidersSnapshotSchema, body);
+  }
+
+  async config() {
+    const { body } = await this.send("/config");
+    return this.expect(ProvidersConfigResponseSchema, body);
+  }
+
+  async patch(patch: unknown, ifMatch?: string) {
+    const { body } = await this.send("/config", {
+      method: "PATCH",
+      headers: {
+        "Content-Type": "application/merge-patch+json",
+        ...(ifMatch ? { "If-Match": ifMatch } : {}),
+      },
+      body: JSON.stringify(patch),
+    });
+    return this.expect(ProvidersConfigResponseSchema, body);
+  }
+
+  private expect<T>(
+    schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } },
+    body: unknown,
+  ): T {
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      throw new ServerAnswerError(
+        `the server at ${this.options.server} answered something that is not a providers API response; is it a Deckhand server of the same version?`,
+      );
+    }
+    return parsed.data;
+  }
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? `${text} ` : text.padEnd(width);
+}
+
+function names(items: readonly { id?: string; name?: string }[], limit = 6): string {
+  const shown = items.slice(0, limit).map((item) => item.id ?? item.name ?? "");
+  return items.length > limit
+    ? `${shown.join(", ")}, +${items.length - limit} more`
+    : shown.join(", ");
+}
+
+function formatEntry(entry: ProviderEntry): string {
+  const head = `${pad(entry.id, 12)}${pad(entry.status, 14)}${pad(entry.version ?? "-", 12)}${entry.label}`;
+  const lines = [head];
+  if (entry.models.length > 0) lines.push(`    models:   ${names(entry.models)}`);
+  if (entry.modes.length > 0) lines.push(`    modes:    ${names(entry.modes)}`);
+  const commands = entry.commands.filter((command) => command.kind === "command");
+  const skills = entry.commands.filter((command) => command.kind === "skill");
+  if (commands.length > 0)
+    lines.push(`    commands: ${commands.map((command) => `/${command.name}`).join(" ")}`);
+  if (skills.length > 0)
+    lines.push(`    skills:   ${skills.map((command) => `/${command.name}`).join(" ")}`);
+  if (entry.last_error && entry.status !== "ready") lines.push(`    ${entry.last_error}`);
+  return lines.join("\n");
+}
+
+function formatDiagnostics(diagnostics: readonly ProvidersDiagnostic[]): string {
+  return diagnostics
+    .map(
+      (diagnostic) =>
+        `${diagnostic.file}${diagnostic.field ? `: ${diagnostic.field}` : ""}: ${diagnostic.message}\n`,
+    )
+    .join("");
+}
+
+function printSnapshot(
+  snapshot: ProvidersSnapshot,
+  options: Options,
+  io: ProvidersCommandIo,
+): number {
+  if (options.json) {
+    io.stdout.write(`${JSON.stringify(snapshot, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout.write(`${pad("ID", 12)}${pad("STATUS", 14)}${pad("VERSION", 12)}LABEL\n`);
+  for (const entry of snapshot.providers) io.stdout.write(`${formatEntry(entry)}\n`);
+  io.stderr.write(formatDiagnostics(snapshot.diagnostics));
+  return 0;
+}
+
+function oneId(options: Options, command: string): string {
+  if (options.positionals.length !== 1) throw new UsageError(`${command} takes one provider id`);
+  return options.positionals[0]!;
+}
+
+function parseEnv(assignments: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const assignment of assignments) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(assignment);
+    if (!match) throw new UsageError(`--env takes NAME=VALUE, got "${assignment}"`);
+    env[match[1]!] = match[2]!;
+  }
+  return env;
+}
+
+async function setEnabled(
+  api: ProvidersApi,
+  options: Options,
+  io: ProvidersCommandIo,
+  enabled: boolean,
+) {
+  const id = oneId(options, enabled ? "enable" : "disable");
+  // Enabling removes the override (providers are on by default), so the file stays minimal.
+  const result = await api.patch({ providers: { [id]: { enabled: enabled ? null : false } } });
+  io.stderr.write(formatDiagnostics(result.diagnostics));
+  const entry = (await api.snapshot()).providers.find((provider) => provider.id === id);
+  io.stdout.write(`${id}: ${entry ? entry.status : enabled ? "enabled" : "disabled"}\n`);
+  return 0;
+}
+
+async function add(api: ProvidersApi, options: Options, io: ProvidersCommandIo) {
+  const id = oneId(options, "add");
+  if (options.command.length === 0) {
+    throw new UsageError(
+      `add needs the agent's command after "--", e.g. deckhand providers add ${id} -- my-agent --acp`,
+    );
+  }
+  const env = parseEnv(options.env);
+  const current = await api.config();
+  const entry = {
+    extends: "acp",
+    command: options.command,
+    ...(options.label !== undefined ? { label: options.label } : {}),
+    ...(Object.keys(env).length > 0 ? { env } : {}),
+  };
+  // If-Match: a concurrent edit of the file makes this fail instead of being overwritten.
+  const result = await api.patch({ providers: { [id]: entry } }, current.etag);
+  io.stderr.write(formatDiagnostics(result.diagnostics));
+  const snapshot = await api.snapshot({ ids: [id] });
+  const added = snapshot.providers.find((provider) => provider.id === id);
+  if (added) io.stdout.write(`${formatEntry(added)}\n`);
+  return 0;
+}
+
+/** `deckhand providers ...`: a client of a running server's providers API. */
+export async function runProvidersCommand(
+  argv: string[],
+  io: ProvidersCommandIo = {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    fetch: globalThis.fetch,
+  },
+): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+      io.stdout.write(providersUsage);
+      return 0;
+    }
+    const options = parse(rest, io);
+    const api = new ProvidersApi(options, io);
+    switch (command) {
+      case "list":
+        if (options.positionals.length > 0) throw new UsageError("list takes no arguments");
+        return printSnapshot(await api.snapshot(), options, io);
+      case "refresh":
+        return printSnapshot(await api.snapshot({ ids: options.positionals }), options, io);
+      case "enable":
+        return await setEnabled(api, options, io, true);
+      case "disable":
+        return await setEnabled(api, options, io, false);
+      case "add":
+        return await add(api, options, io);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`deckhand providers: ${error.message}\n\n${providersUsage}`);
+      return 2;
+    }
+    if (error instanceof ServerAnswerError) {
+      io.stderr.write(`deckhand providers ${command}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}

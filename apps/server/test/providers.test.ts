@@ -1,0 +1,97 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { scriptedAcpAgentCommand } from "@deckhand/testkit";
+import {
+  type ProviderEntry,
+  type ProvidersConfigResponse,
+  type ProvidersSnapshot,
+  ServerPath,
+  WireHeader,
+} from "@deckhand/wire";
+import { afterEach, describe, expect, it } from "vitest";
+import { Cleanups, startTestServer, tempDir } from "./harness.ts";
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+function entry(snapshot: ProvidersSnapshot, id: string): ProviderEntry {
+  const found = snapshot.providers.find((provider) => provider.id === id);
+  if (!found) throw new Error(`no provider ${id} in ${JSON.stringify(snapshot).slice(0, 500)}`);
+  return found;
+}
+
+describe("providers through the server", () => {
+  it("shows a custom scripted ACP agent ready, and keeps it disabled across a restart", async () => {
+    const dataDir = tempDir(cleanups);
+    writeFileSync(
+      join(dataDir, "providers.json"),
+      JSON.stringify({
+        providers: {
+          scripted: {
+            extends: "acp",
+            label: "Scripted",
+            command: scriptedAcpAgentCommand("normal"),
+          },
+        },
+      }),
+    );
+    const config = { workspaceAgent: false };
+    const first = await startTestServer(cleanups, { dataDir, config });
+    const snapshot = await first.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+    expect(snapshot.status).toBe(200);
+    const scripted = entry(snapshot.body, "scripted");
+    expect(scripted).toMatchObject({ status: "ready", label: "Scripted", transport: "acp" });
+    expect(scripted.models.length).toBeGreaterThan(0);
+    expect(scripted.modes.length).toBeGreaterThan(0);
+    expect(scripted.commands.length).toBeGreaterThan(0);
+    // Built-ins are there too.
+    expect(snapshot.body.providers.map((provider) => provider.id)).toContain("codex");
+
+    const current = await first.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
+    const response = await fetch(`${first.server.url}${ServerPath.providersConfig}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json", "if-match": current.body.etag },
+      body: JSON.stringify({ providers: { scripted: { enabled: false } } }),
+    });
+    expect(response.status).toBe(200);
+    const probes = await first.server.database.query<{ provider_id: string }>(
+      "select provider_id from provider_probes",
+    );
+    expect(probes.rows.map((row) => row.provider_id)).toContain("scripted");
+    await first.server.close();
+
+    const second = await startTestServer(cleanups, { dataDir, config });
+    const after = await second.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+    expect(entry(after.body, "scripted").status).toBe("disabled");
+    const document = await second.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
+    // The custom provider's command survived the merge patch.
+    expect(JSON.stringify(document.body.config)).toContain("scripted-acp-agent");
+  }, 60_000);
+
+  it("starts with a broken providers file and reports it as a diagnostic", async () => {
+    const dataDir = tempDir(cleanups);
+    writeFileSync(join(dataDir, "providers.json"), "{ this is not json");
+    const harness = await startTestServer(cleanups, { dataDir, config: { workspaceAgent: false } });
+    expect((await harness.api("GET", ServerPath.health)).status).toBe(200);
+    const document = await harness.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
+    expect(document.status).toBe(200);
+    expect(JSON.stringify(document.body.diagnostics)).toContain("providers.json");
+    const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+    expect(entry(snapshot.body, "deckhand")).toBeTruthy();
+    expect(harness.logs()).toContain("providers config problem");
+  });
+
+  it("requires the admin token for provider routes when auth is on", async () => {
+    const adminToken = "providers-admin-token-0123456789";
+    const harness = await startTestServer(cleanups, {
+      dataDir: tempDir(cleanups),
+      config: { workspaceAgent: false, requireAuth: true, adminToken },
+    });
+    const refused = await fetch(`${harness.server.url}${ServerPath.providersConfig}`);
+    expect(refused.status).toBe(401);
+    const allowed = await fetch(`${harness.server.url}${ServerPath.providersConfig}`, {
+      headers: { [WireHeader.authorization]: `Bearer ${adminToken}` },
+    });
+    expect(allowed.status).toBe(200);
+  });
+});

@@ -1,0 +1,182 @@
+import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import {
+  type ScriptedAgentMode,
+  scriptedAcpAgentCommand,
+  scriptedAgentCommands,
+  scriptedAgentModels,
+  scriptedAgentModes,
+} from "@deckhand/testkit";
+import { describe, expect, it } from "vitest";
+import { commandKind, probeAcpAgent, versionOutput } from "./acp-probe.ts";
+
+function probe(
+  mode: ScriptedAgentMode,
+  overrides: { timeoutMs?: number; commandsWaitMs?: number; signal?: AbortSignal } = {},
+) {
+  const [executable, ...args] = scriptedAcpAgentCommand(mode);
+  return probeAcpAgent({
+    executable: executable!,
+    args,
+    env: { ...process.env },
+    timeoutMs: overrides.timeoutMs ?? 4_000,
+    commandsWaitMs: overrides.commandsWaitMs ?? 1_000,
+    ...(overrides.signal ? { signal: overrides.signal } : {}),
+  });
+}
+
+function probeDirectories(): string[] {
+  return readdirSync(tmpdir()).filter((name) => name.startsWith("deckhand-probe-"));
+}
+
+describe("probeAcpAgent against the scripted agent", () => {
+  it("collects version, models, modes and commands (one a skill) from a normal agent", async () => {
+    const outcome = await probe("normal");
+    expect(outcome.status).toBe("ready");
+    expect(outcome.result).toEqual({
+      agentName: "scripted-acp-agent",
+      version: "1.2.3",
+      models: scriptedAgentModels.map((model) => ({
+        id: model.value,
+        name: model.name,
+        description: model.description ?? null,
+      })),
+      currentModel: "scripted-large",
+      modes: scriptedAgentModes.map((mode) => ({
+        id: mode.id,
+        name: mode.name,
+        description: mode.description ?? null,
+      })),
+      currentMode: "ask",
+      commands: scriptedAgentCommands.map((command) => ({
+        name: command.name,
+        description: command.description,
+        kind: command.name === "release-notes" ? "skill" : "command",
+        input_hint: command.input?.hint ?? null,
+      })),
+      commandsComplete: true,
+      stderrTail: "",
+    });
+  });
+
+  it("waits for late commands up to the bound, and no longer", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("slow-commands", {
+      commandsDelayMs: 300,
+    });
+    const late = await probeAcpAgent({
+      executable: executable!,
+      args,
+      env: { ...process.env },
+      timeoutMs: 4_000,
+      commandsWaitMs: 2_000,
+    });
+    expect(late.status).toBe("ready");
+    expect(late.result.commands).toHaveLength(3);
+
+    const started = Date.now();
+    const tooLate = await probe("slow-commands", { commandsWaitMs: 300 });
+    expect(Date.now() - started).toBeLessThan(1_400);
+    expect(tooLate.status).toBe("ready");
+    expect(tooLate.result).toMatchObject({
+      commands: [],
+      commandsComplete: false,
+      version: "1.2.3",
+    });
+  });
+
+  it("ends a hanging agent as an error after the timeout, with its stderr", async () => {
+    const started = Date.now();
+    const outcome = await probe("hang", { timeoutMs: 800 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(outcome).toMatchObject({
+      status: "error",
+      error: "no answer to initialize within 800 ms; the agent looks stuck",
+    });
+    expect(outcome.result.stderrTail).toContain("hanging in initialize");
+  });
+
+  it("reports a crash with its exit code and stderr", async () => {
+    const outcome = await probe("crash");
+    expect(outcome).toMatchObject({
+      status: "error",
+      error: "the agent exited (code 3) during initialize",
+    });
+    expect(outcome.result.stderrTail).toContain("crashing in initialize");
+  });
+
+  it("refuses an agent that writes something other than ACP to stdout", async () => {
+    const outcome = await probe("garbage");
+    expect(outcome).toMatchObject({
+      status: "error",
+      error:
+        'the agent wrote something that is not ACP JSON to stdout: "scripted agent: this line is not JSON"',
+    });
+  });
+
+  it("explains an agent that needs a login, keeping what initialize said", async () => {
+    const outcome = await probe("auth-required");
+    expect(outcome.status).toBe("error");
+    if (outcome.status === "ready") return;
+    expect(outcome.error).toMatch(
+      /^the agent needs a login before it can open a session \(it offers: Scripted login\)/,
+    );
+    expect(outcome.result.version).toBe("1.2.3");
+  });
+
+  it("calls a command that does not exist not installed", async () => {
+    const outcome = await probeAcpAgent({
+      executable: "/nonexistent/agent",
+      args: [],
+      env: {},
+      timeoutMs: 2_000,
+      commandsWaitMs: 100,
+    });
+    expect(outcome).toMatchObject({
+      status: "not_installed",
+      error: "cannot start /nonexistent/agent: ENOENT",
+    });
+  });
+
+  it("stops at once when cancelled, and leaves no temporary directory behind", async () => {
+    const before = new Set(probeDirectories());
+    const controller = new AbortController();
+    const started = Date.now();
+    const running = probe("hang", { timeoutMs: 10_000, signal: controller.signal });
+    setTimeout(() => controller.abort(), 200);
+    expect(await running).toMatchObject({ status: "error", error: "the probe was cancelled" });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(probeDirectories().filter((name) => !before.has(name))).toEqual([]);
+  });
+
+  it("runs --version for the diagnostic", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("hang", { agentVersion: "9.9.9" });
+    expect(await versionOutput(executable!, args, { ...process.env })).toEqual({
+      output: "scripted-acp-agent 9.9.9\n",
+      exitCode: 0,
+      timedOut: false,
+    });
+  });
+});
+
+describe("commandKind", () => {
+  it("is a skill only when _meta.kind says so", () => {
+    expect(commandKind({ kind: "skill" })).toBe("skill");
+    expect(commandKind({ kind: "other" })).toBe("command");
+    expect(commandKind(null)).toBe("command");
+    expect(commandKind(undefined)).toBe("command");
+  });
+});
+
+describe("probeAcpAgent with arguments spawn cannot pass", () => {
+  it("ends as an error instead of throwing", async () => {
+    const outcome = await probeAcpAgent({
+      executable: process.execPath,
+      args: ["bad\u0000argument"],
+      env: {},
+      timeoutMs: 1_000,
+      commandsWaitMs: 100,
+    });
+    expect(outcome.status).toBe("error");
+    if (outcome.status !== "ready") expect(outcome.error).toContain("cannot start");
+  });
+});

@@ -1,0 +1,253 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import {
+  ProviderConfigEntrySchema,
+  ProviderIdSchema,
+  type ProvidersDiagnostic,
+} from "@deckhand/wire";
+import type { z } from "zod";
+import { BUILTIN_PROVIDERS, builtinProvider, type ProviderDefinition } from "./registry.ts";
+
+/** A provider as the config file leaves it: its definition plus whether it is turned on. */
+export interface ConfiguredProvider extends ProviderDefinition {
+  enabled: boolean;
+}
+
+/** What the config file says, read without ever failing. */
+export interface InterpretedConfig {
+  /** The file's top-level object; `{}` when it is missing or not a JSON object. */
+  document: Record<string, unknown>;
+  /** False when the file exists but is not a JSON object, so it cannot be patched safely. */
+  patchable: boolean;
+  /** Built-ins (with their valid overrides) first, then valid custom providers. */
+  providers: ConfiguredProvider[];
+  diagnostics: ProvidersDiagnostic[];
+}
+
+export interface ConfigSnapshot extends InterpretedConfig {
+  path: string;
+  /** Strong ETag of the file's bytes (of no bytes when it does not exist), quoted. */
+  etag: string;
+  /** The file's text; null when it does not exist. */
+  text: string | null;
+}
+
+const FALLBACK = "Deckhand uses the built-in providers until it is fixed";
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `providers.my-agent.env.KEY`, with odd keys quoted so the path stays unambiguous. */
+export function jsonPath(segments: readonly PropertyKey[]): string {
+  return segments
+    .map((segment, index) => {
+      const text = String(segment);
+      if (typeof segment === "number") return `[${text}]`;
+      const plain = /^[A-Za-z_$][\w$-]*$/.test(text);
+      if (plain) return index === 0 ? text : `.${text}`;
+      return `[${JSON.stringify(text)}]`;
+    })
+    .join("");
+}
+
+function issues(error: z.ZodError, base: readonly PropertyKey[]) {
+  return error.issues.map((issue) => ({
+    field: jsonPath([...base, ...issue.path]),
+    message: issue.message,
+  }));
+}
+
+const entryFields = ProviderConfigEntrySchema.shape;
+type EntryField = keyof typeof entryFields;
+const ENTRY_FIELDS = Object.keys(entryFields) as EntryField[];
+
+/**
+ * Interprets the text of a providers config file. Never throws: anything wrong becomes a
+ * diagnostic naming the file, the field and why, and only the fields that are wrong are
+ * ignored, so one typo does not undo the rest of the file.
+ */
+export function interpretProvidersConfig(file: string, text: string | null): InterpretedConfig {
+  const diagnostics: ProvidersDiagnostic[] = [];
+  const report = (field: string, message: string) => diagnostics.push({ file, field, message });
+  const builtins = (): ConfiguredProvider[] =>
+    BUILTIN_PROVIDERS.map((provider) => ({ ...provider, enabled: true }));
+
+  if (text === null) return { document: {}, patchable: true, providers: builtins(), diagnostics };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    report("", `not valid JSON (${(error as Error).message}); ${FALLBACK}`);
+    return { document: {}, patchable: false, providers: builtins(), diagnostics };
+  }
+  if (!isObject(parsed)) {
+    report("", `must be a JSON object like {"providers": {...}}; ${FALLBACK}`);
+    return { document: {}, patchable: false, providers: builtins(), diagnostics };
+  }
+  const document = parsed;
+  const section = document.providers;
+  if (section === undefined) {
+    return { document, patchable: true, providers: builtins(), diagnostics };
+  }
+  if (!isObject(section)) {
+    report("providers", `must be an object keyed by provider id; ${FALLBACK}`);
+    return { document, patchable: true, providers: builtins(), diagnostics };
+  }
+
+  const providers = builtins();
+  for (const [id, entry] of Object.entries(section)) {
+    const base = ["providers", id];
+    const idCheck = ProviderIdSchema.safeParse(id);
+    if (!idCheck.success) {
+      report(jsonPath(base), `provider id ${idCheck.error.issues[0]!.message}; entry ignored`);
+      continue;
+    }
+    if (!isObject(entry)) {
+      report(jsonPath(base), "must be an object of provider settings; entry ignored");
+      continue;
+    }
+    // Each field on its own, so a bad `label` does not cost a valid `enabled`.
+    const valid: Partial<Record<EntryField, unknown>> = {};
+    for (const field of ENTRY_FIELDS) {
+      if (!(field in entry)) continue;
+      const result = entryFields[field].safeParse(entry[field]);
+      if (result.success) {
+        if (result.data !== undefined) valid[field] = result.data;
+      } else {
+        for (const issue of issues(result.error, [...base, field])) {
+          report(issue.field, `${issue.message}; setting ignored`);
+        }
+      }
+    }
+    for (const key of Object.keys(entry)) {
+      if (!(ENTRY_FIELDS as string[]).includes(key)) {
+        report(
+          jsonPath([...base, key]),
+          `unknown setting (known: ${ENTRY_FIELDS.join(", ")}); kept in the file, not used`,
+        );
+      }
+    }
+
+    const builtin = builtinProvider(id);
+    if (builtin) {
+      const index = providers.findIndex((provider) => provider.id === id);
+      const current = providers[index]!;
+      if (valid.command !== undefined && builtin.transport === "native") {
+        report(jsonPath([...base, "command"]), "the native agent runs in the server; ignored");
+        delete valid.command;
+      }
+      providers[index] = {
+        ...current,
+        label: (valid.label as string | undefined) ?? current.label,
+        enabled: (valid.enabled as boolean | undefined) ?? current.enabled,
+        command: (valid.command as string[] | undefined) ?? current.command,
+        env: { ...current.env, ...(valid.env as Record<string, string> | undefined) },
+      };
+      continue;
+    }
+    if (valid.extends !== "acp") {
+      if (!("extends" in entry)) {
+        report(
+          jsonPath(base),
+          `no built-in provider is called "${id}"; to add a custom ACP agent set "extends": "acp" and a "command"; entry ignored`,
+        );
+      }
+      continue;
+    }
+    if (valid.command === undefined) {
+      if (!("command" in entry)) {
+        report(
+          jsonPath([...base, "command"]),
+          'a custom provider needs a command, e.g. ["my-agent", "--acp"]; entry ignored',
+        );
+      }
+      continue;
+    }
+    providers.push({
+      id,
+      label: (valid.label as string | undefined) ?? id,
+      transport: "acp",
+      builtin: false,
+      command: valid.command as string[],
+      env: { ...(valid.env as Record<string, string> | undefined) },
+      installHint: null,
+      modelProxy: null,
+      enabled: (valid.enabled as boolean | undefined) ?? true,
+    });
+  }
+  return { document, patchable: true, providers, diagnostics };
+}
+
+/** A strong ETag: the SHA-256 of the file's bytes, so any change, by anyone, changes it. */
+export function configEtag(bytes: Buffer | string): string {
+  return `"${createHash("sha256").update(bytes).digest("hex").slice(0, 32)}"`;
+}
+
+/** Reads and interprets the config file; a missing or unreadable file is not an error. */
+export async function readProvidersConfig(path: string): Promise<ConfigSnapshot> {
+  let bytes: Buffer | null = null;
+  let unreadable: string | undefined;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT") unreadable = code ?? (error as Error).message;
+  }
+  if (unreadable !== undefined) {
+    const interpreted = interpretProvidersConfig(path, null);
+    interpreted.patchable = false;
+    interpreted.diagnostics.push({
+      file: path,
+      field: "",
+      message: `cannot be read (${unreadable}); ${FALLBACK}`,
+    });
+    return { ...interpreted, path, etag: configEtag(""), text: null };
+  }
+  const text = bytes === null ? null : bytes.toString("utf8");
+  return {
+    ...interpretProvidersConfig(path, text),
+    path,
+    etag: configEtag(bytes ?? ""),
+    text,
+  };
+}
+
+/**
+ * Replaces the file atomically: the text goes to a temporary file in the same directory (so the
+ * rename cannot cross file systems), is flushed, renamed over the target, and the directory is
+ * flushed too. A crash at any point leaves the old file or the new one, never a mix.
+ */
+export async function writeFileAtomically(path: string, text: string): Promise<void> {
+  const directory = dirname(path);
+  await mkdir(directory, { recursive: true });
+  const temporary = join(
+    directory,
+    `.${basename(path).slice(0, 100)}.deckhand-${randomBytes(6).toString("hex")}.tmp`,
+  );
+  try {
+    // "wx": never reuse a name that exists, so the temp file is never someone else's file.
+    const handle = await open(temporary, "wx", 0o600);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+  try {
+    const handle = await open(directory, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some file systems cannot fsync a directory; the data itself is already on disk.
+  }
+}

@@ -1,0 +1,67 @@
+import { ProviderCommandSchema, ProviderOptionSchema } from "@deckhand/wire";
+import { z } from "zod";
+
+/** What a probe learnt; on failure, whatever it got to before failing. */
+export const ProbeResultSchema = z.object({
+  /** `agentInfo.name` from `initialize`. */
+  agentName: z.string().nullable(),
+  /** `agentInfo.version` from `initialize`. */
+  version: z.string().nullable(),
+  models: z.array(ProviderOptionSchema),
+  currentModel: z.string().nullable(),
+  modes: z.array(ProviderOptionSchema),
+  currentMode: z.string().nullable(),
+  commands: z.array(ProviderCommandSchema),
+  /** False when the commands notification did not arrive within the bound. */
+  commandsComplete: z.boolean(),
+  /** The end of the agent's stderr, for the diagnostic. */
+  stderrTail: z.string(),
+});
+export type ProbeResult = z.infer<typeof ProbeResultSchema>;
+
+/**
+ * One provider's last probe, shaped like a row of the `provider_probes` table: `result` is the
+ * jsonb column, `error` null unless the status is `error`.
+ */
+export interface ProbeRecord {
+  providerId: string;
+  /** Hash of the resolved command, arguments and environment the probe ran with. */
+  fingerprint: string;
+  status: "ready" | "not_installed" | "error";
+  result: ProbeResult | null;
+  error: string | null;
+  probedAt: Date;
+}
+
+/** Where probe results outlive the process, so a restart does not re-probe within the TTL. */
+export interface ProbeStore {
+  load(providerId: string): Promise<ProbeRecord | undefined>;
+  save(record: ProbeRecord): Promise<void>;
+}
+
+/**
+ * Checks a record read back from storage; a row written by another version, or edited by hand,
+ * is treated as absent (the provider is probed again) instead of breaking the snapshot.
+ */
+export function parseStoredResult(value: unknown): ProbeResult | null {
+  const parsed = ProbeResultSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+/** Keeps records in memory: for tests, and for a server without a database. */
+export class MemoryProbeStore implements ProbeStore {
+  readonly records = new Map<string, ProbeRecord>();
+  loads = 0;
+  saves = 0;
+
+  async load(providerId: string): Promise<ProbeRecord | undefined> {
+    this.loads += 1;
+    const record = this.records.get(providerId);
+    return record ? structuredClone(record) : undefined;
+  }
+
+  async save(record: ProbeRecord): Promise<void> {
+    this.saves += 1;
+    this.records.set(record.providerId, structuredClone(record));
+  }
+}

@@ -1,0 +1,436 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { scriptedAcpAgentCommand } from "@deckhand/testkit";
+import { WireEnv, WireHeader } from "@deckhand/wire";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryProbeStore } from "./probe-store.ts";
+import { ProvidersError } from "./providers-error.ts";
+import { BUILTIN_PROVIDERS } from "./registry.ts";
+import {
+  cleanUp,
+  createTestService,
+  runningScriptedAgents,
+  scriptedProvider,
+  temporaryDirectory,
+  writeConfig,
+} from "./test-support.ts";
+
+const builtinIds = BUILTIN_PROVIDERS.map((provider) => provider.id);
+
+afterEach(async () => {
+  await cleanUp();
+  expect(runningScriptedAgents()).toEqual([]);
+});
+
+function entryOf(snapshot: { providers: { id: string }[] }, id: string) {
+  return snapshot.providers.find((provider) => provider.id === id) as
+    | Awaited<ReturnType<ReturnType<typeof createTestService>["snapshot"]>>["providers"][number]
+    | undefined;
+}
+
+describe("the snapshot", () => {
+  it("shows the scripted agent, configured as a custom provider, ready with models, modes and commands", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    const snapshot = await service.snapshot();
+    expect(snapshot.diagnostics).toEqual([]);
+    expect(snapshot.providers.map((provider) => provider.id)).toEqual([...builtinIds, "scripted"]);
+    const scripted = entryOf(snapshot, "scripted")!;
+    expect(scripted).toMatchObject({
+      label: "Scripted normal",
+      transport: "acp",
+      builtin: false,
+      enabled: true,
+      status: "ready",
+      version: "1.2.3",
+      current_model: "scripted-large",
+      current_mode: "ask",
+      last_error: null,
+      resolved_path: process.execPath,
+    });
+    expect(scripted.models.map((model) => model.id)).toEqual(["scripted-large", "scripted-small"]);
+    expect(scripted.modes.map((mode) => mode.id)).toEqual(["ask", "code"]);
+    expect(scripted.commands.map((command) => [command.name, command.kind])).toEqual([
+      ["review", "command"],
+      ["plan", "command"],
+      ["release-notes", "skill"],
+    ]);
+    expect(scripted.probed_at).not.toBeNull();
+  });
+
+  it("gives built-ins that are not installed, the native agent and their hints without probing", async () => {
+    const service = createTestService({ modelUpstreamConfigured: false });
+    const snapshot = await service.snapshot();
+    expect(snapshot.providers.map((provider) => [provider.id, provider.status])).toEqual([
+      ["deckhand", "error"],
+      ["codex", "not_installed"],
+      ["claude", "not_installed"],
+      ["gemini", "not_installed"],
+      ["opencode", "not_installed"],
+      ["goose", "not_installed"],
+      ["qwen", "not_installed"],
+    ]);
+    expect(entryOf(snapshot, "deckhand")!.last_error).toContain("no model upstream");
+    expect(entryOf(snapshot, "codex")!.last_error).toBe(
+      "codex-acp was not found on PATH; install it with: npm install -g @zed-industries/codex-acp",
+    );
+    expect(service.store.saves).toBe(0);
+    const ready = createTestService({ modelUpstreamConfigured: () => true });
+    expect(entryOf(await ready.snapshot(), "deckhand")!.status).toBe("ready");
+  });
+
+  it("finds a built-in's command in the project's node_modules/.bin and probes it", async () => {
+    const project = temporaryDirectory();
+    mkdirSync(join(project, "node_modules", ".bin"), { recursive: true });
+    const launcher = join(project, "node_modules", ".bin", "codex-acp");
+    const command = scriptedAcpAgentCommand("normal", { agentVersion: "0.16.0" });
+    writeFileSync(
+      launcher,
+      `#!/bin/sh\nexec ${command.map((part) => `'${part}'`).join(" ")} "$@"\n`,
+    );
+    chmodSync(launcher, 0o755);
+    const service = createTestService({ projectDir: project });
+    const codex = entryOf(await service.snapshot(), "codex")!;
+    expect(codex).toMatchObject({ status: "ready", resolved_path: launcher, version: "0.16.0" });
+  });
+
+  it("shows a disabled provider as disabled, without probing it, and the setting survives a restart", async () => {
+    const first = createTestService();
+    writeConfig(first.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    await first.patchConfig({ providers: { scripted: { enabled: false } } });
+    expect(entryOf(await first.snapshot(), "scripted")).toMatchObject({
+      status: "disabled",
+      enabled: false,
+    });
+    const restarted = createTestService({ configPath: first.configPath });
+    expect(entryOf(await restarted.snapshot(), "scripted")!.status).toBe("disabled");
+    expect(first.store.saves + restarted.store.saves).toBe(0);
+    // Enabling keeps the custom provider's command: the patch merges field by field.
+    await restarted.patchConfig({ providers: { scripted: { enabled: null } } });
+    expect(JSON.parse(readFileSync(first.configPath, "utf8")).providers.scripted).toEqual(
+      scriptedProvider("normal"),
+    );
+    expect(entryOf(await restarted.snapshot(), "scripted")!.status).toBe("ready");
+  });
+
+  it("stays up with the built-ins and a diagnostic when the config file is broken", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, '{"providers": {"codex": ');
+    const snapshot = await service.snapshot();
+    expect(snapshot.providers.map((provider) => provider.id)).toEqual(builtinIds);
+    expect(snapshot.diagnostics).toEqual([
+      {
+        file: service.configPath,
+        field: "",
+        message: expect.stringContaining("not valid JSON"),
+      },
+    ]);
+  });
+
+  it("ends every failure mode as error with a diagnostic, and a hanging agent holds up no one", async () => {
+    const service = createTestService({ probeTimeoutMs: 1_500 });
+    writeConfig(service.configPath, {
+      providers: {
+        normal: scriptedProvider("normal"),
+        hang: scriptedProvider("hang"),
+        crash: scriptedProvider("crash"),
+        garbage: scriptedProvider("garbage"),
+        auth: scriptedProvider("auth-required"),
+      },
+    });
+    const started = Date.now();
+    const snapshot = await service.snapshot();
+    // Concurrent: the whole snapshot takes about one timeout, not the sum of the probes.
+    expect(Date.now() - started).toBeLessThan(4_000);
+    const statuses = Object.fromEntries(
+      snapshot.providers.slice(builtinIds.length).map((entry) => [entry.id, entry.status]),
+    );
+    expect(statuses).toEqual({
+      normal: "ready",
+      hang: "error",
+      crash: "error",
+      garbage: "error",
+      auth: "error",
+    });
+    expect(entryOf(snapshot, "hang")!.last_error).toContain("no answer to initialize");
+    expect(entryOf(snapshot, "crash")!.last_error).toContain("exited (code 3)");
+    expect(entryOf(snapshot, "garbage")!.last_error).toContain("not ACP JSON");
+    expect(entryOf(snapshot, "auth")!.last_error).toContain("needs a login");
+    const diagnostic = await service.diagnostic("crash");
+    expect(diagnostic).toContain("last probe error: the agent exited (code 3) during initialize");
+    expect(diagnostic).toContain("crashing in initialize as asked");
+    expect(diagnostic).toContain("version output (--version, exit 0):\nscripted-acp-agent 1.2.3");
+  });
+
+  it("answers a refresh of one provider while another's refresh hangs, showing that one loading", async () => {
+    const service = createTestService({ probeTimeoutMs: 3_000 });
+    writeConfig(service.configPath, {
+      providers: { normal: scriptedProvider("normal"), hang: scriptedProvider("hang") },
+    });
+    const hanging = service.refresh({ ids: ["hang"] });
+    const started = Date.now();
+    const normal = await service.refresh({ ids: ["normal"] });
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(entryOf(normal, "normal")!.status).toBe("ready");
+    expect(entryOf(normal, "hang")!.status).toBe("loading");
+    expect(entryOf(await hanging, "hang")!.status).toBe("error");
+  });
+});
+
+describe("the probe cache", () => {
+  it("probes once within the TTL, persists through the store, and a restart does not re-probe", async () => {
+    let clock = new Date("2026-01-01T00:00:00Z");
+    const store = new MemoryProbeStore();
+    const service = createTestService({ probeStore: store, now: () => clock });
+    writeConfig(service.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    const first = entryOf(await service.snapshot(), "scripted")!;
+    expect(store.saves).toBe(1);
+    expect(store.records.get("scripted")).toMatchObject({
+      providerId: "scripted",
+      status: "ready",
+      error: null,
+      probedAt: clock,
+    });
+    await service.snapshot();
+    expect(store.saves).toBe(1);
+
+    clock = new Date("2026-01-01T23:00:00Z");
+    const restarted = createTestService({
+      configPath: service.configPath,
+      probeStore: store,
+      now: () => clock,
+    });
+    expect(entryOf(await restarted.snapshot(), "scripted")).toEqual(first);
+    expect(store.saves).toBe(1);
+
+    // Past the TTL, the next snapshot probes again.
+    clock = new Date("2026-01-02T00:00:01Z");
+    await restarted.snapshot();
+    expect(store.saves).toBe(2);
+  });
+
+  it("probes again when the command or env changes, and when forced", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    await service.snapshot();
+    expect(service.store.saves).toBe(1);
+    await service.patchConfig({ providers: { scripted: { env: { EXTRA: "1" } } } });
+    await service.snapshot();
+    expect(service.store.saves).toBe(2);
+    await service.refresh({ ids: ["scripted"] });
+    expect(service.store.saves).toBe(2);
+    await service.refresh({ ids: ["scripted"], force: true });
+    expect(service.store.saves).toBe(3);
+  });
+
+  it("ignores a stored result that does not parse, and a store that fails", async () => {
+    const store = new MemoryProbeStore();
+    const service = createTestService({ probeStore: store });
+    writeConfig(service.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    await service.snapshot();
+    const record = store.records.get("scripted")!;
+    store.records.set("scripted", { ...record, result: { models: "garbled" } as never });
+    const restarted = createTestService({ configPath: service.configPath, probeStore: store });
+    expect(entryOf(await restarted.snapshot(), "scripted")!.status).toBe("ready");
+    expect(store.saves).toBe(2);
+
+    const broken = createTestService({
+      configPath: service.configPath,
+      probeStore: {
+        load: () => Promise.reject(new Error("database down")),
+        save: () => Promise.reject(new Error("database down")),
+      },
+    });
+    expect(entryOf(await broken.snapshot(), "scripted")!.status).toBe("ready");
+  });
+
+  it("shows loading only for a provider whose forced refresh is running", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: {
+        slow: scriptedProvider("slow-commands", {
+          command: scriptedAcpAgentCommand("slow-commands", { commandsDelayMs: 600 }),
+        }),
+        other: scriptedProvider("normal"),
+      },
+    });
+    const before = await service.snapshot();
+    expect(entryOf(before, "slow")!.status).toBe("ready");
+    const refreshing = service.refresh({ ids: ["slow"], force: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const during = await service.snapshot();
+    expect(entryOf(during, "slow")).toMatchObject({ status: "loading", version: "1.2.3" });
+    expect(entryOf(during, "other")!.status).toBe("ready");
+    expect(entryOf(await refreshing, "slow")!.status).toBe("ready");
+    expect(entryOf(await service.snapshot(), "slow")!.status).toBe("ready");
+  });
+
+  it("refuses to refresh a provider that does not exist", async () => {
+    const service = createTestService();
+    await expect(service.refresh({ ids: ["nope"] })).rejects.toMatchObject({
+      code: "unknown_provider",
+    });
+  });
+});
+
+describe("patchConfig", () => {
+  it("loses no update when patches race, and keeps fields Deckhand does not know", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, { $comment: "mine", providers: { codex: { note: "keep" } } });
+    await Promise.all(
+      builtinIds.map((id, index) =>
+        service.patchConfig({ providers: { [id]: { enabled: index % 2 === 0 } } }),
+      ),
+    );
+    const written = JSON.parse(readFileSync(service.configPath, "utf8"));
+    expect(written.$comment).toBe("mine");
+    expect(written.providers.codex).toEqual({ note: "keep", enabled: false });
+    for (const [index, id] of builtinIds.entries()) {
+      expect(written.providers[id].enabled).toBe(index % 2 === 0);
+    }
+  });
+
+  it("lets exactly one of several patches made against the same ETag win; the rest are stale", async () => {
+    const service = createTestService();
+    const { etag } = await service.getConfig();
+    const results = await Promise.allSettled(
+      ["codex", "claude", "gemini", "qwen"].map((id) =>
+        service.patchConfig({ providers: { [id]: { enabled: false } } }, { ifMatch: etag }),
+      ),
+    );
+    expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(1);
+    for (const result of results) {
+      if (result.status === "rejected") {
+        expect(result.reason).toBeInstanceOf(ProvidersError);
+        expect(result.reason.code).toBe("stale_config");
+      }
+    }
+    const current = await service.getConfig();
+    expect(current.etag).not.toBe(etag);
+    await service.patchConfig(
+      { providers: { goose: { enabled: false } } },
+      { ifMatch: current.etag },
+    );
+    await service.patchConfig({ providers: { goose: { enabled: true } } }, { ifMatch: "*" });
+  });
+
+  it("refuses a patch that would add a problem, but not one made despite old problems", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, { providers: { codex: { enabled: "yes" } } });
+    await expect(
+      service.patchConfig({ providers: { claude: { command: "claude" } } }),
+    ).rejects.toMatchObject({
+      code: "invalid_patch",
+      message: expect.stringContaining("providers.claude.command"),
+    });
+    await expect(service.patchConfig([1] as unknown)).rejects.toMatchObject({
+      code: "invalid_patch",
+    });
+    const patched = await service.patchConfig({ providers: { claude: { enabled: false } } });
+    expect(patched.diagnostics.map((diagnostic) => diagnostic.field)).toEqual([
+      "providers.codex.enabled",
+    ]);
+  });
+
+  it("will not patch over a file that is not JSON", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, "{ oops");
+    await expect(
+      service.patchConfig({ providers: { codex: { enabled: false } } }),
+    ).rejects.toMatchObject({ code: "unreadable_config" });
+    expect(readFileSync(service.configPath, "utf8")).toBe("{ oops");
+  });
+});
+
+describe("the agent environment", () => {
+  it("withholds Deckhand's tokens and the named upstream keys from probed agents", async () => {
+    const service = createTestService({
+      env: {
+        PATH: "/usr/bin:/bin",
+        UPSTREAM_KEY: "sk-real",
+        [WireEnv.adminToken]: "admin-token",
+        VISIBLE: "yes",
+      },
+      withheldEnv: ["UPSTREAM_KEY"],
+    });
+    const script = `echo key=\${UPSTREAM_KEY:-withheld} admin=\${${WireEnv.adminToken}:-withheld} visible=\${VISIBLE} own=\${OWN}`;
+    writeConfig(service.configPath, {
+      providers: {
+        shell: { extends: "acp", command: ["/bin/sh", "-c", script], env: { OWN: "1" } },
+      },
+    });
+    expect(await service.diagnostic("shell")).toContain(
+      "key=withheld admin=withheld visible=yes own=1",
+    );
+  });
+});
+
+describe("resolve", () => {
+  const proxy = {
+    proxyUrl: "http://127.0.0.1:7420/model-provider/codex",
+    token: "dhmp_secret",
+    jobId: "job-1",
+  };
+
+  it("points a built-in at the model-provider proxy with the token only in the environment", async () => {
+    const project = temporaryDirectory();
+    mkdirSync(join(project, "node_modules", ".bin"), { recursive: true });
+    const launcher = join(project, "node_modules", ".bin", "codex-acp");
+    writeFileSync(launcher, "#!/bin/sh\n");
+    chmodSync(launcher, 0o755);
+    const service = createTestService({ projectDir: project });
+    const resolved = await service.resolve("codex", proxy);
+    expect(resolved).toMatchObject({
+      id: "codex",
+      transport: "acp",
+      executable: launcher,
+      agentType: "codex",
+      unset: [WireEnv.adminToken, WireEnv.agentToken, WireEnv.modelProviderToken, "OPENAI_API_KEY"],
+      env: { [WireEnv.modelProviderToken]: "dhmp_secret", [WireEnv.jobId]: "job-1" },
+    });
+    expect(resolved.args).toContain(
+      'model_providers.deckhand.base_url="http://127.0.0.1:7420/model-provider/codex"',
+    );
+    expect(resolved.args).toContain(
+      `model_providers.deckhand.env_http_headers={"${WireHeader.jobId}"="${WireEnv.jobId}"}`,
+    );
+    expect(resolved.args.join(" ")).not.toContain("dhmp_secret");
+  });
+
+  it("gives a custom provider's command and env, and explains what cannot be started", async () => {
+    const service = createTestService({ modelUpstreamConfigured: false });
+    writeConfig(service.configPath, {
+      providers: {
+        scripted: scriptedProvider("normal", { env: { A: "1" } }),
+        off: scriptedProvider("normal", { enabled: false }),
+      },
+    });
+    const [, ...args] = scriptedAcpAgentCommand("normal");
+    expect(await service.resolve("scripted", proxy)).toEqual({
+      id: "scripted",
+      label: "Scripted normal",
+      transport: "acp",
+      executable: process.execPath,
+      args,
+      env: { A: "1" },
+      unset: [WireEnv.adminToken, WireEnv.agentToken, WireEnv.modelProviderToken],
+      agentType: null,
+    });
+    await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
+    await expect(service.resolve("claude")).rejects.toMatchObject({
+      code: "provider_not_installed",
+    });
+    await expect(service.resolve("deckhand")).rejects.toMatchObject({
+      code: "provider_unavailable",
+    });
+    await expect(service.resolve("nope")).rejects.toMatchObject({ code: "unknown_provider" });
+  });
+
+  it("resolves the native agent when a model upstream is configured", async () => {
+    const service = createTestService();
+    expect(await service.resolve("deckhand")).toMatchObject({
+      transport: "native",
+      executable: null,
+    });
+  });
+});

@@ -1,0 +1,573 @@
+import { createHash } from "node:crypto";
+import {
+  type ProviderEntry,
+  type ProvidersConfigResponse,
+  type ProvidersDiagnostic,
+  type ProvidersSnapshot,
+  WireEnv,
+} from "@deckhand/wire";
+import { probeAcpAgent, versionOutput } from "./acp-probe.ts";
+import {
+  type ConfigSnapshot,
+  type ConfiguredProvider,
+  configEtag,
+  interpretProvidersConfig,
+  readProvidersConfig,
+  writeFileAtomically,
+} from "./config-file.ts";
+import { applyMergePatch } from "./merge-patch.ts";
+import {
+  MemoryProbeStore,
+  type ProbeRecord,
+  type ProbeStore,
+  parseStoredResult,
+} from "./probe-store.ts";
+import { ProvidersError } from "./providers-error.ts";
+import type { ModelProxyContext } from "./registry.ts";
+import { resolveExecutable } from "./resolve-executable.ts";
+
+export type LogFields = Record<string, unknown>;
+
+export interface ProvidersLogger {
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+}
+
+const silentLogger: ProvidersLogger = { info() {}, warn() {} };
+
+export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
+export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
+
+export interface ProviderServiceOptions {
+  /** The providers config file, e.g. `<data-dir>/providers.json`; it need not exist. */
+  configPath: string;
+  /** Where probe results persist; in memory when omitted. */
+  probeStore?: ProbeStore;
+  /** Whether the native agent has a model upstream; a function when it can change at runtime. */
+  modelUpstreamConfigured: boolean | (() => boolean);
+  /** The project whose `node_modules/.bin` is searched before PATH. */
+  projectDir?: string;
+  /** The environment agents inherit and PATH is read from; `process.env` by default. */
+  env?: Record<string, string | undefined>;
+  /**
+   * Variables never passed to a probed agent, on top of Deckhand's own tokens: pass the names
+   * of the model upstreams' key variables, so agents never see a real API key.
+   */
+  withheldEnv?: readonly string[];
+  logger?: ProvidersLogger;
+  probeTimeoutMs?: number;
+  commandsWaitMs?: number;
+  /** How long a probe result is trusted (24 h by default). */
+  ttlMs?: number;
+  now?: () => Date;
+  /** Reported to agents as `clientInfo.version`. */
+  clientVersion?: string;
+}
+
+/** What the agent-backends need to start a provider's agent. */
+export interface ResolvedProvider {
+  id: string;
+  label: string;
+  transport: "native" | "acp";
+  /** The executable's absolute path; null for the native agent. */
+  executable: string | null;
+  args: string[];
+  /** Set over the inherited environment (the provider's `env`, then the proxy's variables). */
+  env: Record<string, string>;
+  /**
+   * Removed from the inherited environment first: Deckhand's own tokens, the withheld variables
+   * (upstream API keys) and whatever the agent's proxy setup replaces.
+   */
+  unset: string[];
+  /**
+   * The proxy route's last segment for this provider (`<server>/model-provider/<agentType>`);
+   * null when the agent cannot be pointed at the proxy.
+   */
+  agentType: string | null;
+}
+
+export interface RefreshOptions {
+  /** The providers to probe; every enabled, installed ACP provider when omitted. */
+  ids?: readonly string[];
+  /** Probe even when the cached result is still fresh. */
+  force?: boolean;
+}
+
+export interface PatchConfigOptions {
+  /** The `If-Match` header: the ETag the patch was made against, or `*`. */
+  ifMatch?: string;
+}
+
+export interface ProviderService {
+  /** Every provider with its status; complete when returned (see the providers spec). */
+  snapshot(): Promise<ProvidersSnapshot>;
+  getConfig(): Promise<ProvidersConfigResponse>;
+  /** Applies a JSON merge patch to the config file, atomically and one at a time. */
+  patchConfig(patch: unknown, options?: PatchConfigOptions): Promise<ProvidersConfigResponse>;
+  refresh(options?: RefreshOptions): Promise<ProvidersSnapshot>;
+  /** Plain text for a human: resolved command, version output, last probe error and stderr. */
+  diagnostic(id: string): Promise<string>;
+  /** How to start a provider, pointed at the model-provider proxy when `proxy` is given. */
+  resolve(id: string, proxy?: ModelProxyContext): Promise<ResolvedProvider>;
+  /** Cancels running probes and waits for their agents to stop. */
+  close(): Promise<void>;
+}
+
+interface Installed {
+  provider: ConfiguredProvider;
+  executable: string | null;
+  fingerprint: string | null;
+}
+
+function fingerprintOf(executable: string, args: readonly string[], env: Record<string, string>) {
+  // The environment is hashed, never stored, since it may hold credentials.
+  const sortedEnv = Object.entries(env).sort(([left], [right]) => left.localeCompare(right));
+  return createHash("sha256")
+    .update(JSON.stringify({ executable, args, env: sortedEnv }))
+    .digest("hex");
+}
+
+function etagMatches(header: string, etag: string): boolean {
+  return header
+    .split(",")
+    .map((candidate) => candidate.trim().replace(/^W\//, ""))
+    .some((candidate) => candidate === "*" || candidate === etag);
+}
+
+function diagnosticKey(diagnostic: ProvidersDiagnostic): string {
+  return `${diagnostic.field}\u0000${diagnostic.message}`;
+}
+
+export function createProviderService(options: ProviderServiceOptions): ProviderService {
+  const store = options.probeStore ?? new MemoryProbeStore();
+  const logger = options.logger ?? silentLogger;
+  const env = options.env ?? process.env;
+  const withheld = new Set<string>([
+    WireEnv.adminToken,
+    WireEnv.agentToken,
+    WireEnv.modelProviderToken,
+    ...(options.withheldEnv ?? []),
+  ]);
+  /** What a probed agent inherits: the server's environment without any secret it knows of. */
+  const agentEnv = (provider: ConfiguredProvider): Record<string, string | undefined> => {
+    const inherited = Object.fromEntries(
+      Object.entries(env).filter(([name]) => !withheld.has(name)),
+    );
+    return { ...inherited, ...provider.env };
+  };
+  const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
+  const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
+  const now = options.now ?? (() => new Date());
+  const upstreamConfigured = () =>
+    typeof options.modelUpstreamConfigured === "function"
+      ? options.modelUpstreamConfigured()
+      : options.modelUpstreamConfigured;
+
+  /** Last known record per provider; filled from the store on first use. */
+  const records = new Map<string, ProbeRecord | null>();
+  const inflight = new Map<string, { fingerprint: string; promise: Promise<ProbeRecord> }>();
+  /**
+   * Providers a `refresh()` is probing: the only ones a snapshot shows as `loading`, so a
+   * refresh of one provider never waits for another's probe.
+   */
+  const refreshing = new Set<string>();
+  const lifetime = new AbortController();
+  let writes: Promise<unknown> = Promise.resolve();
+  let loggedDiagnostics = "";
+
+  async function readConfig(): Promise<ConfigSnapshot> {
+    const config = await readProvidersConfig(options.configPath);
+    const key = config.diagnostics.map(diagnosticKey).join("\n");
+    if (key !== loggedDiagnostics) {
+      loggedDiagnostics = key;
+      for (const diagnostic of config.diagnostics) {
+        logger.warn("providers config problem", { ...diagnostic });
+      }
+    }
+    return config;
+  }
+
+  async function install(provider: ConfiguredProvider): Promise<Installed> {
+    if (provider.transport === "native" || provider.command === null) {
+      return { provider, executable: null, fingerprint: null };
+    }
+    const [name, ...args] = provider.command;
+    const executable = await resolveExecutable(name!, {
+      ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {}),
+      path: env.PATH ?? "",
+    });
+    return {
+      provider,
+      executable,
+      fingerprint: executable ? fingerprintOf(executable, args, { ...provider.env }) : null,
+    };
+  }
+
+  async function knownRecord(id: string): Promise<ProbeRecord | null> {
+    if (records.has(id)) return records.get(id)!;
+    let record: ProbeRecord | null = null;
+    try {
+      const stored = await store.load(id);
+      if (stored) {
+        const result = stored.result === null ? null : parseStoredResult(stored.result);
+        // A result that no longer parses is as good as none: probe again.
+        if (stored.result === null || result !== null) record = { ...stored, result };
+      }
+    } catch (error) {
+      logger.warn("cannot load a provider probe result; probing again", {
+        providerId: id,
+        error: (error as Error).message,
+      });
+    }
+    if (!records.has(id)) records.set(id, record);
+    return records.get(id)!;
+  }
+
+  function fresh(record: ProbeRecord | null, fingerprint: string): record is ProbeRecord {
+    return (
+      record !== null &&
+      record.fingerprint === fingerprint &&
+      now().getTime() - record.probedAt.getTime() < ttlMs
+    );
+  }
+
+  function probe(installed: Installed): Promise<ProbeRecord> {
+    const { provider, executable, fingerprint } = installed;
+    const running = inflight.get(provider.id);
+    if (running && running.fingerprint === fingerprint) return running.promise;
+    const [, ...args] = provider.command!;
+    const promise = (async () => {
+      const outcome = await probeAcpAgent({
+        executable: executable!,
+        args,
+        env: agentEnv(provider),
+        timeoutMs: probeTimeoutMs,
+        commandsWaitMs,
+        signal: lifetime.signal,
+        ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
+      });
+      const record: ProbeRecord = {
+        providerId: provider.id,
+        fingerprint: fingerprint!,
+        status: outcome.status,
+        result: outcome.result,
+        error: outcome.status === "ready" ? null : outcome.error,
+        probedAt: now(),
+      };
+      if (outcome.status !== "ready") {
+        logger.warn("provider probe failed", { providerId: provider.id, error: outcome.error });
+      }
+      if (!lifetime.signal.aborted) {
+        records.set(provider.id, record);
+        try {
+          await store.save(record);
+        } catch (error) {
+          logger.warn("cannot save a provider probe result", {
+            providerId: provider.id,
+            error: (error as Error).message,
+          });
+        }
+      }
+      return record;
+    })().finally(() => {
+      if (inflight.get(provider.id)?.promise === promise) inflight.delete(provider.id);
+    });
+    inflight.set(provider.id, { fingerprint: fingerprint!, promise });
+    return promise;
+  }
+
+  function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
+    const { provider, executable } = installed;
+    const result = record?.result ?? null;
+    const base: ProviderEntry = {
+      id: provider.id,
+      label: provider.label,
+      transport: provider.transport,
+      builtin: provider.builtin,
+      enabled: provider.enabled,
+      status: "ready",
+      command: provider.command ? [...provider.command] : null,
+      resolved_path: executable,
+      install_hint: provider.installHint,
+      version: result?.version ?? null,
+      models: result?.models ?? [],
+      current_model: result?.currentModel ?? null,
+      modes: result?.modes ?? [],
+      current_mode: result?.currentMode ?? null,
+      commands: result?.commands ?? [],
+      last_error: record?.error ?? null,
+      probed_at: record ? record.probedAt.toISOString() : null,
+    };
+    if (!provider.enabled) return { ...base, status: "disabled" };
+    if (provider.transport === "native") {
+      return upstreamConfigured()
+        ? base
+        : {
+            ...base,
+            status: "error",
+            last_error:
+              "no model upstream is configured; add one under modelUpstreams in the server's config.json",
+          };
+    }
+    if (executable === null) {
+      const name = provider.command?.[0] ?? "";
+      const where = options.projectDir
+        ? `on PATH or in ${options.projectDir}/node_modules/.bin`
+        : "on PATH";
+      const hint = provider.installHint ? `; install it with: ${provider.installHint}` : "";
+      return {
+        ...base,
+        status: "not_installed",
+        last_error: `${name} was not found ${where}${hint}`,
+      };
+    }
+    if (refreshing.has(provider.id)) return { ...base, status: "loading" };
+    return { ...base, status: record?.status ?? "error" };
+  }
+
+  /** Tier 1 for everyone; tier 2 (a probe) for those without a fresh cached result. */
+  async function buildSnapshot(config: ConfigSnapshot): Promise<ProvidersSnapshot> {
+    const installed = await Promise.all(config.providers.map(install));
+    const entries = await Promise.all(
+      installed.map(async (item) => {
+        if (item.fingerprint === null || !item.provider.enabled) {
+          return entry(item, await knownRecord(item.provider.id));
+        }
+        if (refreshing.has(item.provider.id))
+          return entry(item, await knownRecord(item.provider.id));
+        const record = await knownRecord(item.provider.id);
+        if (fresh(record, item.fingerprint)) return entry(item, record);
+        return entry(item, await probe(item));
+      }),
+    );
+    return { providers: entries, diagnostics: config.diagnostics };
+  }
+
+  function configResponse(config: ConfigSnapshot): ProvidersConfigResponse {
+    return { config: config.document, etag: config.etag, diagnostics: config.diagnostics };
+  }
+
+  /** Serialises writers: each patch reads the file only after the previous one wrote it. */
+  function serialised<T>(operation: () => Promise<T>): Promise<T> {
+    const next = writes.then(operation, operation);
+    writes = next.catch(() => {});
+    return next;
+  }
+
+  async function find(id: string): Promise<{ config: ConfigSnapshot; installed: Installed }> {
+    const config = await readConfig();
+    const provider = config.providers.find((candidate) => candidate.id === id);
+    if (!provider) {
+      const known = config.providers.map((candidate) => candidate.id).join(", ");
+      throw new ProvidersError(
+        "unknown_provider",
+        `no provider "${id}"; known providers: ${known}`,
+      );
+    }
+    return { config, installed: await install(provider) };
+  }
+
+  return {
+    async snapshot() {
+      return buildSnapshot(await readConfig());
+    },
+
+    async getConfig() {
+      return configResponse(await readConfig());
+    },
+
+    patchConfig(patch, patchOptions = {}) {
+      return serialised(async () => {
+        if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
+          throw new ProvidersError(
+            "invalid_patch",
+            'a providers config patch must be a JSON object (a JSON merge patch), e.g. {"providers": {"codex": {"enabled": false}}}',
+          );
+        }
+        const current = await readConfig();
+        if (
+          patchOptions.ifMatch !== undefined &&
+          !etagMatches(patchOptions.ifMatch, current.etag)
+        ) {
+          throw new ProvidersError(
+            "stale_config",
+            `the providers config changed since ${patchOptions.ifMatch} (now ${current.etag}); read it again and reapply your change`,
+          );
+        }
+        if (!current.patchable) {
+          const problem = current.diagnostics.map((diagnostic) => diagnostic.message).join("; ");
+          throw new ProvidersError(
+            "unreadable_config",
+            `${current.path} cannot be patched: ${problem}; fix or remove the file first`,
+          );
+        }
+        const document = applyMergePatch(current.document, patch) as Record<string, unknown>;
+        const text = `${JSON.stringify(document, null, 2)}\n`;
+        // The file may already hold problems the user has not fixed; only new ones are refused.
+        const before = new Set(current.diagnostics.map(diagnosticKey));
+        const introduced = interpretProvidersConfig(current.path, text).diagnostics.filter(
+          (diagnostic) => !before.has(diagnosticKey(diagnostic)),
+        );
+        if (introduced.length > 0) {
+          throw new ProvidersError(
+            "invalid_patch",
+            introduced.map((diagnostic) => `${diagnostic.field}: ${diagnostic.message}`).join("; "),
+          );
+        }
+        try {
+          await writeFileAtomically(current.path, text);
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+          throw new ProvidersError(
+            "config_write_failed",
+            `cannot write ${current.path}: ${code}; check the permissions and free space of its directory`,
+            { cause: error },
+          );
+        }
+        logger.info("providers config changed", { file: current.path, etag: configEtag(text) });
+        return configResponse(await readConfig());
+      });
+    },
+
+    async refresh(refreshOptions = {}) {
+      const config = await readConfig();
+      const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
+      for (const id of ids) {
+        if (!config.providers.some((provider) => provider.id === id)) {
+          throw new ProvidersError(
+            "unknown_provider",
+            `no provider "${id}"; known providers: ${config.providers.map((provider) => provider.id).join(", ")}`,
+          );
+        }
+      }
+      const chosen = config.providers.filter(
+        (provider) => ids.includes(provider.id) && provider.enabled,
+      );
+      const installed = await Promise.all(chosen.map(install));
+      const probes = installed
+        .filter((item) => item.fingerprint !== null)
+        .map(async (item) => {
+          const id = item.provider.id;
+          if (!refreshOptions.force && fresh(await knownRecord(id), item.fingerprint!)) return;
+          refreshing.add(id);
+          try {
+            // A forced refresh does not reuse a probe that started before it was asked for.
+            if (refreshOptions.force) inflight.delete(id);
+            await probe(item);
+          } finally {
+            refreshing.delete(id);
+          }
+        });
+      await Promise.all(probes);
+      return buildSnapshot(await readConfig());
+    },
+
+    async diagnostic(id) {
+      const { config, installed } = await find(id);
+      const { provider, executable, fingerprint } = installed;
+      const record = await knownRecord(id);
+      const snapshotEntry = entry(installed, record);
+      const lines = [
+        `provider: ${provider.id} (${provider.label}; ${provider.transport}; ${provider.builtin ? "built-in" : "custom"})`,
+        `status: ${snapshotEntry.status}`,
+        `enabled: ${provider.enabled}`,
+      ];
+      if (provider.command) {
+        lines.push(`command: ${provider.command.map((part) => JSON.stringify(part)).join(" ")}`);
+        lines.push(`resolved: ${executable ?? "not found"}`);
+        const envNames = Object.keys(provider.env);
+        // Names only: values may be credentials.
+        lines.push(`env: ${envNames.length > 0 ? envNames.join(", ") : "(none)"}`);
+      }
+      if (executable) {
+        const [, ...args] = provider.command!;
+        const version = await versionOutput(executable, args, agentEnv(provider));
+        const status = version.timedOut
+          ? "timed out"
+          : version.exitCode === null
+            ? "did not run"
+            : `exit ${version.exitCode}`;
+        lines.push(`version output (--version, ${status}):`);
+        lines.push(version.output.trimEnd() === "" ? "  (none)" : version.output.trimEnd());
+      }
+      if (snapshotEntry.last_error) lines.push(`error: ${snapshotEntry.last_error}`);
+      if (record) {
+        const stale =
+          fingerprint === null || record.fingerprint !== fingerprint
+            ? " (for an earlier command or env)"
+            : "";
+        lines.push(`last probe: ${record.probedAt.toISOString()}, ${record.status}${stale}`);
+        if (record.error) lines.push(`last probe error: ${record.error}`);
+        const tail = record.result?.stderrTail.trimEnd() ?? "";
+        lines.push(`stderr (tail):`);
+        lines.push(tail === "" ? "  (empty)" : tail);
+      } else {
+        lines.push("last probe: never");
+      }
+      const related = config.diagnostics.filter(
+        (diagnostic) =>
+          diagnostic.field === `providers.${id}` || diagnostic.field.startsWith(`providers.${id}.`),
+      );
+      for (const diagnostic of related) {
+        lines.push(`config: ${diagnostic.file}: ${diagnostic.field}: ${diagnostic.message}`);
+      }
+      return `${lines.join("\n")}\n`;
+    },
+
+    async resolve(id, proxy) {
+      const { installed } = await find(id);
+      const { provider, executable } = installed;
+      if (!provider.enabled) {
+        throw new ProvidersError(
+          "provider_disabled",
+          `provider "${id}" is disabled; enable it with "deckhand providers enable ${id}"`,
+        );
+      }
+      const agentType = provider.modelProxy?.agentType ?? null;
+      if (provider.transport === "native") {
+        if (!upstreamConfigured()) {
+          throw new ProvidersError(
+            "provider_unavailable",
+            "the native agent needs a model upstream; add one under modelUpstreams in the server's config.json",
+          );
+        }
+        return {
+          id,
+          label: provider.label,
+          transport: "native",
+          executable: null,
+          args: [],
+          env: {},
+          unset: [],
+          agentType,
+        };
+      }
+      if (executable === null) {
+        throw new ProvidersError(
+          "provider_not_installed",
+          `${provider.command?.[0]} (provider "${id}") was not found${provider.installHint ? `; install it with: ${provider.installHint}` : ""}`,
+        );
+      }
+      const [, ...args] = provider.command!;
+      const launch = proxy && provider.modelProxy ? provider.modelProxy.configure(proxy) : null;
+      return {
+        id,
+        label: provider.label,
+        transport: "acp",
+        executable,
+        args: [...args, ...(launch?.args ?? [])],
+        env: { ...provider.env, ...(launch?.env ?? {}) },
+        // Deckhand's tokens and the upstream keys go too: the agent gets only what `env` gives.
+        unset: [...new Set([...withheld, ...(launch?.unset ?? [])])],
+        agentType,
+      };
+    },
+
+    async close() {
+      lifetime.abort();
+      await Promise.allSettled([...inflight.values()].map((running) => running.promise));
+    },
+  };
+}

@@ -1,0 +1,307 @@
+import { WireEnv, WireHeader } from "@deckhand/wire";
+
+/** What a launcher knows when it points an agent at Deckhand's model-provider proxy. */
+export interface ModelProxyContext {
+  /** `<server>/model-provider/<agent-type>`: the proxy route for this agent type. */
+  proxyUrl: string;
+  /** The short-lived scoped token; it travels only in the environment, never in arguments. */
+  token: string;
+  /** The job or session turn the token was minted for; sent back in the job id header. */
+  jobId: string;
+}
+
+/** How to start an agent so that it talks to the proxy instead of a real provider. */
+export interface ModelProxyLaunch {
+  /** Variables to set in the agent's environment. */
+  env: Record<string, string>;
+  /** Variables to remove first, so credentials of the machine cannot take precedence. */
+  unset: string[];
+  /** Arguments to append to the provider's command. */
+  args: string[];
+}
+
+export interface ModelProxySupport {
+  /**
+   * The last segment of the proxy URL, and the key of the server's `modelUpstreams`; the same
+   * agent types batch specs use, so one upstream configuration serves both.
+   */
+  agentType: string;
+  /** The API the agent speaks to the proxy. */
+  protocol: "openai" | "anthropic" | "gemini";
+  configure(context: ModelProxyContext): ModelProxyLaunch;
+}
+
+/** One provider: a built-in, or a custom ACP agent from the config file. */
+export interface ProviderDefinition {
+  id: string;
+  label: string;
+  transport: "native" | "acp";
+  builtin: boolean;
+  /** Executable then arguments; null for the native agent, which runs in the server. */
+  command: readonly string[] | null;
+  /** Extra environment for the agent process. */
+  env: Readonly<Record<string, string>>;
+  /** Shown when the command cannot be found. */
+  installHint: string | null;
+  /** Null when Deckhand cannot point the agent at its proxy; it then uses its own login. */
+  modelProxy: ModelProxySupport | null;
+}
+
+/** Both values travel in the environment, where every launcher below reads them from. */
+function tokenEnvironment(context: ModelProxyContext): Record<string, string> {
+  return { [WireEnv.modelProviderToken]: context.token, [WireEnv.jobId]: context.jobId };
+}
+
+/**
+ * A TOML basic string. JSON's escapes are a subset of TOML's for the characters a URL or an
+ * identifier holds, which is all that is quoted here.
+ */
+function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+/** codex's id for the proxy provider; any id but the built-in `openai`, which tries WebSockets. */
+const CODEX_PROVIDER_ID = "deckhand";
+
+/**
+ * codex-acp reads codex's `-c key=value` overrides. The custom provider takes the token from
+ * `env_key` (sent as a bearer token) and the job id header from `env_http_headers`, both read
+ * from the environment by codex, so neither value is ever in the command line.
+ */
+const codexModelProxy: ModelProxySupport = {
+  agentType: "codex",
+  protocol: "openai",
+  configure(context) {
+    const provider = `model_providers.${CODEX_PROVIDER_ID}`;
+    return {
+      env: tokenEnvironment(context),
+      unset: ["OPENAI_API_KEY"],
+      args: [
+        "-c",
+        `model_provider=${tomlString(CODEX_PROVIDER_ID)}`,
+        "-c",
+        `${provider}.name=${tomlString("Deckhand model provider")}`,
+        "-c",
+        `${provider}.base_url=${tomlString(context.proxyUrl)}`,
+        "-c",
+        `${provider}.env_key=${tomlString(WireEnv.modelProviderToken)}`,
+        "-c",
+        `${provider}.env_http_headers={${tomlString(WireHeader.jobId)}=${tomlString(WireEnv.jobId)}}`,
+      ],
+    };
+  },
+};
+
+/**
+ * Claude's SDK sends `ANTHROPIC_AUTH_TOKEN` as a bearer token, as the proxy expects;
+ * `ANTHROPIC_API_KEY` is removed so a real key cannot go out as `x-api-key`. The job id goes in
+ * `ANTHROPIC_CUSTOM_HEADERS` ("Name: value" lines).
+ */
+const claudeModelProxy: ModelProxySupport = {
+  agentType: "claude-code",
+  protocol: "anthropic",
+  configure(context) {
+    return {
+      env: {
+        ...tokenEnvironment(context),
+        ANTHROPIC_BASE_URL: context.proxyUrl,
+        ANTHROPIC_AUTH_TOKEN: context.token,
+        ANTHROPIC_CUSTOM_HEADERS: `${WireHeader.jobId}: ${context.jobId}`,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
+      },
+      unset: ["ANTHROPIC_API_KEY"],
+      args: [],
+    };
+  },
+};
+
+/**
+ * Gemini CLI sends `GEMINI_API_KEY` as `x-goog-api-key`, which the proxy does not read, so the
+ * token also goes as a bearer token in `GEMINI_CLI_CUSTOM_HEADERS` ("Name: value" pairs
+ * separated by commas), with the job id header.
+ */
+const geminiModelProxy: ModelProxySupport = {
+  agentType: "gemini",
+  protocol: "gemini",
+  configure(context) {
+    return {
+      env: {
+        ...tokenEnvironment(context),
+        GOOGLE_GEMINI_BASE_URL: context.proxyUrl,
+        GEMINI_API_KEY: context.token,
+        GEMINI_DEFAULT_AUTH_TYPE: "gemini-api-key",
+        GEMINI_CLI_CUSTOM_HEADERS: `${WireHeader.jobId}: ${context.jobId}, ${WireHeader.authorization}: Bearer ${context.token}`,
+      },
+      unset: ["GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"],
+      args: [],
+    };
+  },
+};
+
+/** opencode's provider id for the proxy; models are addressed as `deckhand/<model>`. */
+const OPENCODE_PROVIDER_ID = "deckhand";
+
+/**
+ * `OPENCODE_CONFIG_CONTENT` is applied over every config file. The token and job id are
+ * `{env:NAME}` references opencode substitutes on load, so the config text holds no secret.
+ */
+const opencodeModelProxy: ModelProxySupport = {
+  agentType: "opencode",
+  protocol: "openai",
+  configure(context) {
+    return {
+      env: {
+        ...tokenEnvironment(context),
+        OPENCODE_CONFIG_CONTENT: JSON.stringify({
+          autoupdate: false,
+          share: "disabled",
+          provider: {
+            [OPENCODE_PROVIDER_ID]: {
+              npm: "@ai-sdk/openai-compatible",
+              name: "Deckhand model provider",
+              options: {
+                baseURL: context.proxyUrl,
+                apiKey: `{env:${WireEnv.modelProviderToken}}`,
+                headers: { [WireHeader.jobId]: `{env:${WireEnv.jobId}}` },
+              },
+            },
+          },
+        }),
+        OPENCODE_DISABLE_AUTOUPDATE: "1",
+      },
+      unset: [],
+      args: [],
+    };
+  },
+};
+
+/**
+ * goose's OpenAI provider splits the URL into host and path and takes extra headers as
+ * `OPENAI_CUSTOM_HEADERS` ("Name=value" pairs separated by commas).
+ */
+const gooseModelProxy: ModelProxySupport = {
+  agentType: "goose",
+  protocol: "openai",
+  configure(context) {
+    const url = new URL(context.proxyUrl);
+    const basePath = `${url.pathname.replace(/\/$/, "")}/v1/chat/completions`.replace(/^\//, "");
+    return {
+      env: {
+        ...tokenEnvironment(context),
+        GOOSE_PROVIDER: "openai",
+        OPENAI_HOST: url.origin,
+        OPENAI_BASE_PATH: basePath,
+        OPENAI_API_KEY: context.token,
+        OPENAI_CUSTOM_HEADERS: `${WireHeader.jobId}=${context.jobId}`,
+      },
+      unset: [],
+      args: [],
+    };
+  },
+};
+
+/**
+ * Qwen Code speaks OpenAI's chat API with `OPENAI_BASE_URL` and `OPENAI_API_KEY` (sent as a
+ * bearer token). It has no environment variable for extra headers, so the job id header is
+ * missing: the proxy accepts it only once it can attribute a token without the header.
+ */
+const qwenModelProxy: ModelProxySupport = {
+  agentType: "qwen",
+  protocol: "openai",
+  configure(context) {
+    return {
+      env: {
+        ...tokenEnvironment(context),
+        OPENAI_BASE_URL: context.proxyUrl,
+        OPENAI_API_KEY: context.token,
+      },
+      unset: [],
+      args: [],
+    };
+  },
+};
+
+function npmHint(packageName: string): string {
+  return `npm install -g ${packageName}`;
+}
+
+/** The built-in providers, in the order a picker shows them. */
+export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
+  {
+    id: "deckhand",
+    label: "Deckhand",
+    transport: "native",
+    builtin: true,
+    command: null,
+    env: {},
+    installHint: null,
+    modelProxy: null,
+  },
+  {
+    id: "codex",
+    label: "Codex",
+    transport: "acp",
+    builtin: true,
+    command: ["codex-acp"],
+    env: {},
+    installHint: npmHint("@zed-industries/codex-acp"),
+    modelProxy: codexModelProxy,
+  },
+  {
+    id: "claude",
+    label: "Claude Code",
+    transport: "acp",
+    builtin: true,
+    command: ["claude-agent-acp"],
+    env: {},
+    installHint: npmHint("@agentclientprotocol/claude-agent-acp"),
+    modelProxy: claudeModelProxy,
+  },
+  {
+    id: "gemini",
+    label: "Gemini CLI",
+    transport: "acp",
+    builtin: true,
+    command: ["gemini", "--acp"],
+    env: {},
+    installHint: npmHint("@google/gemini-cli"),
+    modelProxy: geminiModelProxy,
+  },
+  {
+    id: "opencode",
+    label: "OpenCode",
+    transport: "acp",
+    builtin: true,
+    command: ["opencode", "acp"],
+    env: {},
+    installHint: npmHint("opencode-ai"),
+    modelProxy: opencodeModelProxy,
+  },
+  {
+    id: "goose",
+    label: "Goose",
+    transport: "acp",
+    builtin: true,
+    command: ["goose", "acp"],
+    env: {},
+    installHint:
+      "install goose from https://block.github.io/goose/docs/getting-started/installation",
+    modelProxy: gooseModelProxy,
+  },
+  {
+    id: "qwen",
+    label: "Qwen Code",
+    transport: "acp",
+    builtin: true,
+    command: ["qwen", "--acp"],
+    env: {},
+    installHint: npmHint("@qwen-code/qwen-code"),
+    modelProxy: qwenModelProxy,
+  },
+];
+
+/** The built-in with this id, if there is one. */
+export function builtinProvider(id: string): ProviderDefinition | undefined {
+  return BUILTIN_PROVIDERS.find((provider) => provider.id === id);
+}

@@ -1,0 +1,108 @@
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+import { describe, expect, it } from "vitest";
+import { scriptedAcpAgentCommand } from "./scripted-acp-command.ts";
+import { parseScriptedAgentArguments } from "./scripted-acp-options.ts";
+import { scriptedAgentCommands } from "./scripted-acp-script.ts";
+
+/** Starts the agent, runs `op` with an ACP client connection, and always stops the agent. */
+async function withAgent<T>(
+  command: string[],
+  op: (agent: acp.ClientContext, updates: acp.SessionNotification[]) => Promise<T>,
+): Promise<T> {
+  const [executable, ...args] = command;
+  const child = spawn(executable!, args, { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const updates: acp.SessionNotification[] = [];
+  const app = acp
+    .client({ name: "test" })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      updates.push(params);
+    });
+  const stream = acp.ndJsonStream(
+    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+  );
+  try {
+    return await app.connectWith(stream, (agent) => op(agent, updates));
+  } finally {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+const initialize: acp.InitializeRequest = {
+  protocolVersion: acp.PROTOCOL_VERSION,
+  clientCapabilities: {},
+};
+
+describe("the scripted ACP agent", () => {
+  it("answers initialize and session/new, announces its commands, and answers a prompt", async () => {
+    await withAgent(scriptedAcpAgentCommand("normal"), async (agent, updates) => {
+      const initialized = await agent.request(acp.methods.agent.initialize, initialize);
+      expect(initialized.agentInfo).toMatchObject({ name: "scripted-acp-agent", version: "1.2.3" });
+      const session = await agent.request(acp.methods.agent.session.new, {
+        cwd: "/",
+        mcpServers: [],
+      });
+      expect(session.modes?.currentModeId).toBe("ask");
+      expect(session.configOptions?.[0]).toMatchObject({
+        category: "model",
+        currentValue: "scripted-large",
+      });
+      const reply = await agent.request(acp.methods.agent.session.prompt, {
+        sessionId: session.sessionId,
+        prompt: [{ type: "text", text: "hi" }],
+      });
+      expect(reply.stopReason).toBe("end_turn");
+      const deadline = Date.now() + 2_000;
+      while (
+        !updates.some((update) => update.update.sessionUpdate === "available_commands_update")
+      ) {
+        if (Date.now() > deadline) throw new Error("no commands");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const commands = updates.find(
+        (update) => update.update.sessionUpdate === "available_commands_update",
+      )!;
+      expect(commands.update).toMatchObject({ availableCommands: scriptedAgentCommands });
+    });
+  });
+
+  it("refuses session/new with auth_required in auth-required mode", async () => {
+    await withAgent(scriptedAcpAgentCommand("auth-required"), async (agent) => {
+      const initialized = await agent.request(acp.methods.agent.initialize, initialize);
+      expect(initialized.authMethods).toHaveLength(1);
+      await expect(
+        agent.request(acp.methods.agent.session.new, { cwd: "/", mcpServers: [] }),
+      ).rejects.toMatchObject({ code: acp.RequestError.authRequired().code });
+    });
+  });
+});
+
+describe("parseScriptedAgentArguments", () => {
+  it("defaults to normal mode and a short commands delay", () => {
+    expect(parseScriptedAgentArguments([])).toEqual({
+      kind: "run",
+      options: { mode: "normal", commandsDelayMs: 20, version: "1.2.3" },
+    });
+    expect(parseScriptedAgentArguments(["--mode", "slow-commands"])).toMatchObject({
+      options: { commandsDelayMs: 1_500 },
+    });
+    expect(
+      parseScriptedAgentArguments(["--mode", "hang", "--version", "--agent-version", "2"]),
+    ).toEqual({
+      kind: "version",
+      version: "2",
+    });
+  });
+
+  it("rejects unknown modes and options", () => {
+    expect(parseScriptedAgentArguments(["--mode", "sleepy"])).toMatchObject({ kind: "error" });
+    expect(parseScriptedAgentArguments(["--commands-delay-ms", "soon"])).toMatchObject({
+      kind: "error",
+    });
+    expect(parseScriptedAgentArguments(["--nope"])).toMatchObject({ kind: "error" });
+  });
+});

@@ -1,0 +1,31 @@
+import { fileURLToPath } from "node:url";
+import type { ScriptedAgentMode } from "./scripted-acp-options.ts";
+
+export interface ScriptedAcpAgentCommandOptions {
+  /** Delay before the commands notification, overriding the mode's default. */
+  commandsDelayMs?: number;
+  /** The version the agent reports. */
+  agentVersion?: string;
+}
+
+/** Where the agent script lives, for tests that need the file itself. */
+export const scriptedAcpAgentPath = fileURLToPath(
+  new URL("./scripted-acp-agent.ts", import.meta.url),
+);
+
+/**
+ * The command line that starts the scripted ACP agent: this Node with the `source` condition
+ * (so the workspace packages resolve to their TypeScript) and type stripping, then the script
+ * and its options. Use it as a custom provider's `command`.
+ */
+export function scriptedAcpAgentCommand(
+  mode: ScriptedAgentMode = "normal",
+  options: ScriptedAcpAgentCommandOptions = {},
+): string[] {
+  const command = [process.execPath, "--conditions=source", scriptedAcpAgentPath, "--mode", mode];
+  if (options.commandsDelayMs !== undefined) {
+    command.push("--commands-delay-ms", String(options.commandsDelayMs));
+  }
+  if (options.agentVersion !== undefined) command.push("--agent-version", options.agentVersion);
+  return command;
+}

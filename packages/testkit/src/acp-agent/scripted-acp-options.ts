@@ -1,0 +1,84 @@
+import { parseArgs } from "node:util";
+
+/**
+ * How the scripted agent behaves:
+ * - `normal`: answers initialize and session/new with models and modes, and announces its
+ *   slash commands (one of them a skill) shortly after;
+ * - `slow-commands`: like normal, but the commands arrive after `--commands-delay-ms`;
+ * - `hang`: never answers initialize;
+ * - `crash`: exits with code 3 while handling initialize;
+ * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
+ * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ */
+export const SCRIPTED_AGENT_MODES = [
+  "normal",
+  "slow-commands",
+  "hang",
+  "crash",
+  "garbage",
+  "auth-required",
+] as const;
+export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];
+
+export interface ScriptedAgentOptions {
+  mode: ScriptedAgentMode;
+  /** Delay before the available_commands_update notification. */
+  commandsDelayMs: number;
+  /** Reported as `agentInfo.version` and by `--version`. */
+  version: string;
+}
+
+export const SCRIPTED_AGENT_VERSION = "1.2.3";
+
+/** Commands arrive this late in `normal` mode; real agents take a few milliseconds too. */
+const NORMAL_COMMANDS_DELAY_MS = 20;
+/** In `slow-commands` mode, unless `--commands-delay-ms` says otherwise. */
+const SLOW_COMMANDS_DELAY_MS = 1_500;
+
+export type ParsedScriptedAgentArguments =
+  | { kind: "run"; options: ScriptedAgentOptions }
+  | { kind: "version"; version: string }
+  | { kind: "error"; message: string };
+
+function isMode(value: string): value is ScriptedAgentMode {
+  return (SCRIPTED_AGENT_MODES as readonly string[]).includes(value);
+}
+
+/** `--mode M [--commands-delay-ms N] [--agent-version V] | --version`. */
+export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        mode: { type: "string" },
+        "commands-delay-ms": { type: "string" },
+        "agent-version": { type: "string" },
+        version: { type: "boolean" },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    return { kind: "error", message: (error as Error).message };
+  }
+  const version = (values["agent-version"] as string | undefined) ?? SCRIPTED_AGENT_VERSION;
+  if (values.version) return { kind: "version", version };
+  const mode = (values.mode as string | undefined) ?? "normal";
+  if (!isMode(mode)) {
+    return {
+      kind: "error",
+      message: `unknown --mode "${mode}"; use one of ${SCRIPTED_AGENT_MODES.join(", ")}`,
+    };
+  }
+  const delayText = values["commands-delay-ms"] as string | undefined;
+  if (delayText !== undefined && !/^\d+$/.test(delayText)) {
+    return { kind: "error", message: `--commands-delay-ms must be a number, got "${delayText}"` };
+  }
+  const commandsDelayMs =
+    delayText !== undefined
+      ? Number(delayText)
+      : mode === "slow-commands"
+        ? SLOW_COMMANDS_DELAY_MS
+        : NORMAL_COMMANDS_DELAY_MS;
+  return { kind: "run", options: { mode, commandsDelayMs, version } };
+}

@@ -1,0 +1,61 @@
+import type * as acp from "@agentclientprotocol/sdk";
+import type { ScriptedAgentOptions } from "./scripted-acp-options.ts";
+
+/**
+ * What the scripted agent announces, in one place so tests can assert on the same values the
+ * agent sends. A later scenario (file edits, terminals, permission requests) adds its own
+ * fields here and its handlers in the agent.
+ */
+export interface ScriptedAgentScript {
+  authMethods: acp.AuthMethod[];
+  modes: acp.SessionModeState;
+  configOptions: acp.SessionConfigOption[];
+  commands: acp.AvailableCommand[];
+  /** The text every prompt is answered with. */
+  reply: string;
+}
+
+/** The `_meta` key marking a command as a skill (see docs/providers.md). */
+export const SKILL_META = { kind: "skill" } as const;
+
+export const scriptedAgentModels = [
+  { value: "scripted-large", name: "Scripted Large", description: "the default model" },
+  { value: "scripted-small", name: "Scripted Small" },
+];
+
+export const scriptedAgentModes = [
+  { id: "ask", name: "Ask", description: "asks before every change" },
+  { id: "code", name: "Code" },
+];
+
+export const scriptedAgentCommands: acp.AvailableCommand[] = [
+  { name: "review", description: "review the current changes" },
+  {
+    name: "plan",
+    description: "write a plan before coding",
+    input: { hint: "what to plan" },
+  },
+  { name: "release-notes", description: "draft release notes", _meta: { ...SKILL_META } },
+];
+
+export function scriptedAgentScript(options: ScriptedAgentOptions): ScriptedAgentScript {
+  return {
+    authMethods:
+      options.mode === "auth-required"
+        ? [{ id: "scripted-login", name: "Scripted login", description: "not a real login" }]
+        : [],
+    modes: { currentModeId: "ask", availableModes: scriptedAgentModes },
+    configOptions: [
+      {
+        type: "select",
+        id: "model",
+        name: "Model",
+        category: "model",
+        currentValue: "scripted-large",
+        options: scriptedAgentModels,
+      },
+    ],
+    commands: scriptedAgentCommands,
+    reply: "scripted reply",
+  };
+}
