@@ -148,7 +148,7 @@ try {
     );
   }
   console.log(
-    `  persist rate with 50 clients vs none: ${round((fifty.eventsPerSecond / alone.eventsPerSecond) * 100) / 100}`,
+    `  persist rate with 50 clients vs none: ${(fifty.eventsPerSecond / alone.eventsPerSecond).toFixed(2)}`,
   );
 } finally {
   await server.close();

@@ -89,25 +89,47 @@ export interface SubscribeOptions {
   onError?(error: unknown): void;
 }
 
+const PAGE = 1_000;
+/** A live subscriber further behind than this reads from the database again, at its own pace. */
+const MAX_QUEUED = 5_000;
+
 interface Subscriber {
   options: SubscribeOptions;
+  /** The id of the last event delivered (or skipped as already seen). */
   cursor: number;
-  /** Set while a read-and-deliver pass runs; a wake during it schedules one more pass. */
-  running: boolean;
-  again: boolean;
+  /**
+   * `catching_up`: reads the database itself until it reaches the feed. `live`: receives what
+   * the feed reads, through `queue`.
+   */
+  mode: "catching_up" | "live";
+  queue: SessionEvent[];
+  delivering: boolean;
+  announced: boolean;
   closed: boolean;
+}
+
+/** One per session with subscribers: reads each new event once for all of them. */
+interface Feed {
+  sessionId: string;
+  subscribers: Set<Subscriber>;
+  /** The highest event id the feed has read (and handed to live subscribers). */
+  readId: number;
+  reading: boolean;
+  again: boolean;
 }
 
 /**
  * Fans persisted session events out to live subscribers (WebSocket clients). One LISTEN per
- * process wakes the subscribers of a session; each then reads from the database after its own
- * cursor, so every replica serves every event and a slow client never loses one. A slow poll is
- * the fallback for notifications lost while the listening connection was being re-established.
+ * process wakes a session's feed, which reads the new events once and hands them to every
+ * subscriber that is live; a subscriber that connects with an older cursor (or falls far
+ * behind) first reads the backlog itself, then joins the feed. Every event comes from the
+ * database, so every replica serves every event, and ids only grow, so nothing is delivered
+ * twice. A slow poll covers notifications lost while the listening connection reconnects.
  */
 export class SessionStreamHub {
   readonly #handle: DbHandle;
   readonly #pollIntervalMs: number;
-  readonly #subscribers = new Map<string, Set<Subscriber>>();
+  readonly #feeds = new Map<string, Feed>();
   #unlisten: (() => Promise<void>) | null = null;
   #poll: NodeJS.Timeout | null = null;
 
@@ -117,11 +139,12 @@ export class SessionStreamHub {
   }
 
   async start(): Promise<void> {
-    this.#unlisten = await this.#handle.listen(SESSION_EVENTS_CHANNEL, (sessionId) =>
-      this.#wake(sessionId),
-    );
+    this.#unlisten = await this.#handle.listen(SESSION_EVENTS_CHANNEL, (sessionId) => {
+      const feed = this.#feeds.get(sessionId);
+      if (feed) void this.#readFeed(feed);
+    });
     this.#poll = setInterval(() => {
-      for (const sessionId of this.#subscribers.keys()) this.#wake(sessionId);
+      for (const feed of this.#feeds.values()) void this.#readFeed(feed);
     }, this.#pollIntervalMs);
     this.#poll.unref();
   }
@@ -129,82 +152,148 @@ export class SessionStreamHub {
   async stop(): Promise<void> {
     if (this.#poll) clearInterval(this.#poll);
     this.#poll = null;
-    for (const set of this.#subscribers.values())
-      for (const subscriber of set) subscriber.closed = true;
-    this.#subscribers.clear();
+    for (const feed of this.#feeds.values()) {
+      for (const subscriber of feed.subscribers) subscriber.closed = true;
+    }
+    this.#feeds.clear();
     await this.#unlisten?.();
     this.#unlisten = null;
   }
 
   get subscriberCount(): number {
     let count = 0;
-    for (const set of this.#subscribers.values()) count += set.size;
+    for (const feed of this.#feeds.values()) count += feed.subscribers.size;
     return count;
   }
 
   subscribe(options: SubscribeOptions): SessionSubscription {
+    let feed = this.#feeds.get(options.sessionId);
+    if (!feed) {
+      // A new feed starts where the first subscriber starts; it reads forward from there.
+      feed = {
+        sessionId: options.sessionId,
+        subscribers: new Set(),
+        readId: options.afterId,
+        reading: false,
+        again: false,
+      };
+      this.#feeds.set(options.sessionId, feed);
+    }
     const subscriber: Subscriber = {
       options,
       cursor: options.afterId,
-      running: false,
-      again: false,
+      mode: "catching_up",
+      queue: [],
+      delivering: false,
+      announced: false,
       closed: false,
     };
-    let set = this.#subscribers.get(options.sessionId);
-    if (!set) {
-      set = new Set();
-      this.#subscribers.set(options.sessionId, set);
-    }
-    set.add(subscriber);
-    void this.#pump(subscriber, true);
+    feed.subscribers.add(subscriber);
+    void this.#catchUp(feed, subscriber);
     return {
       close: () => {
         subscriber.closed = true;
-        const current = this.#subscribers.get(options.sessionId);
-        current?.delete(subscriber);
-        if (current?.size === 0) this.#subscribers.delete(options.sessionId);
+        subscriber.queue = [];
+        const current = this.#feeds.get(options.sessionId);
+        current?.subscribers.delete(subscriber);
+        if (current?.subscribers.size === 0) this.#feeds.delete(options.sessionId);
       },
     };
   }
 
-  #wake(sessionId: string): void {
-    const set = this.#subscribers.get(sessionId);
-    if (!set) return;
-    for (const subscriber of set) void this.#pump(subscriber, false);
-  }
-
-  async #pump(subscriber: Subscriber, initial: boolean): Promise<void> {
-    if (subscriber.running) {
-      subscriber.again = true;
+  /** Reads what is new for the session once and queues it for every live subscriber. */
+  async #readFeed(feed: Feed): Promise<void> {
+    if (feed.reading) {
+      feed.again = true;
       return;
     }
-    subscriber.running = true;
+    feed.reading = true;
     try {
       do {
-        subscriber.again = false;
+        feed.again = false;
         for (;;) {
-          if (subscriber.closed) return;
           const events = await readSessionEvents(
             this.#handle.db,
-            subscriber.options.sessionId,
-            subscriber.cursor,
+            feed.sessionId,
+            feed.readId,
+            PAGE,
           );
-          for (const event of events) {
-            if (subscriber.closed) return;
-            await subscriber.options.deliver(event);
-            subscriber.cursor = event.id;
+          if (events.length === 0) break;
+          feed.readId = events.at(-1)!.id;
+          for (const subscriber of feed.subscribers) {
+            if (subscriber.mode !== "live" || subscriber.closed) continue;
+            for (const event of events)
+              if (event.id > subscriber.cursor) subscriber.queue.push(event);
+            if (subscriber.queue.length > MAX_QUEUED) {
+              // Too far behind to buffer: drop the queue and let it read the database itself.
+              subscriber.queue = [];
+              subscriber.mode = "catching_up";
+              void this.#catchUp(feed, subscriber);
+            } else {
+              void this.#drain(subscriber);
+            }
           }
-          if (events.length < 1_000) break;
+          if (events.length < PAGE) break;
         }
-        if (initial) {
-          initial = false;
-          subscriber.options.caughtUp?.(subscriber.cursor);
+      } while (feed.again && this.#feeds.get(feed.sessionId) === feed);
+    } catch (error) {
+      for (const subscriber of feed.subscribers) subscriber.options.onError?.(error);
+    } finally {
+      feed.reading = false;
+    }
+  }
+
+  /** Delivers a subscriber's own reads until it reaches the feed, then makes it live. */
+  async #catchUp(feed: Feed, subscriber: Subscriber): Promise<void> {
+    try {
+      // After an overflow the queue's last delivery may still be running; let it finish, so
+      // the cursor is settled before reading from it.
+      while (subscriber.delivering) await new Promise((resolveWait) => setTimeout(resolveWait, 1));
+      for (;;) {
+        if (subscriber.closed) return;
+        const events = await readSessionEvents(
+          this.#handle.db,
+          feed.sessionId,
+          subscriber.cursor,
+          PAGE,
+        );
+        for (const event of events) {
+          if (subscriber.closed) return;
+          await subscriber.options.deliver(event);
+          subscriber.cursor = event.id;
         }
-      } while (subscriber.again && !subscriber.closed);
+        // Checked right after a read, before anything else runs: the feed has read at most up
+        // to here, so from now on the feed hands this subscriber everything after its cursor.
+        if (events.length < PAGE && subscriber.cursor >= feed.readId) {
+          subscriber.mode = "live";
+          break;
+        }
+      }
+      if (!subscriber.announced) {
+        subscriber.announced = true;
+        subscriber.options.caughtUp?.(subscriber.cursor);
+      }
+      // Events that arrived while this subscriber was reading are the feed's to fetch.
+      void this.#readFeed(feed);
+    } catch (error) {
+      if (!subscriber.closed) subscriber.options.onError?.(error);
+    }
+  }
+
+  async #drain(subscriber: Subscriber): Promise<void> {
+    if (subscriber.delivering) return;
+    subscriber.delivering = true;
+    try {
+      while (subscriber.queue.length > 0 && !subscriber.closed && subscriber.mode === "live") {
+        const event = subscriber.queue.shift()!;
+        if (event.id <= subscriber.cursor) continue;
+        await subscriber.options.deliver(event);
+        subscriber.cursor = event.id;
+      }
     } catch (error) {
       if (!subscriber.closed) subscriber.options.onError?.(error);
     } finally {
-      subscriber.running = false;
+      subscriber.delivering = false;
     }
   }
 }

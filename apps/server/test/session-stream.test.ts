@@ -166,6 +166,29 @@ describe("session stream", () => {
     await expect(unknown.opened).rejects.toThrow("404");
   });
 
+  it("gives every one of many clients, joining while events are published, each event once and in order", async () => {
+    const harness = await startTestServer(cleanups, {
+      dataDir: tempDir(cleanups),
+      config: { workspaceAgent: false },
+    });
+    const session = await openSession(harness, makeRepository(cleanups));
+    const path = serverPath(ServerPath.sessionStream, { session_id: session.id });
+    const producer = publishNumbers(harness, session.id, 1, 300);
+    const clients: StreamClient[] = [];
+    for (let index = 0; index < 10; index += 1) {
+      const client = new StreamClient(harness.server.url, path);
+      cleanups.add(() => client.close());
+      clients.push(client);
+      await new Promise((resolveWait) => setTimeout(resolveWait, 10));
+    }
+    await producer;
+    const all = Array.from({ length: 300 }, (_, index) => index + 1);
+    for (const client of clients) {
+      await client.waitFor((current) => numbersOf(current).length >= 300);
+      expect(numbersOf(client)).toEqual(all);
+    }
+  });
+
   it("with auth on, accepts the admin token or an API token (header or subprotocol), and refuses others", async () => {
     const adminToken = `admin-${randomUUID()}`;
     const harness = await startTestServer(cleanups, {
