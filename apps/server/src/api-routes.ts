@@ -1,7 +1,8 @@
 import { HttpError, parseJsonBody, parseQuery } from "@deckhand/http-kit";
-import { serverRoutes, type UsageResponse } from "@deckhand/wire";
+import { type AnswerPermissionRequest, serverRoutes, type UsageResponse } from "@deckhand/wire";
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
+import type { AgentTurns } from "./agent-turns.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import type { SessionService } from "./session-service.ts";
@@ -19,13 +20,15 @@ type RouteHandler = (input: RouteInput) => Promise<unknown>;
 
 export interface ApiRouteServices {
   sessions: SessionService;
+  /** Runs agent turns; absent when this process runs none (cancel and answers still go out). */
+  agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool">;
   apiTokens: ApiTokenStore;
   usage: Pick<DbUsageRecorder, "forJob">;
 }
 
 /** Every route in `serverRoutes` except health and the WebSocket stream, by operation id. */
 function handlers(services: ApiRouteServices): Record<string, RouteHandler> {
-  const { sessions, apiTokens, usage } = services;
+  const { sessions, apiTokens, usage, agentTurns } = services;
   return {
     createProject: ({ body }) => sessions.createProject(body as never),
     listProjects: async () => ({ projects: await sessions.listProjects() }),
@@ -35,8 +38,29 @@ function handlers(services: ApiRouteServices): Record<string, RouteHandler> {
       sessions: await sessions.listSessions(params.project_id!),
     }),
     getSession: ({ params }) => sessions.getSession(params.session_id!),
-    closeSession: ({ params, query }) =>
-      sessions.closeSession(params.session_id!, (query as { force?: boolean }).force ?? false),
+    closeSession: async ({ params, query }) => {
+      const closed = await sessions.closeSession(
+        params.session_id!,
+        (query as { force?: boolean }).force ?? false,
+      );
+      await agentTurns.pool.closeSession(closed.id);
+      return closed;
+    },
+    cancelAgentTurn: async ({ params }) => {
+      await sessions.getSession(params.session_id!);
+      await agentTurns.cancel(params.session_id!, params.agent!);
+      return { delivered: true };
+    },
+    answerPermission: async ({ params, body }) => {
+      await sessions.getSession(params.session_id!);
+      await agentTurns.answerPermission(
+        params.session_id!,
+        params.agent!,
+        params.request_id!,
+        body as AnswerPermissionRequest,
+      );
+      return { delivered: true };
+    },
     createChat: ({ params, body }) => sessions.createChat(params.session_id!, body as never),
     listChats: async ({ params }) => ({ chats: await sessions.listChats(params.session_id!) }),
     createMessage: ({ params, body }) => sessions.createMessage(params.chat_id!, body as never),

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AgentPool } from "@deckhand/agent-backends";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
@@ -42,6 +43,14 @@ function app(overrides: Partial<ServerAppOptions> = {}): Hono {
       worktreesDir: join(workDir, "worktrees"),
     }),
     apiTokens: new ApiTokenStore(database.db),
+    agentTurns: {
+      cancel: async () => {},
+      answerPermission: async () => {},
+      health: async () => [],
+      pool: new AgentPool({
+        create: () => Promise.reject(new Error("no agents in these tests")),
+      }),
+    },
     agent: null,
     modelUpstreams: {
       codex: { kind: "openai", baseUrl: `${upstream.url}/v1`, apiKey: UPSTREAM_KEY },

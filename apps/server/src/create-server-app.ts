@@ -13,6 +13,7 @@ import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/w
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
+import type { AgentTurns } from "./agent-turns.ts";
 import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV } from "./config.ts";
@@ -30,6 +31,8 @@ export interface ServerAppOptions {
   adminToken: string | null;
   sessions: SessionService;
   apiTokens: ApiTokenStore;
+  /** Agent turns: cancel and permission answers, and the backends' health. */
+  agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool" | "health">;
   /** The provider registry; its routes are served when given. */
   providers?: ProviderService;
   /** The local workspace agent and its bearer token, for the health check. */
@@ -124,10 +127,11 @@ export function createServerApp(options: ServerAppOptions): Hono {
   };
 
   app.get(ServerPath.health, async (context) => {
-    const [databaseOk, queueOk, agent] = await Promise.all([
+    const [databaseOk, queueOk, agent, backends] = await Promise.all([
       checkDatabase(),
       checkQueue(),
       checkAgent(),
+      options.agentTurns.health(),
     ]);
     const ok = databaseOk && queueOk && (agent === null || agent.ok);
     const body: ServerHealth = {
@@ -136,12 +140,22 @@ export function createServerApp(options: ServerAppOptions): Hono {
       database: { ok: databaseOk, kind: database.kind },
       queue: { ok: queueOk },
       agent,
+      // A crashed agent is reported, not counted against health: its next prompt restarts it.
+      agents: backends.map((backend) => ({
+        session_id: backend.sessionId,
+        agent: backend.agent,
+        status: backend.status,
+        busy: backend.busy,
+        idle_ms: backend.idleMs,
+        last_error: backend.lastError,
+      })),
     };
     return context.json(body, ok ? 200 : 503);
   });
 
   registerApiRoutes(app, {
     sessions: options.sessions,
+    agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,
     usage: options.modelUsage,
   });

@@ -35,8 +35,4 @@ export {
   SessionService,
   type SessionServiceOptions,
 } from "./session-service.ts";
-export {
-  BEARER_SUBPROTOCOL_PREFIX,
-  SESSION_STREAM_SUBPROTOCOL,
-} from "./session-stream-socket.ts";
 export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

@@ -163,7 +163,7 @@ export class SessionService {
       .insert(projects)
       .values({
         id,
-        name: request.name ?? basename(repositoryPath),
+        name: redactSecrets(request.name ?? basename(repositoryPath)),
         repositoryPath,
         repositoryUrl: request.repository_url ?? null,
         defaultBranch,
@@ -213,7 +213,7 @@ export class SessionService {
       return await this.#db.transaction(async (transaction) => {
         const [session] = await transaction
           .insert(sessions)
-          .values({ id: sessionId, projectId, title: request.title ?? "", branch })
+          .values({ id: sessionId, projectId, title: redactSecrets(request.title ?? ""), branch })
           .returning();
         const [worktree] = await transaction
           .insert(sessionWorktrees)
@@ -349,7 +349,11 @@ export class SessionService {
     }
     const [row] = await this.#db
       .insert(chats)
-      .values({ sessionId, title: request.title ?? "", parentChatId: request.parent_chat_id })
+      .values({
+        sessionId,
+        title: redactSecrets(request.title ?? ""),
+        parentChatId: request.parent_chat_id,
+      })
       .returning();
     return chatResource(row!);
   }
@@ -599,6 +603,16 @@ export class SessionService {
         );
       }
       const worktree = await this.activeWorktree(change.sessionId);
+      const stillChanged = (await changedPaths(worktree.path)).some(
+        (changed) => changed.path === change.path,
+      );
+      if (!stillChanged) {
+        throw new HttpError(
+          409,
+          "conflict",
+          `${change.path} no longer differs from the session branch; list pending changes again`,
+        );
+      }
       const commit = await gitWork(worktree.path, change.path, agent);
       const resolved = await this.#db.transaction(async (transaction) => {
         const [row] = await transaction

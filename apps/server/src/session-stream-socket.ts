@@ -6,15 +6,14 @@ import {
   type SessionStreamFrame,
   SessionStreamQuerySchema,
   WireHeader,
+  WireSubprotocol,
 } from "@deckhand/wire";
 import type { Logger } from "pino";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { SessionStreamHub } from "./session-events.ts";
 
-/** Browsers cannot set headers on a WebSocket; they send the token as a subprotocol instead. */
-export const BEARER_SUBPROTOCOL_PREFIX = "bearer.";
-/** The subprotocol a browser offers next to `bearer.<token>`; the server answers with it. */
-export const SESSION_STREAM_SUBPROTOCOL = "deckhand.session-stream.v1";
+const BEARER_SUBPROTOCOL_PREFIX = WireSubprotocol.bearerPrefix;
+const SESSION_STREAM_SUBPROTOCOL = WireSubprotocol.sessionStream;
 
 /** Above this many buffered bytes the stream waits for the client before reading more events. */
 const HIGH_WATER_BYTES = 1024 * 1024;

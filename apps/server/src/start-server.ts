@@ -8,13 +8,15 @@ import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
+import { createAgentBackend } from "./agent-backend-factory.ts";
+import { AgentTurns, type BackendFactory } from "./agent-turns.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
-import { SessionService } from "./session-service.ts";
+import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
 import { SessionStreamSocket } from "./session-stream-socket.ts";
 
 export interface RunningServer {
@@ -26,6 +28,7 @@ export interface RunningServer {
   agent: RunningAgent | null;
   /** Task types the worker runs; later features register theirs before `startServer`. */
   tasks: TaskRegistry;
+  agentTurns: AgentTurns;
   modelTokens: DbModelTokenStore;
   modelUsage: DbUsageRecorder;
   sessions: SessionService;
@@ -44,8 +47,10 @@ export interface StartServerOptions {
   /** Where JSON log lines go; standard output by default. */
   logDestination?: NodeJS.WritableStream;
   logger?: Logger;
-  /** Task types for the worker. With none registered no worker is started. */
+  /** Task types for the worker; agent turns are added unless it has its own `agent_turn`. */
   tasks?: TaskRegistry;
+  /** Makes agent backends; by default the ACP backend or the native agent, by provider. */
+  createBackend?: BackendFactory;
   /** Where the generated admin token is printed; standard error by default. */
   announce?: (line: string) => void;
 }
@@ -106,21 +111,6 @@ export async function startServer(
       cleanups.push(() => started.close());
     }
 
-    const tasks = options.tasks ?? new TaskRegistry();
-    let worker: TaskWorker | null = null;
-    if (tasks.types().length > 0) {
-      worker = new TaskWorker({
-        database,
-        registry: tasks,
-        onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
-        redact: (text) => redactSecrets(text),
-        onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
-      });
-      await worker.start();
-      const started = worker;
-      cleanups.push(() => started.stop());
-    }
-
     const modelTokens = new DbModelTokenStore(database.db);
     const modelUsage = new DbUsageRecorder(database.db);
     const apiTokens = new ApiTokenStore(database.db);
@@ -152,16 +142,38 @@ export async function startServer(
     await hub.start();
     cleanups.push(() => hub.stop());
 
+    let serverUrl: string | null = null;
+    const agentTurns = new AgentTurns({
+      database,
+      sessions,
+      providers,
+      modelTokens,
+      serverUrl: () => {
+        if (serverUrl === null) throw new Error("the server is not listening yet");
+        return serverUrl;
+      },
+      workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
+      createBackend: options.createBackend ?? createAgentBackend,
+      logger,
+    });
+    await agentTurns.start();
+    cleanups.push(() => agentTurns.stop());
+    const tasks = options.tasks ?? new TaskRegistry();
+    // Tests may bring their own agent_turn handler; otherwise the agent turns run here.
+    if (!tasks.has(AGENT_TURN_TASK)) agentTurns.register(tasks);
+
     let workerStopped = false;
+    let worker: TaskWorker | null = null;
     const app = createServerApp({
       database,
       requireAuth: config.requireAuth,
       sessions,
       apiTokens,
       providers,
+      agentTurns,
       adminToken: config.adminToken,
       agent: agent ? { url: agent.url, token: agentToken } : null,
-      ...(worker ? { queueRunning: () => !workerStopped } : {}),
+      queueRunning: () => worker !== null && !workerStopped,
       modelUpstreams: config.modelUpstreams,
       modelTokens,
       modelUsage,
@@ -194,6 +206,20 @@ export async function startServer(
     server.on("upgrade", (request, socket, head) => {
       if (!streams.handleUpgrade(request, socket, head)) socket.destroy();
     });
+    cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
+    serverUrl = url;
+
+    // The worker starts once the server listens: agent turns reach the model proxy through it.
+    worker = new TaskWorker({
+      database,
+      registry: tasks,
+      onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
+      redact: (text) => redactSecrets(text),
+      onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
+    });
+    await worker.start();
+    const startedWorker = worker;
+    cleanups.push(() => startedWorker.stop());
 
     logger.info(
       {
@@ -237,6 +263,7 @@ export async function startServer(
         await providers.close();
         workerStopped = true;
         await worker?.stop();
+        await agentTurns.stop();
         await agent?.close();
         await database.close();
         logger.info("stopped");
@@ -255,6 +282,7 @@ export async function startServer(
       sessions,
       apiTokens,
       providers,
+      agentTurns,
       generatedAdminToken,
       close,
     };

@@ -1,21 +1,12 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type { TaskRegistry } from "@deckhand/db";
-import {
-  type SessionEvent,
-  type SessionStreamFrame,
-  SessionStreamFrameSchema,
-  WireHeader,
-} from "@deckhand/wire";
-import WebSocket from "ws";
+import { createTempRepository, gitIn, SessionStreamClient } from "@deckhand/testkit";
+import { WireHeader } from "@deckhand/wire";
+import type { BackendFactory } from "../src/agent-turns.ts";
 import { resolveServerConfig, type ServerConfig } from "../src/config.ts";
-import {
-  BEARER_SUBPROTOCOL_PREFIX,
-  SESSION_STREAM_SUBPROTOCOL,
-} from "../src/session-stream-socket.ts";
 import { type RunningServer, startServer } from "../src/start-server.ts";
 
 /** Runs cleanups in reverse order; call `run()` from afterEach/afterAll. */
@@ -35,31 +26,16 @@ export function tempDir(cleanups: Cleanups, prefix = "deckhand-server-test-"): s
   return dir;
 }
 
-export function gitIn(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "Test",
-      GIT_AUTHOR_EMAIL: "test@example.com",
-      GIT_COMMITTER_NAME: "Test",
-      GIT_COMMITTER_EMAIL: "test@example.com",
-    },
-  }).trim();
-}
+export { gitIn };
 
 /** A git repository on branch `main` with one commit holding the given files. */
 export function makeRepository(
   cleanups: Cleanups,
   files: Record<string, string> = { "README.md": "# demo\n" },
 ): string {
-  const dir = tempDir(cleanups, "deckhand-repo-");
-  gitIn(dir, "init", "--quiet", "--initial-branch=main");
-  for (const [path, content] of Object.entries(files)) writeFileSync(join(dir, path), content);
-  gitIn(dir, "add", "--all");
-  gitIn(dir, "commit", "--quiet", "-m", "initial");
-  return dir;
+  const repository = createTempRepository(files);
+  cleanups.add(() => repository.remove());
+  return repository.path;
 }
 
 export interface TestServer {
@@ -85,6 +61,8 @@ export async function startTestServer(
     config?: Partial<ServerConfig>;
     /** Bearer token `api` sends unless a call says otherwise. */
     token?: string;
+    /** Makes agent backends instead of the real ACP and native ones. */
+    backendFactory?: BackendFactory;
   },
 ): Promise<TestServer> {
   const destination = new PassThrough();
@@ -106,6 +84,7 @@ export async function startTestServer(
       announced += `${line}\n`;
     },
     ...(options.tasks ? { tasks: options.tasks } : {}),
+    ...(options.backendFactory ? { createBackend: options.backendFactory } : {}),
   });
   let closed = false;
   const close = server.close;
@@ -143,80 +122,8 @@ export async function startTestServer(
   };
 }
 
-/** A session-stream client that records every frame and can wait for one. */
-export class StreamClient {
-  readonly frames: SessionStreamFrame[] = [];
-  readonly raw: string[] = [];
-  readonly socket: WebSocket;
-  readonly opened: Promise<void>;
-  readonly closed: Promise<{ code: number }>;
-  #waiters: (() => void)[] = [];
-
-  constructor(
-    baseUrl: string,
-    path: string,
-    options: { after?: number; token?: string; tokenAs?: "header" | "subprotocol" } = {},
-  ) {
-    const url = `${baseUrl.replace(/^http/, "ws")}${path}${options.after !== undefined ? `?after=${options.after}` : ""}`;
-    const viaHeader = options.token && options.tokenAs !== "subprotocol";
-    this.socket = new WebSocket(
-      url,
-      options.token && options.tokenAs === "subprotocol"
-        ? [SESSION_STREAM_SUBPROTOCOL, `${BEARER_SUBPROTOCOL_PREFIX}${options.token}`]
-        : [],
-      viaHeader ? { headers: { [WireHeader.authorization]: `Bearer ${options.token}` } } : {},
-    );
-    this.opened = new Promise((resolveOpen, rejectOpen) => {
-      this.socket.once("open", () => resolveOpen());
-      this.socket.once("unexpected-response", (_request, response) =>
-        rejectOpen(new Error(`upgrade refused with ${response.statusCode}`)),
-      );
-      this.socket.once("error", rejectOpen);
-    });
-    this.closed = new Promise((resolveClose) =>
-      this.socket.once("close", (code) => resolveClose({ code })),
-    );
-    this.socket.on("message", (data) => {
-      const text = data.toString();
-      this.raw.push(text);
-      this.frames.push(SessionStreamFrameSchema.parse(JSON.parse(text)));
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-  }
-
-  events(): SessionEvent[] {
-    return this.frames.flatMap((frame) => (frame.type === "event" ? [frame.event] : []));
-  }
-
-  lastEventId(): number {
-    return this.events().at(-1)?.id ?? 0;
-  }
-
-  async waitFor(predicate: (client: StreamClient) => boolean, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!predicate(this)) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) {
-        throw new Error(
-          `stream wait timed out; frames: ${JSON.stringify(this.frames).slice(0, 2000)}`,
-        );
-      }
-      await new Promise<void>((resolveWait) => {
-        const timer = setTimeout(resolveWait, Math.min(remaining, 200));
-        this.#waiters.push(() => {
-          clearTimeout(timer);
-          resolveWait();
-        });
-      });
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.socket.readyState === WebSocket.CLOSED) return;
-    this.socket.close();
-    await this.closed;
-  }
-}
+/** The session-stream client from testkit, under the name these tests use. */
+export { SessionStreamClient as StreamClient };
 
 export async function waitUntil(
   check: () => Promise<boolean> | boolean,

@@ -20,6 +20,20 @@ export const AGENT_BACKEND_ERROR_CODES = [
   "process_error",
   /** A search/replace edit does not fit the file. */
   "edit_failed",
+  /** A model request failed for good (after its retries); ModelClientError's `kind` says how. */
+  "model_request_failed",
+  /** A backend was given options it cannot work with (the native agent without a model proxy). */
+  "invalid_options",
+  /** A call needs a live agent session: call `ensureSession` first (again after `closeSession`). */
+  "no_session",
+  /** The backend was disposed; make a new one. */
+  "disposed",
+  /** An ACP agent could not be started: spawn, `initialize` or the session setup failed. */
+  "agent_start_failed",
+  /** A prompt arrived while the backend was still running another turn. */
+  "turn_in_progress",
+  /** A permission answer names a request that is not pending (answered, cancelled, unknown). */
+  "unknown_permission_request",
   /** The caller's AbortSignal fired; the work was stopped. */
   "aborted",
   "internal",

@@ -1,5 +1,24 @@
 // The package's base error.
 
+// ACP backend: an agent process speaking the Agent Client Protocol over stdio.
+export {
+  type AcpBackendLogger,
+  type AcpBackendOptions,
+  type AcpLogFields,
+  type AcpTimeouts,
+  createAcpBackend,
+  DEFAULT_ACP_TIMEOUTS,
+} from "./acp/acp-backend.ts";
+export { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp/acp-events.ts";
+export { keepTail, terminalCommandLine } from "./acp/acp-terminals.ts";
+export { type AcpLaunch, agentEnvironment } from "./acp/agent-process.ts";
+export {
+  type AcpToolKind,
+  createInMemoryPermissionMemory,
+  type PermissionMemory,
+  type PermissionMemoryKey,
+  type RememberedPermission,
+} from "./acp/permission-memory.ts";
 export type {
   AgentBackend,
   AgentSessionContext,
@@ -15,6 +34,37 @@ export {
   type AgentBackendErrorCode,
   PatchParseError,
 } from "./errors.ts";
+// Native agent: the turn loop (submission queue, event stream), its recording and replay.
+export { DEFAULT_NATIVE_INSTRUCTIONS } from "./native/agent/instructions.ts";
+export {
+  createNativeBackend,
+  NativeAgent,
+  type NativeAgentLogger,
+  type NativeBackend,
+  type NativeBackendOptions,
+} from "./native/agent/native-agent.ts";
+export {
+  FileSessionRecorder,
+  MemorySessionRecorder,
+  parseRecording,
+  type RecordEntry,
+  RecordEntrySchema,
+  type SessionRecorder,
+} from "./native/agent/recorder.ts";
+export { type ReplayOptions, replaySubmissions } from "./native/agent/replay.ts";
+export {
+  type ApprovalScope,
+  approvalScope,
+  SessionApprovals,
+} from "./native/agent/session-approvals.ts";
+export { type Submission, SubmissionSchema } from "./native/agent/submission.ts";
+export {
+  looseArguments,
+  type ToolKind,
+  toolKind,
+  toolLocations,
+  toolTitle,
+} from "./native/agent/tool-presentation.ts";
 // Native agent: apply_patch, command safety and the tools the model calls.
 export {
   type ApplyPatchOptions,
@@ -137,3 +187,9 @@ export {
   type ToolOutcome,
 } from "./native/tools/registry.ts";
 export type { NativeTool, ToolContext } from "./native/tools/tool-context.ts";
+export {
+  AgentPool,
+  type AgentPoolEntryHealth,
+  type AgentPoolKey,
+  type AgentPoolOptions,
+} from "./pool/agent-pool.ts";

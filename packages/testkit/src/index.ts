@@ -12,6 +12,13 @@ export {
   type ScriptedAgentMode,
   type ScriptedAgentOptions,
 } from "./acp-agent/scripted-acp-options.ts";
+// Prompt directives of the scripted ACP agent (write, read, run, edit, slow, crash, ...).
+export {
+  parseScriptedPrompt,
+  SCRIPTED_SLOW_DEFAULT_MS,
+  type ScriptedPrompt,
+  scriptedPrompt,
+} from "./acp-agent/scripted-acp-prompts.ts";
 export {
   type ScriptedAgentScript,
   SKILL_META,
@@ -63,6 +70,8 @@ export {
   responsesUsage,
 } from "./fake-model/render-responses.ts";
 export { sseEvent } from "./fake-model/sse-event.ts";
+// Temporary git repositories and the session-stream client for server tests.
+export { createTempRepository, gitIn, type TempRepository } from "./git/temp-repository.ts";
 // Spawning Deckhand services (agent, server) in tests.
 export {
   eventually,
@@ -70,3 +79,4 @@ export {
   type SpawnedService,
   spawnService,
 } from "./process/spawn-service.ts";
+export { SessionStreamClient } from "./session-stream/session-stream-client.ts";

@@ -41,6 +41,15 @@ export const WirePath = {
   modelProvider: "/model-provider",
 } as const;
 
+/**
+ * WebSocket subprotocols of the session stream. Browsers cannot set headers on a WebSocket, so
+ * they offer `sessionStream` plus `bearerPrefix` + token; the server answers with `sessionStream`.
+ */
+export const WireSubprotocol = {
+  sessionStream: "deckhand.session-stream.v1",
+  bearerPrefix: "bearer.",
+} as const;
+
 /** Where the workspace agent listens unless told otherwise. */
 export const AGENT_DEFAULT_LISTEN = "127.0.0.1:7421";
 

@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { AGENT_DEFAULT_LISTEN, ProcessLimits, WireEnv, WireHeader, WirePath } from "./constants.ts";
+import {
+  AGENT_DEFAULT_LISTEN,
+  ProcessLimits,
+  WireEnv,
+  WireHeader,
+  WirePath,
+  WireSubprotocol,
+} from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import {
   EditFilesRequestSchema,
@@ -55,6 +62,7 @@ export const wireConstants = {
   env: WireEnv,
   headers: WireHeader,
   paths: WirePath,
+  subprotocols: WireSubprotocol,
   agentDefaultListen: AGENT_DEFAULT_LISTEN,
   processLimits: ProcessLimits,
   modelTokenPrefix: MODEL_TOKEN_PREFIX,

@@ -4,6 +4,7 @@ export {
   WireEnv,
   WireHeader,
   WirePath,
+  WireSubprotocol,
 } from "./constants.ts";
 export {
   buildContractDocument,
@@ -103,7 +104,11 @@ export {
   ProviderTransportSchema,
 } from "./providers.ts";
 export {
+  type AgentControlResponse,
+  AgentControlResponseSchema,
   AgentIdSchema,
+  type AnswerPermissionRequest,
+  AnswerPermissionRequestSchema,
   type ApiToken,
   ApiTokenListSchema,
   ApiTokenSchema,

@@ -66,7 +66,7 @@ export const SessionSchema = z.object({
   status: SessionStatusSchema,
   /** The git worktree the session's agents share; null once the session is closed. */
   worktree_path: z.string().nullable(),
-  /** The commit the session branch started from; diffs are against it. */
+  /** The commit the session branch started from. */
   base_commit: z.string().nullable(),
   created_at: Timestamp,
   closed_at: Timestamp.nullable(),
@@ -177,7 +177,10 @@ export const PendingChangeSchema = z.object({
   agent: z.string(),
   /** Path relative to the worktree root. */
   path: z.string(),
-  /** Unified diff of the file against the session's base commit. */
+  /**
+   * Unified diff of the file against the session branch (its HEAD, which moves as changes are
+   * applied). Model tokens in it are redacted; applying commits the file as it is on disk.
+   */
   diff: z.string(),
   status: PendingChangeStatusSchema,
   created_at: Timestamp,
@@ -244,5 +247,28 @@ export const ServerHealthSchema = z.object({
   queue: z.object({ ok: z.boolean() }),
   /** The local workspace agent; null when none was started. */
   agent: z.object({ ok: z.boolean(), url: z.string() }).nullable(),
+  /** The agent backends this process keeps alive, per (session, agent). */
+  agents: z.array(
+    z.object({
+      session_id: z.string(),
+      agent: z.string(),
+      status: z.enum(["idle", "active", "crashed", "closed"]),
+      busy: z.boolean(),
+      idle_ms: z.number().int().nonnegative(),
+      last_error: z.string().nullable(),
+    }),
+  ),
 });
 export type ServerHealth = z.infer<typeof ServerHealthSchema>;
+
+export const AgentControlResponseSchema = z.object({
+  /** The request was handed to whichever server process runs the agent. */
+  delivered: z.literal(true),
+});
+export type AgentControlResponse = z.infer<typeof AgentControlResponseSchema>;
+
+export const AnswerPermissionRequestSchema = z.strictObject({
+  /** The kind of the option chosen, or `cancelled` to withdraw the request. */
+  outcome: z.enum(["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]),
+});
+export type AnswerPermissionRequest = z.infer<typeof AnswerPermissionRequestSchema>;

@@ -8,6 +8,8 @@ import {
   ProvidersSnapshotSchema,
 } from "./providers.ts";
 import {
+  AgentControlResponseSchema,
+  AnswerPermissionRequestSchema,
   ApiTokenListSchema,
   ApplyPendingChangeResponseSchema,
   ChatListSchema,
@@ -78,6 +80,8 @@ export const ServerPath = {
   usage: `${api}/usage`,
   apiTokens: `${api}/tokens`,
   apiToken: `${api}/tokens/:token_id`,
+  agentCancel: `${api}/sessions/:session_id/agents/:agent/cancel`,
+  agentPermission: `${api}/sessions/:session_id/agents/:agent/permissions/:request_id`,
   providers: `${api}/providers`,
   providersSnapshot: `${api}/providers/snapshot`,
   providersConfig: `${api}/providers/config`,
@@ -134,7 +138,11 @@ export const serverRoutes: readonly ServerRoute[] = [
     summary: "Open a session: a shared git worktree on a new branch from the default branch",
     body: CreateSessionRequestSchema,
     success: { status: 201, schema: SessionSchema, description: "the session" },
-    errors: { 404: "no such project", 409: "the branch exists already" },
+    errors: {
+      400: "a bad field",
+      404: "no such project",
+      409: "the branch exists already, or the default branch no longer resolves",
+    },
   },
   {
     operationId: "listSessions",
@@ -160,6 +168,7 @@ export const serverRoutes: readonly ServerRoute[] = [
     query: CloseSessionQuerySchema,
     success: { status: 200, schema: SessionSchema, description: "the closed session" },
     errors: {
+      400: "a bad query parameter",
       404: "no such session",
       409: "the worktree has unapplied changes; pass force=true to discard them",
     },
@@ -182,7 +191,11 @@ export const serverRoutes: readonly ServerRoute[] = [
     summary: "Start a chat in a session",
     body: CreateChatRequestSchema,
     success: { status: 201, schema: ChatSchema, description: "the chat" },
-    errors: { 404: "no such session or parent chat", 409: "the session is closed" },
+    errors: {
+      400: "a bad field",
+      404: "no such session or parent chat",
+      409: "the session is closed",
+    },
   },
   {
     operationId: "listChats",
@@ -203,7 +216,7 @@ export const serverRoutes: readonly ServerRoute[] = [
       schema: CreateMessageResponseSchema,
       description: "the stored message and the task that runs the turn",
     },
-    errors: { 404: "no such chat", 409: "the session is closed" },
+    errors: { 400: "a bad field", 404: "no such chat", 409: "the session is closed" },
   },
   {
     operationId: "listMessages",
@@ -232,19 +245,42 @@ export const serverRoutes: readonly ServerRoute[] = [
       schema: ApplyPendingChangeResponseSchema,
       description: "the change and its commit",
     },
-    errors: { 404: "no such pending change", 409: "already applied or rejected" },
+    errors: {
+      404: "no such pending change",
+      409: "already applied or rejected, the file is unchanged again, or the session is closed",
+    },
   },
   {
     operationId: "rejectPendingChange",
     method: "post",
     path: ServerPath.rejectPendingChange,
-    summary: "Restore the file as it was at the session's base",
+    summary: "Restore the file as the session branch has it (remove it if it is new)",
     success: {
       status: 200,
       schema: RejectPendingChangeResponseSchema,
       description: "the rejected change",
     },
-    errors: { 404: "no such pending change", 409: "already applied or rejected" },
+    errors: {
+      404: "no such pending change",
+      409: "already applied or rejected, the file is unchanged again, or the session is closed",
+    },
+  },
+  {
+    operationId: "cancelAgentTurn",
+    method: "post",
+    path: ServerPath.agentCancel,
+    summary: "Cancel the agent's running turn in this session (pending permission requests too)",
+    success: { status: 202, schema: AgentControlResponseSchema, description: "sent" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "answerPermission",
+    method: "post",
+    path: ServerPath.agentPermission,
+    summary: "Answer an agent's permission_request with the kind of the option chosen",
+    body: AnswerPermissionRequestSchema,
+    success: { status: 202, schema: AgentControlResponseSchema, description: "sent" },
+    errors: { 404: "no such session" },
   },
   {
     operationId: "getUsage",
@@ -253,6 +289,7 @@ export const serverRoutes: readonly ServerRoute[] = [
     summary: "Model usage recorded for a job (or session turn), with totals",
     query: UsageQuerySchema,
     success: { status: 200, schema: UsageResponseSchema, description: "the usage" },
+    errors: { 400: "job_id is missing" },
   },
   {
     operationId: "createApiToken",
@@ -261,6 +298,7 @@ export const serverRoutes: readonly ServerRoute[] = [
     summary: "Create an API token; the answer is the only time it is shown",
     body: CreateApiTokenRequestSchema,
     success: { status: 201, schema: CreateApiTokenResponseSchema, description: "the token" },
+    errors: { 400: "a bad field" },
   },
   {
     operationId: "listApiTokens",

@@ -155,6 +155,26 @@ export const SessionNoticeSchema = z.discriminatedUnion("type", [
     pending_change_id: Id,
     status: z.enum(["applied", "rejected"]),
   }),
+  z.object({
+    type: z.literal("agent_session"),
+    agent: z.string(),
+    /** The agent's own session id. */
+    agent_session_id: z.string(),
+    /**
+     * True when the agent resumed its earlier session; false when it had to start a new one
+     * (its earlier conversation is not in the agent's context any more).
+     */
+    resumed: z.boolean(),
+    /** Whether there was an earlier session to resume. */
+    had_previous: z.boolean(),
+  }),
+  z.object({
+    type: z.literal("turn_finished"),
+    chat_id: Id,
+    message_id: Id,
+    agent: z.string(),
+    status: z.enum(["complete", "failed", "cancelled"]),
+  }),
   z.object({ type: z.literal("session_closed") }),
 ]);
 export type SessionNotice = z.infer<typeof SessionNoticeSchema>;

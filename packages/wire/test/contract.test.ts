@@ -47,7 +47,7 @@ describe("contract parity", () => {
   });
 
   it("no package or app outside @deckhand/wire spells a wire constant as a literal", () => {
-    const roots = ["packages", "apps", "db", "bench"]
+    const roots = ["packages", "apps", "db", "bench", "e2e"]
       .map((name) => `${repositoryRoot}${name}`)
       .filter((root) => existsSync(root));
     const findings = findWireLiteralDuplicates(roots, {

@@ -85,7 +85,13 @@ describe("parseScriptedAgentArguments", () => {
   it("defaults to normal mode and a short commands delay", () => {
     expect(parseScriptedAgentArguments([])).toEqual({
       kind: "run",
-      options: { mode: "normal", commandsDelayMs: 20, version: "1.2.3" },
+      options: {
+        mode: "normal",
+        commandsDelayMs: 20,
+        version: "1.2.3",
+        stateDir: null,
+        loadSession: true,
+      },
     });
     expect(parseScriptedAgentArguments(["--mode", "slow-commands"])).toMatchObject({
       options: { commandsDelayMs: 1_500 },

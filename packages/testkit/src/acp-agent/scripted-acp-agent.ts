@@ -3,10 +3,309 @@
 // `node --conditions=source scripted-acp-agent.ts --mode <mode>`; `scriptedAcpAgentCommand()`
 // builds that command. It speaks ACP over stdio, so tests exercise the same path as a real
 // agent CLI: process spawn, NDJSON framing, the SDK's validation on both sides.
+//
+// The argv mode decides how it starts (see scripted-acp-options.ts); each prompt's text decides
+// what the turn does: write or read files through the client's fs methods, run commands in the
+// client's terminals, ask permission before an edit, stream until cancelled, crash mid-turn,
+// or show one of each update (see scripted-acp-prompts.ts for the directives). Sessions keep
+// their history (user prompts and replies); `session/load` replays it as notifications, and
+// `--state-dir` keeps it on disk so a new agent process can load a session an old one started.
+import { randomUUID } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
-import { scriptedAgentScript } from "./scripted-acp-script.ts";
+import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
+import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
+
+interface HistoryEntry {
+  role: "user" | "agent";
+  text: string;
+}
+
+interface SessionState {
+  id: string;
+  cwd: string;
+  history: HistoryEntry[];
+  /** Set by `session/cancel`, cleared when the next prompt starts. */
+  cancelled: boolean;
+}
+
+/** What a prompt turn answers: a stop reason and, for `showcase`, token usage. */
+type TurnOutcome = { stopReason: acp.StopReason; usage?: Record<string, number> };
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** One prompt turn: sends updates for its session and collects the reply text for history. */
+class Turn {
+  reply = "";
+  readonly #client: acp.AgentContext;
+  readonly session: SessionState;
+  static #nextToolCall = 1;
+
+  constructor(client: acp.AgentContext, session: SessionState) {
+    this.#client = client;
+    this.session = session;
+  }
+
+  update(update: acp.SessionUpdate): Promise<void> {
+    return this.#client.notify(acp.methods.client.session.update, {
+      sessionId: this.session.id,
+      update,
+    });
+  }
+
+  async say(text: string): Promise<void> {
+    this.reply += text;
+    await this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+  }
+
+  toolCallId(prefix: string): string {
+    return `${prefix}-${Turn.#nextToolCall++}`;
+  }
+
+  path(path: string): string {
+    return isAbsolute(path) ? path : resolve(this.session.cwd, path);
+  }
+
+  get client(): acp.AgentContext {
+    return this.#client;
+  }
+}
+
+async function runTerminal(
+  turn: Turn,
+  command: string,
+  options: { limit: number | null; killAfterMs?: number },
+): Promise<void> {
+  const toolCallId = turn.toolCallId("run");
+  await turn.update({
+    sessionUpdate: "tool_call",
+    toolCallId,
+    title: `Run ${command}`,
+    kind: "execute",
+    status: "pending",
+    rawInput: { command },
+  });
+  let terminal: acp.TerminalHandle;
+  try {
+    terminal = await turn.client.createTerminal({
+      sessionId: turn.session.id,
+      command: "sh",
+      args: ["-c", command],
+      cwd: turn.session.cwd,
+      ...(options.limit === null ? {} : { outputByteLimit: options.limit }),
+    });
+  } catch (error) {
+    await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+    await turn.say(`error: ${messageOf(error)}`);
+    return;
+  }
+  await turn.update({
+    sessionUpdate: "tool_call_update",
+    toolCallId,
+    status: "in_progress",
+    content: [{ type: "terminal", terminalId: terminal.id }],
+  });
+  if (options.killAfterMs !== undefined) {
+    await sleep(options.killAfterMs);
+    await terminal.kill();
+  }
+  const exit = await terminal.waitForExit();
+  const output = await terminal.currentOutput();
+  await terminal.release();
+  await turn.update({
+    sessionUpdate: "tool_call_update",
+    toolCallId,
+    status: exit.exitCode === 0 ? "completed" : "failed",
+    rawOutput: { exit, output: output.output },
+  });
+  const status = exit.signal ? `signal ${exit.signal}` : `exit ${exit.exitCode}`;
+  await turn.say(`${status} truncated ${output.truncated}\n${output.output}`);
+}
+
+async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutcome> {
+  const toolCallId = turn.toolCallId("edit");
+  const absolute = turn.path(path);
+  const toolCall = {
+    toolCallId,
+    title: `Edit ${path}`,
+    kind: "edit" as const,
+    status: "pending" as const,
+    locations: [{ path: absolute }],
+    rawInput: { path, text },
+  };
+  await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  const answer = await turn.client.request(acp.methods.client.session.requestPermission, {
+    sessionId: turn.session.id,
+    toolCall: { toolCallId, title: toolCall.title, kind: "edit", status: "pending" },
+    options: [
+      { optionId: "yes", name: "Allow", kind: "allow_once" },
+      { optionId: "always", name: "Always allow edits", kind: "allow_always" },
+      { optionId: "no", name: "Reject", kind: "reject_once" },
+      { optionId: "never", name: "Never allow edits", kind: "reject_always" },
+    ],
+  });
+  if (answer.outcome.outcome === "cancelled") {
+    await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+    return { stopReason: "cancelled" };
+  }
+  if (answer.outcome.optionId === "no" || answer.outcome.optionId === "never") {
+    await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+    await turn.say("rejected");
+    return { stopReason: "end_turn" };
+  }
+  await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "in_progress" });
+  try {
+    await turn.client.request(acp.methods.client.fs.writeTextFile, {
+      sessionId: turn.session.id,
+      path: absolute,
+      content: text,
+    });
+  } catch (error) {
+    await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+    await turn.say(`error: ${messageOf(error)}`);
+    return { stopReason: "end_turn" };
+  }
+  await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
+  await turn.say(`edited ${path}`);
+  return { stopReason: "end_turn" };
+}
+
+async function runStream(turn: Turn, ms: number, honourCancel: boolean): Promise<TurnOutcome> {
+  const deadline = Date.now() + ms;
+  for (let tick = 1; Date.now() < deadline; tick += 1) {
+    if (honourCancel && turn.session.cancelled) return { stopReason: "cancelled" };
+    await turn.say(`tick ${tick}\n`);
+    await sleep(50);
+  }
+  return { stopReason: turn.session.cancelled && honourCancel ? "cancelled" : "end_turn" };
+}
+
+async function runShowcase(turn: Turn): Promise<TurnOutcome> {
+  const toolCallId = turn.toolCallId("look");
+  const path = turn.path("README.md");
+  await turn.update({
+    sessionUpdate: "agent_thought_chunk",
+    content: { type: "text", text: "thinking about it" },
+  });
+  await turn.update({
+    sessionUpdate: "plan",
+    entries: [
+      { content: "look around", priority: "high", status: "in_progress" },
+      { content: "answer", priority: "medium", status: "pending" },
+    ],
+  });
+  await turn.update({
+    sessionUpdate: "tool_call",
+    toolCallId,
+    title: "Look at README.md",
+    kind: "read",
+    status: "pending",
+    locations: [{ path }],
+    rawInput: { path },
+  });
+  await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "in_progress" });
+  await turn.update({
+    sessionUpdate: "tool_call_update",
+    toolCallId,
+    status: "completed",
+    content: [{ type: "content", content: { type: "text", text: "looked" } }],
+  });
+  await turn.update({ sessionUpdate: "current_mode_update", currentModeId: "code" });
+  await turn.say("showcase done");
+  return {
+    stopReason: "end_turn",
+    // Token usage rides on the prompt response (an unstable ACP field; the SDK passes it on).
+    usage: { inputTokens: 11, outputTokens: 7, totalTokens: 18 },
+  };
+}
+
+async function runPrompt(
+  turn: Turn,
+  prompt: ScriptedPrompt,
+  script: ScriptedAgentScript,
+): Promise<TurnOutcome> {
+  const done: TurnOutcome = { stopReason: "end_turn" };
+  switch (prompt.kind) {
+    case "write": {
+      const toolCallId = turn.toolCallId("write");
+      await turn.update({
+        sessionUpdate: "tool_call",
+        toolCallId,
+        title: `Write ${prompt.path}`,
+        kind: "edit",
+        status: "in_progress",
+        locations: [{ path: turn.path(prompt.path) }],
+      });
+      try {
+        await turn.client.request(acp.methods.client.fs.writeTextFile, {
+          sessionId: turn.session.id,
+          path: turn.path(prompt.path),
+          content: prompt.text,
+        });
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
+        await turn.say(`wrote ${prompt.path}`);
+      } catch (error) {
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        await turn.say(`error: ${messageOf(error)}`);
+      }
+      return done;
+    }
+    case "read":
+      try {
+        const read = await turn.client.request(acp.methods.client.fs.readTextFile, {
+          sessionId: turn.session.id,
+          path: turn.path(prompt.path),
+          ...(prompt.line === null ? {} : { line: prompt.line }),
+          ...(prompt.limit === null ? {} : { limit: prompt.limit }),
+        });
+        await turn.say(read.content);
+      } catch (error) {
+        await turn.say(`error: ${messageOf(error)}`);
+      }
+      return done;
+    case "run":
+      await runTerminal(turn, prompt.command, { limit: prompt.limit });
+      return done;
+    case "run-kill":
+      await runTerminal(turn, prompt.command, { limit: null, killAfterMs: 200 });
+      return done;
+    case "run-release": {
+      const terminal = await turn.client.createTerminal({
+        sessionId: turn.session.id,
+        command: prompt.command,
+        cwd: turn.session.cwd,
+      });
+      await terminal.release();
+      await turn.say(terminal.id);
+      return done;
+    }
+    case "edit":
+      return runEdit(turn, prompt.path, prompt.text);
+    case "slow":
+      return runStream(turn, prompt.ms, true);
+    case "stubborn":
+      return runStream(turn, prompt.ms, false);
+    case "crash":
+      await turn.say("about to crash");
+      process.stderr.write("scripted agent: something went badly wrong\n");
+      process.stderr.write("scripted agent: crashing mid-turn as asked\n");
+      // Let the chunk and the stderr lines reach the client before the process goes.
+      await sleep(50);
+      return process.exit(7);
+    case "showcase":
+      return runShowcase(turn);
+    case "reply":
+      await turn.say(script.reply);
+      return done;
+  }
+}
 
 function run(options: ScriptedAgentOptions): void {
   const script = scriptedAgentScript(options);
@@ -14,9 +313,48 @@ function run(options: ScriptedAgentOptions): void {
     // Before any JSON-RPC, as a CLI that logs to stdout would.
     process.stdout.write("scripted agent: this line is not JSON\n");
   }
-  const sessions = new Set<string>();
-  let nextSession = 1;
-  const app = acp
+  const sessions = new Map<string, SessionState>();
+  const stateFile = (sessionId: string) =>
+    options.stateDir === null
+      ? null
+      : join(options.stateDir, `${encodeURIComponent(sessionId)}.json`);
+  const persist = (session: SessionState) => {
+    const file = stateFile(session.id);
+    if (file === null) return;
+    mkdirSync(options.stateDir!, { recursive: true });
+    writeFileSync(file, JSON.stringify({ cwd: session.cwd, history: session.history }));
+  };
+  const restore = (sessionId: string): SessionState | null => {
+    const known = sessions.get(sessionId);
+    if (known) return known;
+    const file = stateFile(sessionId);
+    if (file === null) return null;
+    try {
+      const saved = JSON.parse(readFileSync(file, "utf8")) as {
+        cwd: string;
+        history: HistoryEntry[];
+      };
+      return { id: sessionId, cwd: saved.cwd, history: saved.history, cancelled: false };
+    } catch {
+      return null;
+    }
+  };
+  const announceCommands = (client: acp.AgentContext, sessionId: string) => {
+    const announce = () =>
+      client
+        .notify(acp.methods.client.session.update, {
+          sessionId,
+          update: {
+            sessionUpdate: "available_commands_update",
+            availableCommands: script.commands,
+          },
+        })
+        .catch(() => {});
+    // Like real agents, the commands arrive after the session answer, not inside it.
+    setTimeout(announce, options.commandsDelayMs);
+  };
+
+  let app = acp
     .agent({ name: "scripted-acp-agent" })
     .onRequest(acp.methods.agent.initialize, async () => {
       if (options.mode === "hang") {
@@ -30,7 +368,7 @@ function run(options: ScriptedAgentOptions): void {
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
-          loadSession: false,
+          loadSession: options.loadSession,
           sessionCapabilities: { close: {} },
         },
         authMethods: script.authMethods,
@@ -40,27 +378,19 @@ function run(options: ScriptedAgentOptions): void {
     .onRequest(acp.methods.agent.authenticate, async () => {
       throw acp.RequestError.authRequired(undefined, "the scripted agent accepts no login");
     })
-    .onRequest(acp.methods.agent.session.new, async ({ client }) => {
+    .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
       if (options.mode === "auth-required") {
         throw acp.RequestError.authRequired(
           undefined,
           "scripted agent: log in first (scripted auth-required mode)",
         );
       }
-      const sessionId = `scripted-session-${nextSession++}`;
-      sessions.add(sessionId);
-      const announce = () =>
-        client
-          .notify(acp.methods.client.session.update, {
-            sessionId,
-            update: {
-              sessionUpdate: "available_commands_update",
-              availableCommands: script.commands,
-            },
-          })
-          .catch(() => {});
-      // Like real agents, the commands arrive after the session/new answer, not inside it.
-      setTimeout(announce, options.commandsDelayMs);
+      // Unique across agent processes, so a state directory can hold many sessions.
+      const sessionId = `scripted-session-${randomUUID()}`;
+      const session = { id: sessionId, cwd: params.cwd, history: [], cancelled: false };
+      sessions.set(sessionId, session);
+      persist(session);
+      announceCommands(client, sessionId);
       return {
         sessionId,
         modes: script.modes,
@@ -73,17 +403,42 @@ function run(options: ScriptedAgentOptions): void {
     })
     .onRequest(acp.methods.agent.session.setMode, async () => ({}))
     .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
-      if (!sessions.has(params.sessionId)) throw acp.RequestError.sessionNotFound(params.sessionId);
-      await client.notify(acp.methods.client.session.update, {
-        sessionId: params.sessionId,
-        update: {
-          sessionUpdate: "agent_message_chunk",
-          content: { type: "text", text: script.reply },
-        },
-      });
-      return { stopReason: "end_turn" };
+      const session = sessions.get(params.sessionId);
+      if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
+      session.cancelled = false;
+      const text = params.prompt
+        .flatMap((block) => (block.type === "text" ? [block.text] : []))
+        .join("");
+      const turn = new Turn(client, session);
+      const outcome = await runPrompt(turn, parseScriptedPrompt(text), script);
+      session.history.push({ role: "user", text }, { role: "agent", text: turn.reply });
+      persist(session);
+      return outcome as acp.PromptResponse;
     })
-    .onNotification(acp.methods.agent.session.cancel, () => {});
+    .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+      const session = sessions.get(params.sessionId);
+      if (session) session.cancelled = true;
+    });
+  if (options.loadSession) {
+    app = app.onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
+      const session = restore(params.sessionId);
+      if (!session) throw acp.RequestError.resourceNotFound(params.sessionId);
+      session.cwd = params.cwd;
+      sessions.set(session.id, session);
+      // ACP: the whole conversation is replayed as notifications before the load is answered.
+      for (const entry of session.history) {
+        await client.notify(acp.methods.client.session.update, {
+          sessionId: session.id,
+          update: {
+            sessionUpdate: entry.role === "user" ? "user_message_chunk" : "agent_message_chunk",
+            content: { type: "text", text: entry.text },
+          },
+        });
+      }
+      announceCommands(client, session.id);
+      return { modes: script.modes, configOptions: script.configOptions };
+    });
+  }
 
   const stream = acp.ndJsonStream(
     Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,

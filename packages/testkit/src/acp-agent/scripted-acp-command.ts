@@ -6,6 +6,10 @@ export interface ScriptedAcpAgentCommandOptions {
   commandsDelayMs?: number;
   /** The version the agent reports. */
   agentVersion?: string;
+  /** Keep session histories here so a later agent process can `session/load` them. */
+  stateDir?: string;
+  /** Do not advertise `loadSession` (an agent that cannot resume). */
+  noLoad?: boolean;
 }
 
 /** Where the agent script lives, for tests that need the file itself. */
@@ -27,5 +31,7 @@ export function scriptedAcpAgentCommand(
     command.push("--commands-delay-ms", String(options.commandsDelayMs));
   }
   if (options.agentVersion !== undefined) command.push("--agent-version", options.agentVersion);
+  if (options.stateDir !== undefined) command.push("--state-dir", options.stateDir);
+  if (options.noLoad === true) command.push("--no-load");
   return command;
 }

@@ -3,12 +3,17 @@ import { parseArgs } from "node:util";
 /**
  * How the scripted agent behaves:
  * - `normal`: answers initialize and session/new with models and modes, and announces its
- *   slash commands (one of them a skill) shortly after;
+ *   slash commands (one of them a skill) shortly after; prompts are scripted by their text
+ *   (see `scripted-acp-agent.ts`);
  * - `slow-commands`: like normal, but the commands arrive after `--commands-delay-ms`;
  * - `hang`: never answers initialize;
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ *
+ * Independent of the mode: `--state-dir` keeps each session's history in a directory so a later
+ * process can `session/load` it (resume across restarts), and `--no-load` stops the agent from
+ * advertising `loadSession`, as agents without resume do.
  */
 export const SCRIPTED_AGENT_MODES = [
   "normal",
@@ -26,6 +31,10 @@ export interface ScriptedAgentOptions {
   commandsDelayMs: number;
   /** Reported as `agentInfo.version` and by `--version`. */
   version: string;
+  /** Where session histories are kept for `session/load`; null keeps them in memory only. */
+  stateDir: string | null;
+  /** Whether `loadSession` is advertised (and `session/load` served). */
+  loadSession: boolean;
 }
 
 export const SCRIPTED_AGENT_VERSION = "1.2.3";
@@ -44,7 +53,10 @@ function isMode(value: string): value is ScriptedAgentMode {
   return (SCRIPTED_AGENT_MODES as readonly string[]).includes(value);
 }
 
-/** `--mode M [--commands-delay-ms N] [--agent-version V] | --version`. */
+/**
+ * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load] |
+ * --version`.
+ */
 export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -54,6 +66,8 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
         mode: { type: "string" },
         "commands-delay-ms": { type: "string" },
         "agent-version": { type: "string" },
+        "state-dir": { type: "string" },
+        "no-load": { type: "boolean" },
         version: { type: "boolean" },
       },
       strict: true,
@@ -80,5 +94,14 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       : mode === "slow-commands"
         ? SLOW_COMMANDS_DELAY_MS
         : NORMAL_COMMANDS_DELAY_MS;
-  return { kind: "run", options: { mode, commandsDelayMs, version } };
+  return {
+    kind: "run",
+    options: {
+      mode,
+      commandsDelayMs,
+      version,
+      stateDir: (values["state-dir"] as string | undefined) ?? null,
+      loadSession: values["no-load"] !== true,
+    },
+  };
 }

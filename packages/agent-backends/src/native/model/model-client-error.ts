@@ -32,8 +32,7 @@ export interface ModelClientErrorDetails {
 
 /**
  * A failed model request. It is an AgentBackendError so callers of the package catch one type;
- * the base codes have none for model failures, so it carries `aborted` or `internal` there and
- * the precise reason in `kind`.
+ * its code is `aborted` or `model_request_failed`, and `kind` holds the precise reason.
  */
 export class ModelClientError extends AgentBackendError {
   readonly kind: ModelClientErrorKind;
@@ -43,7 +42,9 @@ export class ModelClientError extends AgentBackendError {
   readonly providerCode: string | undefined;
 
   constructor(kind: ModelClientErrorKind, message: string, details: ModelClientErrorDetails) {
-    super(kind === "aborted" ? "aborted" : "internal", message, { cause: details.cause });
+    super(kind === "aborted" ? "aborted" : "model_request_failed", message, {
+      cause: details.cause,
+    });
     this.name = "ModelClientError";
     this.kind = kind;
     this.retryable = details.retryable;

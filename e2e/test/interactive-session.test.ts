@@ -1,0 +1,247 @@
+// The interactive path end to end: `deckhand up` as its own process (embedded database, local
+// workspace agent, a fake model upstream from its config file, the scripted ACP agent as a
+// custom provider), then a project, a session, and a message to each agent — driven only
+// through the public HTTP and WebSocket API. Each turn must stream events, leave a pending
+// change attributed to its agent, and that change must become a commit on the session branch.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  createTempRepository,
+  type FakeModel,
+  SessionStreamClient,
+  type SpawnedService,
+  scriptedAcpAgentCommand,
+  spawnService,
+  startFakeModel,
+  type TempRepository,
+  turn,
+} from "@deckhand/testkit";
+import {
+  type Chat,
+  type CreateMessageResponse,
+  type Message,
+  type PendingChange,
+  type Project,
+  ServerPath,
+  type Session,
+  type SessionEvent,
+  serverPath,
+} from "@deckhand/wire";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
+const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
+
+let dataDir: string;
+let repository: TempRepository;
+let model: FakeModel;
+let server: SpawnedService;
+
+async function api<Body>(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Body }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    ...(body !== undefined
+      ? { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }
+      : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : null) as Body };
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-"));
+  repository = createTempRepository({ "README.md": "# e2e\n" });
+  model = await startFakeModel();
+  writeFileSync(
+    join(dataDir, "config.json"),
+    JSON.stringify({
+      modelUpstreams: {
+        deckhand: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
+      },
+    }),
+  );
+  writeFileSync(
+    join(dataDir, "providers.json"),
+    JSON.stringify({
+      providers: {
+        scripted: {
+          extends: "acp",
+          label: "Scripted ACP agent",
+          command: scriptedAcpAgentCommand(),
+        },
+      },
+    }),
+  );
+  server = await spawnService(
+    process.execPath,
+    [
+      "--conditions=source",
+      join(repositoryRoot, "apps/cli/src/bin.ts"),
+      "up",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+    ],
+    {
+      readyMessage: "deckhand server listening",
+      cwd: repositoryRoot,
+      env: { ...process.env, [UPSTREAM_KEY_ENV]: "sk-e2e-upstream-key-0123456789" },
+      timeoutMs: 60_000,
+    },
+  );
+});
+
+afterAll(async () => {
+  if (server && server.child.exitCode === null) {
+    server.child.kill("SIGTERM");
+    await server.exited;
+  }
+  await model?.close();
+  repository?.remove();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("an interactive session through deckhand up", () => {
+  let session: Session;
+  let chat: Chat;
+  let stream: SessionStreamClient;
+
+  beforeAll(async () => {
+    const project = await api<Project>("POST", ServerPath.projects, {
+      repository_path: repository.path,
+    });
+    expect(project.status).toBe(201);
+    const opened = await api<Session>(
+      "POST",
+      serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
+      { title: "e2e" },
+    );
+    expect(opened.status).toBe(201);
+    session = opened.body;
+    chat = (
+      await api<Chat>("POST", serverPath(ServerPath.sessionChats, { session_id: session.id }), {})
+    ).body;
+    stream = new SessionStreamClient(
+      server.url,
+      serverPath(ServerPath.sessionStream, { session_id: session.id }),
+    );
+    await stream.opened;
+  });
+
+  afterAll(async () => {
+    await stream?.close();
+  });
+
+  /** Sends a message and waits until its turn has finished; returns the turn's events. */
+  async function runTurn(agent: string, text: string): Promise<SessionEvent[]> {
+    const posted = await api<CreateMessageResponse>(
+      "POST",
+      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+      { agent, text },
+    );
+    expect(posted.status).toBe(202);
+    const started = () =>
+      stream
+        .events()
+        .find(
+          (event) =>
+            event.event.type === "turn_started" &&
+            event.event.user_message_id === posted.body.message.id,
+        );
+    await stream.waitFor(() => started() !== undefined, 30_000);
+    const messageId = (started()!.event as { message_id: string }).message_id;
+    await stream.waitFor(
+      (client) =>
+        client
+          .events()
+          .some(
+            (event) => event.event.type === "turn_finished" && event.event.message_id === messageId,
+          ),
+      30_000,
+    );
+    return stream
+      .events()
+      .filter((event) => "message_id" in event.event && event.event.message_id === messageId);
+  }
+
+  async function applyOnly(agent: string, path: string): Promise<string> {
+    const pending = await api<{ pending_changes: PendingChange[] }>(
+      "GET",
+      `${serverPath(ServerPath.sessionPendingChanges, { session_id: session.id })}?status=pending`,
+    );
+    const change = pending.body.pending_changes.find((candidate) => candidate.path === path);
+    expect(change, `pending change for ${path}`).toMatchObject({ agent, status: "pending" });
+    expect(change!.diff).toContain(`+++ b/${path}`);
+    const applied = await api<{ commit: string }>(
+      "POST",
+      serverPath(ServerPath.applyPendingChange, { pending_change_id: change!.id }),
+    );
+    expect(applied.status).toBe(200);
+    return applied.body.commit;
+  }
+
+  it("the native agent applies a patch through the fake model; its change becomes a commit", async () => {
+    model.script([
+      turn.functionCall("apply_patch", {
+        patch: [
+          "*** Begin Patch",
+          "*** Add File: native.txt",
+          "+written by the native agent",
+          "*** End Patch",
+        ].join("\n"),
+      }),
+      turn.text("I added native.txt."),
+    ]);
+    const events = await runTurn("deckhand", "add native.txt");
+    const types = events.map((event) => event.event.type);
+    expect(types).toContain("tool_call");
+    expect(types).toContain("tool_update");
+    expect(types).toContain("text");
+    expect(types.at(-1)).toBe("turn_finished");
+    expect(events.find((event) => event.event.type === "turn_end")?.event).toMatchObject({
+      stop_reason: "end_turn",
+    });
+    // The model was reached through Deckhand's proxy, which sent the upstream key itself.
+    expect(model.requests.length).toBeGreaterThanOrEqual(2);
+    const headers = JSON.stringify(model.requests[0]!.headers);
+    expect(headers).toContain("sk-e2e-upstream-key-0123456789");
+
+    const commit = await applyOnly("deckhand", "native.txt");
+    expect(repository.git("rev-parse", session.branch)).toBe(commit);
+    expect(repository.git("show", `${session.branch}:native.txt`)).toBe(
+      "written by the native agent",
+    );
+  });
+
+  it("the scripted ACP agent writes a file through the fs API; its change becomes a commit", async () => {
+    const events = await runTurn("scripted", "write acp.txt written by the ACP agent");
+    const types = events.map((event) => event.event.type);
+    expect(types).toContain("text");
+    expect(types.at(-1)).toBe("turn_finished");
+    const commit = await applyOnly("scripted", "acp.txt");
+    expect(repository.git("rev-parse", session.branch)).toBe(commit);
+    expect(repository.git("show", `${session.branch}:acp.txt`)).toBe("written by the ACP agent");
+
+    const messages = await api<{ messages: Message[] }>(
+      "GET",
+      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+    );
+    const answers = messages.body.messages.filter((message) => message.role === "assistant");
+    expect(answers.map((message) => [message.agent, message.status])).toEqual([
+      ["deckhand", "complete"],
+      ["scripted", "complete"],
+    ]);
+  });
+
+  it("stops cleanly on SIGTERM, stopping its agents", async () => {
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+  });
+});

@@ -1,0 +1,678 @@
+import { randomUUID } from "node:crypto";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+import { ProcessClient } from "@deckhand/process-manager";
+import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
+import { FileClient } from "@deckhand/workspace-files";
+import type {
+  AgentBackend,
+  AgentSessionContext,
+  BackendHealth,
+  EnsureSessionResult,
+  PermissionAnswer,
+  PromptInput,
+  PromptResult,
+} from "../backend.ts";
+import { AgentBackendError } from "../errors.ts";
+import { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp-events.ts";
+import { AcpFiles } from "./acp-files.ts";
+import { AcpTerminals } from "./acp-terminals.ts";
+import {
+  type AcpLaunch,
+  type AgentExit,
+  type AgentProcess,
+  describeExit,
+  spawnAgentProcess,
+} from "./agent-process.ts";
+import {
+  type AcpToolKind,
+  createInMemoryPermissionMemory,
+  type PermissionMemory,
+  type RememberedPermission,
+} from "./permission-memory.ts";
+
+export interface AcpTimeouts {
+  /** Bound on each step of starting: `initialize`, then `session/new`, `load` or `resume`. */
+  initializeMs: number;
+  /** After `session/cancel`, how long the agent has to end the turn before it is stopped. */
+  cancelMs: number;
+  /** After SIGTERM, how long the agent has to exit before SIGKILL. */
+  stopGraceMs: number;
+}
+
+export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
+  initializeMs: 30_000,
+  cancelMs: 5_000,
+  stopGraceMs: 2_000,
+};
+
+export type AcpLogFields = Record<string, unknown>;
+
+/** Where the backend reports what the caller does not see in events. Messages are redacted. */
+export interface AcpBackendLogger {
+  info(message: string, fields?: AcpLogFields): void;
+  warn(message: string, fields?: AcpLogFields): void;
+  error(message: string, fields?: AcpLogFields): void;
+}
+
+export interface AcpBackendOptions {
+  context: AgentSessionContext;
+  launch: AcpLaunch;
+  /** The agent's id (the provider id), named by `commands` and `mode` events. */
+  agent: string;
+  /** Where "always" permission answers are kept; an in-memory one when omitted. */
+  permissionMemory?: PermissionMemory;
+  timeouts?: Partial<AcpTimeouts>;
+  logger?: AcpBackendLogger;
+  /**
+   * Receives events that arrive between turns: `commands` and `mode` updates an agent sends
+   * after `session/new` or on its own. During a turn they go to the turn's `onEvent`.
+   */
+  onIdleEvent?: (event: AgentEvent) => void;
+  /** Reported to the agent as `clientInfo`. */
+  clientInfo?: { name: string; version: string };
+  /** Values that must never appear in events or logs (besides the model-proxy token). */
+  secrets?: readonly string[];
+}
+
+const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
+
+/** An environment variable whose value is a credential, by its name. */
+const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL|AUTH/i;
+/** Shorter values are not worth redacting and would mangle ordinary text. */
+const MIN_SECRET_LENGTH = 8;
+
+interface PendingPermission {
+  resolve(outcome: PermissionOptionKind | "cancelled"): void;
+}
+
+interface Turn {
+  messageId: string;
+  onEvent: PromptInput["onEvent"];
+  /** Events are delivered one at a time, in the order they were produced. */
+  queue: Promise<void>;
+  text: string;
+  cancelRequested: boolean;
+  /** Set when cancel had to stop the process: its exit is then not a crash. */
+  stoppedByCancel: boolean;
+  cancelling: Promise<void> | null;
+  finished: Promise<void>;
+}
+
+interface Live {
+  process: AgentProcess;
+  connection: acp.ClientConnection;
+  capabilities: acp.AgentCapabilities;
+  /** True once we decided to stop it: its exit is then expected, not a crash. */
+  stopping: boolean;
+  sessionId: string | null;
+  resumed: boolean;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A `kind` the user chose, or the closest option the agent offers with the same meaning. */
+function chooseOption(
+  options: readonly acp.PermissionOption[],
+  kind: PermissionOptionKind,
+): acp.PermissionOption | null {
+  const exact = options.find((option) => option.kind === kind);
+  if (exact) return exact;
+  const allow = kind.startsWith("allow");
+  return options.find((option) => option.kind.startsWith(allow ? "allow" : "reject")) ?? null;
+}
+
+function isRemembered(kind: PermissionOptionKind | "cancelled"): kind is RememberedPermission {
+  return kind === "allow_always" || kind === "reject_always";
+}
+
+/**
+ * An AgentBackend for an agent that speaks the Agent Client Protocol over stdio. It starts the
+ * agent on first use (in the worktree), serves the agent's fs and terminal requests through the
+ * workspace agent, turns `session/update`s into AgentEvents and permission requests into
+ * `permission_request` events, and restarts the agent on the next prompt after a crash or a
+ * cancel that had to stop it, resuming its session when the agent can.
+ */
+export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
+  const { context, launch, agent } = options;
+  const timeouts: AcpTimeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
+  const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
+  const secrets = [
+    ...(options.secrets ?? []),
+    ...(context.modelProxy ? [context.modelProxy.token] : []),
+    ...Object.entries(launch.env)
+      .filter(([name]) => SECRET_NAME.test(name))
+      .map(([, value]) => value),
+    ...(context.workspaceAgent.token === null ? [] : [context.workspaceAgent.token]),
+  ].filter((secret) => secret.length >= MIN_SECRET_LENGTH);
+  const redact = (text: string): string =>
+    secrets.reduce((clean, secret) => clean.replaceAll(secret, "[redacted]"), text);
+  const rawLogger = options.logger ?? silentLogger;
+  const logger: AcpBackendLogger = {
+    info: (message, fields) => rawLogger.info(redact(message), fields),
+    warn: (message, fields) => rawLogger.warn(redact(message), fields),
+    error: (message, fields) => rawLogger.error(redact(message), fields),
+  };
+
+  const workspaceToken =
+    context.workspaceAgent.token === null ? {} : { token: context.workspaceAgent.token };
+  const files = new AcpFiles(
+    new FileClient({ baseUrl: context.workspaceAgent.url, ...workspaceToken }),
+    context.worktreePath,
+  );
+  const terminals = new AcpTerminals(
+    new ProcessClient({
+      baseUrl: context.workspaceAgent.url,
+      ...workspaceToken,
+      chatId: context.chatId,
+    }),
+    context.worktreePath,
+  );
+
+  let live: Live | null = null;
+  let starting: Promise<EnsureSessionResult> | null = null;
+  let turn: Turn | null = null;
+  let status: BackendHealth["status"] = "idle";
+  let lastError: string | null = null;
+  let disposed = false;
+  /** The agent's session to resume when the agent is started (again). */
+  let resumeSessionId: string | null = context.resumeSessionId;
+  /** While a session is being loaded, its replayed history is not this turn's news. */
+  let loadingSessionId: string | null = null;
+  const permissions = new Map<string, PendingPermission>();
+
+  function emit(event: AgentEvent): void {
+    const current = turn;
+    if (current === null) {
+      if (event.type === "commands" || event.type === "mode") options.onIdleEvent?.(event);
+      return;
+    }
+    current.queue = current.queue.then(async () => {
+      try {
+        await current.onEvent(event);
+      } catch (error) {
+        logger.warn("an event consumer failed; the turn goes on", {
+          event: event.type,
+          error: messageOf(error),
+        });
+      }
+    });
+  }
+
+  /** Lets notifications already read reach the queue, then waits until they are delivered. */
+  async function settle(current: Turn): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    await current.queue;
+  }
+
+  function onUpdate(notification: acp.SessionNotification): void {
+    const { update } = notification;
+    const state =
+      update.sessionUpdate === "available_commands_update" ||
+      update.sessionUpdate === "current_mode_update";
+    const current = turn;
+    if (notification.sessionId === loadingSessionId) {
+      // Replayed history is not this turn's news; only the agent's commands and mode still are.
+      if (state) {
+        for (const event of eventsFromUpdate(update, updateContext("")))
+          options.onIdleEvent?.(event);
+      }
+      return;
+    }
+    if (live?.sessionId == null || notification.sessionId !== live.sessionId) {
+      // Commands may arrive before the session/new answer is processed; they are state.
+      if (state) for (const event of eventsFromUpdate(update, updateContext(""))) emit(event);
+      return;
+    }
+    for (const event of eventsFromUpdate(update, updateContext(current?.messageId ?? ""))) {
+      if (current === null && !state) {
+        logger.info("the agent sent an update outside a turn; dropped", {
+          update: update.sessionUpdate,
+        });
+        continue;
+      }
+      if (current !== null && event.type === "text") current.text += event.delta;
+      emit(event);
+    }
+  }
+
+  function updateContext(messageId: string) {
+    return { messageId, agent, worktreePath: context.worktreePath };
+  }
+
+  function resolvePermissions(outcome: "cancelled"): void {
+    const pending = [...permissions.values()];
+    permissions.clear();
+    for (const request of pending) request.resolve(outcome);
+  }
+
+  async function onPermission(
+    params: acp.RequestPermissionRequest,
+  ): Promise<acp.RequestPermissionResponse> {
+    const current = turn;
+    const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
+    if (current === null || current.cancelRequested) return cancelled;
+    const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
+    const key = { sessionId: context.sessionId, agent, toolKind };
+    const requestId = randomUUID();
+    const request: AgentEvent = {
+      type: "permission_request",
+      message_id: current.messageId,
+      request_id: requestId,
+      tool_call_id: params.toolCall.toolCallId ?? null,
+      title: params.toolCall.title ?? `${agent} asks to use a ${toolKind} tool`,
+      options: params.options.map((option) => ({
+        option_id: option.optionId,
+        name: option.name,
+        kind: option.kind,
+      })),
+    };
+    let remembered: RememberedPermission | null = null;
+    try {
+      remembered = await memory.get(key);
+    } catch (error) {
+      logger.warn("cannot read remembered permissions; asking the user", {
+        error: messageOf(error),
+      });
+    }
+    let outcome: PermissionOptionKind | "cancelled";
+    if (remembered !== null && chooseOption(params.options, remembered) !== null) {
+      // Answered without asking, but the UI still sees the request and its answer.
+      emit(request);
+      outcome = remembered;
+    } else if (current.cancelRequested || turn !== current) {
+      // Cancelled while the memory was read: nothing was shown, nothing to resolve.
+      return cancelled;
+    } else {
+      // Pending before the event goes out, so an answer given while it is delivered finds it.
+      const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
+        permissions.set(requestId, { resolve }),
+      );
+      emit(request);
+      outcome = await answered;
+      if (isRemembered(outcome)) {
+        await memory.set(key, outcome).catch((error: unknown) => {
+          logger.warn("cannot remember a permission answer", { error: messageOf(error) });
+        });
+      }
+    }
+    const option = outcome === "cancelled" ? null : chooseOption(params.options, outcome);
+    emit({
+      type: "permission_resolved",
+      message_id: current.messageId,
+      request_id: requestId,
+      outcome: option === null ? "cancelled" : outcome,
+    });
+    if (option === null) return cancelled;
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  }
+
+  function connect(agentProcess: AgentProcess): acp.ClientConnection {
+    const app = acp
+      .client({ name: "deckhand" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => onUpdate(params))
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => onPermission(params))
+      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
+      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
+      .onRequest(acp.methods.client.terminal.create, ({ params }) => terminals.create(params))
+      .onRequest(acp.methods.client.terminal.output, ({ params }) => terminals.output(params))
+      .onRequest(acp.methods.client.terminal.waitForExit, ({ params, signal }) =>
+        terminals.waitForExit(params, signal),
+      )
+      .onRequest(acp.methods.client.terminal.kill, ({ params }) => terminals.kill(params))
+      .onRequest(acp.methods.client.terminal.release, ({ params }) => terminals.release(params));
+    const { child } = agentProcess;
+    return app.connect(
+      acp.ndJsonStream(
+        Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+        Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
+      ),
+    );
+  }
+
+  /** Races `promise` against the agent dying and a time bound, for the start-up steps. */
+  async function bounded<T>(
+    agentProcess: AgentProcess,
+    step: string,
+    promise: Promise<T>,
+  ): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no answer to ${step} within ${timeouts.initializeMs} ms; the agent looks stuck`,
+            ),
+          ),
+        timeouts.initializeMs,
+      );
+    });
+    const died = agentProcess.exited.then((exit) => {
+      throw new Error(`the agent ${describeExit(exit)} during ${step}`);
+    });
+    try {
+      return await Promise.race([promise, timeout, died]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
+    const tail = agentProcess?.stderrTail().trim() ?? "";
+    const message = redact(
+      `cannot start ${agent} (${launch.executable}): ${messageOf(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
+    );
+    lastError = message;
+    return new AgentBackendError("agent_start_failed", message, { cause: error });
+  }
+
+  /** What happens when the agent process ends. */
+  function onExit(current: Live, exit: AgentExit): void {
+    if (live === current) live = null;
+    current.connection.close();
+    void terminals.releaseAll();
+    resolvePermissions("cancelled");
+    if (current.stopping) return;
+    status = "crashed";
+    lastError = redact(`${agent} ${describeExit(exit)}`);
+    logger.error("the agent process died", { agent, exit: describeExit(exit) });
+  }
+
+  async function startProcess(): Promise<Live> {
+    let agentProcess: AgentProcess | null = null;
+    try {
+      agentProcess = spawnAgentProcess(launch, context.worktreePath);
+      const connection = connect(agentProcess);
+      const initialized = await bounded<acp.InitializeResponse>(
+        agentProcess,
+        "initialize",
+        connection.agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+          clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
+        }),
+      );
+      const started: Live = {
+        process: agentProcess,
+        connection,
+        capabilities: initialized.agentCapabilities ?? {},
+        stopping: false,
+        sessionId: null,
+        resumed: false,
+      };
+      void agentProcess.exited.then((exit) => onExit(started, exit));
+      return started;
+    } catch (error) {
+      const failure = startFailure(agentProcess, error);
+      await agentProcess?.stop(timeouts.stopGraceMs);
+      throw failure;
+    }
+  }
+
+  /** Resumes `sessionId` if the agent can; false when it cannot or refuses. */
+  async function resume(current: Live, sessionId: string): Promise<boolean> {
+    const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
+    try {
+      if (current.capabilities.sessionCapabilities?.resume) {
+        await bounded(
+          current.process,
+          "session/resume",
+          current.connection.agent.request(acp.methods.agent.session.resume, request),
+        );
+        return true;
+      }
+      if (current.capabilities.loadSession) {
+        loadingSessionId = sessionId;
+        try {
+          await bounded(
+            current.process,
+            "session/load",
+            current.connection.agent.request(acp.methods.agent.session.load, request),
+          );
+          // Replayed notifications read before the answer are still on their way in.
+          await new Promise((resolve) => setImmediate(resolve));
+        } finally {
+          loadingSessionId = null;
+        }
+        return true;
+      }
+    } catch (error) {
+      if (current.process.exit() !== null) throw error;
+      logger.warn("the agent could not resume its session; starting a new one", {
+        agent,
+        error: redact(messageOf(error)),
+      });
+    }
+    return false;
+  }
+
+  async function openSession(): Promise<EnsureSessionResult> {
+    live ??= await startProcess();
+    const current = live;
+    try {
+      if (resumeSessionId !== null && (await resume(current, resumeSessionId))) {
+        current.sessionId = resumeSessionId;
+        current.resumed = true;
+      } else {
+        const created = await bounded(
+          current.process,
+          "session/new",
+          current.connection.agent.request(acp.methods.agent.session.new, {
+            cwd: context.worktreePath,
+            mcpServers: [],
+          }),
+        );
+        current.sessionId = created.sessionId;
+        current.resumed = false;
+        if (created.modes) {
+          emit({ type: "mode", agent, mode_id: created.modes.currentModeId });
+        }
+      }
+    } catch (error) {
+      const failure = startFailure(current.process, error);
+      current.stopping = true;
+      await current.process.stop(timeouts.stopGraceMs);
+      throw failure;
+    }
+    resumeSessionId = current.sessionId;
+    if (status !== "active") status = "idle";
+    return { agentSessionId: current.sessionId, resumed: current.resumed };
+  }
+
+  async function ensureSession(): Promise<EnsureSessionResult> {
+    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
+    if (live?.sessionId != null) return { agentSessionId: live.sessionId, resumed: live.resumed };
+    starting ??= openSession().finally(() => {
+      starting = null;
+    });
+    return starting;
+  }
+
+  async function stopLive(current: Live): Promise<void> {
+    current.stopping = true;
+    current.connection.close();
+    await current.process.stop(timeouts.stopGraceMs);
+    await current.process.exited;
+  }
+
+  async function runTurn(current: Turn, input: PromptInput): Promise<StopReason> {
+    let session: EnsureSessionResult;
+    try {
+      session = await ensureSession();
+    } catch (error) {
+      emit({ type: "error", message_id: current.messageId, message: redact(messageOf(error)) });
+      return "error";
+    }
+    // A cancel that came while the agent was starting: the turn ends before it begins.
+    if (current.cancelRequested) return "cancelled";
+    if (live === null) {
+      emit({
+        type: "error",
+        message_id: current.messageId,
+        message: lastError ?? `${agent} is not running`,
+      });
+      return "error";
+    }
+    const agentProcess = live.process;
+    const connection = live.connection;
+    try {
+      const response = await connection.agent.request(acp.methods.agent.session.prompt, {
+        sessionId: session.agentSessionId,
+        prompt: [{ type: "text", text: input.text }],
+      });
+      await settle(current);
+      const usage = usageFromResponse(response, current.messageId);
+      if (usage !== null) emit(usage);
+      return stopReasonFrom(response.stopReason);
+    } catch (error) {
+      if (current.stoppedByCancel) return "cancelled";
+      // A closed pipe usually means the agent died; its exit and stderr tell the real story.
+      const exit = await Promise.race([agentProcess.exited, sleep(1_000).then(() => null)]);
+      await settle(current);
+      if (exit !== null) {
+        const message = redact(`${agent} ${describeExit(exit)} during the turn`);
+        lastError = message;
+        status = "crashed";
+        emit({
+          type: "error",
+          message_id: current.messageId,
+          message,
+          stderr_tail: redact(agentProcess.stderrTail()),
+        });
+        return "error";
+      }
+      const message = redact(`${agent} failed the prompt: ${messageOf(error)}`);
+      lastError = message;
+      emit({ type: "error", message_id: current.messageId, message });
+      return "error";
+    }
+  }
+
+  async function cancelTurn(current: Turn): Promise<void> {
+    current.cancelRequested = true;
+    const running = live;
+    if (running?.sessionId != null) {
+      await running.connection.agent
+        .notify(acp.methods.agent.session.cancel, { sessionId: running.sessionId })
+        .catch(() => {});
+    }
+    // ACP: the client answers every pending permission request with `cancelled`.
+    resolvePermissions("cancelled");
+    const ended = await Promise.race([
+      current.finished.then(() => true),
+      sleep(timeouts.cancelMs).then(() => false),
+    ]);
+    if (!ended && running !== null && turn === current) {
+      logger.warn("the agent did not end the turn after session/cancel; stopping it", {
+        agent,
+        waitedMs: timeouts.cancelMs,
+      });
+      current.stoppedByCancel = true;
+      await stopLive(running);
+    }
+    await current.finished;
+  }
+
+  async function prompt(input: PromptInput): Promise<PromptResult> {
+    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
+    if (turn !== null) {
+      throw new AgentBackendError(
+        "turn_in_progress",
+        `${agent} is still working on a turn; cancel it or wait for its turn_end`,
+      );
+    }
+    let finish: () => void = () => {};
+    const current: Turn = {
+      messageId: input.messageId,
+      onEvent: input.onEvent,
+      queue: Promise.resolve(),
+      text: "",
+      cancelRequested: input.signal?.aborted === true,
+      stoppedByCancel: false,
+      cancelling: null,
+      finished: new Promise((resolve) => {
+        finish = resolve;
+      }),
+    };
+    turn = current;
+    status = "active";
+    const onAbort = () => void cancel();
+    input.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const stopReason = current.cancelRequested ? "cancelled" : await runTurn(current, input);
+      resolvePermissions("cancelled");
+      emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
+      await current.queue;
+      return { stopReason, text: current.text };
+    } finally {
+      input.signal?.removeEventListener("abort", onAbort);
+      turn = null;
+      // A crash already said "crashed"; anything else leaves the backend ready for a turn.
+      if (status === "active") status = "idle";
+      finish();
+    }
+  }
+
+  async function cancel(): Promise<void> {
+    const current = turn;
+    if (current === null) return;
+    current.cancelling ??= cancelTurn(current);
+    await current.cancelling;
+  }
+
+  async function closeSession(): Promise<void> {
+    await cancel();
+    await starting?.catch(() => {});
+    const current = live;
+    if (current !== null) {
+      if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
+        await Promise.race([
+          current.connection.agent
+            .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
+            .catch(() => {}),
+          sleep(timeouts.stopGraceMs),
+        ]);
+      }
+      await stopLive(current);
+    }
+    await terminals.releaseAll();
+    status = "closed";
+  }
+
+  return {
+    ensureSession,
+    prompt,
+    cancel,
+
+    async respondToPermission(answer: PermissionAnswer) {
+      const pending = permissions.get(answer.requestId);
+      if (!pending) {
+        throw new AgentBackendError(
+          "unknown_permission_request",
+          `permission request ${answer.requestId} is not pending; it was answered or cancelled already`,
+        );
+      }
+      permissions.delete(answer.requestId);
+      pending.resolve(answer.outcome);
+    },
+
+    closeSession,
+
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      await closeSession();
+    },
+
+    health() {
+      return { status, pid: live?.process.pid ?? null, lastError };
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { TailBuffer } from "./stderr-tail.ts";
+
+/** How to start an ACP agent: what @deckhand/providers' `resolve()` returns for it. */
+export interface AcpLaunch {
+  /** The executable's absolute path (or a name found on PATH). */
+  executable: string;
+  args: readonly string[];
+  /** Set over the inherited environment. */
+  env: Readonly<Record<string, string>>;
+  /** Removed from the inherited environment first (Deckhand's tokens, upstream API keys). */
+  unset: readonly string[];
+}
+
+export interface AgentExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the process could not be started at all (`ENOENT`, `EACCES`). */
+  spawnError: string | null;
+}
+
+/** A running agent process: its stdio, how it ended, and the tail of what it wrote to stderr. */
+export interface AgentProcess {
+  readonly child: ChildProcess;
+  readonly pid: number | null;
+  /** Resolves once, when the process has exited or failed to start. */
+  readonly exited: Promise<AgentExit>;
+  exit(): AgentExit | null;
+  stderrTail(): string;
+  /** Ends stdin, sends SIGTERM to the group, then SIGKILL after `graceMs`. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** The agent's environment: ours, minus `unset`, plus `env`. */
+export function agentEnvironment(launch: AcpLaunch): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined) env[name] = value;
+  }
+  for (const name of launch.unset) delete env[name];
+  return { ...env, ...launch.env };
+}
+
+/** Signals the agent's whole process group, so wrappers (npx, shell scripts) die with it. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    if (process.platform === "win32") child.kill(signal);
+    else process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+export function describeExit(exit: AgentExit): string {
+  if (exit.spawnError !== null) return `could not be started (${exit.spawnError})`;
+  return exit.code !== null ? `exited with code ${exit.code}` : `was killed by ${exit.signal}`;
+}
+
+/** Starts the agent in `cwd`, in its own process group, with piped stdio. */
+export function spawnAgentProcess(launch: AcpLaunch, cwd: string): AgentProcess {
+  const stderr = new TailBuffer();
+  const child = spawn(launch.executable, [...launch.args], {
+    cwd,
+    env: agentEnvironment(launch),
+    stdio: ["pipe", "pipe", "pipe"],
+    // Its own process group, so stopping it reaches everything it started.
+    detached: process.platform !== "win32",
+  });
+  let exit: AgentExit | null = null;
+  const exited = new Promise<AgentExit>((resolve) => {
+    child.once("exit", (code, signal) => {
+      exit ??= { code, signal, spawnError: null };
+      resolve(exit);
+    });
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      // An error after a successful spawn (a failed kill) is not an exit.
+      if (child.pid !== undefined && error.code !== "ENOENT") return;
+      exit ??= { code: null, signal: null, spawnError: error.code ?? error.message };
+      resolve(exit);
+    });
+  });
+  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
+  // A write to a dead agent must not become an uncaught EPIPE.
+  child.stdin!.on("error", () => {});
+
+  return {
+    child,
+    pid: child.pid ?? null,
+    exited,
+    exit: () => exit,
+    stderrTail: () => stderr.text(),
+    async stop(graceMs) {
+      if (exit !== null) {
+        // The leader is gone; children it left behind in the group still get a SIGKILL.
+        signalGroup(child, "SIGKILL");
+        return;
+      }
+      child.stdin?.end();
+      signalGroup(child, "SIGTERM");
+      const done = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)]);
+      signalGroup(child, "SIGKILL");
+      if (!done) await Promise.race([exited, sleep(graceMs)]);
+    },
+  };
+}

@@ -1,0 +1,489 @@
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import { ProcessClient } from "@deckhand/process-manager";
+import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
+import { type AgentEvent, WireHeader } from "@deckhand/wire";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { PromptResult } from "../../backend.ts";
+import {
+  createNativeBackend,
+  type NativeBackend,
+  type NativeBackendOptions,
+} from "./native-agent.ts";
+
+const AGENT_TOKEN = "native-agent-test-token-77c1";
+const MODEL_TOKEN = "dmt_native_agent_model_token_5e2a";
+
+let agent: RunningAgent;
+let fake: FakeModel;
+let root: string;
+let worktree: string;
+const backends: NativeBackend[] = [];
+
+beforeAll(async () => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), "deckhand-native-agent-")));
+  worktree = join(root, "tree");
+  mkdirSync(worktree);
+  execFileSync("git", ["init", "-q", worktree]);
+  const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  agent = await startAgent(
+    resolveAgentConfig({
+      listen: "127.0.0.1:0",
+      dir: root,
+      token: AGENT_TOKEN,
+      logLevel: "warn",
+      terminateGraceMs: 500,
+      shutdownGraceMs: 500,
+    }),
+    { logDestination: quiet },
+  );
+  fake = await startFakeModel();
+});
+
+afterAll(async () => {
+  await fake?.close();
+  await agent?.close();
+  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  fake.reset();
+});
+
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((backend) => backend.dispose()));
+});
+
+function nativeBackend(overrides: Partial<NativeBackendOptions> = {}): NativeBackend {
+  const backend = createNativeBackend({
+    sessionId: randomUUID(),
+    chatId: randomUUID(),
+    worktreePath: worktree,
+    workspaceAgent: { url: agent.url, token: AGENT_TOKEN },
+    modelProxy: { url: `${fake.url}/v1`, token: MODEL_TOKEN, jobId: "job-native-1" },
+    resumeSessionId: null,
+    model: "gpt-5-codex",
+    approvalPolicy: "on-request",
+    retry: { baseDelayMs: 1, maxDelayMs: 5, jitter: 0 },
+    ...overrides,
+  });
+  backends.push(backend);
+  return backend;
+}
+
+interface Run {
+  result: PromptResult;
+  events: AgentEvent[];
+}
+
+async function run(
+  backend: NativeBackend,
+  text: string,
+  onEvent: (event: AgentEvent, backend: NativeBackend) => void | Promise<void> = () => {},
+): Promise<Run> {
+  const events: AgentEvent[] = [];
+  const result = await backend.prompt({
+    messageId: randomUUID(),
+    text,
+    onEvent: async (event) => {
+      events.push(event);
+      await onEvent(event, backend);
+    },
+  });
+  return { result, events };
+}
+
+function ofType<T extends AgentEvent["type"]>(events: AgentEvent[], type: T) {
+  return events.filter((event): event is Extract<AgentEvent, { type: T }> => event.type === type);
+}
+
+/**
+ * The text a UI shows, following the native agent's rule: a retry voids the text events since
+ * the last event of another type.
+ */
+function shownText(events: AgentEvent[]): string {
+  const parts: { type: string; delta: string }[] = [];
+  for (const event of events) {
+    if (event.type === "retry") {
+      while (
+        parts.length > 0 &&
+        (parts.at(-1)!.type === "text" || parts.at(-1)!.type === "reasoning")
+      ) {
+        parts.pop();
+      }
+    } else if (event.type === "text" || event.type === "reasoning") {
+      parts.push({ type: event.type, delta: event.delta });
+    } else {
+      parts.push({ type: event.type, delta: "" });
+    }
+  }
+  return parts
+    .filter((part) => part.type === "text")
+    .map((part) => part.delta)
+    .join("");
+}
+
+/** The JSON body of the model request at `index`. */
+function requestBody(index: number): { input: Record<string, unknown>[]; [key: string]: unknown } {
+  return fake.requests[index]!.json as { input: Record<string, unknown>[] };
+}
+
+function callOutput(index: number, callId: string): string {
+  const output = requestBody(index).input.find(
+    (entry) => entry.type === "function_call_output" && entry.call_id === callId,
+  );
+  if (output === undefined) throw new Error(`request ${index} has no output for ${callId}`);
+  return String(output.output);
+}
+
+function answerPermissions(
+  outcomes: Parameters<NativeBackend["respondToPermission"]>[0]["outcome"][],
+) {
+  return async (event: AgentEvent, backend: NativeBackend) => {
+    if (event.type !== "permission_request") return;
+    const outcome = outcomes.shift();
+    if (outcome === undefined) throw new Error(`unexpected permission request: ${event.title}`);
+    await backend.respondToPermission({ requestId: event.request_id, outcome });
+  };
+}
+
+describe("native agent", () => {
+  it("runs a command, reads its output and answers (two model requests)", async () => {
+    fake.script([
+      turn.of(
+        [
+          item.reasoning("List first."),
+          item.functionCall("execute", { command: "echo hello-from-tool" }, "c1"),
+        ],
+        { usage: { input: 30, output: 8 } },
+      ),
+      turn.text("It printed hello-from-tool.", { usage: { input: 50, output: 6 } }),
+    ]);
+    const backend = nativeBackend();
+    const session = await backend.ensureSession();
+    expect(session).toEqual({ agentSessionId: expect.any(String), resumed: false });
+    const { result, events } = await run(backend, "What does echo print?");
+
+    expect(result).toEqual({ stopReason: "end_turn", text: "It printed hello-from-tool." });
+    expect(events.map((event) => event.type)).toEqual([
+      ...Array(ofType(events, "reasoning").length).fill("reasoning"),
+      "usage",
+      "tool_call",
+      "tool_update",
+      "tool_update",
+      ...Array(ofType(events, "text").length).fill("text"),
+      "usage",
+      "turn_end",
+    ]);
+    expect(
+      ofType(events, "reasoning")
+        .map((event) => event.delta)
+        .join(""),
+    ).toBe("List first.");
+    expect(ofType(events, "tool_call")[0]).toMatchObject({
+      tool_call_id: "c1",
+      kind: "execute",
+      status: "pending",
+      title: "echo hello-from-tool",
+      input: { command: "echo hello-from-tool" },
+    });
+    const [running, done] = ofType(events, "tool_update");
+    expect(running).toMatchObject({ tool_call_id: "c1", status: "in_progress" });
+    expect(done).toMatchObject({
+      tool_call_id: "c1",
+      status: "completed",
+      output: { success: true, output: "hello-from-tool\n", exit_code: 0 },
+    });
+    expect(ofType(events, "usage").map((event) => event.total_tokens)).toEqual([38, 56]);
+    expect(events.at(-1)).toMatchObject({ type: "turn_end", stop_reason: "end_turn" });
+
+    // The second request carries the call and the output the model sees, after the user's text.
+    expect(fake.requests).toHaveLength(2);
+    const first = fake.requests[0]!;
+    expect(first.path).toBe("/v1/responses");
+    expect(first.headers[WireHeader.authorization.toLowerCase()]).toBe(`Bearer ${MODEL_TOKEN}`);
+    expect(first.headers[WireHeader.jobId.toLowerCase()]).toBe("job-native-1");
+    expect(requestBody(0)).toMatchObject({
+      model: "gpt-5-codex",
+      instructions: expect.stringContaining("git worktree"),
+      store: false,
+      stream: true,
+    });
+    expect((requestBody(0).tools as { name: string }[]).map((tool) => tool.name)).toContain(
+      "execute",
+    );
+    const input = requestBody(1).input;
+    expect(input.map((entry) => entry.type)).toEqual([
+      "message",
+      "reasoning",
+      "function_call",
+      "function_call_output",
+    ]);
+    expect(input[0]).toMatchObject({ role: "user", content: [{ text: "What does echo print?" }] });
+    expect(input.some((entry) => "id" in entry)).toBe(false);
+    expect(callOutput(1, "c1")).toBe(done!.content);
+    expect(JSON.parse(callOutput(1, "c1"))).toMatchObject({ output: "hello-from-tool\n" });
+  });
+
+  it("applies a patch: the files change on disk", async () => {
+    writeFileSync(join(worktree, "greet.txt"), "hello\nworld\n");
+    const patch = [
+      "*** Begin Patch",
+      "*** Add File: notes/new.md",
+      "+# New",
+      "*** Update File: greet.txt",
+      "@@",
+      " hello",
+      "-world",
+      "+deckhand",
+      "*** End Patch",
+    ].join("\n");
+    fake.script([
+      turn.functionCall("apply_patch", { patch }, { callId: "p1" }),
+      turn.text("Patched."),
+    ]);
+    const { result, events } = await run(nativeBackend(), "Change world to deckhand.");
+
+    expect(result.stopReason).toBe("end_turn");
+    expect(ofType(events, "tool_call")[0]).toMatchObject({
+      kind: "edit",
+      title: "Apply patch to notes/new.md, greet.txt",
+      locations: ["notes/new.md", "greet.txt"],
+    });
+    expect(ofType(events, "tool_update").at(-1)).toMatchObject({ status: "completed" });
+    expect(ofType(events, "permission_request")).toEqual([]);
+    expect(readFileSync(join(worktree, "greet.txt"), "utf8")).toBe("hello\ndeckhand\n");
+    expect(readFileSync(join(worktree, "notes/new.md"), "utf8")).toBe("# New\n");
+  });
+
+  it("asks under untrusted and obeys a rejection: nothing runs, the model sees the refusal", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "touch rejected.txt" }, { callId: "r1" }),
+      turn.text("Understood, I will not."),
+    ]);
+    const backend = nativeBackend({ approvalPolicy: "untrusted" });
+    const { result, events } = await run(
+      backend,
+      "Make a file.",
+      answerPermissions(["reject_once"]),
+    );
+
+    expect(result).toEqual({ stopReason: "end_turn", text: "Understood, I will not." });
+    const [request] = ofType(events, "permission_request");
+    expect(request).toMatchObject({
+      tool_call_id: "r1",
+      title: expect.stringContaining("touch rejected.txt"),
+    });
+    expect(request!.options.map((option) => option.kind)).toEqual([
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+    ]);
+    expect(ofType(events, "permission_resolved")).toEqual([
+      expect.objectContaining({ request_id: request!.request_id, outcome: "reject_once" }),
+    ]);
+    expect(ofType(events, "tool_update")).toEqual([
+      expect.objectContaining({ status: "failed", content: expect.stringContaining("rejected") }),
+    ]);
+    expect(existsSync(join(worktree, "rejected.txt"))).toBe(false);
+    expect(callOutput(1, "r1")).toContain("did not run");
+  });
+
+  it("does not ask for known read-only commands under untrusted", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "ls" }, { callId: "l1" }),
+      turn.text("ok"),
+    ]);
+    const { events } = await run(nativeBackend({ approvalPolicy: "untrusted" }), "List.");
+    expect(ofType(events, "permission_request")).toEqual([]);
+    expect(ofType(events, "tool_update").at(-1)).toMatchObject({ status: "completed" });
+  });
+
+  it("remembers an 'always' answer for the session, for that command only", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "touch always-a.txt" }, { callId: "a1" }),
+      turn.functionCall("execute", { command: "touch always-a.txt" }, { callId: "a2" }),
+      turn.functionCall("execute", { command: "touch always-b.txt" }, { callId: "b1" }),
+      turn.text("Done."),
+      turn.functionCall("execute", { command: "touch always-a.txt" }, { callId: "a3" }),
+      turn.text("Again."),
+    ]);
+    const backend = nativeBackend({ approvalPolicy: "untrusted" });
+    const first = await run(
+      backend,
+      "Touch files.",
+      answerPermissions(["allow_always", "allow_once"]),
+    );
+    expect(first.result.stopReason).toBe("end_turn");
+    expect(ofType(first.events, "permission_request").map((event) => event.tool_call_id)).toEqual([
+      "a1",
+      "b1",
+    ]);
+    expect(
+      ofType(first.events, "tool_update").filter((event) => event.status === "completed"),
+    ).toHaveLength(3);
+    expect(existsSync(join(worktree, "always-b.txt"))).toBe(true);
+    // The next turn of the same session still remembers it.
+    const second = await run(backend, "Once more.", answerPermissions([]));
+    expect(ofType(second.events, "permission_request")).toEqual([]);
+    expect(second.result.text).toBe("Again.");
+  });
+
+  it("retries a stream that fails mid-turn; the retry voids the partial text", async () => {
+    fake.script([
+      turn.drop([item.text("half an ans")]),
+      turn.failed({ code: "server_error" }, [item.text("another partial")]),
+      turn.text("the whole answer"),
+    ]);
+    const { result, events } = await run(nativeBackend(), "Answer.");
+    expect(result).toEqual({ stopReason: "end_turn", text: "the whole answer" });
+    expect(ofType(events, "retry").map((event) => event.attempt)).toEqual([1, 2]);
+    expect(ofType(events, "retry")[0]!.reason).toContain("connection");
+    expect(ofType(events, "text").length).toBeGreaterThan(3);
+    expect(shownText(events)).toBe("the whole answer");
+    expect(fake.requests).toHaveLength(3);
+    expect(JSON.stringify(events)).not.toContain(MODEL_TOKEN);
+  });
+
+  it("ends with an error event when the model keeps failing", async () => {
+    fake.script([turn.fail({ status: 400, message: `bad request for ${MODEL_TOKEN}` })]);
+    const backend = nativeBackend();
+    const { result, events } = await run(backend, "Hi.");
+    expect(result.stopReason).toBe("error");
+    const [error] = ofType(events, "error");
+    expect(error!.message).toContain("HTTP 400");
+    expect(error!.message).not.toContain(MODEL_TOKEN);
+    expect(events.at(-1)).toMatchObject({ type: "turn_end", stop_reason: "error" });
+    expect(backend.health()).toMatchObject({
+      status: "idle",
+      lastError: expect.stringContaining("400"),
+    });
+  });
+
+  it("interrupt stops a running command and ends the turn cancelled; the session goes on", async () => {
+    fake.script([
+      turn.functionCall(
+        "execute",
+        { command: "sleep 30; echo never", timeout_ms: 60_000 },
+        { callId: "s1" },
+      ),
+      turn.text("Back."),
+    ]);
+    const backend = nativeBackend({ approvalPolicy: "never" });
+    const started = Date.now();
+    const { result, events } = await run(backend, "Sleep.", (event, self) => {
+      if (event.type === "tool_update" && event.status === "in_progress") {
+        setTimeout(() => void self.cancel(), 150);
+      }
+    });
+    expect(result.stopReason).toBe("cancelled");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(ofType(events, "tool_update").at(-1)).toMatchObject({
+      tool_call_id: "s1",
+      status: "failed",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "turn_end", stop_reason: "cancelled" });
+    expect(backend.health().status).toBe("idle");
+
+    // The process was interrupted through the process API, not left sleeping.
+    const processes = new ProcessClient({ baseUrl: agent.url, token: AGENT_TOKEN });
+    const sleeper = async () =>
+      (await processes.list({ limit: 50 })).processes.find((info) =>
+        info.command.startsWith("sleep 30"),
+      );
+    expect(await sleeper()).toBeDefined();
+    for (let tries = 0; tries < 40 && (await sleeper())?.running; tries += 1) {
+      await new Promise((resolveLater) => setTimeout(resolveLater, 50));
+    }
+    expect(await sleeper()).toMatchObject({ running: false, signal: expect.any(String) });
+
+    // The conversation stays valid: the cut-off call has an output in the next request.
+    const next = await run(backend, "Continue.");
+    expect(next.result).toEqual({ stopReason: "end_turn", text: "Back." });
+    expect(callOutput(1, "s1")).toContain("interrupted");
+  });
+
+  it("interrupt stops a streaming model response and a pending permission request", async () => {
+    fake.script([turn.hang([item.text("thinking out loud")])]);
+    const backend = nativeBackend();
+    const cut = await run(backend, "Go.", (event, self) => {
+      if (event.type === "text") setTimeout(() => void self.cancel(), 20);
+    });
+    expect(cut.result.stopReason).toBe("cancelled");
+    expect((await fake.nextEarlyClose()).path).toBe("/v1/responses");
+
+    fake.script([turn.functionCall("execute", { command: "touch pending.txt" }, { callId: "q1" })]);
+    const untrusted = nativeBackend({ approvalPolicy: "untrusted" });
+    const pending = await run(untrusted, "Ask me.", (event, self) => {
+      if (event.type === "permission_request") setTimeout(() => void self.cancel(), 20);
+    });
+    expect(pending.result.stopReason).toBe("cancelled");
+    expect(ofType(pending.events, "permission_resolved")).toEqual([
+      expect.objectContaining({ outcome: "cancelled" }),
+    ]);
+    expect(existsSync(join(worktree, "pending.txt"))).toBe(false);
+  });
+
+  it("injects user input into the running turn before its next model request", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "sleep 0.3; echo slow" }, { callId: "i1" }),
+      turn.text("Noted both."),
+    ]);
+    const backend = nativeBackend({ approvalPolicy: "never" });
+    let injected: Promise<PromptResult> | undefined;
+    const injectedEvents: AgentEvent[] = [];
+    const { result } = await run(backend, "Run the slow thing.", (event, self) => {
+      if (event.type === "tool_call") {
+        injected = self.prompt({
+          messageId: randomUUID(),
+          text: "Also mention the README.",
+          onEvent: (later) => {
+            injectedEvents.push(later);
+          },
+        });
+      }
+    });
+    expect(result).toEqual({ stopReason: "end_turn", text: "Noted both." });
+    expect(await injected).toEqual(result);
+    expect(injectedEvents.at(-1)).toMatchObject({ type: "turn_end" });
+    expect(fake.requests).toHaveLength(2);
+    const input = requestBody(1).input;
+    expect(input.map((entry) => entry.type)).toEqual([
+      "message",
+      "function_call",
+      "function_call_output",
+      "message",
+    ]);
+    expect(input.at(-1)).toMatchObject({
+      role: "user",
+      content: [{ type: "input_text", text: "Also mention the README." }],
+    });
+  });
+
+  it("applies configure to the next request, and refuses without a model proxy", async () => {
+    fake.script([turn.text("one"), turn.text("two")]);
+    const backend = nativeBackend();
+    await run(backend, "first");
+    backend.submit({ type: "configure", model: "gpt-5-mini", instructions: "Be terse." });
+    await run(backend, "second");
+    expect(requestBody(1)).toMatchObject({ model: "gpt-5-mini", instructions: "Be terse." });
+    expect(() => nativeBackend({ modelProxy: null })).toThrow(/model proxy/);
+    await backend.closeSession();
+    expect(backend.health().status).toBe("closed");
+    expect(() => backend.submit({ type: "interrupt" })).toThrow(/ensureSession/);
+  });
+});
