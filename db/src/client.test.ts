@@ -43,6 +43,7 @@ describe.each(backends)("database on %s", (kind) => {
       "model_tokens",
       "model_usage",
       "pending_changes",
+      "permission_rules",
       "projects",
       "provider_probes",
       "session_events",

@@ -27,6 +27,9 @@ export {
   type PendingChangeStatus,
   pendingChangeStatuses,
   pendingChanges,
+  permissionRules,
+  type RememberedPermissionAnswer,
+  rememberedPermissions,
 } from "./schema/agents.ts";
 export {
   type BatchRunStatus,
@@ -59,6 +62,8 @@ export {
   modelUsage,
 } from "./schema/model-provider.ts";
 export {
+  type ApprovalPolicyName,
+  approvalPolicies,
   projects,
   type SessionStatus,
   sessionStatuses,

@@ -1,33 +1,63 @@
-import { createAcpBackend, createNativeBackend } from "@deckhand/agent-backends";
-import type { BackendRequest } from "./agent-turns.ts";
+import { join } from "node:path";
+import {
+  type AgentBackend,
+  createAcpBackend,
+  createNativeBackend,
+  FileSessionRecorder,
+  type PermissionMemory,
+} from "@deckhand/agent-backends";
+import type { BackendFactory, BackendRequest } from "./agent-turns.ts";
 
 /** The model the native agent asks for unless the server's config names another. */
 export const DEFAULT_NATIVE_MODEL = "gpt-5.1-codex";
+
+export interface AgentBackendFactoryOptions {
+  /** Where "always" permission answers of ACP agents are kept. */
+  permissionMemory: PermissionMemory;
+  /** The native agent's JSONL recordings go to `<dataDir>/recordings/<session>.jsonl`. */
+  dataDir: string;
+  nativeModel?: string;
+}
 
 /**
  * The default backend factory: an ACP agent process for `acp` providers, Deckhand's native
  * agent for the `native` one.
  */
-export function createAgentBackend(request: BackendRequest) {
-  const { provider, context, agent, logger } = request;
-  if (provider.transport === "native") {
-    return createNativeBackend({
-      ...context,
-      model: request.nativeModel ?? DEFAULT_NATIVE_MODEL,
-      logger: {
-        info: (message, fields) => logger.info(fields ?? {}, message),
-        warn: (message, fields) => logger.warn(fields ?? {}, message),
+export function agentBackendFactory(options: AgentBackendFactoryOptions): BackendFactory {
+  const recorder = new FileSessionRecorder(join(options.dataDir, "recordings"));
+  return (request: BackendRequest): AgentBackend => {
+    const { provider, context, agent, logger } = request;
+    const log = {
+      info: (message: string, fields?: Record<string, unknown>) =>
+        logger.info(fields ?? {}, message),
+      warn: (message: string, fields?: Record<string, unknown>) =>
+        logger.warn(fields ?? {}, message),
+      error: (message: string, fields?: Record<string, unknown>) =>
+        logger.error(fields ?? {}, message),
+    };
+    if (provider.transport === "native") {
+      return createNativeBackend({
+        ...context,
+        model: options.nativeModel ?? DEFAULT_NATIVE_MODEL,
+        approvalPolicy: request.approvalPolicy,
+        recorder,
+        logger: log,
+      });
+    }
+    if (provider.executable === null) {
+      throw new Error(`provider ${provider.id} has no command to start`);
+    }
+    return createAcpBackend({
+      context,
+      agent,
+      launch: {
+        executable: provider.executable,
+        args: provider.args,
+        env: provider.env,
+        unset: provider.unset,
       },
+      permissionMemory: options.permissionMemory,
+      logger: log,
     });
-  }
-  return createAcpBackend({
-    context,
-    agent,
-    launch: {
-      executable: provider.executable!,
-      args: provider.args,
-      env: provider.env,
-      unset: provider.unset,
-    },
-  });
+  };
 }

@@ -20,7 +20,12 @@ import {
   revokeModelToken,
 } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
-import { type AgentEvent, type AnswerPermissionRequest, WirePath } from "@deckhand/wire";
+import {
+  type AgentEvent,
+  type AnswerPermissionRequest,
+  type ApprovalPolicyName,
+  WirePath,
+} from "@deckhand/wire";
 import { and, asc, eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -58,8 +63,8 @@ export interface BackendRequest {
   provider: ResolvedProvider;
   context: AgentSessionContext;
   logger: Logger;
-  /** The model the native agent uses (from the server's config). */
-  nativeModel?: string;
+  /** When the native agent asks before acting: the session's policy. */
+  approvalPolicy: ApprovalPolicyName;
 }
 
 export type BackendFactory = (request: BackendRequest) => AgentBackend | Promise<AgentBackend>;
@@ -82,6 +87,7 @@ export interface AgentTurnsOptions {
 
 interface CreateContext {
   chatId: string;
+  approvalPolicy: ApprovalPolicyName;
   agentSessionRowId: string;
   resumeSessionId: string | null;
   worktreePath: string;
@@ -278,6 +284,7 @@ export class AgentTurns {
     return this.#options.createBackend({
       agent,
       provider,
+      approvalPolicy: context.approvalPolicy,
       logger: this.#logger.child({ sessionId, agent }),
       context: {
         sessionId,
@@ -341,6 +348,8 @@ export class AgentTurns {
     let agentSessionRowId: string | null = null;
     try {
       const worktree = await this.#options.sessions.activeWorktree(sessionId);
+      const { approval_policy: approvalPolicy } =
+        await this.#options.sessions.getSession(sessionId);
       agentSessionRowId = await this.#options.sessions.ensureAgentSession(sessionId, agent, null);
       const [row] = await db
         .select()
@@ -384,6 +393,7 @@ export class AgentTurns {
         },
         {
           chatId,
+          approvalPolicy,
           agentSessionRowId: rowId,
           resumeSessionId: row?.resumeSessionId ?? null,
           worktreePath: worktree.path,

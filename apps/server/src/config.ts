@@ -43,6 +43,8 @@ export interface ServerConfig {
   withheldEnv: string[];
   /** The providers config file (`<dataDir>/providers.json` unless configured). */
   providersConfigPath: string;
+  /** The model the native agent uses; the built-in default when null. */
+  nativeModel: string | null;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
   logLevel: ServerLogLevel;
@@ -80,6 +82,8 @@ export const ServerConfigFileSchema = z.strictObject({
     .optional(),
   /** The providers config file, relative to the data directory; `providers.json` by default. */
   providersConfig: z.string().min(1).optional(),
+  /** The model Deckhand's native agent asks its upstream for. */
+  nativeModel: z.string().min(1).optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -211,6 +215,7 @@ export function resolveServerConfig(
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
     withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+    nativeModel: file.nativeModel ?? null,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

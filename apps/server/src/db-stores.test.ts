@@ -6,7 +6,7 @@ import {
   verifyModelToken,
 } from "@deckhand/model-proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbModelTokenStore, DbPermissionMemory, DbUsageRecorder } from "./db-stores.ts";
 
 let database: DbHandle;
 beforeAll(async () => {
@@ -93,5 +93,30 @@ describe("DbUsageRecorder", () => {
     });
     expect(rows[1]).toMatchObject({ model: null, inputTokens: null, requestBytes: 5, status: 502 });
     expect(await recorder.forJob("other")).toEqual([]);
+  });
+});
+
+describe("DbPermissionMemory", () => {
+  it("keeps an always answer per (session, agent, tool kind) and replaces it when answered again", async () => {
+    const [project] = (
+      await database.query<{ id: string }>(
+        "insert into projects (name, repository_path) values ('p', '/tmp/p') returning id",
+      )
+    ).rows;
+    const [session] = (
+      await database.query<{ id: string }>(
+        "insert into sessions (project_id, branch) values ($1, 'b') returning id",
+        [project!.id],
+      )
+    ).rows;
+    const memory = new DbPermissionMemory(database.db);
+    const key = { sessionId: session!.id, agent: "codex", toolKind: "edit" as const };
+    expect(await memory.get(key)).toBeNull();
+    await memory.set(key, "allow_always");
+    expect(await memory.get(key)).toBe("allow_always");
+    expect(await memory.get({ ...key, toolKind: "execute" })).toBeNull();
+    expect(await memory.get({ ...key, agent: "claude" })).toBeNull();
+    await memory.set(key, "reject_always");
+    expect(await new DbPermissionMemory(database.db).get(key)).toBe("reject_always");
   });
 });

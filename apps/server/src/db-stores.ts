@@ -1,4 +1,15 @@
-import { type Database, modelTokens, modelUsage, providerProbes } from "@deckhand/db";
+import type {
+  PermissionMemory,
+  PermissionMemoryKey,
+  RememberedPermission,
+} from "@deckhand/agent-backends";
+import {
+  type Database,
+  modelTokens,
+  modelUsage,
+  permissionRules,
+  providerProbes,
+} from "@deckhand/db";
 import type {
   ModelTokenRecord,
   ModelTokenStore,
@@ -6,7 +17,7 @@ import type {
   UsageRecorder,
 } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -137,5 +148,38 @@ export class DbProbeStore implements ProbeStore {
       .insert(providerProbes)
       .values({ providerId: record.providerId, ...values })
       .onConflictDoUpdate({ target: providerProbes.providerId, set: values });
+  }
+}
+
+/** "Always" permission answers in `permission_rules`: they outlive the agent process and restarts. */
+export class DbPermissionMemory implements PermissionMemory {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async get(key: PermissionMemoryKey): Promise<RememberedPermission | null> {
+    const [row] = await this.#db
+      .select({ answer: permissionRules.answer })
+      .from(permissionRules)
+      .where(
+        and(
+          eq(permissionRules.sessionId, key.sessionId),
+          eq(permissionRules.agentType, key.agent),
+          eq(permissionRules.toolKind, key.toolKind),
+        ),
+      );
+    return row?.answer ?? null;
+  }
+
+  async set(key: PermissionMemoryKey, answer: RememberedPermission): Promise<void> {
+    await this.#db
+      .insert(permissionRules)
+      .values({ sessionId: key.sessionId, agentType: key.agent, toolKind: key.toolKind, answer })
+      .onConflictDoUpdate({
+        target: [permissionRules.sessionId, permissionRules.agentType, permissionRules.toolKind],
+        set: { answer, updatedAt: new Date() },
+      });
   }
 }

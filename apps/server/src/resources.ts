@@ -37,6 +37,7 @@ export function sessionResource(
     title: row.title,
     branch: row.branch,
     status: row.status,
+    approval_policy: row.approvalPolicy,
     worktree_path: worktree && worktree.status === "active" ? worktree.path : null,
     base_commit: worktree?.baseCommit ?? null,
     created_at: row.createdAt.toISOString(),

@@ -213,7 +213,13 @@ export class SessionService {
       return await this.#db.transaction(async (transaction) => {
         const [session] = await transaction
           .insert(sessions)
-          .values({ id: sessionId, projectId, title: redactSecrets(request.title ?? ""), branch })
+          .values({
+            id: sessionId,
+            projectId,
+            title: redactSecrets(request.title ?? ""),
+            branch,
+            approvalPolicy: request.approval_policy ?? "on-request",
+          })
           .returning();
         const [worktree] = await transaction
           .insert(sessionWorktrees)

@@ -8,12 +8,17 @@ import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
-import { createAgentBackend } from "./agent-backend-factory.ts";
+import { agentBackendFactory } from "./agent-backend-factory.ts";
 import { AgentTurns, type BackendFactory } from "./agent-turns.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import {
+  DbModelTokenStore,
+  DbPermissionMemory,
+  DbProbeStore,
+  DbUsageRecorder,
+} from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
 import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
@@ -153,7 +158,13 @@ export async function startServer(
         return serverUrl;
       },
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
-      createBackend: options.createBackend ?? createAgentBackend,
+      createBackend:
+        options.createBackend ??
+        agentBackendFactory({
+          permissionMemory: new DbPermissionMemory(database.db),
+          dataDir: config.dataDir,
+          ...(config.nativeModel ? { nativeModel: config.nativeModel } : {}),
+        }),
       logger,
     });
     await agentTurns.start();

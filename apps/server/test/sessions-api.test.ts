@@ -166,6 +166,32 @@ describe("sessions", () => {
     expect(readFileSync(join(session.worktree_path!, "keep.txt"), "utf8")).toBe("keep\n");
     expect(gitIn(session.worktree_path!, "rev-parse", "--abbrev-ref", "HEAD")).toBe(session.branch);
     expect(session.base_commit).toBe(gitIn(repository, "rev-parse", "main"));
+    expect(session.approval_policy).toBe("on-request");
+  });
+
+  it("keeps the approval policy a session is opened with", async () => {
+    const project = await harness.api<Project>("POST", ServerPath.projects, {
+      body: { repository_path: repository },
+    });
+    const created = await harness.api<Session>(
+      "POST",
+      serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
+      { body: { approval_policy: "untrusted" } },
+    );
+    expect(created.body.approval_policy).toBe("untrusted");
+    const read = await harness.api<Session>(
+      "GET",
+      serverPath(ServerPath.session, { session_id: created.body.id }),
+    );
+    expect(read.body.approval_policy).toBe("untrusted");
+    const refused = await harness.api(
+      "POST",
+      serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
+      {
+        body: { approval_policy: "sometimes" },
+      },
+    );
+    expect(refused.status).toBe(400);
   });
 
   it("answers 409 when the requested branch exists already", async () => {

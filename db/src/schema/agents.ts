@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { check, index, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { check, index, pgTable, primaryKey, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { chats } from "./chats.ts";
 import { createdAt, oneOf, timestampColumn, updatedAt } from "./columns.ts";
 import { sessions } from "./projects.ts";
@@ -61,5 +61,30 @@ export const pendingChanges = pgTable(
     check("pending_changes_status_check", oneOf(table.status, pendingChangeStatuses)),
     index("pending_changes_session_idx").on(table.sessionId, table.status, table.createdAt),
     index("pending_changes_agent_session_idx").on(table.agentSessionId),
+  ],
+);
+
+export const rememberedPermissions = ["allow_always", "reject_always"] as const;
+export type RememberedPermissionAnswer = (typeof rememberedPermissions)[number];
+
+/**
+ * "Always" answers to an agent's permission requests, per (session, agent, tool kind): given
+ * once, they answer every later request of that kind in the session, across restarts.
+ */
+export const permissionRules = pgTable(
+  "permission_rules",
+  {
+    sessionId: uuid("session_id")
+      .notNull()
+      .references(() => sessions.id, { onDelete: "cascade" }),
+    agentType: text("agent_type").notNull(),
+    toolKind: text("tool_kind").notNull(),
+    answer: text("answer").$type<RememberedPermissionAnswer>().notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.sessionId, table.agentType, table.toolKind] }),
+    check("permission_rules_answer_check", oneOf(table.answer, rememberedPermissions)),
   ],
 );

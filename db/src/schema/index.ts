@@ -5,6 +5,9 @@ export {
   type PendingChangeStatus,
   pendingChangeStatuses,
   pendingChanges,
+  permissionRules,
+  type RememberedPermissionAnswer,
+  rememberedPermissions,
 } from "./agents.ts";
 export {
   type BatchRunStatus,
@@ -37,6 +40,8 @@ export {
   modelUsage,
 } from "./model-provider.ts";
 export {
+  type ApprovalPolicyName,
+  approvalPolicies,
   projects,
   type SessionStatus,
   sessionStatuses,

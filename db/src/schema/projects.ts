@@ -23,6 +23,9 @@ export const projects = pgTable(
   ],
 );
 
+export const approvalPolicies = ["untrusted", "on-request", "on-failure", "never"] as const;
+export type ApprovalPolicyName = (typeof approvalPolicies)[number];
+
 export const sessionStatuses = ["open", "closed"] as const;
 export type SessionStatus = (typeof sessionStatuses)[number];
 
@@ -37,12 +40,18 @@ export const sessions = pgTable(
     title: text("title").notNull().default(""),
     branch: text("branch").notNull(),
     status: text("status").$type<SessionStatus>().notNull().default("open"),
+    /** When Deckhand's native agent asks before acting (Codex's approval policies). */
+    approvalPolicy: text("approval_policy")
+      .$type<ApprovalPolicyName>()
+      .notNull()
+      .default("on-request"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     closedAt: timestampColumn("closed_at"),
   },
   (table) => [
     check("sessions_status_check", oneOf(table.status, sessionStatuses)),
+    check("sessions_approval_policy_check", oneOf(table.approvalPolicy, approvalPolicies)),
     index("sessions_project_idx").on(table.projectId, table.createdAt),
     index("sessions_status_idx").on(table.status),
   ],

@@ -114,6 +114,8 @@ export {
   ApiTokenSchema,
   type ApplyPendingChangeResponse,
   ApplyPendingChangeResponseSchema,
+  type ApprovalPolicyName,
+  ApprovalPolicySchema,
   type Chat,
   type ChatList,
   ChatListSchema,

@@ -58,12 +58,17 @@ export type ProjectList = z.infer<typeof ProjectListSchema>;
 
 export const SessionStatusSchema = z.enum(["open", "closed"]);
 
+/** When Deckhand's native agent asks before acting, as in Codex. */
+export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "on-failure", "never"]);
+export type ApprovalPolicyName = z.infer<typeof ApprovalPolicySchema>;
+
 export const SessionSchema = z.object({
   id: Id,
   project_id: Id,
   title: z.string(),
   branch: z.string(),
   status: SessionStatusSchema,
+  approval_policy: ApprovalPolicySchema,
   /** The git worktree the session's agents share; null once the session is closed. */
   worktree_path: z.string().nullable(),
   /** The commit the session branch started from. */
@@ -77,6 +82,8 @@ export const CreateSessionRequestSchema = z.strictObject({
   title: z.string().max(500).optional(),
   /** The new branch's name; `deckhand/<short session id>` when absent. */
   branch: BranchName.optional(),
+  /** When the native agent asks before acting; `on-request` when absent. */
+  approval_policy: ApprovalPolicySchema.optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
