@@ -10,13 +10,16 @@ const benchmarks = [
   "queue.ts",
   "model-proxy.ts",
   "session-stream.ts",
+  // A package's own benchmark, run from here so its figures come from the same machine state.
+  "../packages/agent-backends/bench/native-turn.ts",
 ];
 const only = process.argv.slice(2);
 const directory = fileURLToPath(new URL(".", import.meta.url));
 let failed = 0;
 
 for (const file of benchmarks) {
-  if (only.length > 0 && !only.some((name) => file.startsWith(name))) continue;
+  const name = file.split("/").at(-1)!;
+  if (only.length > 0 && !only.some((wanted) => name.startsWith(wanted))) continue;
   console.log(`\n=== ${file} ===`);
   const result = spawnSync(
     process.execPath,

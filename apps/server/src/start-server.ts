@@ -126,10 +126,16 @@ export async function startServer(
       worktreesDir: join(workspacesRoot, "sessions"),
     });
     let generatedAdminToken: string | null = null;
-    if (config.requireAuth && (config.adminToken === null || config.resetAdminToken)) {
+    if (config.requireAuth && config.adminToken === null) {
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
         replace: config.resetAdminToken,
       });
+    } else if (config.resetAdminToken) {
+      logger.warn(
+        config.adminToken === null
+          ? "--reset-admin-token has no effect: on loopback without an admin token the API needs none"
+          : `--reset-admin-token has no effect: ${ADMIN_TOKEN_ENV} is set, so no token is generated`,
+      );
     }
     const providers = createProviderService({
       configPath: config.providersConfigPath,
@@ -266,8 +272,12 @@ export async function startServer(
       closing ??= (async () => {
         logger.info("shutting down: no new requests, stopping worker, agent and database");
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
-        // Streams (model responses, session streams) hold connections open; shutdown cuts them.
         await streams.close();
+        // Requests in flight get a moment to finish; streams (model responses) that outlast it
+        // are cut, so shutdown never waits on an agent.
+        if ("closeIdleConnections" in server) server.closeIdleConnections();
+        const grace = new Promise<void>((resolveGrace) => setTimeout(resolveGrace, 2_000).unref());
+        await Promise.race([stopped, grace]);
         if ("closeAllConnections" in server) server.closeAllConnections();
         await stopped;
         await hub.stop();
