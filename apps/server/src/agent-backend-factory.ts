@@ -14,7 +14,7 @@ export const DEFAULT_NATIVE_MODEL = "gpt-5.1-codex";
 export interface AgentBackendFactoryOptions {
   /** Where "always" permission answers of ACP agents are kept. */
   permissionMemory: PermissionMemory;
-  /** The native agent's JSONL recordings go to `<dataDir>/recordings/<session>.jsonl`. */
+  /** The native agent's JSONL recordings go to `<dataDir>/recordings/<its session id>.jsonl`. */
   dataDir: string;
   nativeModel?: string;
 }
@@ -57,6 +57,7 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
         unset: provider.unset,
       },
       permissionMemory: options.permissionMemory,
+      onIdleEvent: request.publishIdleEvent,
       logger: log,
     });
   };

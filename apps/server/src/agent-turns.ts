@@ -65,6 +65,8 @@ export interface BackendRequest {
   logger: Logger;
   /** When the native agent asks before acting: the session's policy. */
   approvalPolicy: ApprovalPolicyName;
+  /** Streams what an agent sends between turns (its slash commands, a mode change). */
+  publishIdleEvent(event: AgentEvent): void;
 }
 
 export type BackendFactory = (request: BackendRequest) => AgentBackend | Promise<AgentBackend>;
@@ -106,16 +108,29 @@ class PartCollector {
   readonly #toolCalls = new Map<string, Record<string, unknown>>();
   #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
   #plan: Record<string, unknown> | null = null;
+  /** Text and reasoning parts begun since the last event of another type. */
+  #sinceOther: { kind: MessagePartKind; content: Record<string, unknown> }[] = [];
+  /** The last error an agent reported, for the message's `error` column. */
+  lastError: string | null = null;
 
   add(event: AgentEvent): void {
     if (event.type === "text" || event.type === "reasoning") {
       if (this.#open?.kind !== event.type) {
         this.#open = { kind: event.type, content: { text: "" } };
         this.parts.push(this.#open);
+        this.#sinceOther.push(this.#open);
       }
       this.#open.content.text += event.delta;
       return;
     }
+    if (event.type === "retry") {
+      // The stream's rule: a retry discards the text and reasoning since the last other event.
+      for (const part of this.#sinceOther) this.parts.splice(this.parts.indexOf(part), 1);
+      this.#sinceOther = [];
+      this.#open = null;
+      return;
+    }
+    this.#sinceOther = [];
     if (event.type === "tool_call") {
       this.#open = null;
       const { type: _type, message_id: _message, ...content } = event;
@@ -151,6 +166,7 @@ class PartCollector {
     }
     if (event.type === "error") {
       this.#open = null;
+      this.lastError = event.message;
       this.parts.push({
         kind: "error",
         content: {
@@ -172,8 +188,12 @@ export class AgentTurns {
   readonly #logger: Logger;
   /** The model token of each live backend, revoked when the backend goes. */
   readonly #tokens = new Map<string, string>();
-  /** Backends whose session start was announced on the stream already. */
-  readonly #announced = new WeakSet<AgentBackend>();
+  /** The model-usage job id of each live backend, announced so clients can read its usage. */
+  readonly #jobIds = new Map<string, string>();
+  /** The agent session id last announced for each backend (a restarted agent may get a new one). */
+  readonly #announced = new WeakMap<AgentBackend, string>();
+  /** Turns of one (session, agent) run one after another, never interleaved on one backend. */
+  readonly #turnLocks = new Map<string, Promise<unknown>>();
   #unlisten: (() => Promise<void>) | null = null;
 
   constructor(options: AgentTurnsOptions) {
@@ -184,6 +204,7 @@ export class AgentTurns {
       onDisposed: async (key) => {
         const tokenId = this.#tokens.get(`${key.sessionId}/${key.agent}`);
         this.#tokens.delete(`${key.sessionId}/${key.agent}`);
+        this.#jobIds.delete(`${key.sessionId}/${key.agent}`);
         if (tokenId) await revokeModelToken(options.modelTokens, tokenId).catch(() => {});
       },
       idleTimeoutMs: options.idleTimeoutMs ?? 15 * 60_000,
@@ -273,6 +294,7 @@ export class AgentTurns {
         ttlMs: this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000,
       });
       this.#tokens.set(`${sessionId}/${agent}`, minted.tokenId);
+      this.#jobIds.set(`${sessionId}/${agent}`, jobId);
       const url = `${serverUrl()}${WirePath.modelProvider}/${agentType}`;
       modelProxy = { url, token: minted.token, jobId };
       provider = await providers.resolve(agent, { proxyUrl: url, token: minted.token, jobId });
@@ -281,10 +303,16 @@ export class AgentTurns {
     if (!workspaceAgent) {
       throw new Error("agents need a workspace agent; start the server without --no-agent");
     }
+    const db = this.#options.database.db;
     return this.#options.createBackend({
       agent,
       provider,
       approvalPolicy: context.approvalPolicy,
+      publishIdleEvent: (event) => {
+        void publishSessionEvent(db, sessionId, context.chatId, event).catch((error: unknown) =>
+          this.#logger.warn({ err: error, sessionId, agent }, "could not stream an idle event"),
+        );
+      },
       logger: this.#logger.child({ sessionId, agent }),
       context: {
         sessionId,
@@ -295,6 +323,17 @@ export class AgentTurns {
         resumeSessionId: context.resumeSessionId,
       },
     });
+  }
+
+  async #oneAtATime<Result>(key: string, work: () => Promise<Result>): Promise<Result> {
+    const previous = this.#turnLocks.get(key) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(work);
+    this.#turnLocks.set(key, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#turnLocks.get(key) === run) this.#turnLocks.delete(key);
+    }
   }
 
   /** The `agent_turn` task: runs one user message's turn, start to finish. */
@@ -356,48 +395,52 @@ export class AgentTurns {
         .from(agentSessions)
         .where(eq(agentSessions.id, agentSessionRowId));
       const rowId = agentSessionRowId;
-      const result = await this.pool.use(
-        { sessionId, agent },
-        async (backend) => {
-          const started = await backend.ensureSession();
-          if (!this.#announced.has(backend)) {
-            this.#announced.add(backend);
-            await publishSessionEvent(db, sessionId, chatId, {
-              type: "agent_session",
-              agent,
-              agent_session_id: started.agentSessionId,
-              resumed: started.resumed,
-              had_previous: row?.resumeSessionId != null,
-            });
-          }
-          await db
-            .update(agentSessions)
-            .set({
-              status: "active",
-              resumeSessionId: started.agentSessionId,
-              lastActiveAt: new Date(),
-              updatedAt: new Date(),
-            })
-            .where(eq(agentSessions.id, rowId));
-          const turn = await backend.prompt({ messageId, text, onEvent });
-          const crashed = backend.health().status === "crashed";
-          await db
-            .update(agentSessions)
-            .set({
-              status: crashed ? "crashed" : "idle",
-              lastActiveAt: new Date(),
-              updatedAt: new Date(),
-            })
-            .where(eq(agentSessions.id, rowId));
-          return turn;
-        },
-        {
-          chatId,
-          approvalPolicy,
-          agentSessionRowId: rowId,
-          resumeSessionId: row?.resumeSessionId ?? null,
-          worktreePath: worktree.path,
-        },
+      const result = await this.#oneAtATime(`${sessionId}/${agent}`, () =>
+        this.pool.use(
+          { sessionId, agent },
+          async (backend) => {
+            const started = await backend.ensureSession();
+            const announced = this.#announced.get(backend);
+            if (announced !== started.agentSessionId) {
+              this.#announced.set(backend, started.agentSessionId);
+              await publishSessionEvent(db, sessionId, chatId, {
+                type: "agent_session",
+                agent,
+                agent_session_id: started.agentSessionId,
+                resumed: started.resumed,
+                had_previous: announced !== undefined || row?.resumeSessionId != null,
+                usage_job_id: this.#jobIds.get(`${sessionId}/${agent}`) ?? null,
+              });
+            }
+            await db
+              .update(agentSessions)
+              .set({
+                status: "active",
+                resumeSessionId: started.agentSessionId,
+                lastActiveAt: new Date(),
+                updatedAt: new Date(),
+              })
+              .where(eq(agentSessions.id, rowId));
+            const turn = await backend.prompt({ messageId, text, onEvent });
+            const crashed = backend.health().status === "crashed";
+            await db
+              .update(agentSessions)
+              .set({
+                status: crashed ? "crashed" : "idle",
+                lastActiveAt: new Date(),
+                updatedAt: new Date(),
+              })
+              .where(eq(agentSessions.id, rowId));
+            return turn;
+          },
+          {
+            chatId,
+            approvalPolicy,
+            agentSessionRowId: rowId,
+            resumeSessionId: row?.resumeSessionId ?? null,
+            worktreePath: worktree.path,
+          },
+        ),
       );
       await this.#options.sessions
         .recordPendingChanges({ sessionId, agentSessionId: rowId, chatId })
@@ -410,7 +453,11 @@ export class AgentTurns {
           : result.stopReason === "error"
             ? "failed"
             : "complete";
-      await this.#finish(messageId, sessionId, chatId, agent, status, collector.parts, {});
+      await this.#finish(messageId, sessionId, chatId, agent, status, collector.parts, {
+        ...(status === "failed"
+          ? { error: collector.lastError ?? "the agent ended the turn with an error" }
+          : {}),
+      });
     } catch (error) {
       // The turn is not retried: an agent may have acted already. The user sees why it failed.
       const reason = redactSecrets(error instanceof Error ? error.message : String(error));

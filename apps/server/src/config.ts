@@ -45,6 +45,8 @@ export interface ServerConfig {
   providersConfigPath: string;
   /** The model the native agent uses; the built-in default when null. */
   nativeModel: string | null;
+  /** Tasks (agent turns) run at once by this process. */
+  taskConcurrency: number;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
   logLevel: ServerLogLevel;
@@ -84,6 +86,8 @@ export const ServerConfigFileSchema = z.strictObject({
   providersConfig: z.string().min(1).optional(),
   /** The model Deckhand's native agent asks its upstream for. */
   nativeModel: z.string().min(1).optional(),
+  /** Tasks (agent turns) this server runs at once; 8 by default. */
+  taskConcurrency: z.number().int().min(1).max(256).optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -216,6 +220,7 @@ export function resolveServerConfig(
     modelUpstreams,
     withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
     nativeModel: file.nativeModel ?? null,
+    taskConcurrency: file.taskConcurrency ?? 8,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

@@ -9,7 +9,7 @@ import { createProviderService, type ProviderService } from "@deckhand/providers
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
 import { agentBackendFactory } from "./agent-backend-factory.ts";
-import { AgentTurns, type BackendFactory } from "./agent-turns.ts";
+import { AgentTurns, type BackendFactory, NATIVE_AGENT_TYPE } from "./agent-turns.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
@@ -140,7 +140,8 @@ export async function startServer(
     const providers = createProviderService({
       configPath: config.providersConfigPath,
       probeStore: new DbProbeStore(database.db),
-      modelUpstreamConfigured: () => Object.keys(config.modelUpstreams).length > 0,
+      // The native agent talks to the upstream configured for its own agent type.
+      modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
       withheldEnv: config.withheldEnv,
       logger: {
         info: (message, fields) => logger.info({ component: "providers", ...fields }, message),
@@ -230,6 +231,8 @@ export async function startServer(
     worker = new TaskWorker({
       database,
       registry: tasks,
+      // Agent turns mostly wait on models; several run at once (one at a time per agent).
+      concurrency: config.taskConcurrency,
       onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
       redact: (text) => redactSecrets(text),
       onTaskFailed: (task) => logger.warn(task, "task attempt failed"),

@@ -43,6 +43,24 @@ function fakeBackend(request: BackendRequest): AgentBackend {
       const { messageId, onEvent } = input;
       await onEvent({ type: "text", message_id: messageId, delta: "Looking" });
       await onEvent({ type: "text", message_id: messageId, delta: " at it." });
+      if (input.text === "retry") {
+        await onEvent({
+          type: "retry",
+          message_id: messageId,
+          attempt: 1,
+          delay_ms: 0,
+          reason: "dropped",
+        });
+        await onEvent({ type: "text", message_id: messageId, delta: "Final answer." });
+        await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "end_turn" });
+        return { stopReason: "end_turn", text: "Final answer." };
+      }
+      if (input.text.startsWith("slow ")) {
+        await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+        await onEvent({ type: "text", message_id: messageId, delta: input.text });
+        await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "end_turn" });
+        return { stopReason: "end_turn", text: input.text };
+      }
       if (input.text === "wait") {
         await new Promise<void>((resolveWait) => {
           cancelTurn = resolveWait;
@@ -161,6 +179,20 @@ async function send(text: string): Promise<CreateMessageResponse> {
   return response.body;
 }
 
+async function waitForReply(userMessageId: string): Promise<Message> {
+  const id = assistantMessageId(userMessageId);
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const messages = await harness.api<{ messages: Message[] }>(
+      "GET",
+      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+    );
+    const reply = messages.body.messages.find((message) => message.id === id);
+    if (reply && reply.status !== "streaming") return reply;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+  }
+  throw new Error(`no finished reply to ${userMessageId}`);
+}
+
 describe("agent turns", () => {
   it("streams a turn, waits for a permission answer, records pending changes and the answer's parts", async () => {
     const stream = new StreamClient(
@@ -267,6 +299,33 @@ describe("agent turns", () => {
     );
     // One backend served both turns of the session.
     expect(requests).toHaveLength(1);
+  });
+
+  it("stores only the text after a retry, as the stream's retry rule says", async () => {
+    const posted = await send("retry");
+    const reply = await waitForReply(posted.message.id);
+    expect(reply.parts).toEqual([
+      { position: 0, kind: "text", content: { text: "Final answer." } },
+    ]);
+  });
+
+  it("runs two messages to one agent one after the other, never interleaved", async () => {
+    const first = await send("slow one");
+    const second = await send("slow two");
+    await waitForReply(first.message.id);
+    await waitForReply(second.message.id);
+    const { rows } = await harness.server.database.query<{ type: string; message_id: string }>(
+      `select type, payload->>'message_id' as message_id from session_events
+       where payload->>'message_id' in ($1, $2) and type in ('text', 'turn_end') order by id`,
+      [assistantMessageId(first.message.id), assistantMessageId(second.message.id)],
+    );
+    const order = rows.map((row) =>
+      row.message_id === assistantMessageId(first.message.id) ? 1 : 2,
+    );
+    // Every event of the first turn, its turn_end included, comes before any of the second.
+    expect(order).toEqual([...order].sort());
+    expect(order.filter((turn) => turn === 1).length).toBeGreaterThan(1);
+    expect(order.filter((turn) => turn === 2).length).toBeGreaterThan(1);
   });
 
   it("does not run a turn twice when its task is delivered again", async () => {

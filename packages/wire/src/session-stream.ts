@@ -167,6 +167,8 @@ export const SessionNoticeSchema = z.discriminatedUnion("type", [
     resumed: z.boolean(),
     /** Whether there was an earlier session to resume. */
     had_previous: z.boolean(),
+    /** The job its model usage is recorded under (`GET /api/usage?job_id=`); null without one. */
+    usage_job_id: z.string().nullable(),
   }),
   z.object({
     type: z.literal("turn_finished"),

@@ -1,9 +1,11 @@
-import { z } from "zod";
+import { ApprovalPolicySchema } from "@deckhand/wire";
+import type { z } from "zod";
 import { parseShellScript, type ShellWord, type SimpleCommand } from "./shell-words.ts";
 import { isInsideWorktree } from "./worktree-path.ts";
 
 /** When the native agent asks the user before acting, as Codex's approval policies mean it. */
-export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "on-failure", "never"]);
+// The policy names are a wire contract (sessions carry one); re-exported for this package's users.
+export { ApprovalPolicySchema };
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
 export type SafetyDecision = "auto_approve" | "ask" | "forbid";
