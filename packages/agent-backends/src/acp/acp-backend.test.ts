@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import {
   type ScriptedAcpAgentCommandOptions,
@@ -13,6 +11,7 @@ import {
 import { type AgentEvent, AgentEventSchema } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
+import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { type AcpBackendOptions, createAcpBackend } from "./acp-backend.ts";
 import { createInMemoryPermissionMemory } from "./permission-memory.ts";
 
@@ -20,27 +19,15 @@ const TOKEN = "acp-backend-test-token-7c2f";
 const CHAT = "6b1f0e2d-3c4a-4b5c-8d9e-0f1a2b3c4d5e";
 const SESSION = "0d9c8b7a-6e5f-4a3b-9c2d-1e0f9a8b7c6d";
 
+let workspace: TestWorkspace;
 let agent: RunningAgent;
 let root: string;
 let worktree: string;
 const backends: AgentBackend[] = [];
 
 beforeAll(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "deckhand-acp-backend-")));
-  worktree = join(root, "tree");
-  mkdirSync(worktree);
-  const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  agent = await startAgent(
-    resolveAgentConfig({
-      listen: "127.0.0.1:0",
-      dir: root,
-      token: TOKEN,
-      logLevel: "warn",
-      terminateGraceMs: 500,
-      shutdownGraceMs: 500,
-    }),
-    { logDestination: quiet },
-  );
+  workspace = await startTestWorkspace("deckhand-acp-backend-", { token: TOKEN });
+  ({ agent, root, worktree } = workspace);
 });
 
 afterEach(async () => {
@@ -48,8 +35,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await agent?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  await workspace?.close();
 });
 
 function sessionContext(over: Partial<AgentSessionContext> = {}): AgentSessionContext {

@@ -1,23 +1,13 @@
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PromptResult } from "../../backend.ts";
+import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import {
   createNativeBackend,
   type NativeBackend,
@@ -27,36 +17,24 @@ import {
 const AGENT_TOKEN = "native-agent-test-token-77c1";
 const MODEL_TOKEN = "dmt_native_agent_model_token_5e2a";
 
+let workspace: TestWorkspace;
 let agent: RunningAgent;
 let fake: FakeModel;
-let root: string;
 let worktree: string;
 const backends: NativeBackend[] = [];
 
 beforeAll(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "deckhand-native-agent-")));
-  worktree = join(root, "tree");
-  mkdirSync(worktree);
-  execFileSync("git", ["init", "-q", worktree]);
-  const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  agent = await startAgent(
-    resolveAgentConfig({
-      listen: "127.0.0.1:0",
-      dir: root,
-      token: AGENT_TOKEN,
-      logLevel: "warn",
-      terminateGraceMs: 500,
-      shutdownGraceMs: 500,
-    }),
-    { logDestination: quiet },
-  );
+  workspace = await startTestWorkspace("deckhand-native-agent-", {
+    token: AGENT_TOKEN,
+    gitInit: true,
+  });
+  ({ agent, worktree } = workspace);
   fake = await startFakeModel();
 });
 
 afterAll(async () => {
   await fake?.close();
-  await agent?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  await workspace?.close();
 });
 
 beforeEach(() => {

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import type { RunningAgent } from "@deckhand/agent-app";
 import { type FakeModel, type FakeTurn, item, startFakeModel, turn } from "@deckhand/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import {
   createNativeBackend,
   type NativeBackend,
@@ -21,34 +20,21 @@ import { replaySubmissions } from "./replay.ts";
 
 const AGENT_TOKEN = "native-replay-test-token-91aa";
 
+let workspace: TestWorkspace;
 let agent: RunningAgent;
 let fake: FakeModel;
 let root: string;
 let worktree: string;
 
 beforeAll(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "deckhand-native-replay-")));
-  worktree = join(root, "tree");
-  mkdirSync(worktree);
-  const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  agent = await startAgent(
-    resolveAgentConfig({
-      listen: "127.0.0.1:0",
-      dir: root,
-      token: AGENT_TOKEN,
-      logLevel: "warn",
-      terminateGraceMs: 500,
-      shutdownGraceMs: 500,
-    }),
-    { logDestination: quiet },
-  );
+  workspace = await startTestWorkspace("deckhand-native-replay-", { token: AGENT_TOKEN });
+  ({ agent, root, worktree } = workspace);
   fake = await startFakeModel();
 });
 
 afterAll(async () => {
   await fake?.close();
-  await agent?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  await workspace?.close();
 });
 
 function nativeBackend(overrides: Partial<NativeBackendOptions>): NativeBackend {

@@ -1,21 +1,11 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import { FileClient } from "@deckhand/workspace-files";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackendError } from "../../errors.ts";
+import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import type { ExecuteResult } from "./execute-tool.ts";
 import type { ProcessListResult, ProcessOutputResult } from "./process-tools.ts";
 import {
@@ -31,27 +21,15 @@ const TOKEN = "tools-test-token-4d1e";
 const CHAT = "3f6c2b1a-9e8d-4c7b-a6f5-e4d3c2b1a098";
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
+let workspace: TestWorkspace;
 let agent: RunningAgent;
 let root: string;
 let worktree: string;
 let context: ToolContext;
 
 beforeAll(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "deckhand-native-tools-")));
-  worktree = join(root, "tree");
-  mkdirSync(worktree);
-  const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  agent = await startAgent(
-    resolveAgentConfig({
-      listen: "127.0.0.1:0",
-      dir: root,
-      token: TOKEN,
-      logLevel: "warn",
-      terminateGraceMs: 500,
-      shutdownGraceMs: 500,
-    }),
-    { logDestination: quiet },
-  );
+  workspace = await startTestWorkspace("deckhand-native-tools-", { token: TOKEN });
+  ({ agent, root, worktree } = workspace);
   context = {
     processes: new ProcessClient({ baseUrl: agent.url, token: TOKEN, chatId: CHAT }),
     files: new FileClient({ baseUrl: agent.url, token: TOKEN }),
@@ -62,8 +40,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await agent?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  await workspace?.close();
 });
 
 async function call(name: string, args: unknown, over: Partial<ToolContext> = {}) {
