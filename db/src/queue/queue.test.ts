@@ -135,6 +135,41 @@ describe.each(backends)("durable queue on %s", (kind) => {
     expect(third! - second!).toBeGreaterThanOrEqual(90);
   });
 
+  it("deletes succeeded tasks past the retention period and keeps failed and recent ones", async () => {
+    const type = uniqueType();
+    const ids: Record<string, number> = {};
+    for (const [name, status, ageMs] of [
+      ["old-succeeded", "succeeded", 60_000],
+      ["recent-succeeded", "succeeded", 0],
+      ["old-failed", "failed", 60_000],
+    ] as const) {
+      const { id } = await enqueue(database.handle.db, { type });
+      await database.handle.query(
+        `update tasks set status = $2, completed_at = now() - $3 * interval '1 millisecond'
+         where id = $1`,
+        [id, status, ageMs],
+      );
+      ids[name] = id;
+    }
+    await startWorker(
+      type,
+      { async handle() {} },
+      { retainSucceededMs: 30_000, cleanupIntervalMs: 0 },
+    );
+    await waitFor(async () => {
+      const { rows } = await database.handle.query("select 1 from tasks where id = $1", [
+        ids["old-succeeded"],
+      ]);
+      return rows.length === 0;
+    }, 5_000);
+    for (const kept of ["recent-succeeded", "old-failed"]) {
+      const { rows } = await database.handle.query("select status from tasks where id = $1", [
+        ids[kept],
+      ]);
+      expect(rows, kept).toHaveLength(1);
+    }
+  });
+
   it("succeeds on a retry after a transient failure", async () => {
     const type = uniqueType();
     let runs = 0;

@@ -23,6 +23,18 @@ export interface WorkerOptions {
   /** Delay before retry n is `min(backoffMaxMs, backoffBaseMs * 2^(n-1))`. Defaults: 1 s, 5 min. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /**
+   * Each retry waits up to this fraction longer than its backoff, at random, so tasks that
+   * failed together (an upstream outage) do not all retry in the same instant. Defaults to 0.25.
+   */
+  backoffJitter?: number;
+  /**
+   * Succeeded tasks of this worker's types are deleted this long after they completed, so the
+   * table does not grow forever. Failed tasks are kept for diagnosis. Defaults to 7 days.
+   */
+  retainSucceededMs?: number;
+  /** How often the worker looks for succeeded tasks to delete. Defaults to 10 minutes. */
+  cleanupIntervalMs?: number;
   /** How long `stop()` waits for running tasks before releasing them. Defaults to 10 s. */
   shutdownTimeoutMs?: number;
   /** Queue errors (the database unreachable, say) that the worker survives by retrying. */
@@ -68,6 +80,10 @@ export class TaskWorker {
   readonly #listen: boolean;
   readonly #backoffBaseMs: number;
   readonly #backoffMaxMs: number;
+  readonly #backoffJitter: number;
+  readonly #retainSucceededMs: number;
+  readonly #cleanupIntervalMs: number;
+  #lastCleanupAt = 0;
   readonly #shutdownTimeoutMs: number;
   readonly #onError: (error: unknown) => void;
   readonly #redact: (text: string) => string;
@@ -93,6 +109,9 @@ export class TaskWorker {
     this.#backoffBaseMs = options.backoffBaseMs ?? 1_000;
     this.#backoffMaxMs = options.backoffMaxMs ?? 5 * 60_000;
     this.#shutdownTimeoutMs = options.shutdownTimeoutMs ?? 10_000;
+    this.#backoffJitter = options.backoffJitter ?? 0.25;
+    this.#retainSucceededMs = options.retainSucceededMs ?? 7 * 24 * 60 * 60 * 1000;
+    this.#cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60 * 1000;
     this.#onError = options.onError ?? (() => {});
     this.#redact = options.redact ?? ((text) => text);
     this.#onTaskFailed = options.onTaskFailed;
@@ -194,6 +213,7 @@ export class TaskWorker {
   /** Claims as many tasks as there are free slots; returns how long to wait before polling. */
   async #claimCycle(): Promise<number> {
     await this.#failExhaustedLeases();
+    await this.#deleteOldSucceeded();
     const free = this.#concurrency - this.#held.size;
     if (free > 0) {
       const claimed = await this.#database.query<ClaimedRow>(
@@ -226,6 +246,21 @@ export class TaskWorker {
     const dueInMs = next.rows[0]?.due_in_ms;
     if (dueInMs === null || dueInMs === undefined) return this.#pollIntervalMs;
     return Math.min(this.#pollIntervalMs, Math.max(0, Math.ceil(Number(dueInMs))));
+  }
+
+  /** Deletes old succeeded tasks, a bounded batch at most once per cleanup interval. */
+  async #deleteOldSucceeded(): Promise<void> {
+    const now = Date.now();
+    if (now - this.#lastCleanupAt < this.#cleanupIntervalMs) return;
+    this.#lastCleanupAt = now;
+    await this.#database.query(
+      `delete from tasks where id in (
+         select id from tasks
+         where status = 'succeeded' and type = any($1::text[])
+           and completed_at < now() - $2 * interval '1 millisecond'
+         limit 1000)`,
+      [this.#types, this.#retainSucceededMs],
+    );
   }
 
   /** A task whose last allowed attempt lost its lease fails instead of running again. */
@@ -297,7 +332,8 @@ export class TaskWorker {
       );
       return;
     }
-    const delayMs = Math.min(this.#backoffMaxMs, this.#backoffBaseMs * 2 ** (task.attempt - 1));
+    const backoffMs = Math.min(this.#backoffMaxMs, this.#backoffBaseMs * 2 ** (task.attempt - 1));
+    const delayMs = Math.round(backoffMs * (1 + Math.random() * this.#backoffJitter));
     await this.#database.query(
       `update tasks set status = 'pending', locked_by = null, locked_until = null,
          last_error = $4, run_at = now() + $5 * interval '1 millisecond', updated_at = now()
