@@ -75,7 +75,10 @@ export interface AgentTurnsOptions {
   database: DbHandle;
   sessions: SessionService;
   providers: ProviderService;
-  modelTokens: ModelTokenStore;
+  modelTokens: ModelTokenStore & {
+    /** Moves a live token's expiry, so an agent in use keeps proxy access. */
+    extend(id: string, expiresAt: Date): Promise<boolean>;
+  };
   /** The server's own URL (known once it listens): agents reach the model proxy through it. */
   serverUrl: () => string;
   workspaceAgent: { url: string; token: string | null } | null;
@@ -421,6 +424,15 @@ export class AgentTurns {
                 updatedAt: new Date(),
               })
               .where(eq(agentSessions.id, rowId));
+            // Each turn renews the backend's model token: it expires only when the agent sits
+            // unused longer than its lifetime (the pool disposes idle agents well before that).
+            const tokenId = this.#tokens.get(`${sessionId}/${agent}`);
+            if (tokenId) {
+              await this.#options.modelTokens.extend(
+                tokenId,
+                new Date(Date.now() + (this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000)),
+              );
+            }
             const turn = await backend.prompt({ messageId, text, onEvent });
             const crashed = backend.health().status === "crashed";
             await db

@@ -96,6 +96,25 @@ describe("DbUsageRecorder", () => {
   });
 });
 
+describe("DbModelTokenStore.extend", () => {
+  it("moves a live token's expiry, and never revives a revoked one", async () => {
+    const store = new DbModelTokenStore(database.db);
+    const now = Date.now();
+    const live = await mintModelToken(store, {
+      jobId: "job-x",
+      ttlMs: 1_000,
+      now: () => now - 5_000,
+    });
+    expect((await verifyModelToken(store, live.token, "job-x")).ok).toBe(false);
+    expect(await store.extend(live.tokenId, new Date(now + 60_000))).toBe(true);
+    expect((await verifyModelToken(store, live.token, "job-x")).ok).toBe(true);
+    const revoked = await mintModelToken(store, { jobId: "job-x", ttlMs: 60_000 });
+    await store.revoke(revoked.tokenId);
+    expect(await store.extend(revoked.tokenId, new Date(now + 60_000))).toBe(false);
+    expect((await verifyModelToken(store, revoked.token, "job-x")).ok).toBe(false);
+  });
+});
+
 describe("DbPermissionMemory", () => {
   it("keeps an always answer per (session, agent, tool kind) and replaces it when answered again", async () => {
     const [project] = (

@@ -55,6 +55,17 @@ export class DbModelTokenStore implements ModelTokenStore {
     return row ? toRecord(row) : undefined;
   }
 
+  /** Moves a live token's expiry (a busy agent keeps its token; a revoked one stays revoked). */
+  async extend(id: string, expiresAt: Date): Promise<boolean> {
+    if (!UUID_PATTERN.test(id)) return false;
+    const rows = await this.#db
+      .update(modelTokens)
+      .set({ expiresAt })
+      .where(and(eq(modelTokens.id, id), sql`${modelTokens.revokedAt} is null`))
+      .returning({ id: modelTokens.id });
+    return rows.length > 0;
+  }
+
   async revoke(idOrHash: string): Promise<boolean> {
     // Anything else would make PostgreSQL reject the uuid cast; it names no token either way.
     const where = HASH_PATTERN.test(idOrHash)
