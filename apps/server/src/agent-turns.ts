@@ -82,6 +82,11 @@ export interface AgentTurnsOptions {
   /** The server's own URL (known once it listens): agents reach the model proxy through it. */
   serverUrl: () => string;
   workspaceAgent: { url: string; token: string | null } | null;
+  /**
+   * Whether the proxy has an upstream for an agent type. An agent whose type has none is not
+   * pointed at the proxy: it keeps its own login and credentials.
+   */
+  hasUpstream(agentType: string): boolean;
   createBackend: BackendFactory;
   logger: Logger;
   /** Backends unused this long are stopped. Defaults to 15 minutes. */
@@ -290,7 +295,7 @@ export class AgentTurns {
     const agentType = plain.agentType ?? (plain.transport === "native" ? NATIVE_AGENT_TYPE : null);
     let modelProxy: AgentSessionContext["modelProxy"] = null;
     let provider = plain;
-    if (agentType !== null) {
+    if (agentType !== null && this.#options.hasUpstream(agentType)) {
       const jobId = `agent-session:${context.agentSessionRowId}`;
       const minted = await mintModelToken(modelTokens, {
         jobId,

@@ -165,6 +165,7 @@ export async function startServer(
         return serverUrl;
       },
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
+      hasUpstream: (agentType) => agentType in config.modelUpstreams,
       createBackend:
         options.createBackend ??
         agentBackendFactory({

@@ -43,6 +43,10 @@ function fakeBackend(request: BackendRequest): AgentBackend {
       const { messageId, onEvent } = input;
       await onEvent({ type: "text", message_id: messageId, delta: "Looking" });
       await onEvent({ type: "text", message_id: messageId, delta: " at it." });
+      if (input.text === "hello") {
+        await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "end_turn" });
+        return { stopReason: "end_turn", text: "Looking at it." };
+      }
       if (input.text === "retry") {
         await onEvent({
           type: "retry",
@@ -138,11 +142,23 @@ beforeAll(async () => {
     JSON.stringify({
       providers: {
         fake: { extends: "acp", label: "Fake", command: [process.execPath, "-e", "0"] },
+        // Built-ins with their command swapped for one that exists here.
+        codex: { command: [process.execPath, "-e", "0"] },
+        claude: { command: [process.execPath, "-e", "0"] },
       },
     }),
   );
   harness = await startTestServer(cleanups, {
     dataDir,
+    config: {
+      modelUpstreams: {
+        codex: {
+          kind: "openai",
+          baseUrl: "http://127.0.0.1:9/v1",
+          apiKey: "sk-not-used-0123456789",
+        },
+      },
+    },
     backendFactory: (request) => {
       requests.push(request);
       return fakeBackend(request);
@@ -169,11 +185,11 @@ beforeAll(async () => {
   ).body;
 });
 
-async function send(text: string): Promise<CreateMessageResponse> {
+async function send(text: string, agent = "fake"): Promise<CreateMessageResponse> {
   const response = await harness.api<CreateMessageResponse>(
     "POST",
     serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-    { body: { agent: "fake", text } },
+    { body: { agent, text } },
   );
   expect(response.status).toBe(202);
   return response.body;
@@ -371,6 +387,24 @@ describe("agent turns", () => {
     expect(await countTurns()).toBe(turnsBefore);
   });
 
+  it("points a built-in agent at the proxy only when its agent type has an upstream", async () => {
+    await send("hello", "codex");
+    await send("hello", "claude");
+    const deadline = Date.now() + 10_000;
+    const of = (agent: string) => requests.find((request) => request.agent === agent);
+    while ((!of("codex") || !of("claude")) && Date.now() < deadline) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+    }
+    const codex = of("codex")!;
+    expect(codex.context.modelProxy?.url).toMatch(/\/codex$/);
+    expect(codex.context.modelProxy?.token).toMatch(/^dhmp_/);
+    // The token reaches the agent through its environment, as its provider definition says.
+    expect(Object.values(codex.provider.env)).toContain(codex.context.modelProxy!.token);
+    const claude = of("claude")!;
+    expect(claude.context.modelProxy).toBeNull();
+    expect(JSON.stringify(claude.provider.env)).not.toContain("dhmp_");
+  });
+
   it("closing the session disposes its backends", async () => {
     const before = disposed;
     const closed = await harness.api(
@@ -378,6 +412,7 @@ describe("agent turns", () => {
       `${serverPath(ServerPath.session, { session_id: session.id })}?force=true`,
     );
     expect(closed.status).toBe(200);
-    expect(disposed).toBe(before + 1);
+    // The fake agent's, codex's and claude's backends.
+    expect(disposed).toBe(before + 3);
   });
 });
