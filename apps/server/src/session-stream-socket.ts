@@ -28,9 +28,7 @@ export interface SessionStreamSocketOptions {
   pingIntervalMs?: number;
 }
 
-const streamPattern = new RegExp(
-  `^${ServerPath.sessionStream.replace(":session_id", "([0-9a-fA-F-]{36})")}$`,
-);
+const streamPattern = new RegExp(`^${ServerPath.sessionStream.replace(":session_id", "([^/]+)")}$`);
 
 function presentedToken(request: IncomingMessage): string | null {
   const header = request.headers[WireHeader.authorization.toLowerCase()];
@@ -43,9 +41,12 @@ function presentedToken(request: IncomingMessage): string | null {
   return bearer ? bearer.slice(BEARER_SUBPROTOCOL_PREFIX.length) : null;
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
+export function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
-  const reason = { 400: "Bad Request", 401: "Unauthorized", 404: "Not Found" }[status] ?? "Error";
+  const reason =
+    { 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error" }[
+      status
+    ] ?? "Error";
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${status === 401 ? "WWW-Authenticate: Bearer\r\n" : ""}\r\n${body}`,
   );
@@ -80,7 +81,7 @@ export class SessionStreamSocket {
     const url = new URL(request.url ?? "/", "http://localhost");
     const match = streamPattern.exec(url.pathname);
     if (!match) return false;
-    const sessionId = match[1]!.toLowerCase();
+    const sessionId = decodeURIComponent(match[1]!).toLowerCase();
     socket.on("error", () => socket.destroy());
     void (async () => {
       if (!(await this.#options.authorize(presentedToken(request)))) {

@@ -22,7 +22,7 @@ import {
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
 import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
-import { SessionStreamSocket } from "./session-stream-socket.ts";
+import { refuse, SessionStreamSocket } from "./session-stream-socket.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -223,7 +223,14 @@ export async function startServer(
       },
     });
     server.on("upgrade", (request, socket, head) => {
-      if (!streams.handleUpgrade(request, socket, head)) socket.destroy();
+      if (!streams.handleUpgrade(request, socket, head)) {
+        refuse(
+          socket,
+          404,
+          "not_found",
+          `no WebSocket endpoint at ${new URL(request.url ?? "/", "http://x").pathname}`,
+        );
+      }
     });
     cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
     serverUrl = url;

@@ -164,6 +164,13 @@ describe("session stream", () => {
       serverPath(ServerPath.sessionStream, { session_id: randomUUID() }),
     );
     await expect(unknown.opened).rejects.toThrow("404");
+    for (const path of [
+      serverPath(ServerPath.sessionStream, { session_id: "not-a-uuid" }),
+      `${ServerPath.projects}/anything`,
+    ]) {
+      const refused = new StreamClient(harness.server.url, path);
+      await expect(refused.opened).rejects.toThrow("404");
+    }
   });
 
   it("gives every one of many clients, joining while events are published, each event once and in order", async () => {
