@@ -5,6 +5,7 @@ import {
   type Chat,
   type CreateMessageResponse,
   type Message,
+  MODEL_TOKEN_PREFIX,
   type PendingChange,
   type Project,
   ServerPath,
@@ -397,12 +398,12 @@ describe("agent turns", () => {
     }
     const codex = of("codex")!;
     expect(codex.context.modelProxy?.url).toMatch(/\/codex$/);
-    expect(codex.context.modelProxy?.token).toMatch(/^dhmp_/);
+    expect(codex.context.modelProxy?.token.startsWith(MODEL_TOKEN_PREFIX)).toBe(true);
     // The token reaches the agent through its environment, as its provider definition says.
     expect(Object.values(codex.provider.env)).toContain(codex.context.modelProxy!.token);
     const claude = of("claude")!;
     expect(claude.context.modelProxy).toBeNull();
-    expect(JSON.stringify(claude.provider.env)).not.toContain("dhmp_");
+    expect(JSON.stringify(claude.provider.env)).not.toContain(MODEL_TOKEN_PREFIX);
   });
 
   it("closing the session disposes its backends", async () => {
