@@ -4,6 +4,9 @@
 // (target ≥ 0.9 of direct) and the time to first byte the proxy adds. The upstream, the proxy
 // and the reading client each run on their own thread, as they run in their own processes (or
 // machines) in production; on one event loop the proxy would be charged for the others' work.
+// Wall-clock ratios need a core per thread: on a smaller or busy machine the three threads of a
+// proxied run share cores the two of a direct run do not. So the proxy's thread CPU time per MB
+// is reported beside the bare pipe's, which compares their own work whatever else is running.
 //
 //   node --conditions=source bench/model-proxy.ts
 import { createServer, request } from "node:http";
@@ -173,8 +176,28 @@ function startThread(role: Role, upstreamUrl?: string): Promise<{ worker: Worker
   });
 }
 
+/** A thread's own CPU time in ms: what it spent, whatever else the machine was running. */
+const threadCpuMs = () => {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+};
+
+/** Asks a worker for its CPU time so far. */
+function cpuOf(worker: Worker): Promise<number> {
+  return new Promise((resolveCpu) => {
+    const onMessage = (message: { cpuMs?: number }) => {
+      if (message.cpuMs === undefined) return;
+      worker.off("message", onMessage);
+      resolveCpu(message.cpuMs);
+    };
+    worker.on("message", onMessage);
+    worker.postMessage("cpu");
+  });
+}
+
 if (!isMainThread) {
   const { role, upstreamUrl } = workerData as { role: Role; upstreamUrl?: string };
+  parentPort!.on("message", () => parentPort!.postMessage({ cpuMs: threadCpuMs() }));
   if (role === "upstream") await runUpstream();
   else if (role === "pipe") runBarePipe(upstreamUrl!);
   else await runProxy(upstreamUrl!);
@@ -189,7 +212,7 @@ async function main(): Promise<void> {
   const pipeThread = await startThread("pipe", upstreamThread.ready.url);
   const usageTotals: (number | undefined)[] = [];
   proxyThread.worker.on("message", (message: { usageTotalTokens?: number }) => {
-    usageTotals.push(message.usageTotalTokens);
+    if ("usageTotalTokens" in message) usageTotals.push(message.usageTotalTokens);
   });
   const jsonHeaders = { "content-type": "application/json" };
   const proxyHeaders = {
@@ -203,10 +226,20 @@ async function main(): Promise<void> {
   const direct: Run[] = [];
   const proxied: Run[] = [];
   const piped: Run[] = [];
+  const proxyCpu: number[] = [];
+  const pipeCpu: number[] = [];
   for (let run = 0; run < WARMUP + RUNS; run += 1) {
     const directRun = await measure(directUrl, jsonHeaders);
+    const proxyCpuBefore = await cpuOf(proxyThread.worker);
     const proxiedRun = await measure(proxyUrl, proxyHeaders);
+    const proxyCpuAfter = await cpuOf(proxyThread.worker);
+    const pipeCpuBefore = await cpuOf(pipeThread.worker);
     const pipedRun = await measure(`${pipeThread.ready.url}/v1/responses`, jsonHeaders);
+    const pipeCpuAfter = await cpuOf(pipeThread.worker);
+    if (run >= WARMUP) {
+      proxyCpu.push(proxyCpuAfter - proxyCpuBefore);
+      pipeCpu.push(pipeCpuAfter - pipeCpuBefore);
+    }
     if (directRun.bytes !== stream.bytes || proxiedRun.bytes !== stream.bytes) {
       throw new Error(
         `expected ${stream.bytes} bytes, got ${directRun.bytes} and ${proxiedRun.bytes}`,
@@ -244,6 +277,9 @@ async function main(): Promise<void> {
     bare_pipe_mb_per_s: round(pipedThroughput),
     bare_pipe_ratio: round(pipedThroughput / directThroughput),
     proxy_vs_bare_pipe: round(proxiedThroughput / pipedThroughput),
+    proxy_cpu_ms_per_mb: round(median(proxyCpu) / (stream.bytes / 1e6)),
+    bare_pipe_cpu_ms_per_mb: round(median(pipeCpu) / (stream.bytes / 1e6)),
+    proxy_cpu_vs_bare_pipe: round(median(proxyCpu) / median(pipeCpu)),
     direct_first_byte_ms: round(directFirstByte),
     proxy_first_byte_ms: round(proxiedFirstByte),
     added_first_byte_ms: round(proxiedFirstByte - directFirstByte),
@@ -263,6 +299,11 @@ async function main(): Promise<void> {
       "10 MB SSE through a bare node:http pipe",
       `${result.bare_pipe_mb_per_s} MB/s`,
       `→ ${result.bare_pipe_ratio} of direct; the proxy reaches ${result.proxy_vs_bare_pipe} of it`,
+    ],
+    [
+      "CPU of the proxy's thread per MB",
+      `${result.proxy_cpu_ms_per_mb} ms`,
+      `bare pipe ${result.bare_pipe_cpu_ms_per_mb} ms → ${result.proxy_cpu_vs_bare_pipe} of it (thread CPU time: immune to a busy machine)`,
     ],
     [
       "time to first byte through the proxy",

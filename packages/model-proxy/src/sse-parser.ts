@@ -111,29 +111,79 @@ export class SseParser {
 }
 
 const LINE_FEED = 10;
+// Bytes by how often they occur in JSON carrying English text, most common first; any byte not
+// listed counts as rarer than all of them.
+const COMMON_BYTES = ' "etaoinsrhldcumfpywgbvk_:,.{}0123456789';
+const commonness = (byte: number): number => {
+  const rank = COMMON_BYTES.indexOf(String.fromCharCode(byte));
+  return rank === -1 ? COMMON_BYTES.length : rank;
+};
 const CARRIAGE_RETURN = 13;
 
 /**
  * Picks out the events that mention `needle` (e.g. `"usage"`) from an SSE byte stream without
  * parsing the rest. On LF-only streams (what the providers send) it works on raw bytes with
- * native searches: the bytes up to the last blank line form complete events, and only when they
- * contain the needle are they decoded and parsed. A CR anywhere switches it to the full parser
- * for the rest of the stream, so the answer is always that of `SseParser`.
+ * native searches, looking at each byte once: the bytes up to the last blank line form complete
+ * events, and only when they contain the needle are they decoded and parsed. A CR anywhere
+ * switches it to the full parser for the rest of the stream, so the answer is always that of
+ * `SseParser`. The needle must not contain a line break.
  */
 export class SseEventFilter {
   readonly #needle: Buffer;
+  readonly #needleText: string;
+  /** The bytes after the last complete event: the start of an event still arriving. */
   #carry: Buffer[] = [];
-  #carryEndsWithLineFeed = false;
+  /** Whether the carried bytes contain the needle, so they are never searched again. */
+  #carryMentions = false;
+  /** The last few bytes seen, to find a needle cut across two chunks. */
+  #tail: Buffer = Buffer.alloc(0);
+  #lastByte = -1;
   #fallback: SseParser | undefined;
+  /** Which of the needle's bytes to look for first: the one least common in text and JSON. */
+  readonly #anchor: number;
 
   constructor(needle: string) {
     this.#needle = Buffer.from(needle, "utf8");
+    this.#needleText = needle;
+    let anchor = 0;
+    for (let index = 1; index < this.#needle.length; index += 1) {
+      if (commonness(this.#needle[index]!) < commonness(this.#needle[anchor]!)) anchor = index;
+    }
+    this.#anchor = anchor;
+  }
+
+  /**
+   * The first whole occurrence of the needle in `bytes`, or -1. Looks for the needle's rarest
+   * byte with memchr and checks around each hit, which on text is several times faster than the
+   * general substring search; where that byte turns out to be dense, it hands over to the latter.
+   */
+  #find(bytes: Buffer): number {
+    const needle = this.#needle;
+    const anchor = this.#anchor;
+    let hits = 0;
+    for (let at = bytes.indexOf(needle[anchor]!, anchor); at !== -1; ) {
+      const start = at - anchor;
+      if (start + needle.length > bytes.length) return -1;
+      let matched = true;
+      for (let index = 0; index < needle.length; index += 1) {
+        if (bytes[start + index] !== needle[index]) {
+          matched = false;
+          break;
+        }
+      }
+      if (matched) return start;
+      hits += 1;
+      if (hits >= 32 && hits * 32 > at) return bytes.indexOf(needle, start + 1);
+      at = bytes.indexOf(needle[anchor]!, at + 1);
+    }
+    return -1;
   }
 
   /** Feeds bytes; returns the completed events whose text contained the needle. */
   push(chunk: Uint8Array): SseEvent[] {
     if (this.#fallback) return this.#keep(this.#fallback.push(chunk));
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (bytes.length === 0) return [];
     if (bytes.includes(CARRIAGE_RETURN)) {
       this.#fallback = new SseParser();
       const carried = this.#carry;
@@ -143,21 +193,28 @@ export class SseEventFilter {
         ...this.#fallback.push(bytes),
       ]);
     }
+    // A needle has no line break, so each occurrence lies inside one event: the first one's
+    // position says whether the complete events mention it; the rest is short and searched apart.
+    const straddles = this.#straddles(bytes);
+    const first = this.#find(bytes);
     let boundary = bytes.lastIndexOf("\n\n");
     if (boundary !== -1) boundary += 2;
-    else if (this.#carryEndsWithLineFeed && bytes[0] === LINE_FEED) boundary = 1;
+    // The carry ends with the previous chunk, so its last byte says whether this LF ends an event.
+    else if (this.#carry.length > 0 && this.#lastByte === LINE_FEED && bytes[0] === LINE_FEED) {
+      boundary = 1;
+    }
+    this.#lastByte = bytes[bytes.length - 1]!;
     if (boundary === -1) {
-      if (bytes.length > 0) {
-        this.#carry.push(bytes);
-        this.#carryEndsWithLineFeed = bytes[bytes.length - 1] === LINE_FEED;
-      }
+      this.#carry.push(bytes);
+      this.#carryMentions ||= straddles || first !== -1;
       return [];
     }
-    const parts = [...this.#carry, bytes.subarray(0, boundary)];
+    const mentions = this.#carryMentions || straddles || (first !== -1 && first < boundary);
+    const parts = mentions ? [...this.#carry, bytes.subarray(0, boundary)] : [];
     const rest = bytes.subarray(boundary);
     this.#carry = rest.length > 0 ? [rest] : [];
-    this.#carryEndsWithLineFeed = rest.length > 0 && rest[rest.length - 1] === LINE_FEED;
-    if (!this.#mentionsNeedle(parts)) return [];
+    this.#carryMentions = first >= boundary || (first !== -1 && this.#find(rest) !== -1);
+    if (!mentions) return [];
     // The complete region starts and ends on event boundaries, so a fresh parser sees it whole.
     const parser = new SseParser();
     return this.#keep([...parser.push(Buffer.concat(parts)), ...parser.end()]);
@@ -167,25 +224,26 @@ export class SseEventFilter {
   end(): SseEvent[] {
     if (this.#fallback) return this.#keep(this.#fallback.end());
     this.#carry = [];
+    this.#carryMentions = false;
     return [];
   }
 
-  /** Whether the parts, read as one, contain the needle; without copying them into one. */
-  #mentionsNeedle(parts: Buffer[]): boolean {
+  /** Whether the needle starts in earlier bytes and ends in these; keeps the new tail. */
+  #straddles(bytes: Buffer): boolean {
     const overlap = this.#needle.length - 1;
-    // The last bytes seen so far, so a needle cut across parts (however small) is found too.
-    let tail = Buffer.alloc(0);
-    for (const part of parts) {
-      if (part.includes(this.#needle)) return true;
-      const joined = Buffer.concat([tail, part.subarray(0, overlap)]);
-      if (joined.includes(this.#needle)) return true;
-      tail = Buffer.concat([tail, part]).subarray(-overlap);
-    }
-    return false;
+    if (overlap === 0) return false;
+    const head = bytes.subarray(0, overlap);
+    const joined = this.#tail.length > 0 ? Buffer.concat([this.#tail, head]) : head;
+    const found = this.#tail.length > 0 && joined.includes(this.#needle);
+    // A chunk shorter than the overlap still leaves the earlier bytes' end in the tail.
+    this.#tail =
+      bytes.length >= overlap
+        ? Buffer.from(bytes.subarray(bytes.length - overlap))
+        : Buffer.from(Buffer.concat([this.#tail, bytes]).subarray(-overlap));
+    return found;
   }
 
   #keep(events: SseEvent[]): SseEvent[] {
-    const needle = this.#needle.toString("utf8");
-    return events.filter((event) => event.data.includes(needle));
+    return events.filter((event) => event.data.includes(this.#needleText));
   }
 }
