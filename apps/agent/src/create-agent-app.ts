@@ -1,4 +1,4 @@
-import { bearerAuth, installErrorHandling, logRequests } from "@deckhand/http-kit";
+import { bearerAuth, HttpError, installErrorHandling, logRequests } from "@deckhand/http-kit";
 import { createProcessRouter, type ProcessManager } from "@deckhand/process-manager";
 import { type AgentHealthResponse, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { createFileRouter, type WorkspaceFiles } from "@deckhand/workspace-files";
@@ -54,5 +54,13 @@ export function createAgentApp(options: AgentAppOptions): Hono {
   });
   app.route(WirePath.processes, createProcessRouter(options.processes));
   app.route(WirePath.files, createFileRouter(options.files));
+  // A plain GET of the watch path: the upgrade itself is handled beside the app (start-agent).
+  app.get(WirePath.gitWatch, () => {
+    throw new HttpError(
+      426,
+      "invalid_request",
+      "this is a WebSocket endpoint; connect with a WebSocket client",
+    );
+  });
   return app;
 }

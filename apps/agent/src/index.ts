@@ -9,5 +9,11 @@ export {
   resolveAgentConfig,
 } from "./config.ts";
 export { type AgentAppOptions, createAgentApp } from "./create-agent-app.ts";
+export {
+  GitWatchClientError,
+  type WatchGitOptions,
+  watchGit,
+} from "./git-watch-client.ts";
+export { GitWatchSocket, type GitWatchSocketOptions } from "./git-watch-socket.ts";
 export { runAgentUntilSignalled } from "./run.ts";
 export { type RunningAgent, type StartAgentOptions, startAgent } from "./start-agent.ts";

@@ -5,12 +5,15 @@ import pino, { type Logger } from "pino";
 import { AgentError } from "./agent-error.ts";
 import type { AgentConfig } from "./config.ts";
 import { createAgentApp } from "./create-agent-app.ts";
+import { GitWatchSocket } from "./git-watch-socket.ts";
 
 export interface RunningAgent {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
   url: string;
   port: number;
   processes: ProcessManager;
+  /** The git watch's WebSocket side; `clientCount` tells how many watches are open. */
+  gitWatch: GitWatchSocket;
   /** Stops accepting, stops every process group the agent started, closes connections. */
   close(): Promise<void>;
 }
@@ -50,6 +53,15 @@ export async function startAgent(
         { cause: error },
       ),
   );
+  // WebSocket upgrades bypass the hono app; the git watch checks the token itself.
+  const gitWatch = new GitWatchSocket({
+    root: config.root,
+    token: config.token,
+    logger: logger.child({ component: "git-watch" }),
+  });
+  server.on("upgrade", (request, socket, head) => {
+    if (!gitWatch.handleUpgrade(request, socket, head)) socket.destroy();
+  });
   logger.info({ url, root: config.root, auth: config.token !== null }, "workspace agent listening");
 
   let closing: Promise<void> | null = null;
@@ -57,6 +69,8 @@ export async function startAgent(
     closing ??= (async () => {
       logger.info("shutting down: no new requests, stopping process groups");
       const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
+      // Upgraded sockets count as open connections: the server cannot stop until they close.
+      await gitWatch.close();
       await processes.shutdown({ graceMs: config.shutdownGraceMs });
       // Waiting output reads hold connections open; they have their answer now.
       if ("closeAllConnections" in server) server.closeAllConnections();
@@ -66,5 +80,5 @@ export async function startAgent(
     })();
     return closing;
   };
-  return { url, port, processes, close };
+  return { url, port, processes, gitWatch, close };
 }

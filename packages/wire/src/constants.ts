@@ -42,11 +42,13 @@ export const WirePath = {
 } as const;
 
 /**
- * WebSocket subprotocols of the session stream. Browsers cannot set headers on a WebSocket, so
- * they offer `sessionStream` plus `bearerPrefix` + token; the server answers with `sessionStream`.
+ * WebSocket subprotocols of the session stream and the agent's git watch. Browsers cannot set
+ * headers on a WebSocket, so they offer the stream's protocol plus `bearerPrefix` + token; the
+ * server (or agent) answers with the stream's protocol, never with the one carrying the token.
  */
 export const WireSubprotocol = {
   sessionStream: "deckhand.session-stream.v1",
+  gitWatch: "deckhand.git-watch.v1",
   bearerPrefix: "bearer.",
 } as const;
 

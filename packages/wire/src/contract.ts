@@ -9,6 +9,8 @@ import {
 } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import {
+  DeleteFileRequestSchema,
+  DeleteFileResponseSchema,
   EditFilesRequestSchema,
   EditFilesResponseSchema,
   ReadFileRequestSchema,
@@ -16,6 +18,7 @@ import {
   WriteFileRequestSchema,
   WriteFileResponseSchema,
 } from "./file-api.ts";
+import { GitWatchFrameSchema, GitWatchQuerySchema } from "./git-watch.ts";
 import { AgentHealthResponseSchema } from "./health.ts";
 import { MODEL_TOKEN_PREFIX, ModelUsageSchema } from "./model-proxy.ts";
 import {
@@ -51,10 +54,14 @@ export const wireSchemas = {
   WriteFileResponse: WriteFileResponseSchema,
   EditFilesRequest: EditFilesRequestSchema,
   EditFilesResponse: EditFilesResponseSchema,
+  DeleteFileRequest: DeleteFileRequestSchema,
+  DeleteFileResponse: DeleteFileResponseSchema,
   ModelUsage: ModelUsageSchema,
   AgentEvent: AgentEventSchema,
   SessionStreamFrame: SessionStreamFrameSchema,
   ProvidersSnapshot: ProvidersSnapshotSchema,
+  GitWatchQuery: GitWatchQuerySchema,
+  GitWatchFrame: GitWatchFrameSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */

@@ -6,8 +6,17 @@ const WorkspacePath = z
   .min(1, "path must not be empty")
   .refine((path) => !path.includes("\0"), "path must not contain NUL bytes");
 
+/**
+ * Narrows the path guard for one request to a directory inside the agent's root (relative to
+ * that root, or absolute and inside it), such as a session worktree. It is resolved, symlinks
+ * included, like any path; the request's `path` is then relative to it and must stay inside its
+ * real path. Without it the agent's root is the limit.
+ */
+const SubRoot = WorkspacePath.optional();
+
 export const ReadFileRequestSchema = z.strictObject({
   path: WorkspacePath,
+  root: SubRoot,
   /** First line to return, 1-based. */
   offset: z.number().int().min(1).optional(),
   /** Most lines to return. */
@@ -37,6 +46,7 @@ export type ReadFileResponse = z.infer<typeof ReadFileResponseSchema>;
 
 export const WriteFileRequestSchema = z.strictObject({
   path: WorkspacePath,
+  root: SubRoot,
   content: z.string(),
 });
 export type WriteFileRequest = z.infer<typeof WriteFileRequestSchema>;
@@ -55,6 +65,8 @@ export const FileEditSchema = z.strictObject({
 export type FileEdit = z.infer<typeof FileEditSchema>;
 
 export const EditFilesRequestSchema = z.strictObject({
+  /** Applies to every file of the request. */
+  root: SubRoot,
   files: z
     .array(
       z.strictObject({
@@ -75,3 +87,17 @@ export const EditFilesResponseSchema = z.object({
   ),
 });
 export type EditFilesResponse = z.infer<typeof EditFilesResponseSchema>;
+
+export const DeleteFileRequestSchema = z.strictObject({
+  path: WorkspacePath,
+  root: SubRoot,
+});
+export type DeleteFileRequest = z.infer<typeof DeleteFileRequestSchema>;
+
+export const DeleteFileResponseSchema = z.object({
+  /** Absolute path of the entry (its directory's real path plus its name; a link is not followed). */
+  path: z.string(),
+  /** False when nothing was there: deleting a missing file is not an error. */
+  deleted: z.boolean(),
+});
+export type DeleteFileResponse = z.infer<typeof DeleteFileResponseSchema>;

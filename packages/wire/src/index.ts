@@ -19,6 +19,10 @@ export {
   ErrorResponseSchema,
 } from "./errors.ts";
 export {
+  type DeleteFileRequest,
+  DeleteFileRequestSchema,
+  type DeleteFileResponse,
+  DeleteFileResponseSchema,
   type EditFilesRequest,
   EditFilesRequestSchema,
   type EditFilesResponse,
@@ -34,6 +38,22 @@ export {
   type WriteFileResponse,
   WriteFileResponseSchema,
 } from "./file-api.ts";
+export {
+  type GitChange,
+  GitChangeSchema,
+  type GitFileStatus,
+  GitFileStatusSchema,
+  type GitRepositoryState,
+  GitRepositoryStateSchema,
+  type GitUpstream,
+  GitUpstreamSchema,
+  type GitWatchFrame,
+  GitWatchFrameSchema,
+  type GitWatchMode,
+  GitWatchModeSchema,
+  type GitWatchQuery,
+  GitWatchQuerySchema,
+} from "./git-watch.ts";
 export { type AgentHealthResponse, AgentHealthResponseSchema } from "./health.ts";
 export {
   MODEL_TOKEN_PREFIX,

@@ -59,6 +59,22 @@ describe("FileClient against the router over HTTP", () => {
     expect(seenAuthorization.at(-1)).toBe(`Bearer ${TOKEN}`);
   });
 
+  it("deletes, passing root along", async () => {
+    const client = new FileClient({ baseUrl, token: TOKEN });
+    tree.file("wt/gone.txt", "x");
+    expect(await client.delete({ root: "wt", path: "gone.txt" })).toEqual({
+      path: `${tree.root}/wt/gone.txt`,
+      deleted: true,
+    });
+    expect(await client.delete({ path: "wt/gone.txt" })).toEqual({
+      path: `${tree.root}/wt/gone.txt`,
+      deleted: false,
+    });
+    const refused = await client.delete({ root: "wt", path: "../outside.txt" }).catch((e) => e);
+    expect(refused).toBeInstanceOf(FileClientError);
+    expect(refused).toMatchObject({ status: 403, code: "path_outside_root" });
+  });
+
   it("sends no Authorization header without a token", async () => {
     await new FileClient({ baseUrl }).write({ path: "x.txt", content: "" });
     expect(seenAuthorization.at(-1)).toBeUndefined();

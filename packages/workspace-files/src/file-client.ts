@@ -1,4 +1,7 @@
 import {
+  type DeleteFileRequest,
+  type DeleteFileResponse,
+  DeleteFileResponseSchema,
   type EditFilesRequest,
   type EditFilesResponse,
   EditFilesResponseSchema,
@@ -61,6 +64,11 @@ export class FileClient {
 
   edit(request: EditFilesRequest): Promise<EditFilesResponse> {
     return this.#post("edit", request, EditFilesResponseSchema);
+  }
+
+  /** Removes a file (a symlink itself, not its target); a missing one answers `deleted: false`. */
+  delete(request: DeleteFileRequest): Promise<DeleteFileResponse> {
+    return this.#post("delete", request, DeleteFileResponseSchema);
   }
 
   async #post<Schema extends z.ZodType>(

@@ -56,6 +56,56 @@ describe("file router", () => {
     expect(read.body).toMatchObject({ content: "two\n", total_lines: 1 });
   });
 
+  it("serves delete, answering deleted: false for a missing file and 400 not_a_file for a directory", async () => {
+    const target = tree.file("dir/a.txt", "a");
+    expect(await post("delete", { path: "dir/a.txt" })).toEqual({
+      status: 200,
+      body: { path: target, deleted: true },
+    });
+    expect((await post("delete", { path: "dir/a.txt" })).body).toEqual({
+      path: target,
+      deleted: false,
+    });
+    expect(await errorOf("delete", { path: "dir" })).toMatchObject({
+      status: 400,
+      code: "not_a_file",
+    });
+    expect(await errorOf("delete", { path: "../outside/secret.txt" })).toMatchObject({
+      status: 403,
+      code: "path_outside_root",
+    });
+    expect(await errorOf("delete", { path: "a.txt", recursive: true })).toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    });
+  });
+
+  it("narrows the guard to the request's root", async () => {
+    tree.file("wt/a.txt", "a");
+    tree.file("sibling/secret.txt", "s");
+    tree.link("wt/sib", "../sibling");
+    expect((await post("read", { root: "wt", path: "a.txt" })).status).toBe(200);
+    for (const [route, body] of [
+      ["read", { root: "wt", path: "sib/secret.txt" }],
+      ["write", { root: "wt", path: "sib/new.txt", content: "x" }],
+      [
+        "edit",
+        { root: "wt", files: [{ path: "sib/secret.txt", edits: [{ search: "s", replace: "t" }] }] },
+      ],
+      ["delete", { root: "wt", path: "sib/secret.txt" }],
+    ] as const) {
+      expect(await errorOf(route, body), route).toMatchObject({
+        status: 403,
+        code: "path_outside_root",
+      });
+    }
+    expect(await errorOf("read", { root: "missing", path: "a.txt" })).toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    });
+    expect(readFileSync(`${tree.root}/sibling/secret.txt`, "utf8")).toBe("s");
+  });
+
   it("answers 400 invalid_json for a body that is not JSON", async () => {
     expect(await errorOf("read", "{")).toMatchObject({ status: 400, code: "invalid_json" });
   });

@@ -1,5 +1,6 @@
 import { HttpError, parseJsonBody } from "@deckhand/http-kit";
 import {
+  DeleteFileRequestSchema,
   EditFilesRequestSchema,
   type ErrorCode,
   ReadFileRequestSchema,
@@ -43,7 +44,7 @@ async function answering<Result>(work: () => Promise<Result>): Promise<Result> {
 }
 
 /**
- * `POST /read`, `POST /write` and `POST /edit`, to be mounted at `WirePath.files` by an app
+ * `POST /read`, `POST /write`, `POST /edit` and `POST /delete`, to be mounted at `WirePath.files` by an app
  * that installs http-kit's error handling, which turns errors into `{error: {code, message}}`.
  */
 export function createFileRouter(files: WorkspaceFiles): Hono {
@@ -59,6 +60,10 @@ export function createFileRouter(files: WorkspaceFiles): Hono {
   router.post("/edit", async (context) => {
     const request = await parseJsonBody(context, EditFilesRequestSchema);
     return context.json(await answering(() => files.edit(request)));
+  });
+  router.post("/delete", async (context) => {
+    const request = await parseJsonBody(context, DeleteFileRequestSchema);
+    return context.json(await answering(() => files.delete(request)));
   });
   return router;
 }

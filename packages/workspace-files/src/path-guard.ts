@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from "node:fs";
 import { lstat, readlink, realpath, stat } from "node:fs/promises";
-import { dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import {
   systemErrorCode,
   unexpectedFileSystemError,
@@ -138,34 +138,91 @@ async function physicalPath(absolute: string, requested: string): Promise<string
 }
 
 /**
+ * `path` made absolute against the root, `..` applied to the text, and spelled under the
+ * root's real path; throws `path_outside_root` before touching the file system when it is not
+ * inside the root as configured or as really named.
+ */
+function lexicalPath(root: WorkspaceRoot, path: string, label: string): string {
+  checkPathText(path, root);
+  const candidate = resolve(root.real, path);
+  if (isPathInsideRoot(root.real, candidate)) return candidate;
+  if (!isPathInsideRoot(root.configured, candidate)) {
+    // Rejected before touching the file system, so probing outside the root learns nothing.
+    throw new WorkspaceFilesError(
+      "path_outside_root",
+      `${label} "${path}" is outside the workspace root ${root.real} (it resolves to ${candidate}); use a path relative to the root, such as "src/index.ts", or an absolute path starting with ${root.real}`,
+    );
+  }
+  return join(root.real, candidate.slice(root.configured.length));
+}
+
+function throughLinkOutside(
+  root: WorkspaceRoot,
+  path: string,
+  label: string,
+  physical: string,
+): WorkspaceFilesError {
+  return new WorkspaceFilesError(
+    "path_outside_root",
+    `${label} "${path}" leads through a symbolic link to ${physical}, outside the workspace root ${root.real}; the file API only reaches files inside the root, so use a path whose links stay inside it`,
+  );
+}
+
+/**
  * The real absolute path `path` names inside an already resolved root; throws
- * `path_outside_root` when it, or any symlink on the way, leads outside.
+ * `path_outside_root` when it, or any symlink on the way, leads outside. `label` names the
+ * request field in messages.
  *
  * `..` is applied to the text first, as a shell user expects, and the result is then resolved
  * physically, so `link/../x` means `<root>/x` even when `link` points elsewhere; what is
  * returned is symlink-free, so operating on it cannot leave the root by a link.
  */
-export async function resolveInsideRoot(root: WorkspaceRoot, path: string): Promise<string> {
-  checkPathText(path, root);
-  let candidate = resolve(root.real, path);
-  if (!isPathInsideRoot(root.real, candidate)) {
-    if (!isPathInsideRoot(root.configured, candidate)) {
-      // Rejected before touching the file system, so probing outside the root learns nothing.
-      throw new WorkspaceFilesError(
-        "path_outside_root",
-        `path "${path}" is outside the workspace root ${root.real} (it resolves to ${candidate}); use a path relative to the root, such as "src/index.ts", or an absolute path starting with ${root.real}`,
-      );
-    }
-    candidate = join(root.real, candidate.slice(root.configured.length));
-  }
-  const physical = await physicalPath(candidate, path);
+export async function resolveInsideRoot(
+  root: WorkspaceRoot,
+  path: string,
+  label = "path",
+): Promise<string> {
+  const physical = await physicalPath(lexicalPath(root, path, label), path);
   if (!isPathInsideRoot(root.real, physical)) {
-    throw new WorkspaceFilesError(
-      "path_outside_root",
-      `path "${path}" leads through a symbolic link to ${physical}, outside the workspace root ${root.real}; the file API only reaches files inside the root, so use a path whose links stay inside it`,
-    );
+    throw throughLinkOutside(root, path, label, physical);
   }
   return physical;
+}
+
+/**
+ * Like `resolveInsideRoot`, except that the last component is not followed: the answer is the
+ * directory entry itself (its parent's real path plus its name), so deleting it removes a
+ * symlink rather than what the link points to, wherever that is. The root itself is answered
+ * as is.
+ */
+export async function resolveEntryInsideRoot(root: WorkspaceRoot, path: string): Promise<string> {
+  const candidate = lexicalPath(root, path, "path");
+  if (candidate === root.real) return root.real;
+  const parent = await physicalPath(dirname(candidate), path);
+  if (!isPathInsideRoot(root.real, parent)) throw throughLinkOutside(root, path, "path", parent);
+  return join(parent, basename(candidate));
+}
+
+/**
+ * A directory inside `root` (relative to it, or absolute and inside it) as a root of its own,
+ * guarded like any path: symlinks on the way are resolved and must stay inside `root`. Used to
+ * narrow one request to, say, a session worktree. Throws `invalid_request` when it is not an
+ * existing directory.
+ */
+export async function resolveSubRoot(root: WorkspaceRoot, subRoot: string): Promise<WorkspaceRoot> {
+  const real = await resolveInsideRoot(root, subRoot, "root");
+  try {
+    if (!(await stat(real)).isDirectory()) throw new Error("ENOTDIR");
+  } catch (error) {
+    throw new WorkspaceFilesError(
+      "invalid_request",
+      `root "${subRoot}" (${real}) is not an existing directory (${systemErrorCode(error) ?? "ENOTDIR"}); pass a directory inside the workspace root ${root.real}, or leave root out`,
+      { cause: error },
+    );
+  }
+  // Absolute request paths may then start with the sub-root as spelled under the configured
+  // root (or as given, when absolute), as they may with the agent's root.
+  return { configured: resolve(root.configured, subRoot), real };
 }
 
 /**

@@ -1,8 +1,20 @@
 import { constants, type Stats } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
+import {
+  type FileHandle,
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  realpath,
+  stat,
+  unlink,
+} from "node:fs/promises";
 import { dirname } from "node:path";
 import { describeZodError } from "@deckhand/http-kit";
 import {
+  type DeleteFileRequest,
+  DeleteFileRequestSchema,
+  type DeleteFileResponse,
   type EditFilesRequest,
   EditFilesRequestSchema,
   type EditFilesResponse,
@@ -20,10 +32,13 @@ import {
   type PreparedFile,
   prepareFile,
   type RenameFile,
+  syncDirectory,
 } from "./atomic-write.ts";
 import {
   isPathInsideRoot,
+  resolveEntryInsideRoot,
   resolveInsideRoot,
+  resolveSubRoot,
   type WorkspaceRoot,
   workspaceRootSync,
 } from "./path-guard.ts";
@@ -161,9 +176,20 @@ export class WorkspaceFiles {
     this.#renameFile = options.renameFile;
   }
 
-  /** The real absolute path of `path` inside the root; see `resolveWorkspacePath`. */
-  resolve(path: string): Promise<string> {
-    return resolveInsideRoot(this.#root, path);
+  /**
+   * The real absolute path of `path` inside the root, or inside `root` (a directory inside the
+   * root) when given; see `resolveWorkspacePath`.
+   */
+  async resolve(path: string, root?: string): Promise<string> {
+    return resolveInsideRoot(await this.#rootFor(root), path);
+  }
+
+  /**
+   * The guard's limit for one request: the agent's root, or the narrower `root` the request
+   * names, resolved on every request because a worktree can be removed or replaced at any time.
+   */
+  #rootFor(root: string | undefined): Promise<WorkspaceRoot> {
+    return root === undefined ? Promise.resolve(this.#root) : resolveSubRoot(this.#root, root);
   }
 
   /**
@@ -172,7 +198,7 @@ export class WorkspaceFiles {
    */
   async read(input: ReadFileRequest): Promise<ReadFileResponse> {
     const request = parseRequest(ReadFileRequestSchema, input);
-    const path = await this.resolve(request.path);
+    const path = await this.resolve(request.path, request.root);
     const handle = await this.#openForRead(request.path, path);
     try {
       const offset = request.offset ?? 1;
@@ -218,8 +244,9 @@ export class WorkspaceFiles {
    */
   async write(input: WriteFileRequest): Promise<WriteFileResponse> {
     const request = parseRequest(WriteFileRequestSchema, input);
-    const target = await this.resolve(request.path);
-    await this.#createParents(request.path, dirname(target));
+    const root = await this.#rootFor(request.root);
+    const target = await resolveInsideRoot(root, request.path);
+    await this.#createParents(root, request.path, dirname(target));
     let mode: number | undefined;
     try {
       const stats = await lstat(target);
@@ -256,12 +283,13 @@ export class WorkspaceFiles {
    */
   async edit(input: EditFilesRequest): Promise<EditFilesResponse> {
     const request = parseRequest(EditFilesRequestSchema, input);
+    const root = await this.#rootFor(request.root);
     // Keyed by real path, so two spellings of one file edit one evolving content.
     const plans = new Map<string, EditPlan>();
     const results: EditFilesResponse["files"] = [];
     const failures: string[] = [];
     for (const [fileIndex, file] of request.files.entries()) {
-      const target = await this.resolve(file.path);
+      const target = await resolveInsideRoot(root, file.path);
       let plan = plans.get(target);
       if (plan === undefined) {
         const { text, mode } = await this.#readForEdit(file.path, target);
@@ -292,6 +320,40 @@ export class WorkspaceFiles {
     }
     await this.#replaceAll([...plans.values()].filter((plan) => plan.content !== plan.original));
     return { files: results };
+  }
+
+  /**
+   * Removes one file. A missing file is answered `deleted: false` rather than refused, so a
+   * retried or repeated delete is harmless; a directory is refused (`not_a_file`). The last
+   * component is not followed: deleting a symlink removes the link, never what it points to,
+   * so a link whose target lies outside the root can still be removed safely.
+   */
+  async delete(input: DeleteFileRequest): Promise<DeleteFileResponse> {
+    const request = parseRequest(DeleteFileRequestSchema, input);
+    const root = await this.#rootFor(request.root);
+    const target = await resolveEntryInsideRoot(root, request.path);
+    const directoryHint =
+      "delete the files inside it one by one, or remove it with a process such as `rm -r`";
+    let stats: Stats;
+    try {
+      stats = await lstat(target);
+    } catch (error) {
+      const code = systemErrorCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return { path: target, deleted: false };
+      throw unexpectedFileSystemError(error, "delete", target);
+    }
+    if (stats.isDirectory()) throw notAFile(request.path, target, "a directory", directoryHint);
+    try {
+      await unlink(target);
+    } catch (error) {
+      const code = systemErrorCode(error);
+      // Removed, or replaced by a directory, since the lstat above.
+      if (code === "ENOENT") return { path: target, deleted: false };
+      if (code === "EISDIR") throw notAFile(request.path, target, "a directory", directoryHint);
+      throw unexpectedFileSystemError(error, "delete", target);
+    }
+    await syncDirectory(dirname(target));
+    return { path: target, deleted: true };
   }
 
   async #openForRead(requested: string, path: string): Promise<FileHandle> {
@@ -344,7 +406,7 @@ export class WorkspaceFiles {
   }
 
   /** Creates missing directories top-down, checking each one lands inside the root. */
-  async #createParents(requested: string, directory: string): Promise<void> {
+  async #createParents(root: WorkspaceRoot, requested: string, directory: string): Promise<void> {
     const missing: string[] = [];
     for (let current = directory; ; current = dirname(current)) {
       try {
@@ -363,10 +425,10 @@ export class WorkspaceFiles {
           throw unexpectedFileSystemError(error, "create the directory", current);
         }
         // Creating the root itself would quietly recreate a workspace that was removed.
-        if (current === this.#root.real || !isPathInsideRoot(this.#root.real, current)) {
+        if (current === root.real || !isPathInsideRoot(root.real, current)) {
           throw new WorkspaceFilesError(
             "file_not_found",
-            `the workspace root ${this.#root.real} no longer exists; recreate it or restart the agent`,
+            `the workspace root ${root.real} no longer exists; recreate it or restart the agent`,
             { cause: error },
           );
         }

@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
@@ -206,6 +213,24 @@ describe("the ACP backend with the scripted agent", () => {
     await run(backend, "write lines.txt one\ntwo\nthree\nfour\n");
     expect((await run(backend, "read lines.txt 2 2")).text).toBe("two\nthree\n");
     expect((await run(backend, "read missing.txt")).text).toMatch(/^error: .*not found/i);
+  });
+
+  it("refuses a symlink in the worktree to a sibling directory under the agent's root", async () => {
+    // Lexically inside the worktree, and inside the agent's root once resolved: only the
+    // worktree as the file API's root for the request catches it.
+    mkdirSync(join(root, "sibling"), { recursive: true });
+    writeFileSync(join(root, "sibling", "secret.txt"), "sibling secret\n");
+    symlinkSync(join(root, "sibling"), join(worktree, "acp-sib"));
+    const backend = backendFor();
+    const read = await run(backend, "read acp-sib/secret.txt");
+    expect(read.text).toMatch(/^error: .*outside the workspace root/);
+    expect(read.text).not.toContain("sibling secret");
+    const write = await run(backend, "write acp-sib/new.txt pwned");
+    expect(write.text).toMatch(/^error: .*outside the workspace root/);
+    const overwrite = await run(backend, "write acp-sib/secret.txt pwned");
+    expect(overwrite.text).toMatch(/^error: /);
+    expect(readdirSync(join(root, "sibling"))).toEqual(["secret.txt"]);
+    expect(readFileSync(join(root, "sibling", "secret.txt"), "utf8")).toBe("sibling secret\n");
   });
 
   it("runs terminal commands through the process API: output, exit, byte limit, kill, release", async () => {

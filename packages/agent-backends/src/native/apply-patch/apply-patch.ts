@@ -1,4 +1,3 @@
-import type { ProcessClient } from "@deckhand/process-manager";
 import type { FileClient } from "@deckhand/workspace-files";
 import { AgentBackendError } from "../../errors.ts";
 import { resolveWorktreePath, worktreeRelative } from "../safety/worktree-path.ts";
@@ -105,8 +104,8 @@ export async function planPatch(
 }
 
 export interface ApplyPatchOptions {
+  /** Every read, write and delete goes through it, confined to the worktree. */
   files: FileClient;
-  processes: ProcessClient;
   worktreeRoot: string;
   /** Checked until the first write; once writing starts the patch is finished or undone. */
   signal?: AbortSignal | undefined;
@@ -120,7 +119,10 @@ export interface ApplyPatchResult {
 
 interface Committed {
   state: PatchFileState;
-  /** The agent's real path of the file as it is on disk now (written) or was (deleted). */
+  /**
+   * Where to undo it: the agent's real path of a written file, or the path the patch named for
+   * a deleted one (the file API deletes a symlink itself, so that is what went).
+   */
   realPath: string;
 }
 
@@ -143,14 +145,12 @@ export async function applyPatch(
   options: ApplyPatchOptions,
 ): Promise<ApplyPatchResult> {
   const operations = parsePatch(patch);
-  const realPaths = new Map<string, string>();
   const plan = await planPatch(operations, options.worktreeRoot, async (path) => {
     if (options.signal?.aborted) {
       throw new AgentBackendError("aborted", "the patch was interrupted before any file changed");
     }
-    const file = await readWholeFile(options.files, path);
+    const file = await readWholeFile(options.files, path, options.worktreeRoot);
     if (file === null) return null;
-    realPaths.set(path, file.realPath);
     return file.content;
   });
   if (options.signal?.aborted) {
@@ -163,16 +163,17 @@ export async function applyPatch(
   try {
     for (const state of writes) {
       const written = await options.files
-        .write({ path: state.path, content: state.final! })
+        .write({ path: state.path, root: options.worktreeRoot, content: state.final! })
         .catch((error: unknown) => {
           throw fromWorkspaceError(error, `write ${state.path}`);
         });
       committed.push({ state, realPath: written.path });
     }
     for (const state of deletes) {
-      const realPath = realPaths.get(state.path) ?? state.path;
-      await deleteFile(options.processes, realPath);
-      committed.push({ state, realPath });
+      // The named path, not the file a symlink leads to: deleting `link.txt` removes the link,
+      // as `git apply` and Codex do, rather than a file the patch never named.
+      await deleteFile(options.files, state.path, options.worktreeRoot);
+      committed.push({ state, realPath: state.path });
     }
   } catch (error) {
     const notRestored = await rollBack(committed, options);
@@ -193,8 +194,14 @@ async function rollBack(committed: readonly Committed[], options: ApplyPatchOpti
   const failed: string[] = [];
   for (const { state, realPath } of [...committed].reverse()) {
     try {
-      if (state.original === null) await deleteFile(options.processes, realPath);
-      else await options.files.write({ path: realPath, content: state.original });
+      if (state.original === null) await deleteFile(options.files, realPath, options.worktreeRoot);
+      else {
+        await options.files.write({
+          path: realPath,
+          root: options.worktreeRoot,
+          content: state.original,
+        });
+      }
     } catch {
       failed.push(worktreeRelative(options.worktreeRoot, state.path));
     }

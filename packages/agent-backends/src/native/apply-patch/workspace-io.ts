@@ -1,7 +1,5 @@
-import type { ProcessClient } from "@deckhand/process-manager";
 import type { FileClient } from "@deckhand/workspace-files";
 import { AgentBackendError } from "../../errors.ts";
-import { quoteShellWord } from "../safety/shell-words.ts";
 
 /** A whole file as read through the workspace agent, with its real (symlink-free) path. */
 export interface WholeFile {
@@ -35,9 +33,14 @@ export function fromWorkspaceError(error: unknown, action: string): AgentBackend
 /**
  * Reads a whole file in as many windows as the agent's per-read cap needs. Null when it does not
  * exist. A file whose text does not add up to its size (a line longer than the cap, or bytes that
- * are not UTF-8) is refused: rewriting it from that text would corrupt it.
+ * are not UTF-8) is refused: rewriting it from that text would corrupt it. `root` (the worktree)
+ * narrows the agent's guard, so a symlink leading out of it is refused.
  */
-export async function readWholeFile(files: FileClient, path: string): Promise<WholeFile | null> {
+export async function readWholeFile(
+  files: FileClient,
+  path: string,
+  root: string,
+): Promise<WholeFile | null> {
   let content = "";
   let offset = 1;
   let realPath = path;
@@ -45,7 +48,7 @@ export async function readWholeFile(files: FileClient, path: string): Promise<Wh
   for (;;) {
     let answer: Awaited<ReturnType<FileClient["read"]>>;
     try {
-      answer = await files.read({ path, offset });
+      answer = await files.read({ path, root, offset });
     } catch (error) {
       if (errorCode(error) === "file_not_found") return null;
       throw fromWorkspaceError(error, `read ${path}`);
@@ -66,27 +69,14 @@ export async function readWholeFile(files: FileClient, path: string): Promise<Wh
 }
 
 /**
- * Removes a file through the process API: the file API has no delete. `realPath` must come from
- * the agent's own answer (read or write), so it is already symlink-free and inside its root.
+ * Removes a file through the file API, confined to `root` (the worktree). The agent removes a
+ * symlink itself, never its target, and answers `deleted: false` for a file already gone, which
+ * counts as done: the patch wanted it gone.
  */
-export async function deleteFile(processes: ProcessClient, realPath: string): Promise<void> {
-  let result: Awaited<ReturnType<ProcessClient["run"]>>;
+export async function deleteFile(files: FileClient, path: string, root: string): Promise<void> {
   try {
-    result = await processes.run(
-      { command: `rm -f -- ${quoteShellWord(realPath)}` },
-      { timeoutMs: 30_000 },
-    );
+    await files.delete({ path, root });
   } catch (error) {
-    throw new AgentBackendError(
-      "process_error",
-      `cannot delete ${realPath}: ${(error as Error).message}`,
-      { cause: error },
-    );
-  }
-  if (result.output.exit_code !== 0) {
-    throw new AgentBackendError(
-      "file_error",
-      `cannot delete ${realPath}: rm exited with ${result.output.exit_code ?? "no exit code"}: ${result.output.output.trim().slice(0, 500)}`,
-    );
+    throw fromWorkspaceError(error, `delete ${path}`);
   }
 }

@@ -35,7 +35,6 @@ export const applyPatchTool = defineTool({
     if (context.signal.aborted) throw new AgentBackendError("aborted", "the patch was interrupted");
     return applyPatch(args.patch, {
       files: context.files,
-      processes: context.processes,
       worktreeRoot: context.worktreeRoot,
       signal: context.signal,
     });

@@ -124,7 +124,6 @@ async function executeEmbeddedPatch(
   try {
     const applied = await applyPatch(patch, {
       files: context.files,
-      processes: context.processes,
       worktreeRoot: context.worktreeRoot,
       signal: context.signal,
     });

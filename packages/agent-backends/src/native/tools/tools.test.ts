@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
@@ -280,9 +288,79 @@ describe("file tools", () => {
     }
     expect(readFileSync(join(root, "outside.txt"), "utf8")).toBe("secret\n");
   });
+
+  it("refuses a symlink in the worktree to a sibling directory under the agent's root", async () => {
+    // The link is lexically inside the worktree and its target inside the agent's root, so only
+    // the worktree passed as the file API's root catches it.
+    mkdirSync(join(root, "sibling"), { recursive: true });
+    writeFileSync(join(root, "sibling", "secret.txt"), "sibling secret\n");
+    symlinkSync(join(root, "sibling"), join(worktree, "sib"));
+    symlinkSync("../sibling/secret.txt", join(worktree, "sib-file"));
+    for (const [name, args] of [
+      ["read_file", { path: "sib/secret.txt" }],
+      ["read_file", { path: "sib-file" }],
+      ["write_file", { path: "sib/new.txt", content: "pwned" }],
+      ["write_file", { path: "sib-file", content: "pwned" }],
+      [
+        "edit_file",
+        { path: "sib/secret.txt", edits: [{ old_string: "sibling", new_string: "x" }] },
+      ],
+      ["apply_patch", { patch: "*** Begin Patch\n*** Add File: sib/added.txt\n+x\n*** End Patch" }],
+      ["apply_patch", { patch: "*** Begin Patch\n*** Delete File: sib/secret.txt\n*** End Patch" }],
+    ] as const) {
+      const refused = failure(await call(name, args));
+      expect(refused.code, `${name} ${JSON.stringify(args)}`).toBe("path_outside_worktree");
+      expect(refused.message).not.toContain("sibling secret");
+    }
+    expect(readdirSync(join(root, "sibling"))).toEqual(["secret.txt"]);
+    expect(readFileSync(join(root, "sibling", "secret.txt"), "utf8")).toBe("sibling secret\n");
+  });
 });
 
+/** A process client that records every request and answers none: what must stay unused. */
+function recordingProcesses(): { processes: ProcessClient; requests: string[] } {
+  const requests: string[] = [];
+  const recordingFetch: typeof fetch = async (input) => {
+    requests.push(String(input));
+    return new Response(JSON.stringify({ error: { code: "internal", message: "unexpected" } }), {
+      status: 500,
+    });
+  };
+  return {
+    processes: new ProcessClient({
+      baseUrl: agent.url,
+      token: TOKEN,
+      chatId: CHAT,
+      fetch: recordingFetch,
+    }),
+    requests,
+  };
+}
+
 describe("apply_patch", () => {
+  it("deletes through the file API, starting no process", async () => {
+    mkdirSync(join(worktree, "d"), { recursive: true });
+    writeFileSync(join(worktree, "d/gone.txt"), "bye\n");
+    writeFileSync(join(worktree, "d/target.txt"), "target\n");
+    symlinkSync("target.txt", join(worktree, "d/link.txt"));
+    const { processes, requests } = recordingProcesses();
+    const patch = [
+      "*** Begin Patch",
+      "*** Delete File: d/gone.txt",
+      "*** Delete File: d/link.txt",
+      "*** End Patch",
+    ].join("\n");
+    const applied = result<{ summary: string }>(
+      await call("apply_patch", { patch }, { processes }),
+    );
+    expect(applied.summary).toContain("D d/gone.txt\nD d/link.txt");
+    expect(requests).toEqual([]);
+    expect(existsSync(join(worktree, "d/gone.txt"))).toBe(false);
+    // The link the patch named is what goes, not the file it points to.
+    expect(lstatSync(join(worktree, "d/link.txt"), { throwIfNoEntry: false })).toBeUndefined();
+    expect(disk("d/target.txt")).toBe("target\n");
+  });
+
   it("adds, updates, deletes and moves files", async () => {
     mkdirSync(join(worktree, "p"), { recursive: true });
     writeFileSync(join(worktree, "p/update.ts"), "export const a = 1;\nexport const b = 2;\n");
@@ -389,7 +467,9 @@ describe("apply_patch", () => {
       "+SECOND",
       "*** End Patch",
     ].join("\n");
-    const failed = failure(await call("apply_patch", { patch }, { files }));
+    const { processes, requests } = recordingProcesses();
+    const failed = failure(await call("apply_patch", { patch }, { files, processes }));
+    expect(requests).toEqual([]);
     expect(failed.code).toBe("patch_apply_failed");
     expect(failed.message).toMatch(/disk full.*restored/);
     expect(disk("r/first.txt")).toBe("first\n");
