@@ -10,6 +10,7 @@ const benchmarks = [
   "queue.ts",
   "model-proxy.ts",
   "session-stream.ts",
+  "agent-turn.ts",
   // A package's own benchmark, run from here so its figures come from the same machine state.
   "../packages/agent-backends/bench/native-turn.ts",
 ];
