@@ -24,9 +24,12 @@ export { runServerUntilSignalled } from "./run.ts";
 export { ServerError } from "./server-error.ts";
 export {
   appendSessionEvent,
+  appendSessionEvents,
   publishSessionEvent,
   readSessionEvents,
   SESSION_EVENTS_CHANNEL,
+  SessionEventWriter,
+  type SessionEventWriterOptions,
   SessionStreamHub,
 } from "./session-events.ts";
 export {

@@ -47,6 +47,113 @@ export async function appendSessionEvent(
   return toSessionEvent(row!);
 }
 
+/**
+ * Appends several events to one session's log in one statement, in the given order; the
+ * transaction-level guarantees are those of `appendSessionEvent`.
+ */
+export async function appendSessionEvents(
+  transaction: Transaction,
+  sessionId: string,
+  entries: readonly { chatId: string | null; event: SessionEventPayload }[],
+): Promise<SessionEvent[]> {
+  if (entries.length === 0) return [];
+  await transaction.execute(sql`select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))`);
+  const rows = await transaction
+    .insert(sessionEvents)
+    .values(
+      entries.map(({ chatId, event }) => ({
+        sessionId,
+        chatId,
+        type: event.type,
+        payload: JSON.parse(redactSecrets(JSON.stringify(event))) as SessionEventPayload,
+      })),
+    )
+    .returning();
+  await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
+  // A multi-row insert assigns the identity values in the order of its VALUES list.
+  return rows.map(toSessionEvent).sort((left, right) => left.id - right.id);
+}
+
+export interface SessionEventWriterOptions {
+  /** Most events written in one transaction. */
+  maxBatch?: number;
+  /**
+   * How many events may wait unwritten before `append` makes its caller wait for the database:
+   * back-pressure for an agent that produces events faster than they can be stored.
+   */
+  highWaterMark?: number;
+}
+
+interface QueuedEvent {
+  chatId: string | null;
+  event: SessionEventPayload;
+}
+
+/**
+ * Writes one session's events in the order they are appended, with group commit: events that
+ * arrive while a write is in flight go into the next transaction together. An agent streaming
+ * thousands of deltas thus costs a transaction per batch, not per delta, and never waits for the
+ * database unless it runs `highWaterMark` events ahead. Nothing is sent to clients before it is
+ * stored: streams read from the database. `flush` resolves once everything appended is stored
+ * and rejects with the first write error (the events of a failed batch are not retried).
+ */
+export class SessionEventWriter {
+  readonly #db: Database;
+  readonly #sessionId: string;
+  readonly #maxBatch: number;
+  readonly #highWaterMark: number;
+  #queue: QueuedEvent[] = [];
+  #writing: Promise<void> | null = null;
+  #failure: unknown = null;
+  #drained: (() => void)[] = [];
+
+  constructor(db: Database, sessionId: string, options: SessionEventWriterOptions = {}) {
+    this.#db = db;
+    this.#sessionId = sessionId;
+    this.#maxBatch = options.maxBatch ?? 500;
+    this.#highWaterMark = options.highWaterMark ?? 2_000;
+  }
+
+  /** Queues an event; waits only when the queue is past its high-water mark. */
+  async append(chatId: string | null, event: SessionEventPayload): Promise<void> {
+    if (this.#failure !== null) throw this.#failure;
+    this.#queue.push({ chatId, event });
+    this.#writing ??= this.#writeAll();
+    if (this.#queue.length > this.#highWaterMark) {
+      await new Promise<void>((resolveDrained) => this.#drained.push(resolveDrained));
+      if (this.#failure !== null) throw this.#failure;
+    }
+  }
+
+  /** Resolves when every appended event is stored; rejects if a write failed. */
+  async flush(): Promise<void> {
+    while (this.#writing) await this.#writing;
+    if (this.#failure !== null) throw this.#failure;
+  }
+
+  async #writeAll(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && this.#failure === null) {
+        const batch = this.#queue.splice(0, this.#maxBatch);
+        try {
+          await this.#db.transaction((transaction) =>
+            appendSessionEvents(transaction, this.#sessionId, batch),
+          );
+        } catch (error) {
+          this.#failure = error;
+          this.#queue = [];
+        }
+        if (this.#queue.length <= this.#highWaterMark) {
+          for (const resolveDrained of this.#drained.splice(0)) resolveDrained();
+        }
+      }
+    } finally {
+      for (const resolveDrained of this.#drained.splice(0)) resolveDrained();
+      this.#writing = null;
+    }
+  }
+}
+
 /** Appends in a transaction of its own (for events that change nothing else). */
 export function publishSessionEvent(
   db: Database,

@@ -1,0 +1,92 @@
+import { createDb, type DbHandle, projects, sessions } from "@deckhand/db";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { readSessionEvents, SessionEventWriter } from "./session-events.ts";
+
+let handle: DbHandle;
+let sessionId: string;
+
+// One database for the file (migrations are the slow part); a fresh session per test.
+beforeAll(async () => {
+  handle = await createDb();
+});
+afterAll(() => handle.close());
+
+let restoreTransaction: (() => void) | undefined;
+beforeEach(async () => {
+  restoreTransaction?.();
+  const original = handle.db.transaction;
+  restoreTransaction = () => {
+    handle.db.transaction = original;
+  };
+  const [project] = await handle.db
+    .insert(projects)
+    .values({ name: "demo", repositoryPath: "/nowhere" })
+    .returning();
+  const [session] = await handle.db
+    .insert(sessions)
+    .values({ projectId: project!.id, branch: "deckhand/demo" })
+    .returning();
+  sessionId = session!.id;
+});
+
+const text = (index: number) => ({
+  type: "text" as const,
+  message_id: "7c0e8b52-3f0a-4a55-9a53-4b8a7a0f0c11",
+  delta: String(index),
+});
+
+const deltasOf = async () =>
+  (await readSessionEvents(handle.db, sessionId, 0, 10_000)).map((event) =>
+    event.event.type === "text" ? Number(event.event.delta) : -1,
+  );
+
+describe("SessionEventWriter", () => {
+  it("stores every appended event once, in append order, in fewer transactions than events", async () => {
+    const writer = new SessionEventWriter(handle.db, sessionId);
+    let transactions = 0;
+    const transaction = handle.db.transaction.bind(handle.db);
+    handle.db.transaction = ((...args: Parameters<typeof transaction>) => {
+      transactions += 1;
+      return transaction(...args);
+    }) as typeof transaction;
+    for (let index = 0; index < 1_000; index += 1) await writer.append(null, text(index));
+    await writer.flush();
+    expect(await deltasOf()).toEqual(Array.from({ length: 1_000 }, (_, index) => index));
+    // Appends that come while a write is in flight share the next transaction.
+    expect(transactions).toBeLessThan(100);
+  });
+
+  it("makes a caller wait once it is more than the high-water mark ahead of the database", async () => {
+    // Writes wait for the test to open the gate, so "ahead of the database" is deterministic.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolveGate) => {
+      openGate = resolveGate;
+    });
+    const transaction = handle.db.transaction.bind(handle.db);
+    handle.db.transaction = (async (...args: Parameters<typeof transaction>) => {
+      await gate;
+      return transaction(...args);
+    }) as typeof transaction;
+    const writer = new SessionEventWriter(handle.db, sessionId, { highWaterMark: 3, maxBatch: 2 });
+    const resolved: number[] = [];
+    const appends = [0, 1, 2, 3, 4, 5].map((index) =>
+      writer.append(null, text(index)).then(() => resolved.push(index)),
+    );
+    await new Promise((resolveLater) => setTimeout(resolveLater, 50));
+    // 0 went out alone in the first (held) write; 1..3 fit under the mark; 4 and 5 do not.
+    expect(resolved).toEqual([0, 1, 2, 3]);
+    openGate();
+    await Promise.all(appends);
+    await writer.flush();
+    expect(resolved).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(await deltasOf()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("reports a failed write from flush and from later appends, and stores nothing after it", async () => {
+    const writer = new SessionEventWriter(handle.db, "00000000-0000-4000-8000-000000000000");
+    await writer.append(null, text(1));
+    await expect(writer.flush()).rejects.toThrow();
+    await expect(writer.append(null, text(2))).rejects.toThrow();
+    expect(await deltasOf()).toEqual([]);
+  });
+});
