@@ -1,6 +1,7 @@
 import { ProcessLimits, type Truncation } from "@deckhand/wire";
 import { z } from "zod";
 import { defineTool } from "./define-tool.ts";
+import { parseDurationMs } from "./duration.ts";
 import { type OutputTruncation, outputForModel } from "./model-output.ts";
 import { fromProcessError } from "./tool-context.ts";
 
@@ -8,14 +9,16 @@ export const PROCESS_OUTPUT_DEFAULT_WAIT_MS = 10_000;
 
 export const ProcessOutputArgsSchema = z.object({
   process_id: z.string().min(1).describe("Id of a process started by execute."),
-  wait_timeout_ms: z
-    .number()
-    .int()
-    .min(0)
-    .max(ProcessLimits.waitCapMs)
+  // A duration string, as Coder's process_output takes it, so models trained on it call it right.
+  wait_timeout: z
+    .string()
+    .refine(
+      (text) => parseDurationMs(text) !== null,
+      "wait_timeout must be a duration such as '10s', '1m30s', '500ms' or '0s'",
+    )
     .optional()
     .describe(
-      `Milliseconds to wait for the process to exit before answering (default ${PROCESS_OUTPUT_DEFAULT_WAIT_MS}); 0 answers at once.`,
+      `How long to wait for the process to exit before answering, e.g. '30s' or '2m' (default '${PROCESS_OUTPUT_DEFAULT_WAIT_MS / 1000}s', at most '${ProcessLimits.waitCapMs / 60_000}m'). '0s' answers at once with a snapshot.`,
     ),
 });
 
@@ -31,11 +34,17 @@ export interface ProcessOutputResult {
 export const processOutputTool = defineTool({
   name: "process_output",
   description:
-    "Wait for a process started by execute to exit (up to wait_timeout_ms, default 10 s), then return its output so far (at most 32 KiB, head and tail kept), whether it is still running and its exit code.",
+    "Wait for a process started by execute to exit (up to wait_timeout, default '10s'; '0s' for an immediate snapshot), then return its output so far (at most 32 KiB, head and tail kept), whether it is still running and its exit code.",
   schema: ProcessOutputArgsSchema,
   async execute(args, context): Promise<ProcessOutputResult> {
     const id = args.process_id;
-    const waitMs = args.wait_timeout_ms ?? PROCESS_OUTPUT_DEFAULT_WAIT_MS;
+    // The workspace agent cuts longer waits to its cap anyway; asking for more is not an error.
+    const waitMs = Math.min(
+      args.wait_timeout === undefined
+        ? PROCESS_OUTPUT_DEFAULT_WAIT_MS
+        : (parseDurationMs(args.wait_timeout) ?? PROCESS_OUTPUT_DEFAULT_WAIT_MS),
+      ProcessLimits.waitCapMs,
+    );
     let answer: {
       output: string;
       truncated: Truncation | null;

@@ -117,7 +117,7 @@ describe("execute", () => {
     expect(id).toBeTruthy();
     expect(started.note).toContain(`process_output with process_id "${id}"`);
     const later = result<ProcessOutputResult>(
-      await call("process_output", { process_id: id, wait_timeout_ms: 5000 }),
+      await call("process_output", { process_id: id, wait_timeout: "5s" }),
     );
     expect(later).toMatchObject({ running: false, exit_code: 0, output: "done & dusted\n" });
 
@@ -144,7 +144,7 @@ describe("execute", () => {
     expect(timedOut.note).toContain(id);
     expect(timedOut.note).toContain("process_output");
     const finished = result<ProcessOutputResult>(
-      await call("process_output", { process_id: id, wait_timeout_ms: 5000 }),
+      await call("process_output", { process_id: id, wait_timeout: "5s" }),
     );
     expect(finished).toMatchObject({ running: false, exit_code: 0, output: "started\nfinished\n" });
   });
@@ -192,7 +192,7 @@ describe("execute", () => {
     const sleeper = processes.find((info) => info.command === "sleep 5; echo never");
     expect(sleeper).toBeDefined();
     const final = result<ProcessOutputResult>(
-      await call("process_output", { process_id: sleeper!.process_id, wait_timeout_ms: 3000 }),
+      await call("process_output", { process_id: sleeper!.process_id, wait_timeout: "3s" }),
     );
     expect(final.running).toBe(false);
     expect(final.output).not.toContain("never");
@@ -206,12 +206,12 @@ describe("process tools", () => {
     );
     const id = started.background_process_id!;
     const snapshot = result<ProcessOutputResult>(
-      await call("process_output", { process_id: id, wait_timeout_ms: 0 }),
+      await call("process_output", { process_id: id, wait_timeout: "0s" }),
     );
     expect(snapshot.running).toBe(true);
     expect(snapshot.note).toContain("still running");
     const waited = result<ProcessOutputResult>(
-      await call("process_output", { process_id: id, wait_timeout_ms: 100 }),
+      await call("process_output", { process_id: id, wait_timeout: "100ms" }),
     );
     expect(waited.running).toBe(true);
     const listed = result<ProcessListResult>(await call("process_list", {}));
@@ -224,7 +224,7 @@ describe("process tools", () => {
       sent: true,
     });
     const ended = result<ProcessOutputResult>(
-      await call("process_output", { process_id: id, wait_timeout_ms: 5000 }),
+      await call("process_output", { process_id: id, wait_timeout: "5s" }),
     );
     expect(ended.running).toBe(false);
 
@@ -232,6 +232,30 @@ describe("process tools", () => {
     expect(unknown.code).toBe("process_error");
     const badSignal = failure(await call("process_signal", { process_id: id, signal: "hup" }));
     expect(badSignal.code).toBe("invalid_arguments");
+  });
+  it("waits 10 s by default and takes wait_timeout as a duration string, as Coder's tool does", async () => {
+    const parameters = responsesTools().find((tool) => tool.name === "process_output")!.parameters;
+    expect(parameters).toMatchObject({
+      properties: { wait_timeout: { type: "string" } },
+      required: ["process_id"],
+    });
+    const started = result<ExecuteResult>(
+      await call("execute", { command: "sleep 1.5; echo woke", run_in_background: true }),
+    );
+    const id = started.background_process_id!;
+    // Without wait_timeout it blocks until the exit (1.5 s, within the 10 s default).
+    const waited = Date.now();
+    const finished = result<ProcessOutputResult>(await call("process_output", { process_id: id }));
+    expect(finished).toMatchObject({ running: false, exit_code: 0, output: "woke\n" });
+    expect(Date.now() - waited).toBeGreaterThan(500);
+
+    for (const wait of ["10", "5 seconds", "-1s"]) {
+      const refused = failure(await call("process_output", { process_id: id, wait_timeout: wait }));
+      expect(refused.code).toBe("invalid_arguments");
+      expect(refused.message).toContain("'0s'");
+    }
+    const numeric = failure(await call("process_output", { process_id: id, wait_timeout: 5 }));
+    expect(numeric.code).toBe("invalid_arguments");
   });
 });
 
