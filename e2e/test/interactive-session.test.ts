@@ -3,7 +3,7 @@
 // custom provider), then a project, a session, and a message to each agent — driven only
 // through the public HTTP and WebSocket API. Each turn must stream events, leave a pending
 // change attributed to its agent, and that change must become a commit on the session branch.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,7 @@ import {
   SessionStreamClient,
   type SpawnedService,
   scriptedAcpAgentCommand,
+  scriptedAcpAgentPath,
   spawnService,
   startFakeModel,
   type TempRepository,
@@ -241,7 +242,62 @@ describe("an interactive session through deckhand up", () => {
   });
 
   it("stops cleanly on SIGTERM, stopping its agents", async () => {
+    // The scripted ACP agent from the turn above is still running, idle in the agent pool.
+    const agents = descendantsOf(server.child.pid!).filter((pid) =>
+      commandLineOf(pid).includes(scriptedAcpAgentPath),
+    );
+    expect(agents.length, "scripted ACP agent processes before shutdown").toBeGreaterThan(0);
     server.child.kill("SIGTERM");
     expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(agents.filter(isRunning), "agent processes left after shutdown").toEqual([]);
   });
 });
+
+/** Every process below `root` in the process tree, read from /proc. */
+function descendantsOf(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const parent = parentOf(Number(entry));
+    if (parent === null) continue;
+    children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** `/proc/<pid>/stat` fields after the command name, which may itself hold spaces. */
+function statFields(pid: number): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+function parentOf(pid: number): number | null {
+  const fields = statFields(pid);
+  return fields ? Number(fields[1]) : null;
+}
+
+function commandLineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
+/** Alive and not a zombie waiting to be reaped. */
+function isRunning(pid: number): boolean {
+  const fields = statFields(pid);
+  return fields !== null && fields[0] !== "Z";
+}

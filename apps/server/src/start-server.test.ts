@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { enqueue, TaskRegistry } from "@deckhand/db";
-import { WirePath } from "@deckhand/wire";
+import { createDb, enqueue, TaskRegistry } from "@deckhand/db";
+import { type ServerHealth, ServerPath, WirePath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveServerConfig } from "./config.ts";
 import { type RunningServer, startServer } from "./start-server.ts";
@@ -23,6 +23,7 @@ async function start(
   dataDir: string,
   flags: { workspaceAgent?: boolean } = {},
   tasks?: TaskRegistry,
+  taskShutdownTimeoutMs?: number,
 ): Promise<{ server: RunningServer; logs: () => string }> {
   const destination = new PassThrough();
   let logs = "";
@@ -36,6 +37,7 @@ async function start(
   const server = await startServer(config, {
     logDestination: destination,
     ...(tasks ? { tasks } : {}),
+    ...(taskShutdownTimeoutMs !== undefined ? { taskShutdownTimeoutMs } : {}),
   });
   cleanups.push(() => server.close());
   return { server, logs: () => logs };
@@ -103,4 +105,92 @@ describe("startServer", () => {
     }
     expect(seen).toEqual([{ n: 1 }]);
   });
+
+  it("lets a running task finish during shutdown while HTTP still answers it", async () => {
+    const seen: { queueOkDuringShutdown?: boolean; httpStatus?: number } = {};
+    let serverUrl = "";
+    const tasks = new TaskRegistry().register("test.finishing", {
+      // Stands in for an agent turn: it waits until shutdown has begun (the health check
+      // reports the queue stopped), then needs the server's HTTP listener, as a turn needs the
+      // model proxy, and only then finishes.
+      handle: async () => {
+        for (;;) {
+          const health = (await (
+            await fetch(`${serverUrl}${ServerPath.health}`)
+          ).json()) as ServerHealth;
+          if (!health.queue.ok) {
+            seen.queueOkDuringShutdown = false;
+            break;
+          }
+          await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+        }
+        seen.httpStatus = (await fetch(`${serverUrl}${ServerPath.projects}`)).status;
+      },
+    });
+    const dataDir = tempDir();
+    const { server } = await start(dataDir, { workspaceAgent: false }, tasks);
+    serverUrl = server.url;
+    await enqueue(server.database.db, { type: "test.finishing", payload: {} });
+    await waitForTaskStatus(server, "running");
+    await server.close();
+    expect(seen).toEqual({ queueOkDuringShutdown: false, httpStatus: 200 });
+    const rows = await readTasks(dataDir);
+    expect(rows).toEqual([{ type: "test.finishing", status: "succeeded", attempts: 1 }]);
+  });
+
+  it("releases a task still running at the shutdown bound; it completes after a restart", async () => {
+    let aborted = false;
+    const slow = new TaskRegistry().register("test.slow", {
+      handle: (_payload, context) =>
+        new Promise<void>((_resolve, reject) => {
+          context.signal.addEventListener("abort", () => {
+            aborted = true;
+            reject(context.signal.reason);
+          });
+        }),
+    });
+    const dataDir = tempDir();
+    const first = await start(dataDir, { workspaceAgent: false }, slow, 300);
+    await enqueue(first.server.database.db, { type: "test.slow", payload: { n: 7 } });
+    await waitForTaskStatus(first.server, "running");
+    await first.server.close();
+    expect(aborted).toBe(true);
+    // Back to pending, unlocked, and the interrupted attempt not counted.
+    expect(await readTasks(dataDir)).toEqual([
+      { type: "test.slow", status: "pending", attempts: 0 },
+    ]);
+
+    const attempts: number[] = [];
+    const quick = new TaskRegistry().register<{ n: number }>("test.slow", {
+      handle: async (payload, context) => {
+        expect(payload).toEqual({ n: 7 });
+        attempts.push(context.attempt);
+      },
+    });
+    const second = await start(dataDir, { workspaceAgent: false }, quick);
+    await waitForTaskStatus(second.server, "succeeded");
+    expect(attempts).toEqual([1]);
+  });
 });
+
+async function waitForTaskStatus(server: RunningServer, status: string): Promise<void> {
+  for (let attempt = 0; attempt < 500; attempt += 1) {
+    const { rows } = await server.database.query<{ status: string }>("select status from tasks");
+    if (rows.length > 0 && rows.every((row) => row.status === status)) return;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+  }
+  throw new Error(`tasks did not reach ${status}`);
+}
+
+/** The tasks table of a stopped server's embedded database. */
+async function readTasks(dataDir: string): Promise<unknown[]> {
+  const database = await createDb({ dataDir: join(dataDir, "db") });
+  try {
+    const { rows } = await database.query(
+      "select type, status, attempts from tasks where locked_by is null order by id",
+    );
+    return rows;
+  } finally {
+    await database.close();
+  }
+}

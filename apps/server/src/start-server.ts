@@ -44,7 +44,11 @@ export interface RunningServer {
    * ${ADMIN_TOKEN_ENV}, or --reset-admin-token); it was printed once and is not stored.
    */
   generatedAdminToken: string | null;
-  /** Stops accepting, stops the worker, stops the agent and its processes, closes the database. */
+  /**
+   * Stops claiming tasks and lets running ones finish (or releases them after
+   * `taskShutdownTimeoutMs`), stops the agents' processes, then HTTP, the workspace agent and
+   * the database, in that order.
+   */
   close(): Promise<void>;
 }
 
@@ -58,7 +62,17 @@ export interface StartServerOptions {
   createBackend?: BackendFactory;
   /** Where the generated admin token is printed; standard error by default. */
   announce?: (line: string) => void;
+  /**
+   * How long shutdown lets running tasks finish before aborting and releasing them;
+   * 10 s (`TASK_SHUTDOWN_TIMEOUT_MS`) by default.
+   */
+  taskShutdownTimeoutMs?: number;
 }
+
+/** What shutdown gives running tasks (agent turns) to finish before releasing them. */
+export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
+/** What shutdown gives HTTP requests still in flight once no task runs any more. */
+const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
@@ -244,6 +258,7 @@ export async function startServer(
       onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
       redact: (text) => redactSecrets(text),
       onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
+      shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
     });
     await worker.start();
     const startedWorker = worker;
@@ -281,21 +296,30 @@ export async function startServer(
     let closing: Promise<void> | null = null;
     const close = () => {
       closing ??= (async () => {
-        logger.info("shutting down: no new requests, stopping worker, agent and database");
+        logger.info(
+          "shutting down: no new tasks; running tasks finish or are released, then agents, HTTP, workspace agent and database stop",
+        );
+        // The order matters: a running agent turn talks to the model proxy over this server's
+        // HTTP listener, so HTTP stays up until no task runs and no agent process is left.
+        // 1. Stop claiming; running tasks get the worker's shutdown timeout to finish, then
+        //    their abort signal fires and they go back to pending without spending an attempt.
+        workerStopped = true;
+        await worker?.stop();
+        // 2. Stop the agents' processes (a released turn's agent included).
+        await agentTurns.stop();
+        await providers.close();
+        // 3. HTTP: no new connections; requests in flight get a short grace, then are cut.
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
         await streams.close();
-        // Requests in flight get a moment to finish; streams (model responses) that outlast it
-        // are cut, so shutdown never waits on an agent.
         if ("closeIdleConnections" in server) server.closeIdleConnections();
-        const grace = new Promise<void>((resolveGrace) => setTimeout(resolveGrace, 2_000).unref());
+        const grace = new Promise<void>((resolveGrace) =>
+          setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),
+        );
         await Promise.race([stopped, grace]);
         if ("closeAllConnections" in server) server.closeAllConnections();
         await stopped;
         await hub.stop();
-        await providers.close();
-        workerStopped = true;
-        await worker?.stop();
-        await agentTurns.stop();
+        // 4. The workspace agent (whatever processes it still runs), then the database.
         await agent?.close();
         await database.close();
         logger.info("stopped");
