@@ -10,11 +10,12 @@ import {
 import { join } from "node:path";
 import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
+import type { StartProcessRequest } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackendError } from "../../errors.ts";
 import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
-import type { ExecuteResult } from "./execute-tool.ts";
+import { type ExecuteResult, NON_INTERACTIVE_ENV } from "./execute-tool.ts";
 import type { ProcessListResult, ProcessOutputResult } from "./process-tools.ts";
 import {
   assessToolCall,
@@ -98,7 +99,7 @@ describe("execute", () => {
     expect(outside.code).toBe("path_outside_worktree");
   });
 
-  it("runs without a terminal, editor or pager", async () => {
+  it("runs without a terminal, editor or pager: it adds exactly the non-interactive variables", async () => {
     const { output } = result<ExecuteResult>(
       await call("execute", {
         command:
@@ -106,6 +107,49 @@ describe("execute", () => {
       }),
     );
     expect(output).toBe("cat|cat|true|true|true|true|0|1|dumb\n");
+
+    // What the tool asks the process API for, and nothing else.
+    const sent: StartProcessRequest[] = [];
+    const processes = new ProcessClient({ baseUrl: agent.url, token: TOKEN, chatId: CHAT });
+    const start = processes.start.bind(processes);
+    processes.start = ((request: StartProcessRequest, options?: object) => {
+      sent.push(request);
+      return start(request, options);
+    }) as ProcessClient["start"];
+    const withTool = result<ExecuteResult>(
+      await call("execute", { command: "env" }, { processes }),
+    );
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.env).toEqual({
+      GIT_EDITOR: "true",
+      GIT_SEQUENCE_EDITOR: "true",
+      EDITOR: "true",
+      VISUAL: "true",
+      GIT_TERMINAL_PROMPT: "0",
+      NO_COLOR: "1",
+      TERM: "dumb",
+      PAGER: "cat",
+      GIT_PAGER: "cat",
+    });
+
+    // And what the command sees beyond a process started without the tool: those, no others.
+    const plain = await context.processes.run({ command: "env", workdir: worktree });
+    const parse = (text: string) =>
+      new Map(
+        text
+          .split("\n")
+          .filter((line) => line.includes("="))
+          .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+      );
+    const base = parse(plain.output.output);
+    const seen = parse(withTool.output);
+    const added = [...seen]
+      .filter(([name, value]) => base.get(name) !== value)
+      .map(([name]) => name);
+    expect(added.every((name) => name in NON_INTERACTIVE_ENV)).toBe(true);
+    expect([...base.keys()].filter((name) => !seen.has(name))).toEqual([]);
+    for (const [name, value] of Object.entries(NON_INTERACTIVE_ENV))
+      expect(seen.get(name)).toBe(value);
   });
 
   it("promotes a trailing & to a background process the model can follow", async () => {
