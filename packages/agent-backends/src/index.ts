@@ -164,9 +164,11 @@ export {
   writeFileTool,
 } from "./native/tools/file-tools.ts";
 export {
+  capForJson,
   capOutput,
   MODEL_OUTPUT_MAX_BYTES,
   type OutputTruncation,
+  toolResultText,
 } from "./native/tools/model-output.ts";
 export {
   PROCESS_OUTPUT_DEFAULT_WAIT_MS,

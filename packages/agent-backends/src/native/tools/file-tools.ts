@@ -3,6 +3,7 @@ import { AgentBackendError } from "../../errors.ts";
 import { fromWorkspaceError, readWholeFile } from "../apply-patch/workspace-io.ts";
 import { resolveWorktreePath, worktreeRelative } from "../safety/worktree-path.ts";
 import { defineTool } from "./define-tool.ts";
+import { MODEL_OUTPUT_MAX_BYTES } from "./model-output.ts";
 import type { ToolContext } from "./tool-context.ts";
 
 const PathArg = z
@@ -18,6 +19,9 @@ const PathArg = z
 function worktreePath(context: ToolContext, path: string): string {
   return resolveWorktreePath(context.worktreeRoot, path, { allowAbsolute: true });
 }
+
+/** The most bytes of a file one read_file call asks for, leaving room for the result around it. */
+const READ_FILE_PAGE_BYTES = 24 * 1024;
 
 export const ReadFileArgsSchema = z.object({
   path: PathArg,
@@ -43,14 +47,23 @@ export const readFileTool = defineTool({
   schema: ReadFileArgsSchema,
   async execute(args, context): Promise<ReadFileResult> {
     const path = worktreePath(context, args.path);
-    try {
-      const answer = await context.files.read({
-        path,
-        root: context.worktreeRoot,
-        ...(args.offset === undefined ? {} : { offset: args.offset }),
-        ...(args.limit === undefined ? {} : { limit: args.limit }),
-      });
-      return {
+    // A page is sized so its JSON fits what the model gets; text that escapes into more bytes
+    // (quotes, newlines, control characters) is read again in a smaller page.
+    let maxBytes = READ_FILE_PAGE_BYTES;
+    for (;;) {
+      let answer: Awaited<ReturnType<typeof context.files.read>>;
+      try {
+        answer = await context.files.read({
+          path,
+          root: context.worktreeRoot,
+          max_bytes: maxBytes,
+          ...(args.offset === undefined ? {} : { offset: args.offset }),
+          ...(args.limit === undefined ? {} : { limit: args.limit }),
+        });
+      } catch (error) {
+        throw fromWorkspaceError(error, `read ${args.path}`);
+      }
+      const result: ReadFileResult = {
         path: worktreeRelative(context.worktreeRoot, path),
         content: answer.content,
         total_lines: answer.total_lines,
@@ -63,8 +76,9 @@ export const readFileTool = defineTool({
             ? null
             : `Lines ${answer.offset}-${answer.offset + answer.lines - 1} of ${answer.total_lines}; read on with offset ${answer.next_offset}.`,
       };
-    } catch (error) {
-      throw fromWorkspaceError(error, `read ${args.path}`);
+      const size = Buffer.byteLength(JSON.stringify(result), "utf8");
+      if (size <= MODEL_OUTPUT_MAX_BYTES || maxBytes <= 1024) return result;
+      maxBytes = Math.max(1024, Math.floor((maxBytes * (MODEL_OUTPUT_MAX_BYTES - 1024)) / size));
     }
   },
 });

@@ -56,3 +56,85 @@ export function outputForModel(
     },
   };
 }
+
+/** Bytes `text` takes inside a JSON string literal, quotes left out. */
+function jsonStringBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text), "utf8") - 2;
+}
+
+/**
+ * capOutput sized by what the text takes once escaped into JSON, where a newline or a quote
+ * takes two bytes and a control character six: the cap is tightened until the escaped text fits.
+ */
+export function capForJson(
+  text: string,
+  maxJsonBytes: number,
+): { text: string; omittedBytes: number } {
+  let rawLimit = maxJsonBytes;
+  for (;;) {
+    const capped = capOutput(text, rawLimit);
+    const size = jsonStringBytes(capped.text);
+    if (size <= maxJsonBytes || rawLimit === 0) return capped;
+    // Escapes are spread unevenly between head and tail, so aim a little under the ratio.
+    rawLimit = Math.max(
+      0,
+      Math.min(rawLimit - 1, Math.floor((rawLimit * maxJsonBytes) / size) - 16),
+    );
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `truncated` of a result whose output lost `extra` more bytes on its way into JSON. */
+function withMoreOmitted(previous: unknown, output: string, extra: number): OutputTruncation {
+  if (
+    isRecord(previous) &&
+    typeof previous.original_bytes === "number" &&
+    typeof previous.omitted_bytes === "number"
+  ) {
+    return {
+      original_bytes: previous.original_bytes,
+      omitted_bytes: previous.omitted_bytes + extra,
+    };
+  }
+  return { original_bytes: Buffer.byteLength(output, "utf8"), omitted_bytes: extra };
+}
+
+/**
+ * The text a tool result goes to the model as: its JSON, at most `maxBytes` of valid UTF-8 in
+ * all. Escaping can make the JSON of a 32 KiB `output` much larger than 32 KiB (control
+ * characters take six bytes each), so when the whole is too big the `output` field is cut
+ * further, head and tail kept, with `truncated` counting the extra bytes left out. A result
+ * that still does not fit (no `output` to cut) is cut as text, head and tail kept.
+ */
+export function toolResultText(result: unknown, maxBytes = MODEL_OUTPUT_MAX_BYTES): string {
+  const json = JSON.stringify(result) ?? "null";
+  if (Buffer.byteLength(json, "utf8") <= maxBytes) return json;
+  if (isRecord(result) && typeof result.output === "string") {
+    const output = result.output;
+    const hasTruncated = "truncated" in result;
+    // Room for the rest of the result, with the widest `truncated` it may end up with.
+    const envelope = JSON.stringify({
+      ...result,
+      output: "",
+      ...(hasTruncated
+        ? { truncated: withMoreOmitted(result.truncated, output, Number.MAX_SAFE_INTEGER) }
+        : {}),
+    });
+    const room = maxBytes - Buffer.byteLength(envelope, "utf8");
+    if (room > 0) {
+      const capped = capForJson(output, room);
+      const fitted = JSON.stringify({
+        ...result,
+        output: capped.text,
+        ...(hasTruncated
+          ? { truncated: withMoreOmitted(result.truncated, output, capped.omittedBytes) }
+          : {}),
+      });
+      if (Buffer.byteLength(fitted, "utf8") <= maxBytes) return fitted;
+    }
+  }
+  return capOutput(json, maxBytes).text;
+}

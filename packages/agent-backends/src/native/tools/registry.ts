@@ -13,6 +13,7 @@ import { withoutTrailingBackground } from "../safety/shell-words.ts";
 import { applyPatchTool } from "./apply-patch-tool.ts";
 import { executeTool } from "./execute-tool.ts";
 import { editFileTool, readFileTool, writeFileTool } from "./file-tools.ts";
+import { capOutput, toolResultText } from "./model-output.ts";
 import { processListTool, processOutputTool, processSignalTool } from "./process-tools.ts";
 import type { NativeTool, ToolContext } from "./tool-context.ts";
 
@@ -71,7 +72,10 @@ export function findNativeTool(
   return tools.find((tool) => tool.name === name);
 }
 
-/** What a tool call came to: the result, or the error the model is told about. */
+/**
+ * What a tool call came to: the result, or the error the model is told about. `output` is the
+ * text the model gets, at most 32 KiB of valid UTF-8 (see toolResultText).
+ */
 export type ToolOutcome =
   | { ok: true; result: unknown; output: string }
   | { ok: false; error: AgentBackendError; output: string };
@@ -101,7 +105,7 @@ function parseArguments(tool: NativeTool, raw: unknown): unknown {
 }
 
 function failure(error: AgentBackendError): ToolOutcome {
-  return { ok: false, error, output: `Error (${error.code}): ${error.message}` };
+  return { ok: false, error, output: capOutput(`Error (${error.code}): ${error.message}`).text };
 }
 
 /**
@@ -126,7 +130,7 @@ export async function invokeTool(
   }
   try {
     const result = await tool.execute(parseArguments(tool, rawArguments), context);
-    return { ok: true, result, output: JSON.stringify(result) };
+    return { ok: true, result, output: toolResultText(result) };
   } catch (error) {
     if (context.signal.aborted) {
       throw error instanceof AgentBackendError && error.code === "aborted"

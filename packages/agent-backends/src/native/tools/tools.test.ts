@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackendError } from "../../errors.ts";
 import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import { type ExecuteResult, NON_INTERACTIVE_ENV } from "./execute-tool.ts";
+import type { ReadFileResult } from "./file-tools.ts";
 import type { ProcessListResult, ProcessOutputResult } from "./process-tools.ts";
 import {
   assessToolCall,
@@ -211,6 +212,26 @@ describe("execute", () => {
     expect(truncated!.omitted_bytes).toBeGreaterThan(200 * 1000 - 32 * 1024);
   });
 
+  it("keeps the whole result the model gets within 32 KiB when the output is newlines, quotes and control characters", async () => {
+    // Each line: a quote, a backslash, a tab, \x01, an escape sequence and a newline, which
+    // JSON escapes to more than twice their size.
+    const outcome = await call("execute", {
+      command: String.raw`awk 'BEGIN { for (i = 0; i < 8000; i++) printf "\"\\\t\001\033[0m\n" }'`,
+    });
+    const raw = result<ExecuteResult>(outcome);
+    expect(raw.output.startsWith('"\\\t\u0001\u001b[0m\n')).toBe(true);
+    const bytes = Buffer.from(outcome.output, "utf8");
+    expect(bytes.length).toBeLessThanOrEqual(32 * 1024);
+    expect(strictUtf8.decode(bytes)).toBe(outcome.output);
+    const seen = JSON.parse(outcome.output) as ExecuteResult;
+    expect(seen).toMatchObject({ success: true, exit_code: 0 });
+    expect(seen.output.startsWith('"\\\t\u0001\u001b[0m\n')).toBe(true);
+    expect(seen.output.endsWith('"\\\t\u0001\u001b[0m\n')).toBe(true);
+    expect(seen.output).toMatch(/bytes omitted/);
+    expect(seen.truncated!.original_bytes).toBe(8000 * 9);
+    expect(seen.truncated!.omitted_bytes).toBeGreaterThan(raw.truncated!.omitted_bytes);
+  });
+
   it("suggests read_file for commands that only print a file", async () => {
     writeFileSync(join(worktree, "notes.txt"), "one\ntwo\n");
     const dumped = result<ExecuteResult>(await call("execute", { command: "cat notes.txt" }));
@@ -304,6 +325,23 @@ describe("process tools", () => {
 });
 
 describe("file tools", () => {
+  it("reads a file of quotes and newlines in pages whose result stays within 32 KiB", async () => {
+    const line = `"quoted" \\ \t\u0002 ${"x".repeat(20)}`;
+    const lines = Array.from({ length: 4000 }, (_, index) => `${index}:${line}`);
+    writeFileSync(join(worktree, "escapes.txt"), `${lines.join("\n")}\n`);
+    const read: string[] = [];
+    let offset: number | null = 1;
+    while (offset !== null) {
+      const outcome = await call("read_file", { path: "escapes.txt", offset });
+      expect(Buffer.byteLength(outcome.output)).toBeLessThanOrEqual(32 * 1024);
+      const page = JSON.parse(outcome.output) as ReadFileResult;
+      expect(page.offset).toBe(offset);
+      read.push(...page.content.split("\n").slice(0, page.lines));
+      offset = page.next_offset;
+    }
+    expect(read).toEqual(lines);
+  });
+
   it("writes, reads windows of lines and edits by search and replace", async () => {
     expect(
       result(await call("write_file", { path: "docs/a.txt", content: "one\ntwo\nthree\ntwo\n" })),
