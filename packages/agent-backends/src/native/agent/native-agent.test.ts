@@ -247,6 +247,67 @@ describe("native agent", () => {
     expect(readFileSync(join(worktree, "notes/new.md"), "utf8")).toBe("# New\n");
   });
 
+  it("answers a free-form apply_patch (a custom tool call, as Codex sends it) with custom_tool_call_output", async () => {
+    writeFileSync(join(worktree, "custom.txt"), "alpha\nbeta\n");
+    const patch = [
+      "*** Begin Patch",
+      "*** Update File: custom.txt",
+      "@@",
+      " alpha",
+      "-beta",
+      "+gamma",
+      "*** End Patch",
+    ].join("\n");
+    const broken = [
+      "*** Begin Patch",
+      "*** Update File: custom.txt",
+      "@@",
+      "-nowhere",
+      "+x",
+      "*** End Patch",
+    ].join("\n");
+    fake.script([
+      turn.customToolCall("apply_patch", patch, { callId: "cp1" }),
+      turn.customToolCall("apply_patch", broken, { callId: "cp2" }),
+      turn.text("Patched with the free-form tool."),
+    ]);
+    const { result, events } = await run(nativeBackend(), "Change beta to gamma.");
+
+    expect(result).toEqual({ stopReason: "end_turn", text: "Patched with the free-form tool." });
+    expect(ofType(events, "tool_call")[0]).toMatchObject({
+      tool_call_id: "cp1",
+      kind: "edit",
+      title: "Apply patch to custom.txt",
+      locations: ["custom.txt"],
+    });
+    expect(
+      ofType(events, "tool_update").map((event) => [event.tool_call_id, event.status]),
+    ).toEqual([
+      ["cp1", "in_progress"],
+      ["cp1", "completed"],
+      ["cp2", "in_progress"],
+      ["cp2", "failed"],
+    ]);
+    expect(readFileSync(join(worktree, "custom.txt"), "utf8")).toBe("alpha\ngamma\n");
+
+    // The call goes back as the custom item it came as, answered by a custom output (a
+    // function_call_output for it would be refused upstream).
+    const input = requestBody(2).input;
+    expect(input.map((entry) => entry.type)).toEqual([
+      "message",
+      "custom_tool_call",
+      "custom_tool_call_output",
+      "custom_tool_call",
+      "custom_tool_call_output",
+    ]);
+    expect(input[1]).toMatchObject({ call_id: "cp1", name: "apply_patch", input: patch });
+    const outputs = input.filter((entry) => entry.type === "custom_tool_call_output");
+    expect(outputs.map((entry) => entry.call_id)).toEqual(["cp1", "cp2"]);
+    expect(String(outputs[0]!.output)).toContain("custom.txt");
+    expect(String(outputs[1]!.output)).toMatch(/^Error \(/);
+    expect(input.some((entry) => entry.type === "function_call_output")).toBe(false);
+  });
+
   it("asks under untrusted and obeys a rejection: nothing runs, the model sees the refusal", async () => {
     fake.script([
       turn.functionCall("execute", { command: "touch rejected.txt" }, { callId: "r1" }),
