@@ -291,7 +291,9 @@ export class AgentTurns {
     context: CreateContext,
   ): Promise<AgentBackend> {
     const { providers, modelTokens, serverUrl } = this.#options;
-    const plain = await providers.resolve(agent);
+    // The agent runs in the session's worktree: its node_modules/.bin comes before PATH.
+    const where = { projectDir: context.worktreePath };
+    const plain = await providers.resolve(agent, where);
     const agentType = plain.agentType ?? (plain.transport === "native" ? NATIVE_AGENT_TYPE : null);
     let modelProxy: AgentSessionContext["modelProxy"] = null;
     let provider = plain;
@@ -305,7 +307,10 @@ export class AgentTurns {
       this.#jobIds.set(`${sessionId}/${agent}`, jobId);
       const url = `${serverUrl()}${WirePath.modelProvider}/${agentType}`;
       modelProxy = { url, token: minted.token, jobId };
-      provider = await providers.resolve(agent, { proxyUrl: url, token: minted.token, jobId });
+      provider = await providers.resolve(agent, {
+        ...where,
+        proxy: { proxyUrl: url, token: minted.token, jobId },
+      });
     }
     const workspaceAgent = this.#options.workspaceAgent;
     if (!workspaceAgent) {

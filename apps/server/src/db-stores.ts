@@ -136,11 +136,14 @@ export class DbProbeStore implements ProbeStore {
       .from(providerProbes)
       .where(eq(providerProbes.providerId, providerId));
     if (!row) return undefined;
+    // A result this version cannot read is no cache at all: the provider is probed again.
+    const result = parseStoredResult(row.result);
+    if (result === null) return undefined;
     return {
       providerId: row.providerId,
       fingerprint: row.fingerprint,
       status: row.status,
-      result: parseStoredResult(row.result),
+      result,
       error: row.error,
       probedAt: row.probedAt,
     };
@@ -150,7 +153,7 @@ export class DbProbeStore implements ProbeStore {
     const values = {
       fingerprint: record.fingerprint,
       status: record.status,
-      result: record.result ?? {},
+      result: record.result,
       error: record.error,
       probedAt: record.probedAt,
       updatedAt: new Date(),

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import { listen, tokenMatches } from "@deckhand/http-kit";
+import { HttpError, listen, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { ServerPath, WireHeader } from "@deckhand/wire";
@@ -157,6 +157,15 @@ export async function startServer(
       // The native agent talks to the upstream configured for its own agent type.
       modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
       withheldEnv: config.withheldEnv,
+      // A snapshot for a project also looks commands up in that project's checkout.
+      projectDirectory: async (projectId) => {
+        try {
+          return (await sessions.getProject(projectId)).repository_path;
+        } catch (error) {
+          if (error instanceof HttpError && error.status === 404) return null;
+          throw error;
+        }
+      },
       logger: {
         info: (message, fields) => logger.info({ component: "providers", ...fields }, message),
         warn: (message, fields) => logger.warn({ component: "providers", ...fields }, message),

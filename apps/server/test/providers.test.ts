@@ -1,7 +1,8 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
 import {
+  type Project,
   type ProviderEntry,
   type ProvidersConfigResponse,
   type ProvidersSnapshot,
@@ -9,7 +10,7 @@ import {
   WireHeader,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { Cleanups, startTestServer, tempDir } from "./harness.ts";
+import { Cleanups, makeRepository, startTestServer, tempDir } from "./harness.ts";
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -66,6 +67,42 @@ describe("providers through the server", () => {
     const document = await second.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
     // The custom provider's command survived the merge patch.
     expect(JSON.stringify(document.body.config)).toContain("scripted-acp-agent");
+  }, 60_000);
+
+  it("finds a custom agent that only a project's node_modules/.bin has when the snapshot names that project", async () => {
+    const dataDir = tempDir(cleanups);
+    const repository = makeRepository(cleanups);
+    const launcher = join(repository, "node_modules", ".bin", "only-here-agent");
+    mkdirSync(dirname(launcher), { recursive: true });
+    const command = scriptedAcpAgentCommand("normal");
+    writeFileSync(launcher, `#!/bin/sh\nexec ${command.map((part) => `'${part}'`).join(" ")}\n`);
+    chmodSync(launcher, 0o755);
+    writeFileSync(
+      join(dataDir, "providers.json"),
+      JSON.stringify({ providers: { local: { extends: "acp", command: ["only-here-agent"] } } }),
+    );
+    const harness = await startTestServer(cleanups, { dataDir, config: { workspaceAgent: false } });
+    const project = await harness.api<Project>("POST", ServerPath.projects, {
+      body: { repository_path: repository },
+    });
+    expect(project.status).toBe(201);
+
+    const withProject = await harness.api<ProvidersSnapshot>(
+      "GET",
+      `${ServerPath.providersSnapshot}?project_id=${project.body.id}`,
+    );
+    expect(withProject.status).toBe(200);
+    expect(entry(withProject.body, "local")).toMatchObject({
+      status: "ready",
+      resolved_path: launcher,
+    });
+    const without = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+    expect(entry(without.body, "local")).toMatchObject({ status: "not_installed" });
+    const unknown = await harness.api(
+      "GET",
+      `${ServerPath.providersSnapshot}?project_id=00000000-0000-4000-8000-000000000000`,
+    );
+    expect(unknown.status).toBe(404);
   }, 60_000);
 
   it("starts with a broken providers file and reports it as a diagnostic", async () => {

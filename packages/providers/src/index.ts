@@ -37,6 +37,8 @@ export {
   type ProvidersLogger,
   type RefreshOptions,
   type ResolvedProvider,
+  type ResolveOptions,
+  type SnapshotOptions,
 } from "./provider-service.ts";
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 export { createProvidersRouter, providersErrorStatus } from "./providers-router.ts";

@@ -28,20 +28,22 @@ export interface ProbeRecord {
   /** Hash of the resolved command, arguments and environment the probe ran with. */
   fingerprint: string;
   status: "ready" | "not_installed" | "error";
-  result: ProbeResult | null;
+  result: ProbeResult;
   error: string | null;
   probedAt: Date;
 }
 
 /** Where probe results outlive the process, so a restart does not re-probe within the TTL. */
 export interface ProbeStore {
+  /** The provider's last record; undefined when there is none or it no longer parses. */
   load(providerId: string): Promise<ProbeRecord | undefined>;
   save(record: ProbeRecord): Promise<void>;
 }
 
 /**
- * Checks a record read back from storage; a row written by another version, or edited by hand,
- * is treated as absent (the provider is probed again) instead of breaking the snapshot.
+ * Checks a result read back from storage. Null for a row written by another version, or edited
+ * by hand: a store's `load` then answers no record, so the provider is probed again instead of
+ * showing as ready with nothing.
  */
 export function parseStoredResult(value: unknown): ProbeResult | null {
   const parsed = ProbeResultSchema.safeParse(value);

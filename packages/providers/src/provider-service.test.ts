@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -365,6 +365,101 @@ describe("the agent environment", () => {
   });
 });
 
+/** An executable at `<directory>/<relative>` that starts the scripted agent. */
+function launcherAt(directory: string, relative: string): string {
+  const launcher = join(directory, relative);
+  mkdirSync(dirname(launcher), { recursive: true });
+  const command = scriptedAcpAgentCommand("normal");
+  writeFileSync(launcher, `#!/bin/sh\nexec ${command.map((part) => `'${part}'`).join(" ")} "$@"\n`);
+  chmodSync(launcher, 0o755);
+  return launcher;
+}
+
+describe("project-aware resolution", () => {
+  it("finds a command that only a project's node_modules/.bin has in a snapshot for that project", async () => {
+    const project = temporaryDirectory();
+    const launcher = launcherAt(project, "node_modules/.bin/only-here-agent");
+    const service = createTestService({
+      projectDirectory: async (projectId) => (projectId === "p1" ? project : null),
+    });
+    writeConfig(service.configPath, {
+      providers: { local: { extends: "acp", command: ["only-here-agent"] } },
+    });
+    const global = entryOf(await service.snapshot(), "local")!;
+    expect(global).toMatchObject({ status: "not_installed", resolved_path: null });
+    expect(global.last_error).toBe("only-here-agent was not found on PATH");
+    const forProject = entryOf(await service.snapshot({ projectId: "p1" }), "local")!;
+    expect(forProject).toMatchObject({ status: "ready", resolved_path: launcher });
+    expect(forProject.models.length).toBeGreaterThan(0);
+    // The project's probe result does not leak into the snapshot without a project.
+    expect(entryOf(await service.snapshot(), "local")!.status).toBe("not_installed");
+    await expect(service.snapshot({ projectId: "p2" })).rejects.toMatchObject({
+      code: "unknown_project",
+    });
+    const noProjects = createTestService();
+    await expect(noProjects.snapshot({ projectId: "p1" })).rejects.toMatchObject({
+      code: "unknown_project",
+    });
+  });
+
+  it("keeps each project's probe result: alternating snapshots do not probe again", async () => {
+    const first = temporaryDirectory();
+    const second = temporaryDirectory();
+    launcherAt(first, "node_modules/.bin/only-here-agent");
+    launcherAt(second, "node_modules/.bin/only-here-agent");
+    const projects: Record<string, string> = { first, second };
+    const service = createTestService({
+      projectDirectory: async (projectId) => projects[projectId] ?? null,
+    });
+    writeConfig(service.configPath, {
+      providers: { local: { extends: "acp", command: ["only-here-agent"] } },
+    });
+    await service.snapshot({ projectId: "first" });
+    await service.snapshot({ projectId: "second" });
+    expect(service.store.saves).toBe(2);
+    await service.snapshot({ projectId: "first" });
+    await service.snapshot({ projectId: "second" });
+    expect(service.store.saves).toBe(2);
+  });
+
+  it("starts a session's agent from its worktree's node_modules/.bin before PATH", async () => {
+    const worktree = temporaryDirectory();
+    const launcher = launcherAt(worktree, "node_modules/.bin/only-here-agent");
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: { local: { extends: "acp", command: ["only-here-agent", "--acp"] } },
+    });
+    expect(await service.resolve("local", { projectDir: worktree })).toMatchObject({
+      executable: launcher,
+      args: ["--acp"],
+    });
+    await expect(service.resolve("local")).rejects.toMatchObject({
+      code: "provider_not_installed",
+      message: expect.stringContaining("only-here-agent was not found on PATH"),
+    });
+  });
+
+  it("resolves a relative command against the project, else the config file's directory, never the working directory", async () => {
+    const project = temporaryDirectory();
+    const service = createTestService();
+    const configDir = dirname(service.configPath);
+    writeConfig(service.configPath, {
+      providers: { local: { extends: "acp", command: ["./agents/run-agent"] } },
+    });
+    const missing = entryOf(await service.snapshot(), "local")!;
+    expect(missing).toMatchObject({ status: "not_installed" });
+    expect(missing.last_error).toBe(`./agents/run-agent was not found at ${configDir}`);
+    const beside = launcherAt(configDir, "agents/run-agent");
+    expect(entryOf(await service.snapshot(), "local")).toMatchObject({
+      status: "ready",
+      resolved_path: beside,
+    });
+    const inProject = launcherAt(project, "agents/run-agent");
+    expect((await service.resolve("local", { projectDir: project })).executable).toBe(inProject);
+    expect(process.cwd()).not.toBe(configDir);
+  });
+});
+
 describe("resolve", () => {
   const proxy = {
     proxyUrl: "http://127.0.0.1:7420/model-provider/codex",
@@ -379,7 +474,7 @@ describe("resolve", () => {
     writeFileSync(launcher, "#!/bin/sh\n");
     chmodSync(launcher, 0o755);
     const service = createTestService({ projectDir: project });
-    const resolved = await service.resolve("codex", proxy);
+    const resolved = await service.resolve("codex", { proxy });
     expect(resolved).toMatchObject({
       id: "codex",
       transport: "acp",
@@ -406,7 +501,7 @@ describe("resolve", () => {
       },
     });
     const [, ...args] = scriptedAcpAgentCommand("normal");
-    expect(await service.resolve("scripted", proxy)).toEqual({
+    expect(await service.resolve("scripted", { proxy })).toEqual({
       id: "scripted",
       label: "Scripted normal",
       transport: "acp",

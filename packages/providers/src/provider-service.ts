@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { dirname } from "node:path";
 import {
   type ProviderEntry,
   type ProvidersConfigResponse,
@@ -46,8 +47,16 @@ export interface ProviderServiceOptions {
   probeStore?: ProbeStore;
   /** Whether the native agent has a model upstream; a function when it can change at runtime. */
   modelUpstreamConfigured: boolean | (() => boolean);
-  /** The project whose `node_modules/.bin` is searched before PATH. */
+  /**
+   * The project whose `node_modules/.bin` is searched before PATH when a call names none; relative
+   * commands resolve against it, else against the config file's directory.
+   */
   projectDir?: string;
+  /**
+   * The checkout of a project, for `snapshot({projectId})`; null when there is no such project.
+   * Without it, snapshots for a project are refused.
+   */
+  projectDirectory?: (projectId: string) => Promise<string | null>;
   /** The environment agents inherit and PATH is read from; `process.env` by default. */
   env?: Record<string, string | undefined>;
   /**
@@ -87,6 +96,21 @@ export interface ResolvedProvider {
   agentType: string | null;
 }
 
+export interface SnapshotOptions {
+  /** Also look commands up in this project (see `projectDirectory`). */
+  projectId?: string;
+}
+
+export interface ResolveOptions {
+  /** Point the agent at the model-provider proxy. */
+  proxy?: ModelProxyContext;
+  /**
+   * Where the agent will run (a session's worktree): its `node_modules/.bin` is searched before
+   * PATH and relative commands resolve against it.
+   */
+  projectDir?: string;
+}
+
 export interface RefreshOptions {
   /** The providers to probe; every enabled, installed ACP provider when omitted. */
   ids?: readonly string[];
@@ -101,7 +125,7 @@ export interface PatchConfigOptions {
 
 export interface ProviderService {
   /** Every provider with its status; complete when returned (see the providers spec). */
-  snapshot(): Promise<ProvidersSnapshot>;
+  snapshot(options?: SnapshotOptions): Promise<ProvidersSnapshot>;
   getConfig(): Promise<ProvidersConfigResponse>;
   /** Applies a JSON merge patch to the config file, atomically and one at a time. */
   patchConfig(patch: unknown, options?: PatchConfigOptions): Promise<ProvidersConfigResponse>;
@@ -109,7 +133,7 @@ export interface ProviderService {
   /** Plain text for a human: resolved command, version output, last probe error and stderr. */
   diagnostic(id: string): Promise<string>;
   /** How to start a provider, pointed at the model-provider proxy when `proxy` is given. */
-  resolve(id: string, proxy?: ModelProxyContext): Promise<ResolvedProvider>;
+  resolve(id: string, options?: ResolveOptions): Promise<ResolvedProvider>;
   /** Cancels running probes and waits for their agents to stop. */
   close(): Promise<void>;
 }
@@ -118,6 +142,8 @@ interface Installed {
   provider: ConfiguredProvider;
   executable: string | null;
   fingerprint: string | null;
+  /** The project the command was looked up in, if any. */
+  projectDir: string | undefined;
 }
 
 function fingerprintOf(executable: string, args: readonly string[], env: Record<string, string>) {
@@ -167,7 +193,10 @@ export function createProviderService(options: ProviderServiceOptions): Provider
 
   /** Last known record per provider; filled from the store on first use. */
   const records = new Map<string, ProbeRecord | null>();
-  const inflight = new Map<string, { fingerprint: string; promise: Promise<ProbeRecord> }>();
+  /** Every record of this process's life by provider and fingerprint (see `recordFor`). */
+  const probed = new Map<string, ProbeRecord>();
+  /** Running probes by provider and fingerprint. */
+  const inflight = new Map<string, Promise<ProbeRecord>>();
   /**
    * Providers a `refresh()` is probing: the only ones a snapshot shows as `loading`, so a
    * refresh of one provider never waits for another's probe.
@@ -189,40 +218,60 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     return config;
   }
 
-  async function install(provider: ConfiguredProvider): Promise<Installed> {
+  /** Tier 1: where the command is, looked up in `projectDir` (or the default project) first. */
+  async function install(
+    provider: ConfiguredProvider,
+    projectDir: string | undefined = options.projectDir,
+  ): Promise<Installed> {
     if (provider.transport === "native" || provider.command === null) {
-      return { provider, executable: null, fingerprint: null };
+      return { provider, executable: null, fingerprint: null, projectDir };
     }
     const [name, ...args] = provider.command;
     const executable = await resolveExecutable(name!, {
-      ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {}),
+      ...(projectDir !== undefined ? { projectDir } : {}),
+      relativeTo: dirname(options.configPath),
       path: env.PATH ?? "",
     });
     return {
       provider,
       executable,
       fingerprint: executable ? fingerprintOf(executable, args, { ...provider.env }) : null,
+      projectDir,
     };
   }
 
+  const recordKey = (id: string, fingerprint: string) => `${id}\u0000${fingerprint}`;
+
+  /** The last record of a provider, whatever it was probed with; loaded from the store once. */
   async function knownRecord(id: string): Promise<ProbeRecord | null> {
     if (records.has(id)) return records.get(id)!;
     let record: ProbeRecord | null = null;
     try {
       const stored = await store.load(id);
-      if (stored) {
-        const result = stored.result === null ? null : parseStoredResult(stored.result);
-        // A result that no longer parses is as good as none: probe again.
-        if (stored.result === null || result !== null) record = { ...stored, result };
-      }
+      // A result that no longer parses (another version wrote it, or it was edited) is as good
+      // as none: the provider is probed again rather than shown with nothing.
+      const result = stored ? parseStoredResult(stored.result) : null;
+      if (stored && result !== null) record = { ...stored, result };
     } catch (error) {
       logger.warn("cannot load a provider probe result; probing again", {
         providerId: id,
         error: (error as Error).message,
       });
     }
-    if (!records.has(id)) records.set(id, record);
+    if (!records.has(id)) {
+      records.set(id, record);
+      if (record) probed.set(recordKey(id, record.fingerprint), record);
+    }
     return records.get(id)!;
+  }
+
+  /**
+   * The record for this exact command: the same provider resolves to different executables in
+   * different projects, and each keeps its own result instead of evicting the other's.
+   */
+  async function recordFor(id: string, fingerprint: string): Promise<ProbeRecord | null> {
+    const last = await knownRecord(id);
+    return probed.get(recordKey(id, fingerprint)) ?? last;
   }
 
   function fresh(record: ProbeRecord | null, fingerprint: string): record is ProbeRecord {
@@ -235,8 +284,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
 
   function probe(installed: Installed): Promise<ProbeRecord> {
     const { provider, executable, fingerprint } = installed;
-    const running = inflight.get(provider.id);
-    if (running && running.fingerprint === fingerprint) return running.promise;
+    const key = recordKey(provider.id, fingerprint!);
+    const running = inflight.get(key);
+    if (running) return running;
     const [, ...args] = provider.command!;
     const promise = (async () => {
       const outcome = await probeAcpAgent({
@@ -261,6 +311,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       }
       if (!lifetime.signal.aborted) {
         records.set(provider.id, record);
+        probed.set(key, record);
         try {
           await store.save(record);
         } catch (error) {
@@ -272,14 +323,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       }
       return record;
     })().finally(() => {
-      if (inflight.get(provider.id)?.promise === promise) inflight.delete(provider.id);
+      if (inflight.get(key) === promise) inflight.delete(key);
     });
-    inflight.set(provider.id, { fingerprint: fingerprint!, promise });
+    inflight.set(key, promise);
     return promise;
   }
 
   function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
-    const { provider, executable } = installed;
+    const { provider, executable, projectDir } = installed;
     const result = record?.result ?? null;
     const base: ProviderEntry = {
       id: provider.id,
@@ -313,9 +364,11 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     }
     if (executable === null) {
       const name = provider.command?.[0] ?? "";
-      const where = options.projectDir
-        ? `on PATH or in ${options.projectDir}/node_modules/.bin`
-        : "on PATH";
+      const where = name.includes("/")
+        ? `at ${projectDir ?? dirname(options.configPath)}`
+        : projectDir
+          ? `on PATH or in ${projectDir}/node_modules/.bin`
+          : "on PATH";
       const hint = provider.installHint ? `; install it with: ${provider.installHint}` : "";
       return {
         ...base,
@@ -328,17 +381,22 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   }
 
   /** Tier 1 for everyone; tier 2 (a probe) for those without a fresh cached result. */
-  async function buildSnapshot(config: ConfigSnapshot): Promise<ProvidersSnapshot> {
-    const installed = await Promise.all(config.providers.map(install));
+  async function buildSnapshot(
+    config: ConfigSnapshot,
+    projectDir?: string,
+  ): Promise<ProvidersSnapshot> {
+    const installed = await Promise.all(
+      config.providers.map((provider) => install(provider, projectDir ?? options.projectDir)),
+    );
     const entries = await Promise.all(
       installed.map(async (item) => {
         if (item.fingerprint === null || !item.provider.enabled) {
           return entry(item, await knownRecord(item.provider.id));
         }
-        if (refreshing.has(item.provider.id))
-          return entry(item, await knownRecord(item.provider.id));
-        const record = await knownRecord(item.provider.id);
-        if (fresh(record, item.fingerprint)) return entry(item, record);
+        const record = await recordFor(item.provider.id, item.fingerprint);
+        if (refreshing.has(item.provider.id) || fresh(record, item.fingerprint)) {
+          return entry(item, record);
+        }
         return entry(item, await probe(item));
       }),
     );
@@ -356,7 +414,10 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     return next;
   }
 
-  async function find(id: string): Promise<{ config: ConfigSnapshot; installed: Installed }> {
+  async function find(
+    id: string,
+    projectDir: string | undefined = options.projectDir,
+  ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
     const config = await readConfig();
     const provider = config.providers.find((candidate) => candidate.id === id);
     if (!provider) {
@@ -366,12 +427,20 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         `no provider "${id}"; known providers: ${known}`,
       );
     }
-    return { config, installed: await install(provider) };
+    return { config, installed: await install(provider, projectDir) };
   }
 
   return {
-    async snapshot() {
-      return buildSnapshot(await readConfig());
+    async snapshot(snapshotOptions = {}) {
+      const { projectId } = snapshotOptions;
+      if (projectId === undefined) return buildSnapshot(await readConfig());
+      const projectDir = options.projectDirectory
+        ? await options.projectDirectory(projectId)
+        : null;
+      if (projectDir === null) {
+        throw new ProvidersError("unknown_project", `no project "${projectId}"`);
+      }
+      return buildSnapshot(await readConfig(), projectDir);
     },
 
     async getConfig() {
@@ -445,16 +514,20 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       const chosen = config.providers.filter(
         (provider) => ids.includes(provider.id) && provider.enabled,
       );
-      const installed = await Promise.all(chosen.map(install));
+      const installed = await Promise.all(chosen.map((provider) => install(provider)));
       const probes = installed
         .filter((item) => item.fingerprint !== null)
         .map(async (item) => {
           const id = item.provider.id;
-          if (!refreshOptions.force && fresh(await knownRecord(id), item.fingerprint!)) return;
+          if (
+            !refreshOptions.force &&
+            fresh(await recordFor(id, item.fingerprint!), item.fingerprint!)
+          )
+            return;
           refreshing.add(id);
           try {
             // A forced refresh does not reuse a probe that started before it was asked for.
-            if (refreshOptions.force) inflight.delete(id);
+            if (refreshOptions.force) inflight.delete(recordKey(id, item.fingerprint!));
             await probe(item);
           } finally {
             refreshing.delete(id);
@@ -467,7 +540,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     async diagnostic(id) {
       const { config, installed } = await find(id);
       const { provider, executable, fingerprint } = installed;
-      const record = await knownRecord(id);
+      const record = fingerprint ? await recordFor(id, fingerprint) : await knownRecord(id);
       const snapshotEntry = entry(installed, record);
       const lines = [
         `provider: ${provider.id} (${provider.label}; ${provider.transport}; ${provider.builtin ? "built-in" : "custom"})`,
@@ -516,8 +589,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       return `${lines.join("\n")}\n`;
     },
 
-    async resolve(id, proxy) {
-      const { installed } = await find(id);
+    async resolve(id, resolveOptions = {}) {
+      const { proxy, projectDir } = resolveOptions;
+      const { installed } = await find(id, projectDir);
       const { provider, executable } = installed;
       if (!provider.enabled) {
         throw new ProvidersError(
@@ -547,7 +621,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       if (executable === null) {
         throw new ProvidersError(
           "provider_not_installed",
-          `${provider.command?.[0]} (provider "${id}") was not found${provider.installHint ? `; install it with: ${provider.installHint}` : ""}`,
+          `provider "${id}": ${entry(installed, null).last_error}`,
         );
       }
       const [, ...args] = provider.command!;
@@ -567,7 +641,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
 
     async close() {
       lifetime.abort();
-      await Promise.allSettled([...inflight.values()].map((running) => running.promise));
+      await Promise.allSettled([...inflight.values()]);
     },
   };
 }

@@ -2,6 +2,8 @@
 export type ProvidersErrorCode =
   /** No provider with that id (built-in or in the config file). */
   | "unknown_provider"
+  /** No project with that id, or this service cannot look projects up. */
+  | "unknown_project"
   /** The provider is turned off in the config file. */
   | "provider_disabled"
   /** Its command cannot be found. */

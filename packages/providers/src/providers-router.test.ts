@@ -43,6 +43,22 @@ describe("the providers router", () => {
     expect(snapshot.providers.find((provider) => provider.id === "scripted")!.status).toBe("ready");
   });
 
+  it("serves a project's snapshot, and refuses a malformed or unknown project id", async () => {
+    const { app } = setUp();
+    const malformed = await app.request(`${base}/snapshot?project_id=not-a-uuid`);
+    expect(malformed.status).toBe(400);
+    expect(await errorOf(malformed)).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("project_id"),
+    });
+    const unknown = await app.request(
+      `${base}/snapshot?project_id=00000000-0000-4000-8000-000000000000`,
+    );
+    expect(unknown.status).toBe(404);
+    expect(await errorOf(unknown)).toMatchObject({ code: "not_found" });
+    expect((await app.request(`${base}/snapshot?bogus=1`)).status).toBe(400);
+  });
+
   it("serves the config with its ETag and patches it with If-Match; a stale ETag is 412", async () => {
     const { service, app } = setUp();
     writeConfig(service.configPath, { keep: true });

@@ -1,9 +1,10 @@
-import { describeZodError, HttpError, installErrorHandling } from "@deckhand/http-kit";
+import { describeZodError, HttpError, installErrorHandling, parseQuery } from "@deckhand/http-kit";
 import {
   type ErrorCode,
   ProviderIdSchema,
   ProvidersConfigPatchSchema,
   ProvidersRefreshRequestSchema,
+  ProvidersSnapshotQuerySchema,
 } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -12,6 +13,7 @@ import { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 
 const errorStatus: Record<ProvidersErrorCode, [ContentfulStatusCode, ErrorCode]> = {
   unknown_provider: [404, "not_found"],
+  unknown_project: [404, "not_found"],
   provider_disabled: [409, "conflict"],
   provider_not_installed: [409, "conflict"],
   provider_unavailable: [409, "conflict"],
@@ -60,14 +62,20 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/json"];
 
 /**
  * The providers API, relative to where it is mounted (the server mounts it under
- * `${WirePath.serverApi}/providers`): `GET /snapshot`, `GET /config`, `PATCH /config`,
+ * `${WirePath.serverApi}/providers`): `GET /snapshot[?project_id=]`, `GET /config`, `PATCH /config`,
  * `POST /refresh`, `GET /:id/diagnostic`. Authentication is the mounting app's job.
  */
 export function createProvidersRouter(service: ProviderService): Hono {
   const app = new Hono();
   installErrorHandling(app);
 
-  app.get("/snapshot", async (context) => context.json(await call(() => service.snapshot())));
+  app.get("/snapshot", async (context) => {
+    const projectId = parseQuery(context, ProvidersSnapshotQuerySchema).project_id;
+    const snapshot = await call(() =>
+      service.snapshot(projectId !== undefined ? { projectId } : {}),
+    );
+    return context.json(snapshot);
+  });
 
   app.get("/config", async (context) => {
     const config = await call(() => service.getConfig());

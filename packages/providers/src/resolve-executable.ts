@@ -5,6 +5,11 @@ import { delimiter, isAbsolute, join, resolve } from "node:path";
 export interface ResolveExecutableOptions {
   /** The project whose `node_modules/.bin` is searched first; also the base of relative paths. */
   projectDir?: string;
+  /**
+   * The base of relative paths when there is no project; the server's working directory is
+   * never used, since it depends on where the server happened to be started.
+   */
+  relativeTo?: string;
   /** The PATH to search. */
   path?: string;
 }
@@ -21,16 +26,19 @@ async function isExecutableFile(candidate: string): Promise<boolean> {
 }
 
 /**
- * Where `name` would be run from: a path (with a slash) as given, relative to the project;
- * a bare name from the project's `node_modules/.bin` first, where `npm install` puts agent
- * CLIs, then PATH. Null when there is no executable file by that name.
+ * Where `name` would be run from. A path (with a slash) as given, a relative one against the
+ * project, else `relativeTo` (never the process's working directory: null without either); a
+ * bare name from the project's `node_modules/.bin` first, where `npm install` puts agent CLIs,
+ * then PATH. Null when there is no executable file by that name.
  */
 export async function resolveExecutable(
   name: string,
   options: ResolveExecutableOptions = {},
 ): Promise<string | null> {
   if (name.includes("/") || name.includes("\\")) {
-    const candidate = isAbsolute(name) ? name : resolve(options.projectDir ?? process.cwd(), name);
+    const base = options.projectDir ?? options.relativeTo;
+    if (!isAbsolute(name) && base === undefined) return null;
+    const candidate = isAbsolute(name) ? name : resolve(base!, name);
     return (await isExecutableFile(candidate)) ? candidate : null;
   }
   const directories = [

@@ -119,6 +119,8 @@ export {
   type ProvidersRefreshRequest,
   ProvidersRefreshRequestSchema,
   type ProvidersSnapshot,
+  type ProvidersSnapshotQuery,
+  ProvidersSnapshotQuerySchema,
   ProvidersSnapshotSchema,
   type ProviderTransport,
   ProviderTransportSchema,

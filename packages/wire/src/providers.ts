@@ -88,6 +88,13 @@ export const ProviderEntrySchema = z.object({
 });
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 
+/**
+ * `GET /api/providers/snapshot?project_id=`: with a project, commands are also looked up in its
+ * `node_modules/.bin` and relative commands resolve against its checkout.
+ */
+export const ProvidersSnapshotQuerySchema = z.strictObject({ project_id: z.uuid().optional() });
+export type ProvidersSnapshotQuery = z.infer<typeof ProvidersSnapshotQuerySchema>;
+
 /** `GET /api/providers/snapshot` and `POST /api/providers/refresh`. */
 export const ProvidersSnapshotSchema = z.object({
   providers: z.array(ProviderEntrySchema),

@@ -5,6 +5,7 @@ import {
   ProvidersConfigPatchSchema,
   ProvidersConfigResponseSchema,
   ProvidersRefreshRequestSchema,
+  ProvidersSnapshotQuerySchema,
   ProvidersSnapshotSchema,
 } from "./providers.ts";
 import {
@@ -319,8 +320,11 @@ export const serverRoutes: readonly ServerRoute[] = [
     operationId: "getProvidersSnapshot",
     method: "get",
     path: ServerPath.providersSnapshot,
-    summary: "Every provider (agent) with its status, version, models, modes and commands",
+    summary:
+      "Every provider (agent) with its status, version, models, modes and commands; with `project_id`, commands are also looked up in that project",
+    query: ProvidersSnapshotQuerySchema,
     success: { status: 200, schema: ProvidersSnapshotSchema, description: "the snapshot" },
+    errors: { 400: "a malformed project_id", 404: "no such project" },
   },
   {
     operationId: "getProvidersConfig",
