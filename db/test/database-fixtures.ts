@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
-import pg from "pg";
+import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { type CreateDbOptions, createDb, type DbHandle, type DbKind } from "../src/index.ts";
 
 /** The PostgreSQL server the suite also runs against, when one is given. */
-export const postgresUrl = process.env.DATABASE_URL || undefined;
+export const postgresUrl = testPostgresUrl;
 
 /** Every backend the database suite runs on: PGlite always, PostgreSQL when a URL is set. */
 export const backends: DbKind[] = postgresUrl ? ["pglite", "postgres"] : ["pglite"];
@@ -19,9 +18,9 @@ export interface TestDatabase {
 }
 
 /**
- * A migrated, empty database. On PostgreSQL each call creates its own database (the role needs
- * CREATEDB) so test files running in parallel never see each other's rows; it is dropped on
- * dispose.
+ * A migrated, empty database. On PostgreSQL each call creates its own database (testkit's
+ * `createPostgresTestDatabase`) so test files running in parallel never see each other's rows;
+ * it is dropped on dispose.
  */
 export async function openTestDatabase(
   kind: DbKind,
@@ -32,35 +31,22 @@ export async function openTestDatabase(
     return { handle, url: undefined, dispose: () => handle.close() };
   }
   if (!postgresUrl) throw new Error(postgresSkipReason);
-  const name = `deckhand_test_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-  await administer(`create database ${name}`);
-  const url = new URL(postgresUrl);
-  url.pathname = `/${name}`;
+  const database = await createPostgresTestDatabase(postgresUrl);
   let handle: DbHandle;
   try {
-    handle = await createDb({ ...options, databaseUrl: url.toString() });
+    handle = await createDb({ ...options, databaseUrl: database.url });
   } catch (error) {
-    await administer(`drop database if exists ${name} with (force)`);
+    await database.drop();
     throw error;
   }
   return {
     handle,
-    url: url.toString(),
+    url: database.url,
     async dispose() {
       await handle.close();
-      await administer(`drop database if exists ${name} with (force)`);
+      await database.drop();
     },
   };
-}
-
-async function administer(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: postgresUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Polls `check` until it returns true or the time is up. */

@@ -8,8 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  createPostgresTestDatabase,
   createTempRepository,
   type FakeModel,
+  type PostgresTestDatabase,
   SessionStreamClient,
   type SpawnedService,
   scriptedAcpAgentCommand,
@@ -17,6 +19,7 @@ import {
   spawnService,
   startFakeModel,
   type TempRepository,
+  testPostgresUrl,
   turn,
 } from "@deckhand/testkit";
 import {
@@ -34,11 +37,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
+const DATABASE_URL_ENV = "DATABASE_URL";
 
 let dataDir: string;
 let repository: TempRepository;
 let model: FakeModel;
 let server: SpawnedService;
+let database: PostgresTestDatabase | undefined;
 
 async function api<Body>(
   method: string,
@@ -79,6 +84,14 @@ beforeAll(async () => {
       },
     }),
   );
+  // On PostgreSQL (DATABASE_URL set) the server gets a database of its own: its task worker
+  // must not claim other tests' agent turns from a shared one.
+  const serverEnvironment: NodeJS.ProcessEnv = { ...process.env };
+  delete serverEnvironment[DATABASE_URL_ENV];
+  if (testPostgresUrl) {
+    database = await createPostgresTestDatabase();
+    serverEnvironment[DATABASE_URL_ENV] = database.url;
+  }
   server = await spawnService(
     process.execPath,
     [
@@ -93,7 +106,7 @@ beforeAll(async () => {
     {
       readyMessage: "deckhand server listening",
       cwd: repositoryRoot,
-      env: { ...process.env, [UPSTREAM_KEY_ENV]: "sk-e2e-upstream-key-0123456789" },
+      env: { ...serverEnvironment, [UPSTREAM_KEY_ENV]: "sk-e2e-upstream-key-0123456789" },
       timeoutMs: 60_000,
     },
   );
@@ -105,6 +118,7 @@ afterAll(async () => {
     await server.exited;
   }
   await model?.close();
+  await database?.drop();
   repository?.remove();
   rmSync(dataDir, { recursive: true, force: true });
 });

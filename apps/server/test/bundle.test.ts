@@ -3,7 +3,12 @@ import { cpSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type SpawnedService, spawnService } from "@deckhand/testkit";
+import {
+  createPostgresTestDatabase,
+  type SpawnedService,
+  spawnService,
+  testPostgresUrl,
+} from "@deckhand/testkit";
 import { ServerPath } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATABASE_URL_ENV } from "../src/config.ts";
@@ -13,6 +18,7 @@ const serverDirectory = fileURLToPath(new URL("..", import.meta.url));
 describe("standalone server bundle", () => {
   let outside: string;
   const started: SpawnedService[] = [];
+  const dropDatabases: (() => Promise<void>)[] = [];
 
   beforeAll(() => {
     // Build from the current sources, then run from a directory outside the repository, where
@@ -36,6 +42,7 @@ describe("standalone server bundle", () => {
         await service.exited;
       }
     }
+    for (const drop of dropDatabases) await drop();
     rmSync(outside, { recursive: true, force: true });
   });
 
@@ -67,20 +74,20 @@ describe("standalone server bundle", () => {
     expect(await service.exited).toEqual({ code: 0, signal: null });
   });
 
-  it.runIf(process.env[DATABASE_URL_ENV])(
-    "runs against PostgreSQL with only a DATABASE_URL",
-    async () => {
-      const service = await runBundle(["--no-agent", "--data-dir", join(outside, "pg-data")], {
-        [DATABASE_URL_ENV]: process.env[DATABASE_URL_ENV]!,
-      });
-      const health = await fetch(`${service.url}${ServerPath.health}`);
-      expect(await health.json()).toMatchObject({
-        status: "ok",
-        database: { ok: true, kind: "postgres" },
-        agent: null,
-      });
-      service.child.kill("SIGTERM");
-      expect(await service.exited).toEqual({ code: 0, signal: null });
-    },
-  );
+  it.runIf(testPostgresUrl)("runs against PostgreSQL with only a DATABASE_URL", async () => {
+    // A database of its own: a server sharing one with other tests would claim their tasks.
+    const database = await createPostgresTestDatabase();
+    dropDatabases.push(() => database.drop());
+    const service = await runBundle(["--no-agent", "--data-dir", join(outside, "pg-data")], {
+      [DATABASE_URL_ENV]: database.url,
+    });
+    const health = await fetch(`${service.url}${ServerPath.health}`);
+    expect(await health.json()).toMatchObject({
+      status: "ok",
+      database: { ok: true, kind: "postgres" },
+      agent: null,
+    });
+    service.child.kill("SIGTERM");
+    expect(await service.exited).toEqual({ code: 0, signal: null });
+  });
 });

@@ -20,7 +20,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishSessionEvent } from "../src/session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload } from "../src/session-service.ts";
 import {
+  backends,
   Cleanups,
+  databaseUrlFor,
   makeRepository,
   StreamClient,
   startTestServer,
@@ -30,7 +32,6 @@ import {
 } from "./harness.ts";
 
 const cleanups = new Cleanups();
-afterAll(() => cleanups.run());
 
 const JOB = "canary-job";
 const UPSTREAM_KEY = "sk-canary-upstream-key-0123456789";
@@ -44,7 +45,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe("server-wide model token redaction canary", () => {
+describe.each(backends)("server-wide model token redaction canary on $backend", ({ backend }) => {
   let upstream: FakeUpstream;
   let harness: TestServer;
   let token = "";
@@ -74,6 +75,7 @@ describe("server-wide model token redaction canary", () => {
       dataDir: tempDir(cleanups),
       tasks,
       config: {
+        databaseUrl: await databaseUrlFor(cleanups, backend),
         workspaceAgent: false,
         modelUpstreams: {
           codex: { kind: "openai", baseUrl: `${upstream.url}/v1`, apiKey: UPSTREAM_KEY },
@@ -87,6 +89,7 @@ describe("server-wide model token redaction canary", () => {
     });
     token = (await mintModelToken(harness.server.modelTokens, { jobId: JOB, ttlMs: 60_000 })).token;
   });
+  afterAll(() => cleanups.run());
 
   async function proxied(path: string, headers: Record<string, string>, body: string) {
     const response = await fetch(`${harness.server.url}${WirePath.modelProvider}${path}`, {

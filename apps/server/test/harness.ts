@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type { TaskRegistry } from "@deckhand/db";
-import { createTempRepository, gitIn, SessionStreamClient } from "@deckhand/testkit";
+import {
+  createPostgresTestDatabase,
+  createTempRepository,
+  gitIn,
+  SessionStreamClient,
+  testPostgresUrl,
+} from "@deckhand/testkit";
 import { WireHeader } from "@deckhand/wire";
 import type { BackendFactory } from "../src/agent-turns.ts";
 import { resolveServerConfig, type ServerConfig } from "../src/config.ts";
@@ -27,6 +33,28 @@ export function tempDir(cleanups: Cleanups, prefix = "deckhand-server-test-"): s
 }
 
 export { gitIn };
+
+export type Backend = "pglite" | "postgres";
+
+/** The databases server tests run on: PGlite always, PostgreSQL too when DATABASE_URL is set. */
+export const backends: { backend: Backend }[] = [
+  { backend: "pglite" },
+  ...(testPostgresUrl ? [{ backend: "postgres" as const }] : []),
+];
+
+/**
+ * The `databaseUrl` a test server on `backend` gets: null (embedded PGlite in its data
+ * directory), or a fresh PostgreSQL database of its own, dropped at cleanup. Never the shared
+ * DATABASE_URL database itself: every test server runs a task worker, and one sharing a
+ * database with another test would claim that test's tasks.
+ */
+export async function databaseUrlFor(cleanups: Cleanups, backend: Backend): Promise<string | null> {
+  if (backend === "pglite") return null;
+  const database = await createPostgresTestDatabase();
+  // Registered before the server that uses it, so it is dropped after that server closed.
+  cleanups.add(() => database.drop());
+  return database.url;
+}
 
 /** A git repository on branch `main` with one commit holding the given files. */
 export function makeRepository(

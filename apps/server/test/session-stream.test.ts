@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { testPostgresUrl } from "@deckhand/testkit";
 import {
   type CreateApiTokenResponse,
   type Project,
@@ -7,10 +8,11 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { DATABASE_URL_ENV } from "../src/config.ts";
 import { publishSessionEvent } from "../src/session-events.ts";
 import {
+  backends,
   Cleanups,
+  databaseUrlFor,
   makeRepository,
   StreamClient,
   startTestServer,
@@ -57,18 +59,11 @@ function numbersOf(client: StreamClient): number[] {
     .flatMap((event) => (event.event.type === "text" ? [Number(event.event.delta)] : []));
 }
 
-const backends: { name: string; databaseUrl: string | null }[] = [
-  { name: "pglite", databaseUrl: null },
-  ...(process.env[DATABASE_URL_ENV]
-    ? [{ name: "postgres", databaseUrl: process.env[DATABASE_URL_ENV]! }]
-    : []),
-];
-
-describe.each(backends)("session stream on $name", ({ databaseUrl }) => {
+describe.each(backends)("session stream on $backend", ({ backend }) => {
   it("loses no event across reconnects and a server restart", async () => {
     const dataDir = tempDir(cleanups);
     const repository = makeRepository(cleanups);
-    const config = { databaseUrl, workspaceAgent: false };
+    const config = { databaseUrl: await databaseUrlFor(cleanups, backend), workspaceAgent: false };
     let harness = await startTestServer(cleanups, { dataDir, config });
     const session = await openSession(harness, repository);
     const path = serverPath(ServerPath.sessionStream, { session_id: session.id });
@@ -120,11 +115,14 @@ describe.each(backends)("session stream on $name", ({ databaseUrl }) => {
   });
 });
 
-describe.runIf(process.env[DATABASE_URL_ENV])("session stream across replicas", () => {
+describe.runIf(testPostgresUrl)("session stream across replicas", () => {
   it("delivers an event published on one replica to a client of another", async () => {
-    const databaseUrl = process.env[DATABASE_URL_ENV]!;
     const repository = makeRepository(cleanups);
-    const config = { databaseUrl, workspaceAgent: false };
+    // Two replicas on one database of their own.
+    const config = {
+      databaseUrl: await databaseUrlFor(cleanups, "postgres"),
+      workspaceAgent: false,
+    };
     const first = await startTestServer(cleanups, { dataDir: tempDir(cleanups), config });
     const second = await startTestServer(cleanups, { dataDir: tempDir(cleanups), config });
     const session = await openSession(first, repository);

@@ -16,7 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishSessionEvent } from "../src/session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload } from "../src/session-service.ts";
 import {
+  backends,
   Cleanups,
+  databaseUrlFor,
   gitIn,
   makeRepository,
   StreamClient,
@@ -27,7 +29,6 @@ import {
 } from "./harness.ts";
 
 const cleanups = new Cleanups();
-afterAll(() => cleanups.run());
 
 let harness: TestServer;
 let repository: string;
@@ -69,14 +70,6 @@ function testRegistry(): TaskRegistry {
   });
 }
 
-beforeAll(async () => {
-  repository = makeRepository(cleanups, { "README.md": "# demo\n", "keep.txt": "keep\n" });
-  harness = await startTestServer(cleanups, {
-    dataDir: tempDir(cleanups),
-    tasks: testRegistry(),
-  });
-});
-
 async function newSession(): Promise<{ project: Project; session: Session; chat: Chat }> {
   const project = await harness.api<Project>("POST", ServerPath.projects, {
     body: { repository_path: repository },
@@ -97,289 +90,308 @@ async function newSession(): Promise<{ project: Project; session: Session; chat:
   return { project: project.body, session: session.body, chat: chat.body };
 }
 
-describe("projects", () => {
-  it("adds a local repository with its current branch as the default", async () => {
-    const { status, body } = await harness.api<Project>("POST", ServerPath.projects, {
-      body: { repository_path: join(repository, ".") },
+describe.each(backends)("the server API on $backend", ({ backend }) => {
+  beforeAll(async () => {
+    turns.length = 0;
+    repository = makeRepository(cleanups, { "README.md": "# demo\n", "keep.txt": "keep\n" });
+    harness = await startTestServer(cleanups, {
+      dataDir: tempDir(cleanups),
+      tasks: testRegistry(),
+      config: { databaseUrl: await databaseUrlFor(cleanups, backend) },
     });
-    expect(status).toBe(201);
-    expect(body).toMatchObject({ repository_path: repository, default_branch: "main" });
-    const listed = await harness.api<{ projects: Project[] }>("GET", ServerPath.projects);
-    expect(listed.body.projects.map((project) => project.id)).toContain(body.id);
-    const one = await harness.api("GET", serverPath(ServerPath.project, { project_id: body.id }));
-    expect(one.body).toEqual(body);
+  });
+  afterAll(() => cleanups.run());
+
+  describe("projects", () => {
+    it("adds a local repository with its current branch as the default", async () => {
+      const { status, body } = await harness.api<Project>("POST", ServerPath.projects, {
+        body: { repository_path: join(repository, ".") },
+      });
+      expect(status).toBe(201);
+      expect(body).toMatchObject({ repository_path: repository, default_branch: "main" });
+      const listed = await harness.api<{ projects: Project[] }>("GET", ServerPath.projects);
+      expect(listed.body.projects.map((project) => project.id)).toContain(body.id);
+      const one = await harness.api("GET", serverPath(ServerPath.project, { project_id: body.id }));
+      expect(one.body).toEqual(body);
+    });
+
+    it("clones a repository URL into the data directory", async () => {
+      const { status, body } = await harness.api<Project>("POST", ServerPath.projects, {
+        body: { repository_url: `file://${repository}`, name: "cloned" },
+      });
+      expect(status).toBe(201);
+      expect(body.name).toBe("cloned");
+      expect(body.repository_path).toContain(harness.config.dataDir);
+      expect(existsSync(join(body.repository_path!, "keep.txt"))).toBe(true);
+    });
+
+    it("refuses a directory that is not a git repository, and a failed clone, with a 400", async () => {
+      const notGit = tempDir(cleanups);
+      const local = await harness.api<{ error: { code: string; message: string } }>(
+        "POST",
+        ServerPath.projects,
+        { body: { repository_path: notGit } },
+      );
+      expect(local.status).toBe(400);
+      expect(local.body.error.message).toContain("not a git repository");
+      const clone = await harness.api<{ error: { code: string } }>("POST", ServerPath.projects, {
+        body: { repository_url: `file://${notGit}/missing` },
+      });
+      expect(clone.status).toBe(400);
+      expect(clone.body.error.code).toBe("invalid_request");
+    });
+
+    it("names the field when neither or both of path and URL are given", async () => {
+      const neither = await harness.api<{ error: { message: string } }>(
+        "POST",
+        ServerPath.projects,
+        {
+          body: {},
+        },
+      );
+      expect(neither.status).toBe(400);
+      expect(neither.body.error.message).toContain(
+        "exactly one of repository_path or repository_url",
+      );
+    });
+
+    it("answers 404 for an unknown or malformed project id", async () => {
+      for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
+        const { status, body } = await harness.api<{ error: { code: string } }>(
+          "GET",
+          serverPath(ServerPath.project, { project_id: id }),
+        );
+        expect(status).toBe(404);
+        expect(body.error.code).toBe("not_found");
+      }
+    });
   });
 
-  it("clones a repository URL into the data directory", async () => {
-    const { status, body } = await harness.api<Project>("POST", ServerPath.projects, {
-      body: { repository_url: `file://${repository}`, name: "cloned" },
+  describe("sessions", () => {
+    it("creates a shared worktree on a new branch from the default branch", async () => {
+      const { session } = await newSession();
+      expect(session.branch).toMatch(/^deckhand\/[0-9a-f]{8}$/);
+      expect(session.worktree_path).toContain(join(harness.config.dataDir, "workspaces"));
+      expect(readFileSync(join(session.worktree_path!, "keep.txt"), "utf8")).toBe("keep\n");
+      expect(gitIn(session.worktree_path!, "rev-parse", "--abbrev-ref", "HEAD")).toBe(
+        session.branch,
+      );
+      expect(session.base_commit).toBe(gitIn(repository, "rev-parse", "main"));
+      expect(session.approval_policy).toBe("on-request");
     });
-    expect(status).toBe(201);
-    expect(body.name).toBe("cloned");
-    expect(body.repository_path).toContain(harness.config.dataDir);
-    expect(existsSync(join(body.repository_path!, "keep.txt"))).toBe(true);
-  });
 
-  it("refuses a directory that is not a git repository, and a failed clone, with a 400", async () => {
-    const notGit = tempDir(cleanups);
-    const local = await harness.api<{ error: { code: string; message: string } }>(
-      "POST",
-      ServerPath.projects,
-      { body: { repository_path: notGit } },
-    );
-    expect(local.status).toBe(400);
-    expect(local.body.error.message).toContain("not a git repository");
-    const clone = await harness.api<{ error: { code: string } }>("POST", ServerPath.projects, {
-      body: { repository_url: `file://${notGit}/missing` },
-    });
-    expect(clone.status).toBe(400);
-    expect(clone.body.error.code).toBe("invalid_request");
-  });
-
-  it("names the field when neither or both of path and URL are given", async () => {
-    const neither = await harness.api<{ error: { message: string } }>("POST", ServerPath.projects, {
-      body: {},
-    });
-    expect(neither.status).toBe(400);
-    expect(neither.body.error.message).toContain(
-      "exactly one of repository_path or repository_url",
-    );
-  });
-
-  it("answers 404 for an unknown or malformed project id", async () => {
-    for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
-      const { status, body } = await harness.api<{ error: { code: string } }>(
+    it("keeps the approval policy a session is opened with", async () => {
+      const project = await harness.api<Project>("POST", ServerPath.projects, {
+        body: { repository_path: repository },
+      });
+      const created = await harness.api<Session>(
+        "POST",
+        serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
+        { body: { approval_policy: "untrusted" } },
+      );
+      expect(created.body.approval_policy).toBe("untrusted");
+      const read = await harness.api<Session>(
         "GET",
-        serverPath(ServerPath.project, { project_id: id }),
+        serverPath(ServerPath.session, { session_id: created.body.id }),
       );
-      expect(status).toBe(404);
-      expect(body.error.code).toBe("not_found");
-    }
-  });
-});
-
-describe("sessions", () => {
-  it("creates a shared worktree on a new branch from the default branch", async () => {
-    const { session } = await newSession();
-    expect(session.branch).toMatch(/^deckhand\/[0-9a-f]{8}$/);
-    expect(session.worktree_path).toContain(join(harness.config.dataDir, "workspaces"));
-    expect(readFileSync(join(session.worktree_path!, "keep.txt"), "utf8")).toBe("keep\n");
-    expect(gitIn(session.worktree_path!, "rev-parse", "--abbrev-ref", "HEAD")).toBe(session.branch);
-    expect(session.base_commit).toBe(gitIn(repository, "rev-parse", "main"));
-    expect(session.approval_policy).toBe("on-request");
-  });
-
-  it("keeps the approval policy a session is opened with", async () => {
-    const project = await harness.api<Project>("POST", ServerPath.projects, {
-      body: { repository_path: repository },
+      expect(read.body.approval_policy).toBe("untrusted");
+      const refused = await harness.api(
+        "POST",
+        serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
+        {
+          body: { approval_policy: "sometimes" },
+        },
+      );
+      expect(refused.status).toBe(400);
     });
-    const created = await harness.api<Session>(
-      "POST",
-      serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
-      { body: { approval_policy: "untrusted" } },
-    );
-    expect(created.body.approval_policy).toBe("untrusted");
-    const read = await harness.api<Session>(
-      "GET",
-      serverPath(ServerPath.session, { session_id: created.body.id }),
-    );
-    expect(read.body.approval_policy).toBe("untrusted");
-    const refused = await harness.api(
-      "POST",
-      serverPath(ServerPath.projectSessions, { project_id: project.body.id }),
-      {
-        body: { approval_policy: "sometimes" },
-      },
-    );
-    expect(refused.status).toBe(400);
-  });
 
-  it("answers 409 when the requested branch exists already", async () => {
-    const { project, session } = await newSession();
-    const again = await harness.api<{ error: { code: string } }>(
-      "POST",
-      serverPath(ServerPath.projectSessions, { project_id: project.id }),
-      { body: { branch: session.branch } },
-    );
-    expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe("conflict");
-  });
-
-  it("refuses to close a session with unapplied changes unless forced, then removes the worktree", async () => {
-    const { session } = await newSession();
-    writeFileSync(join(session.worktree_path!, "scratch.txt"), "unsaved\n");
-    const sessionPath = serverPath(ServerPath.session, { session_id: session.id });
-    const refused = await harness.api<{ error: { code: string; message: string } }>(
-      "DELETE",
-      sessionPath,
-    );
-    expect(refused.status).toBe(409);
-    expect(refused.body.error.message).toContain("force=true");
-    expect(existsSync(session.worktree_path!)).toBe(true);
-    const closed = await harness.api<Session>("DELETE", `${sessionPath}?force=true`);
-    expect(closed.status).toBe(200);
-    expect(closed.body).toMatchObject({ status: "closed", worktree_path: null });
-    expect(existsSync(session.worktree_path!)).toBe(false);
-    // The branch stays in the repository.
-    expect(gitIn(repository, "branch", "--list", session.branch)).toContain(session.branch);
-    const chat = await harness.api<{ error: { code: string } }>(
-      "POST",
-      serverPath(ServerPath.sessionChats, { session_id: session.id }),
-      { body: {} },
-    );
-    expect(chat.status).toBe(409);
-  });
-
-  it("closes a clean session without force", async () => {
-    const { session } = await newSession();
-    const closed = await harness.api<Session>(
-      "DELETE",
-      serverPath(ServerPath.session, { session_id: session.id }),
-    );
-    expect(closed.status).toBe(200);
-    expect(closed.body.status).toBe("closed");
-  });
-});
-
-describe("messages, turns and pending changes", () => {
-  it("stores a user message, runs the agent's turn as a task, and turns its edits into pending changes", async () => {
-    const { session, chat } = await newSession();
-    const stream = new StreamClient(
-      harness.server.url,
-      serverPath(ServerPath.sessionStream, { session_id: session.id }),
-    );
-    cleanups.add(() => stream.close());
-    await stream.opened;
-
-    const posted = await harness.api<CreateMessageResponse>(
-      "POST",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-      { body: { agent: "test-agent", text: "please edit" } },
-    );
-    expect(posted.status).toBe(202);
-    expect(posted.body.message).toMatchObject({
-      role: "user",
-      agent: "test-agent",
-      parts: [{ position: 0, kind: "text", content: { text: "please edit" } }],
+    it("answers 409 when the requested branch exists already", async () => {
+      const { project, session } = await newSession();
+      const again = await harness.api<{ error: { code: string } }>(
+        "POST",
+        serverPath(ServerPath.projectSessions, { project_id: project.id }),
+        { body: { branch: session.branch } },
+      );
+      expect(again.status).toBe(409);
+      expect(again.body.error.code).toBe("conflict");
     });
-    await stream.waitFor((client) =>
-      client.events().some((event) => event.event.type === "turn_end"),
-    );
-    const types = stream.events().map((event) => event.event.type);
-    expect(types).toEqual(["message_created", "text", "pending_changes", "turn_end"]);
-    const ids = stream.events().map((event) => event.id);
-    expect(ids).toEqual([...ids].sort((left, right) => left - right));
 
-    const messages = await harness.api<{ messages: Message[] }>(
-      "GET",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-    );
-    expect(messages.body.messages.map((message) => message.id)).toEqual([posted.body.message.id]);
-
-    const listed = await harness.api<{ pending_changes: PendingChange[] }>(
-      "GET",
-      serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
-    );
-    const byPath = new Map(listed.body.pending_changes.map((change) => [change.path, change]));
-    expect([...byPath.keys()].sort()).toEqual(["README.md", "agent-1.txt"].sort());
-    const added = byPath.get(turns.length === 1 ? "agent-1.txt" : "agent-1.txt")!;
-    expect(added).toMatchObject({ agent: "test-agent", status: "pending", chat_id: chat.id });
-    expect(added.diff).toContain("+turn 1");
-    expect(byPath.get("README.md")!.diff).toContain("+edited by turn 1");
-
-    const applied = await harness.api<{ pending_change: PendingChange; commit: string }>(
-      "POST",
-      serverPath(ServerPath.applyPendingChange, { pending_change_id: added.id }),
-    );
-    expect(applied.status).toBe(200);
-    expect(applied.body.pending_change.status).toBe("applied");
-    expect(gitIn(repository, "rev-parse", session.branch)).toBe(applied.body.commit);
-    expect(gitIn(repository, "show", "--name-only", "--format=%s", session.branch)).toContain(
-      "agent-1.txt",
-    );
-
-    const rejected = await harness.api<{ pending_change: PendingChange }>(
-      "POST",
-      serverPath(ServerPath.rejectPendingChange, {
-        pending_change_id: byPath.get("README.md")!.id,
-      }),
-    );
-    expect(rejected.status).toBe(200);
-    expect(readFileSync(join(session.worktree_path!, "README.md"), "utf8")).toBe("# demo\n");
-
-    const again = await harness.api<{ error: { code: string } }>(
-      "POST",
-      serverPath(ServerPath.applyPendingChange, { pending_change_id: added.id }),
-    );
-    expect(again.status).toBe(409);
-    await stream.waitFor(
-      (client) =>
-        client.events().filter((event) => event.event.type === "pending_change_resolved").length ===
-        2,
-    );
-    // Clean again: closing needs no force.
-    const closed = await harness.api(
-      "DELETE",
-      serverPath(ServerPath.session, { session_id: session.id }),
-    );
-    expect(closed.status).toBe(200);
-  });
-
-  it("rejects a message for a malformed agent id without storing anything", async () => {
-    const { chat } = await newSession();
-    const response = await harness.api<{ error: { message: string } }>(
-      "POST",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-      { body: { agent: "Not An Id", text: "hi" } },
-    );
-    expect(response.status).toBe(400);
-    expect(response.body.error.message).toContain("agent");
-    const messages = await harness.api<{ messages: Message[] }>(
-      "GET",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-    );
-    expect(messages.body.messages).toEqual([]);
-  });
-});
-
-describe("the API surface", () => {
-  it("answers every route of the OpenAPI document (none falls through to the unknown-route 404)", async () => {
-    const unknownRoute = /no route for/;
-    const missingId = "00000000-0000-4000-8000-000000000000";
-    for (const route of serverRoutes) {
-      const path = route.path.replace(/:([a-z_]+)/g, missingId);
-      const response = await harness.api<{ error?: { message: string } }>(
-        route.method.toUpperCase(),
-        path,
-        route.body ? { body: {} } : {},
+    it("refuses to close a session with unapplied changes unless forced, then removes the worktree", async () => {
+      const { session } = await newSession();
+      writeFileSync(join(session.worktree_path!, "scratch.txt"), "unsaved\n");
+      const sessionPath = serverPath(ServerPath.session, { session_id: session.id });
+      const refused = await harness.api<{ error: { code: string; message: string } }>(
+        "DELETE",
+        sessionPath,
       );
-      expect(response.body?.error?.message ?? "", `${route.method} ${route.path}`).not.toMatch(
-        unknownRoute,
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.message).toContain("force=true");
+      expect(existsSync(session.worktree_path!)).toBe(true);
+      const closed = await harness.api<Session>("DELETE", `${sessionPath}?force=true`);
+      expect(closed.status).toBe(200);
+      expect(closed.body).toMatchObject({ status: "closed", worktree_path: null });
+      expect(existsSync(session.worktree_path!)).toBe(false);
+      // The branch stays in the repository.
+      expect(gitIn(repository, "branch", "--list", session.branch)).toContain(session.branch);
+      const chat = await harness.api<{ error: { code: string } }>(
+        "POST",
+        serverPath(ServerPath.sessionChats, { session_id: session.id }),
+        { body: {} },
       );
-    }
+      expect(chat.status).toBe(409);
+    });
+
+    it("closes a clean session without force", async () => {
+      const { session } = await newSession();
+      const closed = await harness.api<Session>(
+        "DELETE",
+        serverPath(ServerPath.session, { session_id: session.id }),
+      );
+      expect(closed.status).toBe(200);
+      expect(closed.body.status).toBe("closed");
+    });
   });
 
-  it("answers an unknown route with a 404 in the error shape", async () => {
-    const response = await harness.api<{ error: { code: string; message: string } }>(
-      "GET",
-      `${ServerPath.projects}/x/nothing-here`,
-    );
-    expect(response.status).toBe(404);
-    expect(response.body.error.code).toBe("not_found");
+  describe("messages, turns and pending changes", () => {
+    it("stores a user message, runs the agent's turn as a task, and turns its edits into pending changes", async () => {
+      const { session, chat } = await newSession();
+      const stream = new StreamClient(
+        harness.server.url,
+        serverPath(ServerPath.sessionStream, { session_id: session.id }),
+      );
+      cleanups.add(() => stream.close());
+      await stream.opened;
+
+      const posted = await harness.api<CreateMessageResponse>(
+        "POST",
+        serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+        { body: { agent: "test-agent", text: "please edit" } },
+      );
+      expect(posted.status).toBe(202);
+      expect(posted.body.message).toMatchObject({
+        role: "user",
+        agent: "test-agent",
+        parts: [{ position: 0, kind: "text", content: { text: "please edit" } }],
+      });
+      await stream.waitFor((client) =>
+        client.events().some((event) => event.event.type === "turn_end"),
+      );
+      const types = stream.events().map((event) => event.event.type);
+      expect(types).toEqual(["message_created", "text", "pending_changes", "turn_end"]);
+      const ids = stream.events().map((event) => event.id);
+      expect(ids).toEqual([...ids].sort((left, right) => left - right));
+
+      const messages = await harness.api<{ messages: Message[] }>(
+        "GET",
+        serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+      );
+      expect(messages.body.messages.map((message) => message.id)).toEqual([posted.body.message.id]);
+
+      const listed = await harness.api<{ pending_changes: PendingChange[] }>(
+        "GET",
+        serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
+      );
+      const byPath = new Map(listed.body.pending_changes.map((change) => [change.path, change]));
+      expect([...byPath.keys()].sort()).toEqual(["README.md", "agent-1.txt"].sort());
+      const added = byPath.get(turns.length === 1 ? "agent-1.txt" : "agent-1.txt")!;
+      expect(added).toMatchObject({ agent: "test-agent", status: "pending", chat_id: chat.id });
+      expect(added.diff).toContain("+turn 1");
+      expect(byPath.get("README.md")!.diff).toContain("+edited by turn 1");
+
+      const applied = await harness.api<{ pending_change: PendingChange; commit: string }>(
+        "POST",
+        serverPath(ServerPath.applyPendingChange, { pending_change_id: added.id }),
+      );
+      expect(applied.status).toBe(200);
+      expect(applied.body.pending_change.status).toBe("applied");
+      expect(gitIn(repository, "rev-parse", session.branch)).toBe(applied.body.commit);
+      expect(gitIn(repository, "show", "--name-only", "--format=%s", session.branch)).toContain(
+        "agent-1.txt",
+      );
+
+      const rejected = await harness.api<{ pending_change: PendingChange }>(
+        "POST",
+        serverPath(ServerPath.rejectPendingChange, {
+          pending_change_id: byPath.get("README.md")!.id,
+        }),
+      );
+      expect(rejected.status).toBe(200);
+      expect(readFileSync(join(session.worktree_path!, "README.md"), "utf8")).toBe("# demo\n");
+
+      const again = await harness.api<{ error: { code: string } }>(
+        "POST",
+        serverPath(ServerPath.applyPendingChange, { pending_change_id: added.id }),
+      );
+      expect(again.status).toBe(409);
+      await stream.waitFor(
+        (client) =>
+          client.events().filter((event) => event.event.type === "pending_change_resolved")
+            .length === 2,
+      );
+      // Clean again: closing needs no force.
+      const closed = await harness.api(
+        "DELETE",
+        serverPath(ServerPath.session, { session_id: session.id }),
+      );
+      expect(closed.status).toBe(200);
+    });
+
+    it("rejects a message for a malformed agent id without storing anything", async () => {
+      const { chat } = await newSession();
+      const response = await harness.api<{ error: { message: string } }>(
+        "POST",
+        serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+        { body: { agent: "Not An Id", text: "hi" } },
+      );
+      expect(response.status).toBe(400);
+      expect(response.body.error.message).toContain("agent");
+      const messages = await harness.api<{ messages: Message[] }>(
+        "GET",
+        serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+      );
+      expect(messages.body.messages).toEqual([]);
+    });
   });
 
-  it("answers a plain GET of a stream with 426", async () => {
-    const { session } = await newSession();
-    const response = await harness.api(
-      "GET",
-      serverPath(ServerPath.sessionStream, { session_id: session.id }),
-    );
-    expect(response.status).toBe(426);
-  });
+  describe("the API surface", () => {
+    it("answers every route of the OpenAPI document (none falls through to the unknown-route 404)", async () => {
+      const unknownRoute = /no route for/;
+      const missingId = "00000000-0000-4000-8000-000000000000";
+      for (const route of serverRoutes) {
+        const path = route.path.replace(/:([a-z_]+)/g, missingId);
+        const response = await harness.api<{ error?: { message: string } }>(
+          route.method.toUpperCase(),
+          path,
+          route.body ? { body: {} } : {},
+        );
+        expect(response.body?.error?.message ?? "", `${route.method} ${route.path}`).not.toMatch(
+          unknownRoute,
+        );
+      }
+    });
 
-  it("waits for the task handler once per message (idempotent per message)", async () => {
-    await waitUntil(() => turns.length >= 1, 5_000, "the first turn");
-    const keys = turns.map((turn) => turn.user_message_id);
-    expect(new Set(keys).size).toBe(keys.length);
+    it("answers an unknown route with a 404 in the error shape", async () => {
+      const response = await harness.api<{ error: { code: string; message: string } }>(
+        "GET",
+        `${ServerPath.projects}/x/nothing-here`,
+      );
+      expect(response.status).toBe(404);
+      expect(response.body.error.code).toBe("not_found");
+    });
+
+    it("answers a plain GET of a stream with 426", async () => {
+      const { session } = await newSession();
+      const response = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionStream, { session_id: session.id }),
+      );
+      expect(response.status).toBe(426);
+    });
+
+    it("waits for the task handler once per message (idempotent per message)", async () => {
+      await waitUntil(() => turns.length >= 1, 5_000, "the first turn");
+      const keys = turns.map((turn) => turn.user_message_id);
+      expect(new Set(keys).size).toBe(keys.length);
+    });
   });
 });

@@ -72,6 +72,12 @@ export {
 export { sseEvent } from "./fake-model/sse-event.ts";
 // Temporary git repositories and the session-stream client for server tests.
 export { createTempRepository, gitIn, type TempRepository } from "./git/temp-repository.ts";
+// A PostgreSQL database of its own per test, on the server DATABASE_URL names.
+export {
+  createPostgresTestDatabase,
+  type PostgresTestDatabase,
+  testPostgresUrl,
+} from "./postgres/test-database.ts";
 // Spawning Deckhand services (agent, server) in tests.
 export {
   eventually,
