@@ -1,4 +1,4 @@
-import { WireEnv, WireHeader } from "@deckhand/wire";
+import { type ModelUpstreamKind, WireEnv, WireHeader } from "@deckhand/wire";
 
 /** What a launcher knows when it points an agent at Deckhand's model-provider proxy. */
 export interface ModelProxyContext {
@@ -26,8 +26,11 @@ export interface ModelProxySupport {
    * agent types batch specs use, so one upstream configuration serves both.
    */
   agentType: string;
-  /** The API the agent speaks to the proxy. */
-  protocol: "openai" | "anthropic" | "gemini";
+  /**
+   * The API the agent speaks to the proxy: one the proxy forwards. An agent that speaks only
+   * another API, or cannot send the job id header the proxy checks, gets no `modelProxy`.
+   */
+  protocol: ModelUpstreamKind;
   configure(context: ModelProxyContext): ModelProxyLaunch;
 }
 
@@ -116,29 +119,6 @@ const claudeModelProxy: ModelProxySupport = {
   },
 };
 
-/**
- * Gemini CLI sends `GEMINI_API_KEY` as `x-goog-api-key`, which the proxy does not read, so the
- * token also goes as a bearer token in `GEMINI_CLI_CUSTOM_HEADERS` ("Name: value" pairs
- * separated by commas), with the job id header.
- */
-const geminiModelProxy: ModelProxySupport = {
-  agentType: "gemini",
-  protocol: "gemini",
-  configure(context) {
-    return {
-      env: {
-        ...tokenEnvironment(context),
-        GOOGLE_GEMINI_BASE_URL: context.proxyUrl,
-        GEMINI_API_KEY: context.token,
-        GEMINI_DEFAULT_AUTH_TYPE: "gemini-api-key",
-        GEMINI_CLI_CUSTOM_HEADERS: `${WireHeader.jobId}: ${context.jobId}, ${WireHeader.authorization}: Bearer ${context.token}`,
-      },
-      unset: ["GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"],
-      args: [],
-    };
-  },
-};
-
 /** opencode's provider id for the proxy; models are addressed as `deckhand/<model>`. */
 const OPENCODE_PROVIDER_ID = "deckhand";
 
@@ -201,27 +181,6 @@ const gooseModelProxy: ModelProxySupport = {
   },
 };
 
-/**
- * Qwen Code speaks OpenAI's chat API with `OPENAI_BASE_URL` and `OPENAI_API_KEY` (sent as a
- * bearer token). It has no environment variable for extra headers, so the job id header is
- * missing: the proxy accepts it only once it can attribute a token without the header.
- */
-const qwenModelProxy: ModelProxySupport = {
-  agentType: "qwen",
-  protocol: "openai",
-  configure(context) {
-    return {
-      env: {
-        ...tokenEnvironment(context),
-        OPENAI_BASE_URL: context.proxyUrl,
-        OPENAI_API_KEY: context.token,
-      },
-      unset: [],
-      args: [],
-    };
-  },
-};
-
 function npmHint(packageName: string): string {
   return `npm install -g ${packageName}`;
 }
@@ -266,7 +225,9 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: ["gemini", "--acp"],
     env: {},
     installHint: npmHint("@google/gemini-cli"),
-    modelProxy: geminiModelProxy,
+    // Gemini CLI speaks only Google's Gemini API, which the proxy does not forward: it keeps
+    // its own login.
+    modelProxy: null,
   },
   {
     id: "opencode",
@@ -297,7 +258,10 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: ["qwen", "--acp"],
     env: {},
     installHint: npmHint("@qwen-code/qwen-code"),
-    modelProxy: qwenModelProxy,
+    // Qwen Code takes its base URL and key from the environment but extra request headers only
+    // from its settings files, so it cannot send the job id header the proxy requires: it keeps
+    // its own login.
+    modelProxy: null,
   },
 ];
 
