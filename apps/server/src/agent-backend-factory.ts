@@ -12,7 +12,7 @@ import type { BackendFactory, BackendRequest } from "./agent-turns.ts";
 export const DEFAULT_NATIVE_MODEL = "gpt-5.1-codex";
 
 export interface AgentBackendFactoryOptions {
-  /** Where "always" permission answers of ACP agents are kept. */
+  /** Where "always" permission answers are kept, for ACP agents and the native agent alike. */
   permissionMemory: PermissionMemory;
   /** The native agent's JSONL recordings go to `<dataDir>/recordings/<its session id>.jsonl`. */
   dataDir: string;
@@ -38,6 +38,8 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
     if (provider.transport === "native") {
       return createNativeBackend({
         ...context,
+        agent,
+        permissionMemory: options.permissionMemory,
         model: options.nativeModel ?? DEFAULT_NATIVE_MODEL,
         approvalPolicy: request.approvalPolicy,
         recorder,

@@ -137,5 +137,12 @@ describe("DbPermissionMemory", () => {
     expect(await memory.get({ ...key, agent: "claude" })).toBeNull();
     await memory.set(key, "reject_always");
     expect(await new DbPermissionMemory(database.db).get(key)).toBe("reject_always");
+
+    // The native agent's answers for one command: apart from the kind's, whatever its length.
+    const command = { ...key, toolKind: "execute" as const, subject: `touch ${"x".repeat(5000)}` };
+    await memory.set(command, "allow_always");
+    expect(await new DbPermissionMemory(database.db).get(command)).toBe("allow_always");
+    expect(await memory.get({ ...command, subject: "touch y" })).toBeNull();
+    expect(await memory.get({ ...key, toolKind: "execute" })).toBeNull();
   });
 });

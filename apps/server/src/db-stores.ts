@@ -1,7 +1,8 @@
-import type {
-  PermissionMemory,
-  PermissionMemoryKey,
-  RememberedPermission,
+import {
+  type PermissionMemory,
+  type PermissionMemoryKey,
+  type RememberedPermission,
+  storedToolKind,
 } from "@deckhand/agent-backends";
 import {
   type Database,
@@ -165,7 +166,11 @@ export class DbProbeStore implements ProbeStore {
   }
 }
 
-/** "Always" permission answers in `permission_rules`: they outlive the agent process and restarts. */
+/**
+ * "Always" permission answers in `permission_rules`: they outlive the agent process and
+ * restarts. A key narrowed to one command is stored under `storedToolKind` (the kind and the
+ * command's hash), in the same column as whole-kind answers.
+ */
 export class DbPermissionMemory implements PermissionMemory {
   readonly #db: Database;
 
@@ -181,7 +186,7 @@ export class DbPermissionMemory implements PermissionMemory {
         and(
           eq(permissionRules.sessionId, key.sessionId),
           eq(permissionRules.agentType, key.agent),
-          eq(permissionRules.toolKind, key.toolKind),
+          eq(permissionRules.toolKind, storedToolKind(key)),
         ),
       );
     return row?.answer ?? null;
@@ -190,7 +195,12 @@ export class DbPermissionMemory implements PermissionMemory {
   async set(key: PermissionMemoryKey, answer: RememberedPermission): Promise<void> {
     await this.#db
       .insert(permissionRules)
-      .values({ sessionId: key.sessionId, agentType: key.agent, toolKind: key.toolKind, answer })
+      .values({
+        sessionId: key.sessionId,
+        agentType: key.agent,
+        toolKind: storedToolKind(key),
+        answer,
+      })
       .onConflictDoUpdate({
         target: [permissionRules.sessionId, permissionRules.agentType, permissionRules.toolKind],
         set: { answer, updatedAt: new Date() },

@@ -62,6 +62,7 @@ async function agentTurns(turns: number, recorder?: SessionRecorder): Promise<nu
       await backend?.dispose();
       backend = createNativeBackend({
         sessionId: randomUUID(),
+        agent: "deckhand",
         chatId: randomUUID(),
         worktreePath: worktree,
         workspaceAgent: { url: agent.url, token: AGENT_TOKEN },

@@ -12,13 +12,6 @@ export {
 export { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp/acp-events.ts";
 export { keepTail, terminalCommandLine } from "./acp/acp-terminals.ts";
 export { type AcpLaunch, agentEnvironment } from "./acp/agent-process.ts";
-export {
-  type AcpToolKind,
-  createInMemoryPermissionMemory,
-  type PermissionMemory,
-  type PermissionMemoryKey,
-  type RememberedPermission,
-} from "./acp/permission-memory.ts";
 export type {
   AgentBackend,
   AgentSessionContext,
@@ -55,7 +48,7 @@ export { type ReplayOptions, replaySubmissions } from "./native/agent/replay.ts"
 export {
   type ApprovalScope,
   approvalScope,
-  SessionApprovals,
+  permissionMemoryKey,
 } from "./native/agent/session-approvals.ts";
 export { type Submission, SubmissionSchema } from "./native/agent/submission.ts";
 export {
@@ -189,6 +182,15 @@ export {
   type ToolOutcome,
 } from "./native/tools/registry.ts";
 export type { NativeTool, ToolContext } from "./native/tools/tool-context.ts";
+// "Always" permission answers, shared by both kinds of backend.
+export {
+  type AcpToolKind,
+  createInMemoryPermissionMemory,
+  type PermissionMemory,
+  type PermissionMemoryKey,
+  type RememberedPermission,
+  storedToolKind,
+} from "./permission-memory.ts";
 export {
   AgentPool,
   type AgentPoolEntryHealth,

@@ -18,9 +18,9 @@ import {
 import { type AgentEvent, AgentEventSchema } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
+import { createInMemoryPermissionMemory } from "../permission-memory.ts";
 import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { type AcpBackendOptions, createAcpBackend } from "./acp-backend.ts";
-import { createInMemoryPermissionMemory } from "./permission-memory.ts";
 
 const TOKEN = "acp-backend-test-token-7c2f";
 const CHAT = "6b1f0e2d-3c4a-4b5c-8d9e-0f1a2b3c4d5e";

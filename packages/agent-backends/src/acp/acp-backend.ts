@@ -14,6 +14,12 @@ import type {
   PromptResult,
 } from "../backend.ts";
 import { AgentBackendError } from "../errors.ts";
+import {
+  type AcpToolKind,
+  createInMemoryPermissionMemory,
+  type PermissionMemory,
+  type RememberedPermission,
+} from "../permission-memory.ts";
 import { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
@@ -24,12 +30,6 @@ import {
   describeExit,
   spawnAgentProcess,
 } from "./agent-process.ts";
-import {
-  type AcpToolKind,
-  createInMemoryPermissionMemory,
-  type PermissionMemory,
-  type RememberedPermission,
-} from "./permission-memory.ts";
 
 export interface AcpTimeouts {
   /** Bound on each step of starting: `initialize`, then `session/new`, `load` or `resume`. */

@@ -7,6 +7,7 @@ import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PromptResult } from "../../backend.ts";
+import { createInMemoryPermissionMemory } from "../../permission-memory.ts";
 import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import {
   createNativeBackend,
@@ -48,6 +49,7 @@ afterEach(async () => {
 function nativeBackend(overrides: Partial<NativeBackendOptions> = {}): NativeBackend {
   const backend = createNativeBackend({
     sessionId: randomUUID(),
+    agent: "deckhand",
     chatId: randomUUID(),
     worktreePath: worktree,
     workspaceAgent: { url: agent.url, token: AGENT_TOKEN },
@@ -380,6 +382,78 @@ describe("native agent", () => {
     const second = await run(backend, "Once more.", answerPermissions([]));
     expect(ofType(second.events, "permission_request")).toEqual([]);
     expect(second.result.text).toBe("Again.");
+  });
+
+  it("keeps 'always' answers in the permission memory: they outlive the backend, per session and agent", async () => {
+    const memory = createInMemoryPermissionMemory();
+    const sessionId = randomUUID();
+    fake.script([
+      turn.functionCall("execute", { command: "touch kept-a.txt" }, { callId: "k1" }),
+      turn.functionCall("write_file", { path: "kept.md", content: "no\n" }, { callId: "k2" }),
+      turn.text("First."),
+    ]);
+    const first = nativeBackend({
+      sessionId,
+      approvalPolicy: "untrusted",
+      permissionMemory: memory,
+    });
+    const answered = await run(
+      first,
+      "Touch and write.",
+      answerPermissions(["allow_always", "reject_always"]),
+    );
+    expect(
+      ofType(answered.events, "permission_request").map((event) => event.tool_call_id),
+    ).toEqual(["k1", "k2"]);
+    expect(
+      await memory.get({
+        sessionId,
+        agent: "deckhand",
+        toolKind: "execute",
+        subject: "touch kept-a.txt",
+      }),
+    ).toBe("allow_always");
+    expect(await memory.get({ sessionId, agent: "deckhand", toolKind: "edit" })).toBe(
+      "reject_always",
+    );
+    await first.dispose();
+
+    // A new backend for the same session (a server restart, an idle agent started again).
+    fake.script([
+      turn.functionCall("execute", { command: "touch kept-a.txt" }, { callId: "k3" }),
+      turn.functionCall("write_file", { path: "kept.md", content: "again\n" }, { callId: "k4" }),
+      turn.text("Second."),
+    ]);
+    const second = nativeBackend({
+      sessionId,
+      approvalPolicy: "untrusted",
+      permissionMemory: memory,
+    });
+    const remembered = await run(second, "Again.", answerPermissions([]));
+    expect(ofType(remembered.events, "permission_request")).toEqual([]);
+    expect(
+      ofType(remembered.events, "tool_update").filter((e) => e.status !== "in_progress"),
+    ).toEqual([
+      expect.objectContaining({ tool_call_id: "k3", status: "completed" }),
+      expect.objectContaining({ tool_call_id: "k4", status: "failed" }),
+    ]);
+    expect(callOutput(fake.requests.length - 1, "k4")).toContain("for the rest of the session");
+    expect(existsSync(join(worktree, "kept.md"))).toBe(false);
+
+    // Another session, or another agent in this one, is asked.
+    for (const other of [{ sessionId: randomUUID() }, { sessionId, agent: "deckhand-2" }]) {
+      fake.script([
+        turn.functionCall("execute", { command: "touch kept-a.txt" }, { callId: "k5" }),
+        turn.text("Asked."),
+      ]);
+      const elsewhere = nativeBackend({
+        ...other,
+        approvalPolicy: "untrusted",
+        permissionMemory: memory,
+      });
+      const asked = await run(elsewhere, "Once more.", answerPermissions(["reject_once"]));
+      expect(ofType(asked.events, "permission_request")).toHaveLength(1);
+    }
   });
 
   it("retries a stream that fails mid-turn; the retry voids the partial text", async () => {

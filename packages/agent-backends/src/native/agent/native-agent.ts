@@ -12,6 +12,11 @@ import type {
   PromptResult,
 } from "../../backend.ts";
 import { AgentBackendError } from "../../errors.ts";
+import {
+  createInMemoryPermissionMemory,
+  type PermissionMemory,
+  type RememberedPermission,
+} from "../../permission-memory.ts";
 import { ModelClientError } from "../model/model-client-error.ts";
 import { type RetryPolicy, runModelTurnWithRetry } from "../model/model-turn.ts";
 import type { ModelUsage, ResponseItem } from "../model/responses-events.ts";
@@ -20,7 +25,7 @@ import { assessToolCall, invokeTool, nativeTools, responsesTools } from "../tool
 import type { NativeTool, ToolContext } from "../tools/tool-context.ts";
 import { DEFAULT_NATIVE_INSTRUCTIONS } from "./instructions.ts";
 import type { RecordEntry, SessionRecorder } from "./recorder.ts";
-import { type ApprovalScope, approvalScope, SessionApprovals } from "./session-approvals.ts";
+import { type ApprovalScope, approvalScope, permissionMemoryKey } from "./session-approvals.ts";
 import { type Submission, SubmissionSchema } from "./submission.ts";
 import { looseArguments, toolKind, toolLocations, toolTitle } from "./tool-presentation.ts";
 
@@ -33,6 +38,14 @@ export interface NativeAgentLogger {
 }
 
 export interface NativeBackendOptions extends AgentSessionContext {
+  /** The agent's name in the session (its agent type): "always" answers are kept under it. */
+  agent: string;
+  /**
+   * Where "always" answers are kept, per (session, agent, tool kind) and for `execute` per
+   * command; an in-memory one when omitted. The server gives the database-backed one ACP agents
+   * use, so answers outlive the backend.
+   */
+  permissionMemory?: PermissionMemory;
   /** The model name sent to the Responses API. */
   model: string;
   /** The system prompt; DEFAULT_NATIVE_INSTRUCTIONS when not given. */
@@ -182,7 +195,7 @@ export class NativeAgent implements NativeBackend {
   readonly #responsesTools: ReturnType<typeof responsesTools>;
   readonly #processes: ProcessClient;
   readonly #files: FileClient;
-  readonly #approvals = new SessionApprovals();
+  readonly #memory: PermissionMemory;
   readonly #subscribers = new Set<(event: AgentEvent) => void>();
   readonly #permissions = new Map<string, PendingPermission>();
   #config: { model: string; instructions: string; approvalPolicy: ApprovalPolicy };
@@ -207,6 +220,7 @@ export class NativeAgent implements NativeBackend {
     }
     this.#options = options;
     this.#context = options;
+    this.#memory = options.permissionMemory ?? createInMemoryPermissionMemory();
     this.#modelProxy = options.modelProxy;
     this.#tools = options.tools ?? nativeTools;
     this.#responsesTools = responsesTools(this.#tools);
@@ -307,7 +321,6 @@ export class NativeAgent implements NativeBackend {
     this.#sessionId = null;
     this.#closedSessionId = sessionId;
     this.#history = [];
-    this.#approvals.clear();
     this.#status = "closed";
     await this.#options.recorder?.end?.(sessionId);
   }
@@ -784,17 +797,18 @@ export class NativeAgent implements NativeBackend {
       call.arguments,
       this.#config.approvalPolicy,
       this.#context.worktreePath,
-      { approvedCommands: this.#approvals.approvedCommands() },
+      {},
       this.#tools,
     );
     if (assessment.decision === "auto_approve") return null;
     if (assessment.decision === "forbid") {
       return `Refused without running: ${assessment.reason}.`;
     }
+    // Looked up only for calls that would ask, so a read-only call costs no store round trip.
     const scope = approvalScope(call.name, call.arguments);
-    const remembered = this.#approvals.remembered(scope);
-    if (remembered === "allow") return null;
-    if (remembered === "reject") return REFUSED_ALWAYS;
+    const remembered = await this.#recall(scope);
+    if (remembered === "allow_always") return null;
+    if (remembered === "reject_always") return REFUSED_ALWAYS;
     const outcome = await this.#askPermission(turn, call, `${title} (${assessment.reason})`, scope);
     if (outcome === "cancelled") {
       if (turn.controller.signal.aborted) {
@@ -802,9 +816,43 @@ export class NativeAgent implements NativeBackend {
       }
       return REFUSED_ONCE;
     }
-    this.#approvals.remember(scope, outcome);
+    if (outcome === "allow_always" || outcome === "reject_always") {
+      await this.#remember(scope, outcome);
+    }
     if (outcome === "allow_once" || outcome === "allow_always") return null;
     return outcome === "reject_always" ? REFUSED_ALWAYS : REFUSED_ONCE;
+  }
+
+  #memoryKey(scope: ApprovalScope) {
+    return permissionMemoryKey(scope, {
+      sessionId: this.#context.sessionId,
+      agent: this.#options.agent,
+    });
+  }
+
+  /** The session's "always" answer covering `scope`; null (ask) when the memory cannot say. */
+  async #recall(scope: ApprovalScope): Promise<RememberedPermission | null> {
+    try {
+      return await this.#memory.get(this.#memoryKey(scope));
+    } catch (error) {
+      this.#options.logger?.warn("cannot read remembered permissions; asking the user", {
+        session_id: this.#sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return null;
+    }
+  }
+
+  async #remember(scope: ApprovalScope, answer: RememberedPermission): Promise<void> {
+    try {
+      await this.#memory.set(this.#memoryKey(scope), answer);
+    } catch (error) {
+      // The answer still holds for this call; later ones will ask again.
+      this.#options.logger?.warn("cannot remember a permission answer", {
+        session_id: this.#sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   async #askPermission(

@@ -40,6 +40,7 @@ afterAll(async () => {
 function nativeBackend(overrides: Partial<NativeBackendOptions>): NativeBackend {
   return createNativeBackend({
     sessionId: randomUUID(),
+    agent: "deckhand",
     chatId: randomUUID(),
     worktreePath: worktree,
     workspaceAgent: { url: agent.url, token: AGENT_TOKEN },

@@ -1,4 +1,4 @@
-import type { PermissionOptionKind } from "@deckhand/wire";
+import type { PermissionMemoryKey } from "../../permission-memory.ts";
 import { withoutTrailingBackground } from "../safety/shell-words.ts";
 import { looseArguments, type ToolKind, toolKind } from "./tool-presentation.ts";
 
@@ -20,35 +20,16 @@ export function approvalScope(name: string, rawArguments: unknown): ApprovalScop
   return { type: "kind", kind: toolKind(name) };
 }
 
-function key(scope: ApprovalScope): string {
-  return scope.type === "command" ? `command:${scope.command}` : `kind:${scope.kind}`;
-}
-
-/** The session's remembered "allow always" and "reject always" answers. */
-export class SessionApprovals {
-  readonly #answers = new Map<string, "allow" | "reject">();
-
-  /** A remembered answer for a call that would ask, or null to ask the user. */
-  remembered(scope: ApprovalScope): "allow" | "reject" | null {
-    return this.#answers.get(key(scope)) ?? null;
-  }
-
-  /** Remembers an answer when it is an "always" one; once-answers leave nothing behind. */
-  remember(scope: ApprovalScope, outcome: PermissionOptionKind): void {
-    if (outcome === "allow_always") this.#answers.set(key(scope), "allow");
-    else if (outcome === "reject_always") this.#answers.set(key(scope), "reject");
-  }
-
-  /** Commands allowed for the session, in the form `assessCommand` compares. */
-  approvedCommands(): Set<string> {
-    const commands = new Set<string>();
-    for (const [entry, answer] of this.#answers) {
-      if (answer === "allow" && entry.startsWith("command:")) commands.add(entry.slice(8));
-    }
-    return commands;
-  }
-
-  clear(): void {
-    this.#answers.clear();
-  }
+/**
+ * Where the answer for `scope` is kept in a PermissionMemory: the native agent's answers share
+ * the store (and the database table) with ACP agents' answers, an `execute` answer narrowed to
+ * its command.
+ */
+export function permissionMemoryKey(
+  scope: ApprovalScope,
+  owner: { sessionId: string; agent: string },
+): PermissionMemoryKey {
+  return scope.type === "command"
+    ? { ...owner, toolKind: "execute", subject: scope.command }
+    : { ...owner, toolKind: scope.kind };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { approvalScope, SessionApprovals } from "./session-approvals.ts";
+import { createInMemoryPermissionMemory, storedToolKind } from "../../permission-memory.ts";
+import { approvalScope, permissionMemoryKey } from "./session-approvals.ts";
 import { toolKind, toolLocations, toolTitle } from "./tool-presentation.ts";
 
 describe("tool presentation", () => {
@@ -34,17 +35,43 @@ describe("tool presentation", () => {
 });
 
 describe("session approvals", () => {
-  it("remembers 'always' per exact command for execute and per kind otherwise", () => {
-    const approvals = new SessionApprovals();
+  it("keys 'always' answers per exact command for execute and per kind otherwise", async () => {
+    const owner = { sessionId: "s-1", agent: "deckhand" };
     const touch = approvalScope("execute", '{"command":"touch a &"}');
     expect(touch).toEqual({ type: "command", command: "touch a" });
-    approvals.remember(touch, "allow_always");
-    approvals.remember(approvalScope("execute", { command: "rm b" }), "reject_once");
-    approvals.remember(approvalScope("write_file", { path: "x" }), "reject_always");
-    expect(approvals.remembered(approvalScope("execute", { command: "touch a" }))).toBe("allow");
-    expect(approvals.remembered(approvalScope("execute", { command: "touch b" }))).toBeNull();
-    expect(approvals.remembered(approvalScope("execute", { command: "rm b" }))).toBeNull();
-    expect(approvals.remembered(approvalScope("apply_patch", { patch: "" }))).toBe("reject");
-    expect([...approvals.approvedCommands()]).toEqual(["touch a"]);
+    expect(permissionMemoryKey(touch, owner)).toEqual({
+      ...owner,
+      toolKind: "execute",
+      subject: "touch a",
+    });
+    expect(permissionMemoryKey(approvalScope("write_file", { path: "x" }), owner)).toEqual({
+      ...owner,
+      toolKind: "edit",
+    });
+
+    const memory = createInMemoryPermissionMemory();
+    const key = (name: string, args: unknown) =>
+      permissionMemoryKey(approvalScope(name, args), owner);
+    await memory.set(key("execute", { command: "touch a" }), "allow_always");
+    await memory.set(key("write_file", { path: "x" }), "reject_always");
+    expect(await memory.get(key("execute", { command: "touch a &" }))).toBe("allow_always");
+    expect(await memory.get(key("execute", { command: "touch b" }))).toBeNull();
+    expect(await memory.get(key("apply_patch", { patch: "" }))).toBe("reject_always");
+    // A command's answer is not the whole kind's, nor another agent's.
+    expect(await memory.get({ ...owner, toolKind: "execute" })).toBeNull();
+    expect(
+      await memory.get({ ...key("execute", { command: "touch a" }), agent: "codex" }),
+    ).toBeNull();
+  });
+
+  it("stores a command's key short and apart from its kind's, whatever the command's length", () => {
+    const long = storedToolKind({
+      sessionId: "s",
+      agent: "a",
+      toolKind: "execute",
+      subject: "x".repeat(10_000),
+    });
+    expect(long).toMatch(/^execute:[0-9a-f]{64}$/);
+    expect(storedToolKind({ sessionId: "s", agent: "a", toolKind: "execute" })).toBe("execute");
   });
 });
