@@ -10,7 +10,7 @@ import {
   WireHeader,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { Cleanups, makeRepository, startTestServer, tempDir } from "./harness.ts";
+import { Cleanups, makeRepository, startTestServer, type TestServer, tempDir } from "./harness.ts";
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -68,6 +68,40 @@ describe("providers through the server", () => {
     // The custom provider's command survived the merge patch.
     expect(JSON.stringify(document.body.config)).toContain("scripted-acp-agent");
   }, 60_000);
+
+  it("keeps a probe result across restarts within the TTL, and probes again when the stored row no longer parses", async () => {
+    const dataDir = tempDir(cleanups);
+    writeFileSync(
+      join(dataDir, "providers.json"),
+      JSON.stringify({
+        providers: { scripted: { extends: "acp", command: scriptedAcpAgentCommand("normal") } },
+      }),
+    );
+    const config = { workspaceAgent: false };
+    const scriptedEntry = async (harness: TestServer) => {
+      const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+      return entry(snapshot.body, "scripted");
+    };
+
+    const first = await startTestServer(cleanups, { dataDir, config });
+    const probed = await scriptedEntry(first);
+    expect(probed).toMatchObject({ status: "ready" });
+    expect(probed.probed_at).not.toBeNull();
+    await first.server.close();
+
+    const second = await startTestServer(cleanups, { dataDir, config });
+    expect(await scriptedEntry(second)).toEqual(probed);
+    // A row this version cannot read, as after a schema change.
+    await second.server.database.query(
+      `update provider_probes set result = '{"models": "garbled"}'::jsonb where provider_id = 'scripted'`,
+    );
+    await second.server.close();
+
+    const third = await startTestServer(cleanups, { dataDir, config });
+    const reprobed = await scriptedEntry(third);
+    expect(reprobed).toMatchObject({ status: "ready", models: probed.models });
+    expect(reprobed.probed_at).not.toBe(probed.probed_at);
+  }, 90_000);
 
   it("finds a custom agent that only a project's node_modules/.bin has when the snapshot names that project", async () => {
     const dataDir = tempDir(cleanups);
