@@ -29,6 +29,8 @@ export const agentSessions = pgTable(
   (table) => [
     check("agent_sessions_status_check", oneOf(table.status, agentSessionStatuses)),
     index("agent_sessions_session_idx").on(table.sessionId, table.status),
+    // Deleting a chat sets this to null; the live index below leads with the session instead.
+    index("agent_sessions_chat_idx").on(table.chatId),
     // The pool keeps one live agent per (session, agent type, chat); closed ones stay as history.
     uniqueIndex("agent_sessions_live_idx")
       .on(table.sessionId, table.agentType, table.chatId)
@@ -61,6 +63,8 @@ export const pendingChanges = pgTable(
     check("pending_changes_status_check", oneOf(table.status, pendingChangeStatuses)),
     index("pending_changes_session_idx").on(table.sessionId, table.status, table.createdAt),
     index("pending_changes_agent_session_idx").on(table.agentSessionId),
+    // Deleting a chat sets this to null.
+    index("pending_changes_chat_idx").on(table.chatId),
   ],
 );
 

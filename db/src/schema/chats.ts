@@ -111,5 +111,9 @@ export const sessionEvents = pgTable(
     payload: jsonb("payload").notNull(),
     createdAt: createdAt(),
   },
-  (table) => [index("session_events_session_idx").on(table.sessionId, table.id)],
+  (table) => [
+    index("session_events_session_idx").on(table.sessionId, table.id),
+    // Deleting a chat sets this to null; the log is the largest table, so never scan it for that.
+    index("session_events_chat_idx").on(table.chatId),
+  ],
 );

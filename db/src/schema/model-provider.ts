@@ -52,6 +52,8 @@ export const modelUsage = pgTable(
   },
   (table) => [
     index("model_usage_job_idx").on(table.jobId, table.createdAt),
+    // Deleting a token sets this to null; without an index that scans every usage row.
+    index("model_usage_token_idx").on(table.tokenId),
     check("model_usage_outcome_check", oneOf(table.outcome, ModelUsageOutcomeSchema.options)),
     check("model_usage_endpoint_check", oneOf(table.endpoint, ModelEndpointSchema.options)),
     check(
@@ -82,5 +84,7 @@ export const apiTokens = pgTable(
   (table) => [
     check("api_tokens_token_hash_check", sql`${table.tokenHash} ~ '^[0-9a-f]{64}$'`),
     index("api_tokens_name_idx").on(table.name),
+    // The token list, oldest first.
+    index("api_tokens_created_idx").on(table.createdAt),
   ],
 );

@@ -20,6 +20,8 @@ export const projects = pgTable(
       sql`${table.repositoryPath} is not null or ${table.repositoryUrl} is not null`,
     ),
     index("projects_name_idx").on(table.name),
+    // The project list, newest first.
+    index("projects_created_idx").on(table.createdAt),
   ],
 );
 

@@ -41,6 +41,10 @@ export const tasks = pgTable(
     // The lease sweep: running tasks whose lease has expired.
     index("tasks_lease_idx").on(table.lockedUntil).where(sql`${table.status} = 'running'`),
     index("tasks_status_run_at_idx").on(table.status, table.runAt),
+    // The retention sweep: succeeded tasks completed before the cut-off.
+    index("tasks_succeeded_completed_idx")
+      .on(table.completedAt)
+      .where(sql`${table.status} = 'succeeded'`),
     index("tasks_type_status_idx").on(table.type, table.status),
   ],
 );
