@@ -8,6 +8,7 @@ import {
   type TestDatabase,
   waitFor,
 } from "../../test/database-fixtures.ts";
+import type { DbHandle } from "../client.ts";
 import { projects } from "../schema/projects.ts";
 import { tasks } from "../schema/tasks.ts";
 import { enqueue } from "./enqueue.ts";
@@ -170,6 +171,60 @@ describe.each(backends)("durable queue on %s", (kind) => {
     }
   });
 
+  it("accepts an idempotency key again once the task that used it was cleaned up", async () => {
+    const type = uniqueType();
+    const key = `key-${randomUUID()}`;
+    const first = await enqueue(database.handle.db, { type, idempotencyKey: key });
+    await database.handle.query(
+      `update tasks set status = 'succeeded', completed_at = now() - interval '1 minute'
+       where id = $1`,
+      [first.id],
+    );
+    await startWorker(
+      type,
+      { async handle() {} },
+      { retainSucceededMs: 30_000, cleanupIntervalMs: 0, pollIntervalMs: 50 },
+    );
+    await waitFor(async () => {
+      const { rows } = await database.handle.query("select 1 from tasks where id = $1", [first.id]);
+      return rows.length === 0;
+    }, 5_000);
+    const again = await enqueue(database.handle.db, { type, idempotencyKey: key });
+    expect(again.created).toBe(true);
+    expect(again.id).not.toBe(first.id);
+  });
+
+  it("keeps succeeded tasks for good when the retention is Infinity", async () => {
+    const type = uniqueType();
+    const old = await enqueue(database.handle.db, { type });
+    await database.handle.query(
+      `update tasks set status = 'succeeded', completed_at = now() - interval '400 days'
+       where id = $1`,
+      [old.id],
+    );
+    await startWorker(
+      type,
+      { async handle() {} },
+      { retainSucceededMs: Number.POSITIVE_INFINITY, cleanupIntervalMs: 0, pollIntervalMs: 50 },
+    );
+    // Every claim cycle runs the cleanup first, so once a later task has run, it has had its
+    // chance to delete the old one.
+    const later = await enqueue(database.handle.db, { type });
+    await waitFor(async () => (await taskRow(later.id)).status === "succeeded", 5_000);
+    expect((await taskRow(old.id)).status).toBe("succeeded");
+  });
+
+  it("refuses a negative retention for succeeded tasks", () => {
+    expect(
+      () =>
+        new TaskWorker({
+          database: database.handle,
+          registry: new TaskRegistry(),
+          retainSucceededMs: -1,
+        }),
+    ).toThrow(expect.objectContaining({ code: "invalid_options" }));
+  });
+
   it("succeeds on a retry after a transient failure", async () => {
     const type = uniqueType();
     let runs = 0;
@@ -263,6 +318,102 @@ describe.each(backends)("durable queue on %s", (kind) => {
     await waitFor(async () => (await taskRow(id)).status === "succeeded", 10_000);
     expect(runs).toBe(1);
     expect((await taskRow(id)).attempts).toBe(1);
+  });
+
+  it.each([
+    { maxAttempts: 5, instead: "starting it a second time" },
+    { maxAttempts: 1, instead: "failing it as abandoned" },
+  ])(
+    "keeps running a task whose lease expired while its heartbeat failed, instead of $instead",
+    async ({ maxAttempts }) => {
+      const type = uniqueType();
+      // The database is reachable for everything but the heartbeat, which fails for the whole
+      // run: the lease expires while the handler is still working.
+      const heartbeatErrors: unknown[] = [];
+      const flaky: DbHandle = {
+        ...database.handle,
+        async query(text, params) {
+          if (/^\s*update tasks set locked_until/.test(text)) {
+            throw new Error("heartbeat lost its connection");
+          }
+          return await database.handle.query(text, params);
+        },
+      };
+      let running = 0;
+      let mostAtOnce = 0;
+      let runs = 0;
+      let leaseExpiredDuringRun = false;
+      const { id } = await enqueue(database.handle.db, { type, maxAttempts });
+      await startWorker(
+        type,
+        {
+          async handle() {
+            running += 1;
+            mostAtOnce = Math.max(mostAtOnce, running);
+            await new Promise((resolve) => setTimeout(resolve, 900));
+            const { rows } = await database.handle.query<{ expired: boolean }>(
+              "select locked_until < now() as expired from tasks where id = $1",
+              [id],
+            );
+            leaseExpiredDuringRun = rows[0]?.expired === true;
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            running -= 1;
+            runs += 1;
+          },
+        },
+        {
+          database: flaky,
+          // A free slot, so the worker goes on claiming while the task runs.
+          concurrency: 2,
+          leaseMs: 300,
+          heartbeatMs: 100,
+          pollIntervalMs: 50,
+          onError: (error) => heartbeatErrors.push(error),
+        },
+      );
+      await waitFor(async () => (await taskRow(id)).status === "succeeded", 10_000);
+      expect(leaseExpiredDuringRun).toBe(true);
+      expect(heartbeatErrors.length).toBeGreaterThan(0);
+      expect(mostAtOnce).toBe(1);
+      expect(runs).toBe(1);
+      expect((await taskRow(id)).attempts).toBe(1);
+    },
+  );
+
+  it("claims a task it gave up again only after the abandoned handler has returned", async () => {
+    const type = uniqueType();
+    const starts: { attempt: number; at: number }[] = [];
+    const ends: number[] = [];
+    let running = 0;
+    let mostAtOnce = 0;
+    const { id } = await enqueue(database.handle.db, { type });
+    await startWorker(
+      type,
+      {
+        // Ignores its abort signal, as a careless handler might.
+        async handle(_payload, context) {
+          starts.push({ attempt: context.attempt, at: Date.now() });
+          running += 1;
+          mostAtOnce = Math.max(mostAtOnce, running);
+          await new Promise((resolve) => setTimeout(resolve, context.attempt === 1 ? 1_500 : 10));
+          running -= 1;
+          ends.push(Date.now());
+        },
+      },
+      { leaseMs: 5_000, heartbeatMs: 100, pollIntervalMs: 50 },
+    );
+    await waitFor(() => starts.length === 1);
+    // Another worker claims the task and dies at once: the next heartbeat finds the lease gone
+    // and aborts the handler, and the task is claimable again while that handler still runs.
+    await database.handle.query(
+      `update tasks set locked_by = 'other-worker', attempts = 2,
+         locked_until = now() - interval '1 second' where id = $1`,
+      [id],
+    );
+    await waitFor(async () => (await taskRow(id)).status === "succeeded", 10_000);
+    expect(mostAtOnce).toBe(1);
+    expect(starts.map((start) => start.attempt)).toEqual([1, 3]);
+    expect(starts[1]!.at).toBeGreaterThanOrEqual(ends[0]!);
   });
 
   it("finishes a running task on graceful shutdown", async () => {

@@ -11,8 +11,9 @@ export interface TaskContext {
   workerId: string;
   /**
    * Aborted when the worker gives the task up: its lease was lost to another worker, or the
-   * worker is shutting down and the task did not finish in time. The task will run again, so
-   * a handler should stop promptly and must be safe to repeat (at-least-once delivery).
+   * worker is shutting down and the task did not finish in time. The task will run again (by
+   * this worker only once this handler has returned), so a handler should stop promptly and
+   * must be safe to repeat (at-least-once delivery).
    */
   signal: AbortSignal;
 }

@@ -30,7 +30,9 @@ export interface WorkerOptions {
   backoffJitter?: number;
   /**
    * Succeeded tasks of this worker's types are deleted this long after they completed, so the
-   * table does not grow forever. Failed tasks are kept for diagnosis. Defaults to 7 days.
+   * table does not grow forever. Failed tasks are kept for diagnosis. Defaults to 7 days;
+   * `Infinity` keeps them for good. A deleted task's idempotency key can be used again: an
+   * enqueue with that key then adds a new task.
    */
   retainSucceededMs?: number;
   /** How often the worker looks for succeeded tasks to delete. Defaults to 10 minutes. */
@@ -66,7 +68,10 @@ interface ClaimedRow {
 /**
  * Claims tasks of the registered types and runs their handlers. Delivery is at least once: a
  * task whose worker dies is claimed again once its lease expires, so handlers must be
- * idempotent. While a lease is held and renewed, no other worker runs the task.
+ * idempotent. While a lease is held and renewed, no other worker runs the task. One worker
+ * never runs a task twice at once: a task whose handler it is still running (its lease lapsed
+ * while heartbeats failed, or it was given up but the handler ignored the abort) is skipped by
+ * its claims until that handler returns.
  */
 export class TaskWorker {
   readonly workerId: string;
@@ -89,6 +94,12 @@ export class TaskWorker {
   readonly #redact: (text: string) => string;
   readonly #onTaskFailed: WorkerOptions["onTaskFailed"];
   readonly #held = new Map<number, HeldTask>();
+  /**
+   * Tasks whose handler (or its settle statement) has not returned yet, including ones given up
+   * after a lost lease or at shutdown whose handler ignores the abort. A worker never claims one
+   * of these: it would run the same task twice at once in this process.
+   */
+  readonly #inFlight = new Set<number>();
   #state: "idle" | "running" | "stopping" | "stopped" = "idle";
   #unlisten: (() => Promise<void>) | undefined;
   #pollTimer: NodeJS.Timeout | undefined;
@@ -119,6 +130,12 @@ export class TaskWorker {
       throw new DbError(
         "invalid_options",
         "Worker needs concurrency ≥ 1, a positive lease, and a heartbeat shorter than the lease.",
+      );
+    }
+    if (!(this.#retainSucceededMs >= 0)) {
+      throw new DbError(
+        "invalid_options",
+        "Worker needs a retention for succeeded tasks of 0 ms or more (Infinity keeps them).",
       );
     }
   }
@@ -216,12 +233,16 @@ export class TaskWorker {
     await this.#deleteOldSucceeded();
     const free = this.#concurrency - this.#held.size;
     if (free > 0) {
+      // A lease of ours can expire while its handler still runs (heartbeats failing for a whole
+      // lease, say). Such a task is skipped here, not claimed again: its first run continues,
+      // and the next heartbeat that gets through renews the lease if no other worker took it.
       const claimed = await this.#database.query<ClaimedRow>(
         `with candidates as (
            select id from tasks
            where type = any($1::text[])
              and ((status = 'pending' and run_at <= now())
                or (status = 'running' and locked_until < now() and attempts < max_attempts))
+             and id <> all($5::bigint[])
            order by run_at, id
            limit $2
            for update skip locked
@@ -231,7 +252,7 @@ export class TaskWorker {
            attempts = tasks.attempts + 1, updated_at = now()
          from candidates where tasks.id = candidates.id
          returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts`,
-        [this.#types, free, this.workerId, this.#leaseMs],
+        [this.#types, free, this.workerId, this.#leaseMs, [...this.#inFlight]],
       );
       for (const row of claimed.rows) this.#run(row);
       // A full batch may mean more are waiting: look again as soon as a slot frees up.
@@ -250,6 +271,7 @@ export class TaskWorker {
 
   /** Deletes old succeeded tasks, a bounded batch at most once per cleanup interval. */
   async #deleteOldSucceeded(): Promise<void> {
+    if (this.#retainSucceededMs === Number.POSITIVE_INFINITY) return;
     const now = Date.now();
     if (now - this.#lastCleanupAt < this.#cleanupIntervalMs) return;
     this.#lastCleanupAt = now;
@@ -263,15 +285,18 @@ export class TaskWorker {
     );
   }
 
-  /** A task whose last allowed attempt lost its lease fails instead of running again. */
+  /**
+   * A task whose last allowed attempt lost its lease fails instead of running again. Tasks this
+   * worker is still running are left alone: their handler is alive, only the heartbeat lagged.
+   */
   async #failExhaustedLeases(): Promise<void> {
     await this.#database.query(
       `update tasks set status = 'failed', locked_by = null, locked_until = null,
          completed_at = now(), updated_at = now(),
          last_error = 'lease expired on the last attempt (worker ' || locked_by || ' stopped heartbeating)'
        where status = 'running' and locked_until < now() and attempts >= max_attempts
-         and type = any($1::text[])`,
-      [this.#types],
+         and type = any($1::text[]) and id <> all($2::bigint[])`,
+      [this.#types, [...this.#inFlight]],
     );
   }
 
@@ -280,6 +305,7 @@ export class TaskWorker {
     const controller = new AbortController();
     const task: HeldTask = { id, attempt: row.attempts, controller, done: Promise.resolve() };
     this.#held.set(id, task);
+    this.#inFlight.add(id);
     task.done = (async () => {
       let failure: unknown;
       try {
@@ -295,7 +321,10 @@ export class TaskWorker {
         failure = error;
       }
       // A task released at shutdown or lost to another worker is no longer ours to settle.
-      if (this.#held.get(id) !== task) return;
+      if (this.#held.get(id) !== task) {
+        this.#inFlight.delete(id);
+        return;
+      }
       try {
         if (failure === undefined) await this.#complete(task);
         else await this.#fail(task, row, failure);
@@ -303,6 +332,7 @@ export class TaskWorker {
         this.#onError(error);
       } finally {
         this.#held.delete(id);
+        this.#inFlight.delete(id);
         this.#wake();
       }
     })();
