@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
+import { isDeepStrictEqual } from "node:util";
 import type { TaskRegistry } from "@deckhand/db";
 import {
   createPostgresTestDatabase,
@@ -10,7 +11,8 @@ import {
   SessionStreamClient,
   testPostgresUrl,
 } from "@deckhand/testkit";
-import { WireHeader } from "@deckhand/wire";
+import { ErrorResponseSchema, type ServerRoute, serverRoutes, WireHeader } from "@deckhand/wire";
+import { z } from "zod";
 import type { BackendFactory } from "../src/agent-turns.ts";
 import { resolveServerConfig, type ServerConfig } from "../src/config.ts";
 import { type RunningServer, startServer } from "../src/start-server.ts";
@@ -74,6 +76,10 @@ export interface TestServer {
   announced(): string;
   /** Every response body the tests read through `api`, for redaction checks. */
   responses: string[];
+  /**
+   * Calls the API. Every body is checked against the wire (see `checkResponse`): a response
+   * that does not match its route's schema fails the test.
+   */
   api<Body = unknown>(
     method: string,
     path: string,
@@ -143,11 +149,67 @@ export async function startTestServer(
       responses.push(text);
       return {
         status: response.status,
-        body: (text.length > 0 ? JSON.parse(text) : null) as never,
+        body: checkResponse(method, path, response.status, text) as never,
         text,
       };
     },
   };
+}
+
+/** The route of the wire route table that serves `method path`, if any. */
+function routeOf(method: string, path: string): ServerRoute | undefined {
+  const pathname = new URL(path, "http://x").pathname;
+  return serverRoutes.find(
+    (route) =>
+      route.method === method.toLowerCase() &&
+      new RegExp(`^${route.path.replace(/:[a-z_]+/g, "[^/]+")}$`).test(pathname),
+  );
+}
+
+/**
+ * Parses a response body and checks it against the wire: the route's success schema for its
+ * success status (a health check that is degraded answers 503 with the same schema), and
+ * ErrorResponseSchema for everything else. Validation must change nothing — a field the server
+ * sends that the schema does not know (or a default the server left out) is drift as well.
+ * Throws, failing the test, naming the route and the problems.
+ */
+export function checkResponse(method: string, path: string, status: number, text: string): unknown {
+  const route = routeOf(method, path);
+  const where = `${method} ${path} answered ${status}`;
+  const json = (): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new Error(`${where} with a body that is not JSON: ${text.slice(0, 200)}`);
+    }
+  };
+  const degradedHealth = route?.operationId === "getHealth" && status === 503;
+  if (route && (status === route.success.status || degradedHealth)) {
+    const { schema, contentType } = route.success;
+    if (schema === null) {
+      if (text.length > 0) throw new Error(`${where} with a body where the wire has none`);
+      return null;
+    }
+    const textual = contentType !== undefined && !contentType.includes("json");
+    return conform(schema, textual ? text : json(), `${where} (${route.operationId})`);
+  }
+  if (status >= 200 && status < 300) {
+    throw new Error(`${where}, but no route of the wire route table answers that`);
+  }
+  return conform(ErrorResponseSchema, json(), `${where} (error response)`);
+}
+
+function conform(schema: z.ZodType, body: unknown, where: string): unknown {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new Error(`${where} does not match the wire schema: ${z.prettifyError(parsed.error)}`);
+  }
+  if (!isDeepStrictEqual(parsed.data, body)) {
+    throw new Error(
+      `${where} differs from what its wire schema makes of it (a field the wire does not know, or one it defaults):\n${JSON.stringify(body)}\n${JSON.stringify(parsed.data)}`,
+    );
+  }
+  return body;
 }
 
 /** The session-stream client from testkit, under the name these tests use. */

@@ -18,6 +18,7 @@ import { AGENT_TURN_TASK, type AgentTurnPayload } from "../src/session-service.t
 import {
   backends,
   Cleanups,
+  checkResponse,
   databaseUrlFor,
   gitIn,
   makeRepository,
@@ -368,6 +369,22 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
           unknownRoute,
         );
       }
+    });
+
+    it("checks every body it reads against the wire, so drift fails a test", async () => {
+      await newSession();
+      const listed = await harness.api<{ projects: Project[] }>("GET", ServerPath.projects);
+      const project = listed.body.projects[0]!;
+      const check = (status: number, body: unknown) =>
+        checkResponse("GET", ServerPath.projects, status, JSON.stringify(body));
+      expect(check(200, listed.body)).toEqual(listed.body);
+      expect(() => check(200, { projects: [{ ...project, extra: 1 }] })).toThrow(/differs/);
+      const { name: _name, ...nameless } = project;
+      expect(() => check(200, { projects: [nameless] })).toThrow(/does not match/);
+      expect(() => check(500, { message: "flat" })).toThrow(/error response/);
+      expect(() => checkResponse("POST", `${ServerPath.projects}/x/nothing`, 200, "{}")).toThrow(
+        /no route/,
+      );
     });
 
     it("answers an unknown route with a 404 in the error shape", async () => {
