@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskRegistry } from "@deckhand/db";
+import { mintModelToken } from "@deckhand/model-proxy";
+import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import {
   type Chat,
   type CreateMessageResponse,
@@ -11,6 +13,9 @@ import {
   type Session,
   serverPath,
   serverRoutes,
+  type UsageResponse,
+  WireHeader,
+  WirePath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishSessionEvent } from "../src/session-events.ts";
@@ -32,6 +37,8 @@ import {
 const cleanups = new Cleanups();
 
 let harness: TestServer;
+let model: FakeModel;
+const UPSTREAM_KEY = "sk-usage-upstream-key-0123456789";
 let repository: string;
 const turns: AgentTurnPayload[] = [];
 
@@ -95,10 +102,18 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
   beforeAll(async () => {
     turns.length = 0;
     repository = makeRepository(cleanups, { "README.md": "# demo\n", "keep.txt": "keep\n" });
+    model = await startFakeModel();
+    cleanups.add(() => model.close());
     harness = await startTestServer(cleanups, {
       dataDir: tempDir(cleanups),
       tasks: testRegistry(),
-      config: { databaseUrl: await databaseUrlFor(cleanups, backend) },
+      config: {
+        databaseUrl: await databaseUrlFor(cleanups, backend),
+        modelUpstreams: {
+          codex: { kind: "openai", baseUrl: `${model.url}/v1`, apiKey: UPSTREAM_KEY },
+          claude: { kind: "anthropic", baseUrl: `${model.url}/v1`, apiKey: UPSTREAM_KEY },
+        },
+      },
     });
   });
   afterAll(() => cleanups.run());
@@ -351,6 +366,142 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
         serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
       );
       expect(messages.body.messages).toEqual([]);
+    });
+  });
+
+  describe("model usage", () => {
+    it("reports each request proxied for a session's job, with the totals", async () => {
+      const { session, chat } = await newSession();
+      const agentSessionId = await harness.server.sessions.ensureAgentSession(
+        session.id,
+        "codex",
+        chat.id,
+      );
+      const jobId = `agent-session:${agentSessionId}`;
+      const { token } = await mintModelToken(harness.server.modelTokens, {
+        jobId,
+        ttlMs: 60_000,
+      });
+      model.script([
+        turn.text("first", { usage: { input: 120, output: 30 } }),
+        turn.text("second", { usage: { input: 9, output: 4 } }),
+        turn.fail({ status: 503, message: "overloaded" }),
+      ]);
+      const proxied = async (path: string, body: object) => {
+        const request = JSON.stringify(body);
+        const response = await fetch(`${harness.server.url}${WirePath.modelProvider}${path}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            [WireHeader.authorization]: `Bearer ${token}`,
+            [WireHeader.jobId]: jobId,
+          },
+          body: request,
+        });
+        const answer = Buffer.from(await response.arrayBuffer());
+        return {
+          status: response.status,
+          requestBytes: request.length,
+          responseBytes: answer.length,
+        };
+      };
+      const responses = await proxied("/codex/v1/responses", {
+        model: "gpt-5-codex",
+        input: "hi",
+        stream: true,
+      });
+      const messages = await proxied("/claude/v1/messages", {
+        model: "claude-sonnet-4-5",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+      });
+      const failed = await proxied("/codex/v1/responses", { model: "gpt-5-codex", input: "again" });
+      expect([responses.status, messages.status, failed.status]).toEqual([200, 200, 503]);
+
+      // Recorded when each answer ended, which may be just after the client read its last byte.
+      let usage: { status: number; body: UsageResponse } | undefined;
+      await waitUntil(
+        async () => {
+          usage = await harness.api<UsageResponse>("GET", `${ServerPath.usage}?job_id=${jobId}`);
+          return usage.body.usage.length === 3;
+        },
+        5_000,
+        "three usage rows",
+      );
+      expect(usage!.status).toBe(200);
+      const rows = [...usage!.body.usage].sort((left, right) =>
+        left.created_at.localeCompare(right.created_at),
+      );
+      const upstream = `${model.url}/v1`;
+      expect(rows).toMatchObject([
+        {
+          job_id: jobId,
+          agent_type: "codex",
+          upstream_kind: "openai",
+          endpoint: "responses",
+          model: "gpt-5-codex",
+          input_tokens: 120,
+          output_tokens: 30,
+          total_tokens: 150,
+          request_bytes: responses.requestBytes,
+          response_bytes: responses.responseBytes,
+          status: 200,
+          outcome: "completed",
+        },
+        {
+          agent_type: "claude",
+          upstream_kind: "anthropic",
+          endpoint: "messages",
+          model: "claude-sonnet-4-5",
+          input_tokens: 9,
+          output_tokens: 4,
+          total_tokens: 13,
+          request_bytes: messages.requestBytes,
+          response_bytes: messages.responseBytes,
+          status: 200,
+          outcome: "completed",
+        },
+        {
+          agent_type: "codex",
+          endpoint: "responses",
+          input_tokens: null,
+          output_tokens: null,
+          request_bytes: failed.requestBytes,
+          response_bytes: failed.responseBytes,
+          status: 503,
+        },
+      ]);
+      // The upstream is named by its base URL, never by its key.
+      expect(rows.map((row) => row.upstream)).toEqual([upstream, upstream, upstream]);
+      expect(usage!.body).toMatchObject({
+        job_id: jobId,
+        totals: {
+          requests: 3,
+          input_tokens: 129,
+          output_tokens: 34,
+          total_tokens: 163,
+          request_bytes: responses.requestBytes + messages.requestBytes + failed.requestBytes,
+          response_bytes: responses.responseBytes + messages.responseBytes + failed.responseBytes,
+        },
+      });
+
+      // Another job's usage is its own.
+      const other = await harness.api<UsageResponse>("GET", `${ServerPath.usage}?job_id=other-job`);
+      expect(other.body).toEqual({
+        job_id: "other-job",
+        usage: [],
+        totals: {
+          requests: 0,
+          input_tokens: 0,
+          output_tokens: 0,
+          total_tokens: 0,
+          request_bytes: 0,
+          response_bytes: 0,
+        },
+      });
+      const missing = await harness.api<{ error: { code: string } }>("GET", ServerPath.usage);
+      expect(missing.status).toBe(400);
     });
   });
 
