@@ -172,6 +172,8 @@ export async function startServer(
       },
     });
     cleanups.push(() => providers.close());
+    // Config problems reach the log now, and probes that are due run while the server starts.
+    await providers.warmUp();
 
     const hub = new SessionStreamHub(database);
     await hub.start();

@@ -143,13 +143,15 @@ describe("providers through the server", () => {
     const dataDir = tempDir(cleanups);
     writeFileSync(join(dataDir, "providers.json"), "{ this is not json");
     const harness = await startTestServer(cleanups, { dataDir, config: { workspaceAgent: false } });
+    // Logged at startup, before anything asked for the providers.
+    expect(harness.logs()).toContain("providers config problem");
+    expect(harness.logs()).toContain("not valid JSON");
     expect((await harness.api("GET", ServerPath.health)).status).toBe(200);
     const document = await harness.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
     expect(document.status).toBe(200);
     expect(JSON.stringify(document.body.diagnostics)).toContain("providers.json");
     const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
     expect(entry(snapshot.body, "deckhand")).toBeTruthy();
-    expect(harness.logs()).toContain("providers config problem");
   });
 
   it("requires the admin token for provider routes when auth is on", async () => {

@@ -375,6 +375,65 @@ function launcherAt(directory: string, relative: string): string {
   return launcher;
 }
 
+describe("warming up at startup", () => {
+  function recordingLogger() {
+    const lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+    const logger = {
+      info: (message: string, fields: Record<string, unknown> = {}) =>
+        lines.push({ level: "info", message, fields }),
+      warn: (message: string, fields: Record<string, unknown> = {}) =>
+        lines.push({ level: "warn", message, fields }),
+    };
+    return { lines, logger };
+  }
+
+  it("logs the config file's problems before any snapshot is asked for", async () => {
+    const { lines, logger } = recordingLogger();
+    const service = createTestService({ logger });
+    writeConfig(service.configPath, { providers: { codex: { enabled: "no" } } });
+    await service.warmUp();
+    expect(lines).toContainEqual({
+      level: "warn",
+      message: "providers config problem",
+      fields: expect.objectContaining({ field: "providers.codex.enabled" }),
+    });
+    // Logged once, not again when the same problems are read again.
+    await service.getConfig();
+    expect(lines.filter((line) => line.message === "providers config problem")).toHaveLength(1);
+  });
+
+  it("probes due providers in the background, and a snapshot meanwhile waits for that probe", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: {
+        scripted: scriptedProvider("normal"),
+        off: scriptedProvider("normal", { enabled: false }),
+      },
+    });
+    await service.warmUp();
+    // warmUp does not wait for the probe; the snapshot joins it instead of starting another.
+    expect(service.store.saves).toBe(0);
+    const scripted = entryOf(await service.snapshot(), "scripted")!;
+    expect(scripted).toMatchObject({ status: "ready" });
+    expect(scripted.models.length).toBeGreaterThan(0);
+    expect(service.store.saves).toBe(1);
+    expect(service.store.records.has("off")).toBe(false);
+  });
+
+  it("probes nothing at startup when the cached results are fresh", async () => {
+    const store = new MemoryProbeStore();
+    const first = createTestService({ probeStore: store });
+    writeConfig(first.configPath, { providers: { scripted: scriptedProvider("normal") } });
+    await first.snapshot();
+    expect(store.saves).toBe(1);
+    const restarted = createTestService({ configPath: first.configPath, probeStore: store });
+    await restarted.warmUp();
+    // A probe started by the warm-up would be joined here and saved.
+    expect(entryOf(await restarted.snapshot(), "scripted")!.status).toBe("ready");
+    expect(store.saves).toBe(1);
+  });
+});
+
 describe("project-aware resolution", () => {
   it("finds a command that only a project's node_modules/.bin has in a snapshot for that project", async () => {
     const project = temporaryDirectory();

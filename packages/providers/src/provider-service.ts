@@ -134,6 +134,12 @@ export interface ProviderService {
   diagnostic(id: string): Promise<string>;
   /** How to start a provider, pointed at the model-provider proxy when `proxy` is given. */
   resolve(id: string, options?: ResolveOptions): Promise<ResolvedProvider>;
+  /**
+   * Reads the config file now, so its problems are logged at startup rather than on the first
+   * request, and starts probing in the background every provider without a fresh cached result,
+   * so the first snapshot does not wait a whole probe. Resolves once the file is read.
+   */
+  warmUp(): Promise<void>;
   /** Cancels running probes and waits for their agents to stop. */
   close(): Promise<void>;
 }
@@ -204,6 +210,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const refreshing = new Set<string>();
   const lifetime = new AbortController();
   let writes: Promise<unknown> = Promise.resolve();
+  let warming: Promise<void> | null = null;
   let loggedDiagnostics = "";
 
   async function readConfig(): Promise<ConfigSnapshot> {
@@ -639,9 +646,21 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       };
     },
 
+    async warmUp() {
+      const config = await readConfig();
+      // Probes never throw; what could fail here is the store, which only costs a later probe.
+      warming ??= buildSnapshot(config).then(
+        () => {},
+        (error: unknown) =>
+          logger.warn("warming the providers snapshot failed; it is built on the next request", {
+            error: (error as Error).message,
+          }),
+      );
+    },
+
     async close() {
       lifetime.abort();
-      await Promise.allSettled([...inflight.values()]);
+      await Promise.allSettled([...inflight.values(), ...(warming ? [warming] : [])]);
     },
   };
 }
