@@ -600,3 +600,133 @@ describe("native agent", () => {
     expect(() => backend.submit({ type: "interrupt" })).toThrow(/ensureSession/);
   });
 });
+
+describe("native agent approval policies", () => {
+  it("on-failure: runs without asking, and asks to run a failed command again; the model gets the retry's result", async () => {
+    const command =
+      "if [ -f retry-marker ]; then echo second-run; else touch retry-marker; echo first-run; exit 7; fi";
+    fake.script([
+      turn.functionCall("execute", { command }, { callId: "f1" }),
+      turn.text("It worked the second time."),
+    ]);
+    const { result, events } = await run(
+      nativeBackend({ approvalPolicy: "on-failure" }),
+      "Run it.",
+      answerPermissions(["allow_once"]),
+    );
+
+    expect(result.stopReason).toBe("end_turn");
+    const [request] = ofType(events, "permission_request");
+    expect(request).toMatchObject({
+      tool_call_id: "f1",
+      title: expect.stringMatching(/^Run again: .*exited with code 7/),
+    });
+    // The request comes after the first run, whose output the user sees meanwhile.
+    const types = events.map((event) => event.type);
+    expect(types.indexOf("permission_request")).toBeGreaterThan(types.indexOf("tool_update"));
+    const updates = ofType(events, "tool_update");
+    expect(updates.find((event) => event.status === undefined)).toMatchObject({
+      content: expect.stringContaining("first-run"),
+    });
+    expect(updates.at(-1)).toMatchObject({
+      status: "completed",
+      output: { success: true, output: "second-run\n", exit_code: 0 },
+    });
+    expect(JSON.parse(callOutput(1, "f1"))).toMatchObject({ output: "second-run\n", exit_code: 0 });
+  });
+
+  it("on-failure: a refused retry gives the model the original failure and the refusal", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "echo broke; exit 3" }, { callId: "f2" }),
+      turn.text("Understood."),
+    ]);
+    const { events } = await run(
+      nativeBackend({ approvalPolicy: "on-failure" }),
+      "Run it.",
+      answerPermissions(["reject_once"]),
+    );
+    expect(ofType(events, "permission_request")).toHaveLength(1);
+    expect(ofType(events, "tool_update").at(-1)).toMatchObject({
+      tool_call_id: "f2",
+      status: "failed",
+    });
+    const seen = JSON.parse(callOutput(1, "f2")) as Record<string, unknown>;
+    expect(seen).toMatchObject({ success: false, output: "broke\n", exit_code: 3 });
+    expect(seen.note).toContain("declined to let it run again");
+  });
+
+  it("on-failure: a failing read-only command, a command still running at its timeout and a success ask nothing", async () => {
+    fake.script([
+      turn.functionCall("execute", { command: "ls does-not-exist" }, { callId: "n1" }),
+      turn.functionCall("execute", { command: "sleep 1", timeout_ms: 50 }, { callId: "n2" }),
+      turn.functionCall("execute", { command: "touch on-failure-ok.txt" }, { callId: "n3" }),
+      turn.text("Fine."),
+    ]);
+    const { result, events } = await run(
+      nativeBackend({ approvalPolicy: "on-failure" }),
+      "Run them.",
+      answerPermissions([]),
+    );
+    expect(result.stopReason).toBe("end_turn");
+    expect(ofType(events, "permission_request")).toEqual([]);
+    expect(existsSync(join(worktree, "on-failure-ok.txt"))).toBe(true);
+  });
+
+  it("on-request: the model can ask for approval itself, even for a read-only command, with its justification", async () => {
+    fake.script([
+      turn.functionCall(
+        "execute",
+        {
+          command: "echo deploy-step",
+          with_approval: true,
+          justification: "It announces a deploy.",
+        },
+        { callId: "w1" },
+      ),
+      turn.functionCall("execute", { command: "echo not-asked" }, { callId: "w2" }),
+      turn.functionCall(
+        "execute",
+        { command: "echo refused-step", with_approval: true },
+        { callId: "w3" },
+      ),
+      turn.text("Done."),
+    ]);
+    const { events } = await run(
+      nativeBackend({ approvalPolicy: "on-request" }),
+      "Deploy.",
+      answerPermissions(["allow_once", "reject_once"]),
+    );
+    const requests = ofType(events, "permission_request");
+    expect(requests.map((event) => event.tool_call_id)).toEqual(["w1", "w3"]);
+    expect(requests[0]!.title).toBe("echo deploy-step (the agent asks: It announces a deploy.)");
+    expect(requests[1]!.title).toBe("echo refused-step (the agent asks for approval)");
+    expect(JSON.parse(callOutput(1, "w1"))).toMatchObject({ output: "deploy-step\n" });
+    expect(callOutput(3, "w3")).toContain("did not run");
+  });
+
+  it("with_approval under any other policy is refused without running, and the model is told why", async () => {
+    for (const approvalPolicy of ["never", "on-failure", "untrusted"] as const) {
+      fake.reset();
+      fake.script([
+        turn.functionCall(
+          "execute",
+          { command: "touch asked-anyway.txt", with_approval: true, justification: "Please." },
+          { callId: "x1" },
+        ),
+        turn.text("I will not, then."),
+      ]);
+      const { events } = await run(
+        nativeBackend({ approvalPolicy }),
+        "Ask.",
+        answerPermissions([]),
+      );
+      expect(ofType(events, "permission_request")).toEqual([]);
+      expect(ofType(events, "tool_update")).toEqual([
+        expect.objectContaining({ tool_call_id: "x1", status: "failed" }),
+      ]);
+      expect(callOutput(1, "x1")).toContain(`the approval policy is ${approvalPolicy}`);
+      expect(callOutput(1, "x1")).toContain("only on-request allows with_approval");
+      expect(existsSync(join(worktree, "asked-anyway.txt"))).toBe(false);
+    }
+  });
+});

@@ -21,7 +21,15 @@ import { ModelClientError } from "../model/model-client-error.ts";
 import { type RetryPolicy, runModelTurnWithRetry } from "../model/model-turn.ts";
 import type { ModelUsage, ResponseItem } from "../model/responses-events.ts";
 import type { ApprovalPolicy } from "../safety/command-safety.ts";
-import { assessToolCall, invokeTool, nativeTools, responsesTools } from "../tools/registry.ts";
+import type { ExecuteResult } from "../tools/execute-tool.ts";
+import { toolResultText } from "../tools/model-output.ts";
+import {
+  assessToolCall,
+  invokeTool,
+  nativeTools,
+  responsesTools,
+  type ToolOutcome,
+} from "../tools/registry.ts";
 import type { NativeTool, ToolContext } from "../tools/tool-context.ts";
 import { DEFAULT_NATIVE_INSTRUCTIONS } from "./instructions.ts";
 import type { RecordEntry, SessionRecorder } from "./recorder.ts";
@@ -133,6 +141,10 @@ const REFUSED_ONCE =
   "The user rejected this call, so it did not run. Do not retry it in another form; continue without it, or explain what you needed and why.";
 const REFUSED_ALWAYS =
   "The user rejected this call and calls like it for the rest of the session, so it did not run. Do not retry it in another form; continue without it, or explain what you needed and why.";
+const RETRY_REFUSED_ONCE =
+  "The command failed, and the user declined to let it run again. Do not retry it in another form; continue without it, or explain what you needed and why.";
+const RETRY_REFUSED_ALWAYS =
+  "The command failed, and the user declined to let it run again, for the rest of the session. Do not retry it in another form; continue without it, or explain what you needed and why.";
 const INTERRUPTED =
   "The user interrupted the turn before this call finished; its effect is unknown.";
 
@@ -149,6 +161,15 @@ function forHistory(item: ResponseItem): ResponseItem | null {
   if (item.type === "reasoning" && typeof item.encrypted_content !== "string") return null;
   const { id: _id, ...rest } = item;
   return rest as ResponseItem;
+}
+
+/**
+ * A command that ran (or could not be started) and failed: non-zero exit or an error. One still
+ * running at its timeout, or started in the background, has not failed.
+ */
+function commandFailed(result: unknown): boolean {
+  if (!unsuccessful(result)) return false;
+  return (result as Partial<ExecuteResult>).background_process_id == null;
 }
 
 /** execute reports a failing command as a result with `success: false`, not as an error. */
@@ -738,7 +759,7 @@ export class NativeAgent implements NativeBackend {
       ...(locations.length > 0 ? { locations } : {}),
     });
     call.announced = true;
-    const refusal = await this.#approve(turn, call, title);
+    const { refusal, askOnFailure } = await this.#approve(turn, call, title);
     if (refusal !== null) {
       await this.#emit(turn, {
         type: "tool_update",
@@ -770,7 +791,10 @@ export class NativeAgent implements NativeBackend {
       signal: turn.controller.signal,
     };
     // Throws only when interrupted; the loop turns that into a cancelled turn.
-    const outcome = await invokeTool(call.name, call.arguments, context, this.#tools);
+    let outcome = await invokeTool(call.name, call.arguments, context, this.#tools);
+    if (askOnFailure && outcome.ok && commandFailed(outcome.result)) {
+      outcome = await this.#retryAfterFailure(turn, call, title, outcome, context);
+    }
     const failed = !outcome.ok || unsuccessful(outcome.result);
     await this.#emit(turn, {
       type: "tool_update",
@@ -786,12 +810,71 @@ export class NativeAgent implements NativeBackend {
   }
 
   /**
-   * Null when the call may run; otherwise the refusal the model is told. Asks the user when the
-   * policy says so and no "always" answer of the session covers the call. Under `on-failure`
-   * commands run without asking: with no sandbox to escalate out of, re-running a failed
-   * command with approval would only repeat it, so its failure goes straight to the model.
+   * `on-failure`, after Codex's escalation on failure: the command ran without asking and
+   * failed, so the user is asked whether to run it again. Deckhand has no sandbox to lift, so
+   * the retry is the same command once more (worth it for what fails for a passing reason, such
+   * as the network); the user sees why it failed. Allowed, the model gets the retry's result;
+   * refused, the original failure with the refusal added.
    */
-  async #approve(turn: Turn, call: ModelCall, title: string): Promise<string | null> {
+  async #retryAfterFailure(
+    turn: Turn,
+    call: ModelCall,
+    title: string,
+    failure: Extract<ToolOutcome, { ok: true }>,
+    context: ToolContext,
+  ): Promise<ToolOutcome> {
+    const result = failure.result as ExecuteResult;
+    // What the first run printed, while the user decides; the call is not over yet.
+    await this.#emit(turn, {
+      type: "tool_update",
+      message_id: turn.messageId,
+      tool_call_id: call.call_id,
+      content: failure.output,
+      output: failure.result,
+    });
+    const scope = approvalScope(call.name, call.arguments);
+    let answer: PermissionOptionKind | "cancelled" | null = await this.#recall(scope);
+    if (answer === null) {
+      answer = await this.#askPermission(
+        turn,
+        call,
+        `Run again: ${title} (${result.error ?? "it failed"}; on-failure asks before running a failed command again)`,
+        scope,
+      );
+      if (answer === "cancelled" && turn.controller.signal.aborted) {
+        throw new AgentBackendError("aborted", "the turn was interrupted");
+      }
+      if (answer === "allow_always" || answer === "reject_always") {
+        await this.#remember(scope, answer);
+      }
+    }
+    if (answer === "allow_once" || answer === "allow_always") {
+      await this.#emit(turn, {
+        type: "tool_update",
+        message_id: turn.messageId,
+        tool_call_id: call.call_id,
+        status: "in_progress",
+        title: `${title} (again)`,
+      });
+      return invokeTool(call.name, call.arguments, context, this.#tools);
+    }
+    const refused = {
+      ...result,
+      note: answer === "reject_always" ? RETRY_REFUSED_ALWAYS : RETRY_REFUSED_ONCE,
+    };
+    return { ok: true, result: refused, output: toolResultText(refused) };
+  }
+
+  /**
+   * Whether the call may run (`refusal` null) or the refusal the model is told, and whether a
+   * failure of it asks to run it again (`on-failure`). Asks the user when the policy says so and
+   * no "always" answer of the session covers the call.
+   */
+  async #approve(
+    turn: Turn,
+    call: ModelCall,
+    title: string,
+  ): Promise<{ refusal: string | null; askOnFailure: boolean }> {
     const assessment = assessToolCall(
       call.name,
       call.arguments,
@@ -800,27 +883,30 @@ export class NativeAgent implements NativeBackend {
       {},
       this.#tools,
     );
-    if (assessment.decision === "auto_approve") return null;
+    const askOnFailure = assessment.askOnFailure;
+    if (assessment.decision === "auto_approve") return { refusal: null, askOnFailure };
     if (assessment.decision === "forbid") {
-      return `Refused without running: ${assessment.reason}.`;
+      return { refusal: `Refused without running: ${assessment.reason}.`, askOnFailure };
     }
     // Looked up only for calls that would ask, so a read-only call costs no store round trip.
     const scope = approvalScope(call.name, call.arguments);
     const remembered = await this.#recall(scope);
-    if (remembered === "allow_always") return null;
-    if (remembered === "reject_always") return REFUSED_ALWAYS;
+    if (remembered === "allow_always") return { refusal: null, askOnFailure };
+    if (remembered === "reject_always") return { refusal: REFUSED_ALWAYS, askOnFailure };
     const outcome = await this.#askPermission(turn, call, `${title} (${assessment.reason})`, scope);
     if (outcome === "cancelled") {
       if (turn.controller.signal.aborted) {
         throw new AgentBackendError("aborted", "the turn was interrupted");
       }
-      return REFUSED_ONCE;
+      return { refusal: REFUSED_ONCE, askOnFailure };
     }
     if (outcome === "allow_always" || outcome === "reject_always") {
       await this.#remember(scope, outcome);
     }
-    if (outcome === "allow_once" || outcome === "allow_always") return null;
-    return outcome === "reject_always" ? REFUSED_ALWAYS : REFUSED_ONCE;
+    if (outcome === "allow_once" || outcome === "allow_always") {
+      return { refusal: null, askOnFailure };
+    }
+    return { refusal: outcome === "reject_always" ? REFUSED_ALWAYS : REFUSED_ONCE, askOnFailure };
   }
 
   #memoryKey(scope: ApprovalScope) {

@@ -111,6 +111,28 @@ describe("assessCommand", () => {
   it("forbids an empty command", () => {
     expect(assessCommand("  ", "never").decision).toBe("forbid");
   });
+
+  it("asks when the model asks for approval itself under on-request, even for a read-only command", () => {
+    expect(
+      assessCommand("ls", "on-request", { withApproval: true, justification: " To see. " }),
+    ).toEqual({ decision: "ask", reason: "the agent asks: To see.", askOnFailure: false });
+    expect(assessCommand("npm publish", "on-request", { withApproval: true })).toMatchObject({
+      decision: "ask",
+      reason: "the agent asks for approval",
+    });
+    const approvedCommands = new Set(["npm publish"]);
+    expect(
+      assessCommand("npm publish", "on-request", { withApproval: true, approvedCommands }).decision,
+    ).toBe("auto_approve");
+  });
+
+  it("refuses a model's own request for approval under every policy but on-request", () => {
+    for (const policy of ["untrusted", "on-failure", "never"] as const) {
+      const assessment = assessCommand("ls", policy, { withApproval: true });
+      expect(assessment.decision).toBe("forbid");
+      expect(assessment.reason).toContain(`approval policy is ${policy}`);
+    }
+  });
 });
 
 describe("assessPatch", () => {

@@ -24,6 +24,14 @@ export interface SafetyAssessment {
 export interface AssessCommandOptions {
   /** Commands the user already allowed for the session ("allow always"), compared exactly. */
   approvedCommands?: ReadonlySet<string>;
+  /**
+   * The model asked for the user's approval itself (execute's `with_approval`, after Codex's
+   * `with_escalated_permissions`): under `on-request` the command asks even when it is known
+   * to be safe; under any other policy the call is refused, as Codex refuses it.
+   */
+  withApproval?: boolean;
+  /** Why the model asks, shown to the user with the request. */
+  justification?: string;
 }
 
 /** Why an argument list is unsafe for a program, or null when it is safe. */
@@ -282,9 +290,10 @@ export function knownSafeCommand(command: string): CommandSafety {
  * Whether a shell command may run without asking under `policy`, after Codex's command
  * assessment with no sandbox:
  * - `untrusted`: known read-only commands run; everything else asks.
- * - `on-request`: the same; the model may also ask on its own.
- * - `on-failure`: everything runs; a failed command that was not known safe may be retried with
- *   the user's approval (`askOnFailure`).
+ * - `on-request`: the same; the model may also ask on its own (`withApproval`), even for a
+ *   known read-only command. Under every other policy asking on its own is refused.
+ * - `on-failure`: everything runs; when a command that was not known safe fails, the user is
+ *   asked whether to run it again (`askOnFailure`).
  * - `never`: everything runs and nothing asks; failures go back to the model.
  */
 export function assessCommand(
@@ -294,6 +303,28 @@ export function assessCommand(
 ): SafetyAssessment {
   if (command.trim().length === 0) {
     return { decision: "forbid", reason: "the command is empty", askOnFailure: false };
+  }
+  if (options.withApproval === true) {
+    if (policy !== "on-request") {
+      return {
+        decision: "forbid",
+        reason: `the approval policy is ${policy}, under which a call cannot ask for approval (only on-request allows with_approval); call execute without with_approval, or do without the command`,
+        askOnFailure: false,
+      };
+    }
+    if (options.approvedCommands?.has(command)) {
+      return {
+        decision: "auto_approve",
+        reason: "the user allowed this command for the session",
+        askOnFailure: false,
+      };
+    }
+    const justification = options.justification?.trim();
+    return {
+      decision: "ask",
+      reason: justification ? `the agent asks: ${justification}` : "the agent asks for approval",
+      askOnFailure: false,
+    };
   }
   const known = knownSafeCommand(command);
   if (known.safe) return { decision: "auto_approve", reason: known.reason, askOnFailure: false };

@@ -54,6 +54,17 @@ export const ExecuteArgsSchema = z.object({
     .describe(
       "Start the command and return at once with its process id, for servers and watchers. A trailing `&` does the same.",
     ),
+  with_approval: z
+    .boolean()
+    .optional()
+    .describe(
+      "Ask the user to approve this command before it runs, even if it would run without asking: for commands with effects beyond the worktree (network, installs, deployments, anything hard to undo). Give the reason in justification. Only allowed under the on-request approval policy; under any other policy the call is refused without running.",
+    ),
+  justification: z
+    .string()
+    .max(500)
+    .optional()
+    .describe("With with_approval: one sentence the user reads, saying why the command is needed."),
 });
 export type ExecuteArgs = z.infer<typeof ExecuteArgsSchema>;
 

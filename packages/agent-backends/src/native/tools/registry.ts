@@ -192,6 +192,13 @@ export function assessToolCall(
   switch (name) {
     case "execute": {
       const command = String(args.command);
+      if (args.with_approval === true) {
+        return assessCommand(withoutTrailingBackground(command) ?? command, policy, {
+          ...options,
+          withApproval: true,
+          ...(typeof args.justification === "string" ? { justification: args.justification } : {}),
+        });
+      }
       const embedded = patchFromCommand(command);
       if (embedded !== null) return assessPatchText(embedded, worktreeRoot, policy);
       return assessCommand(withoutTrailingBackground(command) ?? command, policy, options);

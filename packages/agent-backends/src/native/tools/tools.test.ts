@@ -641,6 +641,8 @@ describe("registry", () => {
       "timeout_ms",
       "workdir",
       "run_in_background",
+      "with_approval",
+      "justification",
     ]);
     expect(nativeTools).toHaveLength(8);
   });
