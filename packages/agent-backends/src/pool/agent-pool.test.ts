@@ -2,9 +2,17 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentBackend } from "../backend.ts";
 import { AgentPool, type AgentPoolKey } from "./agent-pool.ts";
 
-function fakeBackend(log: string[], name: string): AgentBackend {
-  let status: "idle" | "closed" = "idle";
+type FakeBackend = AgentBackend & { crash(): void; recover(): void };
+
+function fakeBackend(log: string[], name: string): FakeBackend {
+  let status: "idle" | "closed" | "crashed" = "idle";
   return {
+    crash() {
+      status = "crashed";
+    },
+    recover() {
+      status = "idle";
+    },
     async ensureSession() {
       return { agentSessionId: name, resumed: false };
     },
@@ -33,21 +41,32 @@ function pool(options: { idleTimeoutMs?: number; now?: () => number; fail?: bool
   const log: string[] = [];
   let created = 0;
   const disposed: AgentPoolKey[] = [];
+  const reasons: string[] = [];
+  const crashes: string[] = [];
+  const backends: FakeBackend[] = [];
   const instance = new AgentPool({
     create: async (key) => {
       created += 1;
       log.push(`create ${key.agent}`);
       if (options.fail && created === 1) throw new Error("agent missing");
-      return fakeBackend(log, `${key.sessionId}/${key.agent}#${created}`);
+      const backend = fakeBackend(log, `${key.sessionId}/${key.agent}#${created}`);
+      backends.push(backend);
+      return backend;
     },
-    onDisposed: (key) => {
+    onDisposed: (key, reason) => {
       disposed.push(key);
+      reasons.push(`${key.agent} ${reason}`);
     },
+    onCrashed: (key, health) => {
+      crashes.push(`${key.agent} ${health.status}`);
+    },
+    // Tests call checkHealth themselves.
+    healthIntervalMs: 60_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     ...(options.now ? { now: options.now } : {}),
   });
   pools.push(instance);
-  return { instance, log, disposed, created: () => created };
+  return { instance, log, disposed, reasons, crashes, backends, created: () => created };
 }
 
 describe("AgentPool", () => {
@@ -112,5 +131,42 @@ describe("AgentPool", () => {
     await expect(instance.use({ sessionId: "s3", agent: "codex" }, async () => {})).rejects.toThrow(
       "shut down",
     );
+  });
+
+  it("says why each backend was disposed, and sweeps with a shorter idle time when asked", async () => {
+    const { instance, reasons } = pool();
+    await instance.use({ sessionId: "s1", agent: "codex" }, async () => {});
+    await instance.use({ sessionId: "s1", agent: "deckhand" }, async () => {});
+    await instance.use({ sessionId: "s2", agent: "codex" }, async () => {});
+    // The idle timeout is a minute; a sweep asked to take anything unused disposes it now.
+    expect(await instance.sweepIdle()).toBe(0);
+    await instance.close({ sessionId: "s1", agent: "deckhand" });
+    expect(await instance.sweepIdle(0)).toBe(2);
+    await instance.use({ sessionId: "s3", agent: "codex" }, async () => {});
+    await instance.shutdown();
+    expect(reasons).toEqual(["deckhand closed", "codex idle", "codex idle", "codex shutdown"]);
+  });
+
+  it("reports a backend that crashed between uses once, and not one that crashed during a use", async () => {
+    const { instance, crashes, backends } = pool();
+    const key = { sessionId: "s1", agent: "codex" };
+    await instance.use(key, async () => {});
+    const [backend] = backends;
+    backend!.crash();
+    expect(await instance.checkHealth()).toEqual([key]);
+    expect(await instance.checkHealth()).toEqual([]);
+    expect(crashes).toEqual(["codex crashed"]);
+
+    // Started again by the next use, it crashes during a use: that user reports it.
+    await instance.use(key, async () => {
+      backend!.recover();
+      backend!.crash();
+    });
+    expect(await instance.checkHealth()).toEqual([]);
+    // Recovered by a use and crashed again afterwards: news again.
+    await instance.use(key, async () => backend!.recover());
+    backend!.crash();
+    expect(await instance.checkHealth()).toEqual([key]);
+    expect(crashes).toHaveLength(2);
   });
 });

@@ -12,15 +12,25 @@ export interface AgentPoolEntryHealth extends BackendHealth, AgentPoolKey {
   busy: boolean;
 }
 
+/** Why a backend was disposed: unused past the idle timeout, `close`/`closeSession`, `shutdown`. */
+export type AgentPoolDisposal = "idle" | "closed" | "shutdown";
+
 export interface AgentPoolOptions<CreateContext = undefined> {
   /** Creates the backend for a key on first use, with what the first `use` passed along. */
   create(key: AgentPoolKey, context: CreateContext): Promise<AgentBackend>;
-  /** Called after a backend was disposed (idle, shutdown, or `close`): revoke its token, say. */
-  onDisposed?(key: AgentPoolKey): Promise<void> | void;
+  /** Called after a backend was disposed: revoke its token, mark its session closed, say. */
+  onDisposed?(key: AgentPoolKey, reason: AgentPoolDisposal): Promise<void> | void;
+  /**
+   * Called when a backend not in use is found crashed (its process died between turns), once
+   * per crash: a backend that crashes during a use is its user's to report.
+   */
+  onCrashed?(key: AgentPoolKey, health: BackendHealth): Promise<void> | void;
   /** Backends unused this long are disposed. Defaults to 15 minutes. */
   idleTimeoutMs?: number;
   /** How often idle backends are looked for. Defaults to a tenth of the idle timeout. */
   sweepIntervalMs?: number;
+  /** How often backends' health is looked at for crashes between uses. Defaults to 1 s. */
+  healthIntervalMs?: number;
   now?: () => number;
 }
 
@@ -30,6 +40,8 @@ interface Entry {
   lastUsedAt: number;
   /** Turns (or other uses) in progress; a busy backend is never closed for idleness. */
   uses: number;
+  /** Whether the backend was crashed when last looked at (or a use ended), so one crash is reported once. */
+  crashed: boolean;
 }
 
 function keyOf(key: AgentPoolKey): string {
@@ -47,6 +59,7 @@ export class AgentPool<CreateContext = undefined> {
   readonly #idleTimeoutMs: number;
   readonly #now: () => number;
   #sweep: NodeJS.Timeout | null = null;
+  #watch: NodeJS.Timeout | null = null;
   #closed = false;
 
   constructor(options: AgentPoolOptions<CreateContext>) {
@@ -56,6 +69,10 @@ export class AgentPool<CreateContext = undefined> {
     const interval = options.sweepIntervalMs ?? Math.max(1_000, this.#idleTimeoutMs / 10);
     this.#sweep = setInterval(() => void this.sweepIdle(), interval);
     this.#sweep.unref();
+    if (options.onCrashed) {
+      this.#watch = setInterval(() => void this.checkHealth(), options.healthIntervalMs ?? 1_000);
+      this.#watch.unref();
+    }
   }
 
   get size(): number {
@@ -81,6 +98,7 @@ export class AgentPool<CreateContext = undefined> {
         backend: this.#options.create(key, context as CreateContext),
         lastUsedAt: this.#now(),
         uses: 0,
+        crashed: false,
       };
       created.backend.catch(() => {
         if (this.#entries.get(id) === created) this.#entries.delete(id);
@@ -90,11 +108,15 @@ export class AgentPool<CreateContext = undefined> {
     }
     entry.uses += 1;
     entry.lastUsedAt = this.#now();
+    let backend: AgentBackend | null = null;
     try {
-      return await work(await entry.backend);
+      backend = await entry.backend;
+      return await work(backend);
     } finally {
       entry.uses -= 1;
       entry.lastUsedAt = this.#now();
+      // A crash during the use is the user's to report; only a later one is news.
+      if (backend !== null) entry.crashed = backend.health().status === "crashed";
     }
   }
 
@@ -115,7 +137,7 @@ export class AgentPool<CreateContext = undefined> {
     const entry = this.#entries.get(id);
     if (!entry) return;
     this.#entries.delete(id);
-    await this.#dispose(entry);
+    await this.#dispose(entry, "closed");
   }
 
   /** Disposes every backend of a session. */
@@ -126,15 +148,49 @@ export class AgentPool<CreateContext = undefined> {
     await Promise.all(keys.map((key) => this.close(key)));
   }
 
-  /** Disposes backends idle for longer than the timeout; returns how many. */
-  async sweepIdle(): Promise<number> {
-    const cutoff = this.#now() - this.#idleTimeoutMs;
+  /**
+   * Disposes backends not in use for longer than `idleMs` (the idle timeout unless given);
+   * returns how many.
+   */
+  async sweepIdle(idleMs: number = this.#idleTimeoutMs): Promise<number> {
+    const cutoff = this.#now() - idleMs;
     const idle = [...this.#entries.entries()].filter(
       ([, entry]) => entry.uses === 0 && entry.lastUsedAt <= cutoff,
     );
     for (const [id] of idle) this.#entries.delete(id);
-    await Promise.all(idle.map(([, entry]) => this.#dispose(entry)));
+    await Promise.all(idle.map(([, entry]) => this.#dispose(entry, "idle")));
     return idle.length;
+  }
+
+  /**
+   * Looks for backends that crashed while not in use and reports each crash once through
+   * `onCrashed`; returns the keys reported. Runs on a timer when `onCrashed` is given.
+   */
+  async checkHealth(): Promise<AgentPoolKey[]> {
+    const reported: AgentPoolKey[] = [];
+    for (const entry of [...this.#entries.values()]) {
+      if (entry.uses > 0) continue;
+      let health: BackendHealth;
+      try {
+        health = (await entry.backend).health();
+      } catch {
+        continue;
+      }
+      const crashed = health.status === "crashed";
+      if (entry.uses > 0) continue;
+      if (crashed && !entry.crashed && this.#entries.get(keyOf(entry.key)) === entry) {
+        entry.crashed = true;
+        reported.push(entry.key);
+        try {
+          await this.#options.onCrashed?.(entry.key, health);
+        } catch {
+          // Reporting is best effort; the backend's health still says crashed.
+        }
+      } else if (!crashed) {
+        entry.crashed = false;
+      }
+    }
+    return reported;
   }
 
   async health(): Promise<AgentPoolEntryHealth[]> {
@@ -162,18 +218,20 @@ export class AgentPool<CreateContext = undefined> {
     this.#closed = true;
     if (this.#sweep) clearInterval(this.#sweep);
     this.#sweep = null;
+    if (this.#watch) clearInterval(this.#watch);
+    this.#watch = null;
     const entries = [...this.#entries.values()];
     this.#entries.clear();
-    await Promise.all(entries.map((entry) => this.#dispose(entry)));
+    await Promise.all(entries.map((entry) => this.#dispose(entry, "shutdown")));
   }
 
-  async #dispose(entry: Entry): Promise<void> {
+  async #dispose(entry: Entry, reason: AgentPoolDisposal): Promise<void> {
     try {
       const backend = await entry.backend;
       await backend.dispose();
     } catch {
       // A backend that never started or fails to stop has nothing more to release here.
     }
-    await this.#options.onDisposed?.(entry.key);
+    await this.#options.onDisposed?.(entry.key, reason);
   }
 }
