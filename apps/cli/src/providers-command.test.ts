@@ -171,14 +171,21 @@ describe("deckhand providers", () => {
   });
 
   it("adds a custom ACP agent with If-Match, then probes it", async () => {
-    const server = fakeServer({ providers: [entry("mine", { builtin: false })], diagnostics: [] });
+    const server = fakeServer(
+      { providers: [entry("mine", { builtin: false })], diagnostics: [] },
+      // Not there before the patch; the refresh after it shows it.
+      {
+        "GET /snapshot": () =>
+          new Response(JSON.stringify({ providers: [], diagnostics: [] }), { status: 200 }),
+      },
+    );
     const result = await run(
       ["add", "mine", "--label", "Mine", "--env", "A=1=2", "--", "my-agent", "--acp"],
       server,
     );
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("mine        ready");
-    const [, patch, refresh] = server.requests;
+    const [, , patch, refresh] = server.requests;
     expect(patch!.headers.get("If-Match")).toBe('"v1"');
     expect(JSON.parse(patch!.body)).toEqual({
       providers: {

@@ -32,8 +32,10 @@ Commands:
   refresh [ids...]           probe the providers again now (all enabled ones when no id is given)
   enable <id>                turn a provider on
   disable <id>               turn a provider off
-  add <id> [--label L] [--env NAME=VALUE]... -- <command...>
-                             add a custom ACP agent, started as <command...>
+  add <id> [--label L] [--env NAME=VALUE]... [--force] -- <command...>
+                             add a custom ACP agent, started as <command...>; exits 1 when it
+                             is not ready afterwards. --force replaces an existing provider's
+                             command, label and env (a built-in's too)
 
 Options:
   --server URL   the Deckhand server (default: $${SERVER_URL_ENV}, else http://${SERVER_DEFAULT_LISTEN})
@@ -45,6 +47,7 @@ Providers live in <data-dir>/providers.json; see docs/providers.md.
 
 class UsageError extends Error {}
 
+/** The server refused, or the command could not do what was asked: exit 1 with the message. */
 class ServerAnswerError extends Error {}
 
 interface Options {
@@ -52,6 +55,7 @@ interface Options {
   json: boolean;
   label: string | undefined;
   env: string[];
+  force: boolean;
   positionals: string[];
   /** Everything after `--`: the command of `add`. */
   command: string[];
@@ -66,6 +70,7 @@ function parseOwnOptions(args: string[]) {
         json: { type: "boolean" },
         label: { type: "string" },
         env: { type: "string", multiple: true },
+        force: { type: "boolean" },
       },
       allowPositionals: true,
       strict: true,
@@ -92,6 +97,7 @@ function parse(argv: string[], io: ProvidersCommandIo): Options {
     json: parsed.values.json ?? false,
     label: parsed.values.label,
     env: parsed.values.env ?? [],
+    force: parsed.values.force ?? false,
     positionals: parsed.positionals,
     command,
   };
@@ -174,6 +180,12 @@ class ProvidersApi {
       body: JSON.stringify(patch),
     });
     return this.expect(ProvidersConfigResponseSchema, body);
+  }
+
+  /** The provider's diagnostic: plain text for a human. */
+  async diagnostic(id: string): Promise<string> {
+    const { body } = await this.send(`/${encodeURIComponent(id)}/diagnostic`);
+    return typeof body === "string" ? body : JSON.stringify(body);
   }
 
   private expect<T>(
@@ -270,6 +282,35 @@ async function setEnabled(
   return 0;
 }
 
+/** The settings `add` writes; with --force, any of them the new entry lacks is removed. */
+const ADD_SETTINGS = ["extends", "label", "enabled", "command", "env"] as const;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The merge patch that makes the entry `id` hold exactly `entry`'s settings: with --force a
+ * setting or env variable the old entry had and the new one does not is set to null, so nothing
+ * stale survives; keys `add` does not write (the user's own notes) are kept.
+ */
+function replacingPatch(
+  existing: unknown,
+  entry: Record<string, unknown>,
+  env: Record<string, string>,
+): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...entry };
+  if (!isObject(existing)) return patch;
+  for (const setting of ADD_SETTINGS) {
+    if (setting in existing && !(setting in entry)) patch[setting] = null;
+  }
+  if (isObject(existing.env) && "env" in entry) {
+    const stale = Object.keys(existing.env).filter((name) => !(name in env));
+    patch.env = { ...Object.fromEntries(stale.map((name) => [name, null])), ...env };
+  }
+  return patch;
+}
+
 async function add(api: ProvidersApi, options: Options, io: ProvidersCommandIo) {
   const id = oneId(options, "add");
   if (options.command.length === 0) {
@@ -278,20 +319,37 @@ async function add(api: ProvidersApi, options: Options, io: ProvidersCommandIo) 
     );
   }
   const env = parseEnv(options.env);
+  const before = (await api.snapshot()).providers.find((provider) => provider.id === id);
   const current = await api.config();
-  const entry = {
-    extends: "acp",
+  const section = current.config.providers;
+  const existing = isObject(section) ? section[id] : undefined;
+  if ((before !== undefined || existing !== undefined) && !options.force) {
+    const what = before?.builtin ? "a built-in provider" : "a provider";
+    throw new ServerAnswerError(
+      `${what} "${id}" exists already; pass --force to replace its command, label and env, or choose another id`,
+    );
+  }
+  const entry: Record<string, unknown> = {
+    // A built-in keeps its own definition; only its command, label and env are replaced.
+    ...(before?.builtin ? {} : { extends: "acp" }),
     command: options.command,
     ...(options.label !== undefined ? { label: options.label } : {}),
     ...(Object.keys(env).length > 0 ? { env } : {}),
   };
+  const patch = options.force ? replacingPatch(existing, entry, env) : entry;
   // If-Match: a concurrent edit of the file makes this fail instead of being overwritten.
-  const result = await api.patch({ providers: { [id]: entry } }, current.etag);
+  const result = await api.patch({ providers: { [id]: patch } }, current.etag);
   io.stderr.write(formatDiagnostics(result.diagnostics));
   const snapshot = await api.snapshot({ ids: [id] });
   const added = snapshot.providers.find((provider) => provider.id === id);
   if (added) io.stdout.write(`${formatEntry(added)}\n`);
-  return 0;
+  if (added?.status === "ready") return 0;
+  // Kept in the file (it may work once installed or logged in); the diagnostic says what is wrong.
+  io.stderr.write(
+    `deckhand providers add: "${id}" was added but is ${added?.status ?? "missing from the snapshot"}:\n`,
+  );
+  io.stderr.write(await api.diagnostic(id));
+  return 1;
 }
 
 /** `deckhand providers ...`: a client of a running server's providers API. */
