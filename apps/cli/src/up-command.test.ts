@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ADMIN_TOKEN_ENV, DATABASE_URL_ENV } from "@deckhand/server-app";
-import { WirePath } from "@deckhand/wire";
+import { WireEnv, WirePath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 
 const cliEntry = fileURLToPath(new URL("./bin.ts", import.meta.url));
@@ -16,11 +16,19 @@ afterEach(() => {
 });
 
 /** Runs `deckhand up <args>` from the checkout, as a user would. */
-function spawnUp(args: string[]): ChildProcess {
+function spawnUp(args: string[], extraEnvironment: NodeJS.ProcessEnv = {}): ChildProcess {
   const environment = { ...process.env };
-  // The test must not pick up a developer's database or admin token.
-  delete environment[DATABASE_URL_ENV];
-  delete environment[ADMIN_TOKEN_ENV];
+  // The test must not pick up a developer's database, admin token or server settings.
+  for (const name of [
+    DATABASE_URL_ENV,
+    ADMIN_TOKEN_ENV,
+    WireEnv.serverListen,
+    WireEnv.serverDataDir,
+    WireEnv.serverLogLevel,
+  ]) {
+    delete environment[name];
+  }
+  Object.assign(environment, extraEnvironment);
   const child = spawn(process.execPath, ["--conditions=source", cliEntry, "up", ...args], {
     cwd: cliRoot,
     env: environment,
@@ -70,6 +78,30 @@ describe("deckhand up", () => {
     });
     child.kill("SIGTERM");
     expect((await exit).code).toBe(0);
+  }, 30_000);
+
+  it("takes its listen address and data directory from the environment", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "deckhand-up-env-"));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const child = spawnUp(["--no-agent"], {
+      [WireEnv.serverListen]: "127.0.0.1:0",
+      [WireEnv.serverDataDir]: dataDir,
+    });
+    const exit = exited(child);
+    const url = await listeningUrl(child);
+    expect((await fetch(`${url}${WirePath.serverApi}/health`)).status).toBe(200);
+    expect(existsSync(join(dataDir, "db"))).toBe(true);
+    child.kill("SIGTERM");
+    expect((await exit).code).toBe(0);
+  }, 30_000);
+
+  it("exits 2 with one line naming a bad environment variable", async () => {
+    const child = spawnUp([], { [WireEnv.serverLogLevel]: "loud" });
+    const { code, stderr } = await exited(child);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      `deckhand up: ${WireEnv.serverLogLevel} "loud" is not a log level; use one of fatal, error, warn, info, debug, silent\n`,
+    );
   }, 30_000);
 
   it("exits 2 with one line naming the bad setting, without a stack trace", async () => {

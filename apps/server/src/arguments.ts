@@ -1,7 +1,10 @@
 import { parseArgs } from "node:util";
 import {
   ADMIN_TOKEN_ENV,
+  DATA_DIR_ENV,
   DATABASE_URL_ENV,
+  LISTEN_ENV,
+  LOG_LEVEL_ENV,
   SERVER_DEFAULT_LISTEN,
   type ServerFlags,
 } from "./config.ts";
@@ -12,14 +15,18 @@ export const serverUsage = `Usage: deckhand up [options]
 Starts the Deckhand server: the API, the model-provider proxy, an embedded database and a
 workspace agent for the projects on this machine.
 
+Flags win over the environment, which wins over <data-dir>/config.json.
+
 Options:
-  --listen HOST:PORT     address to listen on (default ${SERVER_DEFAULT_LISTEN}); on any other
-                         address than loopback the API needs $${ADMIN_TOKEN_ENV}, or the
-                         admin token the server generates and prints at its first start
-  --data-dir DIR         database, workspaces and config.json (default ~/.deckhand)
+  --listen HOST:PORT     address to listen on (default $${LISTEN_ENV}, else ${SERVER_DEFAULT_LISTEN});
+                         on any other address than loopback the API needs
+                         $${ADMIN_TOKEN_ENV}, or the admin token the server generates and
+                         prints at its first start
+  --data-dir DIR         database, workspaces and config.json (default $${DATA_DIR_ENV},
+                         else ~/.deckhand)
   --database-url URL     use PostgreSQL instead of the embedded database (default $${DATABASE_URL_ENV})
   --no-agent             do not start the local workspace agent
-  --log-level LEVEL      fatal|error|warn|info|debug|silent (default info)
+  --log-level LEVEL      fatal|error|warn|info|debug|silent (default $${LOG_LEVEL_ENV}, else info)
   --reset-admin-token    revoke the generated admin token and print a new one
   -h, --help             show this help
 `;

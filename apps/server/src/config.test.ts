@@ -2,7 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN_ENV, DATABASE_URL_ENV, resolveServerConfig } from "./config.ts";
+import { parseServerArguments } from "./arguments.ts";
+import {
+  ADMIN_TOKEN_ENV,
+  DATA_DIR_ENV,
+  DATABASE_URL_ENV,
+  LISTEN_ENV,
+  LOG_LEVEL_ENV,
+  resolveServerConfig,
+} from "./config.ts";
 import { ServerError } from "./server-error.ts";
 
 const dirs: string[] = [];
@@ -56,6 +64,85 @@ describe("resolveServerConfig", () => {
       { environment: { [DATABASE_URL_ENV]: "postgres://env/db" } },
     );
     expect(fromFlags).toMatchObject({ port: 0, databaseUrl: "postgresql://flag/db" });
+  });
+
+  it("takes listen address, data directory and log level from flags, then the environment, then config.json", () => {
+    const fileDir = dataDir({ listen: "127.0.0.1:9000", logLevel: "warn" });
+    const envDir = dataDir({ listen: "127.0.0.1:9001", logLevel: "error" });
+    const environment = {
+      [LISTEN_ENV]: "127.0.0.1:9100",
+      [DATA_DIR_ENV]: envDir,
+      [LOG_LEVEL_ENV]: "debug",
+    };
+    // The file alone.
+    expect(resolveServerConfig({ dataDir: fileDir }, { environment: {} })).toMatchObject({
+      port: 9000,
+      dataDir: fileDir,
+      logLevel: "warn",
+    });
+    // The environment over the file; its data directory is where the file is read from.
+    expect(resolveServerConfig({}, { environment })).toMatchObject({
+      port: 9100,
+      dataDir: envDir,
+      logLevel: "debug",
+    });
+    expect(resolveServerConfig({}, { environment: { [DATA_DIR_ENV]: envDir } })).toMatchObject({
+      port: 9001,
+      logLevel: "error",
+    });
+    // Flags over both.
+    expect(
+      resolveServerConfig(
+        (({ help: _help, ...flags }) => flags)(
+          parseServerArguments([
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            fileDir,
+            "--log-level",
+            "silent",
+          ]),
+        ),
+        { environment },
+      ),
+    ).toMatchObject({ port: 0, dataDir: fileDir, logLevel: "silent" });
+    // A relative DECKHAND_DATA_DIR is taken from the working directory; an empty one is unset.
+    expect(
+      resolveServerConfig({}, { environment: { [DATA_DIR_ENV]: "data" }, cwd: fileDir }).dataDir,
+    ).toBe(join(fileDir, "data"));
+    expect(
+      resolveServerConfig(
+        {},
+        { environment: { [DATA_DIR_ENV]: "", [LISTEN_ENV]: "" }, homeDir: "/home/someone" },
+      ),
+    ).toMatchObject({ dataDir: "/home/someone/.deckhand", port: 7420 });
+  });
+
+  it("names the variable, in one line, for a bad listen address or log level from the environment", () => {
+    const dir = dataDir({ listen: "127.0.0.1:9000" });
+    const listenError = configError(() =>
+      resolveServerConfig({ dataDir: dir }, { environment: { [LISTEN_ENV]: "nope" } }),
+    );
+    expect(listenError.message).toContain(`${LISTEN_ENV} "nope" is not host:port`);
+    expect(listenError.message).not.toContain("\n");
+    const levelError = configError(() =>
+      resolveServerConfig({ dataDir: dir }, { environment: { [LOG_LEVEL_ENV]: "loud" } }),
+    );
+    expect(levelError.message).toBe(
+      `${LOG_LEVEL_ENV} "loud" is not a log level; use one of fatal, error, warn, info, debug, silent`,
+    );
+    // A flag that is fine wins before the bad variable is looked at.
+    expect(
+      resolveServerConfig(
+        { dataDir: dir, listen: "127.0.0.1:0" },
+        { environment: { [LISTEN_ENV]: "nope" } },
+      ).port,
+    ).toBe(0);
+    // A bad listen address in the file names the file.
+    const fileDir = dataDir({ listen: "nope" });
+    expect(
+      configError(() => resolveServerConfig({ dataDir: fileDir }, { environment: {} })).message,
+    ).toContain('listen in config.json "nope"');
   });
 
   it("reads model upstream keys from the environment variable the file names", () => {

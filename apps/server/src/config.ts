@@ -14,6 +14,10 @@ import { ServerError } from "./server-error.ts";
 export const ADMIN_TOKEN_ENV = WireEnv.adminToken;
 /** The standard name for a PostgreSQL connection string. */
 export const DATABASE_URL_ENV = "DATABASE_URL";
+/** The environment's say on the listen address, data directory and log level (under the flags). */
+export const LISTEN_ENV = WireEnv.serverListen;
+export const DATA_DIR_ENV = WireEnv.serverDataDir;
+export const LOG_LEVEL_ENV = WireEnv.serverLogLevel;
 export const SERVER_DEFAULT_LISTEN = "127.0.0.1:7420";
 export const CONFIG_FILE_NAME = "config.json";
 export const PROVIDERS_FILE_NAME = "providers.json";
@@ -136,6 +140,17 @@ function checkDatabaseUrl(url: string, source: string): string {
   return url;
 }
 
+function isLogLevel(value: string): value is ServerLogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value);
+}
+
+/** The first value that is set, with the name of where it came from. */
+function firstSet(candidates: [string | undefined, string][]): [string, string] {
+  const found = candidates.find(([value]) => value !== undefined);
+  if (!found) throw new Error("no candidate is set; the last one must be a default");
+  return found as [string, string];
+}
+
 export interface ResolveServerConfigOptions {
   environment?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -145,8 +160,10 @@ export interface ResolveServerConfigOptions {
 
 /**
  * Validates flags, environment and `<data-dir>/config.json` (in that order of precedence) into a
- * complete configuration. Every problem is a ServerError naming the setting, raised before
- * anything starts.
+ * complete configuration: `--listen` over `DECKHAND_LISTEN` over `listen`, `--data-dir` over
+ * `DECKHAND_DATA_DIR` (the file lives in the data directory, so it cannot name one), `--log-level`
+ * over `DECKHAND_LOG_LEVEL` over `logLevel`, `--database-url` over `DATABASE_URL` over `databaseUrl`.
+ * Every problem is a ServerError naming the setting, raised before anything starts.
  */
 export function resolveServerConfig(
   flags: ServerFlags,
@@ -162,20 +179,36 @@ export function resolveServerConfig(
     throw new ServerError("invalid_config", problems, { cause: parsedFlags.error });
   }
   const input = parsedFlags.data;
+  // An empty variable counts as unset, as `VAR= deckhand up` means.
+  const fromEnv = (name: string) => environment[name] || undefined;
   const dataDir = resolve(
     options.cwd ?? process.cwd(),
-    input.dataDir ?? join(options.homeDir ?? homedir(), ".deckhand"),
+    input.dataDir ?? fromEnv(DATA_DIR_ENV) ?? join(options.homeDir ?? homedir(), ".deckhand"),
   );
   const file = readConfigFile(join(dataDir, CONFIG_FILE_NAME));
 
+  const [listenValue, listenSource] = firstSet([
+    [input.listen, "--listen"],
+    [fromEnv(LISTEN_ENV), LISTEN_ENV],
+    [file.listen, `listen in ${CONFIG_FILE_NAME}`],
+    [SERVER_DEFAULT_LISTEN, "the default listen address"],
+  ]);
   let listen: { host: string; port: number };
   try {
-    listen = parseListenAddress(input.listen ?? file.listen ?? SERVER_DEFAULT_LISTEN);
+    listen = parseListenAddress(listenValue);
   } catch (error) {
     throw new ServerError(
       "invalid_config",
-      `--listen "${input.listen ?? file.listen}" is not host:port; use for example ${SERVER_DEFAULT_LISTEN}`,
+      `${listenSource} "${listenValue}" is not host:port; use for example ${SERVER_DEFAULT_LISTEN}`,
       { cause: error },
+    );
+  }
+
+  const envLogLevel = fromEnv(LOG_LEVEL_ENV);
+  if (envLogLevel !== undefined && !isLogLevel(envLogLevel)) {
+    throw new ServerError(
+      "invalid_config",
+      `${LOG_LEVEL_ENV} "${envLogLevel}" is not a log level; use one of ${LOG_LEVELS.join(", ")}`,
     );
   }
 
@@ -225,6 +258,6 @@ export function resolveServerConfig(
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
-    logLevel: input.logLevel ?? file.logLevel ?? "info",
+    logLevel: input.logLevel ?? envLogLevel ?? file.logLevel ?? "info",
   };
 }

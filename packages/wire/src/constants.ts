@@ -17,6 +17,12 @@ export const WireEnv = {
   agentToken: "DECKHAND_AGENT_TOKEN",
   /** The server's admin bearer token; required when it listens beyond loopback. */
   adminToken: "DECKHAND_ADMIN_TOKEN",
+  /** The server's listen address (`host:port`) when `--listen` is not given. */
+  serverListen: "DECKHAND_LISTEN",
+  /** The server's data directory when `--data-dir` is not given. */
+  serverDataDir: "DECKHAND_DATA_DIR",
+  /** The server's log level when `--log-level` is not given. */
+  serverLogLevel: "DECKHAND_LOG_LEVEL",
 } as const;
 
 /** HTTP headers. */

@@ -34,6 +34,9 @@ describe("contract parity", () => {
       chatId: "DECKHAND_CHAT_ID",
       agentToken: "DECKHAND_AGENT_TOKEN",
       adminToken: "DECKHAND_ADMIN_TOKEN",
+      serverListen: "DECKHAND_LISTEN",
+      serverDataDir: "DECKHAND_DATA_DIR",
+      serverLogLevel: "DECKHAND_LOG_LEVEL",
     });
     expect(WireHeader.jobId).toBe("Deckhand-Job-Id");
     expect(WireHeader.chatId).toBe("Deckhand-Chat-Id");
