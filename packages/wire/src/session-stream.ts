@@ -171,11 +171,26 @@ export const SessionNoticeSchema = z.discriminatedUnion("type", [
     usage_job_id: z.string().nullable(),
   }),
   z.object({
+    type: z.literal("commits_folded"),
+    chat_id: Id.nullable(),
+    agent: z.string(),
+    /**
+     * Commits the agent made on the session branch during its turn, oldest first, undone into
+     * the worktree so they are reviewed as pending changes like any other edit.
+     */
+    commits: z.array(z.object({ sha: z.string(), subject: z.string() })),
+  }),
+  z.object({
     type: z.literal("turn_finished"),
     chat_id: Id,
     message_id: Id,
     agent: z.string(),
     status: z.enum(["complete", "failed", "cancelled"]),
+    /**
+     * Why a `cancelled` turn stopped when no person cancelled it: `interrupted`, the server
+     * stopped it (it was shutting down); send the message again.
+     */
+    reason: z.enum(["interrupted"]).optional(),
   }),
   z.object({ type: z.literal("session_closed") }),
 ]);
