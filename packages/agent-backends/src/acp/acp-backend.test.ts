@@ -489,6 +489,39 @@ describe("the ACP backend with the scripted agent", () => {
     expect((await unknown.ensureSession()).resumed).toBe(false);
   });
 
+  it("resumes through session/resume when the agent offers it: the session goes on, nothing replayed", async () => {
+    const stateDir = join(root, "agent-state-resume");
+    const command = { stateDir, resume: true, noLoad: true };
+    const first = backendFor(command);
+    const { agentSessionId } = await first.ensureSession();
+    await run(first, "hello");
+    await run(first, "write resumed-by-resume.txt earlier work");
+    await first.dispose();
+
+    const idle: AgentEvent[] = [];
+    const second = backendFor(command, {
+      context: sessionContext({ resumeSessionId: agentSessionId }),
+      onIdleEvent: (event) => idle.push(event),
+    });
+    // resumed is only possible through session/resume: this agent offers no session/load.
+    expect(await second.ensureSession()).toEqual({ agentSessionId, resumed: true });
+    const next = await run(second, "history");
+    // The agent remembers both earlier prompts, and only this turn's reply is on the stream.
+    expect(next.events.map((event) => event.type)).toEqual(["text", "turn_end"]);
+    expect(next.text).toBe("history 2\nhello\nwrite resumed-by-resume.txt earlier work");
+    expect(idle.filter((event) => event.type !== "commands")).toEqual([
+      { type: "mode", agent: "scripted", mode_id: "ask" },
+    ]);
+
+    // A session the agent does not know: refused, so a new one is started and reported.
+    const unknown = backendFor(command, {
+      context: sessionContext({ resumeSessionId: "scripted-session-gone" }),
+    });
+    const fresh = await unknown.ensureSession();
+    expect(fresh.resumed).toBe(false);
+    expect((await run(unknown, "history")).text).toBe("history 0");
+  });
+
   it("refuses a second prompt while a turn runs", async () => {
     const backend = backendFor();
     const turn = start(backend, "slow 5000");

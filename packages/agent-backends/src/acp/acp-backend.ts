@@ -420,24 +420,27 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   async function resume(current: Live, sessionId: string): Promise<boolean> {
     const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
     try {
+      // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
       if (current.capabilities.sessionCapabilities?.resume) {
-        await bounded(
+        const resumed: acp.ResumeSessionResponse = await bounded(
           current.process,
           "session/resume",
           current.connection.agent.request(acp.methods.agent.session.resume, request),
         );
+        if (resumed.modes) emit({ type: "mode", agent, mode_id: resumed.modes.currentModeId });
         return true;
       }
       if (current.capabilities.loadSession) {
         loadingSessionId = sessionId;
         try {
-          await bounded(
+          const loaded: acp.LoadSessionResponse = await bounded(
             current.process,
             "session/load",
             current.connection.agent.request(acp.methods.agent.session.load, request),
           );
           // Replayed notifications read before the answer are still on their way in.
           await new Promise((resolve) => setImmediate(resolve));
+          if (loaded.modes) emit({ type: "mode", agent, mode_id: loaded.modes.currentModeId });
         } finally {
           loadingSessionId = null;
         }

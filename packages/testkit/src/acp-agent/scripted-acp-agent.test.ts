@@ -1,4 +1,7 @@
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
@@ -70,6 +73,66 @@ describe("the scripted ACP agent", () => {
     });
   });
 
+  it("with --resume, advertises session resume and continues a session without replaying it", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "scripted-resume-"));
+    try {
+      const sessionId = await withAgent(
+        scriptedAcpAgentCommand("normal", { stateDir }),
+        async (agent) => {
+          const initialized = await agent.request(acp.methods.agent.initialize, initialize);
+          expect(initialized.agentCapabilities?.sessionCapabilities?.resume).toBeUndefined();
+          const session = await agent.request(acp.methods.agent.session.new, {
+            cwd: "/",
+            mcpServers: [],
+          });
+          await agent.request(acp.methods.agent.session.prompt, {
+            sessionId: session.sessionId,
+            prompt: [{ type: "text", text: "remember me" }],
+          });
+          await expect(
+            agent.request(acp.methods.agent.session.resume, {
+              sessionId: session.sessionId,
+              cwd: "/",
+            }),
+          ).rejects.toMatchObject({ code: acp.RequestError.methodNotFound("").code });
+          return session.sessionId;
+        },
+      );
+      await withAgent(
+        scriptedAcpAgentCommand("normal", { stateDir, resume: true, noLoad: true }),
+        async (agent, updates) => {
+          const initialized = await agent.request(acp.methods.agent.initialize, initialize);
+          expect(initialized.agentCapabilities).toMatchObject({
+            loadSession: false,
+            sessionCapabilities: { resume: {} },
+          });
+          const resumed = await agent.request(acp.methods.agent.session.resume, {
+            sessionId,
+            cwd: "/",
+          });
+          expect(resumed.modes?.currentModeId).toBe("ask");
+          await agent.request(acp.methods.agent.session.prompt, {
+            sessionId,
+            prompt: [{ type: "text", text: "history" }],
+          });
+          const texts = updates.flatMap((update) =>
+            update.update.sessionUpdate === "agent_message_chunk" &&
+            update.update.content.type === "text"
+              ? [update.update.content.text]
+              : [],
+          );
+          expect(texts).toEqual(["history 1\nremember me"]);
+          expect(updates.some((u) => u.update.sessionUpdate === "user_message_chunk")).toBe(false);
+          await expect(
+            agent.request(acp.methods.agent.session.resume, { sessionId: "gone", cwd: "/" }),
+          ).rejects.toMatchObject({ code: acp.RequestError.resourceNotFound().code });
+        },
+      );
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses session/new with auth_required in auth-required mode", async () => {
     await withAgent(scriptedAcpAgentCommand("auth-required"), async (agent) => {
       const initialized = await agent.request(acp.methods.agent.initialize, initialize);
@@ -91,7 +154,11 @@ describe("parseScriptedAgentArguments", () => {
         version: "1.2.3",
         stateDir: null,
         loadSession: true,
+        resumeSession: false,
       },
+    });
+    expect(parseScriptedAgentArguments(["--resume", "--no-load"])).toMatchObject({
+      options: { loadSession: false, resumeSession: true },
     });
     expect(parseScriptedAgentArguments(["--mode", "slow-commands"])).toMatchObject({
       options: { commandsDelayMs: 1_500 },

@@ -8,8 +8,9 @@
 // what the turn does: write or read files through the client's fs methods, run commands in the
 // client's terminals, ask permission before an edit, stream until cancelled, crash mid-turn,
 // or show one of each update (see scripted-acp-prompts.ts for the directives). Sessions keep
-// their history (user prompts and replies); `session/load` replays it as notifications, and
-// `--state-dir` keeps it on disk so a new agent process can load a session an old one started.
+// their history (user prompts and replies); `session/load` replays it as notifications,
+// `session/resume` (with `--resume`) continues it without a replay, and `--state-dir` keeps it
+// on disk so a new agent process can load or resume a session an old one started.
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
@@ -301,6 +302,13 @@ async function runPrompt(
       return process.exit(7);
     case "showcase":
       return runShowcase(turn);
+    case "history": {
+      const prompts = turn.session.history.filter((entry) => entry.role === "user");
+      await turn.say(
+        [`history ${prompts.length}`, ...prompts.map((entry) => entry.text)].join("\n"),
+      );
+      return done;
+    }
     case "reply":
       await turn.say(script.reply);
       return done;
@@ -369,7 +377,7 @@ function run(options: ScriptedAgentOptions): void {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
           loadSession: options.loadSession,
-          sessionCapabilities: { close: {} },
+          sessionCapabilities: { close: {}, ...(options.resumeSession ? { resume: {} } : {}) },
         },
         authMethods: script.authMethods,
         agentInfo: { name: "scripted-acp-agent", version: options.version },
@@ -435,6 +443,18 @@ function run(options: ScriptedAgentOptions): void {
           },
         });
       }
+      announceCommands(client, session.id);
+      return { modes: script.modes, configOptions: script.configOptions };
+    });
+  }
+
+  if (options.resumeSession) {
+    app = app.onRequest(acp.methods.agent.session.resume, async ({ params, client }) => {
+      const session = restore(params.sessionId);
+      if (!session) throw acp.RequestError.resourceNotFound(params.sessionId);
+      session.cwd = params.cwd;
+      sessions.set(session.id, session);
+      // Unlike session/load, nothing is replayed: the client already showed the conversation.
       announceCommands(client, session.id);
       return { modes: script.modes, configOptions: script.configOptions };
     });

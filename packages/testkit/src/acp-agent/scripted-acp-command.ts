@@ -10,6 +10,8 @@ export interface ScriptedAcpAgentCommandOptions {
   stateDir?: string;
   /** Do not advertise `loadSession` (an agent that cannot resume). */
   noLoad?: boolean;
+  /** Advertise `sessionCapabilities.resume` and serve `session/resume` (no history replayed). */
+  resume?: boolean;
 }
 
 /** Where the agent script lives, for tests that need the file itself. */
@@ -33,5 +35,6 @@ export function scriptedAcpAgentCommand(
   if (options.agentVersion !== undefined) command.push("--agent-version", options.agentVersion);
   if (options.stateDir !== undefined) command.push("--state-dir", options.stateDir);
   if (options.noLoad === true) command.push("--no-load");
+  if (options.resume === true) command.push("--resume");
   return command;
 }

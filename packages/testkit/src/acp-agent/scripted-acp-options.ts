@@ -12,8 +12,10 @@ import { parseArgs } from "node:util";
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
  *
  * Independent of the mode: `--state-dir` keeps each session's history in a directory so a later
- * process can `session/load` it (resume across restarts), and `--no-load` stops the agent from
- * advertising `loadSession`, as agents without resume do.
+ * process can `session/load` it (resume across restarts), `--no-load` stops the agent from
+ * advertising `loadSession`, as agents without resume do, and `--resume` advertises
+ * `sessionCapabilities.resume` and serves `session/resume` (the session continues, its history
+ * kept, nothing replayed), as agents that cannot load offer instead.
  */
 export const SCRIPTED_AGENT_MODES = [
   "normal",
@@ -35,6 +37,8 @@ export interface ScriptedAgentOptions {
   stateDir: string | null;
   /** Whether `loadSession` is advertised (and `session/load` served). */
   loadSession: boolean;
+  /** Whether `sessionCapabilities.resume` is advertised (and `session/resume` served). */
+  resumeSession: boolean;
 }
 
 export const SCRIPTED_AGENT_VERSION = "1.2.3";
@@ -54,8 +58,8 @@ function isMode(value: string): value is ScriptedAgentMode {
 }
 
 /**
- * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load] |
- * --version`.
+ * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load]
+ * [--resume] | --version`.
  */
 export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
   let values: Record<string, string | boolean | undefined>;
@@ -68,6 +72,7 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
         "agent-version": { type: "string" },
         "state-dir": { type: "string" },
         "no-load": { type: "boolean" },
+        resume: { type: "boolean" },
         version: { type: "boolean" },
       },
       strict: true,
@@ -102,6 +107,7 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       version,
       stateDir: (values["state-dir"] as string | undefined) ?? null,
       loadSession: values["no-load"] !== true,
+      resumeSession: values.resume === true,
     },
   };
 }

@@ -21,6 +21,7 @@ describe("scripted prompts", () => {
       { kind: "stubborn", ms: 100 },
       { kind: "crash" },
       { kind: "showcase" },
+      { kind: "history" },
       { kind: "reply" },
     ];
     for (const prompt of prompts)

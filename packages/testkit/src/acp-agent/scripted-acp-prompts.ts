@@ -24,6 +24,8 @@
  * - `crash`: streams a chunk, writes to stderr and exits with code 7 mid-turn.
  * - `showcase`: one of each update (thought, plan, tool call and two updates, mode change,
  *   text) and token usage in the prompt response.
+ * - `history`: replies with the session's earlier prompts, one per line after `history N`, so a
+ *   test can tell a resumed session (which remembers) from a new one.
  * - anything else: replies with the script's fixed reply.
  */
 export type ScriptedPrompt =
@@ -37,6 +39,7 @@ export type ScriptedPrompt =
   | { kind: "stubborn"; ms: number }
   | { kind: "crash" }
   | { kind: "showcase" }
+  | { kind: "history" }
   | { kind: "reply" };
 
 /** How long `slow` and `stubborn` stream when no duration is given. */
@@ -86,6 +89,8 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
       return { kind: "crash" };
     case "showcase":
       return { kind: "showcase" };
+    case "history":
+      return { kind: "history" };
     default:
       return { kind: "reply" };
   }
@@ -118,6 +123,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
       return `${prompt.kind} ${prompt.ms}`;
     case "crash":
     case "showcase":
+    case "history":
       return prompt.kind;
     case "reply":
       return "hello";
