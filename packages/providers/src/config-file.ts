@@ -77,7 +77,8 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
   if (text === null) return { document: {}, patchable: true, providers: builtins(), diagnostics };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // Editors on Windows save UTF-8 with a byte order mark, which JSON.parse does not accept.
+    parsed = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
   } catch (error) {
     report("", `not valid JSON (${(error as Error).message}); ${FALLBACK}`);
     return { document: {}, patchable: false, providers: builtins(), diagnostics };
