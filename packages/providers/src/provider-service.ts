@@ -160,11 +160,13 @@ function fingerprintOf(executable: string, args: readonly string[], env: Record<
     .digest("hex");
 }
 
+/**
+ * `If-Match` uses the strong comparison (RFC 9110, 13.1.1): a weak tag (`W/"..."`) never
+ * matches, since it only promises an equivalent file, not the bytes a patch was made against.
+ */
 function etagMatches(header: string, etag: string): boolean {
-  return header
-    .split(",")
-    .map((candidate) => candidate.trim().replace(/^W\//, ""))
-    .some((candidate) => candidate === "*" || candidate === etag);
+  const candidates = header.split(",").map((candidate) => candidate.trim());
+  return candidates.includes("*") || candidates.includes(etag);
 }
 
 function diagnosticKey(diagnostic: ProvidersDiagnostic): string {

@@ -82,6 +82,23 @@ describe("the providers router", () => {
     expect(stale.status).toBe(412);
     expect(await errorOf(stale)).toMatchObject({ code: "conflict" });
 
+    // If-Match compares strongly: the same tag marked weak does not match, a list may hold it.
+    const current = ProvidersConfigResponseSchema.parse(
+      await (await app.request(`${base}/config`)).json(),
+    );
+    const weak = await patch(app, JSON.stringify({ providers: { codex: { enabled: true } } }), {
+      "If-Match": `W/${current.etag}`,
+    });
+    expect(weak.status).toBe(412);
+    const listed = await patch(app, JSON.stringify({ providers: { claude: { enabled: false } } }), {
+      "If-Match": `"someone-else", ${current.etag}`,
+    });
+    expect(listed.status).toBe(200);
+    const anyVersion = await patch(app, JSON.stringify({ providers: { claude: null } }), {
+      "If-Match": "*",
+    });
+    expect(anyVersion.status).toBe(200);
+
     const plainJson = await patch(app, JSON.stringify({ providers: { codex: null } }), {
       "Content-Type": "application/json; charset=utf-8",
     });
@@ -99,8 +116,14 @@ describe("the providers router", () => {
     expect(array.status).toBe(400);
     expect((await errorOf(array)).message).toContain("JSON merge patch");
     const text = await patch(app, "{}", { "Content-Type": "text/plain" });
-    expect(text.status).toBe(400);
-    expect((await errorOf(text)).message).toContain("application/merge-patch+json");
+    expect(text.status).toBe(415);
+    expect(await errorOf(text)).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("application/merge-patch+json"),
+    });
+    const untyped = await app.request(`${base}/config`, { method: "PATCH", body: "{}" });
+    expect(untyped.status).toBe(415);
+    expect((await errorOf(untyped)).message).toContain("application/merge-patch+json");
     const invalid = await patch(app, JSON.stringify({ providers: { codex: { enabled: "no" } } }));
     expect(invalid.status).toBe(400);
     expect(await errorOf(invalid)).toMatchObject({

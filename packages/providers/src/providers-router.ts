@@ -87,7 +87,7 @@ export function createProvidersRouter(service: ProviderService): Hono {
     const type = (context.req.header("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
     if (!PATCH_TYPES.includes(type)) {
       throw new HttpError(
-        400,
+        415,
         "invalid_request",
         `send the patch as ${PATCH_TYPES.join(" or ")}, not ${type === "" ? "no Content-Type" : type}`,
       );

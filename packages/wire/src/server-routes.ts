@@ -341,7 +341,11 @@ export const serverRoutes: readonly ServerRoute[] = [
       "Change the providers config with a JSON merge patch (application/merge-patch+json); send If-Match with the ETag",
     body: ProvidersConfigPatchSchema,
     success: { status: 200, schema: ProvidersConfigResponseSchema, description: "the new config" },
-    errors: { 400: "not a JSON object, or the result is invalid", 412: "the ETag is stale" },
+    errors: {
+      400: "not a JSON object, or the result is invalid",
+      412: "If-Match names another version of the file (compared strongly: a weak tag never matches)",
+      415: "not sent as application/merge-patch+json or application/json",
+    },
   },
   {
     operationId: "refreshProviders",
