@@ -619,21 +619,38 @@ export class SessionService {
           `${change.path} no longer differs from the session branch; list pending changes again`,
         );
       }
-      const commit = await gitWork(worktree.path, change.path, agent);
-      const resolved = await this.#db.transaction(async (transaction) => {
-        const [row] = await transaction
+      // The session lock only serialises this process. Another replica may resolve the same
+      // change at once, so the transition is claimed in SQL first: the conditional update locks
+      // the row, a concurrent one waits for this transaction and then finds it no longer
+      // pending. The git work runs inside the transaction, so a failure leaves it pending.
+      // (Only `transaction` is used in here: on PGlite a query outside it would wait forever.)
+      return this.#db.transaction(async (transaction) => {
+        const [claimed] = await transaction
           .update(pendingChanges)
           .set({ status, resolvedAt: new Date() })
-          .where(eq(pendingChanges.id, pendingChangeId))
+          .where(and(eq(pendingChanges.id, pendingChangeId), eq(pendingChanges.status, "pending")))
           .returning();
+        if (!claimed) {
+          const [now] = await transaction
+            .select({ status: pendingChanges.status })
+            .from(pendingChanges)
+            .where(eq(pendingChanges.id, pendingChangeId));
+          throw new HttpError(
+            409,
+            "conflict",
+            now
+              ? `pending change ${pendingChangeId} is ${now.status} already`
+              : `pending change ${pendingChangeId} was superseded; list pending changes again`,
+          );
+        }
+        const commit = await gitWork(worktree.path, change.path, agent);
         await appendSessionEvent(transaction, change.sessionId, change.chatId, {
           type: "pending_change_resolved",
           pending_change_id: pendingChangeId,
           status,
         });
-        return row!;
+        return { pendingChange: pendingChangeResource(claimed, agent), commit };
       });
-      return { pendingChange: pendingChangeResource(resolved, agent), commit };
     });
   }
 

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskRegistry } from "@deckhand/db";
+import type { HttpError } from "@deckhand/http-kit";
 import { mintModelToken } from "@deckhand/model-proxy";
 import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import {
@@ -19,7 +20,7 @@ import {
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishSessionEvent } from "../src/session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload } from "../src/session-service.ts";
+import { AGENT_TURN_TASK, type AgentTurnPayload, SessionService } from "../src/session-service.ts";
 import {
   backends,
   Cleanups,
@@ -350,6 +351,66 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
         serverPath(ServerPath.session, { session_id: session.id }),
       );
       expect(closed.status).toBe(200);
+    });
+
+    it("resolves a pending change once when two replicas apply it at the same time", async () => {
+      const { session, chat } = await newSession();
+      writeFileSync(join(session.worktree_path!, "race.txt"), "raced\n");
+      const agentSessionId = await harness.server.sessions.ensureAgentSession(
+        session.id,
+        "racer",
+        chat.id,
+      );
+      const [change] = await harness.server.sessions.recordPendingChanges({
+        sessionId: session.id,
+        agentSessionId,
+        chatId: chat.id,
+      });
+      // A second replica: its own service (and in-process lock) over the same database.
+      const replica = new SessionService({
+        database: harness.server.database,
+        projectsDir: join(harness.config.dataDir, "projects"),
+        worktreesDir: join(harness.config.dataDir, "workspaces", "sessions"),
+      });
+      const before = gitIn(repository, "rev-list", "--count", session.branch);
+      const [viaApi, viaReplica] = await Promise.allSettled([
+        harness.api<{ commit: string } | { error: { code: string } }>(
+          "POST",
+          serverPath(ServerPath.applyPendingChange, { pending_change_id: change!.id }),
+        ),
+        replica.applyPendingChange(change!.id),
+      ]);
+      const outcomes = [
+        viaApi.status === "fulfilled" ? viaApi.value.status : "rejected",
+        viaReplica.status === "fulfilled" ? 200 : (viaReplica.reason as HttpError).status,
+      ].sort();
+      expect(outcomes).toEqual([200, 409]);
+      if (viaApi.status === "fulfilled" && viaApi.value.status === 409) {
+        expect(viaApi.value.body).toMatchObject({ error: { code: "conflict" } });
+      }
+      // One commit, one resolution event, and the change applied.
+      expect(Number(gitIn(repository, "rev-list", "--count", session.branch))).toBe(
+        Number(before) + 1,
+      );
+      const { rows } = await harness.server.database.query<{ count: string | number }>(
+        `select count(*) as count from session_events
+         where session_id = $1 and type = 'pending_change_resolved'`,
+        [session.id],
+      );
+      expect(Number(rows[0]!.count)).toBe(1);
+      const listed = await harness.api<{ pending_changes: PendingChange[] }>(
+        "GET",
+        serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
+      );
+      expect(listed.body.pending_changes.map((pending) => pending.status)).toEqual(["applied"]);
+      // A late reject of the same change is a conflict too, in the error shape.
+      const late = await harness.api<{ error: { code: string; message: string } }>(
+        "POST",
+        serverPath(ServerPath.rejectPendingChange, { pending_change_id: change!.id }),
+      );
+      expect(late.status).toBe(409);
+      expect(late.body.error).toMatchObject({ code: "conflict" });
+      expect(late.body.error.message).toContain("applied already");
     });
 
     it("rejects a message for a malformed agent id without storing anything", async () => {
