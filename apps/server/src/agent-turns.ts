@@ -3,7 +3,9 @@ import {
   type AgentBackend,
   AgentPool,
   type AgentPoolEntryHealth,
+  type AgentPoolKey,
   type AgentSessionContext,
+  type BackendHealth,
 } from "@deckhand/agent-backends";
 import {
   agentSessions,
@@ -11,7 +13,10 @@ import {
   type MessagePartKind,
   messageParts,
   messages,
+  sessionEvents,
   type TaskRegistry,
+  type Transaction,
+  tasks,
 } from "@deckhand/db";
 import {
   type ModelTokenStore,
@@ -22,11 +27,13 @@ import {
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
 import {
   type AgentEvent,
+  AgentEventSchema,
   type AnswerPermissionRequest,
   type ApprovalPolicyName,
+  type StopReason,
   WirePath,
 } from "@deckhand/wire";
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { appendSessionEvent, publishSessionEvent } from "./session-events.ts";
@@ -38,8 +45,21 @@ export const AGENT_CONTROL_CHANNEL = "deckhand_agent_control";
 /** The proxy agent type of Deckhand's native agent (the `modelUpstreams` key it uses). */
 export const NATIVE_AGENT_TYPE = "deckhand";
 
+/** What an interrupted turn's message says: the server, not a person, stopped it. */
+export const INTERRUPTED_ERROR =
+  "interrupted: the server stopped during this turn; send the message again";
+
+/** At most this many of an agent's unfinished turns are cancelled by one request. */
+const MAX_CANCELLED_TURNS = 100;
+
 const ControlMessageSchema = z.discriminatedUnion("action", [
-  z.object({ action: z.literal("cancel"), session_id: z.string(), agent: z.string() }),
+  z.object({
+    action: z.literal("cancel"),
+    session_id: z.string(),
+    agent: z.string(),
+    /** The assistant messages whose turns are cancelled (running ones stop; others never start). */
+    message_ids: z.array(z.string()),
+  }),
   z.object({
     action: z.literal("permission"),
     session_id: z.string(),
@@ -93,6 +113,13 @@ export interface AgentTurnsOptions {
   idleTimeoutMs?: number;
   /** Lifetime of the model token each backend gets. Defaults to 12 hours. */
   modelTokenTtlMs?: number;
+  /** How often backends are checked for a crash between turns. Defaults to 1 s. */
+  healthIntervalMs?: number;
+  /**
+   * How long `stop` waits for interrupted turns to end their messages before stopping the
+   * agents. Defaults to 10 s (an ACP agent gets 5 s to honour a cancel).
+   */
+  stopTimeoutMs?: number;
 }
 
 interface CreateContext {
@@ -103,6 +130,38 @@ interface CreateContext {
   worktreePath: string;
 }
 
+/** A turn this process runs, from its message's insert to its finish. */
+interface LiveTurn {
+  sessionId: string;
+  agent: string;
+  messageId: string;
+  /** The prompt's signal: aborted by a cancel, or by the server stopping the turn. */
+  controller: AbortController;
+  /** The server, not a person, stopped the turn (shutting down, or the task was taken away). */
+  interrupted: boolean;
+}
+
+type PartContent = Record<string, unknown>;
+interface Part {
+  kind: MessagePartKind;
+  content: PartContent;
+}
+
+/** What changed in the parts since they were last stored. */
+interface PartChanges {
+  /** Stored parts from this position on are gone (a retry discarded them). */
+  truncateFrom: number | null;
+  /** Parts to store whole, at their position. */
+  put: { position: number; part: Part }[];
+}
+
+/**
+ * While text or reasoning streams, parts are stored at most this often (with the event that
+ * comes after the interval); any other event stores them at once. The session's event log has
+ * every delta as it came.
+ */
+const PART_FLUSH_MS = 200;
+
 /** A deterministic id for the answer to a user message, so a re-run task finds its message. */
 export function assistantMessageId(userMessageId: string): string {
   const hex = createHash("sha256").update(`assistant:${userMessageId}`).digest("hex");
@@ -110,32 +169,73 @@ export function assistantMessageId(userMessageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** Turns a turn's events into the assistant message's parts, in the order they first appeared. */
+function redactContent(content: PartContent): PartContent {
+  return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Turns a turn's events into the assistant message's parts, in the order they first appeared:
+ * text, reasoning, tool calls (each with its updates and the permission asked for it merged),
+ * the plan, and errors. It remembers which parts changed since `takeChanges`, so they can be
+ * stored as the turn streams.
+ */
 class PartCollector {
-  readonly parts: { kind: MessagePartKind; content: Record<string, unknown> }[] = [];
-  readonly #toolCalls = new Map<string, Record<string, unknown>>();
+  readonly parts: Part[] = [];
+  readonly #toolCalls = new Map<string, Part>();
+  /** Tool call parts by the permission request asked for them. */
+  readonly #permissions = new Map<string, Part>();
   #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
-  #plan: Record<string, unknown> | null = null;
-  /** Text and reasoning parts begun since the last event of another type. */
-  #sinceOther: { kind: MessagePartKind; content: Record<string, unknown> }[] = [];
+  #plan: Part | null = null;
+  /** Text and reasoning parts begun since the last event of another type (a suffix of parts). */
+  #sinceOther: Part[] = [];
+  readonly #dirty = new Set<Part>();
+  #truncateFrom: number | null = null;
   /** The last error an agent reported, for the message's `error` column. */
   lastError: string | null = null;
+
+  #push(part: Part): void {
+    this.parts.push(part);
+    this.#dirty.add(part);
+  }
+
+  /** What changed since the last call (everything, the first time). */
+  takeChanges(): PartChanges {
+    const changes: PartChanges = {
+      truncateFrom: this.#truncateFrom,
+      put: [...this.#dirty]
+        .map((part) => ({ position: this.parts.indexOf(part), part }))
+        .filter((change) => change.position >= 0)
+        .sort((left, right) => left.position - right.position),
+    };
+    this.#dirty.clear();
+    this.#truncateFrom = null;
+    return changes;
+  }
 
   add(event: AgentEvent): void {
     if (event.type === "text" || event.type === "reasoning") {
       if (this.#open?.kind !== event.type) {
         this.#open = { kind: event.type, content: { text: "" } };
-        this.parts.push(this.#open);
+        this.#push(this.#open);
         this.#sinceOther.push(this.#open);
       }
       this.#open.content.text += event.delta;
+      this.#dirty.add(this.#open);
       return;
     }
     if (event.type === "retry") {
       // The stream's rule: a retry discards the text and reasoning since the last other event.
-      for (const part of this.#sinceOther) this.parts.splice(this.parts.indexOf(part), 1);
+      const first = this.#sinceOther[0];
       this.#sinceOther = [];
       this.#open = null;
+      if (first === undefined) return;
+      const from = this.parts.indexOf(first);
+      this.parts.splice(from);
+      this.#truncateFrom = Math.min(this.#truncateFrom ?? from, from);
       return;
     }
     this.#sinceOther = [];
@@ -143,12 +243,14 @@ class PartCollector {
       this.#open = null;
       const { type: _type, message_id: _message, ...content } = event;
       const existing = this.#toolCalls.get(event.tool_call_id);
-      if (existing) Object.assign(existing, content);
-      else {
-        const part = { ...content } as Record<string, unknown>;
-        this.#toolCalls.set(event.tool_call_id, part);
-        this.parts.push({ kind: "tool_call", content: part });
+      if (existing) {
+        Object.assign(existing.content, content);
+        this.#dirty.add(existing);
+        return;
       }
+      const part: Part = { kind: "tool_call", content: { ...content } };
+      this.#toolCalls.set(event.tool_call_id, part);
+      this.#push(part);
       return;
     }
     if (event.type === "tool_update") {
@@ -156,26 +258,55 @@ class PartCollector {
       const { type: _type, message_id: _message, ...update } = event;
       let part = this.#toolCalls.get(event.tool_call_id);
       if (!part) {
-        part = { tool_call_id: event.tool_call_id };
+        part = { kind: "tool_call", content: { tool_call_id: event.tool_call_id } };
         this.#toolCalls.set(event.tool_call_id, part);
-        this.parts.push({ kind: "tool_call", content: part });
+        this.#push(part);
       }
-      for (const [key, value] of Object.entries(update)) if (value !== undefined) part[key] = value;
+      for (const [key, value] of Object.entries(update)) {
+        if (value !== undefined) part.content[key] = value;
+      }
+      this.#dirty.add(part);
+      return;
+    }
+    if (event.type === "permission_request") {
+      this.#open = null;
+      // A request about a tool call is part of that call; one about nothing in particular is
+      // only in the session's event log.
+      const part =
+        event.tool_call_id === null ? undefined : this.#toolCalls.get(event.tool_call_id);
+      if (!part) return;
+      part.content.permission = {
+        request_id: event.request_id,
+        title: event.title,
+        options: event.options,
+        outcome: null,
+      };
+      this.#permissions.set(event.request_id, part);
+      this.#dirty.add(part);
+      return;
+    }
+    if (event.type === "permission_resolved") {
+      const part = this.#permissions.get(event.request_id);
+      if (!part) return;
+      (part.content.permission as PartContent).outcome = event.outcome;
+      this.#dirty.add(part);
       return;
     }
     if (event.type === "plan") {
       this.#open = null;
-      if (this.#plan) this.#plan.entries = event.entries;
-      else {
-        this.#plan = { entries: event.entries };
-        this.parts.push({ kind: "plan", content: this.#plan });
+      if (this.#plan) {
+        this.#plan.content.entries = event.entries;
+        this.#dirty.add(this.#plan);
+        return;
       }
+      this.#plan = { kind: "plan", content: { entries: event.entries } };
+      this.#push(this.#plan);
       return;
     }
     if (event.type === "error") {
       this.#open = null;
       this.lastError = event.message;
-      this.parts.push({
+      this.#push({
         kind: "error",
         content: {
           message: event.message,
@@ -185,6 +316,43 @@ class PartCollector {
     }
   }
 }
+
+async function storePartChanges(
+  transaction: Transaction,
+  messageId: string,
+  changes: PartChanges,
+): Promise<void> {
+  if (changes.truncateFrom !== null) {
+    await transaction
+      .delete(messageParts)
+      .where(
+        and(
+          eq(messageParts.messageId, messageId),
+          gte(messageParts.position, changes.truncateFrom),
+        ),
+      );
+  }
+  for (const { position, part } of changes.put) {
+    const content = redactContent(part.content);
+    await transaction
+      .insert(messageParts)
+      .values({ messageId, position, kind: part.kind, content })
+      .onConflictDoUpdate({
+        target: [messageParts.messageId, messageParts.position],
+        set: { kind: part.kind, content },
+      });
+  }
+}
+
+/** What ended a turn, as `#finish` stores it. */
+interface TurnOutcome {
+  status: "complete" | "failed" | "cancelled";
+  error?: string;
+  reason?: "interrupted";
+}
+
+/** The lock wait was given up: the turn was cancelled before it could start. */
+const ABORTED = Symbol("aborted");
 
 /**
  * Runs agent turns: the `agent_turn` task handler, the pool of live backends, and the control
@@ -198,11 +366,19 @@ export class AgentTurns {
   readonly #tokens = new Map<string, string>();
   /** The model-usage job id of each live backend, announced so clients can read its usage. */
   readonly #jobIds = new Map<string, string>();
+  /** The `agent_sessions` row each live backend was created for. */
+  readonly #rows = new Map<string, string>();
   /** The agent session id last announced for each backend (a restarted agent may get a new one). */
   readonly #announced = new WeakMap<AgentBackend, string>();
-  /** Turns of one (session, agent) run one after another, never interleaved on one backend. */
-  readonly #turnLocks = new Map<string, Promise<unknown>>();
+  /**
+   * Turns of one session run one after another, whichever agent they are for: the agents share
+   * the worktree, and what changed during a turn is credited to the agent that ran it.
+   */
+  readonly #sessionLocks = new Map<string, Promise<void>>();
+  readonly #live = new Map<string, LiveTurn>();
+  readonly #inFlight = new Set<Promise<void>>();
   #unlisten: (() => Promise<void>) | null = null;
+  #stopping = false;
 
   constructor(options: AgentTurnsOptions) {
     this.#options = options;
@@ -210,19 +386,37 @@ export class AgentTurns {
     this.pool = new AgentPool<CreateContext>({
       create: (key, context) => this.#createBackend(key.sessionId, key.agent, context),
       onDisposed: async (key) => {
-        const tokenId = this.#tokens.get(`${key.sessionId}/${key.agent}`);
-        this.#tokens.delete(`${key.sessionId}/${key.agent}`);
-        this.#jobIds.delete(`${key.sessionId}/${key.agent}`);
+        const id = `${key.sessionId}/${key.agent}`;
+        const tokenId = this.#tokens.get(id);
+        const rowId = this.#rows.get(id);
+        this.#tokens.delete(id);
+        this.#jobIds.delete(id);
+        this.#rows.delete(id);
         if (tokenId) await revokeModelToken(options.modelTokens, tokenId).catch(() => {});
+        // The agent is gone: its row is history now, and the next turn makes a new one that
+        // resumes the agent's own session from this row's resume id.
+        if (rowId) {
+          await options.database.db
+            .update(agentSessions)
+            .set({ status: "closed", updatedAt: new Date() })
+            .where(and(eq(agentSessions.id, rowId), ne(agentSessions.status, "active")))
+            .catch((error: unknown) =>
+              this.#logger.warn({ err: error, ...key }, "could not mark the agent session closed"),
+            );
+        }
       },
+      onCrashed: (key, health) => this.#crashedBetweenTurns(key, health),
       idleTimeoutMs: options.idleTimeoutMs ?? 15 * 60_000,
+      ...(options.healthIntervalMs !== undefined
+        ? { healthIntervalMs: options.healthIntervalMs }
+        : {}),
     });
   }
 
   register(registry: TaskRegistry): void {
     registry.register<AgentTurnPayload>(AGENT_TURN_TASK, {
       schema: AgentTurnPayloadSchema,
-      handle: (payload) => this.runTurn(payload),
+      handle: (payload, context) => this.runTurn(payload, { signal: context.signal }),
     });
   }
 
@@ -240,9 +434,25 @@ export class AgentTurns {
     });
   }
 
+  /**
+   * Interrupts the turns still running here (their messages end `cancelled` with the reason
+   * `interrupted`), waits a bounded time for them to finish, then stops every agent.
+   */
   async stop(): Promise<void> {
+    this.#stopping = true;
     await this.#unlisten?.();
     this.#unlisten = null;
+    for (const live of this.#live.values()) this.#interrupt(live);
+    if (this.#inFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inFlight]),
+        new Promise<void>((resolveWait) => {
+          timer = setTimeout(resolveWait, this.#options.stopTimeoutMs ?? 10_000);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     await this.pool.shutdown();
   }
 
@@ -250,9 +460,71 @@ export class AgentTurns {
     return this.pool.health();
   }
 
-  /** Asks whichever process runs (session, agent) to cancel its turn. */
+  /**
+   * Cancels the agent's unfinished turns in the session, wherever they run. Each is recorded on
+   * its message first, so it holds across processes and before the turn starts: a turn not
+   * started yet ends `cancelled` now and never prompts the agent; a started one is marked, and
+   * the process running it (told by NOTIFY) stops it, or the turn sees the mark before it
+   * prompts.
+   */
   async cancel(sessionId: string, agent: string): Promise<void> {
-    await this.#publishControl({ action: "cancel", session_id: sessionId, agent });
+    const db = this.#options.database.db;
+    const queued = await db
+      .select({ payload: tasks.payload })
+      .from(tasks)
+      .where(
+        and(
+          eq(tasks.type, AGENT_TURN_TASK),
+          inArray(tasks.status, ["pending", "running"]),
+          sql`${tasks.payload}->>'session_id' = ${sessionId}`,
+          sql`${tasks.payload}->>'agent' = ${agent}`,
+        ),
+      )
+      .orderBy(asc(tasks.id))
+      .limit(MAX_CANCELLED_TURNS);
+    const messageIds: string[] = [];
+    for (const row of queued) {
+      const parsed = AgentTurnPayloadSchema.safeParse(row.payload);
+      if (!parsed.success) continue;
+      const payload = parsed.data;
+      const messageId = assistantMessageId(payload.user_message_id);
+      messageIds.push(messageId);
+      await db.transaction(async (transaction) => {
+        const inserted = await transaction
+          .insert(messages)
+          .values({
+            id: messageId,
+            chatId: payload.chat_id,
+            role: "assistant",
+            agentType: agent,
+            status: "cancelled",
+            completedAt: new Date(),
+          })
+          .onConflictDoNothing()
+          .returning({ id: messages.id });
+        if (inserted.length > 0) {
+          // The task will find its message finished and do nothing.
+          await appendSessionEvent(transaction, sessionId, payload.chat_id, {
+            type: "turn_finished",
+            chat_id: payload.chat_id,
+            message_id: messageId,
+            agent,
+            status: "cancelled",
+          });
+          return;
+        }
+        await transaction
+          .update(messages)
+          .set({ status: "cancelled" })
+          .where(and(eq(messages.id, messageId), isNull(messages.completedAt)));
+      });
+    }
+    await this.#publishControl({
+      action: "cancel",
+      session_id: sessionId,
+      agent,
+      message_ids: messageIds,
+    });
   }
 
   async answerPermission(
@@ -275,14 +547,53 @@ export class AgentTurns {
   }
 
   async #control(message: ControlMessage): Promise<void> {
+    if (message.action === "cancel") {
+      const cancelled = new Set(message.message_ids);
+      for (const live of this.#live.values()) {
+        if (
+          live.sessionId === message.session_id &&
+          live.agent === message.agent &&
+          cancelled.has(live.messageId)
+        ) {
+          live.controller.abort();
+        }
+      }
+      return;
+    }
     const backend = await this.pool.peek({ sessionId: message.session_id, agent: message.agent });
     if (!backend) return;
-    if (message.action === "cancel") await backend.cancel();
-    else
-      await backend.respondToPermission({
-        requestId: message.request_id,
-        outcome: message.outcome,
-      });
+    await backend.respondToPermission({ requestId: message.request_id, outcome: message.outcome });
+  }
+
+  #interrupt(live: LiveTurn): void {
+    if (live.controller.signal.aborted) return;
+    live.interrupted = true;
+    live.controller.abort();
+  }
+
+  /** An agent process died while no turn ran: the row says so and the session is told. */
+  async #crashedBetweenTurns(key: AgentPoolKey, health: BackendHealth): Promise<void> {
+    const rowId = this.#rows.get(`${key.sessionId}/${key.agent}`);
+    if (!rowId) return;
+    const db = this.#options.database.db;
+    const updated = await db
+      .update(agentSessions)
+      .set({ status: "crashed", updatedAt: new Date() })
+      .where(
+        and(
+          eq(agentSessions.id, rowId),
+          ne(agentSessions.status, "crashed"),
+          ne(agentSessions.status, "closed"),
+        ),
+      )
+      .returning({ id: agentSessions.id });
+    if (updated.length === 0) return;
+    this.#logger.warn({ ...key, lastError: health.lastError }, "an agent died between turns");
+    await publishSessionEvent(db, key.sessionId, null, {
+      type: "error",
+      message_id: null,
+      message: `${health.lastError ?? `${key.agent} stopped`} between turns; the next message to ${key.agent} starts it again`,
+    });
   }
 
   async #createBackend(
@@ -316,6 +627,7 @@ export class AgentTurns {
     if (!workspaceAgent) {
       throw new Error("agents need a workspace agent; start the server without --no-agent");
     }
+    this.#rows.set(`${sessionId}/${agent}`, context.agentSessionRowId);
     const db = this.#options.database.db;
     return this.#options.createBackend({
       agent,
@@ -338,34 +650,165 @@ export class AgentTurns {
     });
   }
 
-  async #oneAtATime<Result>(key: string, work: () => Promise<Result>): Promise<Result> {
-    const previous = this.#turnLocks.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(work);
-    this.#turnLocks.set(key, run);
+  /**
+   * Runs `work` once the session's earlier turns are done. Gives up waiting (without running
+   * `work`) when `signal` aborts first: a cancelled turn does not wait for its turn to come.
+   */
+  async #inSession<Result>(
+    sessionId: string,
+    signal: AbortSignal,
+    work: () => Promise<Result>,
+  ): Promise<Result | typeof ABORTED> {
+    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
+    let release: () => void = () => {};
+    const done = new Promise<void>((resolveDone) => {
+      release = resolveDone;
+    });
+    const tail = previous.then(() => done);
+    this.#sessionLocks.set(sessionId, tail);
+    let onAbort: (() => void) | null = null;
     try {
-      return await run;
+      const acquired = await Promise.race([
+        previous.then(() => true),
+        new Promise<false>((resolveAbort) => {
+          onAbort = () => resolveAbort(false);
+          if (signal.aborted) onAbort();
+          else signal.addEventListener("abort", onAbort, { once: true });
+        }),
+      ]);
+      if (!acquired || signal.aborted) return ABORTED;
+      return await work();
     } finally {
-      if (this.#turnLocks.get(key) === run) this.#turnLocks.delete(key);
+      if (onAbort) signal.removeEventListener("abort", onAbort);
+      release();
+      if (this.#sessionLocks.get(sessionId) === tail) this.#sessionLocks.delete(sessionId);
     }
   }
 
-  /** The `agent_turn` task: runs one user message's turn, start to finish. */
-  async runTurn(payload: AgentTurnPayload): Promise<void> {
+  /** Whether the turn was cancelled: here (its signal), or by any process (its message row). */
+  async #cancelRequested(live: LiveTurn): Promise<boolean> {
+    if (live.controller.signal.aborted) return true;
+    const [row] = await this.#options.database.db
+      .select({ status: messages.status })
+      .from(messages)
+      .where(eq(messages.id, live.messageId));
+    return row?.status === "cancelled" || live.controller.signal.aborted;
+  }
+
+  /** The agent's own session id from its latest run in this session, to resume. */
+  async #previousResumeId(sessionId: string, agent: string): Promise<string | null> {
+    const [row] = await this.#options.database.db
+      .select({ resumeSessionId: agentSessions.resumeSessionId })
+      .from(agentSessions)
+      .where(
+        and(
+          eq(agentSessions.sessionId, sessionId),
+          eq(agentSessions.agentType, agent),
+          isNotNull(agentSessions.resumeSessionId),
+        ),
+      )
+      .orderBy(desc(agentSessions.lastActiveAt))
+      .limit(1);
+    return row?.resumeSessionId ?? null;
+  }
+
+  /** The message's parts as its events in the session log make them. */
+  async #partsFromLog(sessionId: string, messageId: string): Promise<Part[]> {
+    const rows = await this.#options.database.db
+      .select({ payload: sessionEvents.payload })
+      .from(sessionEvents)
+      .where(
+        and(
+          eq(sessionEvents.sessionId, sessionId),
+          sql`${sessionEvents.payload}->>'message_id' = ${messageId}`,
+        ),
+      )
+      .orderBy(asc(sessionEvents.id));
+    const collector = new PartCollector();
+    for (const row of rows) {
+      const event = AgentEventSchema.safeParse(row.payload);
+      if (event.success) collector.add(event.data);
+    }
+    return collector.parts;
+  }
+
+  /**
+   * Inserts the turn's message with a `turn_started` event; false when the message exists (a
+   * task delivered again, or a turn cancelled before it started), after finishing a message
+   * that an earlier run left unfinished.
+   */
+  async #begin(payload: AgentTurnPayload, messageId: string): Promise<boolean> {
+    const db = this.#options.database.db;
+    const { session_id: sessionId, chat_id: chatId, agent } = payload;
+    for (;;) {
+      const [existing] = await db.select().from(messages).where(eq(messages.id, messageId));
+      if (existing) {
+        // At-least-once delivery: a task run again after a crash finds its message and does not
+        // start the turn a second time (its side effects may have happened). Its parts are made
+        // again from the session log, which has every event that was streamed.
+        if (existing.completedAt === null) {
+          await this.#finish(
+            messageId,
+            sessionId,
+            chatId,
+            agent,
+            existing.status === "cancelled"
+              ? { status: "cancelled" }
+              : {
+                  status: "failed",
+                  error: "the server stopped during this turn; send the message again",
+                },
+            await this.#partsFromLog(sessionId, messageId),
+          );
+        }
+        return false;
+      }
+      const inserted = await db.transaction(async (transaction) => {
+        const rows = await transaction
+          .insert(messages)
+          .values({
+            id: messageId,
+            chatId,
+            role: "assistant",
+            agentType: agent,
+            status: "streaming",
+          })
+          .onConflictDoNothing()
+          .returning({ id: messages.id });
+        if (rows.length === 0) return false;
+        await appendSessionEvent(transaction, sessionId, chatId, {
+          type: "turn_started",
+          chat_id: chatId,
+          message_id: messageId,
+          user_message_id: payload.user_message_id,
+          agent,
+        });
+        return true;
+      });
+      if (inserted) return true;
+    }
+  }
+
+  /**
+   * The `agent_turn` task: runs one user message's turn, start to finish. `signal` is the task's:
+   * when it aborts (the server is stopping) the agent is cancelled and the message ends
+   * `cancelled` with the reason `interrupted`.
+   */
+  async runTurn(payload: AgentTurnPayload, options: { signal?: AbortSignal } = {}): Promise<void> {
+    const run = this.#runTurn(payload, options.signal);
+    this.#inFlight.add(run);
+    try {
+      await run;
+    } finally {
+      this.#inFlight.delete(run);
+    }
+  }
+
+  async #runTurn(payload: AgentTurnPayload, taskSignal: AbortSignal | undefined): Promise<void> {
     const db = this.#options.database.db;
     const { session_id: sessionId, chat_id: chatId, agent } = payload;
     const messageId = assistantMessageId(payload.user_message_id);
-
-    // At-least-once delivery: a task run again after a crash finds its message and does not
-    // start the turn a second time (its side effects may have happened).
-    const [existing] = await db.select().from(messages).where(eq(messages.id, messageId));
-    if (existing) {
-      if (existing.status === "streaming" || existing.status === "pending") {
-        await this.#finish(messageId, sessionId, chatId, agent, "failed", [], {
-          error: "the server stopped during this turn; send the message again",
-        });
-      }
-      return;
-    }
+    if (!(await this.#begin(payload, messageId))) return;
 
     const [userPart] = await db
       .select()
@@ -374,139 +817,274 @@ export class AgentTurns {
       .orderBy(asc(messageParts.position));
     const text = String((userPart?.content as { text?: string } | undefined)?.text ?? "");
 
-    await db.transaction(async (transaction) => {
-      await transaction.insert(messages).values({
-        id: messageId,
-        chatId,
-        role: "assistant",
-        agentType: agent,
-        status: "streaming",
-      });
-      await appendSessionEvent(transaction, sessionId, chatId, {
-        type: "turn_started",
-        chat_id: chatId,
-        message_id: messageId,
-        user_message_id: payload.user_message_id,
-        agent,
-      });
-    });
+    const live: LiveTurn = {
+      sessionId,
+      agent,
+      messageId,
+      controller: new AbortController(),
+      interrupted: false,
+    };
+    this.#live.set(messageId, live);
+    const onTaskAbort = () => this.#interrupt(live);
+    if (taskSignal?.aborted || this.#stopping) onTaskAbort();
+    else taskSignal?.addEventListener("abort", onTaskAbort, { once: true });
 
     const collector = new PartCollector();
+    let storedAt = 0;
     const onEvent = async (event: AgentEvent) => {
       collector.add(event);
-      await publishSessionEvent(db, sessionId, chatId, event);
-    };
-
-    let agentSessionRowId: string | null = null;
-    try {
-      const worktree = await this.#options.sessions.activeWorktree(sessionId);
-      const { approval_policy: approvalPolicy } =
-        await this.#options.sessions.getSession(sessionId);
-      agentSessionRowId = await this.#options.sessions.ensureAgentSession(sessionId, agent, null);
-      const [row] = await db
-        .select()
-        .from(agentSessions)
-        .where(eq(agentSessions.id, agentSessionRowId));
-      const rowId = agentSessionRowId;
-      const result = await this.#oneAtATime(`${sessionId}/${agent}`, () =>
-        this.pool.use(
-          { sessionId, agent },
-          async (backend) => {
-            const started = await backend.ensureSession();
-            const announced = this.#announced.get(backend);
-            if (announced !== started.agentSessionId) {
-              this.#announced.set(backend, started.agentSessionId);
-              await publishSessionEvent(db, sessionId, chatId, {
-                type: "agent_session",
-                agent,
-                agent_session_id: started.agentSessionId,
-                resumed: started.resumed,
-                had_previous: announced !== undefined || row?.resumeSessionId != null,
-                usage_job_id: this.#jobIds.get(`${sessionId}/${agent}`) ?? null,
-              });
-            }
-            await db
-              .update(agentSessions)
-              .set({
-                status: "active",
-                resumeSessionId: started.agentSessionId,
-                lastActiveAt: new Date(),
-                updatedAt: new Date(),
-              })
-              .where(eq(agentSessions.id, rowId));
-            // Each turn renews the backend's model token: it expires only when the agent sits
-            // unused longer than its lifetime (the pool disposes idle agents well before that).
-            const tokenId = this.#tokens.get(`${sessionId}/${agent}`);
-            if (tokenId) {
-              await this.#options.modelTokens.extend(
-                tokenId,
-                new Date(Date.now() + (this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000)),
-              );
-            }
-            const turn = await backend.prompt({ messageId, text, onEvent });
-            const crashed = backend.health().status === "crashed";
-            await db
-              .update(agentSessions)
-              .set({
-                status: crashed ? "crashed" : "idle",
-                lastActiveAt: new Date(),
-                updatedAt: new Date(),
-              })
-              .where(eq(agentSessions.id, rowId));
-            return turn;
-          },
-          {
-            chatId,
-            approvalPolicy,
-            agentSessionRowId: rowId,
-            resumeSessionId: row?.resumeSessionId ?? null,
-            worktreePath: worktree.path,
-          },
-        ),
-      );
-      await this.#options.sessions
-        .recordPendingChanges({ sessionId, agentSessionId: rowId, chatId })
-        .catch((error: unknown) =>
-          this.#logger.warn({ err: error, sessionId }, "recording pending changes failed"),
-        );
-      const status =
-        result.stopReason === "cancelled"
-          ? "cancelled"
-          : result.stopReason === "error"
-            ? "failed"
-            : "complete";
-      await this.#finish(messageId, sessionId, chatId, agent, status, collector.parts, {
-        ...(status === "failed"
-          ? { error: collector.lastError ?? "the agent ended the turn with an error" }
-          : {}),
+      // Parts are stored with the events, so a message read mid-turn holds what was streamed;
+      // a stream of deltas stores them every PART_FLUSH_MS rather than rewriting a growing
+      // text per delta.
+      const delta = event.type === "text" || event.type === "reasoning";
+      const store = !delta || Date.now() - storedAt >= PART_FLUSH_MS;
+      const changes = store ? collector.takeChanges() : null;
+      if (store) storedAt = Date.now();
+      await db.transaction(async (transaction) => {
+        await appendSessionEvent(transaction, sessionId, chatId, event);
+        if (changes) await storePartChanges(transaction, messageId, changes);
       });
-    } catch (error) {
+    };
+    const failTurn = async (error: unknown): Promise<TurnOutcome> => {
       // The turn is not retried: an agent may have acted already. The user sees why it failed.
-      const reason = redactSecrets(error instanceof Error ? error.message : String(error));
+      const reason = redactSecrets(messageOf(error));
       this.#logger.warn({ err: error, sessionId, agent }, "agent turn failed");
       await onEvent({ type: "error", message_id: messageId, message: reason }).catch(() => {});
       await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "error" }).catch(
         () => {},
       );
-      if (agentSessionRowId) {
-        await this.#options.sessions
-          .recordPendingChanges({ sessionId, agentSessionId: agentSessionRowId, chatId })
-          .catch(() => {});
-      }
-      await this.#finish(messageId, sessionId, chatId, agent, "failed", collector.parts, {
-        error: reason,
+      return { status: "failed", error: reason };
+    };
+
+    let outcome: TurnOutcome;
+    try {
+      const worktree = await this.#options.sessions.activeWorktree(sessionId);
+      const { approval_policy: approvalPolicy } =
+        await this.#options.sessions.getSession(sessionId);
+      const ran = await this.#inSession(sessionId, live.controller.signal, async () => {
+        if (await this.#cancelRequested(live)) return "not_started" as const;
+        let stopReason: StopReason | null = null;
+        let failure: TurnOutcome | null = null;
+        let agentSessionRowId: string | null = null;
+        // The branch's commit before the agent works: commits it makes are folded back after.
+        const since = await this.#options.sessions.headCommit(sessionId).catch(() => null);
+        try {
+          agentSessionRowId = await this.#options.sessions.ensureAgentSession(
+            sessionId,
+            agent,
+            null,
+          );
+          const rowId = agentSessionRowId;
+          const [row] = await db.select().from(agentSessions).where(eq(agentSessions.id, rowId));
+          const resumeSessionId =
+            row?.resumeSessionId ?? (await this.#previousResumeId(sessionId, agent));
+          stopReason = await this.pool.use(
+            { sessionId, agent },
+            (backend) =>
+              this.#promptBackend(backend, {
+                live,
+                rowId,
+                chatId,
+                text,
+                hadPrevious: resumeSessionId !== null,
+                onEvent,
+              }),
+            {
+              chatId,
+              approvalPolicy,
+              agentSessionRowId: rowId,
+              resumeSessionId,
+              worktreePath: worktree.path,
+            },
+          );
+        } catch (error) {
+          failure = await failTurn(error);
+        }
+        if (agentSessionRowId !== null) {
+          await this.#afterTurn({
+            sessionId,
+            chatId,
+            agent,
+            messageId,
+            agentSessionRowId,
+            since,
+            onEvent,
+          });
+        }
+        return failure ?? { stopReason: stopReason! };
       });
+      if (ran === ABORTED || ran === "not_started") {
+        // Cancelled before it began: the agent never saw the message.
+        await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });
+        outcome = { status: "cancelled" };
+      } else if ("status" in ran) {
+        outcome = ran;
+      } else if (ran.stopReason === "cancelled") {
+        outcome = { status: "cancelled" };
+      } else if (ran.stopReason === "error") {
+        outcome = {
+          status: "failed",
+          error: collector.lastError ?? "the agent ended the turn with an error",
+        };
+      } else {
+        outcome = { status: "complete" };
+      }
+    } catch (error) {
+      outcome = await failTurn(error);
+    } finally {
+      taskSignal?.removeEventListener("abort", onTaskAbort);
+      this.#live.delete(messageId);
     }
+    // Stopped by the server rather than a person: a failure it caused is not the agent's.
+    if (live.interrupted && outcome.status !== "complete") {
+      outcome = { status: "cancelled", error: INTERRUPTED_ERROR, reason: "interrupted" };
+    }
+    await this.#finish(messageId, sessionId, chatId, agent, outcome, collector.parts);
   }
 
+  /** One turn on the (session, agent) backend, inside the session's lock. */
+  async #promptBackend(
+    backend: AgentBackend,
+    turn: {
+      live: LiveTurn;
+      rowId: string;
+      chatId: string;
+      text: string;
+      hadPrevious: boolean;
+      onEvent(event: AgentEvent): Promise<void>;
+    },
+  ): Promise<StopReason> {
+    const db = this.#options.database.db;
+    const { live, rowId, onEvent } = turn;
+    const { sessionId, agent, messageId } = live;
+    const started = await backend.ensureSession();
+    const announced = this.#announced.get(backend);
+    if (announced !== started.agentSessionId) {
+      this.#announced.set(backend, started.agentSessionId);
+      await publishSessionEvent(db, sessionId, turn.chatId, {
+        type: "agent_session",
+        agent,
+        agent_session_id: started.agentSessionId,
+        resumed: started.resumed,
+        had_previous: announced !== undefined || turn.hadPrevious,
+        usage_job_id: this.#jobIds.get(`${sessionId}/${agent}`) ?? null,
+      });
+    }
+    await db
+      .update(agentSessions)
+      .set({
+        status: "active",
+        resumeSessionId: started.agentSessionId,
+        lastActiveAt: new Date(),
+        updatedAt: new Date(),
+      })
+      .where(eq(agentSessions.id, rowId));
+    // Each turn renews the backend's model token: it expires only when the agent sits unused
+    // longer than its lifetime (the pool disposes idle agents well before that).
+    const tokenId = this.#tokens.get(`${sessionId}/${agent}`);
+    if (tokenId) {
+      await this.#options.modelTokens.extend(
+        tokenId,
+        new Date(Date.now() + (this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000)),
+      );
+    }
+    let stopReason: StopReason;
+    // A cancel that came while the agent was starting or the turn waited: no prompt at all.
+    if (await this.#cancelRequested(live)) {
+      await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });
+      stopReason = "cancelled";
+    } else {
+      const signal = live.controller.signal;
+      // Backends that watch the signal cancel themselves; cancel() covers those that do not.
+      const onAbort = () => {
+        void backend
+          .cancel()
+          .catch((error: unknown) =>
+            this.#logger.warn({ err: error, sessionId, agent }, "cancelling the agent failed"),
+          );
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        ({ stopReason } = await backend.prompt({ messageId, text: turn.text, onEvent, signal }));
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
+    }
+    await db
+      .update(agentSessions)
+      .set({
+        status: backend.health().status === "crashed" ? "crashed" : "idle",
+        lastActiveAt: new Date(),
+        updatedAt: new Date(),
+      })
+      .where(eq(agentSessions.id, rowId));
+    return stopReason;
+  }
+
+  /**
+   * After an agent's turn, still inside the session's lock: commits it made on the session branch
+   * are folded back into the worktree, and the worktree's changes become pending changes
+   * credited to it.
+   */
+  async #afterTurn(turn: {
+    sessionId: string;
+    chatId: string;
+    agent: string;
+    messageId: string;
+    agentSessionRowId: string;
+    since: string | null;
+    onEvent(event: AgentEvent): Promise<void>;
+  }): Promise<void> {
+    const { sessions } = this.#options;
+    const { sessionId, chatId, agent, messageId } = turn;
+    if (turn.since !== null) {
+      try {
+        const folded = await sessions.foldAgentCommits(sessionId, turn.since);
+        if (folded.kind === "moved") {
+          await turn.onEvent({
+            type: "error",
+            message_id: messageId,
+            message: `after ${agent}'s turn, ${folded.reason}`,
+          });
+        } else if (folded.kind === "folded") {
+          if (folded.folded.length > 0) {
+            await publishSessionEvent(this.#options.database.db, sessionId, chatId, {
+              type: "commits_folded",
+              chat_id: chatId,
+              agent,
+              commits: folded.folded.map(({ sha, subject }) => ({ sha, subject })),
+            });
+          }
+          if (folded.kept.length > 0) {
+            await turn.onEvent({
+              type: "error",
+              message_id: messageId,
+              message: `${agent} committed ${folded.kept.map((commit) => commit.sha.slice(0, 12)).join(", ")} on the session branch before a pending change was applied during its turn; those commits stay there, unreviewed`,
+            });
+          }
+        }
+      } catch (error) {
+        this.#logger.warn({ err: error, sessionId }, "folding the agent's commits failed");
+      }
+    }
+    await sessions
+      .recordPendingChanges({ sessionId, agentSessionId: turn.agentSessionRowId, chatId })
+      .catch((error: unknown) =>
+        this.#logger.warn({ err: error, sessionId }, "recording pending changes failed"),
+      );
+  }
+
+  /**
+   * Ends the message: its status and error, its parts (all of them, rewritten whole, so a secret
+   * split across deltas is redacted too), and a `turn_finished` event.
+   */
   async #finish(
     messageId: string,
     sessionId: string,
     chatId: string,
     agent: string,
-    status: "complete" | "failed" | "cancelled",
-    parts: { kind: MessagePartKind; content: Record<string, unknown> }[],
-    extra: { error?: string },
+    outcome: TurnOutcome,
+    parts: Part[],
   ): Promise<void> {
     const db = this.#options.database.db;
     await db.transaction(async (transaction) => {
@@ -517,20 +1095,21 @@ export class AgentTurns {
             messageId,
             position,
             kind: part.kind,
-            content: JSON.parse(redactSecrets(JSON.stringify(part.content))),
+            content: redactContent(part.content),
           })),
         );
       }
       await transaction
         .update(messages)
-        .set({ status, error: extra.error ?? null, completedAt: new Date() })
-        .where(and(eq(messages.id, messageId)));
+        .set({ status: outcome.status, error: outcome.error ?? null, completedAt: new Date() })
+        .where(eq(messages.id, messageId));
       await appendSessionEvent(transaction, sessionId, chatId, {
         type: "turn_finished",
         chat_id: chatId,
         message_id: messageId,
         agent,
-        status,
+        status: outcome.status,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
       });
     });
   }

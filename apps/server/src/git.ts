@@ -160,3 +160,48 @@ export async function restorePath(worktree: string, path: string): Promise<void>
     await git(["clean", "--force", "--quiet", "--", path], { cwd: worktree });
   }
 }
+
+/** Whether `ancestor` is `descendant` or one of its ancestors. */
+export async function isAncestor(
+  repository: string,
+  ancestor: string,
+  descendant: string,
+): Promise<boolean> {
+  const result = await git(["merge-base", "--is-ancestor", ancestor, descendant], {
+    cwd: repository,
+    allowedExitCodes: [1],
+  });
+  return result.exitCode === 0;
+}
+
+/** One commit of a range, as `git log` tells it. */
+export interface CommitSummary {
+  sha: string;
+  subject: string;
+  body: string;
+}
+
+/** The commits reachable from `to` but not from `from`, oldest first. */
+export async function commitsBetween(
+  repository: string,
+  from: string,
+  to: string,
+): Promise<CommitSummary[]> {
+  const { stdout } = await git(
+    ["log", "--reverse", "--first-parent", "--format=%H%x00%s%x00%b%x1e", `${from}..${to}`],
+    { cwd: repository },
+  );
+  return stdout
+    .split("\x1e")
+    .map((record) => record.replace(/^\n/, ""))
+    .filter((record) => record.length > 0)
+    .map((record) => {
+      const [sha = "", subject = "", body = ""] = record.split("\0");
+      return { sha, subject, body: body.trimEnd() };
+    });
+}
+
+/** Moves the worktree's branch to `commit`, keeping every change since as staged changes. */
+export async function resetSoft(worktree: string, commit: string): Promise<void> {
+  await git(["reset", "--soft", "--quiet", commit], { cwd: worktree });
+}

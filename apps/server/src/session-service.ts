@@ -30,12 +30,16 @@ import type {
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import {
   branchExists,
+  type CommitSummary,
   changedPaths,
   commitPath,
+  commitsBetween,
   currentBranch,
   diffPath,
   git,
+  isAncestor,
   repositoryRoot,
+  resetSoft,
   resolveCommit,
   restorePath,
 } from "./git.ts";
@@ -58,6 +62,21 @@ export interface AgentTurnPayload {
   user_message_id: string;
   agent: string;
 }
+
+/** The line that marks a commit Deckhand made applying a pending change. */
+const APPLIED_LINE = "Applied from Deckhand pending change";
+
+function isApplyCommit(commit: CommitSummary): boolean {
+  return commit.body.split("\n").some((line) => line.startsWith(`${APPLIED_LINE} `));
+}
+
+/** What `foldAgentCommits` did with the commits an agent made during its turn. */
+export type FoldCommitsResult =
+  | { kind: "unchanged" }
+  /** `folded` are now staged changes; `kept` stay committed (an apply came after them). */
+  | { kind: "folded"; folded: CommitSummary[]; kept: CommitSummary[] }
+  /** HEAD left the session branch, or the branch no longer contains the turn's start: left alone. */
+  | { kind: "moved"; reason: string };
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -487,6 +506,53 @@ export class SessionService {
     return inserted[0]?.id ?? (await find())!;
   }
 
+  /** The commit the session branch points at, for `foldAgentCommits` after a turn. */
+  async headCommit(sessionId: string): Promise<string | null> {
+    const worktree = await this.activeWorktree(sessionId);
+    return resolveCommit(worktree.path, "HEAD");
+  }
+
+  /**
+   * Undoes the commits an agent made on the session branch since `since` (the branch's commit
+   * when its turn began) into staged changes, so they become pending changes to review like any
+   * other edit. Commits Deckhand made applying pending changes in the meantime stay, and so do
+   * agent commits older than such an apply (undoing them would undo the apply). A HEAD that left
+   * the session branch, or a branch that no longer contains `since`, is left alone.
+   */
+  async foldAgentCommits(sessionId: string, since: string): Promise<FoldCommitsResult> {
+    return this.#withSessionLock(sessionId, async () => {
+      const worktree = await this.activeWorktree(sessionId);
+      const branch = await currentBranch(worktree.path);
+      const head = await resolveCommit(worktree.path, "HEAD");
+      if (branch !== worktree.branch) {
+        return {
+          kind: "moved",
+          reason: `HEAD left the session branch ${worktree.branch}: it is at ${branch === null ? "a detached commit" : `branch ${branch}`} (${head?.slice(0, 12) ?? "no commit"}); Deckhand left it there`,
+        };
+      }
+      if (head === since) return { kind: "unchanged" };
+      if (head === null || !(await isAncestor(worktree.path, since, head))) {
+        return {
+          kind: "moved",
+          reason: `the session branch ${worktree.branch} was rewritten: it no longer contains ${since.slice(0, 12)}, where the turn began; Deckhand left it at ${head?.slice(0, 12) ?? "no commit"}`,
+        };
+      }
+      const commits = await commitsBetween(worktree.path, since, head);
+      let base = since;
+      let firstFolded = 0;
+      commits.forEach((commit, index) => {
+        if (isApplyCommit(commit)) {
+          base = commit.sha;
+          firstFolded = index + 1;
+        }
+      });
+      const folded = commits.slice(firstFolded);
+      const kept = commits.slice(0, firstFolded).filter((commit) => !isApplyCommit(commit));
+      if (folded.length > 0) await resetSoft(worktree.path, base);
+      return { kind: "folded", folded, kept };
+    });
+  }
+
   // Pending changes
 
   /**
@@ -665,7 +731,7 @@ export class SessionService {
         commitPath(
           worktree,
           path,
-          `${agent}: update ${path}\n\nApplied from Deckhand pending change ${pendingChangeId}.`,
+          `${agent}: update ${path}\n\n${APPLIED_LINE} ${pendingChangeId}.`,
         ),
     );
     return { pendingChange: result.pendingChange, commit: result.commit! };
