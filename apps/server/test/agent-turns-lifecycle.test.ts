@@ -19,7 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assistantMessageId, type BackendRequest, INTERRUPTED_ERROR } from "../src/agent-turns.ts";
 import { publishSessionEvent } from "../src/session-events.ts";
 import {
+  backends,
   Cleanups,
+  databaseUrlFor,
   gitIn,
   makeRepository,
   StreamClient,
@@ -254,260 +256,263 @@ async function finished(stream: StreamClient, messageId: string) {
   return eventsOf(stream, messageId).find((event) => event.type === "turn_finished")!;
 }
 
-describe("agent turns: cancel, one turn per session, commits and parts", () => {
-  const log = new AgentLog();
-  let client: Client;
+describe.each(backends)(
+  "agent turns on $backend: cancel, one turn per session, commits and parts",
+  ({ backend }) => {
+    const log = new AgentLog();
+    let client: Client;
 
-  beforeAll(async () => {
-    const dataDir = tempDir(cleanups);
-    writeProviders(dataDir, FAKE_PROVIDERS);
-    const harness = await startTestServer(cleanups, {
-      dataDir,
-      // Two turns run at once: one waiting for its session, a third still queued.
-      config: { taskConcurrency: 2 },
-      backendFactory: (request) => fakeBackend(request, log),
+    beforeAll(async () => {
+      const dataDir = tempDir(cleanups);
+      writeProviders(dataDir, FAKE_PROVIDERS);
+      const harness = await startTestServer(cleanups, {
+        dataDir,
+        // Two turns run at once: one waiting for its session, a third still queued.
+        config: { taskConcurrency: 2, databaseUrl: await databaseUrlFor(cleanups, backend) },
+        backendFactory: (request) => fakeBackend(request, log),
+      });
+      client = new Client(harness);
     });
-    client = new Client(harness);
-  });
 
-  it("a cancel while the agent starts ends the turn cancelled without prompting the agent", async () => {
-    const { session, chat, stream } = await client.session();
-    let open!: () => void;
-    log.gates.set(
-      "alpha",
-      new Promise((resolveGate) => {
-        open = resolveGate;
-      }),
-    );
-    const messageId = await client.send(chat, "alpha", "hello while starting");
-    await stream.waitFor((c) => eventsOf(c, messageId).some((e) => e.type === "turn_started"));
-    // Still starting: the backend has no turn to cancel yet.
-    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
-    await client.cancel(session, "alpha");
-    await waitUntil(async () => (await client.message(chat, messageId))?.status === "cancelled");
-    open();
-    log.gates.delete("alpha");
-    expect(await finished(stream, messageId)).toMatchObject({ status: "cancelled" });
-    expect(eventsOf(stream, messageId).map((event) => event.type)).toEqual([
-      "turn_started",
-      "turn_end",
-      "turn_finished",
-    ]);
-    expect(log.prompts).not.toContain("alpha hello while starting");
-    expect((await client.message(chat, messageId))!.status).toBe("cancelled");
-    // The agent is ready for the next message.
-    const next = await client.send(chat, "alpha", "hello after");
-    expect(await finished(stream, next)).toMatchObject({ status: "complete" });
-  });
-
-  it("a cancel ends an agent's turns queued behind another agent's at once; that agent never sees them", async () => {
-    const { session, chat, stream } = await client.session();
-    const holding = await client.send(chat, "alpha", "hold queue");
-    await stream.waitFor((c) => eventsOf(c, holding).some((e) => e.type === "text"));
-    // The first waits for the session (its task runs); the second waits for a worker slot.
-    const waiting = await client.send(chat, "beta", "waiting for the session");
-    const queued = await client.send(chat, "beta", "waiting for a slot");
-    await stream.waitFor((c) => eventsOf(c, waiting).some((e) => e.type === "turn_started"));
-    await client.cancel(session, "beta");
-    expect(await finished(stream, waiting)).toMatchObject({ status: "cancelled" });
-    expect(await finished(stream, queued)).toMatchObject({ status: "cancelled" });
-    // The other agent's turn goes on.
-    expect((await client.message(chat, holding))!.status).toBe("streaming");
-    expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
-
-    log.release("queue");
-    expect(await finished(stream, holding)).toMatchObject({ status: "complete" });
-    // The queued task runs when a slot frees, finds its message finished, and does nothing.
-    await waitUntil(async () => {
-      const { rows } = await client.harness.server.database.query<{ status: string }>(
-        "select status from tasks where payload->>'session_id' = $1 and status <> 'succeeded'",
-        [session.id],
-      );
-      return rows.length === 0;
-    });
-    expect(log.prompts.filter((prompt) => prompt.startsWith("beta"))).toEqual([]);
-    expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
-  });
-
-  it("runs the turns of different agents in one session one at a time, other sessions alongside", async () => {
-    const first = await client.session();
-    const other = await client.session();
-    const held = await client.send(other.chat, "alpha", "hold other");
-    await other.stream.waitFor((c) => eventsOf(c, held).some((e) => e.type === "text"));
-    const ids = [
-      await client.send(first.chat, "alpha", "slow 1"),
-      await client.send(first.chat, "beta", "slow 2"),
-      await client.send(first.chat, "alpha", "slow 3"),
-    ];
-    for (const id of ids) {
-      expect(await finished(first.stream, id)).toMatchObject({ status: "complete" });
-    }
-    // The other session's turn was running all along: the limit is per session.
-    expect((await client.message(other.chat, held))!.status).toBe("streaming");
-    expect(log.mostAtOnce.get(first.session.id)).toBe(1);
-    const order = first.stream
-      .events()
-      .map((event) => event.event)
-      .filter((event) => event.type === "text" || event.type === "turn_end")
-      .map((event) => ids.indexOf((event as { message_id: string }).message_id));
-    // Every event of one turn comes before any of the next.
-    expect(order).toEqual([...order].sort());
-    log.release("other");
-    await finished(other.stream, held);
-  });
-
-  it("folds commits an agent makes into pending changes credited to it", async () => {
-    const { session, chat, stream } = await client.session();
-    const worktree = session.worktree_path!;
-    const base = gitIn(worktree, "rev-parse", "HEAD");
-    const messageId = await client.send(chat, "alpha", "commit notes.md");
-    expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
-    expect(gitIn(worktree, "rev-parse", "HEAD")).toBe(base);
-    const folded = stream.events().find((event) => event.event.type === "commits_folded");
-    expect(folded?.event).toMatchObject({
-      type: "commits_folded",
-      agent: "alpha",
-      chat_id: chat.id,
-      commits: [{ subject: "alpha: add notes.md" }],
-    });
-    const types = stream.events().map((event) => event.event.type);
-    expect(types.indexOf("commits_folded")).toBeLessThan(types.indexOf("pending_changes"));
-    const pending = await client.harness.api<{ pending_changes: PendingChange[] }>(
-      "GET",
-      serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
-    );
-    expect(pending.body.pending_changes).toEqual([
-      expect.objectContaining({ path: "notes.md", agent: "alpha", status: "pending" }),
-    ]);
-    expect(pending.body.pending_changes[0]!.diff).toContain("+alpha wrote this");
-    const applied = await client.harness.api<{ commit: string }>(
-      "POST",
-      serverPath(ServerPath.applyPendingChange, {
-        pending_change_id: pending.body.pending_changes[0]!.id,
-      }),
-    );
-    expect(applied.status).toBe(200);
-    expect(gitIn(worktree, "log", "-1", "--format=%s")).toBe("alpha: update notes.md");
-  });
-
-  it("reports an agent that moved HEAD off the session branch and leaves it there", async () => {
-    const { session, chat, stream } = await client.session();
-    const worktree = session.worktree_path!;
-    const messageId = await client.send(chat, "alpha", "branch elsewhere");
-    expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
-    const error = eventsOf(stream, messageId).find((event) => event.type === "error");
-    expect(error).toMatchObject({ message: expect.stringContaining("left the session branch") });
-    expect(gitIn(worktree, "symbolic-ref", "--short", "HEAD")).toBe("elsewhere");
-    expect(stream.events().some((event) => event.event.type === "commits_folded")).toBe(false);
-  });
-
-  it("stores the message's parts as they stream, the permission asked for a call with it", async () => {
-    const { session, chat, stream } = await client.session();
-    const messageId = await client.send(chat, "alpha", "parts");
-    await stream.waitFor((c) =>
-      eventsOf(c, messageId).some((e) => e.type === "permission_request"),
-    );
-    const during = (await client.message(chat, messageId))!;
-    expect(during.status).toBe("streaming");
-    expect(during.parts).toEqual([
-      { position: 0, kind: "text", content: { text: "alpha on it" } },
-      {
-        position: 1,
-        kind: "tool_call",
-        content: expect.objectContaining({
-          tool_call_id: "call-parts",
-          status: "pending",
-          permission: {
-            request_id: "perm-parts",
-            title: "Write notes.txt?",
-            options: [{ option_id: "allow", name: "Allow", kind: "allow_once" }],
-            outcome: null,
-          },
+    it("a cancel while the agent starts ends the turn cancelled without prompting the agent", async () => {
+      const { session, chat, stream } = await client.session();
+      let open!: () => void;
+      log.gates.set(
+        "alpha",
+        new Promise((resolveGate) => {
+          open = resolveGate;
         }),
-      },
-    ]);
-    await client.harness.api(
-      "POST",
-      serverPath(ServerPath.agentPermission, {
-        session_id: session.id,
-        agent: "alpha",
-        request_id: "perm-parts",
-      }),
-      { body: { outcome: "allow_once" } },
-    );
-    await finished(stream, messageId);
-    const after = (await client.message(chat, messageId))!;
-    expect(after.parts[1]!.content).toMatchObject({
-      status: "completed",
-      permission: { request_id: "perm-parts", outcome: "allow_once" },
+      );
+      const messageId = await client.send(chat, "alpha", "hello while starting");
+      await stream.waitFor((c) => eventsOf(c, messageId).some((e) => e.type === "turn_started"));
+      // Still starting: the backend has no turn to cancel yet.
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      await client.cancel(session, "alpha");
+      await waitUntil(async () => (await client.message(chat, messageId))?.status === "cancelled");
+      open();
+      log.gates.delete("alpha");
+      expect(await finished(stream, messageId)).toMatchObject({ status: "cancelled" });
+      expect(eventsOf(stream, messageId).map((event) => event.type)).toEqual([
+        "turn_started",
+        "turn_end",
+        "turn_finished",
+      ]);
+      expect(log.prompts).not.toContain("alpha hello while starting");
+      expect((await client.message(chat, messageId))!.status).toBe("cancelled");
+      // The agent is ready for the next message.
+      const next = await client.send(chat, "alpha", "hello after");
+      expect(await finished(stream, next)).toMatchObject({ status: "complete" });
     });
-  });
 
-  it("a turn a crashed server left unfinished ends failed, its parts made from the session log", async () => {
-    const { session, chat, stream } = await client.session();
-    const db = client.harness.server.database.db;
-    // What a server that died mid-turn leaves: the user message, the streaming answer, its
-    // events in the log and the parts stored so far (behind the log). Its task comes again.
-    const [user] = await db
-      .insert(messages)
-      .values({ chatId: chat.id, role: "user", agentType: "alpha", status: "complete" })
-      .returning();
-    const answerId = assistantMessageId(user!.id);
-    await db.insert(messages).values({
-      id: answerId,
-      chatId: chat.id,
-      role: "assistant",
-      agentType: "alpha",
-      status: "streaming",
+    it("a cancel ends an agent's turns queued behind another agent's at once; that agent never sees them", async () => {
+      const { session, chat, stream } = await client.session();
+      const holding = await client.send(chat, "alpha", "hold queue");
+      await stream.waitFor((c) => eventsOf(c, holding).some((e) => e.type === "text"));
+      // The first waits for the session (its task runs); the second waits for a worker slot.
+      const waiting = await client.send(chat, "beta", "waiting for the session");
+      const queued = await client.send(chat, "beta", "waiting for a slot");
+      await stream.waitFor((c) => eventsOf(c, waiting).some((e) => e.type === "turn_started"));
+      await client.cancel(session, "beta");
+      expect(await finished(stream, waiting)).toMatchObject({ status: "cancelled" });
+      expect(await finished(stream, queued)).toMatchObject({ status: "cancelled" });
+      // The other agent's turn goes on.
+      expect((await client.message(chat, holding))!.status).toBe("streaming");
+      expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
+
+      log.release("queue");
+      expect(await finished(stream, holding)).toMatchObject({ status: "complete" });
+      // The queued task runs when a slot frees, finds its message finished, and does nothing.
+      await waitUntil(async () => {
+        const { rows } = await client.harness.server.database.query<{ status: string }>(
+          "select status from tasks where payload->>'session_id' = $1 and status <> 'succeeded'",
+          [session.id],
+        );
+        return rows.length === 0;
+      });
+      expect(log.prompts.filter((prompt) => prompt.startsWith("beta"))).toEqual([]);
+      expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
     });
-    await db
-      .insert(messageParts)
-      .values({ messageId: answerId, position: 0, kind: "text", content: { text: "half" } });
-    for (const event of [
-      { type: "text", message_id: answerId, delta: "half" },
-      { type: "text", message_id: answerId, delta: "way" },
-      { type: "retry", message_id: answerId, attempt: 1, delay_ms: 0, reason: "dropped" },
-      { type: "text", message_id: answerId, delta: "Halfway" },
-      {
-        type: "tool_call",
-        message_id: answerId,
-        tool_call_id: "call-1",
-        title: "Run ls",
-        kind: "execute",
-        status: "in_progress",
-      },
-    ] as const) {
-      await publishSessionEvent(db, session.id, chat.id, event);
-    }
-    await client.harness.server.agentTurns.runTurn({
-      session_id: session.id,
-      chat_id: chat.id,
-      user_message_id: user!.id,
-      agent: "alpha",
+
+    it("runs the turns of different agents in one session one at a time, other sessions alongside", async () => {
+      const first = await client.session();
+      const other = await client.session();
+      const held = await client.send(other.chat, "alpha", "hold other");
+      await other.stream.waitFor((c) => eventsOf(c, held).some((e) => e.type === "text"));
+      const ids = [
+        await client.send(first.chat, "alpha", "slow 1"),
+        await client.send(first.chat, "beta", "slow 2"),
+        await client.send(first.chat, "alpha", "slow 3"),
+      ];
+      for (const id of ids) {
+        expect(await finished(first.stream, id)).toMatchObject({ status: "complete" });
+      }
+      // The other session's turn was running all along: the limit is per session.
+      expect((await client.message(other.chat, held))!.status).toBe("streaming");
+      expect(log.mostAtOnce.get(first.session.id)).toBe(1);
+      const order = first.stream
+        .events()
+        .map((event) => event.event)
+        .filter((event) => event.type === "text" || event.type === "turn_end")
+        .map((event) => ids.indexOf((event as { message_id: string }).message_id));
+      // Every event of one turn comes before any of the next.
+      expect(order).toEqual([...order].sort());
+      log.release("other");
+      await finished(other.stream, held);
     });
-    const message = (await client.message(chat, answerId))!;
-    expect(message).toMatchObject({
-      status: "failed",
-      error: "the server stopped during this turn; send the message again",
+
+    it("folds commits an agent makes into pending changes credited to it", async () => {
+      const { session, chat, stream } = await client.session();
+      const worktree = session.worktree_path!;
+      const base = gitIn(worktree, "rev-parse", "HEAD");
+      const messageId = await client.send(chat, "alpha", "commit notes.md");
+      expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
+      expect(gitIn(worktree, "rev-parse", "HEAD")).toBe(base);
+      const folded = stream.events().find((event) => event.event.type === "commits_folded");
+      expect(folded?.event).toMatchObject({
+        type: "commits_folded",
+        agent: "alpha",
+        chat_id: chat.id,
+        commits: [{ subject: "alpha: add notes.md" }],
+      });
+      const types = stream.events().map((event) => event.event.type);
+      expect(types.indexOf("commits_folded")).toBeLessThan(types.indexOf("pending_changes"));
+      const pending = await client.harness.api<{ pending_changes: PendingChange[] }>(
+        "GET",
+        serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
+      );
+      expect(pending.body.pending_changes).toEqual([
+        expect.objectContaining({ path: "notes.md", agent: "alpha", status: "pending" }),
+      ]);
+      expect(pending.body.pending_changes[0]!.diff).toContain("+alpha wrote this");
+      const applied = await client.harness.api<{ commit: string }>(
+        "POST",
+        serverPath(ServerPath.applyPendingChange, {
+          pending_change_id: pending.body.pending_changes[0]!.id,
+        }),
+      );
+      expect(applied.status).toBe(200);
+      expect(gitIn(worktree, "log", "-1", "--format=%s")).toBe("alpha: update notes.md");
     });
-    expect(message.parts).toEqual([
-      { position: 0, kind: "text", content: { text: "Halfway" } },
-      {
-        position: 1,
-        kind: "tool_call",
-        content: {
+
+    it("reports an agent that moved HEAD off the session branch and leaves it there", async () => {
+      const { session, chat, stream } = await client.session();
+      const worktree = session.worktree_path!;
+      const messageId = await client.send(chat, "alpha", "branch elsewhere");
+      expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
+      const error = eventsOf(stream, messageId).find((event) => event.type === "error");
+      expect(error).toMatchObject({ message: expect.stringContaining("left the session branch") });
+      expect(gitIn(worktree, "symbolic-ref", "--short", "HEAD")).toBe("elsewhere");
+      expect(stream.events().some((event) => event.event.type === "commits_folded")).toBe(false);
+    });
+
+    it("stores the message's parts as they stream, the permission asked for a call with it", async () => {
+      const { session, chat, stream } = await client.session();
+      const messageId = await client.send(chat, "alpha", "parts");
+      await stream.waitFor((c) =>
+        eventsOf(c, messageId).some((e) => e.type === "permission_request"),
+      );
+      const during = (await client.message(chat, messageId))!;
+      expect(during.status).toBe("streaming");
+      expect(during.parts).toEqual([
+        { position: 0, kind: "text", content: { text: "alpha on it" } },
+        {
+          position: 1,
+          kind: "tool_call",
+          content: expect.objectContaining({
+            tool_call_id: "call-parts",
+            status: "pending",
+            permission: {
+              request_id: "perm-parts",
+              title: "Write notes.txt?",
+              options: [{ option_id: "allow", name: "Allow", kind: "allow_once" }],
+              outcome: null,
+            },
+          }),
+        },
+      ]);
+      await client.harness.api(
+        "POST",
+        serverPath(ServerPath.agentPermission, {
+          session_id: session.id,
+          agent: "alpha",
+          request_id: "perm-parts",
+        }),
+        { body: { outcome: "allow_once" } },
+      );
+      await finished(stream, messageId);
+      const after = (await client.message(chat, messageId))!;
+      expect(after.parts[1]!.content).toMatchObject({
+        status: "completed",
+        permission: { request_id: "perm-parts", outcome: "allow_once" },
+      });
+    });
+
+    it("a turn a crashed server left unfinished ends failed, its parts made from the session log", async () => {
+      const { session, chat, stream } = await client.session();
+      const db = client.harness.server.database.db;
+      // What a server that died mid-turn leaves: the user message, the streaming answer, its
+      // events in the log and the parts stored so far (behind the log). Its task comes again.
+      const [user] = await db
+        .insert(messages)
+        .values({ chatId: chat.id, role: "user", agentType: "alpha", status: "complete" })
+        .returning();
+      const answerId = assistantMessageId(user!.id);
+      await db.insert(messages).values({
+        id: answerId,
+        chatId: chat.id,
+        role: "assistant",
+        agentType: "alpha",
+        status: "streaming",
+      });
+      await db
+        .insert(messageParts)
+        .values({ messageId: answerId, position: 0, kind: "text", content: { text: "half" } });
+      for (const event of [
+        { type: "text", message_id: answerId, delta: "half" },
+        { type: "text", message_id: answerId, delta: "way" },
+        { type: "retry", message_id: answerId, attempt: 1, delay_ms: 0, reason: "dropped" },
+        { type: "text", message_id: answerId, delta: "Halfway" },
+        {
+          type: "tool_call",
+          message_id: answerId,
           tool_call_id: "call-1",
           title: "Run ls",
           kind: "execute",
           status: "in_progress",
         },
-      },
-    ]);
-    expect(await finished(stream, answerId)).toMatchObject({ status: "failed" });
-    // Not run again: the agent may have acted already.
-    expect(eventsOf(stream, answerId).some((event) => event.type === "turn_started")).toBe(false);
-  });
-});
+      ] as const) {
+        await publishSessionEvent(db, session.id, chat.id, event);
+      }
+      await client.harness.server.agentTurns.runTurn({
+        session_id: session.id,
+        chat_id: chat.id,
+        user_message_id: user!.id,
+        agent: "alpha",
+      });
+      const message = (await client.message(chat, answerId))!;
+      expect(message).toMatchObject({
+        status: "failed",
+        error: "the server stopped during this turn; send the message again",
+      });
+      expect(message.parts).toEqual([
+        { position: 0, kind: "text", content: { text: "Halfway" } },
+        {
+          position: 1,
+          kind: "tool_call",
+          content: {
+            tool_call_id: "call-1",
+            title: "Run ls",
+            kind: "execute",
+            status: "in_progress",
+          },
+        },
+      ]);
+      expect(await finished(stream, answerId)).toMatchObject({ status: "failed" });
+      // Not run again: the agent may have acted already.
+      expect(eventsOf(stream, answerId).some((event) => event.type === "turn_started")).toBe(false);
+    });
+  },
+);
 
 describe("agent turns: server shutdown", () => {
   it("interrupts a running turn: the agent is cancelled and the message ends cancelled, interrupted", async () => {
