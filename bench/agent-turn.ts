@@ -90,6 +90,10 @@ writeFileSync(
     modelUpstreams: {
       deckhand: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
     },
+    // A model that answers at once lets one agent send far more requests than the default
+    // per-token limit allows (a burst of 60, then 2/s); over it, turns would measure the 429
+    // retry wait instead of Deckhand.
+    modelProxyRateLimit: false,
   }),
 );
 writeFileSync(

@@ -36,7 +36,7 @@ import {
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { appendSessionEvent, publishSessionEvent } from "./session-events.ts";
+import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
@@ -831,20 +831,25 @@ export class AgentTurns {
 
     const collector = new PartCollector();
     let storedAt = 0;
-    const onEvent = async (event: AgentEvent) => {
-      collector.add(event);
-      // Parts are stored with the events, so a message read mid-turn holds what was streamed;
-      // a stream of deltas stores them every PART_FLUSH_MS rather than rewriting a growing
-      // text per delta.
-      const delta = event.type === "text" || event.type === "reasoning";
-      const store = !delta || Date.now() - storedAt >= PART_FLUSH_MS;
-      const changes = store ? collector.takeChanges() : null;
-      if (store) storedAt = Date.now();
-      await db.transaction(async (transaction) => {
-        await appendSessionEvent(transaction, sessionId, chatId, event);
-        if (changes) await storePartChanges(transaction, messageId, changes);
-      });
-    };
+    // Events go to the database in order, batched while a write is in flight (group commit), so
+    // an agent streaming deltas is not held to one transaction per delta. Parts commit with the
+    // events they come from, so a message read mid-turn holds what was streamed; a batch of
+    // deltas alone stores them every PART_FLUSH_MS rather than rewriting a growing text.
+    const writer = new SessionEventWriter(db, sessionId, {
+      onBatch: async (transaction, entries) => {
+        let onlyDeltas = true;
+        for (const { event } of entries) {
+          collector.add(event as AgentEvent);
+          if (event.type !== "text" && event.type !== "reasoning") onlyDeltas = false;
+        }
+        if (onlyDeltas && Date.now() - storedAt < PART_FLUSH_MS) return;
+        storedAt = Date.now();
+        await storePartChanges(transaction, messageId, collector.takeChanges());
+      },
+    });
+    const onEvent = (event: AgentEvent) => writer.append(chatId, event);
+    /** Waits until every event so far is stored: before anything else is appended to the log. */
+    const flushEvents = () => writer.flush();
     const failTurn = async (error: unknown): Promise<TurnOutcome> => {
       // The turn is not retried: an agent may have acted already. The user sees why it failed.
       const reason = redactSecrets(messageOf(error));
@@ -901,6 +906,7 @@ export class AgentTurns {
           failure = await failTurn(error);
         }
         if (agentSessionRowId !== null) {
+          await flushEvents();
           await this.#afterTurn({
             sessionId,
             chatId,
@@ -909,6 +915,7 @@ export class AgentTurns {
             agentSessionRowId,
             since,
             onEvent,
+            flushEvents,
           });
         }
         return failure ?? { stopReason: stopReason! };
@@ -939,6 +946,10 @@ export class AgentTurns {
     if (live.interrupted && outcome.status !== "complete") {
       outcome = { status: "cancelled", error: INTERRUPTED_ERROR, reason: "interrupted" };
     }
+    // The parts and the final events must follow everything the turn streamed.
+    await flushEvents().catch((error: unknown) =>
+      this.#logger.warn({ err: error, sessionId, agent }, "storing the turn's events failed"),
+    );
     await this.#finish(messageId, sessionId, chatId, agent, outcome, collector.parts);
   }
 
@@ -1034,6 +1045,7 @@ export class AgentTurns {
     agentSessionRowId: string;
     since: string | null;
     onEvent(event: AgentEvent): Promise<void>;
+    flushEvents(): Promise<void>;
   }): Promise<void> {
     const { sessions } = this.#options;
     const { sessionId, chatId, agent, messageId } = turn;
@@ -1048,6 +1060,7 @@ export class AgentTurns {
           });
         } else if (folded.kind === "folded") {
           if (folded.folded.length > 0) {
+            await turn.flushEvents();
             await publishSessionEvent(this.#options.database.db, sessionId, chatId, {
               type: "commits_folded",
               chat_id: chatId,
@@ -1067,6 +1080,7 @@ export class AgentTurns {
         this.#logger.warn({ err: error, sessionId }, "folding the agent's commits failed");
       }
     }
+    await turn.flushEvents();
     await sessions
       .recordPendingChanges({ sessionId, agentSessionId: turn.agentSessionRowId, chatId })
       .catch((error: unknown) =>

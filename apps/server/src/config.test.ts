@@ -207,6 +207,30 @@ describe("resolveServerConfig", () => {
     );
   });
 
+  it("reads the model proxy's per-token rate limit from config.json: a bucket, false, or the default", () => {
+    expect(resolveServerConfig({ dataDir: dataDir() }, { environment: {} })).toMatchObject({
+      modelProxyRateLimit: null,
+    });
+    const bucket = { burst: 200, perSecond: 20 };
+    expect(
+      resolveServerConfig(
+        { dataDir: dataDir({ modelProxyRateLimit: bucket }) },
+        { environment: {} },
+      ).modelProxyRateLimit,
+    ).toEqual(bucket);
+    expect(
+      resolveServerConfig({ dataDir: dataDir({ modelProxyRateLimit: false }) }, { environment: {} })
+        .modelProxyRateLimit,
+    ).toBe(false);
+    const error = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ modelProxyRateLimit: { burst: 0, perSecond: 1 } }) },
+        { environment: {} },
+      ),
+    );
+    expect(error.message).toContain("modelProxyRateLimit");
+  });
+
   it("requires auth on a non-loopback address, with or without a configured admin token", () => {
     const dir = dataDir();
     expect(

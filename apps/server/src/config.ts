@@ -51,6 +51,11 @@ export interface ServerConfig {
   nativeModel: string | null;
   /** Tasks (agent turns) run at once by this process. */
   taskConcurrency: number;
+  /**
+   * Requests each model-provider token may make: a burst, refilled per second; false turns the
+   * limit off. The model proxy's default when null.
+   */
+  modelProxyRateLimit: { burst: number; perSecond: number } | false | null;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
   logLevel: ServerLogLevel;
@@ -92,6 +97,16 @@ export const ServerConfigFileSchema = z.strictObject({
   nativeModel: z.string().min(1).optional(),
   /** Tasks (agent turns) this server runs at once; 8 by default. */
   taskConcurrency: z.number().int().min(1).max(256).optional(),
+  /**
+   * Requests per model-provider token: `{burst, perSecond}` (default 60 at once, refilled at 2
+   * per second), or false for no limit (an agent then paces itself by its upstream's limits).
+   */
+  modelProxyRateLimit: z
+    .union([
+      z.strictObject({ burst: z.number().int().min(1), perSecond: z.number().positive() }),
+      z.literal(false),
+    ])
+    .optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -254,6 +269,7 @@ export function resolveServerConfig(
     withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
     nativeModel: file.nativeModel ?? null,
     taskConcurrency: file.taskConcurrency ?? 8,
+    modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

@@ -221,4 +221,34 @@ describe("model-provider proxy", () => {
     expect(response.status).toBe(401);
     expect(await response.text()).not.toContain(minted.token);
   });
+
+  it("applies the configured per-token rate limit, and none when it is turned off", async () => {
+    const tokens = new DbModelTokenStore(database.db);
+    const minted = await mintModelToken(tokens, { jobId: "job-limit", ttlMs: 60_000 });
+    const statuses = async (server: Hono) => {
+      const seen: number[] = [];
+      for (let attempt = 0; attempt < 3; attempt += 1) {
+        const response = await server.request(`${WirePath.modelProvider}/codex/v1/responses`, {
+          method: "POST",
+          headers: {
+            [WireHeader.authorization]: `Bearer ${minted.token}`,
+            [WireHeader.jobId]: "job-limit",
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ model: "gpt-5-codex", input: "hi" }),
+        });
+        await response.arrayBuffer();
+        seen.push(response.status);
+      }
+      return seen;
+    };
+    const limited = app({
+      modelTokens: tokens,
+      modelProxyRateLimit: { burst: 2, perSecond: 0.001 },
+    });
+    expect(await statuses(limited)).toEqual([200, 200, 429]);
+    expect(await statuses(app({ modelTokens: tokens, modelProxyRateLimit: false }))).toEqual([
+      200, 200, 200,
+    ]);
+  });
 });

@@ -16,7 +16,7 @@ import packageJson from "../package.json" with { type: "json" };
 import type { AgentTurns } from "./agent-turns.ts";
 import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
-import { ADMIN_TOKEN_ENV } from "./config.ts";
+import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import type { SessionService } from "./session-service.ts";
 
@@ -40,6 +40,8 @@ export interface ServerAppOptions {
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** Per-token request limit of the model proxy; its default when null or absent. */
+  modelProxyRateLimit?: ServerConfig["modelProxyRateLimit"];
   modelTokens: ModelTokenStore;
   modelUsage: UsageRecorder & Pick<DbUsageRecorder, "forJob">;
   logger: Logger;
@@ -175,6 +177,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     upstreams: options.modelUpstreams,
     tokens: options.modelTokens,
     usage: options.modelUsage,
+    ...(options.modelProxyRateLimit != null ? { rateLimit: options.modelProxyRateLimit } : {}),
     logger: proxyLogger(logger.child({ component: "model-proxy" })),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });

@@ -82,9 +82,14 @@ export interface SessionEventWriterOptions {
    * back-pressure for an agent that produces events faster than they can be stored.
    */
   highWaterMark?: number;
+  /**
+   * Runs inside each batch's transaction, after its events are appended: for state that must
+   * commit with the events that describe it (an assistant message's parts).
+   */
+  onBatch?: (transaction: Transaction, entries: readonly QueuedEvent[]) => Promise<void>;
 }
 
-interface QueuedEvent {
+export interface QueuedEvent {
   chatId: string | null;
   event: SessionEventPayload;
 }
@@ -102,6 +107,7 @@ export class SessionEventWriter {
   readonly #sessionId: string;
   readonly #maxBatch: number;
   readonly #highWaterMark: number;
+  readonly #onBatch: SessionEventWriterOptions["onBatch"];
   #queue: QueuedEvent[] = [];
   #writing: Promise<void> | null = null;
   #failure: unknown = null;
@@ -112,6 +118,7 @@ export class SessionEventWriter {
     this.#sessionId = sessionId;
     this.#maxBatch = options.maxBatch ?? 500;
     this.#highWaterMark = options.highWaterMark ?? 2_000;
+    this.#onBatch = options.onBatch;
   }
 
   /** Queues an event; waits only when the queue is past its high-water mark. */
@@ -136,9 +143,10 @@ export class SessionEventWriter {
       while (this.#queue.length > 0 && this.#failure === null) {
         const batch = this.#queue.splice(0, this.#maxBatch);
         try {
-          await this.#db.transaction((transaction) =>
-            appendSessionEvents(transaction, this.#sessionId, batch),
-          );
+          await this.#db.transaction(async (transaction) => {
+            await appendSessionEvents(transaction, this.#sessionId, batch);
+            await this.#onBatch?.(transaction, batch);
+          });
         } catch (error) {
           this.#failure = error;
           this.#queue = [];

@@ -219,6 +219,7 @@ export async function startServer(
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
       modelUpstreams: config.modelUpstreams,
+      modelProxyRateLimit: config.modelProxyRateLimit,
       modelTokens,
       modelUsage,
       logger,
