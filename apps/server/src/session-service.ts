@@ -437,6 +437,9 @@ export class SessionService {
         type: AGENT_TURN_TASK,
         payload,
         idempotencyKey: `${AGENT_TURN_TASK}:${row!.id}`,
+        // A session's agents share its worktree: its turns run one at a time, in order, on
+        // whichever server claims them, and a queued turn holds no worker slot while it waits.
+        serialKey: `session:${chat.sessionId}`,
       });
       const message = messageResource(row!, [part!]);
       await appendSessionEvent(transaction, chat.sessionId, chatId, {

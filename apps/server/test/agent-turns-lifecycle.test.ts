@@ -267,7 +267,7 @@ describe.each(backends)(
       writeProviders(dataDir, FAKE_PROVIDERS);
       const harness = await startTestServer(cleanups, {
         dataDir,
-        // Two turns run at once: one waiting for its session, a third still queued.
+        // Two turns run at once; a session's later turns wait in the queue.
         config: { taskConcurrency: 2, databaseUrl: await databaseUrlFor(cleanups, backend) },
         backendFactory: (request) => fakeBackend(request, log),
       });
@@ -308,20 +308,21 @@ describe.each(backends)(
       const { session, chat, stream } = await client.session();
       const holding = await client.send(chat, "alpha", "hold queue");
       await stream.waitFor((c) => eventsOf(c, holding).some((e) => e.type === "text"));
-      // The first waits for the session (its task runs); the second waits for a worker slot.
+      // Both wait in the queue behind the session's running turn.
       const waiting = await client.send(chat, "beta", "waiting for the session");
-      const queued = await client.send(chat, "beta", "waiting for a slot");
-      await stream.waitFor((c) => eventsOf(c, waiting).some((e) => e.type === "turn_started"));
+      const queued = await client.send(chat, "beta", "waiting behind that one");
       await client.cancel(session, "beta");
       expect(await finished(stream, waiting)).toMatchObject({ status: "cancelled" });
       expect(await finished(stream, queued)).toMatchObject({ status: "cancelled" });
       // The other agent's turn goes on.
       expect((await client.message(chat, holding))!.status).toBe("streaming");
-      expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
+      for (const id of [waiting, queued]) {
+        expect(eventsOf(stream, id).map((event) => event.type)).toEqual(["turn_finished"]);
+      }
 
       log.release("queue");
       expect(await finished(stream, holding)).toMatchObject({ status: "complete" });
-      // The queued task runs when a slot frees, finds its message finished, and does nothing.
+      // The queued tasks run when their turn comes, find their messages finished, do nothing.
       await waitUntil(async () => {
         const { rows } = await client.harness.server.database.query<{ status: string }>(
           "select status from tasks where payload->>'session_id' = $1 and status <> 'succeeded'",
@@ -330,7 +331,9 @@ describe.each(backends)(
         return rows.length === 0;
       });
       expect(log.prompts.filter((prompt) => prompt.startsWith("beta"))).toEqual([]);
-      expect(eventsOf(stream, queued).map((event) => event.type)).toEqual(["turn_finished"]);
+      for (const id of [waiting, queued]) {
+        expect(eventsOf(stream, id).map((event) => event.type)).toEqual(["turn_finished"]);
+      }
     });
 
     it("runs the turns of different agents in one session one at a time, other sessions alongside", async () => {
@@ -358,6 +361,30 @@ describe.each(backends)(
       expect(order).toEqual([...order].sort());
       log.release("other");
       await finished(other.stream, held);
+    });
+
+    it("a session's queued turns hold no worker slot: another session's turn starts while they wait", async () => {
+      const busy = await client.session();
+      const other = await client.session();
+      // The server runs two turns at once; the busy session queues three.
+      const held = await client.send(busy.chat, "alpha", "hold busy");
+      await busy.stream.waitFor((c) => eventsOf(c, held).some((e) => e.type === "text"));
+      const queued = [
+        await client.send(busy.chat, "beta", "slow 1"),
+        await client.send(busy.chat, "alpha", "slow 2"),
+      ];
+      const meanwhile = await client.send(other.chat, "alpha", "slow 3");
+      expect(await finished(other.stream, meanwhile)).toMatchObject({ status: "complete" });
+      // The busy session's later turns are still waiting for the held one.
+      for (const id of queued) {
+        expect(eventsOf(busy.stream, id).some((event) => event.type === "turn_finished")).toBe(
+          false,
+        );
+      }
+      log.release("busy");
+      for (const id of [held, ...queued]) {
+        expect(await finished(busy.stream, id)).toMatchObject({ status: "complete" });
+      }
     });
 
     it("folds commits an agent makes into pending changes credited to it", async () => {

@@ -14,6 +14,11 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Runs before the task fails for good. Defaults to 5. */
   maxAttempts?: number;
+  /**
+   * Tasks sharing a serial key run one at a time, in enqueue order, across every worker: a task
+   * is claimed only once each earlier task with its key has succeeded or failed for good.
+   */
+  serialKey?: string;
 }
 
 export interface EnqueueResult {
@@ -36,6 +41,7 @@ export async function enqueue(executor: Executor, options: EnqueueOptions): Prom
       idempotencyKey: options.idempotencyKey,
       runAt: options.runAt,
       maxAttempts: options.maxAttempts,
+      serialKey: options.serialKey,
     })
     .onConflictDoNothing({ target: tasks.idempotencyKey })
     .returning({ id: tasks.id });

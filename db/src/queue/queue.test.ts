@@ -483,6 +483,70 @@ describe.each(backends)("durable queue on %s", (kind) => {
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
   });
 
+  it("runs tasks sharing a serial key one at a time in enqueue order, across workers, while other keys run alongside", async () => {
+    const type = uniqueType();
+    const log: string[] = [];
+    const running = new Map<string, number>();
+    let overlap = false;
+    let otherKeysAtOnce = 0;
+    const definition: TaskDefinition<unknown> = {
+      async handle(payload) {
+        const { key, index } = payload as { key: string; index: number };
+        const now = (running.get(key) ?? 0) + 1;
+        running.set(key, now);
+        if (now > 1) overlap = true;
+        otherKeysAtOnce = Math.max(otherKeysAtOnce, [...running.values()].filter(Boolean).length);
+        log.push(`${key}${index}`);
+        await new Promise((resolveWait) => setTimeout(resolveWait, 15));
+        running.set(key, now - 1);
+      },
+    };
+    await startWorker(type, definition, { concurrency: 4, pollIntervalMs: 20 });
+    await startWorker(type, definition, { concurrency: 4, pollIntervalMs: 20 });
+    const ids: number[] = [];
+    for (let index = 0; index < 8; index += 1) {
+      for (const key of ["a", "b"]) {
+        const payload = { key, index };
+        ids.push((await enqueue(database.handle.db, { type, payload, serialKey: key })).id);
+      }
+    }
+    await waitFor(async () => log.length === ids.length, 15_000);
+    expect(overlap).toBe(false);
+    for (const key of ["a", "b"]) {
+      expect(log.filter((entry) => entry.startsWith(key))).toEqual(
+        Array.from({ length: 8 }, (_, index) => `${key}${index}`),
+      );
+    }
+    // Two keys, so two tasks could and did run at once.
+    expect(otherKeysAtOnce).toBe(2);
+  });
+
+  it("holds a serial key's later tasks while an earlier one waits for its retry, and lets them run after it fails for good", async () => {
+    const type = uniqueType();
+    const log: string[] = [];
+    await startWorker(
+      type,
+      {
+        async handle(payload) {
+          const { name } = payload as { name: string };
+          log.push(name);
+          if (name === "first") throw new Error("first broke");
+        },
+      },
+      { concurrency: 4, pollIntervalMs: 20 },
+    );
+    const first = await enqueue(database.handle.db, {
+      type,
+      payload: { name: "first" },
+      serialKey: "k",
+      maxAttempts: 3,
+    });
+    await enqueue(database.handle.db, { type, payload: { name: "second" }, serialKey: "k" });
+    await waitFor(async () => log.includes("second"), 10_000);
+    expect(log).toEqual(["first", "first", "first", "second"]);
+    expect((await taskRow(first.id)).status).toBe("failed");
+  });
+
   it("refuses a second handler for the same task type", () => {
     const registry = new TaskRegistry().register("twice", { async handle() {} });
     expect(() => registry.register("twice", { async handle() {} })).toThrow(

@@ -63,6 +63,7 @@ interface ClaimedRow {
   payload: unknown;
   attempts: number;
   max_attempts: number;
+  serial_key: string | null;
 }
 
 /**
@@ -243,6 +244,14 @@ export class TaskWorker {
              and ((status = 'pending' and run_at <= now())
                or (status = 'running' and locked_until < now() and attempts < max_attempts))
              and id <> all($5::bigint[])
+             -- A serial key's tasks run one at a time, oldest first: no earlier one may be
+             -- waiting or running. Seen by another claim before it commits, an earlier task is
+             -- still pending, so two tasks of one key are never claimed at once.
+             and (serial_key is null or not exists (
+               select 1 from tasks earlier
+               where earlier.serial_key = tasks.serial_key and earlier.id <> tasks.id
+                 and earlier.status in ('pending', 'running')
+                 and (earlier.status = 'running' or earlier.id < tasks.id)))
            order by run_at, id
            limit $2
            for update skip locked
@@ -251,7 +260,8 @@ export class TaskWorker {
            locked_until = now() + $4 * interval '1 millisecond',
            attempts = tasks.attempts + 1, updated_at = now()
          from candidates where tasks.id = candidates.id
-         returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts`,
+         returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts,
+           tasks.serial_key`,
         [this.#types, free, this.workerId, this.#leaseMs, [...this.#inFlight]],
       );
       for (const row of claimed.rows) this.#run(row);
@@ -326,7 +336,7 @@ export class TaskWorker {
         return;
       }
       try {
-        if (failure === undefined) await this.#complete(task);
+        if (failure === undefined) await this.#complete(task, row);
         else await this.#fail(task, row, failure);
       } catch (error) {
         this.#onError(error);
@@ -340,13 +350,23 @@ export class TaskWorker {
 
   // Every settle statement is fenced by worker and attempt: after a lease expired and
   // another worker claimed the task, this worker's late result changes nothing.
-  async #complete(task: HeldTask): Promise<void> {
+  async #complete(task: HeldTask, row: ClaimedRow): Promise<void> {
     await this.#database.query(
       `update tasks set status = 'succeeded', locked_by = null, locked_until = null,
          last_error = null, completed_at = now(), updated_at = now()
        where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
       [task.id, this.workerId, task.attempt],
     );
+    await this.#releaseSerialKey(row);
+  }
+
+  /**
+   * The next task of a finished task's serial key may be claimed now: wake every worker, not
+   * only this one, so a worker elsewhere does not wait for its poll.
+   */
+  async #releaseSerialKey(row: ClaimedRow): Promise<void> {
+    if (row.serial_key === null) return;
+    await this.#database.notify(TASK_CHANNEL, row.type);
   }
 
   async #fail(task: HeldTask, row: ClaimedRow, failure: unknown): Promise<void> {
@@ -360,6 +380,7 @@ export class TaskWorker {
          where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
         [task.id, this.workerId, task.attempt, reason],
       );
+      await this.#releaseSerialKey(row);
       return;
     }
     const backoffMs = Math.min(this.#backoffMaxMs, this.#backoffBaseMs * 2 ** (task.attempt - 1));

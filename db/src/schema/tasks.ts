@@ -18,6 +18,11 @@ export const tasks = pgTable(
     status: text("status").$type<TaskStatus>().notNull().default("pending"),
     // Nulls are distinct in a unique constraint, so tasks without a key never collide.
     idempotencyKey: text("idempotency_key").unique("tasks_idempotency_key_unique"),
+    /**
+     * Tasks with the same serial key run one at a time, in the order they were enqueued (a
+     * session's agent turns share its worktree). Null: no ordering with any other task.
+     */
+    serialKey: text("serial_key"),
     attempts: integer("attempts").notNull().default(0),
     maxAttempts: integer("max_attempts").notNull().default(5),
     runAt: timestampColumn("run_at").notNull().defaultNow(),
@@ -46,5 +51,9 @@ export const tasks = pgTable(
       .on(table.completedAt)
       .where(sql`${table.status} = 'succeeded'`),
     index("tasks_type_status_idx").on(table.type, table.status),
+    // The claim's serial check: a key's unfinished tasks.
+    index("tasks_serial_key_idx")
+      .on(table.serialKey, table.id)
+      .where(sql`${table.status} in ('pending', 'running')`),
   ],
 );

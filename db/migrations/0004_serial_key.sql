@@ -1,0 +1,2 @@
+ALTER TABLE "tasks" ADD COLUMN "serial_key" text;--> statement-breakpoint
+CREATE INDEX "tasks_serial_key_idx" ON "tasks" USING btree ("serial_key","id") WHERE "tasks"."status" in ('pending', 'running');
