@@ -491,7 +491,7 @@ describe("native agent", () => {
     fake.script([
       turn.functionCall(
         "execute",
-        { command: "sleep 30; echo never", timeout_ms: 60_000 },
+        { command: "sleep 30; echo never", timeout: "60s" },
         { callId: "s1" },
       ),
       turn.text("Back."),
@@ -658,7 +658,7 @@ describe("native agent approval policies", () => {
   it("on-failure: a failing read-only command, a command still running at its timeout and a success ask nothing", async () => {
     fake.script([
       turn.functionCall("execute", { command: "ls does-not-exist" }, { callId: "n1" }),
-      turn.functionCall("execute", { command: "sleep 1", timeout_ms: 50 }, { callId: "n2" }),
+      turn.functionCall("execute", { command: "sleep 1", timeout: "50ms" }, { callId: "n2" }),
       turn.functionCall("execute", { command: "touch on-failure-ok.txt" }, { callId: "n3" }),
       turn.text("Fine."),
     ]);

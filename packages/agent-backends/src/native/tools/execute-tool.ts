@@ -7,6 +7,7 @@ import { knownSafeCommand } from "../safety/command-safety.ts";
 import { parseShellScript, withoutTrailingBackground } from "../safety/shell-words.ts";
 import { resolveWorktreePath } from "../safety/worktree-path.ts";
 import { defineTool } from "./define-tool.ts";
+import { parseDurationMs } from "./duration.ts";
 import { type OutputTruncation, outputForModel } from "./model-output.ts";
 import { fromProcessError, isAbortError, type ToolContext } from "./tool-context.ts";
 
@@ -26,7 +27,8 @@ export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = Object.free
   GIT_PAGER: "cat",
 });
 
-export const EXECUTE_DEFAULT_TIMEOUT_MS = 60_000;
+/** How long a foreground command runs before execute answers (it keeps running), as in Coder. */
+export const EXECUTE_DEFAULT_TIMEOUT_MS = 10_000;
 export const EXECUTE_MAX_TIMEOUT_MS = 10 * 60_000;
 
 export const ExecuteArgsSchema = z.object({
@@ -34,14 +36,19 @@ export const ExecuteArgsSchema = z.object({
     .string()
     .refine((command) => command.trim().length > 0, "command must not be empty")
     .describe("Shell command, run with /bin/sh -c. Its stdout and stderr are combined."),
-  timeout_ms: z
-    .number()
-    .int()
-    .min(1)
-    .max(EXECUTE_MAX_TIMEOUT_MS)
+  // A duration string, as Coder's execute takes it, so models trained on it call it right.
+  timeout: z
+    .string()
+    .refine(
+      (text) => {
+        const ms = parseDurationMs(text);
+        return ms !== null && ms > 0 && ms <= EXECUTE_MAX_TIMEOUT_MS;
+      },
+      `timeout must be a duration from '1ms' to '${EXECUTE_MAX_TIMEOUT_MS / 60_000}m', such as '30s' or '2m'`,
+    )
     .optional()
     .describe(
-      `Milliseconds to wait for a foreground command (default ${EXECUTE_DEFAULT_TIMEOUT_MS}). A command still running then is not stopped; read it later with process_output.`,
+      `How long to wait for a foreground command, e.g. '30s' or '5m' (default '${EXECUTE_DEFAULT_TIMEOUT_MS / 1000}s'). A command still running then is not stopped: its process id is returned; read it later with process_output.`,
     ),
   workdir: z
     .string()
@@ -217,7 +224,10 @@ export async function executeCommand(
       background_process_id: id,
     };
   }
-  const timeoutMs = args.timeout_ms ?? EXECUTE_DEFAULT_TIMEOUT_MS;
+  const timeoutMs =
+    args.timeout === undefined
+      ? EXECUTE_DEFAULT_TIMEOUT_MS
+      : (parseDurationMs(args.timeout) ?? EXECUTE_DEFAULT_TIMEOUT_MS);
   let output: ProcessOutputResponse;
   try {
     output = await processes.waitForExit(id, { timeoutMs, signal });
@@ -252,7 +262,7 @@ export async function executeCommand(
 export const executeTool = defineTool({
   name: "execute",
   description:
-    "Run a shell command in the worktree (non-interactive: no terminal, editor or pager). Returns its combined output (at most 32 KiB, head and tail kept), exit code and duration. Long-running commands: set run_in_background (or end the command with `&`) and follow them with process_output. A command that outlives timeout_ms keeps running; its id is returned.",
+    "Run a shell command in the worktree (non-interactive: no terminal, editor or pager). Returns its combined output (at most 32 KiB, head and tail kept), exit code and duration. Long-running commands: set run_in_background (or end the command with `&`) and follow them with process_output. A command that outlives its timeout (default '10s') keeps running; its id is returned.",
   schema: ExecuteArgsSchema,
   execute: executeCommand,
 });

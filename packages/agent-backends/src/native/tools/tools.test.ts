@@ -178,7 +178,10 @@ describe("execute", () => {
 
   it("leaves a command that outlives its timeout running and says how to follow it", async () => {
     const timedOut = result<ExecuteResult>(
-      await call("execute", { command: "echo started; sleep 0.6; echo finished", timeout_ms: 150 }),
+      await call("execute", {
+        command: "echo started; sleep 0.6; echo finished",
+        timeout: "150ms",
+      }),
     );
     const id = timedOut.background_process_id!;
     expect(timedOut).toMatchObject({ success: false, exit_code: null });
@@ -638,7 +641,7 @@ describe("registry", () => {
     expect(execute.parameters.required).toEqual(["command"]);
     expect(Object.keys(execute.parameters.properties as object)).toEqual([
       "command",
-      "timeout_ms",
+      "timeout",
       "workdir",
       "run_in_background",
       "with_approval",
@@ -651,9 +654,14 @@ describe("registry", () => {
     expect(failure(await invokeTool("frobnicate", "{}", context)).code).toBe("unknown_tool");
     const notJson = failure(await invokeTool("execute", "{command:", context));
     expect(notJson.code).toBe("invalid_arguments");
-    const missing = await invokeTool("execute", { timeout_ms: 5 }, context);
+    const missing = await invokeTool("execute", { timeout: "5ms" }, context);
     expect(failure(missing).code).toBe("invalid_arguments");
     expect(missing.output).toMatch(/^Error \(invalid_arguments\): .*command/s);
+    for (const timeout of ["soon", "30", "11m", "0s"]) {
+      const badTimeout = await invokeTool("execute", { command: "true", timeout }, context);
+      expect(failure(badTimeout).code).toBe("invalid_arguments");
+      expect(badTimeout.output).toContain("timeout");
+    }
   });
 
   it("assesses tool calls against the approval policy", () => {
