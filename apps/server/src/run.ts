@@ -4,9 +4,11 @@ import { ServerError } from "./server-error.ts";
 import { type RunningServer, startServer } from "./start-server.ts";
 
 /**
- * `deckhand up`: start, then on SIGTERM or SIGINT stop accepting, stop the worker and the
- * agent's processes, close the database and exit 0. Configuration and start-up errors return
- * exit code 2 with one line on stderr instead of a stack trace.
+ * `deckhand up`: start, then on SIGTERM or SIGINT shut down in `RunningServer.close`'s order
+ * (the task worker first, so running turns finish or go back to the queue while the model proxy
+ * still serves them; then the agents' processes, HTTP, the workspace agent and the database)
+ * and exit 0. Configuration and start-up errors return exit code 2 with one line on stderr
+ * instead of a stack trace.
  */
 export async function runServerUntilSignalled(argv: string[]): Promise<number> {
   let started: RunningServer;
