@@ -8,13 +8,13 @@
 // WebSocket client, with a model answer streamed as thousands of text deltas.
 //
 //   node --conditions=source bench/agent-turn.ts [turns]
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveServerConfig, startServer } from "@deckhand/server-app";
 import {
   type CapturedRequest,
+  createTempRepository,
   renderTurn,
   SessionStreamClient,
   scriptedAcpAgentCommand,
@@ -44,24 +44,6 @@ const percentile = (values: number[], fraction: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]!;
 };
 
-function makeRepository(dir: string): void {
-  const git = (...args: string[]) =>
-    execFileSync("git", args, {
-      cwd: dir,
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: "Bench",
-        GIT_AUTHOR_EMAIL: "bench@example.com",
-        GIT_COMMITTER_NAME: "Bench",
-        GIT_COMMITTER_EMAIL: "bench@example.com",
-      },
-    });
-  git("init", "--quiet", "--initial-branch=main");
-  writeFileSync(join(dir, "README.md"), "# bench\n");
-  git("add", "--all");
-  git("commit", "--quiet", "-m", "initial");
-}
-
 const model = await startFakeModel();
 // What the model is asked decides its answer, so each turn shape needs no script of its own:
 // "execute" asks for one command and then answers; "stream" answers with many deltas.
@@ -82,8 +64,7 @@ model.respondWith((request: CapturedRequest) => {
 });
 
 const dataDir = mkdtempSync(join(tmpdir(), "deckhand-bench-turn-"));
-const repository = mkdtempSync(join(tmpdir(), "deckhand-bench-turn-repo-"));
-makeRepository(repository);
+const repository = createTempRepository({ "README.md": "# bench\n" }, "deckhand-bench-turn-repo-");
 writeFileSync(
   join(dataDir, "config.json"),
   JSON.stringify({
@@ -122,7 +103,9 @@ async function post<Body>(path: string, body: unknown): Promise<Body> {
   return (await response.json()) as Body;
 }
 
-const project = await post<{ id: string }>(ServerPath.projects, { repository_path: repository });
+const project = await post<{ id: string }>(ServerPath.projects, {
+  repository_path: repository.path,
+});
 const session = await post<{ id: string }>(
   serverPath(ServerPath.projectSessions, { project_id: project.id }),
   { approval_policy: "never" },
@@ -236,5 +219,5 @@ try {
   await server.close();
   await model.close();
   rmSync(dataDir, { recursive: true, force: true });
-  rmSync(repository, { recursive: true, force: true });
+  repository.remove();
 }

@@ -3,9 +3,8 @@
 // so the ratios compare. Runs a real server (embedded PGlite) on 127.0.0.1.
 //
 //   node --conditions=source bench/session-stream.ts
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -14,30 +13,13 @@ import {
   resolveServerConfig,
   startServer,
 } from "@deckhand/server-app";
+import { createTempRepository } from "@deckhand/testkit";
 import { ServerPath, serverPath } from "@deckhand/wire";
 import pino from "pino";
 import WebSocket from "ws";
 
 const EVENTS = 2_000;
 const round = (value: number) => Math.round(value * 10) / 10;
-
-function makeRepository(dir: string): void {
-  const git = (...args: string[]) =>
-    execFileSync("git", args, {
-      cwd: dir,
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: "Bench",
-        GIT_AUTHOR_EMAIL: "bench@example.com",
-        GIT_COMMITTER_NAME: "Bench",
-        GIT_COMMITTER_EMAIL: "bench@example.com",
-      },
-    });
-  git("init", "--quiet", "--initial-branch=main");
-  writeFileSync(join(dir, "README.md"), "# bench\n");
-  git("add", "--all");
-  git("commit", "--quiet", "-m", "initial");
-}
 
 async function openSession(server: RunningServer, repository: string): Promise<string> {
   const post = async (path: string, body: unknown) => {
@@ -128,8 +110,7 @@ async function measure(server: RunningServer, repository: string, clientCount: n
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), "deckhand-bench-stream-"));
-const repository = mkdtempSync(join(tmpdir(), "deckhand-bench-repo-"));
-makeRepository(repository);
+const repository = createTempRepository({ "README.md": "# bench\n" }, "deckhand-bench-repo-");
 const server = await startServer(
   resolveServerConfig(
     { listen: "127.0.0.1:0", dataDir, workspaceAgent: false, logLevel: "silent" },
@@ -138,9 +119,9 @@ const server = await startServer(
   { logger: pino({ level: "silent" }) },
 );
 try {
-  const alone = await measure(server, repository, 0);
-  const one = await measure(server, repository, 1);
-  const fifty = await measure(server, repository, 50);
+  const alone = await measure(server, repository.path, 0);
+  const one = await measure(server, repository.path, 1);
+  const fifty = await measure(server, repository.path, 50);
   console.log(`session stream, ${EVENTS} events persisted one by one (PGlite), then fanned out:`);
   for (const figures of [alone, one, fifty]) {
     console.log(
@@ -153,5 +134,5 @@ try {
 } finally {
   await server.close();
   rmSync(dataDir, { recursive: true, force: true });
-  rmSync(repository, { recursive: true, force: true });
+  repository.remove();
 }

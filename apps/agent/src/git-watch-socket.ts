@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { bearerTokenOf, tokenMatches } from "@deckhand/http-kit";
+import { bearerTokenOf, keepWebSocketAlive, tokenMatches } from "@deckhand/http-kit";
 import {
   type ErrorCode,
   type GitWatchFrame,
@@ -230,21 +230,8 @@ export class GitWatchSocket {
     this.#clients.set(client, watcher);
     logger.info({ root: location.topLevel }, "git watch opened");
 
-    let alive = true;
-    client.on("pong", () => {
-      alive = true;
-    });
-    const ping = setInterval(() => {
-      if (!alive) {
-        client.terminate();
-        return;
-      }
-      alive = false;
-      client.ping();
-    }, this.#options.pingIntervalMs ?? 30_000);
-    ping.unref();
+    keepWebSocketAlive(client, this.#options.pingIntervalMs ?? 30_000);
     client.on("close", () => {
-      clearInterval(ping);
       watcher.close();
       this.#clients.delete(client);
       logger.info({ root: location.topLevel }, "git watch closed");

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { HttpError } from "@deckhand/http-kit";
+import { HttpError, keepWebSocketAlive } from "@deckhand/http-kit";
 import {
   ServerPath,
   type SessionStreamFrame,
@@ -146,21 +146,8 @@ export class SessionStreamSocket {
           .finally(() => client.close(1011, "stream failed"));
       },
     });
-    let alive = true;
-    client.on("pong", () => {
-      alive = true;
-    });
-    const ping = setInterval(() => {
-      if (!alive) {
-        client.terminate();
-        return;
-      }
-      alive = false;
-      client.ping();
-    }, this.#options.pingIntervalMs ?? 30_000);
-    ping.unref();
+    keepWebSocketAlive(client, this.#options.pingIntervalMs ?? 30_000);
     client.on("close", () => {
-      clearInterval(ping);
       subscription.close();
       this.#clients.delete(client);
     });

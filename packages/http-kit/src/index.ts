@@ -10,6 +10,7 @@ export {
   installErrorHandling,
 } from "./error-handling.ts";
 export { HttpError } from "./http-error.ts";
+export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
 export { type Listening, listen } from "./listen.ts";
 export { logRequests, type RequestLogEntry } from "./request-log.ts";
 export { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
