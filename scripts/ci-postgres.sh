@@ -28,6 +28,10 @@ DATABASE_NAME="deckhand"
 
 log() { echo "ci-postgres: $*" >&2; }
 
+# Root's tools live in the sbin directories, which a minimal PATH (a CI runner's, cron's) lacks.
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+export PATH
+
 # Runs a command as the postgres user; when we already are that user (or cannot switch), as is.
 as_postgres() {
   if [[ "$(id -u)" == 0 ]]; then
