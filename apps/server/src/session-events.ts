@@ -24,32 +24,22 @@ function toSessionEvent(row: EventRow): SessionEvent {
   };
 }
 
-/**
- * Appends one event to a session's log. Call it inside the transaction that makes the change the
- * event describes. A per-session advisory lock makes appends to one session commit in id order,
- * so a reader that has seen id N can never later find a smaller id committed behind it.
- */
+/** Appends one event to a session's log, as `appendSessionEvents` does. */
 export async function appendSessionEvent(
   transaction: Transaction,
   sessionId: string,
   chatId: string | null,
   event: SessionEventPayload,
 ): Promise<SessionEvent> {
-  await transaction.execute(sql`select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))`);
-  // Agents echo what they see; a model token in a tool's output must not reach a row or a frame.
-  const payload = JSON.parse(redactSecrets(JSON.stringify(event))) as SessionEventPayload;
-  const [row] = await transaction
-    .insert(sessionEvents)
-    .values({ sessionId, chatId, type: event.type, payload })
-    .returning();
-  // Delivered on commit, so a listener never wakes for an event it cannot read yet.
-  await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
-  return toSessionEvent(row!);
+  const [appended] = await appendSessionEvents(transaction, sessionId, [{ chatId, event }]);
+  return appended!;
 }
 
 /**
- * Appends several events to one session's log in one statement, in the given order; the
- * transaction-level guarantees are those of `appendSessionEvent`.
+ * Appends events to one session's log in one statement, in the given order. Call it inside the
+ * transaction that makes the change the events describe. A per-session advisory lock makes
+ * appends to one session commit in id order, so a reader that has seen id N can never later find
+ * a smaller id committed behind it.
  */
 export async function appendSessionEvents(
   transaction: Transaction,
@@ -65,10 +55,13 @@ export async function appendSessionEvents(
         sessionId,
         chatId,
         type: event.type,
+        // Agents echo what they see; a model token in a tool's output must not reach a row or
+        // a frame.
         payload: JSON.parse(redactSecrets(JSON.stringify(event))) as SessionEventPayload,
       })),
     )
     .returning();
+  // Delivered on commit, so a listener never wakes for an event it cannot read yet.
   await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
   // A multi-row insert assigns the identity values in the order of its VALUES list.
   return rows.map(toSessionEvent).sort((left, right) => left.id - right.id);
