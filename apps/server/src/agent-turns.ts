@@ -36,6 +36,7 @@ import {
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { resolveCommit } from "./git.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
 
@@ -372,7 +373,10 @@ export class AgentTurns {
   readonly #announced = new WeakMap<AgentBackend, string>();
   /**
    * Turns of one session run one after another, whichever agent they are for: the agents share
-   * the worktree, and what changed during a turn is credited to the agent that ran it.
+   * the worktree, and what changed during a turn is credited to the agent that ran it. The
+   * queue's serial key already orders a session's turns across processes; this lock keeps the
+   * rule for turns run here without one (`runTurn` called directly, or a task queued before the
+   * key existed).
    */
   readonly #sessionLocks = new Map<string, Promise<void>>();
   readonly #live = new Map<string, LiveTurn>();
@@ -872,7 +876,7 @@ export class AgentTurns {
         let failure: TurnOutcome | null = null;
         let agentSessionRowId: string | null = null;
         // The branch's commit before the agent works: commits it makes are folded back after.
-        const since = await this.#options.sessions.headCommit(sessionId).catch(() => null);
+        const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
         try {
           agentSessionRowId = await this.#options.sessions.ensureAgentSession(
             sessionId,
@@ -1060,7 +1064,6 @@ export class AgentTurns {
           });
         } else if (folded.kind === "folded") {
           if (folded.folded.length > 0) {
-            await turn.flushEvents();
             await publishSessionEvent(this.#options.database.db, sessionId, chatId, {
               type: "commits_folded",
               chat_id: chatId,

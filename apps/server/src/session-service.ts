@@ -509,12 +509,6 @@ export class SessionService {
     return inserted[0]?.id ?? (await find())!;
   }
 
-  /** The commit the session branch points at, for `foldAgentCommits` after a turn. */
-  async headCommit(sessionId: string): Promise<string | null> {
-    const worktree = await this.activeWorktree(sessionId);
-    return resolveCommit(worktree.path, "HEAD");
-  }
-
   /**
    * Undoes the commits an agent made on the session branch since `since` (the branch's commit
    * when its turn began) into staged changes, so they become pending changes to review like any
