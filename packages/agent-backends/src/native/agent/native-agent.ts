@@ -832,22 +832,11 @@ export class NativeAgent implements NativeBackend {
       content: failure.output,
       output: failure.result,
     });
-    const scope = approvalScope(call.name, call.arguments);
-    let answer: PermissionOptionKind | "cancelled" | null = await this.#recall(scope);
-    if (answer === null) {
-      answer = await this.#askPermission(
-        turn,
-        call,
-        `Run again: ${title} (${result.error ?? "it failed"}; on-failure asks before running a failed command again)`,
-        scope,
-      );
-      if (answer === "cancelled" && turn.controller.signal.aborted) {
-        throw new AgentBackendError("aborted", "the turn was interrupted");
-      }
-      if (answer === "allow_always" || answer === "reject_always") {
-        await this.#remember(scope, answer);
-      }
-    }
+    const answer = await this.#decide(
+      turn,
+      call,
+      `Run again: ${title} (${result.error ?? "it failed"}; on-failure asks before running a failed command again)`,
+    );
     if (answer === "allow_once" || answer === "allow_always") {
       await this.#emit(turn, {
         type: "tool_update",
@@ -889,24 +878,34 @@ export class NativeAgent implements NativeBackend {
       return { refusal: `Refused without running: ${assessment.reason}.`, askOnFailure };
     }
     // Looked up only for calls that would ask, so a read-only call costs no store round trip.
-    const scope = approvalScope(call.name, call.arguments);
-    const remembered = await this.#recall(scope);
-    if (remembered === "allow_always") return { refusal: null, askOnFailure };
-    if (remembered === "reject_always") return { refusal: REFUSED_ALWAYS, askOnFailure };
-    const outcome = await this.#askPermission(turn, call, `${title} (${assessment.reason})`, scope);
-    if (outcome === "cancelled") {
-      if (turn.controller.signal.aborted) {
-        throw new AgentBackendError("aborted", "the turn was interrupted");
-      }
-      return { refusal: REFUSED_ONCE, askOnFailure };
-    }
-    if (outcome === "allow_always" || outcome === "reject_always") {
-      await this.#remember(scope, outcome);
-    }
-    if (outcome === "allow_once" || outcome === "allow_always") {
+    const answer = await this.#decide(turn, call, `${title} (${assessment.reason})`);
+    if (answer === "allow_once" || answer === "allow_always") {
       return { refusal: null, askOnFailure };
     }
-    return { refusal: outcome === "reject_always" ? REFUSED_ALWAYS : REFUSED_ONCE, askOnFailure };
+    return { refusal: answer === "reject_always" ? REFUSED_ALWAYS : REFUSED_ONCE, askOnFailure };
+  }
+
+  /**
+   * The session's "always" answer covering the call, or else the user's answer to `title`, an
+   * "always" one remembered. A request cancelled by an interrupt throws; an answer of
+   * `cancelled` otherwise is returned as is (callers refuse it once).
+   */
+  async #decide(
+    turn: Turn,
+    call: ModelCall,
+    title: string,
+  ): Promise<PermissionOptionKind | "cancelled"> {
+    const scope = approvalScope(call.name, call.arguments);
+    const remembered = await this.#recall(scope);
+    if (remembered !== null) return remembered;
+    const answer = await this.#askPermission(turn, call, title, scope);
+    if (answer === "cancelled" && turn.controller.signal.aborted) {
+      throw new AgentBackendError("aborted", "the turn was interrupted");
+    }
+    if (answer === "allow_always" || answer === "reject_always") {
+      await this.#remember(scope, answer);
+    }
+    return answer;
   }
 
   #memoryKey(scope: ApprovalScope) {
