@@ -869,7 +869,6 @@ export class NativeAgent implements NativeBackend {
       call.arguments,
       this.#config.approvalPolicy,
       this.#context.worktreePath,
-      {},
       this.#tools,
     );
     const askOnFailure = assessment.askOnFailure;

@@ -22,8 +22,6 @@ export interface SafetyAssessment {
 }
 
 export interface AssessCommandOptions {
-  /** Commands the user already allowed for the session ("allow always"), compared exactly. */
-  approvedCommands?: ReadonlySet<string>;
   /**
    * The model asked for the user's approval itself (execute's `with_approval`, after Codex's
    * `with_escalated_permissions`): under `on-request` the command asks even when it is known
@@ -312,13 +310,6 @@ export function assessCommand(
         askOnFailure: false,
       };
     }
-    if (options.approvedCommands?.has(command)) {
-      return {
-        decision: "auto_approve",
-        reason: "the user allowed this command for the session",
-        askOnFailure: false,
-      };
-    }
     const justification = options.justification?.trim();
     return {
       decision: "ask",
@@ -328,13 +319,6 @@ export function assessCommand(
   }
   const known = knownSafeCommand(command);
   if (known.safe) return { decision: "auto_approve", reason: known.reason, askOnFailure: false };
-  if (options.approvedCommands?.has(command)) {
-    return {
-      decision: "auto_approve",
-      reason: "the user allowed this command for the session",
-      askOnFailure: false,
-    };
-  }
   switch (policy) {
     case "untrusted":
     case "on-request":

@@ -4,7 +4,6 @@ import { parsePatch, patchPaths } from "../apply-patch/parse-patch.ts";
 import { patchFromCommand } from "../apply-patch/patch-command.ts";
 import {
   type ApprovalPolicy,
-  type AssessCommandOptions,
   assessCommand,
   assessPatch,
   type SafetyAssessment,
@@ -178,7 +177,6 @@ export function assessToolCall(
   rawArguments: unknown,
   policy: ApprovalPolicy,
   worktreeRoot: string,
-  options: AssessCommandOptions = {},
   tools: readonly NativeTool[] = nativeTools,
 ): SafetyAssessment {
   const tool = findNativeTool(name, tools);
@@ -192,16 +190,17 @@ export function assessToolCall(
   switch (name) {
     case "execute": {
       const command = String(args.command);
+      // What runs: a trailing `&` only sends the command to the background.
+      const foreground = withoutTrailingBackground(command) ?? command;
       if (args.with_approval === true) {
-        return assessCommand(withoutTrailingBackground(command) ?? command, policy, {
-          ...options,
+        return assessCommand(foreground, policy, {
           withApproval: true,
           ...(typeof args.justification === "string" ? { justification: args.justification } : {}),
         });
       }
       const embedded = patchFromCommand(command);
       if (embedded !== null) return assessPatchText(embedded, worktreeRoot, policy);
-      return assessCommand(withoutTrailingBackground(command) ?? command, policy, options);
+      return assessCommand(foreground, policy);
     }
     case "write_file":
     case "edit_file":
