@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseDurationMs } from "./duration.ts";
+import { durationMsOr, parseDurationMs } from "./duration.ts";
 
 describe("parseDurationMs", () => {
   it("reads Go durations as Coder's tools take them", () => {
@@ -35,5 +35,14 @@ describe("parseDurationMs", () => {
     ]) {
       expect(parseDurationMs(text), text).toBeNull();
     }
+  });
+});
+
+describe("durationMsOr", () => {
+  it("reads a given duration and falls back when there is none or it does not parse", () => {
+    expect(durationMsOr("2m", 10_000)).toBe(120_000);
+    expect(durationMsOr("0s", 10_000)).toBe(0);
+    expect(durationMsOr(undefined, 10_000)).toBe(10_000);
+    expect(durationMsOr("soon", 10_000)).toBe(10_000);
   });
 });

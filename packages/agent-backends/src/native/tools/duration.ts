@@ -33,3 +33,12 @@ export function parseDurationMs(text: string): number | null {
   if (!Number.isFinite(total)) return null;
   return total > 0 ? Math.max(1, Math.round(total)) : 0;
 }
+
+/**
+ * An optional duration argument in milliseconds, `fallbackMs` when it is absent. The tools'
+ * schemas refuse text that is not a duration before a tool runs; text that reaches here without
+ * them (a direct call of an exported tool's `execute`) gets the fallback too.
+ */
+export function durationMsOr(text: string | undefined, fallbackMs: number): number {
+  return (text === undefined ? null : parseDurationMs(text)) ?? fallbackMs;
+}

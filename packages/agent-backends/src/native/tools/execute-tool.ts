@@ -7,7 +7,7 @@ import { knownSafeCommand } from "../safety/command-safety.ts";
 import { parseShellScript, withoutTrailingBackground } from "../safety/shell-words.ts";
 import { resolveWorktreePath } from "../safety/worktree-path.ts";
 import { defineTool } from "./define-tool.ts";
-import { parseDurationMs } from "./duration.ts";
+import { durationMsOr, parseDurationMs } from "./duration.ts";
 import { type OutputTruncation, outputForModel } from "./model-output.ts";
 import { fromProcessError, isAbortError, type ToolContext } from "./tool-context.ts";
 
@@ -224,10 +224,7 @@ export async function executeCommand(
       background_process_id: id,
     };
   }
-  const timeoutMs =
-    args.timeout === undefined
-      ? EXECUTE_DEFAULT_TIMEOUT_MS
-      : (parseDurationMs(args.timeout) ?? EXECUTE_DEFAULT_TIMEOUT_MS);
+  const timeoutMs = durationMsOr(args.timeout, EXECUTE_DEFAULT_TIMEOUT_MS);
   let output: ProcessOutputResponse;
   try {
     output = await processes.waitForExit(id, { timeoutMs, signal });

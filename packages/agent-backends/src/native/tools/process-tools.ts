@@ -1,7 +1,7 @@
 import { ProcessLimits, type Truncation } from "@deckhand/wire";
 import { z } from "zod";
 import { defineTool } from "./define-tool.ts";
-import { parseDurationMs } from "./duration.ts";
+import { durationMsOr, parseDurationMs } from "./duration.ts";
 import { type OutputTruncation, outputForModel } from "./model-output.ts";
 import { fromProcessError } from "./tool-context.ts";
 
@@ -40,9 +40,7 @@ export const processOutputTool = defineTool({
     const id = args.process_id;
     // The workspace agent cuts longer waits to its cap anyway; asking for more is not an error.
     const waitMs = Math.min(
-      args.wait_timeout === undefined
-        ? PROCESS_OUTPUT_DEFAULT_WAIT_MS
-        : (parseDurationMs(args.wait_timeout) ?? PROCESS_OUTPUT_DEFAULT_WAIT_MS),
+      durationMsOr(args.wait_timeout, PROCESS_OUTPUT_DEFAULT_WAIT_MS),
       ProcessLimits.waitCapMs,
     );
     let answer: {
