@@ -1,7 +1,12 @@
 import { stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { bearerTokenOf, keepWebSocketAlive, tokenMatches } from "@deckhand/http-kit";
+import {
+  keepWebSocketAlive,
+  refuseUpgrade,
+  tokenMatches,
+  upgradeBearerToken,
+} from "@deckhand/http-kit";
 import {
   type ErrorCode,
   type GitWatchFrame,
@@ -43,34 +48,6 @@ class Refusal extends Error {
   }
 }
 
-const REASONS: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "Not Found",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
-
-function refuse(socket: Duplex, refusal: Refusal): void {
-  const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message } });
-  socket.end(
-    `HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? "Error"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${refusal.status === 401 ? "WWW-Authenticate: Bearer\r\n" : ""}\r\n${body}`,
-  );
-}
-
-/** The token from `Authorization: Bearer`, or from a `bearer.<token>` subprotocol (browsers). */
-function presentedToken(request: IncomingMessage): string | null {
-  const header = request.headers[WireHeader.authorization.toLowerCase()];
-  const fromHeader = bearerTokenOf(typeof header === "string" ? header : undefined);
-  if (fromHeader !== null) return fromHeader;
-  const bearer = String(request.headers["sec-websocket-protocol"] ?? "")
-    .split(",")
-    .map((value) => value.trim())
-    .find((value) => value.startsWith(WireSubprotocol.bearerPrefix));
-  return bearer ? bearer.slice(WireSubprotocol.bearerPrefix.length) : null;
-}
-
 /**
  * Serves `GET /api/v0/git/watch?path=<dir>` as a WebSocket (see docs/agent-api/git-watch.md).
  * Everything that can be decided before the upgrade is: a missing token, a path outside the
@@ -106,7 +83,7 @@ export class GitWatchSocket {
     if (url.pathname !== WirePath.gitWatch) return false;
     socket.on("error", () => socket.destroy());
     if (this.#closed) {
-      refuse(socket, new Refusal(503, "internal", "the agent is shutting down"));
+      refuseUpgrade(socket, 503, "internal", "the agent is shutting down");
       return true;
     }
     this.#pending.add(socket);
@@ -127,11 +104,11 @@ export class GitWatchSocket {
           { path: WirePath.gitWatch, status: error.status, code: error.code },
           "git watch refused",
         );
-        refuse(socket, error);
+        refuseUpgrade(socket, error.status, error.code, error.message);
         return;
       }
       this.#options.logger.error({ err: error }, "git watch upgrade failed");
-      refuse(socket, new Refusal(500, "internal", "internal error; the agent log has the details"));
+      refuseUpgrade(socket, 500, "internal", "internal error; the agent log has the details");
     });
     return true;
   }
@@ -140,7 +117,7 @@ export class GitWatchSocket {
   async #admit(request: IncomingMessage, url: URL): Promise<GitRepositoryLocation> {
     const { token, root } = this.#options;
     if (token !== null) {
-      const presented = presentedToken(request);
+      const presented = upgradeBearerToken(request);
       if (presented === null || !tokenMatches(token, presented)) {
         throw new Refusal(
           401,

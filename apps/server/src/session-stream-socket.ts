@@ -1,18 +1,21 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { HttpError, keepWebSocketAlive } from "@deckhand/http-kit";
+import {
+  HttpError,
+  keepWebSocketAlive,
+  refuseUpgrade,
+  upgradeBearerToken,
+} from "@deckhand/http-kit";
 import {
   ServerPath,
   type SessionStreamFrame,
   SessionStreamQuerySchema,
-  WireHeader,
   WireSubprotocol,
 } from "@deckhand/wire";
 import type { Logger } from "pino";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { SessionStreamHub } from "./session-events.ts";
 
-const BEARER_SUBPROTOCOL_PREFIX = WireSubprotocol.bearerPrefix;
 const SESSION_STREAM_SUBPROTOCOL = WireSubprotocol.sessionStream;
 
 /** Above this many buffered bytes the stream waits for the client before reading more events. */
@@ -29,28 +32,6 @@ export interface SessionStreamSocketOptions {
 }
 
 const streamPattern = new RegExp(`^${ServerPath.sessionStream.replace(":session_id", "([^/]+)")}$`);
-
-function presentedToken(request: IncomingMessage): string | null {
-  const header = request.headers[WireHeader.authorization.toLowerCase()];
-  const match = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header) : null;
-  if (match) return match[1]!.trim();
-  const protocols = String(request.headers["sec-websocket-protocol"] ?? "")
-    .split(",")
-    .map((value) => value.trim());
-  const bearer = protocols.find((value) => value.startsWith(BEARER_SUBPROTOCOL_PREFIX));
-  return bearer ? bearer.slice(BEARER_SUBPROTOCOL_PREFIX.length) : null;
-}
-
-export function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ error: { code, message } });
-  const reason =
-    { 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error" }[
-      status
-    ] ?? "Error";
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${status === 401 ? "WWW-Authenticate: Bearer\r\n" : ""}\r\n${body}`,
-  );
-}
 
 /**
  * Serves `GET /api/sessions/:id/stream` as a WebSocket: the events after `?after=` first, then
@@ -84,20 +65,27 @@ export class SessionStreamSocket {
     const sessionId = decodeURIComponent(match[1]!).toLowerCase();
     socket.on("error", () => socket.destroy());
     void (async () => {
-      if (!(await this.#options.authorize(presentedToken(request)))) {
-        refuse(socket, 401, "unauthorized", "missing or wrong bearer token");
+      if (!(await this.#options.authorize(upgradeBearerToken(request)))) {
+        refuseUpgrade(socket, 401, "unauthorized", "missing or wrong bearer token");
         return;
       }
       const query = SessionStreamQuerySchema.safeParse(Object.fromEntries(url.searchParams));
       if (!query.success) {
-        refuse(socket, 400, "invalid_request", "after must be a non-negative integer event id");
+        refuseUpgrade(
+          socket,
+          400,
+          "invalid_request",
+          "after must be a non-negative integer event id",
+        );
         return;
       }
       try {
         await this.#options.checkSession(sessionId);
       } catch (error) {
-        if (error instanceof HttpError) refuse(socket, error.status, error.code, error.message);
-        else refuse(socket, 500, "internal", "internal error; the server log has the details");
+        if (error instanceof HttpError)
+          refuseUpgrade(socket, error.status, error.code, error.message);
+        else
+          refuseUpgrade(socket, 500, "internal", "internal error; the server log has the details");
         return;
       }
       this.#server.handleUpgrade(request, socket, head, (client) =>

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import { HttpError, listen, tokenMatches } from "@deckhand/http-kit";
+import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { ServerPath, WireHeader } from "@deckhand/wire";
@@ -22,7 +22,7 @@ import {
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
 import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
-import { refuse, SessionStreamSocket } from "./session-stream-socket.ts";
+import { SessionStreamSocket } from "./session-stream-socket.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -250,7 +250,7 @@ export async function startServer(
     });
     server.on("upgrade", (request, socket, head) => {
       if (!streams.handleUpgrade(request, socket, head)) {
-        refuse(
+        refuseUpgrade(
           socket,
           404,
           "not_found",
