@@ -416,8 +416,14 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     }
   }
 
-  /** Resumes `sessionId` if the agent can; false when it cannot or refuses. */
-  async function resume(current: Live, sessionId: string): Promise<boolean> {
+  /**
+   * Resumes `sessionId` if the agent can: the session, with the modes the agent answered; null
+   * when it cannot or refuses. openSession emits the mode, whichever way the session opened.
+   */
+  async function resume(
+    current: Live,
+    sessionId: string,
+  ): Promise<{ sessionId: string; modes: acp.SessionModeState | null | undefined } | null> {
     const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
     try {
       // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
@@ -427,8 +433,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
           "session/resume",
           current.connection.agent.request(acp.methods.agent.session.resume, request),
         );
-        if (resumed.modes) emit({ type: "mode", agent, mode_id: resumed.modes.currentModeId });
-        return true;
+        return { sessionId, modes: resumed.modes };
       }
       if (current.capabilities.loadSession) {
         loadingSessionId = sessionId;
@@ -438,13 +443,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
             "session/load",
             current.connection.agent.request(acp.methods.agent.session.load, request),
           );
-          // Replayed notifications read before the answer are still on their way in.
+          // Replayed notifications read before the answer are still on their way in, and
+          // the mode event goes out after them.
           await new Promise((resolve) => setImmediate(resolve));
-          if (loaded.modes) emit({ type: "mode", agent, mode_id: loaded.modes.currentModeId });
+          return { sessionId, modes: loaded.modes };
         } finally {
           loadingSessionId = null;
         }
-        return true;
       }
     } catch (error) {
       if (current.process.exit() !== null) throw error;
@@ -453,16 +458,19 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         error: redact(messageOf(error)),
       });
     }
-    return false;
+    return null;
   }
 
   async function openSession(): Promise<EnsureSessionResult> {
     live ??= await startProcess();
     const current = live;
     try {
-      if (resumeSessionId !== null && (await resume(current, resumeSessionId))) {
-        current.sessionId = resumeSessionId;
+      const resumed = resumeSessionId === null ? null : await resume(current, resumeSessionId);
+      let modes: acp.SessionModeState | null | undefined;
+      if (resumed !== null) {
+        current.sessionId = resumed.sessionId;
         current.resumed = true;
+        modes = resumed.modes;
       } else {
         const created = await bounded(
           current.process,
@@ -474,10 +482,9 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         );
         current.sessionId = created.sessionId;
         current.resumed = false;
-        if (created.modes) {
-          emit({ type: "mode", agent, mode_id: created.modes.currentModeId });
-        }
+        modes = created.modes;
       }
+      if (modes) emit({ type: "mode", agent, mode_id: modes.currentModeId });
     } catch (error) {
       const failure = startFailure(current.process, error);
       current.stopping = true;
