@@ -16,8 +16,9 @@ import {
   WireSubprotocol,
 } from "@deckhand/wire";
 import {
+  fileErrorStatus,
   isPathInsideRoot,
-  resolveWorkspacePath,
+  type WorkspaceFiles,
   WorkspaceFilesError,
 } from "@deckhand/workspace-files";
 import type { Logger } from "pino";
@@ -26,8 +27,8 @@ import { type GitRepositoryLocation, locateRepository } from "./git-state.ts";
 import { GitWatcher } from "./git-watcher.ts";
 
 export interface GitWatchSocketOptions {
-  /** The agent's workspace root; watched paths and their repository must lie inside it. */
-  root: string;
+  /** The agent's file API: its root is where watched paths and their repository must lie. */
+  files: WorkspaceFiles;
   /** Bearer token upgrades must present; null only on loopback. */
   token: string | null;
   logger: Logger;
@@ -115,7 +116,7 @@ export class GitWatchSocket {
 
   /** Authenticates and resolves the watched repository, or throws a Refusal. */
   async #admit(request: IncomingMessage, url: URL): Promise<GitRepositoryLocation> {
-    const { token, root } = this.#options;
+    const { token, files } = this.#options;
     if (token !== null) {
       const presented = upgradeBearerToken(request);
       if (presented === null || !tokenMatches(token, presented)) {
@@ -137,11 +138,13 @@ export class GitWatchSocket {
     const requested = query.data.path ?? ".";
     let directory: string;
     try {
-      directory = await resolveWorkspacePath(root, requested);
+      directory = await files.resolve(requested);
     } catch (error) {
       if (error instanceof WorkspaceFilesError) {
+        // Resolving throws invalid_request, path_outside_root or internal (a file-system failure
+        // on the way): the file API's statuses, except internal, which has always been 400 here.
         throw new Refusal(
-          error.code === "path_outside_root" ? 403 : 400,
+          error.code === "internal" ? 400 : fileErrorStatus(error.code),
           error.code,
           error.message,
         );
@@ -174,12 +177,11 @@ export class GitWatchSocket {
       );
     }
     // The whole worktree is reported, so it must lie inside the root, not just the directory.
-    const realRoot = await resolveWorkspacePath(root, ".");
-    if (!isPathInsideRoot(realRoot, location.topLevel)) {
+    if (!isPathInsideRoot(files.root, location.topLevel)) {
       throw new Refusal(
         403,
         "path_outside_root",
-        `"${requested}" is in the repository ${location.topLevel}, which extends beyond the workspace root ${realRoot}; the git watch only reports repositories whose worktree lies inside the root`,
+        `"${requested}" is in the repository ${location.topLevel}, which extends beyond the workspace root ${files.root}; the git watch only reports repositories whose worktree lies inside the root`,
       );
     }
     return location;

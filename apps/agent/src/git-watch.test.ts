@@ -226,6 +226,23 @@ describe("git watch", () => {
     expect(plain.status).toBe(426);
   });
 
+  it("refuses a repository whose worktree extends beyond the root (a root inside a repository)", async () => {
+    const inner = join(repo, "src");
+    const nested = await startAgent(
+      resolveAgentConfig({ listen: "127.0.0.1:0", dir: inner, token: TOKEN }),
+      { logDestination: quiet },
+    );
+    try {
+      const refused = await refusal(nested.url, TOKEN);
+      expect(refused).toMatchObject({ status: 403, code: "path_outside_root" });
+      expect(refused.message).toContain(
+        `is in the repository ${repo}, which extends beyond the workspace root ${inner};`,
+      );
+    } finally {
+      await nested.close();
+    }
+  });
+
   it("accepts the token as a subprotocol, answering with the git-watch protocol only", async () => {
     const socket = new WebSocket(
       `${agent.url.replace(/^http/, "ws")}${WirePath.gitWatch}?path=repo`,

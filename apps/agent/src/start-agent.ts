@@ -55,7 +55,7 @@ export async function startAgent(
   );
   // WebSocket upgrades bypass the hono app; the git watch checks the token itself.
   const gitWatch = new GitWatchSocket({
-    root: config.root,
+    files,
     token: config.token,
     logger: logger.child({ component: "git-watch" }),
   });
