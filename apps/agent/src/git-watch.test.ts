@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { gitIn } from "@deckhand/testkit";
+import { eventually, gitIn } from "@deckhand/testkit";
 import {
   type GitRepositoryState,
   type GitWatchFrame,
@@ -64,14 +64,6 @@ function record(baseUrl: string, token: string | null, path?: string): Recording
     },
     ended,
   };
-}
-
-async function eventually(check: () => boolean, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
-  }
 }
 
 async function refusal(baseUrl: string, token: string | null, path?: string) {
@@ -260,7 +252,7 @@ describe("git watch", () => {
   });
 
   it("releases every file-system watch when the client goes away", async () => {
-    await eventually(() => agent.gitWatch.clientCount === 0);
+    expect(await eventually(() => agent.gitWatch.clientCount === 0, 3_000)).toBe(true);
     expect(openGitWatcherHandles()).toBe(0);
     const watch = record(agent.url, TOKEN, "repo");
     await watch.until((frame) => frame.type === "snapshot");
@@ -268,7 +260,12 @@ describe("git watch", () => {
     // The worktree's directories plus .git and its refs.
     expect(openGitWatcherHandles()).toBeGreaterThan(3);
     await watch.stop();
-    await eventually(() => agent.gitWatch.clientCount === 0 && openGitWatcherHandles() === 0);
+    expect(
+      await eventually(
+        () => agent.gitWatch.clientCount === 0 && openGitWatcherHandles() === 0,
+        3_000,
+      ),
+    ).toBe(true);
   });
 
   it("closes open watches (1001) and their file-system watches when the agent shuts down", async () => {
@@ -295,6 +292,6 @@ describe("git watch", () => {
     const error = await watch.until((frame) => frame.type === "error");
     expect(error.type === "error" && error.error.message).toMatch(/is gone/);
     await watch.ended;
-    await eventually(() => openGitWatcherHandles() === 0);
+    expect(await eventually(() => openGitWatcherHandles() === 0, 3_000)).toBe(true);
   });
 });

@@ -1,18 +1,10 @@
 import { type watch as fsWatch, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createTempRepository, type TempRepository } from "@deckhand/testkit";
+import { createTempRepository, eventually, type TempRepository } from "@deckhand/testkit";
 import type { GitRepositoryState } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { locateRepository } from "./git-state.ts";
 import { GitWatcher, openGitWatcherHandles } from "./git-watcher.ts";
-
-async function eventually(check: () => boolean, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
-  }
-}
 
 describe("GitWatcher", () => {
   let repository: TempRepository;
@@ -48,7 +40,7 @@ describe("GitWatcher", () => {
     for (let index = 0; index < 30; index += 1) {
       writeFileSync(join(repository.path, `file-${index}.txt`), String(index));
     }
-    await eventually(() => changes.length > 0);
+    expect(await eventually(() => changes.length > 0, 3_000)).toBe(true);
     await new Promise((resolveWait) => setTimeout(resolveWait, 400));
     expect(changes).toHaveLength(1);
     expect(changes[0]!.changes).toHaveLength(30);
@@ -64,7 +56,7 @@ describe("GitWatcher", () => {
     expect(watcher!.watchedDirectoryCount).toBe(0);
     expect(warnings[0]).toMatch(/polling every 100 ms/);
     writeFileSync(join(repository.path, "README.md"), "# edited\n");
-    await eventually(() => changes.length === 1);
+    expect(await eventually(() => changes.length === 1, 3_000)).toBe(true);
     expect(changes[0]!.changes[0]).toMatchObject({ path: "README.md", worktree: "modified" });
     // Polling finds nothing new: still one change.
     await new Promise((resolveWait) => setTimeout(resolveWait, 300));
