@@ -35,7 +35,10 @@ export interface ProbeRecord {
 
 /** Where probe results outlive the process, so a restart does not re-probe within the TTL. */
 export interface ProbeStore {
-  /** The provider's last record; undefined when there is none or it no longer parses. */
+  /**
+   * The provider's last record; undefined when there is none or its result no longer parses
+   * (check it with parseStoredResult): the service takes what this answers as valid.
+   */
   load(providerId: string): Promise<ProbeRecord | undefined>;
   save(record: ProbeRecord): Promise<void>;
 }
@@ -56,10 +59,13 @@ export class MemoryProbeStore implements ProbeStore {
   loads = 0;
   saves = 0;
 
+  /** Checks the result as a database row's is: `records` is open to whoever holds the store. */
   async load(providerId: string): Promise<ProbeRecord | undefined> {
     this.loads += 1;
     const record = this.records.get(providerId);
-    return record ? structuredClone(record) : undefined;
+    if (!record) return undefined;
+    const result = parseStoredResult(record.result);
+    return result === null ? undefined : { ...structuredClone(record), result };
   }
 
   async save(record: ProbeRecord): Promise<void> {

@@ -17,12 +17,7 @@ import {
   writeFileAtomically,
 } from "./config-file.ts";
 import { applyMergePatch } from "./merge-patch.ts";
-import {
-  MemoryProbeStore,
-  type ProbeRecord,
-  type ProbeStore,
-  parseStoredResult,
-} from "./probe-store.ts";
+import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
 import { ProvidersError } from "./providers-error.ts";
 import type { ModelProxyContext } from "./registry.ts";
 import { resolveExecutable } from "./resolve-executable.ts";
@@ -256,11 +251,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     if (records.has(id)) return records.get(id)!;
     let record: ProbeRecord | null = null;
     try {
-      const stored = await store.load(id);
-      // A result that no longer parses (another version wrote it, or it was edited) is as good
-      // as none: the provider is probed again rather than shown with nothing.
-      const result = stored ? parseStoredResult(stored.result) : null;
-      if (stored && result !== null) record = { ...stored, result };
+      // A stored result that no longer parses comes back as none (see ProbeStore.load), so the
+      // provider is probed again rather than shown with nothing.
+      record = (await store.load(id)) ?? null;
     } catch (error) {
       logger.warn("cannot load a provider probe result; probing again", {
         providerId: id,
@@ -395,7 +388,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     projectDir?: string,
   ): Promise<ProvidersSnapshot> {
     const installed = await Promise.all(
-      config.providers.map((provider) => install(provider, projectDir ?? options.projectDir)),
+      config.providers.map((provider) => install(provider, projectDir)),
     );
     const entries = await Promise.all(
       installed.map(async (item) => {
