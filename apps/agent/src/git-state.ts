@@ -50,7 +50,7 @@ export function runGit(
   return new Promise((resolveRun, rejectRun) => {
     const child = execFile(
       "git",
-      ["--no-optional-locks", ...args],
+      args,
       {
         cwd,
         env: gitEnvironment(),

@@ -341,15 +341,16 @@ export class GitWatcher {
       if (stats?.isDirectory()) level.push(start);
     }
     while (level.length > 0 && !this.#closed) {
-      const candidates = level.filter((path) => !this.#watchers.has(path));
+      const candidates = level
+        .filter((path) => !this.#watchers.has(path))
+        .map((path) => ({ path, relativePath: relative(topLevel, path).split(sep).join("/") }));
       const untracked = candidates
-        .filter((path) => path !== topLevel)
-        .map((path) => relative(topLevel, path).split(sep).join("/"))
-        .filter((path) => !tracked.has(path));
+        .filter(({ path, relativePath }) => path !== topLevel && !tracked.has(relativePath))
+        .map(({ relativePath }) => relativePath);
       const ignored = await this.#ignored(untracked);
       const next: string[] = [];
-      for (const path of candidates) {
-        if (ignored.has(relative(topLevel, path).split(sep).join("/"))) continue;
+      for (const { path, relativePath } of candidates) {
+        if (ignored.has(relativePath)) continue;
         try {
           this.#watchDirectory(path, (type, name) => this.#onWorktreeEvent(path, type, name));
         } catch (error) {
