@@ -75,6 +75,39 @@ describe("FileClient against the router over HTTP", () => {
     expect(refused).toMatchObject({ status: 403, code: "path_outside_root" });
   });
 
+  it("sends its root with every request that names none, confining them to that directory", async () => {
+    tree.file("scoped-sibling/secret.txt", "sibling secret\n");
+    tree.link("scoped/sib", `${tree.root}/scoped-sibling`);
+    const client = new FileClient({ baseUrl, token: TOKEN, root: "scoped" });
+    expect(await client.write({ path: "a.txt", content: "one\n" })).toMatchObject({
+      path: `${tree.root}/scoped/a.txt`,
+      created: true,
+    });
+    expect(
+      await client.edit({ files: [{ path: "a.txt", edits: [{ search: "one", replace: "two" }] }] }),
+    ).toEqual({ files: [{ path: `${tree.root}/scoped/a.txt`, edits_applied: 1 }] });
+    expect(await client.read({ path: "a.txt" })).toMatchObject({ content: "two\n" });
+    expect(await client.delete({ path: "a.txt" })).toEqual({
+      path: `${tree.root}/scoped/a.txt`,
+      deleted: true,
+    });
+
+    // A symlink to a sibling directory under the agent's root leads out of the client's root.
+    await expect(client.read({ path: "sib/secret.txt" })).rejects.toMatchObject({
+      status: 403,
+      code: "path_outside_root",
+    });
+    await expect(client.read({ path: "../scoped-sibling/secret.txt" })).rejects.toMatchObject({
+      status: 403,
+      code: "path_outside_root",
+    });
+
+    // A request's own root wins.
+    expect(await client.read({ root: "scoped-sibling", path: "secret.txt" })).toMatchObject({
+      content: "sibling secret\n",
+    });
+  });
+
   it("sends no Authorization header without a token", async () => {
     await new FileClient({ baseUrl }).write({ path: "x.txt", content: "" });
     expect(seenAuthorization.at(-1)).toBeUndefined();

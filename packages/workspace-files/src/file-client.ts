@@ -26,6 +26,12 @@ export interface FileClientOptions {
   token?: string;
   /** Replaces the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * The `root` of every request that names none: a directory inside the agent's root (such as a
+   * session worktree) the client's requests are confined to, symlinks resolved. Set once here,
+   * no request can forget it.
+   */
+  root?: string;
 }
 
 /**
@@ -47,11 +53,13 @@ export class FileClient {
   readonly #baseUrl: string;
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
+  readonly #root: string | undefined;
 
   constructor(options: FileClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#token = options.token;
     this.#fetch = options.fetch ?? fetch;
+    this.#root = options.root;
   }
 
   read(request: ReadFileRequest): Promise<ReadFileResponse> {
@@ -73,10 +81,14 @@ export class FileClient {
 
   async #post<Schema extends z.ZodType>(
     route: string,
-    body: unknown,
+    request: { root?: string },
     schema: Schema,
   ): Promise<z.output<Schema>> {
     const url = `${this.#baseUrl}${WirePath.files}/${route}`;
+    const body =
+      request.root === undefined && this.#root !== undefined
+        ? { ...request, root: this.#root }
+        : request;
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (this.#token !== undefined) headers[WireHeader.authorization] = `Bearer ${this.#token}`;
     let response: Response;
