@@ -118,7 +118,7 @@ async function toolAlone(calls: number): Promise<number> {
   const chatId = randomUUID();
   const context = {
     processes: new ProcessClient({ baseUrl: agent.url, token: AGENT_TOKEN, chatId }),
-    files: new FileClient({ baseUrl: agent.url, token: AGENT_TOKEN }),
+    files: new FileClient({ baseUrl: agent.url, token: AGENT_TOKEN, root: worktree }),
     chatId,
     worktreeRoot: worktree,
     signal: new AbortController().signal,

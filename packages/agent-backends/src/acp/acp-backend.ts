@@ -163,7 +163,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   const workspaceToken =
     context.workspaceAgent.token === null ? {} : { token: context.workspaceAgent.token };
   const files = new AcpFiles(
-    new FileClient({ baseUrl: context.workspaceAgent.url, ...workspaceToken }),
+    new FileClient({
+      baseUrl: context.workspaceAgent.url,
+      ...workspaceToken,
+      root: context.worktreePath,
+    }),
     context.worktreePath,
   );
   const terminals = new AcpTerminals(

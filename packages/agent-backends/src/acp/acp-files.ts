@@ -44,7 +44,7 @@ export function agentPath(worktreePath: string, path: string): string {
 
 /**
  * Serves `fs/read_text_file` and `fs/write_text_file` through the workspace agent's file API.
- * The check made here is lexical; every request also names the worktree as its `root`, so the
+ * The check made here is lexical; `files` is built with the worktree as its `root`, so the
  * agent's guard resolves symlinks against the worktree, not just its own (wider) root, and a
  * link in the worktree to another directory under that root is refused.
  */
@@ -68,7 +68,6 @@ export class AcpFiles {
       for (;;) {
         const answer = await this.#files.read({
           path,
-          root: this.#worktreePath,
           offset,
           ...(remaining === null ? {} : { limit: remaining }),
         });
@@ -87,7 +86,7 @@ export class AcpFiles {
   async write(params: acp.WriteTextFileRequest): Promise<acp.WriteTextFileResponse> {
     try {
       const path = agentPath(this.#worktreePath, params.path);
-      await this.#files.write({ path, root: this.#worktreePath, content: params.content });
+      await this.#files.write({ path, content: params.content });
       return {};
     } catch (error) {
       throw toRequestError(error, `write ${params.path}`);

@@ -256,9 +256,11 @@ export class NativeAgent implements NativeBackend {
       token,
       chatId: options.chatId,
     });
+    // Every file request is confined to the worktree, symlinks resolved against it.
     this.#files = new FileClient({
       baseUrl: options.workspaceAgent.url,
       ...(token === undefined ? {} : { token }),
+      root: options.worktreePath,
     });
   }
 

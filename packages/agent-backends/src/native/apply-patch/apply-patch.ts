@@ -104,7 +104,10 @@ export async function planPatch(
 }
 
 export interface ApplyPatchOptions {
-  /** Every read, write and delete goes through it, confined to the worktree. */
+  /**
+   * Every read, write and delete goes through it; built with the worktree as its `root`, so the
+   * workspace agent confines them to the worktree, symlinks resolved.
+   */
   files: FileClient;
   worktreeRoot: string;
   /** Checked until the first write; once writing starts the patch is finished or undone. */
@@ -149,7 +152,7 @@ export async function applyPatch(
     if (options.signal?.aborted) {
       throw new AgentBackendError("aborted", "the patch was interrupted before any file changed");
     }
-    const file = await readWholeFile(options.files, path, options.worktreeRoot);
+    const file = await readWholeFile(options.files, path);
     if (file === null) return null;
     return file.content;
   });
@@ -163,7 +166,7 @@ export async function applyPatch(
   try {
     for (const state of writes) {
       const written = await options.files
-        .write({ path: state.path, root: options.worktreeRoot, content: state.final! })
+        .write({ path: state.path, content: state.final! })
         .catch((error: unknown) => {
           throw fromWorkspaceError(error, `write ${state.path}`);
         });
@@ -172,7 +175,7 @@ export async function applyPatch(
     for (const state of deletes) {
       // The named path, not the file a symlink leads to: deleting `link.txt` removes the link,
       // as `git apply` and Codex do, rather than a file the patch never named.
-      await deleteFile(options.files, state.path, options.worktreeRoot);
+      await deleteFile(options.files, state.path);
       committed.push({ state, realPath: state.path });
     }
   } catch (error) {
@@ -194,14 +197,8 @@ async function rollBack(committed: readonly Committed[], options: ApplyPatchOpti
   const failed: string[] = [];
   for (const { state, realPath } of [...committed].reverse()) {
     try {
-      if (state.original === null) await deleteFile(options.files, realPath, options.worktreeRoot);
-      else {
-        await options.files.write({
-          path: realPath,
-          root: options.worktreeRoot,
-          content: state.original,
-        });
-      }
+      if (state.original === null) await deleteFile(options.files, realPath);
+      else await options.files.write({ path: realPath, content: state.original });
     } catch {
       failed.push(worktreeRelative(options.worktreeRoot, state.path));
     }

@@ -33,14 +33,10 @@ export function fromWorkspaceError(error: unknown, action: string): AgentBackend
 /**
  * Reads a whole file in as many windows as the agent's per-read cap needs. Null when it does not
  * exist. A file whose text does not add up to its size (a line longer than the cap, or bytes that
- * are not UTF-8) is refused: rewriting it from that text would corrupt it. `root` (the worktree)
- * narrows the agent's guard, so a symlink leading out of it is refused.
+ * are not UTF-8) is refused: rewriting it from that text would corrupt it. The client's `root`
+ * (the worktree) narrows the agent's guard, so a symlink leading out of it is refused.
  */
-export async function readWholeFile(
-  files: FileClient,
-  path: string,
-  root: string,
-): Promise<WholeFile | null> {
+export async function readWholeFile(files: FileClient, path: string): Promise<WholeFile | null> {
   let content = "";
   let offset = 1;
   let realPath = path;
@@ -48,7 +44,7 @@ export async function readWholeFile(
   for (;;) {
     let answer: Awaited<ReturnType<FileClient["read"]>>;
     try {
-      answer = await files.read({ path, root, offset });
+      answer = await files.read({ path, offset });
     } catch (error) {
       if (errorCode(error) === "file_not_found") return null;
       throw fromWorkspaceError(error, `read ${path}`);
@@ -69,13 +65,13 @@ export async function readWholeFile(
 }
 
 /**
- * Removes a file through the file API, confined to `root` (the worktree). The agent removes a
- * symlink itself, never its target, and answers `deleted: false` for a file already gone, which
- * counts as done: the patch wanted it gone.
+ * Removes a file through the file API, confined to the client's `root` (the worktree). The
+ * agent removes a symlink itself, never its target, and answers `deleted: false` for a file
+ * already gone, which counts as done: the patch wanted it gone.
  */
-export async function deleteFile(files: FileClient, path: string, root: string): Promise<void> {
+export async function deleteFile(files: FileClient, path: string): Promise<void> {
   try {
-    await files.delete({ path, root });
+    await files.delete({ path });
   } catch (error) {
     throw fromWorkspaceError(error, `delete ${path}`);
   }

@@ -12,9 +12,9 @@ const PathArg = z
   .describe("File path relative to the worktree (an absolute path inside it also works).");
 
 /**
- * A lexical check, for a clear message before any request. Every request also names the
- * worktree as its `root`, so the workspace agent resolves symlinks against the worktree itself
- * rather than only its own wider root.
+ * A lexical check, for a clear message before any request. The context's file client names the
+ * worktree as the `root` of every request, so the workspace agent resolves symlinks against the
+ * worktree itself rather than only its own wider root.
  */
 function worktreePath(context: ToolContext, path: string): string {
   return resolveWorktreePath(context.worktreeRoot, path, { allowAbsolute: true });
@@ -55,7 +55,6 @@ export const readFileTool = defineTool({
       try {
         answer = await context.files.read({
           path,
-          root: context.worktreeRoot,
           max_bytes: maxBytes,
           ...(args.offset === undefined ? {} : { offset: args.offset }),
           ...(args.limit === undefined ? {} : { limit: args.limit }),
@@ -96,11 +95,7 @@ export const writeFileTool = defineTool({
   async execute(args, context): Promise<{ path: string; bytes_written: number; created: boolean }> {
     const path = worktreePath(context, args.path);
     try {
-      const answer = await context.files.write({
-        path,
-        root: context.worktreeRoot,
-        content: args.content,
-      });
+      const answer = await context.files.write({ path, content: args.content });
       return {
         path: worktreeRelative(context.worktreeRoot, path),
         bytes_written: answer.bytes_written,
@@ -151,7 +146,7 @@ export const editFileTool = defineTool({
     context,
   ): Promise<{ path: string; edits_applied: number; replacements: number }> {
     const path = worktreePath(context, args.path);
-    const file = await readWholeFile(context.files, path, context.worktreeRoot);
+    const file = await readWholeFile(context.files, path);
     if (file === null) {
       throw new AgentBackendError(
         "edit_failed",
@@ -197,7 +192,7 @@ export const editFileTool = defineTool({
       throw new AgentBackendError("aborted", `the edit of ${args.path} was interrupted unapplied`);
     }
     try {
-      await context.files.write({ path: file.realPath, root: context.worktreeRoot, content });
+      await context.files.write({ path: file.realPath, content });
     } catch (error) {
       throw fromWorkspaceError(error, `write ${args.path}`);
     }

@@ -7,6 +7,10 @@ import { AgentBackendError } from "../../errors.ts";
 export interface ToolContext {
   /** Scoped to the chat (the client sends its chat id), so the model sees only its processes. */
   processes: ProcessClient;
+  /**
+   * Built with `worktreeRoot` as its `root`, so the workspace agent confines every file request
+   * to the worktree, symlinks resolved against it.
+   */
   files: FileClient;
   chatId: string;
   /** Absolute path of the session's worktree; model paths are relative to it. */

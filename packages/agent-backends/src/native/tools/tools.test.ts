@@ -42,7 +42,7 @@ beforeAll(async () => {
   ({ agent, root, worktree } = workspace);
   context = {
     processes: new ProcessClient({ baseUrl: agent.url, token: TOKEN, chatId: CHAT }),
-    files: new FileClient({ baseUrl: agent.url, token: TOKEN }),
+    files: new FileClient({ baseUrl: agent.url, token: TOKEN, root: worktree }),
     chatId: CHAT,
     worktreeRoot: worktree,
     signal: new AbortController().signal,
@@ -563,7 +563,12 @@ describe("apply_patch", () => {
       }
       return fetch(input, init);
     };
-    const files = new FileClient({ baseUrl: agent.url, token: TOKEN, fetch: failingFetch });
+    const files = new FileClient({
+      baseUrl: agent.url,
+      token: TOKEN,
+      fetch: failingFetch,
+      root: worktree,
+    });
     const patch = [
       "*** Begin Patch",
       "*** Update File: r/first.txt",
