@@ -699,8 +699,8 @@ describe("process groups that outlive their command", () => {
   });
 
   it("escalates terminate to SIGKILL for a group whose shell has already exited", async () => {
-    const manager = createManager({ terminateGraceMs: 300 });
-    // An ignored signal stays ignored across exec, so the subshell and its sleep both shrug off SIGTERM.
+    const manager = createManager({ terminateGraceMs: 1_000 });
+    // An ignored signal stays ignored across exec: the subshell and its sleep both shrug off SIGTERM.
     const { id, pids } = await startPrinting(manager, "(trap '' TERM; sleep 60) & echo $!", 1);
     await manager.waitForExit(id, null, { timeoutMs: 15_000 });
     manager.signal(id, null, "terminate");
@@ -739,9 +739,9 @@ describe("process groups that outlive their command", () => {
       2,
     );
     await manager.waitForExit(id, null, { timeoutMs: 15_000 });
-    const shutdown = manager.shutdown({ graceMs: 1_000 });
+    const shutdown = manager.shutdown({ graceMs: 3_000 });
     // SIGTERM ends the plain sleep at once; the one ignoring it waits for the SIGKILL after the grace.
-    expect(await eventually(() => !isAlive(pids[0]!), { timeoutMs: 800 })).toBe(true);
+    expect(await eventually(() => !isAlive(pids[0]!), { timeoutMs: 2_000 })).toBe(true);
     expect(isAlive(pids[1]!)).toBe(true);
     await shutdown;
     expect(await eventually(() => !isAlive(pids[1]!))).toBe(true);
