@@ -484,8 +484,9 @@ export class ProcessManager {
   }
 
   /**
-   * Whether anything still lives in the record's process group. A running command is its own
-   * group's member, so this only probes once it has exited; an empty group is remembered.
+   * Whether anything still lives in the record's process group. True while the process counts as
+   * running (its output may still be draining), so `group_running` never contradicts `running`;
+   * probed after that, and an empty group is remembered.
    */
   #isGroupRunning(record: ManagedProcess): boolean {
     if (record.running) return true;
