@@ -511,6 +511,7 @@ describe("starting and waiting in one call", () => {
       truncated: null,
       running: false,
       exit_code: 5,
+      group_running: false,
       next_cursor: 5,
       missed_bytes: 0,
       timed_out: false,
@@ -614,17 +615,136 @@ describe("signals", () => {
     expect(await eventually(() => pids.every((pid) => !isAlive(pid)))).toBe(true);
   });
 
-  it("answers conflict for a process that has already exited, naming its exit code", async () => {
+  it("answers conflict for a process that has already exited with nothing left in its group, naming its exit code", async () => {
     const manager = createManager();
     const { id } = await manager.start({ command: "exit 4" });
     await manager.waitForExit(id);
     const error = thrown(() => manager.signal(id, null, "kill"));
     expect(error.code).toBe("conflict");
-    expect(error.message).toBe(`process ${id} has already exited (exit code 4)`);
+    expect(error.message).toBe(
+      `process ${id} has already exited (exit code 4) and nothing it started is left in its process group`,
+    );
   });
 
   it("answers not_found for an unknown id", () => {
     expect(thrown(() => createManager().signal("nope", null, "kill")).code).toBe("not_found");
+  });
+});
+
+/** Starts a command that prints one pid per line, and answers those pids once all are printed. */
+async function startPrinting(
+  manager: ReturnType<typeof createManager>,
+  command: string,
+  count: number,
+): Promise<{ id: string; pids: number[] }> {
+  const { id } = await manager.start({ command });
+  let pids: number[] = [];
+  const printed = await eventually(() => {
+    pids = manager
+      .output(id)
+      .output.split("\n")
+      .filter((line) => /^\d+$/.test(line))
+      .map((line) => Number.parseInt(line, 10));
+    return pids.length === count;
+  });
+  if (!printed) throw new Error(`process ${id} printed ${pids.length} of ${count} pids`);
+  return { id, pids };
+}
+
+describe("process groups that outlive their command", () => {
+  it("lets kill reach the background jobs an interrupted shell left behind", async () => {
+    const manager = createManager();
+    // A non-interactive shell starts its background jobs with SIGINT ignored, so an interrupt
+    // ends the shell and leaves every sleep running in the group.
+    const { id, pids } = await startPrinting(
+      manager,
+      "for i in $(seq 20); do sleep 60 & echo $!; done; wait",
+      20,
+    );
+    manager.signal(id, null, "interrupt");
+    expect(await manager.waitForExit(id, null, { timeoutMs: 15_000 })).toBe("exited");
+    expect(manager.get(id)).toMatchObject({ running: false, exit_code: 130, group_running: true });
+    expect(manager.output(id)).toMatchObject({ running: false, group_running: true });
+    expect(pids.every(isAlive)).toBe(true);
+
+    manager.signal(id, null, "kill");
+    expect(await eventually(() => pids.every((pid) => !isAlive(pid)))).toBe(true);
+  });
+
+  it("signals a backgrounded command whose shell has already exited", async () => {
+    const manager = createManager();
+    const { id, pids } = await startPrinting(manager, "sleep 60 & echo $!", 1);
+    expect(await manager.waitForExit(id, null, { timeoutMs: 15_000 })).toBe("exited");
+    expect(manager.list(null)[0]).toMatchObject({ id, exit_code: 0, group_running: true });
+    expect(isAlive(pids[0]!)).toBe(true);
+
+    manager.signal(id, null, "terminate");
+    expect(await eventually(() => !isAlive(pids[0]!))).toBe(true);
+  });
+
+  it("answers conflict only once the whole group is gone, and then reports group_running false", async () => {
+    const manager = createManager();
+    const { id, pids } = await startPrinting(manager, "sleep 60 & echo $!", 1);
+    await manager.waitForExit(id, null, { timeoutMs: 15_000 });
+    manager.signal(id, null, "kill");
+    // Killed members linger as zombies until init reaps them, and still count as the group.
+    expect(await eventually(() => !manager.get(id).group_running)).toBe(true);
+    expect(isAlive(pids[0]!)).toBe(false);
+    expect(manager.output(id).group_running).toBe(false);
+    const error = thrown(() => manager.signal(id, null, "kill"));
+    expect(error.code).toBe("conflict");
+    expect(error.message).toBe(
+      `process ${id} has already exited (exit code 0) and nothing it started is left in its process group`,
+    );
+  });
+
+  it("escalates terminate to SIGKILL for a group whose shell has already exited", async () => {
+    const manager = createManager({ terminateGraceMs: 1_000 });
+    // An ignored signal stays ignored across exec: the subshell and its sleep both shrug off SIGTERM.
+    const { id, pids } = await startPrinting(manager, "(trap '' TERM; sleep 60) & echo $!", 1);
+    await manager.waitForExit(id, null, { timeoutMs: 15_000 });
+    manager.signal(id, null, "terminate");
+    await new Promise((resolveDelay) => setTimeout(resolveDelay, 100));
+    expect(isAlive(pids[0]!)).toBe(true);
+    expect(await eventually(() => !manager.get(id).group_running)).toBe(true);
+  });
+
+  it("reports group_running true while the command itself runs", async () => {
+    const manager = createManager();
+    const { id } = await manager.start({ command: "sleep 60" });
+    expect(manager.get(id)).toMatchObject({ running: true, group_running: true });
+    expect(manager.output(id)).toMatchObject({ running: true, group_running: true });
+  });
+
+  it("keeps an exited process listed while its group runs, and reaps it reapAfterMs after the group ended", async () => {
+    let now = 1_000_000;
+    const manager = createManager({ reapAfterMs: 60_000, now: () => now });
+    const { id } = await startPrinting(manager, "sleep 60 & echo $!", 1);
+    await manager.waitForExit(id, null, { timeoutMs: 15_000 });
+    now += 10 * 60_000;
+    expect(manager.list(null).map((info) => info.id)).toEqual([id]);
+    manager.signal(id, null, "kill");
+    expect(await eventually(() => !manager.get(id).group_running)).toBe(true);
+    now += 59_000;
+    expect(manager.get(id).group_running).toBe(false);
+    now += 1_000;
+    expect(thrown(() => manager.get(id)).code).toBe("not_found");
+  });
+
+  it("gives a group whose shell exited the grace to stop on SIGTERM at shutdown", async () => {
+    const manager = createManager();
+    const { id, pids } = await startPrinting(
+      manager,
+      "sleep 60 & echo $!; (trap '' TERM; sleep 60) & echo $!",
+      2,
+    );
+    await manager.waitForExit(id, null, { timeoutMs: 15_000 });
+    const shutdown = manager.shutdown({ graceMs: 3_000 });
+    // SIGTERM ends the plain sleep at once; the one ignoring it waits for the SIGKILL after the grace.
+    expect(await eventually(() => !isAlive(pids[0]!), { timeoutMs: 2_000 })).toBe(true);
+    expect(isAlive(pids[1]!)).toBe(true);
+    await shutdown;
+    expect(await eventually(() => !isAlive(pids[1]!))).toBe(true);
   });
 });
 

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { homedir, constants as osConstants } from "node:os";
 import { resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { HeadTailBuffer, type HeadTailOptions } from "@deckhand/headtail";
 import { describeZodError } from "@deckhand/http-kit";
 import {
@@ -34,10 +35,20 @@ export interface ProcessManagerOptions {
   onWarning?: (message: string, details: Record<string, unknown>) => void;
   /** Most processes running at once; starting one more fails with `too_many_processes`. */
   maxRunning?: number;
-  /** How long an exited process stays listed before it is dropped. */
+  /**
+   * How long an exited process stays listed before it is dropped, counted from when its command
+   * exited or, if later, from when the last process in its group ended. A process whose group
+   * still runs is never dropped: it is the only handle that can signal that group.
+   */
   reapAfterMs?: number;
   /** Grace between SIGTERM and SIGKILL when a process group is terminated. */
   terminateGraceMs?: number;
+  /**
+   * How often to check whether anything still lives in the group of a process whose command has
+   * exited. Once the group is seen gone it is never signalled again, because the kernel may then
+   * give its id to an unrelated group: this interval bounds how long that can go unnoticed.
+   */
+  groupPollMs?: number;
   /**
    * How long to keep reading output after the process exits. A backgrounded grandchild can hold
    * the pipe open forever; after this the pipe is closed and the process reported as exited.
@@ -119,7 +130,11 @@ const DEFAULTS = {
   reapAfterMs: 5 * 60 * 1000,
   terminateGraceMs: 5000,
   pipeDrainMs: 5000,
+  groupPollMs: 1000,
 };
+
+/** How often shutdown checks whether the groups it sent SIGTERM to have ended. */
+const SHUTDOWN_POLL_MS = 25;
 
 interface ManagedProcess {
   readonly id: string;
@@ -143,6 +158,15 @@ interface ManagedProcess {
   /** The exit status as soon as the child exits, before its pipes have drained. */
   pendingExitCode: number | null;
   escalation: NodeJS.Timeout | null;
+  /**
+   * False once the process group (whose id is the shell's pid) has been seen empty; never true
+   * again, since the kernel may hand the id to another group from then on.
+   */
+  groupRunning: boolean;
+  /** When the group was seen empty. */
+  groupEndedAtMs: number | null;
+  /** Checks every `groupPollMs`, from the shell's exit until the group is seen empty. */
+  groupWatch: NodeJS.Timeout | null;
 }
 
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number | null {
@@ -159,13 +183,18 @@ function stringEnvironment(env: Record<string, unknown>): Environment {
   return result;
 }
 
+/**
+ * Whether any process is left in the group. A member that has exited but not yet been reaped by
+ * its parent (or by init, for an orphan) still counts until it is.
+ */
 function isGroupAlive(pid: number): boolean {
   try {
     process.kill(-pid, 0);
     return true;
-  } catch {
-    // EPERM counts as gone too: a group we may not signal is not one we could stop.
-    return false;
+  } catch (error) {
+    // EPERM: members exist that this agent may not signal (one ran a setuid program); the group
+    // is not gone, and a real signal will say whether any member can be reached.
+    return systemErrorCode(error) !== "ESRCH";
   }
 }
 
@@ -199,6 +228,7 @@ export class ProcessManager {
   readonly #maxRunning: number;
   readonly #reapAfterMs: number;
   readonly #terminateGraceMs: number;
+  readonly #groupPollMs: number;
   readonly #pipeDrainMs: number;
   readonly #waitCapMs: number;
   readonly #bufferOptions: HeadTailOptions | undefined;
@@ -216,6 +246,7 @@ export class ProcessManager {
     this.#maxRunning = options.maxRunning ?? DEFAULTS.maxRunning;
     this.#reapAfterMs = options.reapAfterMs ?? DEFAULTS.reapAfterMs;
     this.#terminateGraceMs = options.terminateGraceMs ?? DEFAULTS.terminateGraceMs;
+    this.#groupPollMs = options.groupPollMs ?? DEFAULTS.groupPollMs;
     this.#pipeDrainMs = options.pipeDrainMs ?? DEFAULTS.pipeDrainMs;
     this.#waitCapMs = options.waitCapMs ?? ProcessLimits.waitCapMs;
     this.#bufferOptions = options.buffer;
@@ -327,6 +358,7 @@ export class ProcessManager {
   #output(record: ManagedProcess, options: OutputOptions): ProcessOutputResponse {
     const running = record.running;
     const exitCode = record.exitCode;
+    const groupRunning = this.#isGroupRunning(record);
     if (options.cursor === undefined) {
       const { text, truncation } = record.buffer.snapshot();
       return {
@@ -334,6 +366,7 @@ export class ProcessManager {
         truncated: truncation,
         running,
         exit_code: exitCode,
+        group_running: groupRunning,
         next_cursor: record.buffer.streamBytes,
         missed_bytes: 0,
         timed_out: false,
@@ -346,6 +379,7 @@ export class ProcessManager {
       truncated: null,
       running,
       exit_code: exitCode,
+      group_running: groupRunning,
       next_cursor: nextCursor,
       missed_bytes: missedBytes,
       timed_out: false,
@@ -373,8 +407,10 @@ export class ProcessManager {
   }
 
   /**
-   * Signals the whole process group. `terminate` sends SIGTERM and, if anything in the group is
-   * still alive after `terminateGraceMs`, SIGKILL.
+   * Signals the whole process group, for as long as anything in it lives: also after the command
+   * itself exited, so what it left running (`server &`, jobs of an interrupted shell) can still
+   * be stopped. `terminate` sends SIGTERM and, if anything in the group is still alive after
+   * `terminateGraceMs`, SIGKILL. Only a group seen empty answers `conflict`.
    */
   signal(id: string, scope: ChatScope, name: ProcessSignalName): void {
     const record = this.#find(id, scope);
@@ -386,7 +422,7 @@ export class ProcessManager {
       );
     }
     let delivered = false;
-    if (record.running) {
+    if (record.groupRunning) {
       try {
         delivered = signalGroup(record.pid, signal);
       } catch (error) {
@@ -396,18 +432,19 @@ export class ProcessManager {
           { cause: error },
         );
       }
+      if (!delivered) this.#markGroupEnded(record);
     }
     if (!delivered) {
       const exitCode = record.exitCode ?? record.pendingExitCode;
       throw new ProcessManagerError(
         "conflict",
-        `process ${record.id} has already exited${exitCode === null ? "" : ` (exit code ${exitCode})`}`,
+        `process ${record.id} has already exited${exitCode === null ? "" : ` (exit code ${exitCode})`} and nothing it started is left in its process group`,
       );
     }
     if (name === "terminate" && record.escalation === null) {
       record.escalation = setTimeout(() => {
         record.escalation = null;
-        if (isGroupAlive(record.pid)) this.#signalQuietly(record, "SIGKILL");
+        if (this.#isGroupRunning(record)) this.#signalQuietly(record, "SIGKILL");
       }, this.#terminateGraceMs);
     }
   }
@@ -424,20 +461,60 @@ export class ProcessManager {
       if (record.escalation !== null) clearTimeout(record.escalation);
       record.escalation = null;
     }
-    // Exited processes are included: a grandchild that let go of the pipe may live on in the group.
-    const targets = records.filter((record) => record.running || isGroupAlive(record.pid));
+    // Exited processes are included: what they started may live on in their groups.
+    const targets = records.filter((record) => record.running || this.#isGroupRunning(record));
     for (const record of targets) this.#signalQuietly(record, "SIGTERM");
     const allExited = Promise.all(targets.map((record) => record.exited));
+    const graceEndsAt = Date.now() + graceMs;
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<void>((resolveGrace) => {
       timer = setTimeout(resolveGrace, graceMs);
     });
     await Promise.race([allExited, graceOver]);
     clearTimeout(timer);
+    // A group outliving its shell ends without an event (its members are not this process's
+    // children), so the rest of the grace is spent polling it.
+    while (Date.now() < graceEndsAt && targets.some((record) => this.#isGroupRunning(record))) {
+      await sleep(SHUTDOWN_POLL_MS);
+    }
     for (const record of targets) {
-      if (isGroupAlive(record.pid)) this.#signalQuietly(record, "SIGKILL");
+      if (this.#isGroupRunning(record)) this.#signalQuietly(record, "SIGKILL");
     }
     await allExited;
+  }
+
+  /**
+   * Whether anything still lives in the record's process group. True while the process counts as
+   * running (its output may still be draining), so `group_running` never contradicts `running`;
+   * probed after that, and an empty group is remembered.
+   */
+  #isGroupRunning(record: ManagedProcess): boolean {
+    if (record.running) return true;
+    if (!record.groupRunning) return false;
+    if (isGroupAlive(record.pid)) return true;
+    this.#markGroupEnded(record);
+    return false;
+  }
+
+  #markGroupEnded(record: ManagedProcess): void {
+    record.groupRunning = false;
+    record.groupEndedAtMs = this.#now();
+    if (record.groupWatch !== null) clearInterval(record.groupWatch);
+    record.groupWatch = null;
+  }
+
+  /** Called when the command exits: follows what it left in its group until that ends too. */
+  #watchGroup(record: ManagedProcess): void {
+    if (!record.groupRunning) return;
+    if (!isGroupAlive(record.pid)) {
+      this.#markGroupEnded(record);
+      return;
+    }
+    record.groupWatch = setInterval(() => {
+      if (!isGroupAlive(record.pid)) this.#markGroupEnded(record);
+    }, this.#groupPollMs);
+    // Leftovers in a group must not keep the agent's own process alive.
+    record.groupWatch.unref();
   }
 
   /** For timers and shutdown, where a failure to signal must not throw but still be heard of. */
@@ -581,6 +658,9 @@ export class ProcessManager {
       exitedAtMs: null,
       pendingExitCode: null,
       escalation: null,
+      groupRunning: true,
+      groupEndedAtMs: null,
+      groupWatch: null,
     };
     this.#processes.set(record.id, record);
     this.#running += 1;
@@ -621,6 +701,7 @@ export class ProcessManager {
     child.once("exit", (code, signal) => {
       exitStatus = { code, signal };
       record.pendingExitCode = exitCodeOf(code, signal);
+      this.#watchGroup(record);
       drainTimer = setTimeout(finish, this.#pipeDrainMs);
     });
     child.once("close", finish);
@@ -640,12 +721,17 @@ export class ProcessManager {
     return record;
   }
 
+  /**
+   * Drops processes `reapAfterMs` after they exited and their group ended. One whose group still
+   * runs is kept, whatever its age: dropping it would leave that group beyond any signal.
+   */
   #reap(): void {
     const now = this.#now();
     for (const [id, record] of this.#processes) {
-      if (record.exitedAtMs !== null && now - record.exitedAtMs >= this.#reapAfterMs) {
-        this.#processes.delete(id);
-      }
+      if (record.exitedAtMs === null || now - record.exitedAtMs < this.#reapAfterMs) continue;
+      if (this.#isGroupRunning(record)) continue;
+      const endedAtMs = Math.max(record.exitedAtMs, record.groupEndedAtMs ?? record.exitedAtMs);
+      if (now - endedAtMs >= this.#reapAfterMs) this.#processes.delete(id);
     }
   }
 
@@ -693,6 +779,7 @@ export class ProcessManager {
       started_at_unix: Math.floor(record.startedAtMs / 1000),
       exited_at_unix: record.exitedAtMs === null ? null : Math.floor(record.exitedAtMs / 1000),
       chat_id: record.chatId,
+      group_running: this.#isGroupRunning(record),
     };
   }
 }

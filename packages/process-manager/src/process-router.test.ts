@@ -11,6 +11,7 @@ import {
   CHAT_PARENT,
   createManager,
   eventually,
+  isAlive,
   serveManager,
   stopAll,
   type TestServer,
@@ -99,6 +100,7 @@ describe("POST /start", () => {
         truncated: null,
         running: false,
         exit_code: 3,
+        group_running: false,
         next_cursor: 11,
         missed_bytes: 0,
         timed_out: false,
@@ -441,7 +443,41 @@ describe("POST /:id/signal", () => {
     const error = await clientError(client.signal(id, "kill"));
     expect(error.status).toBe(409);
     expect(error.code).toBe("conflict");
-    expect(error.message).toBe(`process ${id} has already exited (exit code 1)`);
+    expect(error.message).toBe(
+      `process ${id} has already exited (exit code 1) and nothing it started is left in its process group`,
+    );
+  });
+
+  it("answers 200 to kill while background jobs of an interrupted shell live, and 409 once they are gone", async () => {
+    const server = await serveManager(createManager());
+    const client = server.client();
+    const { id } = await client.start({
+      command: "for i in $(seq 20); do sleep 60 & echo $!; done; wait",
+    });
+    let pids: number[] = [];
+    expect(
+      await eventually(async () => {
+        pids = (await client.output(id)).output.split("\n").filter(Boolean).map(Number);
+        return pids.length === 20;
+      }),
+    ).toBe(true);
+    expect(await client.signal(id, "interrupt")).toEqual({ id, signal: "interrupt" });
+    expect(await client.waitForExit(id)).toMatchObject({
+      running: false,
+      exit_code: 130,
+      group_running: true,
+    });
+    expect((await client.list()).processes).toMatchObject([{ id, group_running: true }]);
+
+    const killed = await raw(server, `/${id}/signal`, post('{"signal":"kill"}'));
+    expect(killed).toEqual({ status: 200, body: { id, signal: "kill" } });
+    expect(await eventually(() => pids.every((pid) => !isAlive(pid)))).toBe(true);
+    expect(await eventually(async () => (await client.output(id)).group_running === false)).toBe(
+      true,
+    );
+    const again = await raw(server, `/${id}/signal`, post('{"signal":"kill"}'));
+    expect(again.status).toBe(409);
+    expect((again.body as ErrorResponse).error.code).toBe("conflict");
   });
 
   it("answers 400 for an unknown or missing signal and 404 for an unknown id", async () => {

@@ -36,6 +36,8 @@ export const ProcessInfoSchema = z.object({
   started_at_unix: z.number().int(),
   exited_at_unix: z.number().int().nullable(),
   chat_id: z.string().nullable(),
+  /** See `ProcessOutputResponseSchema.group_running`. */
+  group_running: z.boolean(),
 });
 export type ProcessInfo = z.infer<typeof ProcessInfoSchema>;
 
@@ -73,6 +75,12 @@ export const ProcessOutputResponseSchema = z.object({
   truncated: TruncationSchema.nullable(),
   running: z.boolean(),
   exit_code: z.number().int().nullable(),
+  /**
+   * Whether anything in the process's group still lives: true whenever `running` is, and after
+   * the command exited while something it started (`server &`) runs on in its group. Signals
+   * reach those while it is true.
+   */
+  group_running: z.boolean(),
   /** Pass back as `?cursor=` to read only what is new. */
   next_cursor: z.number().int(),
   /** Incremental reads: bytes after the cursor that fell out of the retained window. */

@@ -26,6 +26,8 @@ export interface ProcessOutputResult {
   process_id: string;
   running: boolean;
   exit_code: number | null;
+  /** Whether anything in the process's group still runs, e.g. what the command left behind. */
+  group_running: boolean;
   output: string;
   truncated: OutputTruncation | null;
   note: string | null;
@@ -48,6 +50,7 @@ export const processOutputTool = defineTool({
       truncated: Truncation | null;
       running: boolean;
       exit_code: number | null;
+      group_running: boolean;
     };
     try {
       answer =
@@ -62,14 +65,27 @@ export const processOutputTool = defineTool({
       process_id: id,
       running: answer.running,
       exit_code: answer.exit_code,
+      group_running: answer.group_running,
       output: forModel.output,
       truncated: forModel.truncated,
-      note: answer.running
-        ? `Process ${id} is still running${waitMs > 0 ? ` after waiting ${waitMs} ms` : ""}. Call process_output again to keep waiting, or process_signal to stop it.`
-        : null,
+      note: processNote(id, answer, waitMs),
     };
   },
 });
+
+function processNote(
+  id: string,
+  state: { running: boolean; group_running: boolean },
+  waitMs: number,
+): string | null {
+  if (state.running) {
+    return `Process ${id} is still running${waitMs > 0 ? ` after waiting ${waitMs} ms` : ""}. Call process_output again to keep waiting, or process_signal to stop it.`;
+  }
+  if (state.group_running) {
+    return `Process ${id} has exited, but processes it started still run. Call process_signal to stop them.`;
+  }
+  return null;
+}
 
 export const ProcessListArgsSchema = z.object({
   limit: z
@@ -89,6 +105,8 @@ export interface ProcessListResult {
     background: boolean;
     running: boolean;
     exit_code: number | null;
+    /** Whether anything in the process's group still runs, e.g. what the command left behind. */
+    group_running: boolean;
     started_at: string;
   }[];
 }
@@ -111,6 +129,7 @@ export const processListTool = defineTool({
           background: info.background,
           running: info.running,
           exit_code: info.exit_code,
+          group_running: info.group_running,
           started_at: new Date(info.started_at_unix * 1000).toISOString(),
         })),
       };
@@ -131,7 +150,8 @@ export const ProcessSignalArgsSchema = z.object({
 
 export const processSignalTool = defineTool({
   name: "process_signal",
-  description: "Stop a process started by execute, with all its child processes.",
+  description:
+    "Stop a process started by execute, with all its child processes, also those still running after the command itself exited.",
   schema: ProcessSignalArgsSchema,
   async execute(args, context): Promise<{ process_id: string; signal: string; sent: boolean }> {
     try {

@@ -301,6 +301,28 @@ describe("process tools", () => {
     const badSignal = failure(await call("process_signal", { process_id: id, signal: "hup" }));
     expect(badSignal.code).toBe("invalid_arguments");
   });
+
+  it("says when a command exited but what it started runs on, and process_signal stops that", async () => {
+    const started = result<ExecuteResult>(
+      await call("execute", { command: "sleep 30 > /dev/null 2>&1 & echo started" }),
+    );
+    expect(started).toMatchObject({ exit_code: 0, output: "started\n" });
+    const before = result<ProcessListResult>(await call("process_list", { limit: 100 }));
+    const id = before.processes.find((info) => info.command.startsWith("sleep 30 >"))!.process_id;
+    const exited = result<ProcessOutputResult>(
+      await call("process_output", { process_id: id, wait_timeout: "0s" }),
+    );
+    expect(exited).toMatchObject({ running: false, exit_code: 0, group_running: true });
+    expect(exited.note).toContain("process_signal");
+    const listed = result<ProcessListResult>(await call("process_list", { limit: 100 }));
+    expect(listed.processes.find((info) => info.process_id === id)).toMatchObject({
+      running: false,
+      group_running: true,
+    });
+    expect(result(await call("process_signal", { process_id: id, signal: "kill" }))).toMatchObject({
+      sent: true,
+    });
+  });
   it("waits 10 s by default and takes wait_timeout as a duration string, as Coder's tool does", async () => {
     const parameters = responsesTools().find((tool) => tool.name === "process_output")!.parameters;
     expect(parameters).toMatchObject({
