@@ -30,6 +30,9 @@ export interface GoYamlCompatibleText {
   originalOffset(offset: number): number;
 }
 
+/** More quoted scalars continued at column 0 than any batch spec has. */
+const maxRepairs = 200;
+
 /** Lexer tokens that mark structure without standing for any character of the source. */
 const markerTokens = new Set([CST.DOCUMENT, CST.FLOW_END, CST.SCALAR]);
 
@@ -133,7 +136,9 @@ export function goYamlCompatibleText(original: string): GoYamlCompatibleText {
   let text = original;
   let originalOffset = mapperFor(insertions);
   let from = 0;
-  for (;;) {
+  // Each repair lexes the text again; the bound keeps hostile input (thousands of such scalars)
+  // cheap. Scalars past it are left to the parser, which reports them as before.
+  for (let repairs = 0; repairs < maxRepairs; repairs += 1) {
     const cut = firstCutQuotedScalar(text, from);
     if (cut === undefined) break;
     const added = paddingFor(text, cut.start, cut.close).map((insertion) => ({
