@@ -1,20 +1,24 @@
 // Sourcegraph reads batch specs with gopkg.in/yaml.v3 (src-cli and the server turn the YAML into
-// JSON with it before validating), so a spec that parses there must parse here. The one place
-// where yaml.v3 is more lenient than the `yaml` package in ways real specs rely on is the
-// indentation of quoted scalars: yaml.v3's scanner (`yaml_parser_scan_flow_scalar` in
-// scannerc.go) never checks the indentation of a quoted scalar's continuation lines, so
+// JSON with it before validating), so a spec that parses there must parse here. Where yaml.v3 is
+// more lenient than the `yaml` package is indentation inside quoted scalars and flow collections:
+// its scanner (scannerc.go) never checks the indentation of a quoted scalar's continuation lines
+// (`yaml_parser_scan_flow_scalar`), and does no indentation bookkeeping at all inside `[...]` and
+// `{...}` (`yaml_parser_roll_indent`/`unroll_indent` return early when `flow_level > 0`, and
+// plain scalars check indentation only when it is 0). So
 //
 //   description: "first line
 //   second line at column 0"
+//   on: [{repository: a},
+//   {repository: b}]
 //
-// is accepted there, while the `yaml` package's lexer ends the scalar at the first line that is
-// not indented past its key and reports "Missing closing quote". That happens in the lexer, which
-// has no option for it (the error codes `MISSING_CHAR`/`BAD_INDENT` it leads to cannot be
-// downgraded either: by then the text has already been split into the wrong tokens). So before
-// parsing, continuation lines of such a scalar are indented up to the scalar's opening quote.
-// Leading white space of a quoted scalar's continuation line is not part of its value (YAML
-// folds it away, in both parsers), so the value is unchanged; positions are mapped back so every
-// diagnostic points into the text as the user wrote it.
+// is accepted there, while the `yaml` package's lexer ends the scalar or the collection at the
+// first line that is not indented past its key ("Missing closing quote", "Flow sequence in block
+// collection must be sufficiently indented"). That happens in the lexer, which has no option for
+// it, and the error codes it leads to (`MISSING_CHAR`, `BAD_INDENT`) cannot be downgraded: by then
+// the text has already been split into the wrong tokens. So before parsing, such lines are
+// indented up to the scalar's opening quote or the collection's opening bracket. Leading white
+// space there is not part of any value (YAML folds it away, in both parsers), so values are
+// unchanged; positions are mapped back so every diagnostic points into the text as written.
 import { CST, Lexer } from "yaml";
 
 /** Spaces inserted before the character at `offset` of the original text. */
@@ -66,39 +70,82 @@ export function closingQuote(text: string, start: number): number | undefined {
   return undefined;
 }
 
-/**
- * The first quoted scalar at or after `from` that the lexer ends before its closing quote, with
- * where that quote really is.
- */
-function firstCutQuotedScalar(
-  text: string,
-  from: number,
-): { start: number; close: number } | undefined {
+/** Something the lexer splits where yaml.v3 reads on, and how to mend it. */
+type Repair =
+  /** A quoted scalar ended before its closing quote (at `close`). */
+  | { kind: "quoted"; start: number; close: number }
+  /** A flow collection opened at `open` left at the line starting at `lineStart`. */
+  | { kind: "flow"; lineStart: number; open: number };
+
+function isQuoted(token: string): boolean {
+  return token[0] === '"' || token[0] === "'";
+}
+
+/** The first repair needed at or after `from`; flow collections only when `flow` is set. */
+function firstRepair(text: string, from: number, flow: boolean): Repair | undefined {
   let offset = 0;
+  let depth = 0;
+  let open = 0;
   for (const token of new Lexer().lex(text)) {
     const start = offset;
     if (!markerTokens.has(token)) offset += token.length;
-    if (start < from || (token[0] !== '"' && token[0] !== "'")) continue;
-    const close = closingQuote(text, start);
-    if (close !== undefined && close >= start + token.length) return { start, close };
+    if (token === CST.FLOW_END) {
+      // The lexer leaves a flow collection at a line not indented past the block around it.
+      if (flow && depth > 0 && start >= from) {
+        return { kind: "flow", lineStart: text.lastIndexOf("\n", start - 1) + 1, open };
+      }
+      depth = 0;
+    } else if (token === "[" || token === "{") {
+      if (depth === 0) open = start;
+      depth += 1;
+    } else if (token === "]" || token === "}") {
+      depth = Math.max(0, depth - 1);
+    } else if (start >= from && isQuoted(token)) {
+      const close = closingQuote(text, start);
+      if (close !== undefined && close >= start + token.length) {
+        return { kind: "quoted", start, close };
+      }
+    }
   }
   return undefined;
 }
 
+/** Whether a flow collection in `text` is left early or never closed. */
+function hasUnfinishedFlowCollection(text: string): boolean {
+  let depth = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (token === CST.FLOW_END) return true;
+    if (token === "[" || token === "{") depth += 1;
+    else if (token === "]" || token === "}") depth = Math.max(0, depth - 1);
+  }
+  return depth > 0;
+}
+
+function columnOf(text: string, offset: number): number {
+  return offset - (text.lastIndexOf("\n", offset - 1) + 1);
+}
+
+/** Spaces to put at `lineStart` so the line reaches `column`, if it is short of it. */
+function paddingOfLine(text: string, lineStart: number, column: number): Insertion | undefined {
+  let spaces = 0;
+  while (text[lineStart + spaces] === " ") spaces += 1;
+  const rest = text[lineStart + spaces];
+  const empty =
+    rest === undefined || rest === "\n" || (rest === "\r" && text[lineStart + spaces + 1] === "\n");
+  return empty || spaces >= column ? undefined : { offset: lineStart, count: column - spaces };
+}
+
 /** Where to insert spaces so each continuation line reaches at least the opening quote's column. */
 function paddingFor(text: string, start: number, close: number): Insertion[] {
-  const column = start - (text.lastIndexOf("\n", start - 1) + 1);
+  const column = columnOf(text, start);
   const insertions: Insertion[] = [];
   for (
     let lineStart = text.indexOf("\n", start) + 1;
     lineStart > 0 && lineStart <= close;
     lineStart = text.indexOf("\n", lineStart) + 1
   ) {
-    let spaces = 0;
-    while (text[lineStart + spaces] === " ") spaces += 1;
-    const rest = text[lineStart + spaces];
-    const empty = rest === "\n" || (rest === "\r" && text[lineStart + spaces + 1] === "\n");
-    if (!empty && spaces < column) insertions.push({ offset: lineStart, count: column - spaces });
+    const insertion = paddingOfLine(text, lineStart, column);
+    if (insertion !== undefined) insertions.push(insertion);
   }
   return insertions;
 }
@@ -114,9 +161,10 @@ function applyInsertions(original: string, insertions: readonly Insertion[]): st
 }
 
 function mapperFor(insertions: readonly Insertion[]): (offset: number) => number {
+  const fixed = [...insertions];
   return (offset) => {
     let shift = 0;
-    for (const insertion of insertions) {
+    for (const insertion of fixed) {
       const startInText = insertion.offset + shift;
       if (offset < startInText) break;
       // Inside inserted spaces: the line they were put in front of.
@@ -127,38 +175,68 @@ function mapperFor(insertions: readonly Insertion[]): (offset: number) => number
   };
 }
 
-/**
- * The text to parse so that every quoted scalar yaml.v3 accepts is accepted by the `yaml`
- * package too, with the same value; see the comment at the top of this file.
- */
-export function goYamlCompatibleText(original: string): GoYamlCompatibleText {
+interface Adjusted {
+  text: string;
+  insertions: Insertion[];
+  flowRepairs: number;
+}
+
+function adjust(original: string, flow: boolean): Adjusted {
   const insertions: Insertion[] = [];
   let text = original;
   let originalOffset = mapperFor(insertions);
+  let flowRepairs = 0;
   let from = 0;
-  // Each repair lexes the text again; the bound keeps hostile input (thousands of such scalars)
-  // cheap. Scalars past it are left to the parser, which reports them as before.
+  // Each repair lexes the text again; the bound keeps hostile input (thousands of such lines)
+  // cheap. What is past it is left to the parser, which reports it as before.
   for (let repairs = 0; repairs < maxRepairs; repairs += 1) {
-    const cut = firstCutQuotedScalar(text, from);
-    if (cut === undefined) break;
-    const added = paddingFor(text, cut.start, cut.close).map((insertion) => ({
-      offset: originalOffset(insertion.offset),
-      count: insertion.count,
-    }));
-    const closeInOriginal = originalOffset(cut.close);
-    insertions.push(...added);
+    const repair = firstRepair(text, from, flow);
+    if (repair === undefined) break;
+    const added =
+      repair.kind === "quoted"
+        ? paddingFor(text, repair.start, repair.close)
+        : [paddingOfLine(text, repair.lineStart, columnOf(text, repair.open))].filter(
+            (insertion) => insertion !== undefined,
+          );
+    // Continue after what was mended: the closing quote, or the line left early.
+    const resumeInOriginal = originalOffset(
+      repair.kind === "quoted" ? repair.close + 1 : repair.lineStart,
+    );
+    // A line the padding did not help (it was indented enough) is stepped over, not retried.
+    const resumeShift = repair.kind === "flow" && added.length === 0 ? 1 : 0;
+    insertions.push(
+      ...added.map((insertion) => ({
+        offset: originalOffset(insertion.offset),
+        count: insertion.count,
+      })),
+    );
     insertions.sort((left, right) => left.offset - right.offset);
+    if (repair.kind === "flow") flowRepairs += 1;
     text = applyInsertions(original, insertions);
     originalOffset = mapperFor(insertions);
-    // Continue after the repaired scalar: its closing quote, moved by the spaces just added.
     from =
-      closeInOriginal +
-      1 +
+      resumeInOriginal +
+      resumeShift +
       insertions.reduce(
         (total, insertion) =>
-          insertion.offset <= closeInOriginal ? total + insertion.count : total,
+          insertion.offset <= resumeInOriginal ? total + insertion.count : total,
         0,
       );
   }
-  return { text, originalOffset };
+  return { text, insertions, flowRepairs };
+}
+
+/**
+ * The text to parse so that every quoted scalar and flow collection yaml.v3 accepts is accepted
+ * by the `yaml` package too, with the same value; see the comment at the top of this file.
+ */
+export function goYamlCompatibleText(original: string): GoYamlCompatibleText {
+  let adjusted = adjust(original, true);
+  // A flow collection mended line by line that still does not close was most likely never
+  // closed (a forgotten "]"), which yaml.v3 refuses as well: the parser's own message at the
+  // first under-indented line says that better than one at the end of the file.
+  if (adjusted.flowRepairs > 0 && hasUnfinishedFlowCollection(adjusted.text)) {
+    adjusted = adjust(original, false);
+  }
+  return { text: adjusted.text, originalOffset: mapperFor(adjusted.insertions) };
 }

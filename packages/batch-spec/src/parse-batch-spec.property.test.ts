@@ -161,11 +161,62 @@ describe("parseBatchSpec properties", () => {
     );
   });
 
+  it("reads a flow list the same whatever the indentation of its later lines", () => {
+    fc.assert(
+      fc.property(
+        fc.array(name, { minLength: 1, maxLength: 5 }),
+        indentations,
+        (names, indents) => {
+          const list = (indentation: (index: number) => number) =>
+            `name: x\non: [${names
+              .map(
+                (repository, index) =>
+                  (index === 0 ? "" : " ".repeat(indentation(index))) +
+                  `{repository: "${repository}"}`,
+              )
+              .join(",\n")}\n${" ".repeat(indentation(0))}]\n`;
+          const indented = parseBatchSpec(
+            list(() => 6),
+            { file: "spec.yaml" },
+          );
+          const result = parseBatchSpec(
+            list((index) => indents[index]!),
+            { file: "spec.yaml" },
+          );
+          expect(indented.diagnostics).toEqual([]);
+          expect(result.diagnostics).toEqual([]);
+          expect(result.spec).toEqual(indented.spec);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it("only inserts spaces, and maps every character of the adjusted text back to itself", () => {
     const yamlish = fc
-      .array(fc.constantFrom("a", " ", "\n", "\t", '"', "'", "\\", ":", "-", "#", "[", "k: "), {
-        maxLength: 60,
-      })
+      .array(
+        fc.constantFrom(
+          "a",
+          " ",
+          "\n",
+          "\t",
+          '"',
+          "'",
+          "\\",
+          ":",
+          "-",
+          "#",
+          "[",
+          "]",
+          "{",
+          "}",
+          ",",
+          "k: ",
+        ),
+        {
+          maxLength: 60,
+        },
+      )
       .map((pieces) => pieces.join(""));
     fc.assert(
       fc.property(yamlish, (original) => {

@@ -713,6 +713,52 @@ ${template}`),
     ]);
   });
 
+  it("accepts a flow list or map whose later lines start at column 0, nested ones too", () => {
+    const spec = parsed(`name: x
+on: [{repository: github.com/a/b},
+{repository: github.com/c/d, branches: [
+main, dev]}]
+steps:
+  - run: echo
+    container: alpine
+    env: {A: "1",
+B: "2"}
+${template}`);
+    expect(spec?.on).toEqual([
+      { repository: "github.com/a/b" },
+      { repository: "github.com/c/d", branches: ["main", "dev"] },
+    ]);
+    expect(spec?.steps?.[0]?.env).toEqual({ A: "1", B: "2" });
+  });
+
+  it("folds a plain or quoted scalar continued at column 0 inside a flow collection", () => {
+    expect(
+      parsed('name: x\non: [{repository: github.com/a\n/b}, {repository: "c\nd"}]\n')?.on,
+    ).toEqual([{ repository: "github.com/a /b" }, { repository: "c d" }]);
+  });
+
+  it("keeps positions after such a flow collection exact for the text as written", () => {
+    expect(
+      problems(`name: x
+steps:
+  - run: echo
+    container: alpine
+    env: {A: 1,
+B: "2"}
+    contaner: alpine
+${template}`),
+    ).toEqual([
+      '5:14: steps[0].env.A: expected a string, got a whole number; put it in quotes ("1") to use it as text',
+      '7:5: steps[0].contaner: unknown field "contaner"; did you mean "container"?',
+    ]);
+  });
+
+  it("reports a flow list that is never closed at its first line at column 0, as before", () => {
+    expect(problems("name: x\non: [{repository: a},\nnme: x\n")).toEqual([
+      "3:1: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]",
+    ]);
+  });
+
   it("reads yes, no, on and off as strings, as yaml.v3 does (YAML 1.2), so on: stays a key", () => {
     expect(parsed("name: x\ndescription: yes\non: []\n")).toMatchObject({
       description: "yes",
