@@ -19,7 +19,7 @@
 // indented up to the scalar's opening quote or the collection's opening bracket. Leading white
 // space there is not part of any value (YAML folds it away, in both parsers), so values are
 // unchanged; positions are mapped back so every diagnostic points into the text as written.
-import { CST, Lexer } from "yaml";
+import { CST, isScalar, Lexer, parseAllDocuments } from "yaml";
 
 /** Spaces inserted before the character at `offset` of the original text. */
 interface Insertion {
@@ -239,4 +239,24 @@ export function goYamlCompatibleText(original: string): GoYamlCompatibleText {
     adjusted = adjust(original, false);
   }
   return { text: adjusted.text, originalOffset: mapperFor(adjusted.insertions) };
+}
+
+/**
+ * Whether every YAML document after the first is empty (a trailing `---` or `...`, or only
+ * comments). yaml.v3's `Unmarshal` reads the first document and ignores the rest, so such a
+ * file parses there; one whose later documents hold data is refused here instead, since that
+ * data would be silently dropped.
+ */
+export function laterDocumentsAreEmpty(text: string): boolean {
+  const documents = parseAllDocuments(text);
+  return (
+    Array.isArray(documents) &&
+    documents
+      .slice(1)
+      .every(
+        ({ contents, errors }) =>
+          errors.length === 0 &&
+          (contents === null || (isScalar(contents) && contents.value === null)),
+      )
+  );
 }

@@ -706,7 +706,7 @@ ${template}`),
   it("still refuses what yaml.v3 refuses: a document marker inside a quoted scalar, a missing quote", () => {
     expect(problems('name: x\ndescription: "a\n---\nb"\n')).toEqual([
       '2:16: invalid YAML: Missing closing "quote',
-      "3:1: invalid YAML: Source contains multiple documents; please use YAML.parseAllDocuments()",
+      '3:1: invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
     ]);
     expect(problems('name: x\ndescription: "a\nb\n')).toEqual([
       '4:1: invalid YAML: Missing closing "quote',
@@ -756,6 +756,18 @@ ${template}`),
   it("reports a flow list that is never closed at its first line at column 0, as before", () => {
     expect(problems("name: x\non: [{repository: a},\nnme: x\n")).toEqual([
       "3:1: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]",
+    ]);
+  });
+
+  it("accepts a trailing --- or ... after the spec, as yaml.v3 reads only the first document", () => {
+    for (const text of ["name: x\n---\n", "name: x\n...\n# end\n", "---\nname: x\n---\n# c\n"]) {
+      expect(parsed(text)?.name).toBe("x");
+    }
+  });
+
+  it("refuses a second document with data, which Sourcegraph would silently drop", () => {
+    expect(problems("name: x\n---\nname: y\n")).toEqual([
+      '2:1: invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
     ]);
   });
 

@@ -6,7 +6,7 @@ import { type AgentTypeCatalogue, defaultAgentTypes } from "./agent-types.ts";
 import { type BatchSpec, BatchSpecSchema } from "./batch-spec-schema.ts";
 import { canonicalSpec } from "./canonical.ts";
 import { type BatchSpecDiagnostic, sortDiagnostics } from "./diagnostics.ts";
-import { goYamlCompatibleText } from "./go-yaml-compat.ts";
+import { goYamlCompatibleText, laterDocumentsAreEmpty } from "./go-yaml-compat.ts";
 import { validateMounts } from "./mounts.ts";
 import { schemaDiagnostics } from "./schema-diagnostics.ts";
 import { SpecSource } from "./spec-source.ts";
@@ -115,6 +115,20 @@ export function parseBatchSpec(text: string, options: ParseBatchSpecOptions): Pa
   for (const error of document.errors) {
     const offset = error.pos[0];
     const { line, column } = source.position(offset);
+    if (error.code === "MULTIPLE_DOCS") {
+      if (laterDocumentsAreEmpty(parsedText)) continue;
+      fatal = true;
+      diagnostics.push({
+        file,
+        line,
+        column,
+        path: "",
+        message:
+          'invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
+        code: "yaml_syntax",
+      });
+      continue;
+    }
     if (error.code === "DUPLICATE_KEY") {
       const duplicate = source.duplicateKeyAt(offset);
       const key = duplicate?.key ?? parsedText.slice(error.pos[0], error.pos[1]);
