@@ -34,7 +34,7 @@ export interface GoYamlCompatibleText {
   originalOffset(offset: number): number;
 }
 
-/** More quoted scalars continued at column 0 than any batch spec has. */
+/** More mended quoted scalars and flow collection lines than any batch spec needs. */
 const maxRepairs = 200;
 
 /** Lexer tokens that mark structure without standing for any character of the source. */
@@ -52,7 +52,7 @@ function isDocumentIndicator(text: string, offset: number): boolean {
  * reads it: escapes in double quotes, `''` in single quotes, and no regard for indentation.
  * Undefined when yaml.v3 would refuse the scalar (no closing quote, or a document marker inside).
  */
-export function closingQuote(text: string, start: number): number | undefined {
+function closingQuote(text: string, start: number): number | undefined {
   const quote = text[start];
   let offset = start + 1;
   while (offset < text.length) {

@@ -703,6 +703,12 @@ ${template}`),
     ]);
   });
 
+  it("still refuses what yaml.v3 refuses: a plain scalar continued at column 0 outside [...] and {...}", () => {
+    expect(problems("name: x\ndescription: first\nsecond\n")).toEqual([
+      "3:1: invalid YAML: Implicit map keys need to be followed by map values",
+    ]);
+  });
+
   it("still refuses what yaml.v3 refuses: a document marker inside a quoted scalar, a missing quote", () => {
     expect(problems('name: x\ndescription: "a\n---\nb"\n')).toEqual([
       '2:16: invalid YAML: Missing closing "quote',
