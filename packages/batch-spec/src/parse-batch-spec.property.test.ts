@@ -2,6 +2,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { goYamlCompatibleText } from "./go-yaml-compat.ts";
 import { parseBatchSpec } from "./parse-batch-spec.ts";
 
 const name = fc.stringMatching(/^[\w.-]{1,12}$/);
@@ -106,6 +107,132 @@ describe("parseBatchSpec properties", () => {
         expect(lines[unknown[0]!.line - 1]!.slice(unknown[0]!.column - 1)).toMatch(/^contaner: x/);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  // yaml.v3 ignores the indentation of a quoted scalar's continuation lines; the `yaml` package
+  // needs them indented past the key. Whatever the indentation, the spec must read the same.
+  const quotedLines = fc.array(fc.stringMatching(/^[a-z0-9 ,:#!]{0,10}$/), {
+    minLength: 2,
+    maxLength: 5,
+  });
+  const indentations = fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 5, maxLength: 5 });
+
+  function quotedSpec(
+    lines: readonly string[],
+    indentation: (index: number) => number,
+    quote: string,
+    extra = "",
+  ): string {
+    const scalar = (first: string) =>
+      quote +
+      lines
+        .map((line, index) => (index === 0 ? first + line : " ".repeat(indentation(index)) + line))
+        .join("\n") +
+      quote;
+    return `name: x\ndescription: ${scalar("a")}\nsteps:\n  - run: ${scalar("echo ")}\n    container: alpine\n${extra}changesetTemplate:\n  title: t\n  branch: b\n  commit:\n    message: m\n`;
+  }
+
+  it("reads a quoted scalar the same whatever the indentation of its continuation lines, with exact positions after it", () => {
+    fc.assert(
+      fc.property(quotedLines, indentations, fc.constantFrom('"', "'"), (lines, indents, quote) => {
+        const indented = parseBatchSpec(
+          quotedSpec(lines, () => 6, quote),
+          { file: "spec.yaml" },
+        );
+        const text = quotedSpec(lines, (index) => indents[index]!, quote, "nmae: y\n");
+        const result = parseBatchSpec(text, { file: "spec.yaml" });
+        const compatible = parseBatchSpec(
+          quotedSpec(lines, (index) => indents[index]!, quote),
+          {
+            file: "spec.yaml",
+          },
+        );
+        expect(indented.diagnostics).toEqual([]);
+        expect(compatible.diagnostics).toEqual([]);
+        expect(compatible.spec).toEqual(indented.spec);
+        expect(result.diagnostics).toHaveLength(1);
+        const [diagnostic] = result.diagnostics;
+        expect(diagnostic!.code).toBe("unknown_field");
+        const line = text.split("\n")[diagnostic!.line - 1]!;
+        expect(line.slice(diagnostic!.column - 1)).toBe("nmae: y");
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("reads a flow list the same whatever the indentation of its later lines", () => {
+    fc.assert(
+      fc.property(
+        fc.array(name, { minLength: 1, maxLength: 5 }),
+        indentations,
+        (names, indents) => {
+          const list = (indentation: (index: number) => number) =>
+            `name: x\non: [${names
+              .map(
+                (repository, index) =>
+                  (index === 0 ? "" : " ".repeat(indentation(index))) +
+                  `{repository: "${repository}"}`,
+              )
+              .join(",\n")}\n${" ".repeat(indentation(0))}]\n`;
+          const indented = parseBatchSpec(
+            list(() => 6),
+            { file: "spec.yaml" },
+          );
+          const result = parseBatchSpec(
+            list((index) => indents[index]!),
+            { file: "spec.yaml" },
+          );
+          expect(indented.diagnostics).toEqual([]);
+          expect(result.diagnostics).toEqual([]);
+          expect(result.spec).toEqual(indented.spec);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("only inserts spaces, and maps every character of the adjusted text back to itself", () => {
+    const yamlish = fc
+      .array(
+        fc.constantFrom(
+          "a",
+          " ",
+          "\n",
+          "\t",
+          '"',
+          "'",
+          "\\",
+          ":",
+          "-",
+          "#",
+          "[",
+          "]",
+          "{",
+          "}",
+          ",",
+          "k: ",
+        ),
+        {
+          maxLength: 60,
+        },
+      )
+      .map((pieces) => pieces.join(""));
+    fc.assert(
+      fc.property(yamlish, (original) => {
+        const { text, originalOffset } = goYamlCompatibleText(original);
+        const images = new Set<number>();
+        let previous = 0;
+        for (let offset = 0; offset < text.length; offset += 1) {
+          const mapped = originalOffset(offset);
+          expect(mapped).toBeGreaterThanOrEqual(previous);
+          previous = mapped;
+          if (original[mapped] === text[offset]) images.add(mapped);
+          else expect(text[offset]).toBe(" ");
+        }
+        expect(images.size).toBe(original.length);
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -635,3 +635,219 @@ changesetTemplate:
     ]);
   });
 });
+
+describe("parseBatchSpec: what Sourcegraph's YAML parser (gopkg.in/yaml.v3) accepts", () => {
+  function parsed(text: string) {
+    const result = parseBatchSpec(text, { file: "spec.yaml" });
+    expect(result.diagnostics).toEqual([]);
+    return result.spec;
+  }
+
+  it("accepts a double-quoted scalar whose continuation lines start at column 0", () => {
+    expect(
+      parsed('name: x\ndescription: "first line\nsecond line at column 0"\n')?.description,
+    ).toBe("first line second line at column 0");
+  });
+
+  it("accepts a single-quoted scalar at column 0, with its '' escape", () => {
+    expect(parsed("name: x\ndescription: 'first line\nit''s at column 0'\n")?.description).toBe(
+      "first line it's at column 0",
+    );
+  });
+
+  it("accepts under-indented continuation lines in nested maps and lists, closing quote included", () => {
+    const spec = parsed(`name: x
+steps:
+  - run: "echo one
+echo two"
+    container: "alpine:3"
+changesetTemplate:
+  title: "a
+ b
+c"
+  branch: b
+  commit:
+    message: "m
+"
+`);
+    expect(spec?.steps?.[0]?.run).toBe("echo one echo two");
+    expect(spec?.steps?.[0]?.container).toBe("alpine:3");
+    expect(spec?.changesetTemplate?.title).toBe("a b c");
+    expect(spec?.changesetTemplate?.commit.message).toBe("m ");
+  });
+
+  it("folds under-indented lines like indented ones: blank lines, tabs and escaped line breaks", () => {
+    expect(parsed('name: x\ndescription: "a\n\nb\n\tc \\\nd"\n')?.description).toBe("a\nb c d");
+  });
+
+  it("accepts Windows line endings in a quoted scalar at column 0", () => {
+    expect(parsed('name: x\r\ndescription: "a\r\nb"\r\n')?.description).toBe("a b");
+  });
+
+  it("keeps positions after such a scalar exact for the text as written", () => {
+    expect(
+      problems(`name: x
+description: "one
+two"
+steps:
+  - run: "echo one
+echo two"
+    container: alpine
+    env:
+      A: \${{ repository.nmae }}
+    contaner: alpine
+${template}`),
+    ).toEqual([
+      '9:14: steps[0].env.A: unknown variable "repository.nmae"; did you mean "repository.name"?',
+      '10:5: steps[0].contaner: unknown field "contaner"; did you mean "container"?',
+    ]);
+  });
+
+  it("still refuses what yaml.v3 refuses: a plain scalar continued at column 0 outside [...] and {...}", () => {
+    expect(problems("name: x\ndescription: first\nsecond\n")).toEqual([
+      "3:1: invalid YAML: Implicit map keys need to be followed by map values",
+    ]);
+  });
+
+  it("still refuses what yaml.v3 refuses: a document marker inside a quoted scalar, a missing quote", () => {
+    expect(problems('name: x\ndescription: "a\n---\nb"\n')).toEqual([
+      '2:16: invalid YAML: Missing closing "quote',
+      '3:1: invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
+    ]);
+    expect(problems('name: x\ndescription: "a\nb\n')).toEqual([
+      '4:1: invalid YAML: Missing closing "quote',
+    ]);
+  });
+
+  it("accepts a flow list or map whose later lines start at column 0, nested ones too", () => {
+    const spec = parsed(`name: x
+on: [{repository: github.com/a/b},
+{repository: github.com/c/d, branches: [
+main, dev]}]
+steps:
+  - run: echo
+    container: alpine
+    env: {A: "1",
+B: "2"}
+${template}`);
+    expect(spec?.on).toEqual([
+      { repository: "github.com/a/b" },
+      { repository: "github.com/c/d", branches: ["main", "dev"] },
+    ]);
+    expect(spec?.steps?.[0]?.env).toEqual({ A: "1", B: "2" });
+  });
+
+  it("folds a plain or quoted scalar continued at column 0 inside a flow collection", () => {
+    expect(
+      parsed('name: x\non: [{repository: github.com/a\n/b}, {repository: "c\nd"}]\n')?.on,
+    ).toEqual([{ repository: "github.com/a /b" }, { repository: "c d" }]);
+  });
+
+  it("keeps positions after such a flow collection exact for the text as written", () => {
+    expect(
+      problems(`name: x
+steps:
+  - run: echo
+    container: alpine
+    env: {A: 1,
+B: "2"}
+    contaner: alpine
+${template}`),
+    ).toEqual([
+      '5:14: steps[0].env.A: expected a string, got a whole number; put it in quotes ("1") to use it as text',
+      '7:5: steps[0].contaner: unknown field "contaner"; did you mean "container"?',
+    ]);
+  });
+
+  it("reports a flow list that is never closed at its first line at column 0, as before", () => {
+    expect(problems("name: x\non: [{repository: a},\nnme: x\n")).toEqual([
+      "3:1: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]",
+    ]);
+  });
+
+  it("accepts a trailing --- or ... after the spec, as yaml.v3 reads only the first document", () => {
+    for (const text of ["name: x\n---\n", "name: x\n...\n# end\n", "---\nname: x\n---\n# c\n"]) {
+      expect(parsed(text)?.name).toBe("x");
+    }
+  });
+
+  it("refuses a second document with data, which Sourcegraph would silently drop", () => {
+    expect(problems("name: x\n---\nname: y\n")).toEqual([
+      '2:1: invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
+    ]);
+  });
+
+  it("reads yes, no, on and off as strings, as yaml.v3 does (YAML 1.2), so on: stays a key", () => {
+    expect(parsed("name: x\ndescription: yes\non: []\n")).toMatchObject({
+      description: "yes",
+      on: [],
+    });
+    expect(problems(`name: x\n${template}  published: yes\n`)).toEqual([
+      '7:14: changesetTemplate.published: expected null, a boolean (true or false), "draft" or a list, got the string "yes"',
+    ]);
+  });
+
+  it('suggests 2 for version: "v2" (a form once in Sourcegraph\'s own examples) and for a quoted "2"', () => {
+    expect(problems('version: "v2"\nname: x\n')).toEqual([
+      '1:10: version: must be 1, 2 or 3; got "v2"; did you mean 2?',
+    ]);
+    expect(problems('version: "2"\nname: x\n')).toEqual([
+      '1:10: version: must be 1, 2 or 3; got "2"; did you mean 2 (without quotes)?',
+    ]);
+    expect(problems('version: "v9"\nname: x\n')).toEqual([
+      '1:10: version: must be 1, 2 or 3; got "v9"',
+    ]);
+  });
+
+  it("parses the constructs of public batch specs: comments, 4-space nesting, quotes and $ in plain scalars, files, transformChanges", () => {
+    const spec = parsed(`name: e2e-test-batch-change
+description: Add Hello World to READMEs
+
+on:
+  - repository: github.com/sourcegraph/automation-testing
+    # This branch is never changing - hopefully.
+    branch: executors-e2e
+  - repositoriesMatchingQuery: repo:github.com/sourcegraph/sourcegraph
+
+steps:
+  - run: IFS=$'\\n'; echo Hello World | tee -a $(find -name README.md)
+    container: ubuntu:18.04
+  - run: |
+      cat /tmp/search-results | while read file;
+      do
+        ruplacer --subvert whitelist allowlist --go \${file} || echo "nothing to replace";
+      done
+    container: ruplacer
+    files:
+      /tmp/search-results: \${{ join repository.search_result_paths "\\n" }}
+
+transformChanges:
+  group:
+    - directory: client
+      branch: hello-world-client # will replace the \`branch\` in the \`changesetTemplate\`
+
+changesetTemplate:
+    title: Replace equivalent fmt.Sprintf calls with strconv.Itoa
+    body: This replaces \`fmt.Sprintf("%d", integer)\` calls 
+    branch: batches/\${{batch_change.name}} # This branch is the default branch and will be
+                      # overwritten for each additional changeset.
+    commit:
+        message: Append Hello World to all README.md files
+        author:
+          name: Lisa Coder
+          email: lisa@example.com
+    published: false # Do not publish any changes to the code hosts yet
+`);
+    expect(spec?.steps?.[0]?.run).toBe(
+      "IFS=$'\\n'; echo Hello World | tee -a $(find -name README.md)",
+    );
+    expect(spec?.steps?.[1]?.files).toEqual({
+      "/tmp/search-results": '${{ join repository.search_result_paths "\\n" }}',
+    });
+    expect(spec?.changesetTemplate).toMatchObject({
+      body: 'This replaces `fmt.Sprintf("%d", integer)` calls',
+      branch: "batches/${{batch_change.name}}",
+      published: false,
+    });
+  });
+});

@@ -6,6 +6,7 @@ import { type AgentTypeCatalogue, defaultAgentTypes } from "./agent-types.ts";
 import { type BatchSpec, BatchSpecSchema } from "./batch-spec-schema.ts";
 import { canonicalSpec } from "./canonical.ts";
 import { type BatchSpecDiagnostic, sortDiagnostics } from "./diagnostics.ts";
+import { goYamlCompatibleText, laterDocumentsAreEmpty } from "./go-yaml-compat.ts";
 import { validateMounts } from "./mounts.ts";
 import { schemaDiagnostics } from "./schema-diagnostics.ts";
 import { SpecSource } from "./spec-source.ts";
@@ -46,6 +47,16 @@ function jsonErrorPosition(message: string, source: SpecSource): { line: number;
   return { line: 1, column: 1 };
 }
 
+/** Line starts of `text`, counted as the `yaml` parser counts them. */
+function lineCounterOf(text: string): LineCounter {
+  const lineCounter = new LineCounter();
+  lineCounter.addNewLine(0);
+  for (let offset = text.indexOf("\n"); offset >= 0; offset = text.indexOf("\n", offset + 1)) {
+    lineCounter.addNewLine(offset + 1);
+  }
+  return lineCounter;
+}
+
 function firstLine(message: string): string {
   return message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
 }
@@ -59,15 +70,27 @@ function firstLine(message: string): string {
 export function parseBatchSpec(text: string, options: ParseBatchSpecOptions): ParseBatchSpecResult {
   const { file } = options;
   const format = options.format ?? (/\.json$/i.test(file) ? "json" : "yaml");
-  const lineCounter = new LineCounter();
+  // Sourcegraph parses specs with gopkg.in/yaml.v3; the text is adjusted where that parser is
+  // more lenient than this one (JSON needs nothing: its strings cannot span lines).
+  const compatible =
+    format === "yaml"
+      ? goYamlCompatibleText(text)
+      : { text, originalOffset: (offset: number) => offset };
+  const parsedText = compatible.text;
   // merge: src-cli reads specs with go-yaml, which expands `<<: *anchor` merge keys.
-  const document = parseDocument(text, {
-    lineCounter,
+  // uniqueKeys: yaml.v3 refuses a key defined twice in one map ("already defined at line N").
+  const document = parseDocument(parsedText, {
     prettyErrors: false,
     uniqueKeys: true,
     merge: true,
   });
-  const source = new SpecSource(file, text, document, lineCounter);
+  const source = new SpecSource(
+    file,
+    parsedText,
+    document,
+    lineCounterOf(text),
+    compatible.originalOffset,
+  );
   const diagnostics: BatchSpecDiagnostic[] = [];
 
   if (format === "json") {
@@ -92,9 +115,23 @@ export function parseBatchSpec(text: string, options: ParseBatchSpecOptions): Pa
   for (const error of document.errors) {
     const offset = error.pos[0];
     const { line, column } = source.position(offset);
+    if (error.code === "MULTIPLE_DOCS") {
+      if (laterDocumentsAreEmpty(parsedText)) continue;
+      fatal = true;
+      diagnostics.push({
+        file,
+        line,
+        column,
+        path: "",
+        message:
+          'invalid YAML: a "---" or "..." line ends the spec and more follows; a batch spec is one YAML document (Sourcegraph reads the first and drops the rest), so remove the line or what follows it',
+        code: "yaml_syntax",
+      });
+      continue;
+    }
     if (error.code === "DUPLICATE_KEY") {
       const duplicate = source.duplicateKeyAt(offset);
-      const key = duplicate?.key ?? text.slice(error.pos[0], error.pos[1]);
+      const key = duplicate?.key ?? parsedText.slice(error.pos[0], error.pos[1]);
       const first = duplicate?.first === undefined ? undefined : source.position(duplicate.first);
       const earlier =
         first === undefined ? "" : ` (first at line ${first.line}, column ${first.column})`;

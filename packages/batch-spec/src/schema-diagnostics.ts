@@ -129,6 +129,20 @@ function quoteHint(expected: string, value: unknown): string {
   return "";
 }
 
+/**
+ * A "did you mean" for a value outside a fixed set: the quoted form of an allowed number
+ * (`version: "2"`), or an allowed value a typo away (`version: "v2"`, once in Sourcegraph's own
+ * examples, is refused there too).
+ */
+function didYouMeanValue(value: unknown, allowed: readonly unknown[]): string {
+  if (typeof value !== "string") return "";
+  const spelled = new Map(allowed.map((option) => [String(option), option]));
+  const exact = spelled.get(value);
+  if (exact !== undefined) return `; did you mean ${JSON.stringify(exact)} (without quotes)?`;
+  const closest = closestMatch(value, spelled.keys());
+  return closest === undefined ? "" : `; did you mean ${JSON.stringify(spelled.get(closest))}?`;
+}
+
 /** Diagnostics for zod issues over `data` (the spec as parsed from YAML). */
 export function schemaDiagnostics(
   issues: readonly Issue[],
@@ -207,7 +221,7 @@ export function schemaDiagnostics(
           source.diagnostic(
             path,
             "invalid_value",
-            `must be ${options}; got ${JSON.stringify(value)}`,
+            `must be ${options}; got ${JSON.stringify(value)}${didYouMeanValue(value, issue.values)}`,
             "value",
           ),
         );

@@ -41,21 +41,35 @@ function rangeStart(node: unknown): number | undefined {
 /** A spec's text and syntax tree, for positions; also works with no text (positions 0:0). */
 export class SpecSource {
   readonly file: string;
+  /** The text the syntax tree was parsed from; its node ranges are offsets in it. */
   readonly text: string;
   private readonly document: Document | undefined;
   private readonly lineCounter: LineCounter | undefined;
+  private readonly originalOffset: (offset: number) => number;
 
-  constructor(file: string, text = "", document?: Document, lineCounter?: LineCounter) {
+  /**
+   * `lineCounter` counts the lines of the text as the user wrote it. When the parsed `text` was
+   * adjusted first (see go-yaml-compat.ts), `originalOffset` maps its offsets back to that text.
+   */
+  constructor(
+    file: string,
+    text = "",
+    document?: Document,
+    lineCounter?: LineCounter,
+    originalOffset: (offset: number) => number = (offset) => offset,
+  ) {
     this.file = file;
     this.text = text;
     this.document = document;
     this.lineCounter = lineCounter;
+    this.originalOffset = originalOffset;
   }
 
-  /** 1-based line and column of a UTF-16 offset in the text. */
+  /** 1-based line and column, in the text as written, of a UTF-16 offset in the parsed text. */
   position(offset: number): SourcePosition {
     if (this.lineCounter === undefined) return { line: 0, column: 0 };
-    const { line, col } = this.lineCounter.linePos(Math.max(0, Math.min(offset, this.text.length)));
+    const clamped = Math.max(0, Math.min(offset, this.text.length));
+    const { line, col } = this.lineCounter.linePos(this.originalOffset(clamped));
     return { line, column: col };
   }
 
