@@ -2,7 +2,8 @@
 // CLI start-up: wall time of `deckhand version` and of `deckhand batch validate` of a small spec,
 // each as a fresh process, beside `node -e 0` in the same run. The bundled bin (what
 // `npm install -g` gives users) is built from the current sources first; the source run
-// (`pnpm deckhand`, TypeScript through --conditions=source) is shown for comparison.
+// (`pnpm deckhand`, TypeScript through --conditions=source) is shown for comparison, and so is
+// the bundled `batch validate` without Node's compile cache (what the very first run pays).
 // Targets: bundled `version` at most 3x `node -e 0`; bundled `batch validate` at most 0.3 s.
 // Run from the repository root: node --conditions=source bench/cli-startup.ts
 import { execFileSync, spawnSync } from "node:child_process";
@@ -53,6 +54,7 @@ changesetTemplate:
 interface Variant {
   name: string;
   args: string[];
+  env?: NodeJS.ProcessEnv;
   samples: number[];
 }
 
@@ -62,6 +64,13 @@ const variants: Variant[] = [
   {
     name: "deckhand batch validate (bundled)",
     args: [bundledBin, "batch", "validate", spec],
+    samples: [],
+  },
+  {
+    // What a first run pays, before Node's compile cache holds the command's modules.
+    name: "deckhand batch validate (bundled, no compile cache)",
+    args: [bundledBin, "batch", "validate", spec],
+    env: { NODE_DISABLE_COMPILE_CACHE: "1" },
     samples: [],
   },
   {
@@ -78,7 +87,11 @@ const variants: Variant[] = [
 
 function run(variant: Variant): number {
   const started = performance.now();
-  const result = spawnSync(process.execPath, variant.args, { cwd: scratch, stdio: "pipe" });
+  const result = spawnSync(process.execPath, variant.args, {
+    cwd: scratch,
+    env: { ...process.env, ...variant.env },
+    stdio: "pipe",
+  });
   const seconds = (performance.now() - started) / 1_000;
   if (result.status !== 0) {
     throw new Error(`${variant.name} exited ${result.status}: ${result.stderr.toString("utf8")}`);
@@ -123,6 +136,9 @@ const result = {
     versionSeconds: bundledVersion,
     versionRatio: bundledVersion / baseline,
     batchValidateSeconds: bundledValidate,
+    batchValidateWithoutCompileCacheSeconds: medians.get(
+      "deckhand batch validate (bundled, no compile cache)",
+    )!,
   },
   source: {
     versionSeconds: medians.get("deckhand version (source)")!,
