@@ -11,6 +11,7 @@ const benchmarks = [
   "model-proxy.ts",
   "session-stream.ts",
   "agent-turn.ts",
+  "cli-startup.ts",
   // A package's own benchmark, run from here so its figures come from the same machine state.
   "../packages/agent-backends/bench/native-turn.ts",
 ];

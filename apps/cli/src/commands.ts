@@ -1,8 +1,4 @@
-import { runAgentUntilSignalled } from "@deckhand/agent-app";
 import packageJson from "../package.json" with { type: "json" };
-import { runBatchCommand } from "./batch-command.ts";
-import { runProvidersCommand } from "./providers-command.ts";
-import { runUpCommand } from "./up-command.ts";
 
 export const usage = `Usage: deckhand <command> [options]
 
@@ -17,18 +13,32 @@ Commands:
 Run "deckhand <command> --help" for a command's options.
 `;
 
-/** Runs one CLI invocation and returns its exit code; never throws for bad input. */
+/**
+ * Runs one CLI invocation and returns its exit code; never throws for bad input.
+ *
+ * Each command's module is imported only when that command runs: the server and the agent pull
+ * in the database, PGlite and the HTTP stack, which `version`, `help` and `batch` never need and
+ * which would otherwise dominate their start-up time.
+ */
 export async function runCli(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
-    case "agent":
+    case "agent": {
+      const { runAgentUntilSignalled } = await import("@deckhand/agent-app");
       return runAgentUntilSignalled(rest);
-    case "up":
+    }
+    case "up": {
+      const { runUpCommand } = await import("./up-command.ts");
       return runUpCommand(rest);
-    case "batch":
+    }
+    case "batch": {
+      const { runBatchCommand } = await import("./batch-command.ts");
       return runBatchCommand(rest);
-    case "providers":
+    }
+    case "providers": {
+      const { runProvidersCommand } = await import("./providers-command.ts");
       return runProvidersCommand(rest);
+    }
     case "version":
     case "--version":
       process.stdout.write(`${packageJson.version}\n`);

@@ -1,0 +1,60 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import packageJson from "../package.json" with { type: "json" };
+import { usage } from "./commands.ts";
+
+const cliEntry = fileURLToPath(new URL("./bin.ts", import.meta.url));
+const recorder = fileURLToPath(
+  new URL("../test/fixtures/record-loaded-modules.ts", import.meta.url),
+);
+const validSpec = fileURLToPath(new URL("../test/fixtures/batch/valid.yaml", import.meta.url));
+
+/** What `deckhand up` needs and no lighter command should pay for at start-up. */
+const serverModules =
+  /\/apps\/server\/|\/apps\/agent\/|\/db\/src\/|@electric-sql|drizzle-orm|\/hono\/|\/pino\/|\/ws\//;
+
+const scratchDirectories: string[] = [];
+afterEach(() => {
+  for (const directory of scratchDirectories.splice(0)) {
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
+
+/**
+ * Runs `deckhand <args>` from the sources in a fresh process, as `pnpm deckhand` does; returns
+ * its output and every module it loaded.
+ */
+function runFromSources(args: string[]): { stdout: string; loaded: string[] } {
+  const scratch = mkdtempSync(join(tmpdir(), "deckhand-cli-modules-"));
+  scratchDirectories.push(scratch);
+  const file = join(scratch, "modules.txt");
+  const stdout = execFileSync(
+    process.execPath,
+    ["--conditions=source", "--import", recorder, cliEntry, ...args],
+    { env: { ...process.env, DECKHAND_TEST_LOADED_MODULES: file }, stdio: "pipe" },
+  );
+  return { stdout: stdout.toString("utf8"), loaded: readFileSync(file, "utf8").split("\n") };
+}
+
+describe("deckhand command dispatch", () => {
+  it("loads neither the server, the agent nor the batch engine for version and help", () => {
+    for (const command of ["version", "help"]) {
+      const { stdout, loaded } = runFromSources([command]);
+      expect(stdout).toBe(command === "version" ? `${packageJson.version}\n` : usage);
+      expect(loaded.some((url) => url.endsWith("/apps/cli/src/commands.ts"))).toBe(true);
+      expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
+      expect(loaded.filter((url) => /batch-spec|\/zod\/|\/yaml\//.test(url))).toEqual([]);
+    }
+  });
+
+  it("loads the batch-spec package but not the server or the agent for batch validate", () => {
+    const { stdout, loaded } = runFromSources(["batch", "validate", validSpec]);
+    expect(stdout).toContain(": OK (version 3");
+    expect(loaded.some((url) => url.includes("/packages/batch-spec/src/"))).toBe(true);
+    expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
+  });
+});

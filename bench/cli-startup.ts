@@ -1,0 +1,154 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: the spec contains ${{ }} templates on purpose
+// CLI start-up: wall time of `deckhand version` and of `deckhand batch validate` of a small spec,
+// each as a fresh process, beside `node -e 0` in the same run. The bundled bin (what
+// `npm install -g` gives users) is built from the current sources first; the source run
+// (`pnpm deckhand`, TypeScript through --conditions=source) is shown for comparison, and so is
+// the bundled `batch validate` without Node's compile cache (what the very first run pays).
+// Targets: bundled `version` at most 3x `node -e 0`; bundled `batch validate` at most 0.3 s.
+// Run from the repository root: node --conditions=source bench/cli-startup.ts
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+
+const versionTargetRatio = 3;
+const validateTargetSeconds = 0.3;
+const rounds = 15;
+
+const cliDirectory = fileURLToPath(new URL("../apps/cli/", import.meta.url));
+const bundledBin = join(cliDirectory, "dist/bin/deckhand.mjs");
+const sourceBin = join(cliDirectory, "src/bin.ts");
+
+execFileSync(join(cliDirectory, "node_modules/.bin/tsup"), [], {
+  cwd: cliDirectory,
+  stdio: "pipe",
+});
+
+const scratch = mkdtempSync(join(tmpdir(), "deckhand-bench-cli-"));
+const spec = join(scratch, "small.yaml");
+writeFileSync(
+  spec,
+  `version: 3
+name: small
+description: A small spec
+on:
+  - repository: github.com/acme/service
+    branch: main
+steps:
+  - run: sed -i 's/old/new/g' \${{ join repository.search_result_paths " " }}
+    image: alpine:3
+  - codingAgent:
+      type: claude-code
+      prompt: Review the change in \${{ repository.name }}
+    image: node:22
+changesetTemplate:
+  title: Small change
+  branch: batch/small
+  commit:
+    message: Small change
+`,
+);
+
+interface Variant {
+  name: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  samples: number[];
+}
+
+const variants: Variant[] = [
+  { name: "node -e 0", args: ["-e", "0"], samples: [] },
+  { name: "deckhand version (bundled)", args: [bundledBin, "version"], samples: [] },
+  {
+    name: "deckhand batch validate (bundled)",
+    args: [bundledBin, "batch", "validate", spec],
+    samples: [],
+  },
+  {
+    // What a first run pays, before Node's compile cache holds the command's modules.
+    name: "deckhand batch validate (bundled, no compile cache)",
+    args: [bundledBin, "batch", "validate", spec],
+    env: { NODE_DISABLE_COMPILE_CACHE: "1" },
+    samples: [],
+  },
+  {
+    name: "deckhand version (source)",
+    args: ["--conditions=source", sourceBin, "version"],
+    samples: [],
+  },
+  {
+    name: "deckhand batch validate (source)",
+    args: ["--conditions=source", sourceBin, "batch", "validate", spec],
+    samples: [],
+  },
+];
+
+function run(variant: Variant): number {
+  const started = performance.now();
+  const result = spawnSync(process.execPath, variant.args, {
+    cwd: scratch,
+    env: { ...process.env, ...variant.env },
+    stdio: "pipe",
+  });
+  const seconds = (performance.now() - started) / 1_000;
+  if (result.status !== 0) {
+    throw new Error(`${variant.name} exited ${result.status}: ${result.stderr.toString("utf8")}`);
+  }
+  return seconds;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+try {
+  // One warm-up round (file cache), then rounds interleaved so every variant sees the same
+  // machine state.
+  for (const variant of variants) run(variant);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const variant of variants) variant.samples.push(run(variant));
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const baseline = median(variants[0]!.samples);
+const medians = new Map(variants.map((variant) => [variant.name, median(variant.samples)]));
+const width = Math.max(...variants.map((variant) => variant.name.length));
+console.log(`${"command".padEnd(width)}  ${"median wall".padStart(12)}  ratio to node -e 0`);
+for (const variant of variants) {
+  const seconds = medians.get(variant.name)!;
+  console.log(
+    `${variant.name.padEnd(width)}  ${`${(seconds * 1_000).toFixed(0)} ms`.padStart(12)}  ${(seconds / baseline).toFixed(2)}x`,
+  );
+}
+
+const bundledVersion = medians.get("deckhand version (bundled)")!;
+const bundledValidate = medians.get("deckhand batch validate (bundled)")!;
+const result = {
+  benchmark: "cli-startup",
+  rounds,
+  nodeSeconds: baseline,
+  bundled: {
+    versionSeconds: bundledVersion,
+    versionRatio: bundledVersion / baseline,
+    batchValidateSeconds: bundledValidate,
+    batchValidateWithoutCompileCacheSeconds: medians.get(
+      "deckhand batch validate (bundled, no compile cache)",
+    )!,
+  },
+  source: {
+    versionSeconds: medians.get("deckhand version (source)")!,
+    versionRatio: medians.get("deckhand version (source)")! / baseline,
+    batchValidateSeconds: medians.get("deckhand batch validate (source)")!,
+  },
+  versionTargetRatio,
+  validateTargetSeconds,
+  withinTarget:
+    bundledVersion / baseline <= versionTargetRatio && bundledValidate <= validateTargetSeconds,
+};
+console.log(`BENCH ${JSON.stringify(result)}`);
+if (!result.withinTarget) process.exitCode = 1;
