@@ -17,6 +17,7 @@ export { logRequests, type RequestLogEntry } from "./request-log.ts";
 export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
 export {
   describeZodError,
+  discardBody,
   jsonDepth,
   MAX_JSON_DEPTH,
   parseJsonBody,

@@ -170,6 +170,19 @@ export async function readJsonBody(
   return value;
 }
 
+/**
+ * Reads and drops the body of a request to a route that takes none, chunk by chunk without
+ * keeping it, so that the answer is not cut off by a connection reset: a body left unread when
+ * the answer is sent makes the server close the connection while the client may still be sending.
+ */
+export async function discardBody(context: Context): Promise<void> {
+  const body = context.req.raw.body;
+  if (body === null) return;
+  for await (const _chunk of body) {
+    // Nothing to keep.
+  }
+}
+
 /** Parses and validates a JSON request body; 400 `invalid_json` or `invalid_request` otherwise. */
 export async function parseJsonBody<Schema extends z.ZodType>(
   context: Context,
