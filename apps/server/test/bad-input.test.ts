@@ -146,31 +146,37 @@ describe.each(backends)("bad input on $backend", ({ backend }) => {
   }
 
   describe("the observed 500s", () => {
-    it.each([
-      ["createApiToken", () => ServerPath.apiTokens, { name: NUL }, "name"],
-      ["createProject", () => ServerPath.projects, { repository_path: ".", name: NUL }, "name"],
+    /** Where each text field of the observed 500s is sent, by route. */
+    const textFields: [operationId: string, field: string, path: () => string, body: object][] = [
+      ["createApiToken", "name", () => ServerPath.apiTokens, {}],
+      ["createProject", "name", () => ServerPath.projects, { repository_path: "." }],
       [
         "createSession",
-        () => serverPath(ServerPath.projectSessions, { project_id: project.id }),
-        { title: NUL },
         "title",
+        () => serverPath(ServerPath.projectSessions, { project_id: project.id }),
+        {},
       ],
       [
         "createChat",
-        () => serverPath(ServerPath.sessionChats, { session_id: session.id }),
-        { title: NUL },
         "title",
+        () => serverPath(ServerPath.sessionChats, { session_id: session.id }),
+        {},
       ],
       [
         "createMessage",
-        () => serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-        { agent: "deckhand", text: NUL },
         "text",
+        () => serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
+        { agent: "deckhand" },
       ],
-    ] as const)(
+    ];
+    it.each(textFields)(
       "%s refuses a NUL in %s with a 400 naming the field",
-      async (_, path, body, field) => {
-        const { status, text } = await send("POST", path(), JSON.stringify(body));
+      async (_, field, path, body) => {
+        const { status, text } = await send(
+          "POST",
+          path(),
+          JSON.stringify({ ...body, [field]: NUL }),
+        );
         expect(status).toBe(400);
         expect(errorOf(text)).toMatchObject({ code: "invalid_request" });
         expect(errorOf(text).message).toMatch(new RegExp(`^${field}: contains a NUL character`));

@@ -24,7 +24,6 @@ export function branchNameProblem(name: string): string | null {
   if (name.endsWith(".")) return "must not end with .";
   if (name.includes("..")) return "must not contain ..";
   if (name.includes("@{")) return "must not contain @{";
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what git refuses
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) {
     return "must not contain spaces, control characters or any of ~ ^ : ? * [ \\";
   }
