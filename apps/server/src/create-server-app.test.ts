@@ -11,7 +11,11 @@ import { Hono } from "hono";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiTokenStore } from "./api-tokens.ts";
-import { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
+import {
+  createServerApp,
+  MODEL_PROXY_MAX_BODY_BYTES,
+  type ServerAppOptions,
+} from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
 import { SessionService } from "./session-service.ts";
 
@@ -182,6 +186,21 @@ describe("limits and unexpected errors", () => {
         message: expect.stringContaining("raise maxRequestBodyBytes in config.json"),
       },
     });
+  });
+
+  it("gives the model-provider proxy its own 32 MiB limit rather than the /api one", async () => {
+    const limited = app({ maxRequestBodyBytes: 64 * 1024 });
+    const post = (bytes: number) =>
+      limited.request(`${WirePath.modelProvider}/codex/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(bytes) },
+        body: "{}",
+      });
+    const over = await post(MODEL_PROXY_MAX_BODY_BYTES + 1);
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { error: { code: string } }).error.code).toBe("body_too_large");
+    // Over the /api limit but under the proxy's: the proxy itself answers (no token: 401).
+    expect((await post(1024 * 1024)).status).toBe(401);
   });
 
   it("logs an unexpected error of the providers routes at error level with its cause", async () => {

@@ -12,7 +12,7 @@ export {
 } from "./error-handling.ts";
 export { HttpError } from "./http-error.ts";
 export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
-export { answerClientError, type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";
+export { type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";
 export { logRequests, type RequestLogEntry } from "./request-log.ts";
 export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
 export {
