@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { installErrorHandling } from "./error-handling.ts";
@@ -46,5 +47,23 @@ describe("listen", () => {
     const { url } = await serveApp();
     const response = await fetch(`${url}/echo?q=${"a".repeat(8 * 1024)}`);
     expect(response.status).toBe(200);
+  });
+
+  it("answers a request Node cannot parse with 400 in the error shape", async () => {
+    const { port } = await serveApp();
+    const answer = await new Promise<string>((resolveAnswer, reject) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.write("GET /echo HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n");
+      });
+      let received = "";
+      socket.on("data", (chunk) => {
+        received += chunk.toString("utf8");
+      });
+      socket.on("close", () => resolveAnswer(received));
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer).toContain('"code":"invalid_request"');
+    expect(answer).toContain("malformed HTTP request");
   });
 });

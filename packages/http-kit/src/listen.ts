@@ -30,7 +30,10 @@ export function answerClientError(
   error: Error & { code?: string; rawPacket?: unknown },
   socket: Socket,
 ): void {
-  if (!socket.writable || socket.destroyed) {
+  // A response still being written on this connection (pipelining) must not be interleaved with
+  // this one; Node marks it as the socket's `_httpMessage`, and its own handler checks the same.
+  const responding = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (!socket.writable || socket.destroyed || responding) {
     socket.destroy();
     return;
   }
