@@ -18,6 +18,8 @@ export interface AgentConfig {
   /** How long shutdown waits for process groups after SIGTERM before SIGKILL. */
   shutdownGraceMs: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "silent";
+  /** The largest request body accepted (413 beyond it); 10 MiB when absent. */
+  maxRequestBodyBytes?: number;
 }
 
 /** What a caller may say; everything optional, defaults filled by `resolveAgentConfig`. */

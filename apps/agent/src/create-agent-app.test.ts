@@ -72,6 +72,48 @@ describe("workspace agent app", () => {
     expect(read.content).toBe("hello from the file API\n");
   });
 
+  it("refuses bad input on the process and file APIs with a 4xx naming what to fix", async () => {
+    const headers = {
+      [WireHeader.authorization]: `Bearer ${TOKEN}`,
+      [WireHeader.chatId]: CHAT,
+      "content-type": "application/json",
+    };
+    const post = async (path: string, body: string) => {
+      const response = await fetch(`${agent.url}${path}`, { method: "POST", headers, body });
+      return {
+        status: response.status,
+        error: ((await response.json()) as { error: { code: string; message: string } }).error,
+      };
+    };
+    const nulContent = await post(
+      `${WirePath.files}/write`,
+      JSON.stringify({ path: "nul.txt", content: "a\u0000b" }),
+    );
+    expect(nulContent).toMatchObject({ status: 400, error: { code: "invalid_request" } });
+    expect(nulContent.error.message).toMatch(/^content: contains a NUL character/);
+    const nulEnv = await post(
+      `${WirePath.processes}/start`,
+      JSON.stringify({ command: "true", env: { NAME: "a\u0000b" } }),
+    );
+    expect(nulEnv.status).toBe(400);
+    expect(nulEnv.error.message).toMatch(/^env\.NAME: contains a NUL character/);
+    const deep = await post(`${WirePath.processes}/start`, "[".repeat(50_000));
+    expect(deep).toMatchObject({ status: 400, error: { code: "invalid_json" } });
+    const huge = await post(
+      `${WirePath.files}/write`,
+      JSON.stringify({ path: "huge.txt", content: "x".repeat(11 * 1024 * 1024) }),
+    );
+    expect(huge).toMatchObject({ status: 413, error: { code: "body_too_large" } });
+    const longUrl = await fetch(
+      `${agent.url}${WirePath.processes}/${"p".repeat(64 * 1024)}/output`,
+      {
+        headers,
+      },
+    );
+    expect(longUrl.status).toBe(414);
+    expect(logLines.filter((line) => line.includes('"level":50'))).toEqual([]);
+  });
+
   it("answers unknown routes with 404 in the error shape", async () => {
     const response = await fetch(`${agent.url}${WirePath.agentApi}/nothing-here`, {
       headers: { [WireHeader.authorization]: `Bearer ${TOKEN}` },

@@ -1,4 +1,12 @@
-import { bearerAuth, HttpError, installErrorHandling, logRequests } from "@deckhand/http-kit";
+import {
+  bearerAuth,
+  DEFAULT_MAX_BODY_BYTES,
+  type ErrorHandlingOptions,
+  HttpError,
+  installErrorHandling,
+  limitBody,
+  logRequests,
+} from "@deckhand/http-kit";
 import { createProcessRouter, type ProcessManager } from "@deckhand/process-manager";
 import { type AgentHealthResponse, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { createFileRouter, type WorkspaceFiles } from "@deckhand/workspace-files";
@@ -12,19 +20,22 @@ export interface AgentAppOptions {
   processes: ProcessManager;
   files: WorkspaceFiles;
   logger: Logger;
+  /** The largest request body accepted (413 beyond it); http-kit's default, 10 MiB, when absent. */
+  maxRequestBodyBytes?: number;
 }
 
 /** The workspace agent's HTTP application: auth, request logs, health, process and file APIs. */
 export function createAgentApp(options: AgentAppOptions): Hono {
   const { logger } = options;
   const app = new Hono();
-  installErrorHandling(app, {
+  const errorHandling: ErrorHandlingOptions = {
     onUnexpectedError: (error, context) =>
       logger.error(
         { err: error, method: context.req.method, path: context.req.path },
         "request failed",
       ),
-  });
+  };
+  installErrorHandling(app, errorHandling);
 
   app.use(
     logRequests(
@@ -36,6 +47,9 @@ export function createAgentApp(options: AgentAppOptions): Hono {
       },
     ),
   );
+
+  // Before authentication: no client makes the agent buffer a body of any size.
+  app.use(limitBody({ maxBytes: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES }));
 
   if (options.token !== null) {
     app.use(
@@ -52,7 +66,7 @@ export function createAgentApp(options: AgentAppOptions): Hono {
     };
     return context.json(body);
   });
-  app.route(WirePath.processes, createProcessRouter(options.processes));
+  app.route(WirePath.processes, createProcessRouter(options.processes, errorHandling));
   app.route(WirePath.files, createFileRouter(options.files));
   // A plain GET of the watch path: the upgrade itself is handled beside the app (start-agent).
   app.get(WirePath.gitWatch, () => {

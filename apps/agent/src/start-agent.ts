@@ -41,7 +41,16 @@ export async function startAgent(
     onWarning: (message, details) => logger.warn({ details }, message),
   });
   const files = new WorkspaceFiles({ root: config.root });
-  const app = createAgentApp({ root: config.root, token: config.token, processes, files, logger });
+  const app = createAgentApp({
+    root: config.root,
+    token: config.token,
+    processes,
+    files,
+    logger,
+    ...(config.maxRequestBodyBytes !== undefined
+      ? { maxRequestBodyBytes: config.maxRequestBodyBytes }
+      : {}),
+  });
 
   const { server, port, url } = await listen(
     app.fetch,

@@ -1,4 +1,10 @@
-import { HttpError, parseJsonBody, parseQuery } from "@deckhand/http-kit";
+import {
+  discardBody,
+  HttpError,
+  parseJsonBody,
+  parsePathParameters,
+  parseQuery,
+} from "@deckhand/http-kit";
 import { type AnswerPermissionRequest, serverRoutes, type UsageResponse } from "@deckhand/wire";
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
@@ -158,9 +164,14 @@ export function registerApiRoutes(app: Hono, services: ApiRouteServices): void {
     const handler = byOperation[route.operationId];
     if (!handler) throw new Error(`no handler for server route ${route.operationId}`);
     app.on(route.method.toUpperCase(), route.path, async (context) => {
+      // The body first: an answer sent while the body is unread can reach the client as a
+      // connection reset instead.
+      let body: unknown;
+      if (route.body) body = await parseJsonBody(context, route.body as z.ZodType);
+      else await discardBody(context);
+      const params = parsePathParameters(context);
       const query = route.query ? parseQuery(context, route.query as z.ZodType) : {};
-      const body = route.body ? await parseJsonBody(context, route.body as z.ZodType) : undefined;
-      const result = await handler({ params: context.req.param(), query, body, context });
+      const result = await handler({ params, query, body, context });
       if (result instanceof Response) return result;
       if (route.success.schema === null) return context.body(null, route.success.status as 204);
       return context.json(result as object, route.success.status as 200);

@@ -231,6 +231,22 @@ describe("resolveServerConfig", () => {
     expect(error.message).toContain("modelProxyRateLimit");
   });
 
+  it("reads the request body limit from config.json, 10 MiB by default", () => {
+    expect(
+      resolveServerConfig({ dataDir: dataDir() }, { environment: {} }).maxRequestBodyBytes,
+    ).toBe(10 * 1024 * 1024);
+    expect(
+      resolveServerConfig(
+        { dataDir: dataDir({ maxRequestBodyBytes: 50 * 1024 * 1024 }) },
+        { environment: {} },
+      ).maxRequestBodyBytes,
+    ).toBe(50 * 1024 * 1024);
+    const error = configError(() =>
+      resolveServerConfig({ dataDir: dataDir({ maxRequestBodyBytes: 100 }) }, { environment: {} }),
+    );
+    expect(error.message).toContain("maxRequestBodyBytes");
+  });
+
   it("requires auth on a non-loopback address, with or without a configured admin token", () => {
     const dir = dataDir();
     expect(

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { isLoopbackHost, parseListenAddress } from "@deckhand/agent-app";
+import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import { WireEnv } from "@deckhand/wire";
 import { z } from "zod";
@@ -58,6 +59,8 @@ export interface ServerConfig {
   modelProxyRateLimit: { burst: number; perSecond: number } | false | null;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
+  /** The largest request body `/api` and the local workspace agent accept (413 beyond it). */
+  maxRequestBodyBytes: number;
   logLevel: ServerLogLevel;
 }
 
@@ -106,6 +109,12 @@ export const ServerConfigFileSchema = z.strictObject({
       z.strictObject({ burst: z.number().int().min(1), perSecond: z.number().positive() }),
       z.literal(false),
     ])
+    .optional(),
+  /** The largest request body accepted, in bytes; 10 MiB by default (at least 64 KiB). */
+  maxRequestBodyBytes: z
+    .number()
+    .int()
+    .min(64 * 1024)
     .optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
@@ -274,6 +283,7 @@ export function resolveServerConfig(
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
+    maxRequestBodyBytes: file.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     logLevel: input.logLevel ?? envLogLevel ?? file.logLevel ?? "info",
   };
 }

@@ -4,13 +4,18 @@ import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
+import type { ProviderService } from "@deckhand/providers";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiTokenStore } from "./api-tokens.ts";
-import { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
+import {
+  createServerApp,
+  MODEL_PROXY_MAX_BODY_BYTES,
+  type ServerAppOptions,
+} from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
 import { SessionService } from "./session-service.ts";
 
@@ -161,6 +166,61 @@ describe("errors and auth", () => {
     );
     expect(response.status).toBe(401);
     expect(await response.text()).not.toContain(ADMIN_TOKEN);
+  });
+});
+
+describe("limits and unexpected errors", () => {
+  it("applies the configured body limit to /api with a 413 naming the setting", async () => {
+    const response = await app({ maxRequestBodyBytes: 64 * 1024 }).request(
+      `${WirePath.serverApi}/tokens`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(65 * 1024) },
+        body: JSON.stringify({ name: "x".repeat(65 * 1024 - 11) }),
+      },
+    );
+    expect(response.status).toBe(413);
+    expect(await response.json()).toEqual({
+      error: {
+        code: "body_too_large",
+        message: expect.stringContaining("raise maxRequestBodyBytes in config.json"),
+      },
+    });
+  });
+
+  it("gives the model-provider proxy its own 32 MiB limit rather than the /api one", async () => {
+    const limited = app({ maxRequestBodyBytes: 64 * 1024 });
+    const post = (bytes: number) =>
+      limited.request(`${WirePath.modelProvider}/codex/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(bytes) },
+        body: "{}",
+      });
+    const over = await post(MODEL_PROXY_MAX_BODY_BYTES + 1);
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { error: { code: string } }).error.code).toBe("body_too_large");
+    // Over the /api limit but under the proxy's: the proxy itself answers (no token: 401).
+    expect((await post(1024 * 1024)).status).toBe(401);
+  });
+
+  it("logs an unexpected error of the providers routes at error level with its cause", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const failing = {
+      getConfig: () => Promise.reject(new Error("disk on fire")),
+    } as unknown as ProviderService;
+    const response = await app({ logger, providers: failing }).request(
+      `${WirePath.serverApi}/providers/config`,
+    );
+    expect(response.status).toBe(500);
+    const failed = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 50);
+    expect(failed).toEqual([
+      expect.objectContaining({
+        msg: "request failed",
+        path: `${WirePath.serverApi}/providers/config`,
+        err: expect.objectContaining({ message: "disk on fire" }),
+      }),
+    ]);
   });
 });
 

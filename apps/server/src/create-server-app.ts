@@ -1,5 +1,13 @@
 import type { DbHandle } from "@deckhand/db";
-import { bearerAuth, HttpError, installErrorHandling, logRequests } from "@deckhand/http-kit";
+import {
+  bearerAuth,
+  DEFAULT_MAX_BODY_BYTES,
+  type ErrorHandlingOptions,
+  HttpError,
+  installErrorHandling,
+  limitBody,
+  logRequests,
+} from "@deckhand/http-kit";
 import {
   createModelProxy,
   type ModelProxyLogger,
@@ -40,6 +48,8 @@ export interface ServerAppOptions {
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** The largest `/api` request body accepted; http-kit's default (10 MiB) when absent. */
+  maxRequestBodyBytes?: number;
   /** Per-token request limit of the model proxy; its default when null or absent. */
   modelProxyRateLimit?: ServerConfig["modelProxyRateLimit"];
   modelTokens: ModelTokenStore;
@@ -50,6 +60,13 @@ export interface ServerAppOptions {
   /** The fetch used for the agent health check and model upstreams, for tests. */
   fetch?: typeof globalThis.fetch;
 }
+
+/**
+ * The largest request the model proxy forwards: 32 MiB, the request size limit of the Anthropic
+ * Messages API (OpenAI's is larger still), since an agent's request carries its whole
+ * conversation, images included, and a bigger one would be refused upstream anyway.
+ */
+export const MODEL_PROXY_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 function isApiPath(path: string): boolean {
   return path === WirePath.serverApi || path.startsWith(`${WirePath.serverApi}/`);
@@ -70,16 +87,27 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
   const app = new Hono();
-  installErrorHandling(app, {
+  const errorHandling: ErrorHandlingOptions = {
     redact: (message) => redactSecrets(message),
     onUnexpectedError: (error, context) =>
       logger.error(
         { err: error, method: context.req.method, path: context.req.path },
         "request failed",
       ),
-  });
+  };
+  installErrorHandling(app, errorHandling);
 
   app.use(logRequests((entry) => logger.info(entry, "request")));
+  // Before authentication too: an unauthenticated client must not make the server buffer a
+  // body of any size either.
+  app.use(
+    `${WirePath.serverApi}/*`,
+    limitBody({
+      maxBytes: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      setting: "maxRequestBodyBytes in config.json",
+    }),
+  );
+  app.use(`${WirePath.modelProvider}/*`, limitBody({ maxBytes: MODEL_PROXY_MAX_BODY_BYTES }));
 
   if (options.requireAuth) {
     app.use(
@@ -162,7 +190,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     usage: options.modelUsage,
   });
   if (options.providers) {
-    app.route(ServerPath.providers, createProvidersRouter(options.providers));
+    app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));
   }
   // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
   app.get(ServerPath.sessionStream, () => {

@@ -50,6 +50,7 @@ import {
   projectResource,
   sessionResource,
 } from "./resources.ts";
+import { ServerError } from "./server-error.ts";
 import { appendSessionEvent } from "./session-events.ts";
 
 /** The task type a user message enqueues; the agent-backends feature registers its handler. */
@@ -227,7 +228,21 @@ export class SessionService {
     }
     await mkdir(this.#worktreesDir, { recursive: true });
     const path = join(this.#worktreesDir, sessionId);
-    await git(["worktree", "add", "--quiet", "-b", branch, path, baseCommit], { cwd: repository });
+    try {
+      await git(["worktree", "add", "--quiet", "-b", branch, path, baseCommit], {
+        cwd: repository,
+      });
+    } catch (error) {
+      // The branch name is the user's: git refusing it (a ref in the way, such as `a` for
+      // `a/b`) is a conflict with the repository to resolve by naming another branch.
+      if (!(error instanceof ServerError && error.code === "git_failed")) throw error;
+      throw new HttpError(
+        409,
+        "conflict",
+        `cannot create branch ${branch} for the session: ${error.message}; choose another branch name`,
+        { cause: error },
+      );
+    }
     try {
       return await this.#db.transaction(async (transaction) => {
         const [session] = await transaction

@@ -123,6 +123,7 @@ export async function startServer(
           terminateGraceMs: 5_000,
           shutdownGraceMs: 5_000,
           logLevel: config.logLevel,
+          maxRequestBodyBytes: config.maxRequestBodyBytes,
         },
         { logger: logger.child({ component: "workspace-agent" }) },
       );
@@ -220,6 +221,7 @@ export async function startServer(
       queueRunning: () => worker !== null && !workerStopped,
       modelUpstreams: config.modelUpstreams,
       modelProxyRateLimit: config.modelProxyRateLimit,
+      maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,
       modelUsage,
       logger,

@@ -4,6 +4,7 @@ export {
   bearerTokenOf,
   tokenMatches,
 } from "./bearer-auth.ts";
+export { DEFAULT_MAX_BODY_BYTES, limitBody } from "./body-limit.ts";
 export {
   type ErrorHandlingOptions,
   errorResponse,
@@ -11,7 +12,17 @@ export {
 } from "./error-handling.ts";
 export { HttpError } from "./http-error.ts";
 export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
-export { type Listening, listen } from "./listen.ts";
+export { type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";
 export { logRequests, type RequestLogEntry } from "./request-log.ts";
 export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
-export { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
+export {
+  describeZodError,
+  discardBody,
+  jsonDepth,
+  MAX_JSON_DEPTH,
+  parseJsonBody,
+  parsePathParameters,
+  parseQuery,
+  readJsonBody,
+  refuseUnusableText,
+} from "./validation.ts";

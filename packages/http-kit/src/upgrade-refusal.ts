@@ -7,6 +7,9 @@ const REASONS: Record<number, string> = {
   401: "Unauthorized",
   403: "Forbidden",
   404: "Not Found",
+  413: "Content Too Large",
+  414: "URI Too Long",
+  431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   503: "Service Unavailable",
 };

@@ -4,7 +4,15 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { installErrorHandling } from "./error-handling.ts";
 import { HttpError } from "./http-error.ts";
-import { describeZodError, parseJsonBody, parseQuery } from "./validation.ts";
+import {
+  describeZodError,
+  jsonDepth,
+  MAX_JSON_DEPTH,
+  parseJsonBody,
+  parsePathParameters,
+  parseQuery,
+  readJsonBody,
+} from "./validation.ts";
 
 function app() {
   const unexpected: unknown[] = [];
@@ -12,6 +20,16 @@ function app() {
   installErrorHandling(application, { onUnexpectedError: (error) => unexpected.push(error) });
   application.post("/body", async (context) =>
     context.json(await parseJsonBody(context, z.strictObject({ name: z.string().min(1) }))),
+  );
+  application.post("/any", async (context) => context.json({ value: await readJsonBody(context) }));
+  application.get("/items/:item_id", (context) => context.json(parsePathParameters(context)));
+  application.post("/tags", async (context) =>
+    context.json(
+      await parseJsonBody(
+        context,
+        z.strictObject({ tags: z.array(z.object({ label: z.string() })) }),
+      ),
+    ),
   );
   application.get("/query", (context) =>
     context.json(parseQuery(context, z.strictObject({ limit: z.coerce.number().int().max(5) }))),
@@ -76,6 +94,77 @@ describe("http-kit", () => {
     const response = await app().application.request("/nope");
     expect(response.status).toBe(404);
     expect(((await response.json()) as ErrorResponse).error.code).toBe("not_found");
+  });
+});
+
+describe("unusable input", () => {
+  const post = (path: string, body: string) =>
+    app().application.request(path, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json" },
+    });
+  const errorOf = async (response: Response) => ((await response.json()) as ErrorResponse).error;
+
+  it("refuses a NUL in a body string with 400 naming the field", async () => {
+    const response = await post("/body", JSON.stringify({ name: "a\u0000b" }));
+    expect(response.status).toBe(400);
+    const error = await errorOf(response);
+    expect(error.code).toBe("invalid_request");
+    expect(error.message).toMatch(/^name: contains a NUL character \(U\+0000\)/);
+  });
+
+  it("names the path of a NUL nested in arrays and objects", async () => {
+    const response = await post(
+      "/tags",
+      JSON.stringify({ tags: [{ label: "ok" }, { label: "\u0000" }] }),
+    );
+    expect(response.status).toBe(400);
+    expect((await errorOf(response)).message).toMatch(/^tags\.1\.label: contains a NUL/);
+  });
+
+  it("refuses a NUL in an object key, and in a body no schema validates", async () => {
+    const response = await post("/any", '{"a\\u0000": 1}');
+    expect(response.status).toBe(400);
+    expect((await errorOf(response)).message).toMatch(/^body: a key that contains a NUL/);
+  });
+
+  it("refuses a lone surrogate, which UTF-8 cannot encode, but keeps a surrogate pair", async () => {
+    const lone = await post("/body", '{"name": "a\\ud800b"}');
+    expect(lone.status).toBe(400);
+    expect((await errorOf(lone)).message).toMatch(/^name: contains a lone surrogate \(U\+D800\)/);
+    const trailing = await post("/body", '{"name": "a\\udc00"}');
+    expect(trailing.status).toBe(400);
+    const pair = await post("/body", '{"name": "\\ud83d\\ude00"}');
+    expect(pair.status).toBe(200);
+    expect(await pair.json()).toEqual({ name: "😀" });
+  });
+
+  it("refuses a NUL in a query parameter or a path parameter", async () => {
+    const query = await app().application.request("/query?limit=%00");
+    expect(query.status).toBe(400);
+    expect((await errorOf(query)).message).toMatch(/^limit: contains a NUL/);
+    const path = await app().application.request("/items/a%00b");
+    expect(path.status).toBe(400);
+    expect((await errorOf(path)).message).toMatch(/^item_id: contains a NUL/);
+  });
+
+  it("answers a 50,000-deep body with 400 invalid_json instead of overflowing the stack", async () => {
+    const deep = `${"[".repeat(50_000)}${"]".repeat(50_000)}`;
+    for (const path of ["/any", "/body"]) {
+      const response = await post(path, deep);
+      expect(response.status).toBe(400);
+      const error = await errorOf(response);
+      expect(error.code).toBe("invalid_json");
+      expect(error.message).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    const atLimit = `${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`;
+    expect((await post("/any", atLimit)).status).toBe(200);
+  });
+
+  it("counts nesting without counting brackets inside strings", () => {
+    expect(jsonDepth('{"a": [1, {"b": "[[[{{{\\"]]]"}]}')).toBe(3);
+    expect(jsonDepth('"just a string"')).toBe(0);
   });
 });
 

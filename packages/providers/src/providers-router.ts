@@ -1,4 +1,11 @@
-import { describeZodError, HttpError, installErrorHandling, parseQuery } from "@deckhand/http-kit";
+import {
+  describeZodError,
+  type ErrorHandlingOptions,
+  HttpError,
+  installErrorHandling,
+  parseQuery,
+  readJsonBody,
+} from "@deckhand/http-kit";
 import {
   type ErrorCode,
   ProviderIdSchema,
@@ -6,7 +13,7 @@ import {
   ProvidersRefreshRequestSchema,
   ProvidersSnapshotQuerySchema,
 } from "@deckhand/wire";
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ProviderService } from "./provider-service.ts";
 import { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
@@ -42,32 +49,22 @@ async function call<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Reads a JSON body; an empty body is `{}`, so `POST /refresh` needs none. */
-async function jsonBody(context: Context, allowEmpty: boolean): Promise<unknown> {
-  const text = await context.req.text();
-  if (allowEmpty && text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new HttpError(
-      400,
-      "invalid_json",
-      `request body is not valid JSON (${(error as Error).message})`,
-      { cause: error },
-    );
-  }
-}
-
 const PATCH_TYPES = ["application/merge-patch+json", "application/json"];
 
 /**
  * The providers API, relative to where it is mounted (the server mounts it under
  * `${WirePath.serverApi}/providers`): `GET /snapshot[?project_id=]`, `GET /config`, `PATCH /config`,
- * `POST /refresh`, `GET /:id/diagnostic`. Authentication is the mounting app's job.
+ * `POST /refresh` (an empty body is `{}`), `GET /:id/diagnostic`. Authentication is the mounting
+ * app's job.
  */
-export function createProvidersRouter(service: ProviderService): Hono {
+export function createProvidersRouter(
+  service: ProviderService,
+  errorHandling: ErrorHandlingOptions = {},
+): Hono {
   const app = new Hono();
-  installErrorHandling(app);
+  // Its own handler answers errors thrown here, so it is given the mounting app's options: an
+  // unexpected error must reach the server log, not just become a silent 500.
+  installErrorHandling(app, errorHandling);
 
   app.get("/snapshot", async (context) => {
     const projectId = parseQuery(context, ProvidersSnapshotQuerySchema).project_id;
@@ -92,7 +89,7 @@ export function createProvidersRouter(service: ProviderService): Hono {
         `send the patch as ${PATCH_TYPES.join(" or ")}, not ${type === "" ? "no Content-Type" : type}`,
       );
     }
-    const parsed = ProvidersConfigPatchSchema.safeParse(await jsonBody(context, false));
+    const parsed = ProvidersConfigPatchSchema.safeParse(await readJsonBody(context));
     if (!parsed.success) {
       throw new HttpError(
         400,
@@ -110,7 +107,9 @@ export function createProvidersRouter(service: ProviderService): Hono {
   });
 
   app.post("/refresh", async (context) => {
-    const parsed = ProvidersRefreshRequestSchema.safeParse(await jsonBody(context, true));
+    const parsed = ProvidersRefreshRequestSchema.safeParse(
+      await readJsonBody(context, { allowEmpty: true }),
+    );
     if (!parsed.success) {
       throw new HttpError(400, "invalid_request", describeZodError(parsed.error), {
         cause: parsed.error,

@@ -15,6 +15,9 @@ export const ErrorCodeSchema = z.enum([
   "not_a_file",
   "edit_failed",
   "binary_file",
+  "body_too_large",
+  "uri_too_long",
+  "headers_too_large",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;

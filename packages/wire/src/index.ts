@@ -138,6 +138,7 @@ export {
   ApplyPendingChangeResponseSchema,
   type ApprovalPolicyName,
   ApprovalPolicySchema,
+  branchNameProblem,
   type Chat,
   type ChatList,
   ChatListSchema,

@@ -10,15 +10,45 @@ import { ModelUsageSchema } from "./model-proxy.ts";
 const Id = z.uuid();
 const Timestamp = z.iso.datetime({ offset: true });
 
-/** Git ref names Deckhand accepts for branches it creates: no spaces, `..`, `~^:?*[\`. */
+/**
+ * Why git would refuse `name` as a branch name, or null when it accepts it: the rules of
+ * `git check-ref-format --branch` (git-check-ref-format(1)), checked here so that a bad name is a
+ * 400 naming the field rather than a git failure later.
+ */
+export function branchNameProblem(name: string): string | null {
+  if (name === "HEAD") return "HEAD is not a branch name; choose another";
+  if (name.startsWith("-")) return "must not start with -";
+  if (name.startsWith("/") || name.endsWith("/") || name.includes("//")) {
+    return "must not start or end with /, nor hold an empty component (//)";
+  }
+  if (name.endsWith(".")) return "must not end with .";
+  if (name.includes("..")) return "must not contain ..";
+  if (name.includes("@{")) return "must not contain @{";
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) {
+    return "must not contain spaces, control characters or any of ~ ^ : ? * [ \\";
+  }
+  for (const component of name.split("/")) {
+    if (component.startsWith(".")) return "no /-separated component may start with .";
+    if (component.endsWith(".lock")) return "no /-separated component may end with .lock";
+  }
+  return null;
+}
+
+/** Branch names Deckhand creates or starts from: what git accepts, at most 200 characters. */
 const BranchName = z
   .string()
   .min(1)
   .max(200)
-  .regex(
-    /^(?!\/|.*\/\/|.*\/$|.*\.\.|.*@\{|.*\.lock$|-)[A-Za-z0-9._\-/]+$/,
-    "must be a valid branch name",
-  );
+  .check((context) => {
+    const problem = branchNameProblem(context.value);
+    if (problem !== null) {
+      context.issues.push({
+        code: "custom",
+        input: context.value,
+        message: `must be a valid git branch name: ${problem}`,
+      });
+    }
+  });
 
 /** Agent ids as the provider registry names them: `deckhand`, `codex`, `my-agent`. */
 export const AgentIdSchema = z
