@@ -84,7 +84,7 @@ async function checkDescriptor(
   }
   throw new WorkspaceFilesError(
     "path_outside_root",
-    `path "${confinement.requested}" led to ${real}, outside the workspace root ${confinement.limit.real}, once opened: a directory on it was replaced by a symbolic link after the path was checked, so nothing was read or changed; the file API only reaches files inside the root`,
+    `path "${confinement.requested}" led to ${real}, outside the workspace root ${confinement.limit.real}, once opened: a directory on it was moved or replaced by a symbolic link after the path was checked, so nothing was read or changed; the file API only reaches files inside the root`,
   );
 }
 

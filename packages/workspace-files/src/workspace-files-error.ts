@@ -46,6 +46,8 @@ export function changedMeanwhile(action: string, path: string, reason: string, c
  * text.
  */
 export function unexpectedFileSystemError(error: unknown, action: string, path: string): unknown {
+  // Already answered by a check on the way (its `code` is a wire code, not an errno).
+  if (error instanceof WorkspaceFilesError) return error;
   const code = systemErrorCode(error);
   if (code === undefined) return error;
   if (CHANGED_MEANWHILE.has(code)) return changedMeanwhile(action, path, code, error);

@@ -337,6 +337,38 @@ describe("file API when the tree changes just before the final rename", () => {
   });
 });
 
+describe("edit when a directory leaves the root between two renames", () => {
+  it("refuses the second file with path_outside_root and restores the first", async () => {
+    const first = tree.file("a.txt", "first token\n");
+    const moved = join(tree.outside, "moved");
+    let renames = 0;
+    const moving = new WorkspaceFiles({
+      root: tree.root,
+      renameFile: async (from, to) => {
+        renames += 1;
+        if (renames === 1) renameSync(join(tree.root, "racedir"), moved);
+        await rename(from, to);
+      },
+    });
+    const failure = await moving
+      .edit({
+        files: [
+          { path: "a.txt", edits: [{ search: "token", replace: "edited" }] },
+          { path: "racedir/f.txt", edits: [{ search: "token", replace: "edited" }] },
+        ],
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failure).toMatchObject({ code: "path_outside_root" });
+    expect((failure as Error).message).toContain("restored, so no file was changed");
+    expect(readFileSync(first, "utf8")).toBe("first token\n");
+    expect(readFileSync(join(moved, "f.txt"), "utf8")).toBe(INSIDE_CONTENT);
+    expect(leftoverTemporaries()).toEqual([]);
+  });
+});
+
 describe("file API without a descriptor directory (no /proc)", () => {
   for (const descriptorDirectory of [null, "/nonexistent/deckhand/fd"]) {
     it(`reads, writes, edits and deletes as before with descriptorDirectory ${descriptorDirectory}`, async () => {
