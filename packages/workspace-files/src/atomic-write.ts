@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import type { PinnedDirectory } from "./pinned-directory.ts";
 
 export type RenameFile = (from: string, to: string) => Promise<void>;
 
@@ -9,76 +10,72 @@ export type RenameFile = (from: string, to: string) => Promise<void>;
  * and leftovers from a crash are recognisable. The target's name is shortened so the temp
  * name stays under the usual 255-byte limit.
  */
-export function temporaryPathFor(target: string): string {
-  const name = Buffer.from(basename(target)).subarray(0, 100).toString();
-  return join(dirname(target), `.${name}.deckhand-${randomBytes(6).toString("hex")}.tmp`);
+export function temporaryNameFor(name: string): string {
+  const shortened = Buffer.from(name).subarray(0, 100).toString();
+  return `.${shortened}.deckhand-${randomBytes(6).toString("hex")}.tmp`;
 }
 
 export interface PreparedFile {
-  temporaryPath: string;
-  target: string;
+  directory: PinnedDirectory;
+  temporaryName: string;
+  name: string;
 }
 
+// Created, never reused: an existing name (someone else's file, or a link planted there) fails.
+const CREATE_FRESH =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
 /**
- * Writes `data` to a fresh temporary file beside `target` and flushes it to disk; the target
- * is not touched yet. `mode` is the target's current mode when it exists, so replacing a file
- * keeps it executable or private. On failure the temporary file is removed.
+ * Writes `data` to a fresh temporary file beside `name` in `directory` and flushes it to disk;
+ * the target is not touched yet. The temporary file is created through the pinned directory and
+ * checked to be inside the limit before a byte is written. `mode` is the target's current mode
+ * when it exists, so replacing a file keeps it executable or private. On failure the temporary
+ * file is removed, through the same directory, wherever that directory now is.
  */
 export async function prepareFile(
-  target: string,
+  directory: PinnedDirectory,
+  name: string,
   data: Buffer,
   mode: number | undefined,
 ): Promise<PreparedFile> {
-  const temporaryPath = temporaryPathFor(target);
-  // "wx" fails if the name exists, so the temp file is never someone else's file or link.
-  const handle = await open(temporaryPath, "wx", mode ?? 0o666);
+  const temporaryName = temporaryNameFor(name);
+  const handle = await open(directory.entry(temporaryName), CREATE_FRESH, mode ?? 0o666);
   try {
+    await directory.checkOpened(handle);
     await handle.writeFile(data);
     // The open mode is filtered by the umask; an explicit chmod restores the exact old mode.
     if (mode !== undefined) await handle.chmod(mode);
     await handle.sync();
-  } catch (error) {
-    await handle.close().catch(() => {});
-    await rm(temporaryPath, { force: true });
-    throw error;
-  }
-  try {
     await handle.close();
   } catch (error) {
-    await rm(temporaryPath, { force: true });
+    await handle.close().catch(() => {});
+    await rm(directory.entry(temporaryName), { force: true });
     throw error;
   }
-  return { temporaryPath, target };
+  return { directory, temporaryName, name };
 }
 
-/** Flushes a directory entry change (the rename), so it survives a power loss. */
-export async function syncDirectory(directory: string): Promise<void> {
-  try {
-    const handle = await open(directory, "r");
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some file systems cannot fsync a directory; the data itself is already on disk.
-  }
-}
-
-/** Moves a prepared file over its target; the temporary file is removed if that fails. */
+/**
+ * Moves a prepared file over its target, both named inside the pinned directory, so the
+ * rename cannot be redirected through a link swapped in on the directory's path; the directory
+ * is checked to still be inside the limit just before. The temporary file is removed if that
+ * fails.
+ */
 export async function commitFile(
   prepared: PreparedFile,
   renameFile: RenameFile = rename,
 ): Promise<void> {
+  const { directory } = prepared;
   try {
-    await renameFile(prepared.temporaryPath, prepared.target);
+    await directory.check();
+    await renameFile(directory.entry(prepared.temporaryName), directory.entry(prepared.name));
   } catch (error) {
-    await rm(prepared.temporaryPath, { force: true });
+    await discardFile(prepared);
     throw error;
   }
-  await syncDirectory(dirname(prepared.target));
+  await directory.sync();
 }
 
 export async function discardFile(prepared: PreparedFile): Promise<void> {
-  await rm(prepared.temporaryPath, { force: true });
+  await rm(prepared.directory.entry(prepared.temporaryName), { force: true });
 }

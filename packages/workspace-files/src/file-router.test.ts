@@ -193,6 +193,7 @@ describe("file router", () => {
     expect(fileErrorStatus("invalid_request")).toBe(400);
     expect(fileErrorStatus("path_outside_root")).toBe(403);
     expect(fileErrorStatus("file_not_found")).toBe(404);
+    expect(fileErrorStatus("conflict")).toBe(409);
     expect(fileErrorStatus("not_a_file")).toBe(400);
     expect(fileErrorStatus("binary_file")).toBe(415);
     expect(fileErrorStatus("edit_failed")).toBe(422);

@@ -16,6 +16,7 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
   invalid_request: 400,
   path_outside_root: 403,
   file_not_found: 404,
+  conflict: 409,
   not_a_file: 400,
   binary_file: 415,
   edit_failed: 422,

@@ -2,6 +2,7 @@ import { realpathSync, statSync } from "node:fs";
 import { lstat, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import {
+  changedMeanwhile,
   systemErrorCode,
   unexpectedFileSystemError,
   WorkspaceFilesError,
@@ -129,6 +130,10 @@ async function physicalPath(absolute: string, requested: string): Promise<string
     try {
       target = await readlink(next);
     } catch (error) {
+      // EINVAL: no longer a link since the lstat above.
+      if (systemErrorCode(error) === "EINVAL") {
+        throw changedMeanwhile("resolve", next, "it stopped being a symbolic link", error);
+      }
       throw unexpectedFileSystemError(error, "resolve", next);
     }
     if (isAbsolute(target)) current = sep;

@@ -1,15 +1,6 @@
 import { constants, type Stats } from "node:fs";
-import {
-  type FileHandle,
-  lstat,
-  mkdir,
-  open,
-  readFile,
-  realpath,
-  stat,
-  unlink,
-} from "node:fs/promises";
-import { dirname } from "node:path";
+import { type FileHandle, lstat, mkdir, open, unlink } from "node:fs/promises";
+import { basename, dirname } from "node:path";
 import { describeZodError } from "@deckhand/http-kit";
 import {
   type DeleteFileRequest,
@@ -32,7 +23,6 @@ import {
   type PreparedFile,
   prepareFile,
   type RenameFile,
-  syncDirectory,
 } from "./atomic-write.ts";
 import {
   isPathInsideRoot,
@@ -42,8 +32,15 @@ import {
   type WorkspaceRoot,
   workspaceRootSync,
 } from "./path-guard.ts";
+import {
+  type Confinement,
+  LINUX_DESCRIPTOR_DIRECTORY,
+  PinnedDirectory,
+  probeDescriptorDirectory,
+} from "./pinned-directory.ts";
 import { BINARY_SNIFF_BYTES, readLineWindow } from "./read-lines.ts";
 import {
+  changedMeanwhile,
   systemErrorCode,
   unexpectedFileSystemError,
   WorkspaceFilesError,
@@ -62,13 +59,34 @@ export interface WorkspaceFilesOptions {
    * write fail after the new content is on disk but before it replaces the old file.
    */
   renameFile?: RenameFile;
+  /**
+   * Where the kernel lists this process's open descriptors as links to their real paths
+   * (default `/proc/self/fd`, Linux). Every directory and file the API opens is checked there
+   * to be inside the root, and names are then reached through the open directory, so a process
+   * swapping a directory for a link mid-request cannot redirect a read or write. When it does
+   * not exist (macOS, Windows, no /proc mounted) or is `null`, those checks are skipped and
+   * only the path guard applies.
+   */
+  descriptorDirectory?: string | null;
 }
 
-interface EditPlan {
+/** A directory entry reached through its open, checked directory. */
+interface PinnedEntry {
+  directory: PinnedDirectory;
+  /** The entry's name in it; `.` when the entry is the limit itself. */
+  name: string;
+}
+
+interface EditPlan extends PinnedEntry {
   target: string;
   original: string;
   content: string;
   mode: number;
+}
+
+interface OpenedFile extends PinnedEntry {
+  handle: FileHandle;
+  stats: Stats;
 }
 
 function parseRequest<Schema extends z.ZodType>(schema: Schema, value: unknown): z.output<Schema> {
@@ -112,29 +130,20 @@ function binaryFile(requested: string, absolute: string, reason: string, cause?:
   );
 }
 
-/**
- * Runs `read` once `path` is known to be a regular file, and turns what goes wrong (in the
- * check or in `read`) into the errors a reader sees; `hints` say what to do instead.
- */
-async function readRegularFile<T>(
-  requested: string,
-  path: string,
-  hints: { directory: string; special: string; missing: string },
-  read: (stats: Stats) => Promise<T>,
-): Promise<T> {
-  try {
-    const stats = await stat(path);
-    if (stats.isDirectory()) throw notAFile(requested, path, "a directory", hints.directory);
-    if (!stats.isFile()) throw notAFile(requested, path, "a special file", hints.special);
-    return await read(stats);
-  } catch (error) {
-    if (error instanceof WorkspaceFilesError) throw error;
-    const code = systemErrorCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw fileNotFound(requested, path, hints.missing, error);
-    }
-    throw unexpectedFileSystemError(error, "read", path);
+interface ReadHints {
+  directory: string;
+  special: string;
+  missing: string;
+}
+
+/** What a reader sees for a failure while opening a file to read or edit. */
+function readFailure(requested: string, path: string, hints: ReadHints, error: unknown): unknown {
+  if (error instanceof WorkspaceFilesError) return error;
+  const code = systemErrorCode(error);
+  if (code === "ENOENT" || code === "ENOTDIR") {
+    return fileNotFound(requested, path, hints.missing, error);
   }
+  return unexpectedFileSystemError(error, "read", path);
 }
 
 /** How often `search` occurs in `text`, overlapping occurrences included, and where first. */
@@ -153,7 +162,8 @@ const lenientUtf8 = new TextDecoder("utf-8");
 
 /**
  * The workspace agent's file API: every path is confined to the root (see
- * `resolveWorkspacePath`), reads are bounded, and writes replace files atomically.
+ * `resolveWorkspacePath`) and every descriptor opened for it is checked to be inside it too
+ * (see `PinnedDirectory`); reads are bounded, and writes replace files atomically.
  */
 export class WorkspaceFiles {
   /** The root's real path; every path this instance touches is inside it. */
@@ -161,6 +171,8 @@ export class WorkspaceFiles {
   readonly maxReadBytes: number;
   readonly #root: WorkspaceRoot;
   readonly #renameFile: RenameFile | undefined;
+  readonly #descriptorDirectory: string | null;
+  #descriptors: Promise<string | null> | undefined;
 
   constructor(options: WorkspaceFilesOptions) {
     const maxReadBytes = options.maxReadBytes ?? DEFAULT_MAX_READ_BYTES;
@@ -174,6 +186,10 @@ export class WorkspaceFiles {
     this.root = this.#root.real;
     this.maxReadBytes = maxReadBytes;
     this.#renameFile = options.renameFile;
+    this.#descriptorDirectory =
+      options.descriptorDirectory === undefined
+        ? LINUX_DESCRIPTOR_DIRECTORY
+        : options.descriptorDirectory;
   }
 
   /**
@@ -192,17 +208,98 @@ export class WorkspaceFiles {
     return root === undefined ? Promise.resolve(this.#root) : resolveSubRoot(this.#root, root);
   }
 
+  /** What descriptors opened for `requested` are held to; the platform is probed once. */
+  async #confinement(limit: WorkspaceRoot, requested: string): Promise<Confinement> {
+    this.#descriptors ??= probeDescriptorDirectory(this.#descriptorDirectory, this.#root.real);
+    return { limit, requested, descriptors: await this.#descriptors };
+  }
+
+  /**
+   * Opens the directory holding `target` (a path the guard returned) and checks where it
+   * really is; the root itself is answered as entry `.` of itself. Throws the file system's
+   * error when the directory cannot be opened.
+   */
+  async #openEntry(confinement: Confinement, target: string): Promise<PinnedEntry> {
+    if (target === confinement.limit.real) {
+      return { directory: await PinnedDirectory.open(target, confinement), name: "." };
+    }
+    return {
+      directory: await PinnedDirectory.open(dirname(target), confinement),
+      name: basename(target),
+    };
+  }
+
+  /**
+   * Opens `target` for reading, through its checked directory and never through a link, checks
+   * the file's own descriptor is inside the limit, and turns what goes wrong into the errors a
+   * reader sees; `hints` say what to do instead. The caller closes the handle and directory.
+   */
+  async #openRegularFile(
+    limit: WorkspaceRoot,
+    requested: string,
+    target: string,
+    hints: ReadHints,
+  ): Promise<OpenedFile> {
+    let entry: PinnedEntry;
+    try {
+      entry = await this.#openEntry(await this.#confinement(limit, requested), target);
+    } catch (error) {
+      throw readFailure(requested, target, hints, error);
+    }
+    const { directory, name } = entry;
+    const path = directory.pathOf(name);
+    try {
+      const before = await lstat(directory.entry(name));
+      if (before.isDirectory()) throw notAFile(requested, path, "a directory", hints.directory);
+      if (before.isSymbolicLink()) {
+        throw changedMeanwhile("read", path, "it became a symbolic link after it was checked");
+      }
+      if (!before.isFile()) throw notAFile(requested, path, "a special file", hints.special);
+      // O_NOFOLLOW refuses a link swapped in since the lstat, and O_NONBLOCK keeps a FIFO
+      // swapped in from blocking the request.
+      const handle = await open(
+        directory.entry(name),
+        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      );
+      try {
+        const stats = await handle.stat();
+        if (!stats.isFile()) {
+          throw notAFile(requested, path, "not a regular file", "only regular files can be read");
+        }
+        await directory.checkOpened(handle);
+        return { directory, name, handle, stats };
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+    } catch (error) {
+      await directory.close();
+      throw readFailure(requested, path, hints, error);
+    }
+  }
+
   /**
    * Returns a window of lines: from `offset` (1-based, default 1), at most `limit` lines, at
    * most min(`max_bytes`, maxReadBytes) bytes, cut after a whole line when one fits.
    */
   async read(input: ReadFileRequest): Promise<ReadFileResponse> {
     const request = parseRequest(ReadFileRequestSchema, input);
-    const path = await this.resolve(request.path, request.root);
-    const handle = await this.#openForRead(request.path, path);
+    const limit = await this.#rootFor(request.root);
+    const target = await resolveInsideRoot(limit, request.path);
+    const { directory, name, handle, stats } = await this.#openRegularFile(
+      limit,
+      request.path,
+      target,
+      {
+        directory: "read a file inside it, or list it with a process such as `ls`",
+        special: "only regular files can be read",
+        missing: "check the path, or list the directory with a process such as `ls`",
+      },
+    );
+    const path = directory.pathOf(name);
+    await directory.close();
     try {
       const offset = request.offset ?? 1;
-      const size = (await handle.stat()).size;
       const slice = await readLineWindow(handle, {
         offset,
         limit: request.limit,
@@ -226,7 +323,7 @@ export class WorkspaceFiles {
       return {
         path,
         content: lenientUtf8.decode(slice.content),
-        size_bytes: size,
+        size_bytes: stats.size,
         total_lines: slice.totalLines,
         offset,
         lines: slice.lines,
@@ -244,37 +341,49 @@ export class WorkspaceFiles {
    */
   async write(input: WriteFileRequest): Promise<WriteFileResponse> {
     const request = parseRequest(WriteFileRequestSchema, input);
-    const root = await this.#rootFor(request.root);
-    const target = await resolveInsideRoot(root, request.path);
-    await this.#createParents(root, request.path, dirname(target));
-    let mode: number | undefined;
+    const limit = await this.#rootFor(request.root);
+    const target = await resolveInsideRoot(limit, request.path);
+    const { directory, name } = await this.#openOrCreateParent(
+      await this.#confinement(limit, request.path),
+      target,
+    );
+    const path = directory.pathOf(name);
     try {
-      const stats = await lstat(target);
-      if (stats.isDirectory()) {
-        throw notAFile(
-          request.path,
-          target,
-          "a directory",
-          "write to a file path inside it instead",
-        );
+      let mode: number | undefined;
+      try {
+        const stats = await lstat(directory.entry(name));
+        if (stats.isDirectory()) {
+          throw notAFile(
+            request.path,
+            path,
+            "a directory",
+            "write to a file path inside it instead",
+          );
+        }
+        if (stats.isSymbolicLink()) {
+          throw changedMeanwhile("write", path, "it became a symbolic link after it was checked");
+        }
+        if (!stats.isFile()) {
+          throw notAFile(request.path, path, "a special file", "only regular files can be written");
+        }
+        mode = stats.mode & 0o7777;
+      } catch (error) {
+        if (error instanceof WorkspaceFilesError) throw error;
+        if (systemErrorCode(error) !== "ENOENT") {
+          throw unexpectedFileSystemError(error, "write", path);
+        }
       }
-      if (!stats.isFile()) {
-        throw notAFile(request.path, target, "a special file", "only regular files can be written");
+      const data = Buffer.from(request.content, "utf8");
+      try {
+        await commitFile(await prepareFile(directory, name, data, mode), this.#renameFile);
+      } catch (error) {
+        throw unexpectedFileSystemError(error, "write", path);
       }
-      mode = stats.mode & 0o7777;
-    } catch (error) {
-      if (error instanceof WorkspaceFilesError) throw error;
-      if (systemErrorCode(error) !== "ENOENT") {
-        throw unexpectedFileSystemError(error, "write", target);
-      }
+      await checkNotMovedOut([{ directory, name }], limit);
+      return { path, bytes_written: data.length, created: mode === undefined };
+    } finally {
+      await directory.close();
     }
-    const data = Buffer.from(request.content, "utf8");
-    try {
-      await commitFile(await prepareFile(target, data, mode), this.#renameFile);
-    } catch (error) {
-      throw unexpectedFileSystemError(error, "write", target);
-    }
-    return { path: target, bytes_written: data.length, created: mode === undefined };
   }
 
   /**
@@ -283,43 +392,50 @@ export class WorkspaceFiles {
    */
   async edit(input: EditFilesRequest): Promise<EditFilesResponse> {
     const request = parseRequest(EditFilesRequestSchema, input);
-    const root = await this.#rootFor(request.root);
+    const limit = await this.#rootFor(request.root);
     // Keyed by real path, so two spellings of one file edit one evolving content.
     const plans = new Map<string, EditPlan>();
-    const results: EditFilesResponse["files"] = [];
-    const failures: string[] = [];
-    for (const [fileIndex, file] of request.files.entries()) {
-      const target = await resolveInsideRoot(root, file.path);
-      let plan = plans.get(target);
-      if (plan === undefined) {
-        const { text, mode } = await this.#readForEdit(file.path, target);
-        plan = { target, original: text, content: text, mode };
-        plans.set(target, plan);
-      }
-      for (const [editIndex, edit] of file.edits.entries()) {
-        const { count, first } = matchPositions(plan.content, edit.search);
-        if (count !== 1) {
-          failures.push(
-            `files[${fileIndex}].edits[${editIndex}] on ${describePath(file.path, target)}: the search text matches ${count} times, it must match exactly once; ${
-              count === 0
-                ? "copy it exactly from the current file (read it first; whitespace and indentation count), with enough surrounding context to be unique, remembering that earlier edits in this request apply first"
-                : "add surrounding context (neighbouring lines) to the search text to make it unique"
-            }`,
-          );
-          continue;
+    try {
+      const results: EditFilesResponse["files"] = [];
+      const failures: string[] = [];
+      for (const [fileIndex, file] of request.files.entries()) {
+        const target = await resolveInsideRoot(limit, file.path);
+        let plan = plans.get(target);
+        if (plan === undefined) {
+          const { text, mode, directory, name } = await this.#readForEdit(limit, file.path, target);
+          plan = { directory, name, target, original: text, content: text, mode };
+          plans.set(target, plan);
         }
-        plan.content =
-          plan.content.slice(0, first) +
-          edit.replace +
-          plan.content.slice(first + edit.search.length);
+        const path = plan.directory.pathOf(plan.name);
+        for (const [editIndex, edit] of file.edits.entries()) {
+          const { count, first } = matchPositions(plan.content, edit.search);
+          if (count !== 1) {
+            failures.push(
+              `files[${fileIndex}].edits[${editIndex}] on ${describePath(file.path, path)}: the search text matches ${count} times, it must match exactly once; ${
+                count === 0
+                  ? "copy it exactly from the current file (read it first; whitespace and indentation count), with enough surrounding context to be unique, remembering that earlier edits in this request apply first"
+                  : "add surrounding context (neighbouring lines) to the search text to make it unique"
+              }`,
+            );
+            continue;
+          }
+          plan.content =
+            plan.content.slice(0, first) +
+            edit.replace +
+            plan.content.slice(first + edit.search.length);
+        }
+        results.push({ path, edits_applied: file.edits.length });
       }
-      results.push({ path: target, edits_applied: file.edits.length });
+      if (failures.length > 0) {
+        throw new WorkspaceFilesError("edit_failed", `no file was changed: ${failures.join("; ")}`);
+      }
+      const changed = [...plans.values()].filter((plan) => plan.content !== plan.original);
+      await this.#replaceAll(changed);
+      await checkNotMovedOut(changed, limit);
+      return { files: results };
+    } finally {
+      await Promise.all([...plans.values()].map((plan) => plan.directory.close()));
     }
-    if (failures.length > 0) {
-      throw new WorkspaceFilesError("edit_failed", `no file was changed: ${failures.join("; ")}`);
-    }
-    await this.#replaceAll([...plans.values()].filter((plan) => plan.content !== plan.original));
-    return { files: results };
   }
 
   /**
@@ -330,93 +446,103 @@ export class WorkspaceFiles {
    */
   async delete(input: DeleteFileRequest): Promise<DeleteFileResponse> {
     const request = parseRequest(DeleteFileRequestSchema, input);
-    const root = await this.#rootFor(request.root);
-    const target = await resolveEntryInsideRoot(root, request.path);
+    const limit = await this.#rootFor(request.root);
+    const target = await resolveEntryInsideRoot(limit, request.path);
     const directoryHint =
       "delete the files inside it one by one, or remove it with a process such as `rm -r`";
-    let stats: Stats;
+    let entry: PinnedEntry;
     try {
-      stats = await lstat(target);
+      entry = await this.#openEntry(await this.#confinement(limit, request.path), target);
     } catch (error) {
+      if (error instanceof WorkspaceFilesError) throw error;
       const code = systemErrorCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") return { path: target, deleted: false };
       throw unexpectedFileSystemError(error, "delete", target);
     }
-    if (stats.isDirectory()) throw notAFile(request.path, target, "a directory", directoryHint);
+    const { directory, name } = entry;
+    const path = directory.pathOf(name);
     try {
-      await unlink(target);
-    } catch (error) {
-      const code = systemErrorCode(error);
-      // Removed, or replaced by a directory, since the lstat above.
-      if (code === "ENOENT") return { path: target, deleted: false };
-      if (code === "EISDIR") throw notAFile(request.path, target, "a directory", directoryHint);
-      throw unexpectedFileSystemError(error, "delete", target);
-    }
-    await syncDirectory(dirname(target));
-    return { path: target, deleted: true };
-  }
-
-  async #openForRead(requested: string, path: string): Promise<FileHandle> {
-    const handle = await readRegularFile(
-      requested,
-      path,
-      {
-        directory: "read a file inside it, or list it with a process such as `ls`",
-        special: "only regular files can be read",
-        missing: "check the path, or list the directory with a process such as `ls`",
-      },
-      // The path was checked symlink-free; O_NOFOLLOW refuses a link swapped in since then,
-      // and O_NONBLOCK keeps a FIFO swapped in from blocking the request.
-      () => open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK),
-    );
-    if (!(await handle.stat()).isFile()) {
-      await handle.close();
-      throw notAFile(requested, path, "not a regular file", "only regular files can be read");
-    }
-    return handle;
-  }
-
-  async #readForEdit(requested: string, path: string): Promise<{ text: string; mode: number }> {
-    const { bytes, mode } = await readRegularFile(
-      requested,
-      path,
-      {
-        directory: "edit files inside it one by one",
-        special: "only regular files can be edited",
-        missing: "edit only changes existing files; create it with write",
-      },
-      async (stats) => ({
-        mode: stats.mode & 0o7777,
-        bytes: await readFile(path, { flag: constants.O_RDONLY | constants.O_NOFOLLOW }),
-      }),
-    );
-    if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
-      throw binaryFile(
-        requested,
-        path,
-        `looks binary (it has a NUL byte in its first ${BINARY_SNIFF_BYTES / 1024} KiB)`,
-      );
-    }
-    try {
-      return { text: strictUtf8.decode(bytes), mode };
-    } catch (error) {
-      // Decoding and re-encoding invalid UTF-8 would silently rewrite the bytes edits do not touch.
-      throw binaryFile(requested, path, "is not valid UTF-8", error);
-    }
-  }
-
-  /** Creates missing directories top-down, checking each one lands inside the root. */
-  async #createParents(root: WorkspaceRoot, requested: string, directory: string): Promise<void> {
-    const missing: string[] = [];
-    for (let current = directory; ; current = dirname(current)) {
+      let stats: Stats;
       try {
-        const stats = await stat(current);
-        if (!stats.isDirectory()) {
-          throw new WorkspaceFilesError(
-            "not_a_file",
-            `${current} is a file, so "${requested}" cannot be created below it; choose another path or remove that file first`,
-          );
-        }
+        stats = await lstat(directory.entry(name));
+      } catch (error) {
+        const code = systemErrorCode(error);
+        if (code === "ENOENT" || code === "ENOTDIR") return { path, deleted: false };
+        throw unexpectedFileSystemError(error, "delete", path);
+      }
+      if (stats.isDirectory()) throw notAFile(request.path, path, "a directory", directoryHint);
+      try {
+        await unlink(directory.entry(name));
+      } catch (error) {
+        const code = systemErrorCode(error);
+        // Removed, or replaced by a directory, since the lstat above.
+        if (code === "ENOENT") return { path, deleted: false };
+        if (code === "EISDIR") throw notAFile(request.path, path, "a directory", directoryHint);
+        throw unexpectedFileSystemError(error, "delete", path);
+      }
+      await directory.sync();
+      return { path, deleted: true };
+    } finally {
+      await directory.close();
+    }
+  }
+
+  async #readForEdit(
+    limit: WorkspaceRoot,
+    requested: string,
+    target: string,
+  ): Promise<PinnedEntry & { text: string; mode: number }> {
+    const hints = {
+      directory: "edit files inside it one by one",
+      special: "only regular files can be edited",
+      missing: "edit only changes existing files; create it with write",
+    };
+    const opened = await this.#openRegularFile(limit, requested, target, hints);
+    const { directory, name, handle, stats } = opened;
+    const path = directory.pathOf(name);
+    try {
+      let bytes: Buffer;
+      try {
+        bytes = await handle.readFile();
+      } catch (error) {
+        throw readFailure(requested, path, hints, error);
+      } finally {
+        await handle.close();
+      }
+      if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
+        throw binaryFile(
+          requested,
+          path,
+          `looks binary (it has a NUL byte in its first ${BINARY_SNIFF_BYTES / 1024} KiB)`,
+        );
+      }
+      let text: string;
+      try {
+        text = strictUtf8.decode(bytes);
+      } catch (error) {
+        // Decoding and re-encoding invalid UTF-8 would silently rewrite the bytes edits do not touch.
+        throw binaryFile(requested, path, "is not valid UTF-8", error);
+      }
+      return { directory, name, text, mode: stats.mode & 0o7777 };
+    } catch (error) {
+      await directory.close();
+      throw error;
+    }
+  }
+
+  /**
+   * Opens the directory `target` goes in, creating missing directories top-down: each is made
+   * inside its checked parent and opened by name without following a link, so none can land
+   * outside the root. A removed root is not recreated.
+   */
+  async #openOrCreateParent(confinement: Confinement, target: string): Promise<PinnedEntry> {
+    const { limit, requested } = confinement;
+    if (target === limit.real) return this.#openEntry(confinement, target);
+    const missing: string[] = [];
+    let directory: PinnedDirectory;
+    for (let current = dirname(target); ; current = dirname(current)) {
+      try {
+        directory = await PinnedDirectory.open(current, confinement);
         break;
       } catch (error) {
         if (error instanceof WorkspaceFilesError) throw error;
@@ -425,38 +551,59 @@ export class WorkspaceFiles {
           throw unexpectedFileSystemError(error, "create the directory", current);
         }
         // Creating the root itself would quietly recreate a workspace that was removed.
-        if (current === root.real || !isPathInsideRoot(root.real, current)) {
+        if (current === limit.real || !isPathInsideRoot(limit.real, current)) {
           throw new WorkspaceFilesError(
             "file_not_found",
-            `the workspace root ${root.real} no longer exists; recreate it or restart the agent`,
+            `the workspace root ${limit.real} no longer exists; recreate it or restart the agent`,
             { cause: error },
           );
         }
-        missing.unshift(current);
+        missing.unshift(basename(current));
       }
     }
-    for (const created of missing) {
+    for (const name of missing) {
+      const created = directory.pathOf(name);
       try {
-        await mkdir(created);
-      } catch (error) {
-        if (systemErrorCode(error) !== "EEXIST") {
-          throw unexpectedFileSystemError(error, "create the directory", created);
+        try {
+          await mkdir(directory.entry(name));
+        } catch (error) {
+          if (systemErrorCode(error) !== "EEXIST") throw error;
         }
-      }
-      // Another process may have put a symlink there in the meantime; check it like any path.
-      let real: string;
-      try {
-        real = await realpath(created);
+        const child = await directory.child(name);
+        await directory.close();
+        directory = child;
       } catch (error) {
+        if (error instanceof WorkspaceFilesError) {
+          await directory.close();
+          throw error;
+        }
+        const code = systemErrorCode(error);
+        // A link refused by O_NOFOLLOW gives ENOTDIR rather than ELOOP along with O_DIRECTORY.
+        const isLink =
+          code === "ENOTDIR" &&
+          (await lstat(directory.entry(name)).then(
+            (stats) => stats.isSymbolicLink(),
+            () => false,
+          ));
+        await directory.close();
+        if (code === "ENOTDIR" && !isLink) {
+          throw new WorkspaceFilesError(
+            "not_a_file",
+            `${created} is a file, so "${requested}" cannot be created below it; choose another path or remove that file first`,
+          );
+        }
+        if (code === "ELOOP" || isLink) {
+          throw changedMeanwhile(
+            "create the directory",
+            created,
+            "it became a symbolic link, which is never followed there; nothing was written",
+            error,
+          );
+        }
         throw unexpectedFileSystemError(error, "create the directory", created);
       }
-      if (real !== created) {
-        throw new WorkspaceFilesError(
-          "path_outside_root",
-          `directory ${created} became a symbolic link to ${real} while ${requested} was being written; nothing was written, check who changes that directory`,
-        );
-      }
     }
+    return { directory, name: basename(target) };
   }
 
   /**
@@ -468,11 +615,19 @@ export class WorkspaceFiles {
     const prepared: PreparedFile[] = [];
     try {
       for (const plan of plans) {
-        prepared.push(await prepareFile(plan.target, Buffer.from(plan.content, "utf8"), plan.mode));
+        prepared.push(
+          await prepareFile(
+            plan.directory,
+            plan.name,
+            Buffer.from(plan.content, "utf8"),
+            plan.mode,
+          ),
+        );
       }
     } catch (error) {
       await Promise.all(prepared.map(discardFile));
-      throw unexpectedFileSystemError(error, "write", plans[prepared.length]!.target);
+      const failed = plans[prepared.length]!;
+      throw unexpectedFileSystemError(error, "write", failed.directory.pathOf(failed.name));
     }
     for (const [index, plan] of plans.entries()) {
       try {
@@ -480,14 +635,16 @@ export class WorkspaceFiles {
       } catch (error) {
         await Promise.all(prepared.slice(index + 1).map(discardFile));
         const restored = await this.#restore(plans.slice(0, index));
-        const failure = unexpectedFileSystemError(error, "replace", plan.target);
+        const failure = unexpectedFileSystemError(
+          error,
+          "replace",
+          plan.directory.pathOf(plan.name),
+        );
         // Only our own messages reach the client; anything else stays in the cause.
-        const reason =
-          failure instanceof WorkspaceFilesError
-            ? failure.message
-            : `cannot replace ${plan.target}`;
+        const known = failure instanceof WorkspaceFilesError;
+        const reason = known ? failure.message : `cannot replace ${plan.target}`;
         throw new WorkspaceFilesError(
-          "internal",
+          known ? failure.code : "internal",
           restored.length === index
             ? `${reason}; the files already replaced were restored, so no file was changed`
             : `${reason}; could not restore ${plans
@@ -506,7 +663,8 @@ export class WorkspaceFiles {
     for (const plan of plans) {
       try {
         const prepared = await prepareFile(
-          plan.target,
+          plan.directory,
+          plan.name,
           Buffer.from(plan.original, "utf8"),
           plan.mode,
         );
@@ -517,5 +675,26 @@ export class WorkspaceFiles {
       }
     }
     return restored;
+  }
+}
+
+/**
+ * After the renames: a directory moved out of the limit between its last check and the rename
+ * received the new file there. That cannot be undone, only reported, and it is reported as a
+ * conflict so the caller knows the file is not where it asked.
+ */
+async function checkNotMovedOut(entries: PinnedEntry[], limit: WorkspaceRoot): Promise<void> {
+  const moved: string[] = [];
+  for (const { directory, name } of entries) {
+    const now = await directory.currentPath().catch(() => undefined);
+    if (now !== undefined && !isPathInsideRoot(limit.real, now)) {
+      moved.push(`${directory.pathOf(name)} (its directory is now ${now})`);
+    }
+  }
+  if (moved.length > 0) {
+    throw new WorkspaceFilesError(
+      "conflict",
+      `another process moved a directory out of the workspace root ${limit.real} while the request ran, so the new content of ${moved.join(", ")} was written there, outside the root; check what moves directories in the workspace`,
+    );
   }
 }
