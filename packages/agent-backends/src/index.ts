@@ -1,5 +1,7 @@
 // The package's base error.
 
+/** Kept for callers of this package; the quoter itself is `@deckhand/shell`'s. */
+export { quoteShellWord } from "@deckhand/shell";
 // ACP backend: an agent process speaking the Agent Client Protocol over stdio.
 export {
   type AcpBackendLogger,
@@ -121,7 +123,6 @@ export {
 } from "./native/safety/command-safety.ts";
 export {
   parseShellScript,
-  quoteShellWord,
   type RedirectionOperator,
   type ShellOperator,
   type ShellScript,

@@ -2,6 +2,7 @@ import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, unlink } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { describeZodError } from "@deckhand/http-kit";
+import { quoteShellWord } from "@deckhand/shell";
 import {
   type DeleteFileRequest,
   DeleteFileRequestSchema,
@@ -103,10 +104,6 @@ function describePath(requested: string, absolute: string): string {
   return requested === absolute ? absolute : `"${requested}" (${absolute})`;
 }
 
-function shellQuote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
 function fileNotFound(requested: string, absolute: string, hint: string, cause?: unknown) {
   return new WorkspaceFilesError(
     "file_not_found",
@@ -125,7 +122,7 @@ function notAFile(requested: string, absolute: string, what: string, hint: strin
 function binaryFile(requested: string, absolute: string, reason: string, cause?: unknown) {
   return new WorkspaceFilesError(
     "binary_file",
-    `${describePath(requested, absolute)} ${reason}, so it cannot be handled as text; inspect it with a process instead, such as \`xxd ${shellQuote(absolute)} | head\``,
+    `${describePath(requested, absolute)} ${reason}, so it cannot be handled as text; inspect it with a process instead, such as \`xxd ${quoteShellWord(absolute)} | head\``,
     { cause },
   );
 }

@@ -14,11 +14,11 @@ import type {
   PromptResult,
 } from "../backend.ts";
 import { AgentBackendError } from "../errors.ts";
+import { decidePermission } from "../permission-gate.ts";
 import {
   type AcpToolKind,
   createInMemoryPermissionMemory,
   type PermissionMemory,
-  type RememberedPermission,
 } from "../permission-memory.ts";
 import { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
@@ -126,10 +126,6 @@ function chooseOption(
   if (exact) return exact;
   const allow = kind.startsWith("allow");
   return options.find((option) => option.kind.startsWith(allow ? "allow" : "reject")) ?? null;
-}
-
-function isRemembered(kind: PermissionOptionKind | "cancelled"): kind is RememberedPermission {
-  return kind === "allow_always" || kind === "reject_always";
 }
 
 /**
@@ -277,35 +273,27 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         kind: option.kind,
       })),
     };
-    let remembered: RememberedPermission | null = null;
-    try {
-      remembered = await memory.get(key);
-    } catch (error) {
-      logger.warn("cannot read remembered permissions; asking the user", {
-        error: messageOf(error),
-      });
-    }
-    let outcome: PermissionOptionKind | "cancelled";
-    if (remembered !== null && chooseOption(params.options, remembered) !== null) {
-      // Answered without asking, but the UI still sees the request and its answer.
-      emit(request);
-      outcome = remembered;
-    } else if (current.cancelRequested || turn !== current) {
-      // Cancelled while the memory was read: nothing was shown, nothing to resolve.
-      return cancelled;
-    } else {
-      // Pending before the event goes out, so an answer given while it is delivered finds it.
-      const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
-        permissions.set(requestId, { resolve }),
-      );
-      emit(request);
-      outcome = await answered;
-      if (isRemembered(outcome)) {
-        await memory.set(key, outcome).catch((error: unknown) => {
-          logger.warn("cannot remember a permission answer", { error: messageOf(error) });
-        });
-      }
-    }
+    let shown = false;
+    const { outcome, remembered } = await decidePermission({
+      memory,
+      key,
+      logger,
+      usable: (answer) => chooseOption(params.options, answer) !== null,
+      ask: () => {
+        // Cancelled while the memory was read: nothing is shown, nothing to resolve.
+        if (current.cancelRequested || turn !== current) return Promise.resolve("cancelled");
+        // Pending before the event goes out, so an answer given while it is delivered finds it.
+        const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
+          permissions.set(requestId, { resolve }),
+        );
+        emit(request);
+        shown = true;
+        return answered;
+      },
+    });
+    // Answered without asking, but the UI still sees the request and its answer.
+    if (remembered) emit(request);
+    else if (!shown) return cancelled;
     const option = outcome === "cancelled" ? null : chooseOption(params.options, outcome);
     emit({
       type: "permission_resolved",

@@ -104,4 +104,11 @@ describe("terminal helpers", () => {
     expect(terminalCommandLine("npm test -- --watch=false", [])).toBe("npm test -- --watch=false");
     expect(terminalCommandLine("sh", ["-c", "echo 'a b'"])).toBe(`sh -c 'echo '\\''a b'\\'''`);
   });
+
+  it("quotes an argument that looks like an assignment, and no other =", () => {
+    expect(terminalCommandLine("npm", ["test", "--", "--watch=false", "CI=1"])).toBe(
+      "npm test -- --watch=false 'CI=1'",
+    );
+    expect(terminalCommandLine("A=b", ["x"])).toBe("'A=b' x");
+  });
 });

@@ -1,7 +1,7 @@
 import * as acp from "@agentclientprotocol/sdk";
 import type { ProcessClient } from "@deckhand/process-manager";
+import { quoteShellWord } from "@deckhand/shell";
 import type { ProcessOutputResponse } from "@deckhand/wire";
-import { quoteShellWord } from "../native/safety/shell-words.ts";
 import { agentPath, toRequestError } from "./acp-files.ts";
 
 /** A process ended by a signal reports 128 + its number as exit code (process API contract). */

@@ -1,26 +1,21 @@
+import { quoteShellWord, ShellError } from "@deckhand/shell";
 import { BatchSpecError } from "../batch-spec-error.ts";
 
-/** Words made only of these characters mean the same to a POSIX shell quoted or not. */
-const BARE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
 /**
- * Quotes `value` as one POSIX shell word that expands to exactly `value`, byte for byte.
- *
- * Single quotes are the only quoting in which a POSIX shell expands nothing (`$`, backticks,
- * `\`, `!`, globs and newlines are all literal), so the value is wrapped in them and each
- * embedded `'` becomes `'\''` (close, escaped quote, reopen). Plain words stay bare so rendered
- * scripts remain readable. NUL cannot be passed in an argument or environment variable at
- * all, so it is rejected rather than silently truncated.
+ * Quotes `value` as one POSIX shell word that expands to exactly `value`, byte for byte (the
+ * one quoter, `@deckhand/shell`'s `quoteShellWord`). A value no shell can carry (a NUL
+ * character) is reported as this package's error, `shell_nul_character`, so renders and
+ * templates turn it into a diagnostic instead of an unexpected throw.
  */
 export function shellQuote(value: string): string {
-  if (value.includes("\u0000")) {
-    throw new BatchSpecError(
-      "shell_nul_character",
-      "a value for the shell contains a NUL character, which no shell argument can carry; remove it",
-    );
+  try {
+    return quoteShellWord(value);
+  } catch (error) {
+    if (error instanceof ShellError) {
+      throw new BatchSpecError(`shell_${error.code}`, error.message, { cause: error });
+    }
+    throw error;
   }
-  if (BARE_WORD.test(value)) return value;
-  return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,5 +1,6 @@
 // The variables templates see, as values (for rendering) and as shapes (for checking a spec
 // before it runs). Both come from the same field lists so they cannot drift apart.
+import { shellQuote } from "../coding-agent/shell-quote.ts";
 import { closestMatch } from "../suggest.ts";
 import type { TemplateContext } from "./template-evaluate.ts";
 import {
@@ -9,7 +10,7 @@ import {
   type TemplateShape,
 } from "./template-functions.ts";
 import { templateClose, templateOpen } from "./template-syntax.ts";
-import { shellQuoteWord, type TemplateValue } from "./template-values.ts";
+import type { TemplateValue } from "./template-values.ts";
 
 /** The repository a workspace belongs to. */
 export interface TemplateRepository {
@@ -71,7 +72,7 @@ const stepResultFields = [...fileListFields, "stdout", "stderr"] as const;
  * are), so `${{ join steps.modified_files " " }}` in a `run:` cannot inject commands.
  */
 function quotedFiles(files: readonly string[] | undefined): string[] {
-  return (files ?? []).map(shellQuoteWord);
+  return (files ?? []).map(shellQuote);
 }
 
 function fileLists(changes: TemplateChangedFiles | undefined): Record<string, TemplateValue> {
@@ -95,7 +96,7 @@ function repositoryValue(repository: TemplateRepository): Record<string, Templat
   return {
     name: repository.name,
     branch: repository.branch ?? "",
-    search_result_paths: [...(repository.fileMatches ?? [])].sort().map(shellQuoteWord),
+    search_result_paths: [...(repository.fileMatches ?? [])].sort().map(shellQuote),
   };
 }
 

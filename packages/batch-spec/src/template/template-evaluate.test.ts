@@ -110,6 +110,23 @@ describe("renderTemplate: the Sourcegraph template language", () => {
     );
   });
 
+  it("shellquote_join quotes a word that would read as an assignment, and no other =", () => {
+    expect(render(`\${{ shellquote_join "A=b" "--flag=x" "key.name=y" }}`)).toBe(
+      `'A=b' --flag=x key.name=y`,
+    );
+  });
+
+  it("shellquote_join refuses a NUL character instead of writing it into a script", () => {
+    const withNul = createStepTemplateContext({
+      repository: { name: "r" },
+      batchChange: { name: "b" },
+      outputs: { binary: "a\u0000b" },
+    });
+    const error = failure("${{ shellquote_join outputs.binary }}", withNul);
+    expect(error.code).toBe("shell_nul_character");
+    expect(error.message).toMatch(/^shellquote_join: .*NUL character/);
+  });
+
   it("leaves batch_change_link in place in changeset templates", () => {
     const changeset = createChangesetTemplateContext({
       repository: { name: "r" },

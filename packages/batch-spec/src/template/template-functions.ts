@@ -1,5 +1,6 @@
 // The functions a template may call. This table is the whole vocabulary: a name not listed here
 // is an error, and no function reaches outside the values it is given.
+import { shellQuote } from "../coding-agent/shell-quote.ts";
 import { matchesGlob } from "../glob.ts";
 import {
   isPlainObject,
@@ -7,7 +8,6 @@ import {
   isTruthy,
   kindOf,
   printValue,
-  shellQuoteWord,
   shellSplit,
   type TemplateValue,
 } from "./template-values.ts";
@@ -445,7 +445,7 @@ export const templateFunctions: ReadonlyMap<string, TemplateFunction> = new Map<
       argumentKinds: [],
       call: (values) =>
         flattenStrings(values)
-          .map((word) => (isShellQuoted(word) ? word : shellQuoteWord(word)))
+          .map((word) => (isShellQuoted(word) ? word : shellQuote(word)))
           .join(" "),
       result: shape("string"),
     },

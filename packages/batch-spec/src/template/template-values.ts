@@ -1,3 +1,5 @@
+import { shellQuote } from "../coding-agent/shell-quote.ts";
+
 // Values a template can see and produce, and how they print. Printing follows Go's fmt `%v`
 // so that rendered output matches what Sourcegraph's text/template produced for the same spec.
 
@@ -62,18 +64,6 @@ export function printValue(value: TemplateValue | undefined): string {
   return "<unsupported value>";
 }
 
-const shellSafe = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-/**
- * Quotes one word for a POSIX shell, leaving words without special characters as they are (so
- * `join steps.modified_files " "` over ordinary file names renders exactly as before).
- */
-export function shellQuoteWord(word: string): string {
-  if (word === "") return "''";
-  if (shellSafe.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
 /**
  * Splits a shell-quoted string into words, honouring single quotes, double quotes and
  * backslashes as /bin/sh does. Returns undefined for an unterminated quote.
@@ -122,8 +112,14 @@ export function shellSplit(input: string): string[] | undefined {
   return words;
 }
 
-/** True when `word` is already exactly what `shellQuoteWord` produces for some word. */
+/**
+ * True when `word` is already exactly what `shellQuote` produces for some word. This is
+ * `shellquote_join`'s idempotence rule from Sourcegraph (an element already in canonical
+ * quoted form, such as each of `*_files`, passes through unchanged instead of being quoted
+ * twice); it is a check built on the one quoter, not a quoter of its own.
+ */
 export function isShellQuoted(word: string): boolean {
   const parts = shellSplit(word);
-  return parts !== undefined && parts.length === 1 && shellQuoteWord(parts[0]!) === word;
+  if (parts === undefined || parts.length !== 1 || parts[0]!.includes("\u0000")) return false;
+  return shellQuote(parts[0]!) === word;
 }

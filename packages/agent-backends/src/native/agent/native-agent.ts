@@ -12,11 +12,8 @@ import type {
   PromptResult,
 } from "../../backend.ts";
 import { AgentBackendError } from "../../errors.ts";
-import {
-  createInMemoryPermissionMemory,
-  type PermissionMemory,
-  type RememberedPermission,
-} from "../../permission-memory.ts";
+import { decidePermission } from "../../permission-gate.ts";
+import { createInMemoryPermissionMemory, type PermissionMemory } from "../../permission-memory.ts";
 import { ModelClientError } from "../model/model-client-error.ts";
 import { type RetryPolicy, runModelTurnWithRetry } from "../model/model-turn.ts";
 import type { ModelUsage, ResponseItem } from "../model/responses-events.ts";
@@ -897,48 +894,20 @@ export class NativeAgent implements NativeBackend {
     title: string,
   ): Promise<PermissionOptionKind | "cancelled"> {
     const scope = approvalScope(call.name, call.arguments);
-    const remembered = await this.#recall(scope);
-    if (remembered !== null) return remembered;
-    const answer = await this.#askPermission(turn, call, title, scope);
+    const { outcome: answer } = await decidePermission({
+      memory: this.#memory,
+      key: permissionMemoryKey(scope, {
+        sessionId: this.#context.sessionId,
+        agent: this.#options.agent,
+      }),
+      ask: () => this.#askPermission(turn, call, title, scope),
+      logger: this.#options.logger,
+      logFields: { session_id: this.#sessionId },
+    });
     if (answer === "cancelled" && turn.controller.signal.aborted) {
       throw new AgentBackendError("aborted", "the turn was interrupted");
     }
-    if (answer === "allow_always" || answer === "reject_always") {
-      await this.#remember(scope, answer);
-    }
     return answer;
-  }
-
-  #memoryKey(scope: ApprovalScope) {
-    return permissionMemoryKey(scope, {
-      sessionId: this.#context.sessionId,
-      agent: this.#options.agent,
-    });
-  }
-
-  /** The session's "always" answer covering `scope`; null (ask) when the memory cannot say. */
-  async #recall(scope: ApprovalScope): Promise<RememberedPermission | null> {
-    try {
-      return await this.#memory.get(this.#memoryKey(scope));
-    } catch (error) {
-      this.#options.logger?.warn("cannot read remembered permissions; asking the user", {
-        session_id: this.#sessionId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      return null;
-    }
-  }
-
-  async #remember(scope: ApprovalScope, answer: RememberedPermission): Promise<void> {
-    try {
-      await this.#memory.set(this.#memoryKey(scope), answer);
-    } catch (error) {
-      // The answer still holds for this call; later ones will ask again.
-      this.#options.logger?.warn("cannot remember a permission answer", {
-        session_id: this.#sessionId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
   }
 
   async #askPermission(

@@ -1,6 +1,7 @@
+import { quoteShellWord } from "@deckhand/shell";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseShellScript, quoteShellWord, tokenizeShell } from "./shell-words.ts";
+import { parseShellScript, tokenizeShell } from "./shell-words.ts";
 
 /** Characters that mean something to the shell, so the quoting is really exercised. */
 const shellText = fc.string({

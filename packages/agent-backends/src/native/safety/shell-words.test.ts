@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  parseShellScript,
-  quoteShellWord,
-  tokenizeShell,
-  withoutTrailingBackground,
-} from "./shell-words.ts";
+import { parseShellScript, tokenizeShell, withoutTrailingBackground } from "./shell-words.ts";
 
 function words(command: string): string[] {
   return parseShellScript(command).commands.flatMap((part) => part.words.map((word) => word.text));
@@ -107,14 +102,5 @@ describe("withoutTrailingBackground", () => {
     "a & b",
   ])("leaves %j alone", (command) => {
     expect(withoutTrailingBackground(command)).toBeNull();
-  });
-});
-
-describe("quoteShellWord", () => {
-  it("leaves plain words alone and single-quotes the rest", () => {
-    expect(quoteShellWord("src/index.ts")).toBe("src/index.ts");
-    expect(quoteShellWord("it's here")).toBe(`'it'\\''s here'`);
-    expect(quoteShellWord("")).toBe("''");
-    expect(quoteShellWord("a=b")).toBe("'a=b'");
   });
 });

@@ -423,12 +423,3 @@ export function withoutTrailingBackground(command: string): string | null {
   const before = command.slice(0, token.start).trimEnd();
   return before.length === 0 ? null : before;
 }
-
-// No `=`: a quoted-as-is `a=b` in first position would turn into an assignment.
-const PLAIN_WORD = /^[A-Za-z0-9_\-./:@%+,]+$/;
-
-/** Quotes `text` so the shell passes it through as one word, exactly. */
-export function quoteShellWord(text: string): string {
-  if (PLAIN_WORD.test(text)) return text;
-  return `'${text.replaceAll("'", `'\\''`)}'`;
-}
