@@ -130,7 +130,16 @@ async function runTerminal(
   await turn.say(`${status} truncated ${output.truncated}\n${output.output}`);
 }
 
-async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutcome> {
+/**
+ * `askFirst` asks permission for a call it announces only once answered, as codex-acp does for
+ * commands; otherwise the call is announced first.
+ */
+async function runEdit(
+  turn: Turn,
+  path: string,
+  text: string,
+  askFirst = false,
+): Promise<TurnOutcome> {
   const toolCallId = turn.toolCallId("edit");
   const absolute = turn.path(path);
   const toolCall = {
@@ -141,7 +150,7 @@ async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutc
     locations: [{ path: absolute }],
     rawInput: { path, text },
   };
-  await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (!askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   const answer = await turn.client.request(acp.methods.client.session.requestPermission, {
     sessionId: turn.session.id,
     toolCall: { toolCallId, title: toolCall.title, kind: "edit", status: "pending" },
@@ -152,6 +161,7 @@ async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutc
       { optionId: "never", name: "Never allow edits", kind: "reject_always" },
     ],
   });
+  if (askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   if (answer.outcome.outcome === "cancelled") {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
     return { stopReason: "cancelled" };
@@ -289,6 +299,8 @@ async function runPrompt(
     }
     case "edit":
       return runEdit(turn, prompt.path, prompt.text);
+    case "edit-ask-first":
+      return runEdit(turn, prompt.path, prompt.text, true);
     case "slow":
       return runStream(turn, prompt.ms, true);
     case "stubborn":
