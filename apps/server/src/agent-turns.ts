@@ -17,12 +17,7 @@ import {
   type Transaction,
   tasks,
 } from "@deckhand/db";
-import {
-  type ModelTokenStore,
-  mintModelToken,
-  redactSecrets,
-  revokeModelToken,
-} from "@deckhand/model-proxy";
+import { type ModelTokenStore, redactSecrets, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
 import {
   type AgentEvent,
@@ -30,12 +25,12 @@ import {
   type AnswerPermissionRequest,
   type ApprovalPolicyName,
   type StopReason,
-  WirePath,
 } from "@deckhand/wire";
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { resolveCommit } from "./git.ts";
+import { leaseModelProxy } from "./model-proxy-lease.ts";
 import { type Part, type PartChanges, PartCollector, type PartContent } from "./part-collector.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
@@ -460,18 +455,16 @@ export class AgentTurns {
     let provider = plain;
     if (agentType !== null && this.#options.hasUpstream(agentType)) {
       const jobId = `agent-session:${context.agentSessionRowId}`;
-      const minted = await mintModelToken(modelTokens, {
+      // Revoked when the backend goes (see onDisposed), not when this call ends.
+      const lease = await leaseModelProxy({ modelTokens, serverUrl }, agentType, {
         jobId,
         ttlMs: this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000,
       });
-      this.#tokens.set(`${sessionId}/${agent}`, minted.tokenId);
+      this.#tokens.set(`${sessionId}/${agent}`, lease.tokenId);
       this.#jobIds.set(`${sessionId}/${agent}`, jobId);
-      const url = `${serverUrl()}${WirePath.modelProvider}/${agentType}`;
-      modelProxy = { url, token: minted.token, jobId };
-      provider = await providers.resolve(agent, {
-        ...where,
-        proxy: { proxyUrl: url, token: minted.token, jobId },
-      });
+      const { proxyUrl, token } = lease.context;
+      modelProxy = { url: proxyUrl, token, jobId };
+      provider = await providers.resolve(agent, { ...where, proxy: lease.context });
     }
     const workspaceAgent = this.#options.workspaceAgent;
     if (!workspaceAgent) {

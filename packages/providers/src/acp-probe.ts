@@ -21,6 +21,8 @@ export interface ProbeOptions {
   signal?: AbortSignal;
   /** Reported to the agent as `clientInfo.version`. */
   clientVersion?: string;
+  /** What the error says to do when the agent refuses a session for want of a login. */
+  loginAdvice?: string;
 }
 
 export type ProbeOutcome =
@@ -184,7 +186,7 @@ function sessionModes(session: acp.NewSessionResponse): {
   return { modes: [], current: null };
 }
 
-function emptyResult(stderrTail: string): ProbeResult {
+export function emptyProbeResult(stderrTail: string): ProbeResult {
   return {
     agentName: null,
     version: null,
@@ -213,7 +215,7 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
     return {
       status: "error",
       error: `cannot start ${options.executable}: ${error instanceof Error ? error.message : String(error)}`,
-      result: emptyResult(""),
+      result: emptyProbeResult(""),
     };
   }
 }
@@ -221,7 +223,7 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
 async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
   const cwd = await mkdtemp(join(tmpdir(), "deckhand-probe-"));
   const stderr = new TailBuffer(STDERR_TAIL_BYTES);
-  const partial = emptyResult("");
+  const partial = emptyProbeResult("");
   let phase = "start";
   let settled = false;
 
@@ -361,7 +363,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
       ) {
         const methods = (initialized.authMethods ?? []).map((method) => method.name).join(", ");
         throw new ProbeFailure(
-          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; log in with the agent's own CLI, or configure its credentials in the provider's env`,
+          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? "log in with the agent's own CLI, or configure its credentials in the provider's env"}`,
         );
       }
       throw error;
@@ -429,10 +431,13 @@ export interface VersionOutput {
   timedOut: boolean;
 }
 
-/** Runs `<command> --version` for the diagnostic, bounded in time and output. */
+/**
+ * Runs `<executable> <versionArgs>` for the diagnostic, bounded in time and output; only for a
+ * provider that has a version command (see `ProviderDefinition.versionArgs`).
+ */
 export async function versionOutput(
   executable: string,
-  args: readonly string[],
+  versionArgs: readonly string[],
   env: Record<string, string | undefined>,
   timeoutMs = 3_000,
 ): Promise<VersionOutput> {
@@ -441,7 +446,7 @@ export async function versionOutput(
   try {
     let child: ChildProcess;
     try {
-      child = spawn(executable, [...args, "--version"], {
+      child = spawn(executable, [...versionArgs], {
         cwd,
         env,
         stdio: ["ignore", "pipe", "pipe"],

@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+import { MODEL_TOKEN_PREFIX, WireEnv } from "@deckhand/wire";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
 import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
 import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
@@ -327,6 +328,17 @@ async function runPrompt(
   }
 }
 
+/** Which of the model proxy's settings are absent; a token must be a scoped model token. */
+function missingProxySettings(env: NodeJS.ProcessEnv): string[] {
+  const missing: string[] = [];
+  if (!env[WireEnv.modelProviderUrl]?.startsWith("http")) missing.push(WireEnv.modelProviderUrl);
+  if (!env[WireEnv.modelProviderToken]?.startsWith(MODEL_TOKEN_PREFIX)) {
+    missing.push(WireEnv.modelProviderToken);
+  }
+  if (!env[WireEnv.jobId]) missing.push(WireEnv.jobId);
+  return missing;
+}
+
 function run(options: ScriptedAgentOptions): void {
   const script = scriptedAgentScript(options);
   if (options.mode === "garbage") {
@@ -404,6 +416,15 @@ function run(options: ScriptedAgentOptions): void {
           undefined,
           "scripted agent: log in first (scripted auth-required mode)",
         );
+      }
+      if (options.mode === "proxy-required") {
+        const missing = missingProxySettings(process.env);
+        if (missing.length > 0) {
+          throw acp.RequestError.authRequired(
+            undefined,
+            `scripted agent: no model provider (missing ${missing.join(", ")}); log in first`,
+          );
+        }
       }
       // Unique across agent processes, so a state directory can hold many sessions.
       const sessionId = `scripted-session-${randomUUID()}`;
@@ -484,6 +505,10 @@ function run(options: ScriptedAgentOptions): void {
 const parsed = parseScriptedAgentArguments(process.argv.slice(2));
 if (parsed.kind === "version") {
   process.stdout.write(`scripted-acp-agent ${parsed.version}\n`);
+} else if (parsed.kind === "version-refused") {
+  // What codex-acp answers: it has no version flag.
+  process.stderr.write("error: `--version` is not supported\n");
+  process.exitCode = 2;
 } else if (parsed.kind === "error") {
   process.stderr.write(`scripted-acp-agent: ${parsed.message}\n`);
   process.exitCode = 2;

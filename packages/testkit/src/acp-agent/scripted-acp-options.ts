@@ -10,12 +10,17 @@ import { parseArgs } from "node:util";
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ * - `proxy-required`: like normal, but, as codex-acp without a login, refuses session/new with
+ *   auth_required unless Deckhand's model proxy settings are in its environment
+ *   (`DECKHAND_MODEL_PROVIDER_URL`, a scoped `DECKHAND_MODEL_PROVIDER_TOKEN`, `DECKHAND_JOB_ID`).
  *
  * Independent of the mode: `--state-dir` keeps each session's history in a directory so a later
  * process can `session/load` it (resume across restarts), `--no-load` stops the agent from
  * advertising `loadSession`, as agents without resume do, and `--resume` advertises
  * `sessionCapabilities.resume` and serves `session/resume` (the session continues, its history
- * kept, nothing replayed), as agents that cannot load offer instead.
+ * kept, nothing replayed), as agents that cannot load offer instead. `-c key=value` overrides
+ * (codex's, which Deckhand passes to point codex-acp at its proxy) are accepted and ignored, and
+ * `--no-version` makes `--version` fail as codex-acp's does.
  */
 export const SCRIPTED_AGENT_MODES = [
   "normal",
@@ -24,6 +29,7 @@ export const SCRIPTED_AGENT_MODES = [
   "crash",
   "garbage",
   "auth-required",
+  "proxy-required",
 ] as const;
 export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];
 
@@ -51,6 +57,7 @@ const SLOW_COMMANDS_DELAY_MS = 1_500;
 export type ParsedScriptedAgentArguments =
   | { kind: "run"; options: ScriptedAgentOptions }
   | { kind: "version"; version: string }
+  | { kind: "version-refused" }
   | { kind: "error"; message: string };
 
 function isMode(value: string): value is ScriptedAgentMode {
@@ -59,10 +66,10 @@ function isMode(value: string): value is ScriptedAgentMode {
 
 /**
  * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load]
- * [--resume] | --version`.
+ * [--resume] [--no-version] [-c key=value]... | --version`.
  */
 export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -74,6 +81,8 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
         "no-load": { type: "boolean" },
         resume: { type: "boolean" },
         version: { type: "boolean" },
+        "no-version": { type: "boolean" },
+        config: { type: "string", short: "c", multiple: true },
       },
       strict: true,
     }));
@@ -81,7 +90,9 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
     return { kind: "error", message: (error as Error).message };
   }
   const version = (values["agent-version"] as string | undefined) ?? SCRIPTED_AGENT_VERSION;
-  if (values.version) return { kind: "version", version };
+  if (values.version) {
+    return values["no-version"] ? { kind: "version-refused" } : { kind: "version", version };
+  }
   const mode = (values.mode as string | undefined) ?? "normal";
   if (!isMode(mode)) {
     return {
