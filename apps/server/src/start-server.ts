@@ -155,6 +155,8 @@ export async function startServer(
           : `--reset-admin-token has no effect: ${ADMIN_TOKEN_ENV} is set, so no token is generated`,
       );
     }
+    /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
+    const hasUpstream = (agentType: string) => agentType in config.modelUpstreams;
     // Probes may start before the server listens (warmUp); their proxy access waits for it.
     let listening: (url: string) => void = () => {};
     let notListening: (error: Error) => void = () => {};
@@ -171,7 +173,7 @@ export async function startServer(
       // Probes start an agent as sessions do: pointed at the proxy with a token of its own,
       // revoked once the probe ends.
       modelProxy: {
-        configured: (agentType) => agentType in config.modelUpstreams,
+        configured: hasUpstream,
         lease: (agentType) =>
           leaseModelProxy({ modelTokens, serverUrl: () => listeningUrl }, agentType, {
             jobId: `provider-probe:${agentType}:${randomUUID()}`,
@@ -214,7 +216,7 @@ export async function startServer(
         return serverUrl;
       },
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
-      hasUpstream: (agentType) => agentType in config.modelUpstreams,
+      hasUpstream,
       createBackend:
         options.createBackend ??
         agentBackendFactory({

@@ -29,6 +29,10 @@ export type ProbeOutcome =
   | { status: "ready"; result: ProbeResult }
   | { status: "not_installed" | "error"; error: string; result: ProbeResult };
 
+/** What to do when an agent that keeps its own login wants one. */
+export const OWN_LOGIN_ADVICE =
+  "log in with the agent's own CLI, or configure its credentials in the provider's env";
+
 /** Enough of stderr to show why an agent failed, small enough for a database row. */
 const STDERR_TAIL_BYTES = 4096;
 /** A line this long without a newline is not an ACP message anyone should wait for. */
@@ -363,7 +367,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
       ) {
         const methods = (initialized.authMethods ?? []).map((method) => method.name).join(", ");
         throw new ProbeFailure(
-          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? "log in with the agent's own CLI, or configure its credentials in the provider's env"}`,
+          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? OWN_LOGIN_ADVICE}`,
         );
       }
       throw error;

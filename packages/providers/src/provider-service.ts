@@ -7,7 +7,13 @@ import {
   type ProvidersSnapshot,
   WireEnv,
 } from "@deckhand/wire";
-import { emptyProbeResult, type ProbeOutcome, probeAcpAgent, versionOutput } from "./acp-probe.ts";
+import {
+  emptyProbeResult,
+  OWN_LOGIN_ADVICE,
+  type ProbeOutcome,
+  probeAcpAgent,
+  versionOutput,
+} from "./acp-probe.ts";
 import {
   type ConfigSnapshot,
   type ConfiguredProvider,
@@ -258,7 +264,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const loginAdvice = (provider: ConfiguredProvider): string => {
     const agentType = provider.modelProxy?.agentType;
     if (agentType === undefined) {
-      return "log in with the agent's own CLI, or configure its credentials in the provider's env";
+      return OWN_LOGIN_ADVICE;
     }
     if (proxiedType(provider) !== null) {
       return `it refused the model proxy Deckhand pointed it at; check modelUpstreams.${agentType} in the server's config.json and the agent's stderr`;

@@ -56,13 +56,9 @@ export interface ProviderDefinition {
   modelProxy: ModelProxySupport | null;
 }
 
-/** The proxy's URL, token and job id travel in the environment, read by every launcher below. */
+/** Both values travel in the environment, where every launcher below reads them from. */
 function tokenEnvironment(context: ModelProxyContext): Record<string, string> {
-  return {
-    [WireEnv.modelProviderUrl]: context.proxyUrl,
-    [WireEnv.modelProviderToken]: context.token,
-    [WireEnv.jobId]: context.jobId,
-  };
+  return { [WireEnv.modelProviderToken]: context.token, [WireEnv.jobId]: context.jobId };
 }
 
 /**

@@ -16,7 +16,6 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { MODEL_TOKEN_PREFIX, WireEnv } from "@deckhand/wire";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
 import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
 import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
@@ -328,10 +327,17 @@ async function runPrompt(
   }
 }
 
-/** Which of the model proxy's settings are absent; a token must be a scoped model token. */
-function missingProxySettings(env: NodeJS.ProcessEnv): string[] {
+/** Which of the model proxy's settings are absent; the token must be a scoped model token. */
+async function missingProxySettings(
+  overrides: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<string[]> {
+  // Loaded only here: the wire package costs every other mode's startup half a second.
+  const { MODEL_TOKEN_PREFIX, WireEnv } = await import("@deckhand/wire");
   const missing: string[] = [];
-  if (!env[WireEnv.modelProviderUrl]?.startsWith("http")) missing.push(WireEnv.modelProviderUrl);
+  if (!overrides.some((override) => /^model_providers\.[^.]+\.base_url="http/.test(override))) {
+    missing.push("a model provider base_url");
+  }
   if (!env[WireEnv.modelProviderToken]?.startsWith(MODEL_TOKEN_PREFIX)) {
     missing.push(WireEnv.modelProviderToken);
   }
@@ -418,7 +424,7 @@ function run(options: ScriptedAgentOptions): void {
         );
       }
       if (options.mode === "proxy-required") {
-        const missing = missingProxySettings(process.env);
+        const missing = await missingProxySettings(options.configOverrides, process.env);
         if (missing.length > 0) {
           throw acp.RequestError.authRequired(
             undefined,

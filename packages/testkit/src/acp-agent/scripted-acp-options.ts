@@ -11,15 +11,16 @@ import { parseArgs } from "node:util";
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
  * - `proxy-required`: like normal, but, as codex-acp without a login, refuses session/new with
- *   auth_required unless Deckhand's model proxy settings are in its environment
- *   (`DECKHAND_MODEL_PROVIDER_URL`, a scoped `DECKHAND_MODEL_PROVIDER_TOKEN`, `DECKHAND_JOB_ID`).
+ *   auth_required unless Deckhand pointed it at the model proxy as it points codex: a
+ *   `-c model_providers.<id>.base_url=...` override, and a scoped model token and a job id in
+ *   its environment.
  *
  * Independent of the mode: `--state-dir` keeps each session's history in a directory so a later
  * process can `session/load` it (resume across restarts), `--no-load` stops the agent from
  * advertising `loadSession`, as agents without resume do, and `--resume` advertises
  * `sessionCapabilities.resume` and serves `session/resume` (the session continues, its history
  * kept, nothing replayed), as agents that cannot load offer instead. `-c key=value` overrides
- * (codex's, which Deckhand passes to point codex-acp at its proxy) are accepted and ignored, and
+ * (codex's, which Deckhand passes to point codex-acp at its proxy) are accepted, and
  * `--no-version` makes `--version` fail as codex-acp's does.
  */
 export const SCRIPTED_AGENT_MODES = [
@@ -45,6 +46,8 @@ export interface ScriptedAgentOptions {
   loadSession: boolean;
   /** Whether `sessionCapabilities.resume` is advertised (and `session/resume` served). */
   resumeSession: boolean;
+  /** codex's `-c key=value` overrides, in order. */
+  configOverrides: string[];
 }
 
 export const SCRIPTED_AGENT_VERSION = "1.2.3";
@@ -119,6 +122,7 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       stateDir: (values["state-dir"] as string | undefined) ?? null,
       loadSession: values["no-load"] !== true,
       resumeSession: values.resume === true,
+      configOverrides: (values.config as string[] | undefined) ?? [],
     },
   };
 }
