@@ -2,11 +2,17 @@ import { createDb, type DbHandle } from "@deckhand/db";
 import {
   hashModelToken,
   mintModelToken,
+  REDACTED,
   revokeModelToken,
   verifyModelToken,
 } from "@deckhand/model-proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DbModelTokenStore, DbPermissionMemory, DbUsageRecorder } from "./db-stores.ts";
+import {
+  DbModelTokenStore,
+  DbPermissionMemory,
+  DbProbeStore,
+  DbUsageRecorder,
+} from "./db-stores.ts";
 
 let database: DbHandle;
 beforeAll(async () => {
@@ -144,5 +150,37 @@ describe("DbPermissionMemory", () => {
     expect(await new DbPermissionMemory(database.db).get(command)).toBe("allow_always");
     expect(await memory.get({ ...command, subject: "touch y" })).toBeNull();
     expect(await memory.get({ ...key, toolKind: "execute" })).toBeNull();
+  });
+});
+
+describe("DbProbeStore", () => {
+  it("keeps no model token a probed agent wrote to stderr or an error", async () => {
+    const store = new DbProbeStore(database.db);
+    const { token } = await mintModelToken(new DbModelTokenStore(database.db), {
+      jobId: "provider-probe:codex:1",
+      ttlMs: 60_000,
+    });
+    await store.save({
+      providerId: "codex",
+      fingerprint: "f",
+      status: "error",
+      error: `the agent said: bad token ${token}`,
+      result: {
+        agentName: null,
+        version: null,
+        models: [],
+        currentModel: null,
+        modes: [],
+        currentMode: null,
+        commands: [],
+        commandsComplete: false,
+        stderrTail: `using ${token}\n`,
+      },
+      probedAt: new Date(),
+    });
+    const loaded = await store.load("codex");
+    expect(JSON.stringify(loaded)).not.toContain(token);
+    expect(loaded?.result.stderrTail).toContain(REDACTED);
+    expect(loaded?.error).toContain(REDACTED);
   });
 });

@@ -11,11 +11,12 @@ import {
   permissionRules,
   providerProbes,
 } from "@deckhand/db";
-import type {
-  ModelTokenRecord,
-  ModelTokenStore,
-  ModelUsageEntry,
-  UsageRecorder,
+import {
+  type ModelTokenRecord,
+  type ModelTokenStore,
+  type ModelUsageEntry,
+  redactSecrets,
+  type UsageRecorder,
 } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { and, asc, eq, sql } from "drizzle-orm";
@@ -151,11 +152,12 @@ export class DbProbeStore implements ProbeStore {
   }
 
   async save(record: ProbeRecord): Promise<void> {
+    // A probed agent holds a model token while it runs; what it wrote is kept without it.
     const values = {
       fingerprint: record.fingerprint,
       status: record.status,
-      result: record.result,
-      error: record.error,
+      result: { ...record.result, stderrTail: redactSecrets(record.result.stderrTail) },
+      error: record.error === null ? null : redactSecrets(record.error),
       probedAt: record.probedAt,
       updatedAt: new Date(),
     };

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
@@ -19,6 +19,7 @@ import {
   DbProbeStore,
   DbUsageRecorder,
 } from "./db-stores.ts";
+import { leaseModelProxy } from "./model-proxy-lease.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamHub } from "./session-events.ts";
 import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
@@ -73,6 +74,9 @@ export interface StartServerOptions {
 export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** What shutdown gives HTTP requests still in flight once no task runs any more. */
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
+
+/** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
+const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
 
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
@@ -152,11 +156,31 @@ export async function startServer(
           : `--reset-admin-token has no effect: ${ADMIN_TOKEN_ENV} is set, so no token is generated`,
       );
     }
+    /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
+    const hasUpstream = (agentType: string) => agentType in config.modelUpstreams;
+    // Probes may start before the server listens (warmUp); their proxy access waits for it.
+    let listening: (url: string) => void = () => {};
+    let notListening: (error: Error) => void = () => {};
+    const listeningUrl = new Promise<string>((resolveUrl, rejectUrl) => {
+      listening = resolveUrl;
+      notListening = rejectUrl;
+    });
+    listeningUrl.catch(() => {});
     const providers = createProviderService({
       configPath: config.providersConfigPath,
       probeStore: new DbProbeStore(database.db),
       // The native agent talks to the upstream configured for its own agent type.
       modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
+      // Probes start an agent as sessions do: pointed at the proxy with a token of its own,
+      // revoked once the probe ends.
+      modelProxy: {
+        configured: hasUpstream,
+        lease: (agentType) =>
+          leaseModelProxy({ modelTokens, serverUrl: () => listeningUrl }, agentType, {
+            jobId: `provider-probe:${agentType}:${randomUUID()}`,
+            ttlMs: PROBE_MODEL_TOKEN_TTL_MS,
+          }),
+      },
       withheldEnv: config.withheldEnv,
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
@@ -173,6 +197,8 @@ export async function startServer(
       },
     });
     cleanups.push(() => providers.close());
+    // Runs before providers.close(): a probe waiting for a server that never listened gives up.
+    cleanups.push(async () => notListening(new Error("the server stopped before it listened")));
     // Config problems reach the log now, and probes that are due run while the server starts.
     await providers.warmUp();
 
@@ -191,7 +217,7 @@ export async function startServer(
         return serverUrl;
       },
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
-      hasUpstream: (agentType) => agentType in config.modelUpstreams,
+      hasUpstream,
       createBackend:
         options.createBackend ??
         agentBackendFactory({
@@ -262,6 +288,7 @@ export async function startServer(
     });
     cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
     serverUrl = url;
+    listening(url);
 
     // The worker starts once the server listens: agent turns reach the model proxy through it.
     worker = new TaskWorker({

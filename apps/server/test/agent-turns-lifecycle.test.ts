@@ -671,6 +671,51 @@ describe("agent turns: the scripted ACP agent between turns", () => {
     );
   });
 
+  it("stores the permission and its answer with a tool call the agent announced only after asking", async () => {
+    const { session, chat, stream } = await client.session();
+    const messageId = await client.send(chat, "scripted", "edit-ask-first asked.txt late call");
+    await stream.waitFor((c) =>
+      eventsOf(c, messageId).some((e) => e.type === "permission_request"),
+    );
+    const request = eventsOf(stream, messageId).find((e) => e.type === "permission_request") as {
+      request_id: string;
+      tool_call_id: string;
+    };
+    // Asked before announced: the stream has no tool call for it yet.
+    expect(
+      eventsOf(stream, messageId).some(
+        (e) => e.type === "tool_call" && e.tool_call_id === request.tool_call_id,
+      ),
+    ).toBe(false);
+    await client.harness.api(
+      "POST",
+      serverPath(ServerPath.agentPermission, {
+        session_id: session.id,
+        agent: "scripted",
+        request_id: request.request_id,
+      }),
+      { body: { outcome: "allow_once" } },
+    );
+    expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
+    const parts = (await client.message(chat, messageId))!.parts;
+    const call = parts.find((part) => part.kind === "tool_call");
+    expect(call?.content).toMatchObject({
+      tool_call_id: request.tool_call_id,
+      status: "completed",
+      permission: {
+        request_id: request.request_id,
+        title: "Edit asked.txt",
+        options: [
+          { option_id: "yes", name: "Allow", kind: "allow_once" },
+          { option_id: "always", name: "Always allow edits", kind: "allow_always" },
+          { option_id: "no", name: "Reject", kind: "reject_once" },
+          { option_id: "never", name: "Never allow edits", kind: "reject_always" },
+        ],
+        outcome: "allow_once",
+      },
+    });
+  });
+
   it("tells the client when an agent that cannot resume starts a new session instead", async () => {
     const { session, chat, stream } = await client.session();
     const first = await client.send(chat, "forgetful", "remember this");

@@ -7,10 +7,19 @@ import {
   type ProvidersConfigResponse,
   type ProvidersSnapshot,
   ServerPath,
+  serverPath,
   WireHeader,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { Cleanups, makeRepository, startTestServer, type TestServer, tempDir } from "./harness.ts";
+import {
+  backends,
+  Cleanups,
+  databaseUrlFor,
+  makeRepository,
+  startTestServer,
+  type TestServer,
+  tempDir,
+} from "./harness.ts";
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -138,6 +147,51 @@ describe("providers through the server", () => {
     );
     expect(unknown.status).toBe(404);
   }, 60_000);
+
+  it.each(backends)(
+    "on $backend, shows codex ready when the server has an upstream for its type: the probe gets the proxy settings a session gets, its token revoked after",
+    async ({ backend }) => {
+      const dataDir = tempDir(cleanups);
+      writeFileSync(
+        join(dataDir, "providers.json"),
+        JSON.stringify({
+          providers: {
+            // Like codex-acp without a login: no session unless pointed at a model provider, and
+            // no --version.
+            codex: { command: scriptedAcpAgentCommand("proxy-required", { noVersion: true }) },
+          },
+        }),
+      );
+      const harness = await startTestServer(cleanups, {
+        dataDir,
+        config: {
+          workspaceAgent: false,
+          databaseUrl: await databaseUrlFor(cleanups, backend),
+          modelUpstreams: {
+            codex: { kind: "openai", baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-not-used-0123" },
+          },
+        },
+      });
+      const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+      expect(entry(snapshot.body, "codex")).toMatchObject({ status: "ready", last_error: null });
+      const tokens = await harness.server.database.query<{ job_id: string; revoked_at: unknown }>(
+        "select job_id, revoked_at from model_tokens",
+      );
+      const probeTokens = tokens.rows.filter((row) =>
+        row.job_id.startsWith("provider-probe:codex:"),
+      );
+      expect(probeTokens.length).toBeGreaterThan(0);
+      expect(probeTokens.every((row) => row.revoked_at !== null)).toBe(true);
+      const diagnostic = await fetch(
+        `${harness.server.url}${serverPath(ServerPath.providerDiagnostic, { provider_id: "codex" })}`,
+      );
+      expect(diagnostic.status).toBe(200);
+      const text = await diagnostic.text();
+      expect(text).not.toContain("not supported");
+      expect(text).not.toContain("sk-not-used");
+    },
+    60_000,
+  );
 
   it("starts with a broken providers file and reports it as a diagnostic", async () => {
     const dataDir = tempDir(cleanups);

@@ -148,9 +148,9 @@ describe("probeAcpAgent against the scripted agent", () => {
     expect(probeDirectories().filter((name) => !before.has(name))).toEqual([]);
   });
 
-  it("runs --version for the diagnostic", async () => {
+  it("runs the version arguments it is given for the diagnostic", async () => {
     const [executable, ...args] = scriptedAcpAgentCommand("hang", { agentVersion: "9.9.9" });
-    expect(await versionOutput(executable!, args, { ...process.env })).toEqual({
+    expect(await versionOutput(executable!, [...args, "--version"], { ...process.env })).toEqual({
       output: "scripted-acp-agent 9.9.9\n",
       exitCode: 0,
       timedOut: false,

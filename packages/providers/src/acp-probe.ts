@@ -21,11 +21,17 @@ export interface ProbeOptions {
   signal?: AbortSignal;
   /** Reported to the agent as `clientInfo.version`. */
   clientVersion?: string;
+  /** What the error says to do when the agent refuses a session for want of a login. */
+  loginAdvice?: string;
 }
 
 export type ProbeOutcome =
   | { status: "ready"; result: ProbeResult }
   | { status: "not_installed" | "error"; error: string; result: ProbeResult };
+
+/** What to do when an agent that keeps its own login wants one. */
+export const OWN_LOGIN_ADVICE =
+  "log in with the agent's own CLI, or configure its credentials in the provider's env";
 
 /** Enough of stderr to show why an agent failed, small enough for a database row. */
 const STDERR_TAIL_BYTES = 4096;
@@ -184,7 +190,7 @@ function sessionModes(session: acp.NewSessionResponse): {
   return { modes: [], current: null };
 }
 
-function emptyResult(stderrTail: string): ProbeResult {
+export function emptyProbeResult(stderrTail: string): ProbeResult {
   return {
     agentName: null,
     version: null,
@@ -213,7 +219,7 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
     return {
       status: "error",
       error: `cannot start ${options.executable}: ${error instanceof Error ? error.message : String(error)}`,
-      result: emptyResult(""),
+      result: emptyProbeResult(""),
     };
   }
 }
@@ -221,7 +227,7 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
 async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
   const cwd = await mkdtemp(join(tmpdir(), "deckhand-probe-"));
   const stderr = new TailBuffer(STDERR_TAIL_BYTES);
-  const partial = emptyResult("");
+  const partial = emptyProbeResult("");
   let phase = "start";
   let settled = false;
 
@@ -361,7 +367,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
       ) {
         const methods = (initialized.authMethods ?? []).map((method) => method.name).join(", ");
         throw new ProbeFailure(
-          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; log in with the agent's own CLI, or configure its credentials in the provider's env`,
+          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? OWN_LOGIN_ADVICE}`,
         );
       }
       throw error;
@@ -429,10 +435,13 @@ export interface VersionOutput {
   timedOut: boolean;
 }
 
-/** Runs `<command> --version` for the diagnostic, bounded in time and output. */
+/**
+ * Runs `<executable> <versionArgs>` for the diagnostic, bounded in time and output; only for a
+ * provider that has a version command (see `ProviderDefinition.versionArgs`).
+ */
 export async function versionOutput(
   executable: string,
-  args: readonly string[],
+  versionArgs: readonly string[],
   env: Record<string, string | undefined>,
   timeoutMs = 3_000,
 ): Promise<VersionOutput> {
@@ -441,7 +450,7 @@ export async function versionOutput(
   try {
     let child: ChildProcess;
     try {
-      child = spawn(executable, [...args, "--version"], {
+      child = spawn(executable, [...versionArgs], {
         cwd,
         env,
         stdio: ["ignore", "pipe", "pipe"],

@@ -75,7 +75,13 @@ describe("interpretProvidersConfig", () => {
       JSON.stringify({
         providers: {
           "my-agent": { extends: "acp", command: ["my-agent", "--acp"], env: { A: "1" } },
-          other: { extends: "acp", label: "Other", command: ["other"], enabled: false },
+          other: {
+            extends: "acp",
+            label: "Other",
+            command: ["other"],
+            enabled: false,
+            versionArgs: ["version", "--short"],
+          },
         },
       }),
     );
@@ -89,10 +95,17 @@ describe("interpretProvidersConfig", () => {
         command: ["my-agent", "--acp"],
         env: { A: "1" },
         installHint: null,
+        // No version command is tried on an agent that did not name one.
+        versionArgs: null,
         modelProxy: null,
         enabled: true,
       },
-      expect.objectContaining({ id: "other", label: "Other", enabled: false }),
+      expect.objectContaining({
+        id: "other",
+        label: "Other",
+        enabled: false,
+        versionArgs: ["version", "--short"],
+      }),
     ]);
   });
 

@@ -145,6 +145,7 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
         enabled: (valid.enabled as boolean | undefined) ?? current.enabled,
         command: (valid.command as string[] | undefined) ?? current.command,
         env: { ...current.env, ...(valid.env as Record<string, string> | undefined) },
+        versionArgs: versionArgsOf(valid.versionArgs, current.versionArgs),
       };
       continue;
     }
@@ -174,11 +175,20 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
       command: valid.command as string[],
       env: { ...(valid.env as Record<string, string> | undefined) },
       installHint: null,
+      // An agent's own CLI may refuse any extra argument: none is tried unless configured.
+      versionArgs: versionArgsOf(valid.versionArgs, null),
       modelProxy: null,
       enabled: (valid.enabled as boolean | undefined) ?? true,
     });
   }
   return { document, patchable: true, providers, diagnostics };
+}
+
+/** A configured `versionArgs` (`[]` meaning the agent has no version command) over `fallback`. */
+function versionArgsOf(configured: unknown, fallback: readonly string[] | null) {
+  if (configured === undefined) return fallback;
+  const args = configured as string[];
+  return args.length > 0 ? args : null;
 }
 
 /** A strong ETag: the SHA-256 of the file's bytes, so any change, by anyone, changes it. */

@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
-import { WireEnv, WireHeader } from "@deckhand/wire";
+import { MODEL_TOKEN_PREFIX, WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryProbeStore } from "./probe-store.ts";
 import { ProvidersError } from "./providers-error.ts";
@@ -133,7 +133,9 @@ describe("the snapshot", () => {
       providers: {
         normal: scriptedProvider("normal"),
         hang: scriptedProvider("hang"),
-        crash: scriptedProvider("crash"),
+        crash: scriptedProvider("crash", {
+          versionArgs: [...scriptedAcpAgentCommand("crash").slice(1, 3), "--version"],
+        }),
         garbage: scriptedProvider("garbage"),
         auth: scriptedProvider("auth-required"),
       },
@@ -159,7 +161,8 @@ describe("the snapshot", () => {
     const diagnostic = await service.diagnostic("crash");
     expect(diagnostic).toContain("last probe error: the agent exited (code 3) during initialize");
     expect(diagnostic).toContain("crashing in initialize as asked");
-    expect(diagnostic).toContain("version output (--version, exit 0):\nscripted-acp-agent 1.2.3");
+    expect(diagnostic).toContain("version output (");
+    expect(diagnostic).toContain("--version, exit 0):\nscripted-acp-agent 1.2.3");
   });
 
   it("answers a refresh of one provider while another's refresh hangs, showing that one loading", async () => {
@@ -342,6 +345,114 @@ describe("patchConfig", () => {
   });
 });
 
+describe("probing agents the model proxy serves", () => {
+  /** Proxy access as the server lends it, with a record of every lease and its release. */
+  function fakeProxy(servedTypes: string[]) {
+    const leases: { agentType: string; token: string; released: boolean }[] = [];
+    return {
+      leases,
+      configured: (agentType: string) => servedTypes.includes(agentType),
+      lease: async (agentType: string) => {
+        const lease = {
+          agentType,
+          token: `${MODEL_TOKEN_PREFIX}${"a".repeat(43)}`,
+          released: false,
+        };
+        leases.push(lease);
+        return {
+          context: {
+            proxyUrl: `http://127.0.0.1:9/model-provider/${agentType}`,
+            token: lease.token,
+            jobId: `provider-probe:${agentType}:${leases.length}`,
+          },
+          release: async () => {
+            lease.released = true;
+          },
+        };
+      },
+    };
+  }
+
+  it("shows an agent that needs the proxy to open a session ready, its probe launched as sessions launch it", async () => {
+    const proxy = fakeProxy(["codex"]);
+    const service = createTestService({ modelProxy: proxy });
+    writeConfig(service.configPath, {
+      providers: { codex: { command: scriptedAcpAgentCommand("proxy-required") } },
+    });
+    const codex = entryOf(await service.snapshot(), "codex")!;
+    expect(codex.last_error).toBeNull();
+    expect(codex.status).toBe("ready");
+    // One lease for the probe, revoked once the agent stopped.
+    expect(proxy.leases).toEqual([expect.objectContaining({ agentType: "codex", released: true })]);
+  });
+
+  it("probes again once an upstream serves the agent's type, instead of trusting the result from before", async () => {
+    const served: string[] = [];
+    const proxy = fakeProxy(served);
+    const service = createTestService({
+      modelProxy: { ...proxy, configured: (type) => served.includes(type) },
+    });
+    writeConfig(service.configPath, {
+      providers: { codex: { command: scriptedAcpAgentCommand("proxy-required") } },
+    });
+    expect(entryOf(await service.snapshot(), "codex")!.status).toBe("error");
+    served.push("codex");
+    expect(entryOf(await service.snapshot(), "codex")!.status).toBe("ready");
+  });
+
+  it("says to configure the agent type's upstream, never to put a key in the provider's env, when such an agent wants a login", async () => {
+    const service = createTestService({ modelProxy: fakeProxy([]) });
+    writeConfig(service.configPath, {
+      providers: { codex: { command: scriptedAcpAgentCommand("proxy-required") } },
+    });
+    const codex = entryOf(await service.snapshot(), "codex")!;
+    expect(codex.status).toBe("error");
+    expect(codex.last_error).toContain("needs a login");
+    expect(codex.last_error).toContain("modelUpstreams.codex");
+    expect(codex.last_error).not.toContain("provider's env");
+    expect(codex.last_error).not.toContain("credentials");
+  });
+
+  it("keeps the own-login advice for an agent the proxy cannot serve", async () => {
+    const service = createTestService({ modelProxy: fakeProxy(["codex"]) });
+    writeConfig(service.configPath, { providers: { auth: scriptedProvider("auth-required") } });
+    expect(entryOf(await service.snapshot(), "auth")!.last_error).toContain(
+      "log in with the agent's own CLI",
+    );
+  });
+
+  it("runs no version command for an agent without one: codex-acp refuses --version", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: { codex: { command: scriptedAcpAgentCommand("normal", { noVersion: true }) } },
+    });
+    await service.snapshot();
+    const diagnostic = await service.diagnostic("codex");
+    expect(diagnostic).not.toContain("--version");
+    expect(diagnostic).not.toContain("not supported");
+    expect(diagnostic).toContain(
+      "version: 1.2.3 (as the agent reports it in ACP initialize; it has no version command)",
+    );
+  });
+
+  it("runs a provider's own version arguments instead of its command's", async () => {
+    const service = createTestService();
+    const [node, ...args] = scriptedAcpAgentCommand("normal", { agentVersion: "4.5.6" });
+    writeConfig(service.configPath, {
+      providers: {
+        custom: {
+          extends: "acp",
+          command: [node, ...args],
+          versionArgs: [...args.slice(0, 2), "--agent-version", "4.5.6", "--version"],
+        },
+      },
+    });
+    expect(await service.diagnostic("custom")).toContain(
+      " --version, exit 0):\nscripted-acp-agent 4.5.6",
+    );
+  });
+});
+
 describe("the agent environment", () => {
   it("withholds Deckhand's tokens and the named upstream keys from probed agents", async () => {
     const service = createTestService({
@@ -356,7 +467,12 @@ describe("the agent environment", () => {
     const script = `echo key=\${UPSTREAM_KEY:-withheld} admin=\${${WireEnv.adminToken}:-withheld} visible=\${VISIBLE} own=\${OWN}`;
     writeConfig(service.configPath, {
       providers: {
-        shell: { extends: "acp", command: ["/bin/sh", "-c", script], env: { OWN: "1" } },
+        shell: {
+          extends: "acp",
+          command: ["/bin/sh", "-c", script],
+          env: { OWN: "1" },
+          versionArgs: ["-c", script],
+        },
       },
     });
     expect(await service.diagnostic("shell")).toContain(

@@ -7,7 +7,13 @@ import {
   type ProvidersSnapshot,
   WireEnv,
 } from "@deckhand/wire";
-import { probeAcpAgent, versionOutput } from "./acp-probe.ts";
+import {
+  emptyProbeResult,
+  OWN_LOGIN_ADVICE,
+  type ProbeOutcome,
+  probeAcpAgent,
+  versionOutput,
+} from "./acp-probe.ts";
 import {
   type ConfigSnapshot,
   type ConfiguredProvider,
@@ -35,6 +41,23 @@ export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
 export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
 
+/** Proxy access lent to one probe; its token is revoked by `release`. */
+export interface ModelProxyLease {
+  context: ModelProxyContext;
+  release(): Promise<void>;
+}
+
+/**
+ * How probes reach the model-provider proxy: the same access sessions give their agents, so an
+ * agent that needs the proxy to open a session (codex-acp) is probed as it runs.
+ */
+export interface ProbeModelProxy {
+  /** Whether the proxy has an upstream for this agent type (the server's `modelUpstreams`). */
+  configured(agentType: string): boolean;
+  /** A short-lived scoped token and the proxy route for this agent type. */
+  lease(agentType: string): Promise<ModelProxyLease>;
+}
+
 export interface ProviderServiceOptions {
   /** The providers config file, e.g. `<data-dir>/providers.json`; it need not exist. */
   configPath: string;
@@ -42,6 +65,11 @@ export interface ProviderServiceOptions {
   probeStore?: ProbeStore;
   /** Whether the native agent has a model upstream; a function when it can change at runtime. */
   modelUpstreamConfigured: boolean | (() => boolean);
+  /**
+   * Lends probes the model proxy for agent types it serves. Without it, agents are probed as
+   * sessions start them when no upstream serves their type: with their own login.
+   */
+  modelProxy?: ProbeModelProxy;
   /**
    * The project whose `node_modules/.bin` is searched before PATH when a call names none; relative
    * commands resolve against it, else against the config file's directory.
@@ -143,16 +171,36 @@ interface Installed {
   provider: ConfiguredProvider;
   executable: string | null;
   fingerprint: string | null;
+  /** Whether sessions (and so probes) point this agent at the model proxy. */
+  proxied: boolean;
   /** The project the command was looked up in, if any. */
   projectDir: string | undefined;
 }
 
-function fingerprintOf(executable: string, args: readonly string[], env: Record<string, string>) {
+/**
+ * What a probe result was made with. Whether the proxy served the agent is part of it (a result
+ * from before an upstream was configured says nothing about the agent with one); the proxy
+ * token is not, since each probe gets a new one.
+ */
+function fingerprintOf(
+  executable: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  proxied: boolean,
+) {
   // The environment is hashed, never stored, since it may hold credentials.
   const sortedEnv = Object.entries(env).sort(([left], [right]) => left.localeCompare(right));
   return createHash("sha256")
-    .update(JSON.stringify({ executable, args, env: sortedEnv }))
+    .update(JSON.stringify({ executable, args, env: sortedEnv, ...(proxied ? { proxied } : {}) }))
     .digest("hex");
+}
+
+/** How to start an ACP agent: what `resolve()` returns and probes run, built in one place. */
+interface AgentLaunch {
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  unset: string[];
 }
 
 /**
@@ -178,12 +226,50 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     WireEnv.modelProviderToken,
     ...(options.withheldEnv ?? []),
   ]);
-  /** What a probed agent inherits: the server's environment without any secret it knows of. */
-  const agentEnv = (provider: ConfiguredProvider): Record<string, string | undefined> => {
+  /**
+   * How sessions and probes start a provider's agent: its command, its env, and with `proxy`
+   * what points it at the model proxy; Deckhand's tokens, the upstream keys and whatever the
+   * proxy setup replaces are removed from what it inherits.
+   */
+  const launchOf = (
+    provider: ConfiguredProvider,
+    executable: string,
+    proxy?: ModelProxyContext,
+  ): AgentLaunch => {
+    const [, ...args] = provider.command!;
+    const proxyLaunch = proxy && provider.modelProxy ? provider.modelProxy.configure(proxy) : null;
+    return {
+      executable,
+      args: [...args, ...(proxyLaunch?.args ?? [])],
+      env: { ...provider.env, ...(proxyLaunch?.env ?? {}) },
+      unset: [...new Set([...withheld, ...(proxyLaunch?.unset ?? [])])],
+    };
+  };
+  /** The whole environment of a launched agent: the inherited one less `unset`, plus `env`. */
+  const environmentOf = (launch: AgentLaunch): Record<string, string | undefined> => {
+    const removed = new Set(launch.unset);
     const inherited = Object.fromEntries(
-      Object.entries(env).filter(([name]) => !withheld.has(name)),
+      Object.entries(env).filter(([name]) => !removed.has(name)),
     );
-    return { ...inherited, ...provider.env };
+    return { ...inherited, ...launch.env };
+  };
+  const proxiedType = (provider: ConfiguredProvider): string | null => {
+    const agentType = provider.modelProxy?.agentType ?? null;
+    return agentType !== null && options.modelProxy?.configured(agentType) ? agentType : null;
+  };
+  /**
+   * What to do when the agent wants a login. An agent type the proxy serves never gets a real
+   * key: the server's upstream for its type is what it needs.
+   */
+  const loginAdvice = (provider: ConfiguredProvider): string => {
+    const agentType = provider.modelProxy?.agentType;
+    if (agentType === undefined) {
+      return OWN_LOGIN_ADVICE;
+    }
+    if (proxiedType(provider) !== null) {
+      return `it refused the model proxy Deckhand pointed it at; check modelUpstreams.${agentType} in the server's config.json and the agent's stderr`;
+    }
+    return `configure modelUpstreams.${agentType} in the server's config.json: Deckhand then points the agent at its model proxy with a short-lived token, so the agent never holds a real key`;
   };
   const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
@@ -228,7 +314,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     projectDir: string | undefined = options.projectDir,
   ): Promise<Installed> {
     if (provider.transport === "native" || provider.command === null) {
-      return { provider, executable: null, fingerprint: null, projectDir };
+      return { provider, executable: null, fingerprint: null, proxied: false, projectDir };
     }
     const [name, ...args] = provider.command;
     const executable = await resolveExecutable(name!, {
@@ -236,10 +322,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       relativeTo: dirname(options.configPath),
       path: env.PATH ?? "",
     });
+    const proxied = proxiedType(provider) !== null;
     return {
       provider,
       executable,
-      fingerprint: executable ? fingerprintOf(executable, args, { ...provider.env }) : null,
+      fingerprint: executable
+        ? fingerprintOf(executable, args, { ...provider.env }, proxied)
+        : null,
+      proxied,
       projectDir,
     };
   }
@@ -284,22 +374,50 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     );
   }
 
-  function probe(installed: Installed): Promise<ProbeRecord> {
-    const { provider, executable, fingerprint } = installed;
-    const key = recordKey(provider.id, fingerprint!);
-    const running = inflight.get(key);
-    if (running) return running;
-    const [, ...args] = provider.command!;
-    const promise = (async () => {
-      const outcome = await probeAcpAgent({
-        executable: executable!,
-        args,
-        env: agentEnv(provider),
+  /** Probes the agent as a session starts it, with a proxy lease of its own when it has one. */
+  async function probeWithLaunch(installed: Installed): Promise<ProbeOutcome> {
+    const { provider, executable, proxied } = installed;
+    let lease: ModelProxyLease | null = null;
+    if (proxied) {
+      try {
+        lease = await options.modelProxy!.lease(provider.modelProxy!.agentType);
+      } catch (error) {
+        return {
+          status: "error",
+          error: `cannot give the probe access to the model proxy: ${(error as Error).message}`,
+          result: emptyProbeResult(""),
+        };
+      }
+    }
+    try {
+      const launch = launchOf(provider, executable!, lease?.context);
+      return await probeAcpAgent({
+        executable: launch.executable,
+        args: launch.args,
+        env: environmentOf(launch),
         timeoutMs: probeTimeoutMs,
         commandsWaitMs,
         signal: lifetime.signal,
+        loginAdvice: loginAdvice(provider),
         ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
       });
+    } finally {
+      await lease?.release().catch((error: unknown) =>
+        logger.warn("cannot revoke a provider probe's model token", {
+          providerId: provider.id,
+          error: (error as Error).message,
+        }),
+      );
+    }
+  }
+
+  function probe(installed: Installed): Promise<ProbeRecord> {
+    const { provider, fingerprint } = installed;
+    const key = recordKey(provider.id, fingerprint!);
+    const running = inflight.get(key);
+    if (running) return running;
+    const promise = (async () => {
+      const outcome = await probeWithLaunch(installed);
       const record: ProbeRecord = {
         providerId: provider.id,
         fingerprint: fingerprint!,
@@ -556,16 +674,26 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         // Names only: values may be credentials.
         lines.push(`env: ${envNames.length > 0 ? envNames.join(", ") : "(none)"}`);
       }
-      if (executable) {
-        const [, ...args] = provider.command!;
-        const version = await versionOutput(executable, args, agentEnv(provider));
+      if (executable && provider.versionArgs !== null) {
+        // No proxy: printing a version needs no model.
+        const launch = launchOf(provider, executable);
+        const version = await versionOutput(
+          executable,
+          provider.versionArgs,
+          environmentOf(launch),
+        );
         const status = version.timedOut
           ? "timed out"
           : version.exitCode === null
             ? "did not run"
             : `exit ${version.exitCode}`;
-        lines.push(`version output (--version, ${status}):`);
+        lines.push(`version output (${provider.versionArgs.join(" ")}, ${status}):`);
         lines.push(version.output.trimEnd() === "" ? "  (none)" : version.output.trimEnd());
+      } else if (executable) {
+        const reported = record?.result?.version ?? null;
+        lines.push(
+          `version: ${reported ?? "unknown"} (as the agent reports it in ACP initialize; it has no version command)`,
+        );
       }
       if (snapshotEntry.last_error) lines.push(`error: ${snapshotEntry.last_error}`);
       if (record) {
@@ -626,17 +754,11 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           `provider "${id}": ${entry(installed, null).last_error}`,
         );
       }
-      const [, ...args] = provider.command!;
-      const launch = proxy && provider.modelProxy ? provider.modelProxy.configure(proxy) : null;
       return {
         id,
         label: provider.label,
         transport: "acp",
-        executable,
-        args: [...args, ...(launch?.args ?? [])],
-        env: { ...provider.env, ...(launch?.env ?? {}) },
-        // Deckhand's tokens and the upstream keys go too: the agent gets only what `env` gives.
-        unset: [...new Set([...withheld, ...(launch?.unset ?? [])])],
+        ...launchOf(provider, executable, proxy),
         agentType,
       };
     },

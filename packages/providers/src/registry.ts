@@ -46,6 +46,12 @@ export interface ProviderDefinition {
   env: Readonly<Record<string, string>>;
   /** Shown when the command cannot be found. */
   installHint: string | null;
+  /**
+   * The arguments that make the executable print its version, given instead of the command's
+   * own; null when the agent has no such form (codex-acp refuses `--version`) and its version
+   * is only what it reports in ACP `initialize`.
+   */
+  versionArgs: readonly string[] | null;
   /** Null when Deckhand cannot point the agent at its proxy; it then uses its own login. */
   modelProxy: ModelProxySupport | null;
 }
@@ -195,6 +201,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: null,
     env: {},
     installHint: null,
+    versionArgs: null,
     modelProxy: null,
   },
   {
@@ -205,6 +212,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: ["codex-acp"],
     env: {},
     installHint: npmHint("@zed-industries/codex-acp"),
+    versionArgs: null,
     modelProxy: codexModelProxy,
   },
   {
@@ -215,6 +223,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: ["claude-agent-acp"],
     env: {},
     installHint: npmHint("@agentclientprotocol/claude-agent-acp"),
+    versionArgs: null,
     modelProxy: claudeModelProxy,
   },
   {
@@ -227,6 +236,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("@google/gemini-cli"),
     // Gemini CLI speaks only Google's Gemini API, which the proxy does not forward: it keeps
     // its own login.
+    versionArgs: ["--version"],
     modelProxy: null,
   },
   {
@@ -237,6 +247,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     command: ["opencode", "acp"],
     env: {},
     installHint: npmHint("opencode-ai"),
+    versionArgs: ["--version"],
     modelProxy: opencodeModelProxy,
   },
   {
@@ -248,6 +259,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     env: {},
     installHint:
       "install goose from https://block.github.io/goose/docs/getting-started/installation",
+    versionArgs: ["--version"],
     modelProxy: gooseModelProxy,
   },
   {
@@ -261,6 +273,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     // Qwen Code takes its base URL and key from the environment but extra request headers only
     // from its settings files, so it cannot send the job id header the proxy requires: it keeps
     // its own login.
+    versionArgs: ["--version"],
     modelProxy: null,
   },
 ];

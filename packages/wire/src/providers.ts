@@ -112,6 +112,11 @@ export const ProviderConfigEntrySchema = z.looseObject({
   command: z.array(z.string().min(1)).min(1).optional(),
   /** Extra environment for the agent process. */
   env: z.record(z.string(), z.string()).optional(),
+  /**
+   * The arguments that make the command's executable print its version, given instead of the
+   * command's own arguments (`[]`: it has none); the diagnostic runs them.
+   */
+  versionArgs: z.array(z.string().min(1)).optional(),
 });
 export type ProviderConfigEntry = z.infer<typeof ProviderConfigEntrySchema>;
 

@@ -155,6 +155,7 @@ describe("parseScriptedAgentArguments", () => {
         stateDir: null,
         loadSession: true,
         resumeSession: false,
+        configOverrides: [],
       },
     });
     expect(parseScriptedAgentArguments(["--resume", "--no-load"])).toMatchObject({
@@ -168,6 +169,15 @@ describe("parseScriptedAgentArguments", () => {
     ).toEqual({
       kind: "version",
       version: "2",
+    });
+  });
+
+  it("takes codex's -c overrides, and refuses --version with --no-version as codex-acp does", () => {
+    expect(
+      parseScriptedAgentArguments(["-c", 'model_provider="deckhand"', "-c", "a.b=1"]),
+    ).toMatchObject({ options: { configOverrides: ['model_provider="deckhand"', "a.b=1"] } });
+    expect(parseScriptedAgentArguments(["--no-version", "--version"])).toEqual({
+      kind: "version-refused",
     });
   });
 

@@ -130,7 +130,16 @@ async function runTerminal(
   await turn.say(`${status} truncated ${output.truncated}\n${output.output}`);
 }
 
-async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutcome> {
+/**
+ * `askFirst` asks permission for a call it announces only once answered, as codex-acp does for
+ * commands; otherwise the call is announced first.
+ */
+async function runEdit(
+  turn: Turn,
+  path: string,
+  text: string,
+  askFirst = false,
+): Promise<TurnOutcome> {
   const toolCallId = turn.toolCallId("edit");
   const absolute = turn.path(path);
   const toolCall = {
@@ -141,7 +150,7 @@ async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutc
     locations: [{ path: absolute }],
     rawInput: { path, text },
   };
-  await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (!askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   const answer = await turn.client.request(acp.methods.client.session.requestPermission, {
     sessionId: turn.session.id,
     toolCall: { toolCallId, title: toolCall.title, kind: "edit", status: "pending" },
@@ -152,6 +161,7 @@ async function runEdit(turn: Turn, path: string, text: string): Promise<TurnOutc
       { optionId: "never", name: "Never allow edits", kind: "reject_always" },
     ],
   });
+  if (askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   if (answer.outcome.outcome === "cancelled") {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
     return { stopReason: "cancelled" };
@@ -289,6 +299,8 @@ async function runPrompt(
     }
     case "edit":
       return runEdit(turn, prompt.path, prompt.text);
+    case "edit-ask-first":
+      return runEdit(turn, prompt.path, prompt.text, true);
     case "slow":
       return runStream(turn, prompt.ms, true);
     case "stubborn":
@@ -313,6 +325,24 @@ async function runPrompt(
       await turn.say(script.reply);
       return done;
   }
+}
+
+/** Which of the model proxy's settings are absent; the token must be a scoped model token. */
+async function missingProxySettings(
+  overrides: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<string[]> {
+  // Loaded only here: the wire package costs every other mode's startup half a second.
+  const { MODEL_TOKEN_PREFIX, WireEnv } = await import("@deckhand/wire");
+  const missing: string[] = [];
+  if (!overrides.some((override) => /^model_providers\.[^.]+\.base_url="http/.test(override))) {
+    missing.push("a model provider base_url");
+  }
+  if (!env[WireEnv.modelProviderToken]?.startsWith(MODEL_TOKEN_PREFIX)) {
+    missing.push(WireEnv.modelProviderToken);
+  }
+  if (!env[WireEnv.jobId]) missing.push(WireEnv.jobId);
+  return missing;
 }
 
 function run(options: ScriptedAgentOptions): void {
@@ -393,6 +423,15 @@ function run(options: ScriptedAgentOptions): void {
           "scripted agent: log in first (scripted auth-required mode)",
         );
       }
+      if (options.mode === "proxy-required") {
+        const missing = await missingProxySettings(options.configOverrides, process.env);
+        if (missing.length > 0) {
+          throw acp.RequestError.authRequired(
+            undefined,
+            `scripted agent: no model provider (missing ${missing.join(", ")}); log in first`,
+          );
+        }
+      }
       // Unique across agent processes, so a state directory can hold many sessions.
       const sessionId = `scripted-session-${randomUUID()}`;
       const session = { id: sessionId, cwd: params.cwd, history: [], cancelled: false };
@@ -472,6 +511,10 @@ function run(options: ScriptedAgentOptions): void {
 const parsed = parseScriptedAgentArguments(process.argv.slice(2));
 if (parsed.kind === "version") {
   process.stdout.write(`scripted-acp-agent ${parsed.version}\n`);
+} else if (parsed.kind === "version-refused") {
+  // What codex-acp answers: it has no version flag.
+  process.stderr.write("error: `--version` is not supported\n");
+  process.exitCode = 2;
 } else if (parsed.kind === "error") {
   process.stderr.write(`scripted-acp-agent: ${parsed.message}\n`);
   process.exitCode = 2;

@@ -12,6 +12,8 @@ export interface ScriptedAcpAgentCommandOptions {
   noLoad?: boolean;
   /** Advertise `sessionCapabilities.resume` and serve `session/resume` (no history replayed). */
   resume?: boolean;
+  /** Refuse `--version`, as codex-acp does. */
+  noVersion?: boolean;
 }
 
 /** Where the agent script lives, for tests that need the file itself. */
@@ -36,5 +38,6 @@ export function scriptedAcpAgentCommand(
   if (options.stateDir !== undefined) command.push("--state-dir", options.stateDir);
   if (options.noLoad === true) command.push("--no-load");
   if (options.resume === true) command.push("--resume");
+  if (options.noVersion === true) command.push("--no-version");
   return command;
 }

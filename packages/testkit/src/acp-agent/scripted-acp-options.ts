@@ -10,12 +10,18 @@ import { parseArgs } from "node:util";
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ * - `proxy-required`: like normal, but, as codex-acp without a login, refuses session/new with
+ *   auth_required unless Deckhand pointed it at the model proxy as it points codex: a
+ *   `-c model_providers.<id>.base_url=...` override, and a scoped model token and a job id in
+ *   its environment.
  *
  * Independent of the mode: `--state-dir` keeps each session's history in a directory so a later
  * process can `session/load` it (resume across restarts), `--no-load` stops the agent from
  * advertising `loadSession`, as agents without resume do, and `--resume` advertises
  * `sessionCapabilities.resume` and serves `session/resume` (the session continues, its history
- * kept, nothing replayed), as agents that cannot load offer instead.
+ * kept, nothing replayed), as agents that cannot load offer instead. `-c key=value` overrides
+ * (codex's, which Deckhand passes to point codex-acp at its proxy) are accepted, and
+ * `--no-version` makes `--version` fail as codex-acp's does.
  */
 export const SCRIPTED_AGENT_MODES = [
   "normal",
@@ -24,6 +30,7 @@ export const SCRIPTED_AGENT_MODES = [
   "crash",
   "garbage",
   "auth-required",
+  "proxy-required",
 ] as const;
 export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];
 
@@ -39,6 +46,8 @@ export interface ScriptedAgentOptions {
   loadSession: boolean;
   /** Whether `sessionCapabilities.resume` is advertised (and `session/resume` served). */
   resumeSession: boolean;
+  /** codex's `-c key=value` overrides, in order. */
+  configOverrides: string[];
 }
 
 export const SCRIPTED_AGENT_VERSION = "1.2.3";
@@ -51,6 +60,7 @@ const SLOW_COMMANDS_DELAY_MS = 1_500;
 export type ParsedScriptedAgentArguments =
   | { kind: "run"; options: ScriptedAgentOptions }
   | { kind: "version"; version: string }
+  | { kind: "version-refused" }
   | { kind: "error"; message: string };
 
 function isMode(value: string): value is ScriptedAgentMode {
@@ -59,10 +69,10 @@ function isMode(value: string): value is ScriptedAgentMode {
 
 /**
  * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load]
- * [--resume] | --version`.
+ * [--resume] [--no-version] [-c key=value]... | --version`.
  */
 export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -74,6 +84,8 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
         "no-load": { type: "boolean" },
         resume: { type: "boolean" },
         version: { type: "boolean" },
+        "no-version": { type: "boolean" },
+        config: { type: "string", short: "c", multiple: true },
       },
       strict: true,
     }));
@@ -81,7 +93,9 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
     return { kind: "error", message: (error as Error).message };
   }
   const version = (values["agent-version"] as string | undefined) ?? SCRIPTED_AGENT_VERSION;
-  if (values.version) return { kind: "version", version };
+  if (values.version) {
+    return values["no-version"] ? { kind: "version-refused" } : { kind: "version", version };
+  }
   const mode = (values.mode as string | undefined) ?? "normal";
   if (!isMode(mode)) {
     return {
@@ -108,6 +122,7 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       stateDir: (values["state-dir"] as string | undefined) ?? null,
       loadSession: values["no-load"] !== true,
       resumeSession: values.resume === true,
+      configOverrides: (values.config as string[] | undefined) ?? [],
     },
   };
 }

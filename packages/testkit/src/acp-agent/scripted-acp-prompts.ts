@@ -18,6 +18,8 @@
  *   (allow_once, allow_always, reject_once, reject_always), writes the file when allowed and
  *   replies `edited <path>`, replies `rejected` when rejected, and ends the turn `cancelled`
  *   when the request was cancelled.
+ * - `edit-ask-first <path> <text...>`: like `edit`, but asks permission for the tool call before
+ *   announcing it, and announces it once answered (codex-acp does so for commands).
  * - `slow [ms]`: streams a chunk every 50 ms for `ms` (default 30 s) or until `session/cancel`,
  *   which ends the turn `cancelled`.
  * - `stubborn [ms]`: like `slow`, but ignores `session/cancel` (a client must stop the process).
@@ -34,7 +36,7 @@ export type ScriptedPrompt =
   | { kind: "run"; command: string; limit: number | null }
   | { kind: "run-kill"; command: string }
   | { kind: "run-release"; command: string }
-  | { kind: "edit"; path: string; text: string }
+  | { kind: "edit" | "edit-ask-first"; path: string; text: string }
   | { kind: "slow"; ms: number }
   | { kind: "stubborn"; ms: number }
   | { kind: "crash" }
@@ -64,6 +66,7 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
   switch (verb) {
     case "write":
     case "edit":
+    case "edit-ask-first":
       if (first === undefined) return { kind: "reply" };
       return { kind: verb, path: first, text: rest(text, 2) };
     case "read":
@@ -101,6 +104,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
   switch (prompt.kind) {
     case "write":
     case "edit":
+    case "edit-ask-first":
       return `${prompt.kind} ${prompt.path} ${prompt.text}`;
     case "read":
       return [
