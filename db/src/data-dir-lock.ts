@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { link, open, readFile, rename, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import { DbError } from "./errors.ts";
 
@@ -76,6 +77,7 @@ export interface DataDirLock {
 // Nesting beyond this means starters keep dying mid-takeover; better to stop and say so.
 const MAX_TAKEOVER_DEPTH = 3;
 const MAX_ATTEMPTS = 5;
+const TAKEOVER_RETRY_MS = 25;
 
 /** Takes the lock of the embedded data directory `dataDir`, or throws DataDirLockedError. */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
@@ -95,6 +97,7 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
 }
 
 async function acquire(path: string, dataDir: string, depth: number): Promise<LockRecord> {
+  let taker: { pid: number; hostname: string } | null = null;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const record = newRecord();
     if (await createExclusively(path, record)) return record;
@@ -109,8 +112,18 @@ async function acquire(path: string, dataDir: string, depth: number): Promise<Lo
       );
     }
     const takeoverPath = `${path}.takeover-${holder.nonce}`;
-    // Throws DataDirLockedError naming the live starter that is taking over: it is the holder now.
-    const takeover = await acquire(takeoverPath, dataDir, depth + 1);
+    let takeover: LockRecord;
+    try {
+      takeover = await acquire(takeoverPath, dataDir, depth + 1);
+    } catch (error) {
+      if (!(error instanceof DataDirLockedError)) throw error;
+      // Another live starter holds the takeover file. It is either about to hold the lock or
+      // (having come late) about to find the lock changed and give up; a takeover takes
+      // milliseconds, so look again shortly rather than name a starter that may not win.
+      taker = error.holder;
+      await delay(TAKEOVER_RETRY_MS * (attempt + 1));
+      continue;
+    }
     try {
       const current = await readRecord(path, dataDir);
       if (current?.nonce !== holder.nonce) continue;
@@ -121,6 +134,7 @@ async function acquire(path: string, dataDir: string, depth: number): Promise<Lo
       if (stillOurs) await unlink(takeoverPath).catch(ignoreMissing);
     }
   }
+  if (taker !== null) throw new DataDirLockedError(dataDir, taker);
   throw new DbError(
     "data_dir_locked",
     `The embedded database in ${dataDir} changed hands too often while starting; try again.`,

@@ -1,0 +1,49 @@
+// A process for the data-directory lock tests:
+//   node --conditions=source test/data-dir-lock-process.ts open <data-dir>
+//     opens the embedded database there; prints {"opened":true} and holds it until SIGTERM.
+//   node --conditions=source test/data-dir-lock-process.ts race <data-dir>
+//     prints {"waiting":true}, takes the lock when a line arrives on stdin (so several can be
+//     released at once), prints {"acquired":true} and holds it until SIGTERM.
+// Either way a lock held by another process prints {"code":"data_dir_locked","holderPid":N}
+// and exits 2.
+import { createInterface } from "node:readline";
+import { lockDataDir } from "../src/data-dir-lock.ts";
+import { createDb, DataDirLockedError } from "../src/index.ts";
+
+const [mode, dataDir] = process.argv.slice(2);
+if ((mode !== "open" && mode !== "race") || !dataDir) {
+  console.error("usage: data-dir-lock-process.ts open|race <data-dir>");
+  process.exit(64);
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+let release: () => Promise<void>;
+try {
+  if (mode === "open") {
+    const database = await createDb({ dataDir, migrate: false });
+    release = () => database.close();
+    print({ opened: true });
+  } else {
+    print({ waiting: true });
+    const lines = createInterface({ input: process.stdin });
+    await new Promise((resolveLine) => lines.once("line", resolveLine));
+    lines.close();
+    const lock = await lockDataDir(dataDir);
+    release = () => lock.release();
+    print({ acquired: true });
+  }
+} catch (error) {
+  if (!(error instanceof DataDirLockedError)) throw error;
+  print({ code: error.code, holderPid: error.holder.pid });
+  process.exit(2);
+}
+
+// Nothing else need keep the process alive while it holds the lock.
+const keepAlive = setInterval(() => {}, 1 << 30);
+process.once("SIGTERM", () => {
+  clearInterval(keepAlive);
+  void release().then(() => process.exit(0));
+});
