@@ -79,10 +79,21 @@ const MAX_TAKEOVER_DEPTH = 3;
 const MAX_ATTEMPTS = 5;
 const TAKEOVER_RETRY_MS = 25;
 
+export interface LockDataDirOptions {
+  /**
+   * Called once a lock's holder is found dead, before the takeover starts. Tests hold several
+   * racing processes here until all of them have seen the same stale lock.
+   */
+  onStaleHolder?: (holder: LockRecord) => Promise<void>;
+}
+
 /** Takes the lock of the embedded data directory `dataDir`, or throws DataDirLockedError. */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+export async function lockDataDir(
+  dataDir: string,
+  options: LockDataDirOptions = {},
+): Promise<DataDirLock> {
   const path = join(dataDir, LOCK_FILE_NAME);
-  const record = await acquire(path, dataDir, 0);
+  const record = await acquire(path, dataDir, 0, options);
   let released = false;
   return {
     path,
@@ -96,7 +107,12 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   };
 }
 
-async function acquire(path: string, dataDir: string, depth: number): Promise<LockRecord> {
+async function acquire(
+  path: string,
+  dataDir: string,
+  depth: number,
+  options: LockDataDirOptions,
+): Promise<LockRecord> {
   let taker: { pid: number; hostname: string } | null = null;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const record = newRecord();
@@ -111,10 +127,11 @@ async function acquire(path: string, dataDir: string, depth: number): Promise<Lo
         `The embedded database in ${dataDir} has a lock that could not be taken over (${path}); make sure no deckhand process uses it, then delete that file.`,
       );
     }
+    await options.onStaleHolder?.(holder);
     const takeoverPath = `${path}.takeover-${holder.nonce}`;
     let takeover: LockRecord;
     try {
-      takeover = await acquire(takeoverPath, dataDir, depth + 1);
+      takeover = await acquire(takeoverPath, dataDir, depth + 1, options);
     } catch (error) {
       if (!(error instanceof DataDirLockedError)) throw error;
       // Another live starter holds the takeover file. It is either about to hold the lock or

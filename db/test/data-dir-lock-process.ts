@@ -2,8 +2,9 @@
 //   node --conditions=source test/data-dir-lock-process.ts open <data-dir>
 //     opens the embedded database there; prints {"opened":true} and holds it until SIGTERM.
 //   node --conditions=source test/data-dir-lock-process.ts race <data-dir>
-//     prints {"waiting":true}, takes the lock when a line arrives on stdin (so several can be
-//     released at once), prints {"acquired":true} and holds it until SIGTERM.
+//     takes the lock; on finding it stale prints {"stale":true} and waits for a line on stdin
+//     before taking it over (so several can be held at the point of the race and released at
+//     once); prints {"acquired":true} and holds it until SIGTERM.
 // Either way a lock held by another process prints {"code":"data_dir_locked","holderPid":N}
 // and exits 2.
 import { createInterface } from "node:readline";
@@ -27,11 +28,19 @@ try {
     release = () => database.close();
     print({ opened: true });
   } else {
-    print({ waiting: true });
     const lines = createInterface({ input: process.stdin });
-    await new Promise((resolveLine) => lines.once("line", resolveLine));
+    const nextLine = () => new Promise((resolveLine) => lines.once("line", resolveLine));
+    let held = false;
+    const lock = await lockDataDir(dataDir, {
+      // The first time only: every racer stops here, having read the same stale lock.
+      async onStaleHolder() {
+        if (held) return;
+        held = true;
+        print({ stale: true });
+        await nextLine();
+      },
+    });
     lines.close();
-    const lock = await lockDataDir(dataDir);
     release = () => lock.release();
     print({ acquired: true });
   }
