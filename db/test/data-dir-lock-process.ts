@@ -52,7 +52,12 @@ try {
 
 // Nothing else need keep the process alive while it holds the lock.
 const keepAlive = setInterval(() => {}, 1 << 30);
-process.once("SIGTERM", () => {
+// `on`, not `once`: the handler stays installed while the database closes, so the signal's
+// default action can never cut the close short.
+let stopping = false;
+process.on("SIGTERM", () => {
+  if (stopping) return;
+  stopping = true;
   clearInterval(keepAlive);
   void release().then(() => process.exit(0));
 });
