@@ -23,6 +23,9 @@ const dbRoot = fileURLToPath(new URL("..", import.meta.url));
 // Linux tells a pid's current process from an earlier one with the same pid; elsewhere not.
 const hasProc = existsSync("/proc/self/stat") && existsSync("/proc/sys/kernel/random/boot_id");
 
+// The nonce of every lock these tests write by hand.
+const STALE_NONCE = "0123456789abcdef";
+
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -93,7 +96,7 @@ function writeLock(dataDir: string, overrides: Partial<LockRecord>): void {
     hostname: hostname(),
     bootId: hasProc ? readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() : null,
     startTime: processStartTime(process.pid),
-    nonce: "stale-lock-nonce",
+    nonce: STALE_NONCE,
     acquiredAt: new Date(0).toISOString(),
     ...overrides,
   };
@@ -162,7 +165,7 @@ describe("embedded data directory lock", () => {
     cleanups.push(() => lock.release());
 
     expect(readLock(dataDir)).toMatchObject({ pid: process.pid });
-    expect(readLock(dataDir).nonce).not.toBe("stale-lock-nonce");
+    expect(readLock(dataDir).nonce).not.toBe(STALE_NONCE);
   });
 
   it.runIf(hasProc)("takes over a lock whose pid now belongs to a later process", async () => {
@@ -184,7 +187,7 @@ describe("embedded data directory lock", () => {
     const lock = await lockDataDir(dataDir);
     cleanups.push(() => lock.release());
 
-    expect(readLock(dataDir).nonce).not.toBe("stale-lock-nonce");
+    expect(readLock(dataDir).nonce).not.toBe(STALE_NONCE);
   });
 
   it("counts a lock held on another host as held, since its process cannot be checked", async () => {
@@ -195,7 +198,7 @@ describe("embedded data directory lock", () => {
       code: "data_dir_locked",
       message: expect.stringContaining(`on host ${hostname()}-elsewhere`),
     });
-    expect(readLock(dataDir).nonce).toBe("stale-lock-nonce");
+    expect(readLock(dataDir).nonce).toBe(STALE_NONCE);
   });
 
   it("refuses a lock file it cannot read, saying which file to delete", async () => {

@@ -31,7 +31,9 @@ import { DbError } from "./errors.ts";
  *   at which the lock is missing. A starter that comes late and creates the takeover file after
  *   the winner removed it finds a different nonce on re-reading, and starts over.
  * - A takeover file is a lock of the same kind, so one left by a starter that died mid-takeover
- *   is itself taken over the same way, nested one level deeper.
+ *   is itself taken over the same way, nested one level deeper. A starter that finds a live
+ *   process holding the takeover file looks again a little later instead of failing at once:
+ *   that process may be a late starter about to give up, not the one that will hold the lock.
  * - A holder is alive when its pid exists (EPERM counts: the process belongs to another user)
  *   and, where Linux tells us, the machine has not rebooted since (`boot_id`) and the process
  *   with that pid started when the holder did (`/proc/<pid>/stat`), so a pid recycled after a
@@ -46,7 +48,8 @@ const LockRecordSchema = z.object({
   hostname: z.string(),
   bootId: z.string().nullable(),
   startTime: z.string().nullable(),
-  nonce: z.string().min(1),
+  // Hex only: it becomes part of a file name (the takeover file's).
+  nonce: z.string().regex(/^[0-9a-f]{1,64}$/),
   acquiredAt: z.string(),
 });
 
@@ -101,7 +104,8 @@ export async function lockDataDir(
       if (released) return;
       released = true;
       // Only this process's own lock: after a takeover the file is someone else's.
-      const current = await readRecord(path, dataDir);
+      // A file someone replaced with something unreadable is not ours either: leave it.
+      const current = await readRecord(path, dataDir).catch(() => null);
       if (current?.nonce === record.nonce) await unlink(path).catch(ignoreMissing);
     },
   };

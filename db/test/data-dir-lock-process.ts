@@ -21,11 +21,27 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-let release: () => Promise<void>;
+/**
+ * Installs the SIGTERM handler that releases what is held. It must be in place before the line
+ * saying so is printed: the test may signal the moment it reads that line, and without a
+ * handler SIGTERM's default action would end the process before it releases anything.
+ */
+function holding(release: () => Promise<void>): void {
+  // Nothing else need keep the process alive while it holds the lock.
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  let stopping = false;
+  process.on("SIGTERM", () => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(keepAlive);
+    void release().then(() => process.exit(0));
+  });
+}
+
 try {
   if (mode === "open") {
     const database = await createDb({ dataDir, migrate: false });
-    release = () => database.close();
+    holding(() => database.close());
     print({ opened: true });
   } else {
     const lines = createInterface({ input: process.stdin });
@@ -41,7 +57,7 @@ try {
       },
     });
     lines.close();
-    release = () => lock.release();
+    holding(() => lock.release());
     print({ acquired: true });
   }
 } catch (error) {
@@ -49,15 +65,3 @@ try {
   print({ code: error.code, holderPid: error.holder.pid });
   process.exit(2);
 }
-
-// Nothing else need keep the process alive while it holds the lock.
-const keepAlive = setInterval(() => {}, 1 << 30);
-// `on`, not `once`: the handler stays installed while the database closes, so the signal's
-// default action can never cut the close short.
-let stopping = false;
-process.on("SIGTERM", () => {
-  if (stopping) return;
-  stopping = true;
-  clearInterval(keepAlive);
-  void release().then(() => process.exit(0));
-});
