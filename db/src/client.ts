@@ -1,4 +1,5 @@
 import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
@@ -7,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
+import { type DataDirLock, lockDataDir } from "./data-dir-lock.ts";
 import { DbError } from "./errors.ts";
 import * as schema from "./schema/index.ts";
 
@@ -98,12 +100,26 @@ export async function createDb(options: CreateDbOptions = {}): Promise<DbHandle>
   return handle;
 }
 
+/** The directory PGlite keeps its files in; null for `memory://` and other non-file storage. */
+function fileSystemDirectory(dataDir: string): string | null {
+  if (dataDir.startsWith("file://")) return resolve(dataDir.slice("file://".length));
+  return dataDir.includes("://") ? null : resolve(dataDir);
+}
+
 async function openPglite(dataDir: string): Promise<DbHandle> {
+  const directory = fileSystemDirectory(dataDir);
+  let lock: DataDirLock | null = null;
   let client: PGlite;
   try {
-    if (!dataDir.includes("://")) await mkdir(dataDir, { recursive: true });
+    if (directory !== null) {
+      await mkdir(directory, { recursive: true });
+      // Before PGlite touches a file: a second process must not even run recovery on it.
+      lock = await lockDataDir(directory);
+    }
     client = await PGlite.create(dataDir);
   } catch (error) {
+    await lock?.release().catch(() => {});
+    if (error instanceof DbError) throw error;
     throw new DbError("connection_failed", `Could not open the embedded database in ${dataDir}.`, {
       cause: error,
     });
@@ -140,7 +156,11 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     async close() {
       if (closed) return;
       closed = true;
-      await client.close();
+      try {
+        await client.close();
+      } finally {
+        await lock?.release();
+      }
     },
   };
 }

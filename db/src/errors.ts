@@ -2,6 +2,7 @@
 export type DbErrorCode =
   | "invalid_options"
   | "connection_failed"
+  | "data_dir_locked"
   | "migration_failed"
   | "closed"
   | "invalid_channel"

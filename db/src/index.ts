@@ -11,6 +11,7 @@ export {
   type Schema,
   type Transaction,
 } from "./client.ts";
+export { DataDirLockedError, LOCK_FILE_NAME } from "./data-dir-lock.ts";
 export { DbError, type DbErrorCode } from "./errors.ts";
 export {
   type EnqueueOptions,

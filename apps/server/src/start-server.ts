@@ -1,8 +1,15 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
-import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
+import {
+  createDb,
+  DataDirLockedError,
+  type DbHandle,
+  TaskRegistry,
+  TaskWorker,
+} from "@deckhand/db";
 import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
@@ -386,6 +393,15 @@ export async function startServer(
   } catch (error) {
     await undo();
     if (error instanceof ServerError) throw error;
+    if (error instanceof DataDirLockedError) {
+      // Named as the user gave it (--data-dir), not PGlite's directory inside it.
+      const where = error.holder.hostname === hostname() ? "" : ` on host ${error.holder.hostname}`;
+      throw new ServerError(
+        "data_dir_locked",
+        `the data directory ${config.dataDir} is in use by deckhand process ${error.holder.pid}${where}; stop that process, choose another --data-dir, or use PostgreSQL (--database-url) to run several processes`,
+        { cause: error },
+      );
+    }
     throw new ServerError(
       "start_failed",
       `the server could not start: ${(error as Error).message}`,
