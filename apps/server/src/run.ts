@@ -11,6 +11,15 @@ import { type RunningServer, startServer } from "./start-server.ts";
  * instead of a stack trace.
  */
 export async function runServerUntilSignalled(argv: string[]): Promise<number> {
+  // Listen for the signals before anything starts: a SIGTERM during start-up, or right after the
+  // "listening" line, would otherwise take Node's default action and kill the process without a
+  // shutdown, leaving the data directory's lock and the agents' processes behind.
+  let signalled = false;
+  const remember = () => {
+    signalled = true;
+  };
+  process.on("SIGTERM", remember);
+  process.on("SIGINT", remember);
   let started: RunningServer;
   try {
     const { help, ...flags } = parseServerArguments(argv);
@@ -20,6 +29,8 @@ export async function runServerUntilSignalled(argv: string[]): Promise<number> {
     }
     started = await startServer(resolveServerConfig(flags));
   } catch (error) {
+    process.off("SIGTERM", remember);
+    process.off("SIGINT", remember);
     if (error instanceof ServerError) {
       process.stderr.write(`deckhand up: ${error.message}\n`);
       return 2;
@@ -41,5 +52,8 @@ export async function runServerUntilSignalled(argv: string[]): Promise<number> {
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
+    process.off("SIGTERM", remember);
+    process.off("SIGINT", remember);
+    if (signalled) stop();
   });
 }

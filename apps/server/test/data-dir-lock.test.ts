@@ -116,6 +116,32 @@ describe("one server per data directory", () => {
     expect((await fetch(`${next.url}${ServerPath.health}`)).status).toBe(200);
   }, 60_000);
 
+  it("shuts down cleanly and releases the lock when SIGTERM arrives the moment it says it listens", async () => {
+    const dataDir = temporaryDataDir();
+    const server = await startServerProcess(dataDir);
+    // No wait for a request: the signal lands right after the "listening" line.
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, "db", "deckhand.lock"))).toBe(false);
+  }, 60_000);
+
+  it("shuts down cleanly when SIGTERM arrives while it is still starting", async () => {
+    const dataDir = temporaryDataDir();
+    const child = spawn(process.execPath, serverArguments(dataDir), {
+      cwd: serverDirectory,
+      env: cleanEnvironment(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    // The first output line means the process runs its own code (and installed its handlers).
+    await once(child.stdout, "data");
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const [code, signal] = (await once(child, "exit")) as [number | null, string | null];
+    clearTimeout(timer);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, "db", "deckhand.lock"))).toBe(false);
+  }, 60_000);
+
   it("takes over the lock of a server that was killed", async () => {
     const dataDir = temporaryDataDir();
     const killed = await startServerProcess(dataDir);
