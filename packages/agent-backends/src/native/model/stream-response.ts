@@ -1,3 +1,4 @@
+import { SseParser } from "@deckhand/sse";
 import { WireHeader } from "@deckhand/wire";
 import { ModelClientError } from "./model-client-error.ts";
 import {
@@ -5,7 +6,6 @@ import {
   parseResponsesEvent,
   type ResponseItem,
 } from "./responses-events.ts";
-import { SseDecoder } from "./sse-decoder.ts";
 
 /** A tool the model may call: a JSON-schema function, or a free-form (grammar) custom tool. */
 export type ResponsesTool =
@@ -183,7 +183,7 @@ export async function* streamResponse(
       throw new ModelClientError("protocol", "model response has no body", { retryable: false });
     }
     const reader = response.body.getReader();
-    const decoder = new SseDecoder();
+    const decoder = new SseParser();
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
