@@ -11,8 +11,7 @@ const benchmarks = [
   "model-proxy.ts",
   "session-stream.ts",
   "agent-turn.ts",
-  // A package's own benchmark, run from here so its figures come from the same machine state.
-  "../packages/agent-backends/bench/native-turn.ts",
+  "native-turn.ts",
 ];
 const only = process.argv.slice(2);
 const directory = fileURLToPath(new URL(".", import.meta.url));
