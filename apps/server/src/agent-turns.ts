@@ -18,6 +18,7 @@ import {
   type Transaction,
   tasks,
 } from "@deckhand/db";
+import { errorMessage } from "@deckhand/errors";
 import {
   type ModelTokenStore,
   mintModelToken,
@@ -172,10 +173,6 @@ export function assistantMessageId(userMessageId: string): string {
 
 function redactContent(content: PartContent): PartContent {
   return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**
@@ -856,7 +853,7 @@ export class AgentTurns {
     const flushEvents = () => writer.flush();
     const failTurn = async (error: unknown): Promise<TurnOutcome> => {
       // The turn is not retried: an agent may have acted already. The user sees why it failed.
-      const reason = redactSecrets(messageOf(error));
+      const reason = redactSecrets(errorMessage(error));
       this.#logger.warn({ err: error, sessionId, agent }, "agent turn failed");
       await onEvent({ type: "error", message_id: messageId, message: reason }).catch(() => {});
       await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "error" }).catch(

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
@@ -571,7 +572,7 @@ export class NativeAgent implements NativeBackend {
         const message = this.#redact(
           error instanceof ModelClientError
             ? `the model request failed: ${error.message}`
-            : `the native agent failed: ${error instanceof Error ? error.message : String(error)}`,
+            : `the native agent failed: ${errorMessage(error)}`,
         );
         this.#lastError = message;
         this.#options.logger?.warn("turn failed", { session_id: this.#sessionId, error: message });
@@ -923,7 +924,7 @@ export class NativeAgent implements NativeBackend {
     } catch (error) {
       this.#options.logger?.warn("cannot read remembered permissions; asking the user", {
         session_id: this.#sessionId,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       });
       return null;
     }
@@ -936,7 +937,7 @@ export class NativeAgent implements NativeBackend {
       // The answer still holds for this call; later ones will ask again.
       this.#options.logger?.warn("cannot remember a permission answer", {
         session_id: this.#sessionId,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       });
     }
   }

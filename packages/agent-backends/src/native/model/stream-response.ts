@@ -1,3 +1,4 @@
+import { errorMessage } from "@deckhand/errors";
 import { SseParser } from "@deckhand/sse";
 import { WireHeader } from "@deckhand/wire";
 import { ModelClientError } from "./model-client-error.ts";
@@ -150,7 +151,7 @@ export async function* streamResponse(
       );
     }
     const reason = error instanceof Error ? (error.cause ?? error) : error;
-    const text = reason instanceof Error ? reason.message : String(reason);
+    const text = errorMessage(reason);
     return new ModelClientError("connection", `model connection failed ${during}: ${text}`, {
       retryable: true,
       cause: error,
