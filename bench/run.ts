@@ -12,8 +12,7 @@ const benchmarks = [
   "session-stream.ts",
   "agent-turn.ts",
   "cli-startup.ts",
-  // A package's own benchmark, run from here so its figures come from the same machine state.
-  "../packages/agent-backends/bench/native-turn.ts",
+  "native-turn.ts",
 ];
 const only = process.argv.slice(2);
 const directory = fileURLToPath(new URL(".", import.meta.url));

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { GitError, runGit as runGitCommand } from "@deckhand/git";
 import type { GitChange, GitFileStatus, GitRepositoryState, GitUpstream } from "@deckhand/wire";
 
 /** Where a worktree and its git directories are; for a linked worktree they differ. */
@@ -11,71 +11,26 @@ export interface GitRepositoryLocation {
   commonDir: string;
 }
 
-/** Git failed or the directory is not in a worktree; `stderr` is git's own explanation. */
-export class GitCommandError extends Error {
-  readonly stderr: string;
-
-  constructor(message: string, stderr: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "GitCommandError";
-    this.stderr = stderr;
-  }
-}
-
 /**
- * The environment git runs with. Variables that redirect git to another repository are dropped,
- * so an agent started from inside a git hook still looks at the directory it was asked about;
- * optional locks are off so that `git status` never rewrites the index, which would wake the
- * watch that ran it.
+ * Runs git in `cwd` through @deckhand/git; resolves with standard output, rejects with a
+ * GitError carrying git's stderr. Everything here only reads, so optional locks are off: `git
+ * status` never rewrites the index, which would wake the watch that ran it.
  */
-function gitEnvironment(): NodeJS.ProcessEnv {
-  const environment: NodeJS.ProcessEnv = {
-    ...process.env,
-    GIT_OPTIONAL_LOCKS: "0",
-    GIT_TERMINAL_PROMPT: "0",
-    LC_ALL: "C",
-  };
-  for (const name of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"]) {
-    delete environment[name];
-  }
-  return environment;
-}
-
-/** Runs git in `cwd`; resolves with standard output, rejects with a GitCommandError. */
-export function runGit(
+export async function runGit(
   cwd: string,
   args: string[],
   options: { input?: string; okExitCodes?: number[] } = {},
 ): Promise<string> {
-  return new Promise((resolveRun, rejectRun) => {
-    const child = execFile(
-      "git",
-      args,
-      {
-        cwd,
-        env: gitEnvironment(),
-        encoding: "utf8",
-        // Status of a large worktree with many untracked files is big; a cut would misreport it.
-        maxBuffer: 256 * 1024 * 1024,
-        timeout: 60_000,
-      },
-      (error, stdout, stderr) => {
-        const exitCode = error && typeof error.code === "number" ? error.code : null;
-        if (error && !(exitCode !== null && options.okExitCodes?.includes(exitCode))) {
-          rejectRun(
-            new GitCommandError(
-              `git ${args[0]} failed in ${cwd}: ${stderr.trim() || error.message}`,
-              stderr,
-              { cause: error },
-            ),
-          );
-          return;
-        }
-        resolveRun(stdout);
-      },
-    );
-    if (options.input !== undefined) child.stdin?.end(options.input);
+  const { stdout } = await runGitCommand(args, {
+    cwd,
+    readOnly: true,
+    timeoutMs: 60_000,
+    // Status of a large worktree with many untracked files is big; a cut would misreport it.
+    maxOutputBytes: 256 * 1024 * 1024,
+    ...(options.input === undefined ? {} : { input: options.input }),
+    ...(options.okExitCodes ? { allowedExitCodes: options.okExitCodes } : {}),
   });
+  return stdout;
 }
 
 /** Finds the worktree containing `directory`; rejects when there is none (or it is bare). */
@@ -89,7 +44,12 @@ export async function locateRepository(directory: string): Promise<GitRepository
   ]);
   const [topLevel, gitDir, commonDir] = output.split("\n");
   if (!topLevel || !gitDir || !commonDir) {
-    throw new GitCommandError(`${directory} is not inside a git worktree`, output);
+    throw new GitError("unexpected_output", `${directory} is not inside a git worktree`, {
+      args: ["rev-parse"],
+      cwd: directory,
+      exitCode: 0,
+      stderr: "",
+    });
   }
   return { topLevel, gitDir, commonDir };
 }

@@ -1,6 +1,7 @@
 import { type Dirent, type FSWatcher, watch as fsWatch } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
+import { errnoCode } from "@deckhand/errors";
 import type { GitRepositoryState, GitWatchMode } from "@deckhand/wire";
 import { type GitRepositoryLocation, readRepositoryState, runGit } from "./git-state.ts";
 
@@ -147,7 +148,7 @@ export class GitWatcher {
       // A watched directory that disappears errors on some kernels; that is a change, not a
       // failure. Anything else means events can no longer be trusted.
       if (this.#closed) return;
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      if (errnoCode(error) === "ENOENT") {
         this.#unwatch(path);
         this.#schedule();
       } else {
@@ -355,7 +356,7 @@ export class GitWatcher {
           this.#watchDirectory(path, (type, name) => this.#onWorktreeEvent(path, type, name));
         } catch (error) {
           // Removed between listing and watching: nothing left to watch there.
-          if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+          if (errnoCode(error) === "ENOENT") continue;
           throw error;
         }
         const entries = await readdir(path, { withFileTypes: true }).catch(() => []);

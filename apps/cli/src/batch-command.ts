@@ -13,6 +13,7 @@ import {
   resolveStepEnv,
   type TemplateValue,
 } from "@deckhand/batch-spec";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import { WireEnv, WirePath } from "@deckhand/wire";
 
 export interface BatchCommandIo {
@@ -77,13 +78,13 @@ function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof pars
   try {
     text = readFileSync(absolute, "utf8");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     const reason =
       code === "ENOENT"
         ? "no such file"
         : code === "EISDIR"
           ? "it is a directory"
-          : ((error as Error).message ?? String(error));
+          : (errorMessage(error) ?? String(error));
     throw new BatchSpecError("unreadable_spec", `cannot read ${path}: ${reason}`, { cause: error });
   }
   return parseBatchSpec(text, { file: path, specDirectory: dirname(absolute) });
@@ -102,7 +103,7 @@ function parse(
     });
     return { values: values as Record<string, string | boolean | undefined>, positionals };
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(errorMessage(error));
   }
 }
 
@@ -304,7 +305,7 @@ export async function runBatchCommand(
       io.stderr.write(`deckhand batch: ${error.message}\n\n${usageFor(command)}`);
       return 2;
     }
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     io.stderr.write(`deckhand batch ${command}: ${message}\n`);
     return 1;
   }

@@ -17,6 +17,7 @@ import {
   type Transaction,
   tasks,
 } from "@deckhand/db";
+import { errorMessage } from "@deckhand/errors";
 import { type ModelTokenStore, redactSecrets, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
 import {
@@ -155,8 +156,6 @@ function redactContent(content: PartContent): PartContent {
   return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 async function storePartChanges(
@@ -695,7 +694,7 @@ export class AgentTurns {
     const flushEvents = () => writer.flush();
     const failTurn = async (error: unknown): Promise<TurnOutcome> => {
       // The turn is not retried: an agent may have acted already. The user sees why it failed.
-      const reason = redactSecrets(messageOf(error));
+      const reason = redactSecrets(errorMessage(error));
       this.#logger.warn({ err: error, sessionId, agent }, "agent turn failed");
       await onEvent({ type: "error", message_id: messageId, message: reason }).catch(() => {});
       await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "error" }).catch(

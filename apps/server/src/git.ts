@@ -1,60 +1,42 @@
-import { execFile } from "node:child_process";
+import { GitError, type GitResult, runGit } from "@deckhand/git";
 import { ServerError } from "./server-error.ts";
 
-export interface GitResult {
-  stdout: string;
-  stderr: string;
-  exitCode: number;
-}
+export type { GitResult };
 
-/**
- * Git with a fixed, non-interactive environment: no prompts for credentials, no pager, no editor,
- * and an identity for the commits Deckhand makes on session branches.
- */
-const GIT_ENV: Record<string, string> = {
-  GIT_TERMINAL_PROMPT: "0",
-  GIT_EDITOR: "true",
-  GIT_PAGER: "cat",
+/** The identity of the commits Deckhand makes on session branches. */
+const DECKHAND_IDENTITY: Record<string, string> = {
   GIT_AUTHOR_NAME: "Deckhand",
   GIT_AUTHOR_EMAIL: "deckhand@localhost",
   GIT_COMMITTER_NAME: "Deckhand",
   GIT_COMMITTER_EMAIL: "deckhand@localhost",
-  LC_ALL: "C",
 };
 
-/** Runs git; `allowedExitCodes` are answers, not failures (`diff --no-index` exits 1 on a difference). */
-export function git(
+/**
+ * Runs git through @deckhand/git (clean, non-interactive environment); `allowedExitCodes` are
+ * answers, not failures (`diff --no-index` exits 1 on a difference). `readOnly` is for commands
+ * that only look, so they never take the index lock an agent in the worktree may need.
+ */
+export async function git(
   args: string[],
-  options: { cwd?: string; allowedExitCodes?: number[]; timeoutMs?: number } = {},
+  options: {
+    cwd?: string;
+    allowedExitCodes?: number[];
+    timeoutMs?: number;
+    readOnly?: boolean;
+  } = {},
 ): Promise<GitResult> {
-  return new Promise((resolveRun, rejectRun) => {
-    execFile(
-      "git",
-      args,
-      {
-        cwd: options.cwd,
-        env: { ...process.env, ...GIT_ENV },
-        maxBuffer: 64 * 1024 * 1024,
-        timeout: options.timeoutMs ?? 120_000,
-        encoding: "utf8",
-      },
-      (error, stdout, stderr) => {
-        const exitCode =
-          error === null ? 0 : typeof error.code === "number" ? error.code : Number.NaN;
-        if (error === null || options.allowedExitCodes?.includes(exitCode)) {
-          resolveRun({ stdout, stderr, exitCode });
-          return;
-        }
-        const reason =
-          (error as NodeJS.ErrnoException).code === "ENOENT"
-            ? "git is not installed or not on PATH; install git"
-            : stderr.trim() || error.message;
-        rejectRun(
-          new ServerError("git_failed", `git ${args[0]} failed: ${reason}`, { cause: error }),
-        );
-      },
-    );
-  });
+  try {
+    return await runGit(args, {
+      cwd: options.cwd ?? process.cwd(),
+      environment: DECKHAND_IDENTITY,
+      ...(options.allowedExitCodes ? { allowedExitCodes: options.allowedExitCodes } : {}),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options.readOnly ? { readOnly: true } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof GitError)) throw error;
+    throw new ServerError("git_failed", error.message, { cause: error });
+  }
 }
 
 export async function repositoryRoot(path: string): Promise<string | null> {
@@ -100,7 +82,7 @@ export interface ChangedPath {
 export async function changedPaths(worktree: string): Promise<ChangedPath[]> {
   const { stdout } = await git(
     ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-    { cwd: worktree },
+    { cwd: worktree, readOnly: true },
   );
   const changes: ChangedPath[] = [];
   for (const entry of stdout.split("\0")) {
@@ -136,7 +118,10 @@ export async function diffPath(worktree: string, change: ChangedPath): Promise<s
       return result.stdout;
     }
   }
-  const result = await git(["diff", "--no-color", "HEAD", "--", change.path], { cwd: worktree });
+  const result = await git(["diff", "--no-color", "HEAD", "--", change.path], {
+    cwd: worktree,
+    readOnly: true,
+  });
   return result.stdout;
 }
 

@@ -1,4 +1,4 @@
-import { SseEventFilter } from "./sse-parser.ts";
+import { SseEventFilter } from "@deckhand/sse";
 import type { UsageAccumulator } from "./usage.ts";
 
 export interface BodyObserverOptions {

@@ -1,3 +1,4 @@
+export { type SseEvent, SseEventFilter, SseParser } from "@deckhand/sse";
 export {
   type LogFields,
   type ModelProxyLogger,
@@ -21,7 +22,6 @@ export {
 } from "./model-token.ts";
 export { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
 export { describeError, REDACTED, redactSecrets } from "./redaction.ts";
-export { type SseEvent, SseEventFilter, SseParser } from "./sse-parser.ts";
 export { type UpstreamConfig, UpstreamConfigSchema } from "./upstreams.ts";
 export {
   InMemoryUsageRecorder,

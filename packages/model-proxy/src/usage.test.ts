@@ -1,6 +1,6 @@
+import { SseParser } from "@deckhand/sse";
 import { anthropicMessagesStream, chatCompletionsStream, responsesStream } from "@deckhand/testkit";
 import { describe, expect, it } from "vitest";
-import { SseParser } from "./sse-parser.ts";
 import { UsageAccumulator } from "./usage.ts";
 
 function countsOf(chunks: string[]) {

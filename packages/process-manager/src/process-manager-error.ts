@@ -13,11 +13,3 @@ export class ProcessManagerError extends Error {
     this.code = code;
   }
 }
-
-/** The errno-style code of a Node system error, if it is one. */
-export function systemErrorCode(error: unknown): string | undefined {
-  if (error instanceof Error && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}

@@ -4,6 +4,7 @@ import { statSync } from "node:fs";
 import { homedir, constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import { HeadTailBuffer, type HeadTailOptions } from "@deckhand/headtail";
 import { describeZodError } from "@deckhand/http-kit";
 import {
@@ -16,7 +17,7 @@ import {
   WireEnv,
 } from "@deckhand/wire";
 import { type ChatScope, isVisibleTo, normalizeChatId } from "./chat-scope.ts";
-import { ProcessManagerError, systemErrorCode } from "./process-manager-error.ts";
+import { ProcessManagerError } from "./process-manager-error.ts";
 
 export type Environment = Record<string, string>;
 
@@ -194,7 +195,7 @@ function isGroupAlive(pid: number): boolean {
   } catch (error) {
     // EPERM: members exist that this agent may not signal (one ran a setuid program); the group
     // is not gone, and a real signal will say whether any member can be reached.
-    return systemErrorCode(error) !== "ESRCH";
+    return errnoCode(error) !== "ESRCH";
   }
 }
 
@@ -204,7 +205,7 @@ function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
     process.kill(-pid, signal);
     return true;
   } catch (error) {
-    if (systemErrorCode(error) === "ESRCH") return false;
+    if (errnoCode(error) === "ESRCH") return false;
     throw error;
   }
 }
@@ -311,7 +312,7 @@ export class ProcessManager {
       const error = await new Promise<Error>((resolveError) => child.once("error", resolveError));
       throw new ProcessManagerError(
         "internal",
-        `cannot start the process in ${workdir}: ${systemErrorCode(error) ?? error.message}`,
+        `cannot start the process in ${workdir}: ${errnoCode(error) ?? error.message}`,
         { cause: error },
       );
     }
@@ -428,7 +429,7 @@ export class ProcessManager {
       } catch (error) {
         throw new ProcessManagerError(
           "internal",
-          `cannot send ${signal} to process ${record.id}: ${systemErrorCode(error) ?? String(error)}`,
+          `cannot send ${signal} to process ${record.id}: ${errnoCode(error) ?? String(error)}`,
           { cause: error },
         );
       }
@@ -525,7 +526,7 @@ export class ProcessManager {
       this.#onWarning?.(`cannot send ${signal} to the process group`, {
         id: record.id,
         pid: record.pid,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       });
     }
   }
@@ -591,7 +592,7 @@ export class ProcessManager {
       if (stats.isDirectory()) return path;
       problem = "is not a directory";
     } catch (error) {
-      const code = systemErrorCode(error);
+      const code = errnoCode(error);
       problem = code === "ENOENT" ? "does not exist" : `cannot be used (${code ?? "error"})`;
       cause = error;
     }
@@ -618,7 +619,7 @@ export class ProcessManager {
         env = stringEnvironment(hooked as Record<string, unknown>);
       } catch (error) {
         this.#onWarning?.("env hook failed; starting the process with the environment without it", {
-          error: error instanceof Error ? error.message : String(error),
+          error: errorMessage(error),
         });
       }
     }

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { errnoCode } from "@deckhand/errors";
 import { WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { Hono } from "hono";
@@ -88,7 +89,7 @@ export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+    return errnoCode(error) !== "ESRCH";
   }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");

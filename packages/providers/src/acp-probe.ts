@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { ProviderCommand, ProviderOption } from "@deckhand/wire";
 import type { ProbeResult } from "./probe-store.ts";
 
@@ -218,7 +219,7 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
     // that is the provider's problem, not the snapshot's.
     return {
       status: "error",
-      error: `cannot start ${options.executable}: ${error instanceof Error ? error.message : String(error)}`,
+      error: `cannot start ${options.executable}: ${errorMessage(error)}`,
       result: emptyProbeResult(""),
     };
   }
@@ -409,7 +410,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
       const exit = await Promise.race([exited, sleep(300).then(() => undefined)]);
       message = exit
         ? `the agent exited (${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`}) during ${phase}`
-        : `${phase} failed: ${error instanceof Error ? error.message : String(error)}`;
+        : `${phase} failed: ${errorMessage(error)}`;
     }
     settled = true;
     return {
@@ -458,7 +459,7 @@ export async function versionOutput(
       });
     } catch (error) {
       return {
-        output: `cannot start: ${(error as Error).message}`,
+        output: `cannot start: ${errorMessage(error)}`,
         exitCode: null,
         timedOut: false,
       };
@@ -468,9 +469,7 @@ export async function versionOutput(
     const exited = new Promise<number | null>((resolve) => {
       child.once("exit", (code) => resolve(code));
       child.once("error", (error) => {
-        output.push(
-          Buffer.from(`cannot start: ${(error as NodeJS.ErrnoException).code ?? error.message}`),
-        );
+        output.push(Buffer.from(`cannot start: ${errnoCode(error) ?? error.message}`));
         resolve(null);
       });
     });

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
   ProviderConfigEntrySchema,
   ProviderIdSchema,
@@ -80,7 +81,7 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
     // Editors on Windows save UTF-8 with a byte order mark, which JSON.parse does not accept.
     parsed = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
   } catch (error) {
-    report("", `not valid JSON (${(error as Error).message}); ${FALLBACK}`);
+    report("", `not valid JSON (${errorMessage(error)}); ${FALLBACK}`);
     return { document: {}, patchable: false, providers: builtins(), diagnostics };
   }
   if (!isObject(parsed)) {
@@ -203,8 +204,8 @@ export async function readProvidersConfig(path: string): Promise<ConfigSnapshot>
   try {
     bytes = await readFile(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT") unreadable = code ?? (error as Error).message;
+    const code = errnoCode(error);
+    if (code !== "ENOENT") unreadable = code ?? errorMessage(error);
   }
   if (unreadable !== undefined) {
     const interpreted = interpretProvidersConfig(path, null);

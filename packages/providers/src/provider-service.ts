@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { dirname } from "node:path";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
   type ProviderEntry,
   type ProvidersConfigResponse,
@@ -347,7 +348,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     } catch (error) {
       logger.warn("cannot load a provider probe result; probing again", {
         providerId: id,
-        error: (error as Error).message,
+        error: errorMessage(error),
       });
     }
     if (!records.has(id)) {
@@ -437,7 +438,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         } catch (error) {
           logger.warn("cannot save a provider probe result", {
             providerId: provider.id,
-            error: (error as Error).message,
+            error: errorMessage(error),
           });
         }
       }
@@ -608,7 +609,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         try {
           await writeFileAtomically(current.path, text);
         } catch (error) {
-          const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+          const code = errnoCode(error) ?? errorMessage(error);
           throw new ProvidersError(
             "config_write_failed",
             `cannot write ${current.path}: ${code}; check the permissions and free space of its directory`,
@@ -770,7 +771,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         () => {},
         (error: unknown) =>
           logger.warn("warming the providers snapshot failed; it is built on the next request", {
-            error: (error as Error).message,
+            error: errorMessage(error),
           }),
       );
     },

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
@@ -113,10 +114,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** A `kind` the user chose, or the closest option the agent offers with the same meaning. */
 function chooseOption(
   options: readonly acp.PermissionOption[],
@@ -199,7 +196,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       } catch (error) {
         logger.warn("an event consumer failed; the turn goes on", {
           event: event.type,
-          error: messageOf(error),
+          error: errorMessage(error),
         });
       }
     });
@@ -359,7 +356,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   function startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
     const tail = agentProcess?.stderrTail().trim() ?? "";
     const message = redact(
-      `cannot start ${agent} (${launch.executable}): ${messageOf(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
+      `cannot start ${agent} (${launch.executable}): ${errorMessage(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
     );
     lastError = message;
     return new AgentBackendError("agent_start_failed", message, { cause: error });
@@ -447,7 +444,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       if (current.process.exit() !== null) throw error;
       logger.warn("the agent could not resume its session; starting a new one", {
         agent,
-        error: redact(messageOf(error)),
+        error: redact(errorMessage(error)),
       });
     }
     return null;
@@ -509,7 +506,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     try {
       session = await ensureSession();
     } catch (error) {
-      emit({ type: "error", message_id: current.messageId, message: redact(messageOf(error)) });
+      emit({ type: "error", message_id: current.messageId, message: redact(errorMessage(error)) });
       return "error";
     }
     // A cancel that came while the agent was starting: the turn ends before it begins.
@@ -550,7 +547,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         });
         return "error";
       }
-      const message = redact(`${agent} failed the prompt: ${messageOf(error)}`);
+      const message = redact(`${agent} failed the prompt: ${errorMessage(error)}`);
       lastError = message;
       emit({ type: "error", message_id: current.messageId, message });
       return "error";

@@ -1,5 +1,6 @@
 import { isAbsolute } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { FileClient } from "@deckhand/workspace-files";
 import { AgentBackendError } from "../errors.ts";
 import { resolveWorktreePath } from "../native/safety/worktree-path.ts";
@@ -7,11 +8,8 @@ import { resolveWorktreePath } from "../native/safety/worktree-path.ts";
 /** The agent's error for a failed client request: a JSON-RPC error with a message it can show. */
 export function toRequestError(error: unknown, action: string): acp.RequestError {
   if (error instanceof acp.RequestError) return error;
-  const code =
-    error instanceof Error && "code" in error && typeof error.code === "string"
-      ? error.code
-      : undefined;
-  const message = error instanceof Error ? error.message : String(error);
+  const code = errnoCode(error);
+  const message = errorMessage(error);
   if (code === "file_not_found" || code === "not_found") {
     return new acp.RequestError(-32002, `Resource not found: cannot ${action}: ${message}`);
   }

@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import { gitIn } from "@deckhand/testkit";
 
 /** A real workspace agent on 127.0.0.1 serving a temporary root, with a worktree inside it. */
 export interface TestWorkspace {
@@ -25,7 +25,7 @@ export async function startTestWorkspace(
   const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   const worktree = join(root, "tree");
   mkdirSync(worktree);
-  if (options.gitInit) execFileSync("git", ["init", "-q", worktree]);
+  if (options.gitInit) gitIn(worktree, "init", "-q");
   const quiet = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const agent = await startAgent(
     resolveAgentConfig({

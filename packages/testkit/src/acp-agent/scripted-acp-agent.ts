@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+
 // A scripted ACP agent for tests, written with the ACP SDK's agent side. Run it with
 // `node --conditions=source scripted-acp-agent.ts --mode <mode>`; `scriptedAcpAgentCommand()`
 // builds that command. It speaks ACP over stdio, so tests exercise the same path as a real
@@ -16,6 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+import { errorMessage } from "@deckhand/errors";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
 import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
 import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
@@ -37,10 +39,6 @@ interface SessionState {
 type TurnOutcome = { stopReason: acp.StopReason; usage?: Record<string, number> };
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** One prompt turn: sends updates for its session and collects the reply text for history. */
 class Turn {
@@ -104,7 +102,7 @@ async function runTerminal(
     });
   } catch (error) {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
-    await turn.say(`error: ${messageOf(error)}`);
+    await turn.say(`error: ${errorMessage(error)}`);
     return;
   }
   await turn.update({
@@ -180,7 +178,7 @@ async function runEdit(
     });
   } catch (error) {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
-    await turn.say(`error: ${messageOf(error)}`);
+    await turn.say(`error: ${errorMessage(error)}`);
     return { stopReason: "end_turn" };
   }
   await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
@@ -264,7 +262,7 @@ async function runPrompt(
         await turn.say(`wrote ${prompt.path}`);
       } catch (error) {
         await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
-        await turn.say(`error: ${messageOf(error)}`);
+        await turn.say(`error: ${errorMessage(error)}`);
       }
       return done;
     }
@@ -278,7 +276,7 @@ async function runPrompt(
         });
         await turn.say(read.content);
       } catch (error) {
-        await turn.say(`error: ${messageOf(error)}`);
+        await turn.say(`error: ${errorMessage(error)}`);
       }
       return done;
     case "run":

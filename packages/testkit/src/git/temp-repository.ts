@@ -1,7 +1,7 @@
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { runGitSync } from "@deckhand/git";
 
 /** A fixed identity, so commits made in tests never depend on the machine's git config. */
 const GIT_IDENTITY = {
@@ -11,13 +11,12 @@ const GIT_IDENTITY = {
   GIT_COMMITTER_EMAIL: "test@example.com",
 };
 
-/** Runs git in `cwd` and returns its trimmed standard output. */
+/**
+ * Runs git in `cwd` (through @deckhand/git, so a GIT_DIR of the shell running the tests cannot
+ * redirect it) and returns its trimmed standard output; throws a GitError on failure.
+ */
 export function gitIn(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, ...GIT_IDENTITY },
-  }).trim();
+  return runGitSync(args, { cwd, environment: GIT_IDENTITY }).stdout.trim();
 }
 
 export interface TempRepository {

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
@@ -568,7 +569,7 @@ export class NativeAgent implements NativeBackend {
         const message = this.#redact(
           error instanceof ModelClientError
             ? `the model request failed: ${error.message}`
-            : `the native agent failed: ${error instanceof Error ? error.message : String(error)}`,
+            : `the native agent failed: ${errorMessage(error)}`,
         );
         this.#lastError = message;
         this.#options.logger?.warn("turn failed", { session_id: this.#sessionId, error: message });

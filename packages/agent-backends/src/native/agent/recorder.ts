@@ -1,6 +1,7 @@
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { errnoCode } from "@deckhand/errors";
 import { AgentEventSchema } from "@deckhand/wire";
 import { z } from "zod";
 import { AgentBackendError } from "../../errors.ts";
@@ -139,7 +140,7 @@ export class FileSessionRecorder implements SessionRecorder {
     try {
       text = await readFile(this.pathOf(sessionId), "utf8");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      if (errnoCode(error) === "ENOENT") return null;
       throw error;
     }
     return parseRecording(text);

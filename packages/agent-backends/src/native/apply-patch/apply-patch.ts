@@ -1,3 +1,4 @@
+import { errorMessage } from "@deckhand/errors";
 import type { FileClient } from "@deckhand/workspace-files";
 import { AgentBackendError } from "../../errors.ts";
 import { resolveWorktreePath, worktreeRelative } from "../safety/worktree-path.ts";
@@ -180,7 +181,7 @@ export async function applyPatch(
     }
   } catch (error) {
     const notRestored = await rollBack(committed, options);
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     throw new AgentBackendError(
       "patch_apply_failed",
       notRestored.length === 0

@@ -1,3 +1,4 @@
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { FileClient } from "@deckhand/workspace-files";
 import { AgentBackendError } from "../../errors.ts";
 
@@ -7,18 +8,11 @@ export interface WholeFile {
   content: string;
 }
 
-function errorCode(error: unknown): string | undefined {
-  if (error instanceof Error && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}
-
 /** A workspace-agent failure as this package's error, keeping the agent's message for the model. */
 export function fromWorkspaceError(error: unknown, action: string): AgentBackendError {
   if (error instanceof AgentBackendError) return error;
-  const code = errorCode(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const code = errnoCode(error);
+  const message = errorMessage(error);
   if (code === "path_outside_root") {
     return new AgentBackendError("path_outside_worktree", `cannot ${action}: ${message}`, {
       cause: error,
@@ -46,7 +40,7 @@ export async function readWholeFile(files: FileClient, path: string): Promise<Wh
     try {
       answer = await files.read({ path, offset });
     } catch (error) {
-      if (errorCode(error) === "file_not_found") return null;
+      if (errnoCode(error) === "file_not_found") return null;
       throw fromWorkspaceError(error, `read ${path}`);
     }
     realPath = answer.path;

@@ -1,3 +1,5 @@
+import { errorMessage } from "@deckhand/errors";
+import { SseParser } from "@deckhand/sse";
 import { WireHeader } from "@deckhand/wire";
 import { ModelClientError } from "./model-client-error.ts";
 import {
@@ -5,7 +7,6 @@ import {
   parseResponsesEvent,
   type ResponseItem,
 } from "./responses-events.ts";
-import { SseDecoder } from "./sse-decoder.ts";
 
 /** A tool the model may call: a JSON-schema function, or a free-form (grammar) custom tool. */
 export type ResponsesTool =
@@ -150,7 +151,7 @@ export async function* streamResponse(
       );
     }
     const reason = error instanceof Error ? (error.cause ?? error) : error;
-    const text = reason instanceof Error ? reason.message : String(reason);
+    const text = errorMessage(reason);
     return new ModelClientError("connection", `model connection failed ${during}: ${text}`, {
       retryable: true,
       cause: error,
@@ -183,7 +184,7 @@ export async function* streamResponse(
       throw new ModelClientError("protocol", "model response has no body", { retryable: false });
     }
     const reader = response.body.getReader();
-    const decoder = new SseDecoder();
+    const decoder = new SseParser();
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {

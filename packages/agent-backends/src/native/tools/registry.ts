@@ -1,3 +1,4 @@
+import { errorMessage } from "@deckhand/errors";
 import { z } from "zod";
 import { AgentBackendError } from "../../errors.ts";
 import { parsePatch, patchPaths } from "../apply-patch/parse-patch.ts";
@@ -87,7 +88,7 @@ function parseArguments(tool: NativeTool, raw: unknown): unknown {
     } catch (error) {
       throw new AgentBackendError(
         "invalid_arguments",
-        `the arguments of ${tool.name} are not valid JSON (${(error as Error).message}); send a JSON object`,
+        `the arguments of ${tool.name} are not valid JSON (${errorMessage(error)}); send a JSON object`,
         { cause: error },
       );
     }
@@ -140,7 +141,7 @@ export async function invokeTool(
       if (error.code === "aborted") throw error;
       return failure(error);
     }
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return failure(
       new AgentBackendError("internal", `${name} failed: ${message}`, { cause: error }),
     );

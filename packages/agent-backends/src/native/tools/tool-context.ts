@@ -1,3 +1,4 @@
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { ProcessClient } from "@deckhand/process-manager";
 import type { FileClient } from "@deckhand/workspace-files";
 import type { z } from "zod";
@@ -31,18 +32,11 @@ export interface NativeTool<Schema extends z.ZodType = z.ZodType, Result = unkno
   execute(args: z.output<Schema>, context: ToolContext): Promise<Result>;
 }
 
-function errorCode(error: unknown): string | undefined {
-  if (error instanceof Error && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}
-
 /** True for the rejection an aborted request or an aborted signal produces. */
 export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
   if (signal?.aborted) return true;
   return (
-    error instanceof Error && (error.name === "AbortError" || errorCode(error) === "ABORT_ERR")
+    error instanceof Error && (error.name === "AbortError" || errnoCode(error) === "ABORT_ERR")
   );
 }
 
@@ -56,6 +50,6 @@ export function fromProcessError(
   if (isAbortError(error, signal)) {
     return new AgentBackendError("aborted", `${action} was interrupted`, { cause: error });
   }
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return new AgentBackendError("process_error", `cannot ${action}: ${message}`, { cause: error });
 }

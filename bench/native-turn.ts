@@ -5,21 +5,28 @@
 // same command run straight through the tool. What the agent adds on top of those two is the
 // loop's own cost: events, approvals, history, recording.
 //
-//   node --conditions=source packages/agent-backends/bench/native-turn.ts [turns]
+//   node --conditions=source bench/native-turn.ts [turns]
+//
+// It lives here, not in @deckhand/agent-backends, because it composes an app (the workspace
+// agent) with the package, and a package never depends on an app.
 import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { resolveAgentConfig, startAgent } from "@deckhand/agent-app";
+import {
+  collectModelTurn,
+  createNativeBackend,
+  FileSessionRecorder,
+  invokeTool,
+  type NativeBackend,
+  type ResponseItem,
+  type SessionRecorder,
+} from "@deckhand/agent-backends";
 import { ProcessClient } from "@deckhand/process-manager";
 import { type CapturedRequest, renderTurn, startFakeModel, turn } from "@deckhand/testkit";
 import { FileClient } from "@deckhand/workspace-files";
-import { createNativeBackend, type NativeBackend } from "../src/native/agent/native-agent.ts";
-import { FileSessionRecorder, type SessionRecorder } from "../src/native/agent/recorder.ts";
-import { collectModelTurn } from "../src/native/model/model-turn.ts";
-import type { ResponseItem } from "../src/native/model/responses-events.ts";
-import { invokeTool } from "../src/native/tools/registry.ts";
 
 const TURNS = Number(process.argv[2] ?? 200);
 const TURNS_PER_SESSION = 10;

@@ -106,3 +106,35 @@ describe("SseParser", () => {
     }
   });
 });
+
+// The cases of the native model client's former decoder, which this parser replaced.
+describe("SseParser on a model stream", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+
+  it("yields the same events however the bytes are cut: CRLF, lone CR, LF and UTF-8", () => {
+    const stream = bytes(
+      ': comment\r\nevent: response.created\r\ndata: {"a":"é"}\r\n\r\ndata: one\ndata: two\n\nevent: x\rdata: y\r\r',
+    );
+    const whole = parseAll([stream]);
+    expect(whole).toEqual([
+      { event: "response.created", data: '{"a":"é"}' },
+      { event: "message", data: "one\ntwo" },
+      { event: "x", data: "y" },
+    ]);
+    for (let cut = 1; cut < stream.length; cut += 1) {
+      expect(parseAll([stream.subarray(0, cut), stream.subarray(cut)])).toEqual(whole);
+    }
+  });
+
+  it("drops an event whose blank line never came, after dispatching the whole one", () => {
+    const parser = new SseParser();
+    expect(parser.push("data: whole\n\ndata: cut")).toEqual([{ event: "message", data: "whole" }]);
+    expect(parser.end()).toEqual([]);
+  });
+
+  it("keeps each event's id, which the former decoder dropped", () => {
+    expect(parseAll(["id: 7\nevent: response.created\ndata: {}\n\n"])).toEqual([
+      { event: "response.created", data: "{}", id: "7" },
+    ]);
+  });
+});

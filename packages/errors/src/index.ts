@@ -1,0 +1,1 @@
+export { errnoCode, errorMessage } from "./error-values.ts";

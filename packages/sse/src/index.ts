@@ -1,0 +1,1 @@
+export { type SseEvent, SseEventFilter, SseParser } from "./sse-parser.ts";
