@@ -156,8 +156,6 @@ function redactContent(content: PartContent): PartContent {
   return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
 }
 
-}
-
 async function storePartChanges(
   transaction: Transaction,
   messageId: string,
