@@ -169,6 +169,29 @@ describe.skipIf(setup.runtime === null)("runContainer", () => {
     expect(await containerNamed(name)).toBe("");
   });
 
+  it("answers a failure of the CLI itself (exit 125) with runtime_failed, not as the step's code", async () => {
+    const name = `deckhand-test-taken-${process.pid}`;
+    const controller = new AbortController();
+    const first = runContainer(runtime, {
+      image,
+      name,
+      script: "sleep 60",
+      signal: controller.signal,
+    });
+    try {
+      for (let attempt = 0; attempt < 100 && (await containerNamed(name)) === ""; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await expect(runContainer(runtime, { image, name, script: "true" })).rejects.toMatchObject({
+        code: "runtime_failed",
+        message: expect.stringMatching(/failed before the step ran: .*already in use/),
+      });
+    } finally {
+      controller.abort();
+      await first;
+    }
+  });
+
   it("says clearly when the image is missing and cannot be pulled", async () => {
     const missing = "localhost/deckhand-test/absent:latest";
     await expect(

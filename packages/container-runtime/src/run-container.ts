@@ -257,11 +257,6 @@ export async function runContainer(
       { cause: outcome.error },
     );
   }
-  if (ending !== "exited") {
-    // `--rm` removes a killed container; removing by name again covers a kill that raced the
-    // container's start. It fails harmlessly when the container is already gone.
-    await runCli(runtime, ["rm", "--force", name], { timeoutMs: 15_000 });
-  }
   if (ending === "exited" && outcome.code === RUNTIME_FAILURE_EXIT) {
     const snapshot = output.snapshot();
     throw new ContainerRuntimeError(
