@@ -18,6 +18,11 @@ export interface ContainerMount {
  */
 const MOUNT_PATH_FORBIDDEN = /[,"\p{Cc}]/u;
 
+/** The first character of `path` that would break a `--mount` value, if any. */
+export function mountBreakingCharacter(path: string): string | undefined {
+  return MOUNT_PATH_FORBIDDEN.exec(path)?.[0];
+}
+
 function invalid(message: string): never {
   throw new ContainerRuntimeError("invalid_options", message);
 }
@@ -30,7 +35,7 @@ export function mountArguments(mounts: readonly ContainerMount[]): string[] {
       ["source", mount.source],
       ["target", mount.target],
     ] as const) {
-      if (MOUNT_PATH_FORBIDDEN.test(path)) {
+      if (mountBreakingCharacter(path) !== undefined) {
         invalid(
           `mount ${role} ${JSON.stringify(path)} contains a comma, a double quote or a control character, which a container CLI would read as more mount options; rename the directory`,
         );
