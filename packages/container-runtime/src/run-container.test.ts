@@ -155,6 +155,21 @@ describe.skipIf(setup.runtime === null)("runContainer", () => {
     expect(await containerNamed(name)).toBe("");
   });
 
+  it("starts nothing when the abort signal has already fired", async () => {
+    const name = `deckhand-test-preaborted-${process.pid}`;
+    const root = workspace();
+    const result = await runContainer(runtime, {
+      image,
+      name,
+      script: "touch ran",
+      mounts: [{ source: root, target: "/workspace" }],
+      workdir: "/workspace",
+      signal: AbortSignal.abort(),
+    });
+    expect(result).toMatchObject({ ending: "aborted", exitCode: null, durationMs: 0 });
+    expect(existsSync(join(root, "ran"))).toBe(false);
+  });
+
   it("kills the container when the abort signal fires", async () => {
     const name = `deckhand-test-abort-${process.pid}`;
     const controller = new AbortController();
