@@ -5,7 +5,7 @@
 # Idempotent: installs only what is missing and runs `apt-get update` at most once. Run as root.
 #
 # It does not write /etc/containers/containers.conf: @deckhand/container-runtime passes the
-# equivalent flags itself when its `podmanCompat` option is on (the test profile turns it on),
+# equivalent flags itself when detection is asked for `restrictedHost` (the tests ask for it),
 # so neither CI nor a developer machine depends on a machine-wide configuration.
 #
 # Exits non-zero when anything could not be installed or Podman does not answer `podman info`,
