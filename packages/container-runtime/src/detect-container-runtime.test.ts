@@ -1,4 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ContainerRuntimeError } from "./container-runtime-error.ts";
@@ -59,6 +62,28 @@ describe("detectContainerRuntime", () => {
     );
   });
 
+  it("does not take a client whose `info` does not answer in time", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-slow-client-"));
+    try {
+      const slow = join(directory, "podman");
+      writeFileSync(slow, "#!/bin/sh\nexec sleep 10\n");
+      chmodSync(slow, 0o755);
+      const started = Date.now();
+      const detection = await detectContainerRuntime({
+        candidates: ["podman"],
+        binaries: { podman: slow },
+        timeoutMs: 300,
+      });
+      expect(detection.runtime).toBeNull();
+      expect(detection.probes[0]?.unavailableReason).toBe(
+        "podman: the client is installed but `podman info` did not answer within 300 ms",
+      );
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it("requireContainerRuntime fails with no_runtime and every candidate's reason", async () => {
     const failure = await requireContainerRuntime({
       binaries: { podman: "deckhand-no-such-podman", docker: "false" },
@@ -84,5 +109,21 @@ describe("ContainerRuntimeError.isInstance", () => {
     );
     expect(ContainerRuntimeError.isInstance(new Error("plain"))).toBe(false);
     expect(ContainerRuntimeError.isInstance(null)).toBe(false);
+  });
+});
+
+describe("container test setup", () => {
+  const missing = { podman: "deckhand-no-such-podman" };
+
+  it("fails loudly in CI when no runtime works", async () => {
+    await expect(containerTestSetup({ binaries: missing, ci: "true" })).rejects.toThrow(
+      /container tests need Podman \(podman: not installed.*scripts\/container-runtime\.sh.*CI must install it/,
+    );
+  });
+
+  it("skips outside CI with a message saying how to install Podman", async () => {
+    const skipped = await containerTestSetup({ binaries: missing, ci: "" });
+    expect(skipped.runtime).toBeNull();
+    expect(skipped.skipReason).toContain("sudo bash scripts/container-runtime.sh");
   });
 });

@@ -1,6 +1,10 @@
 // Helpers shared by this package's tests; not part of the public API.
 import { ensureBusyboxTestImage } from "@deckhand/testkit";
-import { type ContainerRuntime, detectContainerRuntime } from "./detect-container-runtime.ts";
+import {
+  type ContainerRuntime,
+  type DetectContainerRuntimeOptions,
+  detectContainerRuntime,
+} from "./detect-container-runtime.ts";
 
 export interface ContainerTestSetup {
   /** Null when no runtime works here; then `skipReason` says why. */
@@ -15,13 +19,20 @@ export interface ContainerTestSetup {
  * (`CI=true`, where `.ci/run` installs Podman first) a missing runtime fails the suite instead,
  * so a broken install can never pass as skipped tests.
  */
-export async function containerTestSetup(): Promise<ContainerTestSetup> {
-  const detection = await detectContainerRuntime({ candidates: ["podman"], restrictedHost: true });
+export async function containerTestSetup(
+  options: { binaries?: DetectContainerRuntimeOptions["binaries"]; ci?: string } = {},
+): Promise<ContainerTestSetup> {
+  const detection = await detectContainerRuntime({
+    candidates: ["podman"],
+    restrictedHost: true,
+    binaries: options.binaries,
+  });
   const runtime = detection.runtime;
   if (runtime === null) {
     const reasons = detection.probes.map((probe) => probe.unavailableReason).join("; ");
     const message = `container tests need Podman (${reasons}); install it with \`sudo bash scripts/container-runtime.sh\``;
-    if (process.env.CI === "true") throw new Error(`${message}. CI must install it: failing.`);
+    if ((options.ci ?? process.env.CI) === "true")
+      throw new Error(`${message}. CI must install it: failing.`);
     console.warn(`skipping container tests: ${message}`);
     return { runtime: null, image: "", skipReason: message };
   }
