@@ -27,6 +27,12 @@ export {
   scriptedAgentModes,
   scriptedAgentScript,
 } from "./acp-agent/scripted-acp-script.ts";
+// The offline busybox image container tests run (built from busybox-static, cached by tag).
+export {
+  BUSYBOX_TEST_IMAGE,
+  ensureBusyboxTestImage,
+  type TestContainerCli,
+} from "./container/busybox-test-image.ts";
 // Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages).
 export {
   type CapturedRequest,
