@@ -18,13 +18,9 @@ import {
   type Transaction,
   tasks,
 } from "@deckhand/db";
-import {
-  type ModelTokenStore,
-  mintModelToken,
-  redactSecrets,
-  revokeModelToken,
-} from "@deckhand/model-proxy";
+import { type ModelTokenStore, mintModelToken, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
+import { redactSecrets, redactValue } from "@deckhand/secrets";
 import {
   type AgentEvent,
   AgentEventSchema,
@@ -171,7 +167,7 @@ export function assistantMessageId(userMessageId: string): string {
 }
 
 function redactContent(content: PartContent): PartContent {
-  return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
+  return redactValue(content);
 }
 
 function messageOf(error: unknown): string {

@@ -4,8 +4,13 @@ import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
-import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
+import {
+  agentEnvironment,
+  agentEnvironmentPolicy,
+  redactSecrets,
+  rememberSecrets,
+} from "@deckhand/secrets";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
 import { agentBackendFactory } from "./agent-backend-factory.ts";
@@ -74,11 +79,40 @@ export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** What shutdown gives HTTP requests still in flight once no task runs any more. */
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
+/** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
+function databasePasswords(databaseUrl: string | null): string[] {
+  if (databaseUrl === null) return [];
+  try {
+    const { password } = new URL(databaseUrl);
+    return password === "" ? [] : [password, decodeURIComponent(password)];
+  } catch {
+    return [];
+  }
+}
+
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
   config: ServerConfig,
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
+  // Deckhand's own secrets: redacted wherever this process redacts (logs, events, parts,
+  // recordings, agent output), and never inherited by an agent process.
+  const ownSecrets = [
+    ...Object.values(config.modelUpstreams).map((upstream) => upstream.apiKey),
+    config.adminToken,
+    config.databaseUrl,
+    ...databasePasswords(config.databaseUrl),
+  ];
+  rememberSecrets(ownSecrets);
+  const agentPolicy = agentEnvironmentPolicy({
+    secretNames: config.withheldEnv,
+    secretValues: ownSecrets,
+    deny: config.agentEnvironment.deny,
+    allow: config.agentEnvironment.allow,
+  });
+  // One environment for every process started for an agent: native `execute`, ACP terminals
+  // (both through the workspace agent), ACP agent processes and provider probes.
+  const agentEnv = agentEnvironment(agentPolicy, process.env);
   const logger =
     options.logger ??
     pino(
@@ -113,6 +147,7 @@ export async function startServer(
       const root = workspacesRoot;
       // Only this process talks to the agent; a fresh token each start is enough.
       agentToken = randomBytes(32).toString("base64url");
+      rememberSecrets([agentToken]);
       agent = await startAgent(
         {
           host: "127.0.0.1",
@@ -124,7 +159,7 @@ export async function startServer(
           shutdownGraceMs: 5_000,
           logLevel: config.logLevel,
         },
-        { logger: logger.child({ component: "workspace-agent" }) },
+        { logger: logger.child({ component: "workspace-agent" }), environment: agentEnv },
       );
       const started = agent;
       cleanups.push(() => started.close());
@@ -144,6 +179,7 @@ export async function startServer(
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
         replace: config.resetAdminToken,
       });
+      rememberSecrets([generatedAdminToken]);
     } else if (config.resetAdminToken) {
       logger.warn(
         config.adminToken === null
@@ -157,6 +193,8 @@ export async function startServer(
       // The native agent talks to the upstream configured for its own agent type.
       modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
       withheldEnv: config.withheldEnv,
+      env: agentEnv,
+      agentEnvironment: agentPolicy,
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {
@@ -196,6 +234,7 @@ export async function startServer(
         agentBackendFactory({
           permissionMemory: new DbPermissionMemory(database.db),
           dataDir: config.dataDir,
+          agentEnvironment: agentEnv,
           ...(config.nativeModel ? { nativeModel: config.nativeModel } : {}),
         }),
       logger,

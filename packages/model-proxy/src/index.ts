@@ -20,7 +20,6 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
-export { describeError, REDACTED, redactSecrets } from "./redaction.ts";
 export { type SseEvent, SseEventFilter, SseParser } from "./sse-parser.ts";
 export { type UpstreamConfig, UpstreamConfigSchema } from "./upstreams.ts";
 export {

@@ -1,11 +1,15 @@
 import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import {
-  type ProviderEntry,
-  type ProvidersConfigResponse,
-  type ProvidersDiagnostic,
-  type ProvidersSnapshot,
-  WireEnv,
+  type AgentEnvironmentPolicy,
+  agentEnvironment,
+  agentEnvironmentPolicy,
+} from "@deckhand/secrets";
+import type {
+  ProviderEntry,
+  ProvidersConfigResponse,
+  ProvidersDiagnostic,
+  ProvidersSnapshot,
 } from "@deckhand/wire";
 import { probeAcpAgent, versionOutput } from "./acp-probe.ts";
 import {
@@ -59,6 +63,11 @@ export interface ProviderServiceOptions {
    * of the model upstreams' key variables, so agents never see a real API key.
    */
   withheldEnv?: readonly string[];
+  /**
+   * What probed agents inherit of `env` (see @deckhand/secrets); by default the default policy
+   * with `withheldEnv` as Deckhand's own secrets.
+   */
+  agentEnvironment?: AgentEnvironmentPolicy;
   logger?: ProvidersLogger;
   probeTimeoutMs?: number;
   commandsWaitMs?: number;
@@ -172,19 +181,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const store = options.probeStore ?? new MemoryProbeStore();
   const logger = options.logger ?? silentLogger;
   const env = options.env ?? process.env;
-  const withheld = new Set<string>([
-    WireEnv.adminToken,
-    WireEnv.agentToken,
-    WireEnv.modelProviderToken,
-    ...(options.withheldEnv ?? []),
-  ]);
-  /** What a probed agent inherits: the server's environment without any secret it knows of. */
-  const agentEnv = (provider: ConfiguredProvider): Record<string, string | undefined> => {
-    const inherited = Object.fromEntries(
-      Object.entries(env).filter(([name]) => !withheld.has(name)),
-    );
-    return { ...inherited, ...provider.env };
-  };
+  const policy =
+    options.agentEnvironment ?? agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
+  const withheld = new Set([...policy.secretNames, ...(options.withheldEnv ?? [])]);
+  /** What a probed agent inherits: the server's environment as the agent policy leaves it. */
+  const agentEnv = (provider: ConfiguredProvider): Record<string, string | undefined> => ({
+    ...agentEnvironment(policy, env),
+    ...provider.env,
+  });
   const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
   const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
