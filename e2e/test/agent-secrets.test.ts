@@ -59,6 +59,17 @@ const canaries = {
   E2E_DENIED_BY_CONFIG: CONFIG_DENIED,
 };
 
+/** What an agent printed may hold none of the canaries, not even redacted by accident. */
+function expectNoCanary(text: string, where: string): void {
+  for (const [name, value] of Object.entries(canaries)) {
+    expect(text.includes(value), `${name}'s value found in ${where}`).toBe(false);
+    // A variable's name starts a line: after a newline, or an escaped one inside JSON.
+    expect(text, `${name} found in ${where}`).not.toMatch(
+      new RegExp(`(?:^|[^A-Za-z0-9_]|\\\\n)${name}=`),
+    );
+  }
+}
+
 let dataDir: string;
 let repository: TempRepository;
 let model: FakeModel;
@@ -224,9 +235,11 @@ describe("secrets never reach agent processes", () => {
     expect(streamed).toContain(`E2E_ALLOWED_API_KEY=${ALLOWED_VALUE}`);
     expect(streamed).toContain(`key=${MARKER}`);
     expect(streamed).not.toMatch(/DATABASE_URL=/);
+    expectNoCanary(streamed, "the native turn");
     const followUp = model.requests.at(-1)!.body;
     expect(followUp).toContain(`E2E_ALLOWED_API_KEY=${ALLOWED_VALUE}`);
     expect(followUp).toContain(`key=${MARKER}`);
+    expectNoCanary(followUp, "the model request after execute");
   });
 
   it("an ACP terminal sees neither, and its output reaches the agent redacted", async () => {
@@ -234,6 +247,7 @@ describe("secrets never reach agent processes", () => {
     expect(streamed).toContain(`E2E_ALLOWED_API_KEY=${ALLOWED_VALUE}`);
     expect(streamed).toContain(`key=${MARKER}`);
     expect(streamed).not.toMatch(/DATABASE_URL=/);
+    expectNoCanary(streamed, "the ACP terminal's output");
   });
 
   it("an ACP agent's own environment holds neither", async () => {
@@ -241,6 +255,7 @@ describe("secrets never reach agent processes", () => {
     expect(streamed).toContain(`E2E_ALLOWED_API_KEY=${ALLOWED_VALUE}`);
     expect(streamed).toContain("PATH=");
     expect(streamed).not.toMatch(/DATABASE_URL=/);
+    expectNoCanary(streamed, "the ACP agent's environment");
   });
 
   it("leaves no secret in any frame, response, recording, log line, table or model request", async () => {
