@@ -166,10 +166,6 @@ export function assistantMessageId(userMessageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-function redactContent(content: PartContent): PartContent {
-  return redactValue(content);
-}
-
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -330,7 +326,7 @@ async function storePartChanges(
       );
   }
   for (const { position, part } of changes.put) {
-    const content = redactContent(part.content);
+    const content = redactValue(part.content);
     await transaction
       .insert(messageParts)
       .values({ messageId, position, kind: part.kind, content })
@@ -1108,7 +1104,7 @@ export class AgentTurns {
             messageId,
             position,
             kind: part.kind,
-            content: redactContent(part.content),
+            content: redactValue(part.content),
           })),
         );
       }

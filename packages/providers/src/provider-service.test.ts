@@ -374,8 +374,7 @@ describe("the agent environment", () => {
         VISIBLE: "yes",
       },
     });
-    const script =
-      "echo openai=${OPENAI_API_KEY:-withheld} db=${DATABASE_URL:-withheld} visible=${VISIBLE}";
+    const script = `echo openai=\${OPENAI_API_KEY:-withheld} db=\${DATABASE_URL:-withheld} visible=\${VISIBLE}`;
     writeConfig(service.configPath, {
       providers: { shell: { extends: "acp", command: ["/bin/sh", "-c", script] } },
     });
