@@ -239,7 +239,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         });
         continue;
       }
-      if (current !== null && event.type === "text") current.text += event.delta;
+      if (current !== null && event.type === "text") current.text += redact(event.delta);
       emit(event);
     }
   }
