@@ -1,5 +1,6 @@
 import { listen } from "@deckhand/http-kit";
 import { ProcessManager } from "@deckhand/process-manager";
+import { agentEnvironment, agentEnvironmentPolicy } from "@deckhand/secrets";
 import { WorkspaceFiles } from "@deckhand/workspace-files";
 import pino, { type Logger } from "pino";
 import { AgentError } from "./agent-error.ts";
@@ -22,6 +23,12 @@ export interface StartAgentOptions {
   /** Where JSON log lines go; standard output by default. */
   logDestination?: NodeJS.WritableStream;
   logger?: Logger;
+  /**
+   * The environment every process inherits (before a request's own `env`). A server passes the
+   * result of its agent-environment policy; by default the default policy applied to this
+   * process's environment, with the agent's own token withheld wherever it appears.
+   */
+  environment?: Readonly<Record<string, string>>;
 }
 
 export async function startAgent(
@@ -35,6 +42,10 @@ export async function startAgent(
       options.logDestination ?? process.stdout,
     );
   const processes = new ProcessManager({
+    baseEnv: {
+      ...(options.environment ??
+        agentEnvironment(agentEnvironmentPolicy({ secretValues: [config.token] }))),
+    },
     defaultWorkdir: config.root,
     maxRunning: config.maxRunningProcesses,
     terminateGraceMs: config.terminateGraceMs,

@@ -16,6 +16,8 @@ export interface AgentBackendFactoryOptions {
   permissionMemory: PermissionMemory;
   /** The native agent's JSONL recordings go to `<dataDir>/recordings/<its session id>.jsonl`. */
   dataDir: string;
+  /** What ACP agent processes inherit: the server's environment as its agent policy leaves it. */
+  agentEnvironment?: Readonly<Record<string, string>>;
   nativeModel?: string;
 }
 
@@ -57,6 +59,7 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
         args: provider.args,
         env: provider.env,
         unset: provider.unset,
+        ...(options.agentEnvironment ? { inherit: options.agentEnvironment } : {}),
       },
       permissionMemory: options.permissionMemory,
       onIdleEvent: request.publishIdleEvent,

@@ -18,8 +18,9 @@ import {
   tasks,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
-import { type ModelTokenStore, redactSecrets, revokeModelToken } from "@deckhand/model-proxy";
+import { type ModelTokenStore, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
+import { redactSecrets, redactValue } from "@deckhand/secrets";
 import {
   type AgentEvent,
   AgentEventSchema,
@@ -32,7 +33,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { resolveCommit } from "./git.ts";
 import { leaseModelProxy } from "./model-proxy-lease.ts";
-import { type Part, type PartChanges, PartCollector, type PartContent } from "./part-collector.ts";
+import { type Part, type PartChanges, PartCollector } from "./part-collector.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
 
@@ -152,10 +153,6 @@ export function assistantMessageId(userMessageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-function redactContent(content: PartContent): PartContent {
-  return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
-}
-
 async function storePartChanges(
   transaction: Transaction,
   messageId: string,
@@ -172,7 +169,7 @@ async function storePartChanges(
       );
   }
   for (const { position, part } of changes.put) {
-    const content = redactContent(part.content);
+    const content = redactValue(part.content);
     await transaction
       .insert(messageParts)
       .values({ messageId, position, kind: part.kind, content })
@@ -948,7 +945,7 @@ export class AgentTurns {
             messageId,
             position,
             kind: part.kind,
-            content: redactContent(part.content),
+            content: redactValue(part.content),
           })),
         );
       }

@@ -183,6 +183,37 @@ describe("resolveServerConfig", () => {
     expect(error.message).not.toContain("sk-in-file");
   });
 
+  it("reads what agent processes inherit from agentEnvironment: deny entries and allowed names", () => {
+    expect(
+      resolveServerConfig({ dataDir: dataDir({}) }, { environment: {} }).agentEnvironment,
+    ).toEqual({ deny: [], allow: [] });
+    const dir = dataDir({
+      agentEnvironment: { deny: ["GITHUB_TOKEN", "CORP_*"], allow: ["GEMINI_API_KEY"] },
+    });
+    expect(resolveServerConfig({ dataDir: dir }, { environment: {} }).agentEnvironment).toEqual({
+      deny: ["GITHUB_TOKEN", "CORP_*"],
+      allow: ["GEMINI_API_KEY"],
+    });
+  });
+
+  it("names the entry for an agentEnvironment name that is no variable name", () => {
+    const denied = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ agentEnvironment: { deny: ["NOT A NAME"] } }) },
+        { environment: {} },
+      ),
+    );
+    expect(denied.message).toContain("agentEnvironment.deny.0");
+    const allowed = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ agentEnvironment: { allow: ["PATTERN_*"] } }) },
+        { environment: {} },
+      ),
+    );
+    expect(allowed.message).toContain("agentEnvironment.allow.0");
+    expect(allowed.message).toContain("must be an environment variable name");
+  });
+
   it("names the setting for a bad listen address, log level, database URL and broken JSON", () => {
     const dir = dataDir();
     expect(

@@ -46,6 +46,11 @@ export interface ServerConfig {
   modelUpstreams: Record<string, UpstreamConfig>;
   /** The variables holding upstream keys: never passed on to an agent process. */
   withheldEnv: string[];
+  /**
+   * Variables (names or `*` patterns) agent processes do not inherit on top of the default deny
+   * list, and names they inherit although a deny entry matches (see @deckhand/secrets).
+   */
+  agentEnvironment: { deny: string[]; allow: string[] };
   /** The providers config file (`<dataDir>/providers.json` unless configured). */
   providersConfigPath: string;
   /** The model the native agent uses; the built-in default when null. */
@@ -75,11 +80,29 @@ export const ServerFlagsSchema = z.strictObject({
 });
 export type ServerFlags = z.infer<typeof ServerFlagsSchema>;
 
+const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 const ModelUpstreamFileSchema = z.strictObject({
   kind: z.enum(["openai", "anthropic"]),
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** The name of the environment variable holding the key: keys never live in the file. */
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+  apiKeyEnv: z.string().regex(ENVIRONMENT_NAME, "must be an environment variable name"),
+});
+
+/** What agent processes inherit of the server's environment, beyond the built-in rules. */
+const AgentEnvironmentFileSchema = z.strictObject({
+  /** Names or patterns (`*` is any run of characters) withheld on top of the default list. */
+  deny: z
+    .array(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_*]+$/, "must be a variable name, with * standing for any characters"),
+    )
+    .optional(),
+  /** Exact names passed on although a deny entry matches; never Deckhand's own secrets. */
+  allow: z
+    .array(z.string().regex(ENVIRONMENT_NAME, "must be an environment variable name"))
+    .optional(),
 });
 
 /** `<data-dir>/config.json`. */
@@ -94,6 +117,8 @@ export const ServerConfigFileSchema = z.strictObject({
       ModelUpstreamFileSchema,
     )
     .optional(),
+  /** What agent processes inherit of the server's environment (docs/operations/server.md). */
+  agentEnvironment: AgentEnvironmentFileSchema.optional(),
   /** The providers config file, relative to the data directory; `providers.json` by default. */
   providersConfig: z.string().min(1).optional(),
   /** The model Deckhand's native agent asks its upstream for. */
@@ -276,6 +301,10 @@ export function resolveServerConfig(
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
     withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+    agentEnvironment: {
+      deny: file.agentEnvironment?.deny ?? [],
+      allow: file.agentEnvironment?.allow ?? [],
+    },
     nativeModel: file.nativeModel ?? null,
     taskConcurrency: file.taskConcurrency ?? 8,
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,

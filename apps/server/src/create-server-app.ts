@@ -12,11 +12,11 @@ import {
   createModelProxy,
   type ModelProxyLogger,
   type ModelTokenStore,
-  redactSecrets,
   type UpstreamConfig,
   type UsageRecorder,
 } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
+import { redactSecrets } from "@deckhand/secrets";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";

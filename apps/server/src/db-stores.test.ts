@@ -2,10 +2,10 @@ import { createDb, type DbHandle } from "@deckhand/db";
 import {
   hashModelToken,
   mintModelToken,
-  REDACTED,
   revokeModelToken,
   verifyModelToken,
 } from "@deckhand/model-proxy";
+import { REDACTED } from "@deckhand/secrets";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DbModelTokenStore,

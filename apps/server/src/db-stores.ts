@@ -11,14 +11,14 @@ import {
   permissionRules,
   providerProbes,
 } from "@deckhand/db";
-import {
-  type ModelTokenRecord,
-  type ModelTokenStore,
-  type ModelUsageEntry,
-  redactSecrets,
-  type UsageRecorder,
+import type {
+  ModelTokenRecord,
+  ModelTokenStore,
+  ModelUsageEntry,
+  UsageRecorder,
 } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
+import { redactSecrets } from "@deckhand/secrets";
 import { and, asc, eq, sql } from "drizzle-orm";
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;

@@ -5,7 +5,7 @@ import {
   sessionEvents,
   type Transaction,
 } from "@deckhand/db";
-import { redactSecrets } from "@deckhand/model-proxy";
+import { redactValue } from "@deckhand/secrets";
 import type { SessionEvent, SessionEventPayload } from "@deckhand/wire";
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 
@@ -55,9 +55,9 @@ export async function appendSessionEvents(
         sessionId,
         chatId,
         type: event.type,
-        // Agents echo what they see; a model token in a tool's output must not reach a row or
-        // a frame.
-        payload: JSON.parse(redactSecrets(JSON.stringify(event))) as SessionEventPayload,
+        // Agents echo what they see; a model token or one of Deckhand's own secrets in a tool's
+        // output must not reach a row or a frame.
+        payload: redactValue(event),
       })),
     )
     .returning();

@@ -14,7 +14,7 @@ import {
   sessionWorktrees,
 } from "@deckhand/db";
 import { HttpError } from "@deckhand/http-kit";
-import { redactSecrets } from "@deckhand/model-proxy";
+import { redactSecrets } from "@deckhand/secrets";
 import type {
   Chat,
   CreateChatRequest,

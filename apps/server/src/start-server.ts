@@ -11,8 +11,13 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
-import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
+import {
+  agentEnvironment,
+  agentEnvironmentPolicy,
+  redactSecrets,
+  rememberSecrets,
+} from "@deckhand/secrets";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
 import { agentBackendFactory } from "./agent-backend-factory.ts";
@@ -84,12 +89,40 @@ const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
+/** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
+function databasePasswords(databaseUrl: string | null): string[] {
+  if (databaseUrl === null) return [];
+  try {
+    const { password } = new URL(databaseUrl);
+    return password === "" ? [] : [password, decodeURIComponent(password)];
+  } catch {
+    return [];
+  }
+}
 
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
   config: ServerConfig,
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
+  // Deckhand's own secrets: redacted wherever this process redacts (logs, events, parts,
+  // recordings, agent output), and never inherited by an agent process.
+  const ownSecrets = [
+    ...Object.values(config.modelUpstreams).map((upstream) => upstream.apiKey),
+    config.adminToken,
+    config.databaseUrl,
+    ...databasePasswords(config.databaseUrl),
+  ];
+  rememberSecrets(ownSecrets);
+  const agentPolicy = agentEnvironmentPolicy({
+    secretNames: config.withheldEnv,
+    secretValues: ownSecrets,
+    deny: config.agentEnvironment.deny,
+    allow: config.agentEnvironment.allow,
+  });
+  // One environment for every process started for an agent: native `execute`, ACP terminals
+  // (both through the workspace agent), ACP agent processes and provider probes.
+  const agentEnv = agentEnvironment(agentPolicy, process.env);
   const logger =
     options.logger ??
     pino(
@@ -124,6 +157,7 @@ export async function startServer(
       const root = workspacesRoot;
       // Only this process talks to the agent; a fresh token each start is enough.
       agentToken = randomBytes(32).toString("base64url");
+      rememberSecrets([agentToken]);
       agent = await startAgent(
         {
           host: "127.0.0.1",
@@ -136,7 +170,7 @@ export async function startServer(
           logLevel: config.logLevel,
           maxRequestBodyBytes: config.maxRequestBodyBytes,
         },
-        { logger: logger.child({ component: "workspace-agent" }) },
+        { logger: logger.child({ component: "workspace-agent" }), environment: agentEnv },
       );
       const started = agent;
       cleanups.push(() => started.close());
@@ -156,6 +190,7 @@ export async function startServer(
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
         replace: config.resetAdminToken,
       });
+      rememberSecrets([generatedAdminToken]);
     } else if (config.resetAdminToken) {
       logger.warn(
         config.adminToken === null
@@ -189,6 +224,8 @@ export async function startServer(
           }),
       },
       withheldEnv: config.withheldEnv,
+      env: agentEnv,
+      agentEnvironment: agentPolicy,
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {
@@ -230,6 +267,7 @@ export async function startServer(
         agentBackendFactory({
           permissionMemory: new DbPermissionMemory(database.db),
           dataDir: config.dataDir,
+          agentEnvironment: agentEnv,
           ...(config.nativeModel ? { nativeModel: config.nativeModel } : {}),
         }),
       logger,

@@ -58,15 +58,6 @@ export {
   type ResolvedPlatform,
 } from "./coding-agent/platform.ts";
 export {
-  REDACTED,
-  type RedactArgsOptions,
-  type RedactEnvOptions,
-  type RedactTextOptions,
-  redactArgs,
-  redactEnv,
-  redactText,
-} from "./coding-agent/redact.ts";
-export {
   AgentTypeRegistry,
   createDefaultAgentRegistry,
   defaultAgentRegistry,

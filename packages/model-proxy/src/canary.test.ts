@@ -1,5 +1,6 @@
 // The canary: one known token pushed through every path the proxy has, then searched for in
 // everything the proxy produced. It must appear nowhere but as its hash in the token store.
+import { REDACTED } from "@deckhand/secrets";
 import { type FakeUpstream, sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -11,7 +12,6 @@ import {
   mintModelToken,
   revokeModelToken,
 } from "./model-token.ts";
-import { REDACTED } from "./redaction.ts";
 import {
   ANTHROPIC_KEY,
   OPENAI_KEY,

@@ -21,7 +21,6 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
-export { describeError, REDACTED, redactSecrets } from "./redaction.ts";
 export { type UpstreamConfig, UpstreamConfigSchema } from "./upstreams.ts";
 export {
   InMemoryUsageRecorder,

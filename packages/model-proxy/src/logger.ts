@@ -1,4 +1,4 @@
-import { describeError, redactSecrets, redactValue } from "./redaction.ts";
+import { describeError, redactSecrets, redactValue } from "@deckhand/secrets";
 
 export type LogFields = Record<string, unknown>;
 

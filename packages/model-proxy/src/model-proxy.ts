@@ -1,4 +1,5 @@
 import { errorResponse, installErrorHandling } from "@deckhand/http-kit";
+import { describeError, redactSecrets } from "@deckhand/secrets";
 import type { ModelUsageOutcome } from "@deckhand/wire";
 import { WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
@@ -8,7 +9,6 @@ import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } 
 import { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
-import { describeError, redactSecrets } from "./redaction.ts";
 import {
   AgentTypeSchema,
   agentResponseHeaders,

@@ -1,5 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { DECKHAND_SECRET_ENVIRONMENT } from "@deckhand/secrets";
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { MODEL_TOKEN_PREFIX, WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -479,6 +480,22 @@ describe("the agent environment", () => {
       "key=withheld admin=withheld visible=yes own=1",
     );
   });
+
+  it("withholds the default deny list (well-known upstream keys) and the database URL", async () => {
+    const service = createTestService({
+      env: {
+        PATH: "/usr/bin:/bin",
+        OPENAI_API_KEY: "sk-operator-key",
+        DATABASE_URL: "postgres://user:pw@db/deckhand",
+        VISIBLE: "yes",
+      },
+    });
+    const script = `echo openai=\${OPENAI_API_KEY:-withheld} db=\${DATABASE_URL:-withheld} visible=\${VISIBLE}`;
+    writeConfig(service.configPath, {
+      providers: { shell: { extends: "acp", command: ["/bin/sh", "-c", script] } },
+    });
+    expect(await service.diagnostic("shell")).toContain("openai=withheld db=withheld visible=yes");
+  });
 });
 
 /** An executable at `<directory>/<relative>` that starts the scripted agent. */
@@ -655,7 +672,7 @@ describe("resolve", () => {
       transport: "acp",
       executable: launcher,
       agentType: "codex",
-      unset: [WireEnv.adminToken, WireEnv.agentToken, WireEnv.modelProviderToken, "OPENAI_API_KEY"],
+      unset: [...DECKHAND_SECRET_ENVIRONMENT, "OPENAI_API_KEY"],
       env: { [WireEnv.modelProviderToken]: "dhmp_secret", [WireEnv.jobId]: "job-1" },
     });
     expect(resolved.args).toContain(
@@ -683,7 +700,7 @@ describe("resolve", () => {
       executable: process.execPath,
       args,
       env: { A: "1" },
-      unset: [WireEnv.adminToken, WireEnv.agentToken, WireEnv.modelProviderToken],
+      unset: [...DECKHAND_SECRET_ENVIRONMENT],
       agentType: null,
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });

@@ -2,12 +2,17 @@ import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
-  type ProviderEntry,
-  type ProvidersConfigResponse,
-  type ProvidersDiagnostic,
-  type ProvidersSnapshot,
-  WireEnv,
+  type AgentEnvironmentPolicy,
+  agentEnvironment,
+  agentEnvironmentPolicy,
+} from "@deckhand/secrets";
+import type {
+  ProviderEntry,
+  ProvidersConfigResponse,
+  ProvidersDiagnostic,
+  ProvidersSnapshot,
 } from "@deckhand/wire";
+import { WireEnv } from "@deckhand/wire";
 import {
   emptyProbeResult,
   OWN_LOGIN_ADVICE,
@@ -88,6 +93,11 @@ export interface ProviderServiceOptions {
    * of the model upstreams' key variables, so agents never see a real API key.
    */
   withheldEnv?: readonly string[];
+  /**
+   * What probed agents inherit of `env` (see @deckhand/secrets); by default the default policy
+   * with `withheldEnv` as Deckhand's own secrets.
+   */
+  agentEnvironment?: AgentEnvironmentPolicy;
   logger?: ProvidersLogger;
   probeTimeoutMs?: number;
   commandsWaitMs?: number;
@@ -221,10 +231,13 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const store = options.probeStore ?? new MemoryProbeStore();
   const logger = options.logger ?? silentLogger;
   const env = options.env ?? process.env;
+  const policy =
+    options.agentEnvironment ?? agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
   const withheld = new Set<string>([
     WireEnv.adminToken,
     WireEnv.agentToken,
     WireEnv.modelProviderToken,
+    ...policy.secretNames,
     ...(options.withheldEnv ?? []),
   ]);
   /**
@@ -246,11 +259,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       unset: [...new Set([...withheld, ...(proxyLaunch?.unset ?? [])])],
     };
   };
-  /** The whole environment of a launched agent: the inherited one less `unset`, plus `env`. */
+  /**
+   * The whole environment of a launched agent: the server's environment as the agent policy of
+   * @deckhand/secrets leaves it, less `unset`, plus `env`.
+   */
   const environmentOf = (launch: AgentLaunch): Record<string, string | undefined> => {
     const removed = new Set(launch.unset);
     const inherited = Object.fromEntries(
-      Object.entries(env).filter(([name]) => !removed.has(name)),
+      Object.entries(agentEnvironment(policy, env)).filter(([name]) => !removed.has(name)),
     );
     return { ...inherited, ...launch.env };
   };

@@ -10,6 +10,7 @@ import {
 import { join } from "node:path";
 import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
+import { REDACTED } from "@deckhand/secrets";
 import {
   type ScriptedAcpAgentCommandOptions,
   scriptedAcpAgentCommand,
@@ -133,6 +134,27 @@ async function run(backend: AgentBackend, text: string) {
 }
 
 describe("the ACP backend with the scripted agent", () => {
+  it("keeps secrets from the agent: withheld from its environment, redacted in terminal output", async () => {
+    const operatorKey = "sk-operator-key-in-the-server-env";
+    const before = process.env.OPENAI_API_KEY;
+    process.env.OPENAI_API_KEY = operatorKey;
+    try {
+      // No `inherit`: the default agent-environment policy applies to this process's own.
+      const backend = backendFor();
+      const environment = await run(backend, "env");
+      expect(environment.text).toContain("PATH=");
+      expect(environment.text).not.toContain(operatorKey);
+
+      const printed = await run(backend, `run echo token=${TOKEN}`);
+      expect(printed.text).toContain(`token=${REDACTED}`);
+      expect(JSON.stringify(printed.events)).not.toContain(TOKEN);
+      expect(printed.text).not.toContain(TOKEN);
+    } finally {
+      if (before === undefined) delete process.env.OPENAI_API_KEY;
+      else process.env.OPENAI_API_KEY = before;
+    }
+  });
+
   it("maps one of each update to events, in order, with tool calls and updates distinct", async () => {
     const idle: AgentEvent[] = [];
     const backend = backendFor({}, { onIdleEvent: (event) => idle.push(event) });

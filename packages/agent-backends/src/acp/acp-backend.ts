@@ -3,6 +3,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
+import { looksLikeSecretName, redactSecrets, redactValue } from "@deckhand/secrets";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
 import type {
@@ -78,11 +79,6 @@ export interface AcpBackendOptions {
 
 const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
 
-/** An environment variable whose value is a credential, by its name. */
-const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL|AUTH/i;
-/** Shorter values are not worth redacting and would mangle ordinary text. */
-const MIN_SECRET_LENGTH = 8;
-
 interface PendingPermission {
   resolve(outcome: PermissionOptionKind | "cancelled"): void;
 }
@@ -140,12 +136,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     ...(options.secrets ?? []),
     ...(context.modelProxy ? [context.modelProxy.token] : []),
     ...Object.entries(launch.env)
-      .filter(([name]) => SECRET_NAME.test(name))
+      .filter(([name]) => looksLikeSecretName(name))
       .map(([, value]) => value),
-    ...(context.workspaceAgent.token === null ? [] : [context.workspaceAgent.token]),
-  ].filter((secret) => secret.length >= MIN_SECRET_LENGTH);
-  const redact = (text: string): string =>
-    secrets.reduce((clean, secret) => clean.replaceAll(secret, "[redacted]"), text);
+    context.workspaceAgent.token,
+  ];
+  const redact = (text: string): string => redactSecrets(text, secrets);
   const rawLogger = options.logger ?? silentLogger;
   const logger: AcpBackendLogger = {
     info: (message, fields) => rawLogger.info(redact(message), fields),
@@ -184,7 +179,10 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   let loadingSessionId: string | null = null;
   const permissions = new Map<string, PendingPermission>();
 
-  function emit(event: AgentEvent): void {
+  function emit(raw: AgentEvent): void {
+    // The one way out for what the agent reports: whatever it saw (a tool's output holding a
+    // key) is redacted before anyone stores, streams or records it.
+    const event = redactValue(raw, secrets);
     const current = turn;
     if (current === null) {
       if (event.type === "commands" || event.type === "mode") options.onIdleEvent?.(event);
@@ -234,7 +232,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         });
         continue;
       }
-      if (current !== null && event.type === "text") current.text += event.delta;
+      if (current !== null && event.type === "text") current.text += redact(event.delta);
       emit(event);
     }
   }
@@ -310,7 +308,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
       .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
       .onRequest(acp.methods.client.terminal.create, ({ params }) => terminals.create(params))
-      .onRequest(acp.methods.client.terminal.output, ({ params }) => terminals.output(params))
+      // Terminal output goes to the agent's model: a secret in it is redacted before it leaves.
+      .onRequest(acp.methods.client.terminal.output, async ({ params }) => {
+        const answer = await terminals.output(params);
+        return { ...answer, output: redact(answer.output) };
+      })
       .onRequest(acp.methods.client.terminal.waitForExit, ({ params, signal }) =>
         terminals.waitForExit(params, signal),
       )

@@ -1,4 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import {
+  agentEnvironmentPolicy,
+  agentEnvironment as inheritedEnvironment,
+} from "@deckhand/secrets";
 import { TailBuffer } from "./stderr-tail.ts";
 
 /** How to start an ACP agent: what @deckhand/providers' `resolve()` returns for it. */
@@ -8,8 +12,14 @@ export interface AcpLaunch {
   args: readonly string[];
   /** Set over the inherited environment. */
   env: Readonly<Record<string, string>>;
-  /** Removed from the inherited environment first (Deckhand's tokens, upstream API keys). */
+  /** Removed from the inherited environment first (variables the provider sets up itself). */
   unset: readonly string[];
+  /**
+   * What the agent inherits: the server's environment as its agent-environment policy leaves it
+   * (see @deckhand/secrets). Without it, the default policy applied to this process's
+   * environment, so an agent never inherits Deckhand's own credentials or well-known keys.
+   */
+  inherit?: Readonly<Record<string, string>>;
 }
 
 export interface AgentExit {
@@ -31,12 +41,9 @@ export interface AgentProcess {
   stop(graceMs: number): Promise<void>;
 }
 
-/** The agent's environment: ours, minus `unset`, plus `env`. */
+/** The agent's environment: what it inherits, minus `unset`, plus `env`. */
 export function agentEnvironment(launch: AcpLaunch): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined) env[name] = value;
-  }
+  const env = { ...(launch.inherit ?? inheritedEnvironment(agentEnvironmentPolicy())) };
   for (const name of launch.unset) delete env[name];
   return { ...env, ...launch.env };
 }

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { REDACTED } from "@deckhand/secrets";
 import { WireEnv, WireHeader } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import { codexArguments } from "./agents/codex.ts";
@@ -184,7 +185,7 @@ describe("renderCodingAgentStep", () => {
     });
     expect(rendered.script).toContain("s3cr3t-value");
     expect(rendered.redactedScript).not.toContain("s3cr3t-value");
-    expect(rendered.redactedScript).toContain("use the key REDACTED here");
+    expect(rendered.redactedScript).toContain(`use the key ${REDACTED} here`);
   });
 
   it("installs into the caller's directory, absolute or under $HOME", () => {

@@ -1,7 +1,7 @@
+import { redactSecrets } from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import { BatchSpecError } from "../batch-spec-error.ts";
 import { type AgentPlatform, platformName, resolvePlatform } from "./platform.ts";
-import { redactText } from "./redact.ts";
 import { type AgentTypeRegistry, defaultAgentRegistry } from "./registry.ts";
 import { isEnvName, shellQuote, shellValue } from "./shell-quote.ts";
 import type {
@@ -47,7 +47,7 @@ export interface RenderedCodingAgentStep {
   /** The POSIX shell script the step runs. It contains no secret: credentials are read from
    * the environment when it runs. */
   script: string;
-  /** `script` with the values of secret env entries replaced by `REDACTED`, for display. */
+  /** `script` with the values of secret env entries replaced by `[REDACTED]`, for display. */
   redactedScript: string;
   /** Environment the runner sets for the step: `env` plus the model-provider URL. */
   env: Record<string, string>;
@@ -261,7 +261,7 @@ export function renderCodingAgentStep(
     ok: true,
     value: {
       script,
-      redactedScript: redactText(script, { secretValues }),
+      redactedScript: redactSecrets(script, secretValues),
       env: { ...env, [WireEnv.modelProviderUrl]: providerUrl.value },
       forwardedEnv: [...FORWARDED_ENV],
       secretEnvNames,

@@ -319,6 +319,13 @@ async function runPrompt(
       );
       return done;
     }
+    case "env":
+      await turn.say(
+        Object.entries(process.env)
+          .map(([name, value]) => `${name}=${value}`)
+          .join("\n"),
+      );
+      return done;
     case "reply":
       await turn.say(script.reply);
       return done;

@@ -23,6 +23,7 @@ describe("scripted prompts", () => {
       { kind: "crash" },
       { kind: "showcase" },
       { kind: "history" },
+      { kind: "env" },
       { kind: "reply" },
     ];
     for (const prompt of prompts)

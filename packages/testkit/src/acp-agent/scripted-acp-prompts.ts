@@ -28,6 +28,8 @@
  *   text) and token usage in the prompt response.
  * - `history`: replies with the session's earlier prompts, one per line after `history N`, so a
  *   test can tell a resumed session (which remembers) from a new one.
+ * - `env`: replies with the agent process's own environment, one `NAME=value` per line, so a
+ *   test can check what an agent inherits.
  * - anything else: replies with the script's fixed reply.
  */
 export type ScriptedPrompt =
@@ -42,6 +44,7 @@ export type ScriptedPrompt =
   | { kind: "crash" }
   | { kind: "showcase" }
   | { kind: "history" }
+  | { kind: "env" }
   | { kind: "reply" };
 
 /** How long `slow` and `stubborn` stream when no duration is given. */
@@ -94,6 +97,8 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
       return { kind: "showcase" };
     case "history":
       return { kind: "history" };
+    case "env":
+      return { kind: "env" };
     default:
       return { kind: "reply" };
   }
@@ -128,6 +133,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
     case "crash":
     case "showcase":
     case "history":
+    case "env":
       return prompt.kind;
     case "reply":
       return "hello";

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
+import { REDACTED, rememberSecrets } from "@deckhand/secrets";
 import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -14,6 +15,7 @@ import {
   type NativeBackend,
   type NativeBackendOptions,
 } from "./native-agent.ts";
+import { MemorySessionRecorder } from "./recorder.ts";
 
 const AGENT_TOKEN = "native-agent-test-token-77c1";
 const MODEL_TOKEN = "dmt_native_agent_model_token_5e2a";
@@ -216,6 +218,37 @@ describe("native agent", () => {
     expect(input.some((entry) => "id" in entry)).toBe(false);
     expect(callOutput(1, "c1")).toBe(done!.content);
     expect(JSON.parse(callOutput(1, "c1"))).toMatchObject({ output: "hello-from-tool\n" });
+  });
+
+  it("redacts secrets a tool printed in its events, its recording and the next model request", async () => {
+    // As the server does at start: its upstream key is a secret of the whole process.
+    const upstreamKey = "sk-remembered-upstream-key-93d1";
+    rememberSecrets([upstreamKey]);
+    const command = `echo a=${upstreamKey} b=${AGENT_TOKEN} c=${MODEL_TOKEN}`;
+    fake.script([
+      turn.functionCall("execute", { command }, { callId: "c1" }),
+      turn.text("Printed."),
+    ]);
+    const recorder = new MemorySessionRecorder();
+    const backend = nativeBackend({ recorder, approvalPolicy: "never" });
+    const { agentSessionId } = await backend.ensureSession();
+    const { events } = await run(backend, "print them");
+
+    const expected = `a=${REDACTED} b=${REDACTED} c=${REDACTED}`;
+    const done = ofType(events, "tool_update").at(-1)!;
+    expect(done).toMatchObject({ status: "completed", content: expect.stringContaining(expected) });
+    expect(callOutput(1, "c1")).toContain(expected);
+    const everything = [
+      JSON.stringify(events),
+      JSON.stringify(recorder.entries(agentSessionId)),
+      fake.requests.map((request) => request.body).join("\n"),
+    ];
+    for (const text of everything) {
+      expect(text).toContain(expected);
+      expect(text).not.toContain(upstreamKey);
+      expect(text).not.toContain(AGENT_TOKEN);
+      expect(text).not.toContain(MODEL_TOKEN);
+    }
   });
 
   it("applies a patch: the files change on disk", async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
+import { redactSecrets, redactValue } from "@deckhand/secrets";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
 import type {
@@ -440,13 +441,16 @@ export class NativeAgent implements NativeBackend {
     if (recorder === undefined || this.#sessionId === null) return;
     this.#seq += 1;
     recorder.record(this.#sessionId, {
-      ...entry,
+      ...redactValue(entry, this.#secrets()),
       seq: this.#seq,
       at: new Date().toISOString(),
     } as RecordEntry);
   }
 
-  async #emit(turn: Turn, event: AgentEvent): Promise<void> {
+  async #emit(turn: Turn, raw: AgentEvent): Promise<void> {
+    // Every event leaves through here: a secret a tool printed is redacted before it is
+    // recorded, streamed or stored.
+    const event = redactValue(raw, this.#secrets());
     this.#record({ kind: "event", event });
     for (const subscriber of this.#subscribers) {
       try {
@@ -473,7 +477,10 @@ export class NativeAgent implements NativeBackend {
     }
   }
 
-  #appendHistory(item: ResponseItem): void {
+  #appendHistory(raw: ResponseItem): void {
+    // The conversation is what the next model request sends: a tool's output holding a secret
+    // reaches the model redacted.
+    const item = redactValue(raw, this.#secrets());
     this.#history.push(item);
     this.#record({ kind: "item", item });
   }
@@ -606,8 +613,13 @@ export class NativeAgent implements NativeBackend {
     turn.finish({ stopReason, text: turn.text });
   }
 
+  /** The secrets this agent knows besides the process's own (see @deckhand/secrets). */
+  #secrets(): (string | null)[] {
+    return [this.#modelProxy.token, this.#context.workspaceAgent.token];
+  }
+
   #redact(text: string): string {
-    return text.split(this.#modelProxy.token).join("[redacted]");
+    return redactSecrets(text, this.#secrets());
   }
 
   /** Streams one model request (with retries) and gathers what it asked for. */

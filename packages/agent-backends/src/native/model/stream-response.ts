@@ -1,4 +1,5 @@
 import { errorMessage } from "@deckhand/errors";
+import { redactSecrets } from "@deckhand/secrets";
 import { SseParser } from "@deckhand/sse";
 import { WireHeader } from "@deckhand/wire";
 import { ModelClientError } from "./model-client-error.ts";
@@ -95,7 +96,7 @@ async function httpError(response: Response, token: string): Promise<ModelClient
     // The body is only for the message; the status says enough.
   }
   // Whatever echoed the request back must not carry the token into a log.
-  detail = detail.split(token).join("[redacted]").slice(0, ERROR_BODY_LIMIT);
+  detail = redactSecrets(detail, [token]).slice(0, ERROR_BODY_LIMIT);
   const retryAfterMs = retryAfterFromHeaders(response.headers);
   return new ModelClientError(
     "http_status",

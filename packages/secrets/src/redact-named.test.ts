@@ -1,6 +1,6 @@
 import { WireEnv } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
-import { REDACTED, redactArgs, redactEnv, redactText } from "./redact.ts";
+import { REDACTED, redactArgs, redactEnv, redactSecrets } from "./redaction.ts";
 
 const token = "tok-3f9a.secret";
 
@@ -21,7 +21,7 @@ describe("redactEnv", () => {
   it("redacts caller-marked secrets and leaves the rest", () => {
     expect(
       redactEnv(
-        { GITHUB_TOKEN: "ghp_abc", NAME: "value", URL: "https://x:ghp_abc@host" },
+        { GITHUB_TOKEN: "ghp_abcdefgh", NAME: "value", URL: "https://x:ghp_abcdefgh@host" },
         { secretNames: ["GITHUB_TOKEN"] },
       ),
     ).toEqual({ GITHUB_TOKEN: REDACTED, NAME: "value", URL: `https://x:${REDACTED}@host` });
@@ -80,7 +80,7 @@ describe("redactArgs", () => {
   });
 
   it("replaces the longest secret first so none leaks in pieces", () => {
-    expect(redactText("abc-abcdef", { secretValues: ["abc", "abcdef"] })).toBe(
+    expect(redactSecrets("abcdefgh-abcdefghij", ["abcdefgh", "abcdefghij"])).toBe(
       `${REDACTED}-${REDACTED}`,
     );
   });
