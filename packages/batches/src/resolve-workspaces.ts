@@ -1,0 +1,295 @@
+// From a batch spec's `on:` and `workspaces:` to the list of workspaces a run executes: one per
+// repository, branch and (for monorepos) project directory, each at a fixed commit, with the
+// steps that apply to it.
+import {
+  type BatchSpec,
+  BatchSpecError,
+  compileGlob,
+  evaluateStaticCondition,
+  type Step,
+  type WorkspaceConfiguration,
+} from "@deckhand/batch-spec";
+import { BatchesError } from "./batches-error.ts";
+import { findRepository } from "./find-repository.ts";
+import type { Repository, RepositoryHost } from "./repositories.ts";
+import { mapLimited, readGit } from "./repository-git.ts";
+import { parseRepositoryQuery } from "./repository-query.ts";
+import { listFiles, repositoryPassesQuery, searchRepository } from "./repository-search.ts";
+import { resolveBranch, resolveDefaultBranch } from "./revisions.ts";
+
+export interface WorkspaceRepository {
+  id: string;
+  name: string;
+  host: RepositoryHost;
+  /** Where git runs for it: a working copy, or the cached mirror of a URL host. */
+  path: string;
+  /** The clone URL (without a password) of a URL host. */
+  url: string | undefined;
+}
+
+export interface WorkspaceStep {
+  /** The step's position in the spec's `steps`, so results and caches can name it. */
+  index: number;
+  step: Step;
+}
+
+export interface Workspace {
+  repository: WorkspaceRepository;
+  branch: string;
+  /** The commit SHA the steps run on. */
+  revision: string;
+  /** The workspace's directory relative to the repository root; "" for the root. */
+  path: string;
+  /** Only this directory needs to be checked out (`workspaces[].onlyFetchWorkspace`). */
+  onlyFetchWorkspace: boolean;
+  /** `repository.search_result_paths`: matching files inside this workspace, sorted. */
+  searchResultPaths: string[];
+  /**
+   * The spec's steps that apply: every step whose `if:` is true or depends on step results (and
+   * is decided when it runs). Empty when every step is skipped; such a workspace has nothing to
+   * run but is listed, so a preview shows why nothing happens there.
+   */
+  steps: WorkspaceStep[];
+}
+
+export interface ResolveWorkspacesOptions {
+  /** The repositories of the configured code hosts (`loadRepositories`). */
+  repositories: readonly Repository[];
+  /** Include repositories with a `.batchignore` at their root (src-cli's -force-override-ignore). */
+  forceOverrideIgnore?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ResolveWorkspacesResult {
+  workspaces: Workspace[];
+  /** Things the user should know that did not stop resolution: skipped repositories, ignored filters. */
+  warnings: string[];
+}
+
+interface Target {
+  repository: Repository;
+  branch: string;
+  revision: string;
+  paths: Set<string>;
+}
+
+const parallelism = 4;
+
+function addTarget(targets: Map<string, Target>, target: Target): void {
+  const key = `${target.repository.id}\0${target.branch}`;
+  const existing = targets.get(key);
+  if (existing === undefined) targets.set(key, target);
+  else for (const path of target.paths) existing.paths.add(path);
+}
+
+async function collectTargets(
+  spec: BatchSpec,
+  options: ResolveWorkspacesOptions,
+  warnings: string[],
+): Promise<Map<string, Target>> {
+  const targets = new Map<string, Target>();
+  const { signal } = options;
+  for (const entry of spec.on ?? []) {
+    if (entry.repository !== undefined) {
+      const repository = findRepository(options.repositories, entry.repository);
+      const branches = entry.branches ?? (entry.branch !== undefined ? [entry.branch] : undefined);
+      const revisions =
+        branches === undefined
+          ? [await resolveDefaultBranch(repository, signal)]
+          : await mapLimited(branches, parallelism, (branch) =>
+              resolveBranch(repository, branch, signal),
+            );
+      for (const { branch, revision } of revisions) {
+        addTarget(targets, { repository, branch, revision, paths: new Set() });
+      }
+      continue;
+    }
+    if (entry.repositoriesMatchingQuery === undefined) continue;
+    const query = parseRepositoryQuery(entry.repositoriesMatchingQuery);
+    warnings.push(...query.warnings);
+    const candidates = options.repositories.filter((repository) =>
+      repositoryPassesQuery(repository, query),
+    );
+    const results = await mapLimited(candidates, parallelism, async (repository) => {
+      let resolved: { branch: string; revision: string };
+      try {
+        resolved = await resolveDefaultBranch(repository, signal);
+      } catch (error) {
+        // One odd repository (detached, empty) must not stop a search over all of them.
+        if (BatchesError.isInstance(error) && error.code === "revision_not_found") {
+          warnings.push(`skipped ${repository.name} in the search: ${error.message}`);
+          return undefined;
+        }
+        throw error;
+      }
+      const found = await searchRepository(repository, resolved.revision, query, signal);
+      return found.matched ? { repository, ...resolved, paths: new Set(found.paths) } : undefined;
+    });
+    for (const target of results) if (target !== undefined) addTarget(targets, target);
+  }
+  return targets;
+}
+
+async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
+  const { stdout } = await readGit(
+    target.repository.path,
+    ["ls-tree", "--name-only", "--full-tree", target.revision, "--", ".batchignore"],
+    `looking for .batchignore in ${target.repository.name}`,
+    { signal },
+  );
+  return stdout.trim() !== "";
+}
+
+function configurationFor(
+  configurations: readonly WorkspaceConfiguration[],
+  repository: Repository,
+): WorkspaceConfiguration | undefined {
+  const names = [repository.name, ...(repository.originName ? [repository.originName] : [])];
+  const applying = configurations.filter((configuration) => {
+    if (configuration.in === undefined) return true;
+    let glob: RegExp;
+    try {
+      glob = compileGlob(configuration.in);
+    } catch (error) {
+      throw new BatchesError(
+        "invalid_workspace_configuration",
+        error instanceof Error ? error.message : String(error),
+        { cause: error },
+      );
+    }
+    return names.some((name) => glob.test(name));
+  });
+  if (applying.length > 1) {
+    throw new BatchesError(
+      "invalid_workspace_configuration",
+      `repository ${repository.name} matches ${applying.length} workspaces configurations (${applying
+        .map(
+          (configuration) =>
+            `rootAtLocationOf: ${configuration.rootAtLocationOf}, in: ${configuration.in ?? "(all)"}`,
+        )
+        .join("; ")}); make their in: globs exclusive`,
+    );
+  }
+  return applying[0];
+}
+
+/** The directories holding a file named `fileName` at `revision`, sorted; "" for the root. */
+async function projectDirectories(
+  target: Target,
+  fileName: string,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  const files = await listFiles(target.repository, target.revision, signal);
+  const directories = new Set<string>();
+  for (const file of files) {
+    const slash = file.lastIndexOf("/");
+    if (file.slice(slash + 1) === fileName)
+      directories.add(slash === -1 ? "" : file.slice(0, slash));
+  }
+  return [...directories].sort();
+}
+
+function inside(path: string, directory: string): boolean {
+  return directory === "" || path.startsWith(`${directory}/`);
+}
+
+function applicableSteps(
+  spec: BatchSpec,
+  repository: Repository,
+  branch: string,
+  searchResultPaths: readonly string[],
+): WorkspaceStep[] {
+  const steps: WorkspaceStep[] = [];
+  for (const [index, step] of (spec.steps ?? []).entries()) {
+    let applies: boolean | "dynamic";
+    try {
+      applies = evaluateStaticCondition(step.if, {
+        repository: { name: repository.name, branch, fileMatches: searchResultPaths },
+        batchChange: {
+          name: spec.name,
+          ...(spec.description !== undefined ? { description: spec.description } : {}),
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof BatchSpecError)) throw error;
+      throw new BatchesError(
+        "invalid_step_condition",
+        `the if: of step ${index + 1} fails for ${repository.name}: ${error.message}`,
+        { cause: error },
+      );
+    }
+    if (applies !== false) steps.push({ index, step });
+  }
+  return steps;
+}
+
+function workspaceRepository(repository: Repository): WorkspaceRepository {
+  const { id, name, host, path, url } = repository;
+  return { id, name, host, path, url };
+}
+
+/**
+ * Resolves a validated spec's workspaces over the given repositories: `on:` entries (by name or
+ * origin, with branches, or by query), `.batchignore`, `workspaces:` (one workspace per
+ * directory holding `rootAtLocationOf`, read from git at the revision, no checkout), and the
+ * steps whose static `if:` holds. Sorted by repository name, branch and path.
+ */
+export async function resolveWorkspaces(
+  spec: BatchSpec,
+  options: ResolveWorkspacesOptions,
+): Promise<ResolveWorkspacesResult> {
+  const warnings: string[] = [];
+  const targets = [...(await collectTargets(spec, options, warnings)).values()];
+  const ignored = await mapLimited(targets, parallelism, (target) =>
+    hasBatchIgnore(target, options.signal),
+  );
+  const kept: Target[] = [];
+  for (const [index, target] of targets.entries()) {
+    if (!ignored[index]) kept.push(target);
+    else if (options.forceOverrideIgnore) {
+      warnings.push(
+        `${target.repository.name} has a .batchignore but is included: ignore files are overridden`,
+      );
+      kept.push(target);
+    } else {
+      warnings.push(
+        `skipped ${target.repository.name}: it has a .batchignore file at its root (override with forceOverrideIgnore, --force-override-ignore)`,
+      );
+    }
+  }
+  const perTarget = await mapLimited(kept, parallelism, async (target): Promise<Workspace[]> => {
+    const searchResultPaths = [...target.paths].sort();
+    const configuration = configurationFor(spec.workspaces ?? [], target.repository);
+    const directories =
+      configuration === undefined
+        ? [""]
+        : await projectDirectories(target, configuration.rootAtLocationOf, options.signal);
+    if (configuration !== undefined && directories.length === 0) {
+      warnings.push(
+        `${target.repository.name}@${target.branch} has no ${configuration.rootAtLocationOf}, so no workspace: workspaces are the directories that hold it`,
+      );
+    }
+    return directories.map((path) => {
+      const paths = searchResultPaths.filter((file) => inside(file, path));
+      return {
+        repository: workspaceRepository(target.repository),
+        branch: target.branch,
+        revision: target.revision,
+        path,
+        onlyFetchWorkspace: configuration?.onlyFetchWorkspace ?? false,
+        searchResultPaths: paths,
+        steps: applicableSteps(spec, target.repository, target.branch, paths),
+      };
+    });
+  });
+  const workspaces = perTarget
+    .flat()
+    .sort(
+      (left, right) =>
+        left.repository.name.localeCompare(right.repository.name) ||
+        left.branch.localeCompare(right.branch) ||
+        left.path.localeCompare(right.path) ||
+        left.repository.id.localeCompare(right.repository.id),
+    );
+  return { workspaces, warnings };
+}
