@@ -1,4 +1,5 @@
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
+export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export {
   type CodeHost,
   CodeHostSchema,

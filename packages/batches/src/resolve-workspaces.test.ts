@@ -155,6 +155,20 @@ on:
     ]);
   });
 
+  it("a branch only on the origin of a working copy resolves to its remote-tracking branch", async () => {
+    const upstream = repositoryAt(join(scratch.path, "upstream"));
+    upstream.git("switch", "--quiet", "-c", "remote-only");
+    upstream.git("commit", "--quiet", "--allow-empty", "-m", "upstream work");
+    const checkout = join(root, "clones/service");
+    upstream.git("clone", "--quiet", upstream.path, checkout);
+    const result = await resolve(
+      "name: demo\non:\n  - repository: clones/service\n    branch: remote-only\n",
+    );
+    expect(result.workspaces.map(({ branch, revision }) => ({ branch, revision }))).toEqual([
+      { branch: "remote-only", revision: upstream.git("rev-parse", "HEAD") },
+    ]);
+  });
+
   it("a branch that does not exist is a revision_not_found error listing the branches", async () => {
     api.git("branch", "release");
     const error = await rejection(
@@ -249,6 +263,9 @@ on:
       "name: demo\non:\n  - repositoriesMatchingQuery: repo:web fmt.Println(\n",
     );
     expect(result.workspaces).toEqual([]);
+    expect(result.warnings).toEqual([
+      'repositoriesMatchingQuery "repo:web fmt.Println(" matched no repository on the configured code hosts',
+    ]);
   });
 
   it("an unsupported filter is an invalid_query error saying which part", async () => {

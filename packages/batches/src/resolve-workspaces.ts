@@ -125,7 +125,13 @@ async function collectTargets(
       const found = await searchRepository(repository, resolved.revision, query, signal);
       return found.matched ? { repository, ...resolved, paths: new Set(found.paths) } : undefined;
     });
-    for (const target of results) if (target !== undefined) addTarget(targets, target);
+    const matched = results.filter((target) => target !== undefined);
+    if (matched.length === 0) {
+      warnings.push(
+        `repositoriesMatchingQuery "${entry.repositoriesMatchingQuery}" matched no repository on the configured code hosts`,
+      );
+    }
+    for (const target of matched) addTarget(targets, target);
   }
   return targets;
 }
