@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { inspect } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BatchesError } from "./batches-error.ts";
 import { loadRepositories, type Repository } from "./repositories.ts";
@@ -140,6 +141,8 @@ describe("git URL code hosts", () => {
     expect(error.code).toBe("clone_failed");
     expect(error.message).toContain("https://someone@127.0.0.1:1/acme/api.git");
     expect(error.message).not.toContain("s3cret-token");
+    // Nor anywhere a logger would look: the cause chain and the error's own fields.
+    expect(inspect(error, { depth: 10 })).not.toContain("s3cret-token");
     expect(existsSync(cacheDirectory) ? readdirSync(cacheDirectory) : []).toEqual([]);
   });
 

@@ -158,7 +158,9 @@ function cloneFailure(action: string, url: string, error: unknown): BatchesError
   return new BatchesError(
     "clone_failed",
     `${action} ${redactUrl(url)} failed: ${safe}; check the URL, the network and the credentials`,
-    { cause: error },
+    // The GitError names the command, URL and password included: with a password it stays out
+    // of the chain a logger would print; its stderr (git's explanation) is in the message.
+    password === "" ? { cause: error } : {},
   );
 }
 
