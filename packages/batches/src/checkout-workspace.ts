@@ -3,8 +3,7 @@
 // downloaded again; with onlyFetchWorkspace only the workspace's directory (and, as git's cone
 // mode has it, the files at the repository root) is written out.
 import { join } from "node:path";
-import { GitError, runGit } from "@deckhand/git";
-import { BatchesError } from "./batches-error.ts";
+import { repositoryGit } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 
 export interface WorkspaceCheckout {
@@ -16,15 +15,8 @@ export interface WorkspaceCheckout {
   remove(): Promise<void>;
 }
 
-async function git(cwd: string, args: readonly string[], what: string, signal?: AbortSignal) {
-  try {
-    return await runGit(args, { cwd, ...(signal ? { signal } : {}) });
-  } catch (error) {
-    if (error instanceof GitError) {
-      throw new BatchesError("git_failed", `${what}: ${error.message}`, { cause: error });
-    }
-    throw error;
-  }
+function git(cwd: string, args: readonly string[], what: string, signal?: AbortSignal) {
+  return repositoryGit(cwd, args, what, { writes: true, signal });
 }
 
 /**

@@ -1,13 +1,14 @@
 // Finds the repositories the configured code hosts offer: directory hosts are scanned for git
 // repositories, git URL hosts are cloned into the cache (as mirrors) and fetched.
 import { createHash } from "node:crypto";
+import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
-import { errnoCode } from "@deckhand/errors";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import { GitError, runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
-import { mapLimited, readGit } from "./repository-git.ts";
+import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
 
 export type RepositoryHost =
@@ -72,7 +73,7 @@ async function scanDirectory(root: string): Promise<{ path: string; bare: boolea
     const real = await realpath(directory).catch(() => undefined);
     if (real === undefined || visited.has(real)) return;
     visited.add(real);
-    let entries: import("node:fs").Dirent[];
+    let entries: Dirent[];
     try {
       entries = await readdir(directory, { withFileTypes: true });
     } catch (error) {
@@ -100,7 +101,7 @@ async function scanDirectory(root: string): Promise<{ path: string; bare: boolea
 }
 
 async function originName(path: string, signal: AbortSignal | undefined) {
-  const { stdout, exitCode } = await readGit(
+  const { stdout, exitCode } = await repositoryGit(
     path,
     ["config", "--get", "remote.origin.url"],
     `reading the origin remote of ${path}`,
@@ -153,7 +154,8 @@ function cloneFailure(action: string, url: string, error: unknown): BatchesError
       return "";
     }
   })();
-  const detail = error instanceof GitError ? error.stderr.trim() || error.message : String(error);
+  const detail =
+    error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
   const safe = password === "" ? detail : detail.replaceAll(password, "REDACTED");
   return new BatchesError(
     "clone_failed",

@@ -1,24 +1,29 @@
-// Reading repositories with git: every command goes through @deckhand/git, read-only, and a
+// Git in the repositories of code hosts: every command goes through @deckhand/git, and a
 // failure becomes a BatchesError that names the repository.
 import { GitError, type GitResult, runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 
-export interface ReadGitOptions {
+export interface RepositoryGitOptions {
   allowedExitCodes?: readonly number[];
   signal?: AbortSignal | undefined;
+  /** The command writes (a worktree, sparse patterns); by default commands only read. */
+  writes?: boolean;
 }
 
-/** Runs a read-only git command in `cwd`; a failure is a `git_failed` BatchesError. */
-export async function readGit(
+/**
+ * Runs git in `cwd`, read-only unless `writes`; a failure is a `git_failed` BatchesError whose
+ * message starts with `what` (what Deckhand was doing, naming the repository).
+ */
+export async function repositoryGit(
   cwd: string,
   args: readonly string[],
   what: string,
-  options: ReadGitOptions = {},
+  options: RepositoryGitOptions = {},
 ): Promise<GitResult> {
   try {
     return await runGit(args, {
       cwd,
-      readOnly: true,
+      readOnly: !options.writes,
       ...(options.allowedExitCodes ? { allowedExitCodes: options.allowedExitCodes } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });

@@ -2,6 +2,7 @@
 // Deckhand has no search index: the query is answered with git over each configured repository,
 // so only what git can answer exactly is accepted, and everything else is refused by name
 // rather than ignored (a query that silently matched more repositories would change them).
+import { errorMessage } from "@deckhand/errors";
 import { BatchesError } from "./batches-error.ts";
 
 export interface PatternFilter {
@@ -153,7 +154,7 @@ function checkRegExp(query: string, token: Token, caseSensitive: boolean): void 
   } catch (error) {
     throw invalid(
       query,
-      `${token.text} is not a valid regular expression (${(error as Error).message}); escape special characters such as . ( [ with \\`,
+      `${token.text} is not a valid regular expression (${errorMessage(error)}); escape special characters such as . ( [ with \\`,
     );
   }
 }

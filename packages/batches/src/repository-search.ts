@@ -1,7 +1,7 @@
 // Answers a parsed repositoriesMatchingQuery for one repository at one commit, with git alone:
 // `git ls-tree` for file-name filters, `git grep` for content patterns. No checkout is needed.
 import type { Repository } from "./repositories.ts";
-import { nulSeparated, readGit } from "./repository-git.ts";
+import { nulSeparated, repositoryGit } from "./repository-git.ts";
 import type { PatternFilter, RepositoryQuery } from "./repository-query.ts";
 
 export interface RepositorySearchResult {
@@ -30,7 +30,7 @@ export async function listFiles(
   revision: string,
   signal?: AbortSignal,
 ): Promise<string[]> {
-  const { stdout } = await readGit(
+  const { stdout } = await repositoryGit(
     repository.path,
     ["ls-tree", "-r", "-z", "--name-only", "--full-tree", revision],
     `listing the files of ${repository.name} at ${revision}`,
@@ -51,7 +51,7 @@ async function grepFiles(
   if (query.content.length > 1) args.push("--all-match");
   for (const pattern of query.content) args.push("-e", pattern);
   args.push(revision, "--");
-  const { stdout, exitCode } = await readGit(
+  const { stdout, exitCode } = await repositoryGit(
     repository.path,
     args,
     `searching ${repository.name} at ${revision}`,

@@ -268,6 +268,30 @@ on:
     ]);
   });
 
+  it("a repository without a default branch is skipped in a search with a warning", async () => {
+    const detached = repositoryAt(join(root, "github.com/acme/detached"), {
+      "a.go": "fmt.Println(\n",
+    });
+    detached.git("switch", "--quiet", "--detach");
+    gitIn(
+      scratch.path,
+      "init",
+      "--quiet",
+      "--initial-branch=main",
+      join(root, "github.com/acme/empty"),
+    );
+    const result = await resolve(
+      "name: demo\non:\n  - repositoriesMatchingQuery: repo:acme/(detached|empty|legacy)\n",
+    );
+    expect(listing(result).map((workspace) => workspace.repository)).toEqual([
+      "github.com/acme/legacy",
+    ]);
+    expect(result.warnings).toEqual([
+      expect.stringMatching(/^skipped github\.com\/acme\/detached in the search: .*detached HEAD/),
+      expect.stringMatching(/^skipped github\.com\/acme\/empty in the search: .*no commit/),
+    ]);
+  });
+
   it("an unsupported filter is an invalid_query error saying which part", async () => {
     const error = await rejection(
       resolve("name: demo\non:\n  - repositoriesMatchingQuery: type:commit fix\n"),

@@ -9,10 +9,11 @@ import {
   type Step,
   type WorkspaceConfiguration,
 } from "@deckhand/batch-spec";
+import { errorMessage } from "@deckhand/errors";
 import { BatchesError } from "./batches-error.ts";
 import { findRepository } from "./find-repository.ts";
 import type { Repository, RepositoryHost } from "./repositories.ts";
-import { mapLimited, readGit } from "./repository-git.ts";
+import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { parseRepositoryQuery } from "./repository-query.ts";
 import { listFiles, repositoryPassesQuery, searchRepository } from "./repository-search.ts";
 import { resolveBranch, resolveDefaultBranch } from "./revisions.ts";
@@ -110,22 +111,29 @@ async function collectTargets(
     const candidates = options.repositories.filter((repository) =>
       repositoryPassesQuery(repository, query),
     );
-    const results = await mapLimited(candidates, parallelism, async (repository) => {
-      let resolved: { branch: string; revision: string };
-      try {
-        resolved = await resolveDefaultBranch(repository, signal);
-      } catch (error) {
-        // One odd repository (detached, empty) must not stop a search over all of them.
-        if (BatchesError.isInstance(error) && error.code === "revision_not_found") {
-          warnings.push(`skipped ${repository.name} in the search: ${error.message}`);
-          return undefined;
+    // Each search answers a target, nothing, or why it skipped the repository (a warning),
+    // so warnings come out in the order of the repositories, not of the searches finishing.
+    type Searched = Target | { skipped: string } | undefined;
+    const results = await mapLimited(
+      candidates,
+      parallelism,
+      async (repository): Promise<Searched> => {
+        let resolved: { branch: string; revision: string };
+        try {
+          resolved = await resolveDefaultBranch(repository, signal);
+        } catch (error) {
+          // One odd repository (detached, empty) must not stop a search over all of them.
+          if (BatchesError.isInstance(error) && error.code === "revision_not_found") {
+            return { skipped: `skipped ${repository.name} in the search: ${error.message}` };
+          }
+          throw error;
         }
-        throw error;
-      }
-      const found = await searchRepository(repository, resolved.revision, query, signal);
-      return found.matched ? { repository, ...resolved, paths: new Set(found.paths) } : undefined;
-    });
-    const matched = results.filter((target) => target !== undefined);
+        const found = await searchRepository(repository, resolved.revision, query, signal);
+        return found.matched ? { repository, ...resolved, paths: new Set(found.paths) } : undefined;
+      },
+    );
+    for (const result of results) if (result && "skipped" in result) warnings.push(result.skipped);
+    const matched = results.filter((result) => result !== undefined && "repository" in result);
     if (matched.length === 0) {
       warnings.push(
         `repositoriesMatchingQuery "${entry.repositoriesMatchingQuery}" matched no repository on the configured code hosts`,
@@ -137,7 +145,7 @@ async function collectTargets(
 }
 
 async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
-  const { stdout } = await readGit(
+  const { stdout } = await repositoryGit(
     target.repository.path,
     ["ls-tree", "--name-only", "--full-tree", target.revision, "--", ".batchignore"],
     `looking for .batchignore in ${target.repository.name}`,
@@ -157,11 +165,9 @@ function configurationFor(
     try {
       glob = compileGlob(configuration.in);
     } catch (error) {
-      throw new BatchesError(
-        "invalid_workspace_configuration",
-        error instanceof Error ? error.message : String(error),
-        { cause: error },
-      );
+      throw new BatchesError("invalid_workspace_configuration", errorMessage(error), {
+        cause: error,
+      });
     }
     return names.some((name) => glob.test(name));
   });
@@ -263,19 +269,18 @@ export async function resolveWorkspaces(
       );
     }
   }
-  const perTarget = await mapLimited(kept, parallelism, async (target): Promise<Workspace[]> => {
+  const perTarget = await mapLimited(kept, parallelism, async (target) => {
     const searchResultPaths = [...target.paths].sort();
     const configuration = configurationFor(spec.workspaces ?? [], target.repository);
     const directories =
       configuration === undefined
         ? [""]
         : await projectDirectories(target, configuration.rootAtLocationOf, options.signal);
-    if (configuration !== undefined && directories.length === 0) {
-      warnings.push(
-        `${target.repository.name}@${target.branch} has no ${configuration.rootAtLocationOf}, so no workspace: workspaces are the directories that hold it`,
-      );
-    }
-    return directories.map((path) => {
+    const warning =
+      configuration !== undefined && directories.length === 0
+        ? `${target.repository.name}@${target.branch} has no ${configuration.rootAtLocationOf}, so no workspace: workspaces are the directories that hold it`
+        : undefined;
+    const workspaces = directories.map((path): Workspace => {
       const paths = searchResultPaths.filter((file) => inside(file, path));
       return {
         repository: workspaceRepository(target.repository),
@@ -287,9 +292,11 @@ export async function resolveWorkspaces(
         steps: applicableSteps(spec, target.repository, target.branch, paths),
       };
     });
+    return { workspaces, warning };
   });
+  for (const { warning } of perTarget) if (warning !== undefined) warnings.push(warning);
   const workspaces = perTarget
-    .flat()
+    .flatMap((result) => result.workspaces)
     .sort(
       (left, right) =>
         left.repository.name.localeCompare(right.repository.name) ||

@@ -2,7 +2,7 @@
 // and every executor sees the same tree even when the branch moves meanwhile.
 import { BatchesError } from "./batches-error.ts";
 import type { Repository } from "./repositories.ts";
-import { readGit } from "./repository-git.ts";
+import { repositoryGit } from "./repository-git.ts";
 
 export interface ResolvedRevision {
   /** The branch name, without `refs/heads/`. */
@@ -12,7 +12,7 @@ export interface ResolvedRevision {
 }
 
 async function commitOf(repository: Repository, ref: string, signal?: AbortSignal) {
-  const { stdout, exitCode } = await readGit(
+  const { stdout, exitCode } = await repositoryGit(
     repository.path,
     ["rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`],
     `resolving ${ref} in ${repository.name}`,
@@ -22,7 +22,7 @@ async function commitOf(repository: Repository, ref: string, signal?: AbortSigna
 }
 
 async function branchNames(repository: Repository, signal?: AbortSignal): Promise<string[]> {
-  const { stdout } = await readGit(
+  const { stdout } = await repositoryGit(
     repository.path,
     ["for-each-ref", "--format=%(refname:short)", "refs/heads"],
     `listing the branches of ${repository.name}`,
@@ -40,7 +40,7 @@ export async function resolveDefaultBranch(
   repository: Repository,
   signal?: AbortSignal,
 ): Promise<ResolvedRevision> {
-  const { stdout, exitCode } = await readGit(
+  const { stdout, exitCode } = await repositoryGit(
     repository.path,
     ["symbolic-ref", "--quiet", "--short", "HEAD"],
     `reading the default branch of ${repository.name}`,
