@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitIn } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -380,10 +380,11 @@ workspaces:
         revision: workspace.revision,
       })),
     ).toEqual([
+      // The root is the whole repository, so there is nothing to fetch less of.
       {
         repository: "github.com/acme/mono",
         path: "",
-        onlyFetchWorkspace: true,
+        onlyFetchWorkspace: false,
         paths: ["packages/a/src/index.ts", "tools/script.sh"],
         revision: mono.git("rev-parse", "HEAD"),
       },
@@ -442,6 +443,19 @@ workspaces:
     expect(error.message).toContain("matches 2 workspaces configurations");
   });
 
+  it("a directory named .batchignore does not skip the repository", async () => {
+    const single = join(root, "github.com/acme/single");
+    writeFileSync(join(single, "package.json"), "{}\n");
+    mkdirSync(join(single, ".batchignore"));
+    writeFileSync(join(single, ".batchignore/notes"), "");
+    gitIn(single, "add", "--all");
+    gitIn(single, "commit", "--quiet", "-m", "a directory, not the file");
+    const result = await resolve("name: demo\non:\n  - repository: github.com/acme/single\n");
+    expect(listing(result).map((workspace) => workspace.repository)).toEqual([
+      "github.com/acme/single",
+    ]);
+  });
+
   it("a committed .batchignore skips the repository unless forceOverrideIgnore", async () => {
     mono.git("commit", "--quiet", "--allow-empty", "-m", "nothing");
     const single = join(root, "github.com/acme/single");
@@ -462,6 +476,33 @@ workspaces:
     expect(listing(forced).map((workspace) => workspace.repository)).toEqual([
       "github.com/acme/mono",
       "github.com/acme/single",
+    ]);
+  });
+});
+
+describe("steps", () => {
+  it("a workspace where the if: of every step is false is left out with a warning", async () => {
+    repositoryAt(join(root, "github.com/acme/api"));
+    repositoryAt(join(root, "github.com/acme/web"));
+    const result = await resolve(`
+name: demo
+on:
+  - repositoriesMatchingQuery: repo:acme
+steps:
+  - run: echo api only
+    container: alpine
+    if: \${{ eq repository.name "github.com/acme/api" }}
+changesetTemplate:
+  title: demo
+  branch: demo
+  commit:
+    message: demo
+`);
+    expect(listing(result).map((workspace) => workspace.repository)).toEqual([
+      "github.com/acme/api",
+    ]);
+    expect(result.warnings).toEqual([
+      "github.com/acme/web@main has no workspace: the if: of every step is false there",
     ]);
   });
 });

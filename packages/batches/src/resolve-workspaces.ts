@@ -41,14 +41,17 @@ export interface Workspace {
   revision: string;
   /** The workspace's directory relative to the repository root; "" for the root. */
   path: string;
-  /** Only this directory needs to be checked out (`workspaces[].onlyFetchWorkspace`). */
+  /**
+   * Only this directory needs to be checked out (`workspaces[].onlyFetchWorkspace`); always
+   * false for a workspace at the repository root.
+   */
   onlyFetchWorkspace: boolean;
   /** `repository.search_result_paths`: matching files inside this workspace, sorted. */
   searchResultPaths: string[];
   /**
    * The spec's steps that apply: every step whose `if:` is true or depends on step results (and
-   * is decided when it runs). Empty when every step is skipped; such a workspace has nothing to
-   * run but is listed, so a preview shows why nothing happens there.
+   * is decided when it runs). Never empty when the spec has steps: a workspace where every step
+   * is skipped is left out, with a warning.
    */
   steps: WorkspaceStep[];
 }
@@ -147,11 +150,12 @@ async function collectTargets(
 async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
   const { stdout } = await repositoryGit(
     target.repository.path,
-    ["ls-tree", "--name-only", "--full-tree", target.revision, "--", ".batchignore"],
+    ["ls-tree", "--full-tree", target.revision, "--", ".batchignore"],
     `looking for .batchignore in ${target.repository.name}`,
     { signal },
   );
-  return stdout.trim() !== "";
+  // `<mode> <type> <object>\t.batchignore`: only a file counts, as in Sourcegraph.
+  return /^\d+ blob /.test(stdout);
 }
 
 function configurationFor(
@@ -276,25 +280,37 @@ export async function resolveWorkspaces(
       configuration === undefined
         ? [""]
         : await projectDirectories(target, configuration.rootAtLocationOf, options.signal);
-    const warning =
-      configuration !== undefined && directories.length === 0
-        ? `${target.repository.name}@${target.branch} has no ${configuration.rootAtLocationOf}, so no workspace: workspaces are the directories that hold it`
-        : undefined;
-    const workspaces = directories.map((path): Workspace => {
+    const targetWarnings: string[] = [];
+    if (configuration !== undefined && directories.length === 0) {
+      targetWarnings.push(
+        `${target.repository.name}@${target.branch} has no ${configuration.rootAtLocationOf}, so no workspace: workspaces are the directories that hold it`,
+      );
+    }
+    const workspaces: Workspace[] = [];
+    for (const path of directories) {
       const paths = searchResultPaths.filter((file) => inside(file, path));
-      return {
+      const steps = applicableSteps(spec, target.repository, target.branch, paths);
+      const where = `${target.repository.name}@${target.branch}${path === "" ? "" : ` in ${path}`}`;
+      // As in src-cli, a workspace where every step is skipped has nothing to run. A spec
+      // without steps keeps its workspaces, so a draft shows where it would run.
+      if (steps.length === 0 && (spec.steps ?? []).length > 0) {
+        targetWarnings.push(`${where} has no workspace: the if: of every step is false there`);
+        continue;
+      }
+      workspaces.push({
         repository: workspaceRepository(target.repository),
         branch: target.branch,
         revision: target.revision,
         path,
-        onlyFetchWorkspace: configuration?.onlyFetchWorkspace ?? false,
+        // The root is the whole repository: there is nothing to leave out.
+        onlyFetchWorkspace: path !== "" && (configuration?.onlyFetchWorkspace ?? false),
         searchResultPaths: paths,
-        steps: applicableSteps(spec, target.repository, target.branch, paths),
-      };
-    });
-    return { workspaces, warning };
+        steps,
+      });
+    }
+    return { workspaces, warnings: targetWarnings };
   });
-  for (const { warning } of perTarget) if (warning !== undefined) warnings.push(warning);
+  for (const result of perTarget) warnings.push(...result.warnings);
   const workspaces = perTarget
     .flatMap((result) => result.workspaces)
     .sort(
