@@ -75,6 +75,17 @@ describe("directory code hosts", () => {
     expect(names(repositories)).toEqual(["one", "two"]);
   });
 
+  it("a directory host that is itself a repository is one repository named after it", async () => {
+    const single = join(scratch.path, "api");
+    repositoryAt(single);
+    const repositories = await loadRepositories({
+      codeHosts: [{ type: "directory", path: single }],
+    });
+    expect(repositories.map(({ name, path }) => ({ name, path }))).toEqual([
+      { name: "api", path: single },
+    ]);
+  });
+
   it("a missing directory is an invalid_code_host error naming it", async () => {
     const missing = join(scratch.path, "nowhere");
     const error = await rejection(
@@ -113,6 +124,21 @@ describe("git URL code hosts", () => {
     expect(await resolveDefaultBranch(fresh!)).toEqual({ branch: "main", revision: second });
     // One cache entry, reused; nothing half-cloned left behind.
     expect(readdirSync(cacheDirectory)).toHaveLength(1);
+  });
+
+  it("two loads cloning the same URL at once both succeed and share one cache entry", async () => {
+    const upstream = repositoryAt(join(scratch.path, "upstream"));
+    const cacheDirectory = join(scratch.path, "cache");
+    const codeHosts = [{ type: "git" as const, url: `file://${upstream.path}` }];
+    const [first, second] = await Promise.all([
+      loadRepositories({ codeHosts, cacheDirectory }),
+      loadRepositories({ codeHosts, cacheDirectory }),
+    ]);
+    expect(first![0]!.path).toBe(second![0]!.path);
+    expect(readdirSync(cacheDirectory)).toHaveLength(1);
+    expect((await resolveDefaultBranch(first![0]!)).revision).toBe(
+      upstream.git("rev-parse", "HEAD"),
+    );
   });
 
   it("follows the remote's default branch when it changes", async () => {

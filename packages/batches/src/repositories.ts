@@ -1,6 +1,6 @@
 // Finds the repositories the configured code hosts offer: directory hosts are scanned for git
 // repositories, git URL hosts are cloned into the cache (as mirrors) and fetched.
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
@@ -200,7 +200,7 @@ async function gitUrlRepository(
   if (!(await isDirectory(path))) {
     await mkdir(resolve(cacheDirectory), { recursive: true });
     // Cloned next to its place and moved in, so a clone cut short never looks like a cache.
-    const staging = `${path}.${process.pid}.${Date.now()}.partial`;
+    const staging = `${path}.${randomUUID()}.partial`;
     try {
       await runGit(["clone", "--mirror", "--quiet", "--", host.url, staging], {
         cwd: resolve(cacheDirectory),
