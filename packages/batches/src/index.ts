@@ -18,7 +18,10 @@ export {
 } from "./repositories.ts";
 export { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
 export {
+  type ContentPattern,
+  type ParseRepositoryQueryOptions,
   type PatternFilter,
+  type PatternType,
   parseRepositoryQuery,
   type RepositoryQuery,
 } from "./repository-query.ts";

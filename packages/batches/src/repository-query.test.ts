@@ -27,17 +27,45 @@ describe("parseRepositoryQuery", () => {
         { pattern: String.raw`\.go$`, negated: false },
         { pattern: String.raw`_test\.go$`, negated: true },
       ],
-      content: ["fmt.Println("],
-      patternType: "literal",
+      content: [{ text: "fmt.Println(", regexp: false }],
+      patternType: "keyword",
       caseSensitive: false,
       selectRepository: false,
       warnings: [],
     });
   });
 
-  it("joins bare words into one pattern and keeps quoted ones apart", () => {
-    const query = parseRepositoryQuery(`new  Client(  file:x "a  b" content:'c d'`);
-    expect(query.content).toEqual(["new Client(", "a  b", "c d"]);
+  it("keyword (the default) makes each word a pattern; quotes keep a phrase; /.../ is a regexp", () => {
+    const query = parseRepositoryQuery(
+      String.raw`new  Client(  file:x "a  b" content:'c d' /x\d+/`,
+    );
+    expect(query.content).toEqual([
+      { text: "new", regexp: false },
+      { text: "Client(", regexp: false },
+      { text: "a  b", regexp: false },
+      { text: "c d", regexp: false },
+      { text: String.raw`x\d+`, regexp: true },
+    ]);
+  });
+
+  it("standard and literal join the words into one literal; literal reads /.../ as text", () => {
+    const standard = parseRepositoryQuery("new  Client( /x+/", { defaultPatternType: "standard" });
+    expect(standard.content).toEqual([
+      { text: "new Client(", regexp: false },
+      { text: "x+", regexp: true },
+    ]);
+    expect(parseRepositoryQuery("patterntype:literal new Client( /x+/").content).toEqual([
+      { text: "new Client( /x+/", regexp: false },
+    ]);
+  });
+
+  it("regexp joins the words with .* and keeps a quoted phrase literal", () => {
+    const query = parseRepositoryQuery(String.raw`patterntype:regexp foo\d bar "a.b" content:c+`);
+    expect(query.content).toEqual([
+      { text: String.raw`foo\d.*bar`, regexp: true },
+      { text: "a.b", regexp: false },
+      { text: "c+", regexp: true },
+    ]);
   });
 
   it("reads patterntype:regexp, case:yes, select:repo, context:global and the r:/f: aliases", () => {
@@ -47,7 +75,7 @@ describe("parseRepositoryQuery", () => {
     expect(query).toMatchObject({
       repositories: [{ pattern: "api", negated: false }],
       files: [{ pattern: String.raw`\.ts$`, negated: false }],
-      content: [String.raw`foo\d+`],
+      content: [{ text: String.raw`foo\d+`, regexp: true }],
       patternType: "regexp",
       caseSensitive: true,
       selectRepository: true,
@@ -86,7 +114,9 @@ describe("parseRepositoryQuery", () => {
   });
 
   it("treats a word with a colon that is no Sourcegraph field as text", () => {
-    expect(parseRepositoryQuery("http://example.com").content).toEqual(["http://example.com"]);
+    expect(parseRepositoryQuery("http://example.com").content).toEqual([
+      { text: "http://example.com", regexp: false },
+    ]);
   });
 });
 
@@ -115,7 +145,7 @@ describe("parseRepositoryQuery properties", () => {
             t.kind === "word" ? t.pattern : `${t.negated ? "-" : ""}${t.kind}:${t.pattern}`,
           )
           .join(" ");
-        const query = parseRepositoryQuery(text);
+        const query = parseRepositoryQuery(text, { defaultPatternType: "standard" });
         const expected = (kind: "repo" | "file") =>
           terms
             .filter((t) => t.kind === kind)
@@ -123,7 +153,9 @@ describe("parseRepositoryQuery properties", () => {
         expect(query.repositories).toEqual(expected("repo"));
         expect(query.files).toEqual(expected("file"));
         const words = terms.filter((t) => t.kind === "word").map((t) => t.pattern);
-        expect(query.content).toEqual(words.length > 0 ? [words.join(" ")] : []);
+        expect(query.content).toEqual(
+          words.length > 0 ? [{ text: words.join(" "), regexp: false }] : [],
+        );
       }),
     );
   });

@@ -12,13 +12,34 @@ export interface PatternFilter {
   negated: boolean;
 }
 
+/**
+ * How a query's bare words become content patterns, after Sourcegraph's pattern types:
+ * `keyword` (Sourcegraph's default for spec versions 2 and 3): each word is a pattern of its
+ * own, all must be in the file; `standard` (version 1) and `literal`: the words, joined by
+ * single spaces, are one literal pattern; `regexp`: the words, joined by `.*`, are one regular
+ * expression. A quoted string is always literal; `/.../` is a regular expression except under
+ * `literal`.
+ */
+export type PatternType = "keyword" | "standard" | "literal" | "regexp";
+
+export interface ContentPattern {
+  text: string;
+  /** An extended regular expression (as `git grep -E` reads it) rather than literal text. */
+  regexp: boolean;
+}
+
+export interface ParseRepositoryQueryOptions {
+  /** The pattern type without a `patterntype:` filter; `keyword` unless given. */
+  defaultPatternType?: PatternType;
+}
+
 export interface RepositoryQuery {
   repositories: PatternFilter[];
   files: PatternFilter[];
-  /** Content patterns; a file matches when it matches every one. */
-  content: string[];
-  /** How content patterns are read: literal text (the default) or extended regular expressions. */
-  patternType: "literal" | "regexp";
+  /** Content patterns; a file matches when it holds every one. */
+  content: ContentPattern[];
+  /** How bare words were read (see `PatternType`). */
+  patternType: PatternType;
   /** `case:yes`: names, paths and content are matched case-sensitively. */
   caseSensitive: boolean;
   /** `select:repo`: the results are repositories, without search result paths. */
@@ -170,18 +191,21 @@ function yesNoOnly(query: string, token: Token): "yes" | "no" | "only" {
  * any part outside the supported subset, naming the part: boolean operators and parentheses,
  * `type:`, `lang:`, `rev:`, predicates such as `repo:has.file(...)`, structural search, ...
  */
-export function parseRepositoryQuery(query: string): RepositoryQuery {
+export function parseRepositoryQuery(
+  query: string,
+  options: ParseRepositoryQueryOptions = {},
+): RepositoryQuery {
   const tokens = tokenize(query);
   const result: RepositoryQuery = {
     repositories: [],
     files: [],
     content: [],
-    patternType: "literal",
+    patternType: options.defaultPatternType ?? "keyword",
     caseSensitive: false,
     selectRepository: false,
     warnings: [],
   };
-  const words: string[] = [];
+  const terms: Term[] = [];
   const regexpTokens: Token[] = [];
   for (const token of tokens) {
     if (token.field === undefined) {
@@ -195,9 +219,10 @@ export function parseRepositoryQuery(query: string): RepositoryQuery {
           "write one query per `repositoriesMatchingQuery` entry instead (entries are combined with or)",
         );
       }
-      // Quotes keep spaces together; the text is a pattern of the query's pattern type.
-      if (token.quoted) result.content.push(token.value);
-      else words.push(token.value);
+      if (token.quoted) terms.push({ kind: "phrase", text: token.value });
+      else if (/^\/.+\/$/.test(token.value)) {
+        terms.push({ kind: "slashed", text: token.value });
+      } else terms.push({ kind: "word", text: token.value });
       continue;
     }
     const field = fieldAliases[token.field] ?? token.field;
@@ -228,14 +253,20 @@ export function parseRepositoryQuery(query: string): RepositoryQuery {
       case "content":
         if (token.negated)
           throw unsupported(query, token.text, "negated content search is not available");
-        result.content.push(token.value);
+        terms.push({ kind: "content", text: token.value });
         break;
       case "patterntype": {
         const value = token.value.toLowerCase();
-        if (value === "literal" || value === "standard" || value === "keyword")
-          result.patternType = "literal";
-        else if (value === "regexp" || value === "regex") result.patternType = "regexp";
-        else throw unsupported(query, token.text, "use patterntype:literal or patterntype:regexp");
+        if (value === "keyword" || value === "standard" || value === "literal") {
+          result.patternType = value;
+        } else if (value === "regexp" || value === "regex") result.patternType = "regexp";
+        else {
+          throw unsupported(
+            query,
+            token.text,
+            "use patterntype:keyword, standard, literal or regexp",
+          );
+        }
         break;
       }
       case "case": {
@@ -293,13 +324,40 @@ export function parseRepositoryQuery(query: string): RepositoryQuery {
           );
         }
         // Not a field Sourcegraph knows (`http://...`): it is text to search for.
-        words.push(token.text);
+        terms.push({ kind: "word", text: token.text });
     }
   }
   for (const token of regexpTokens) checkRegExp(query, token, result.caseSensitive);
-  if (words.length > 0) {
-    const joined = words.join(" ");
-    result.content.unshift(joined);
-  }
+  result.content = contentPatterns(terms, result.patternType);
   return result;
+}
+
+interface Term {
+  /** A bare word, a quoted phrase, a `/regexp/`, or the value of `content:`. */
+  kind: "word" | "phrase" | "slashed" | "content";
+  text: string;
+}
+
+function contentPatterns(terms: readonly Term[], patternType: PatternType): ContentPattern[] {
+  const slashedAreWords = patternType === "literal";
+  const words = terms
+    .filter((term) => term.kind === "word" || (slashedAreWords && term.kind === "slashed"))
+    .map((term) => term.text);
+  const patterns: ContentPattern[] = [];
+  if (words.length > 0) {
+    if (patternType === "keyword") {
+      for (const text of words) patterns.push({ text, regexp: false });
+    } else if (patternType === "regexp") {
+      patterns.push({ text: words.join(".*"), regexp: true });
+    } else patterns.push({ text: words.join(" "), regexp: false });
+  }
+  for (const term of terms) {
+    if (term.kind === "phrase") patterns.push({ text: term.text, regexp: false });
+    else if (term.kind === "content") {
+      patterns.push({ text: term.text, regexp: patternType === "regexp" });
+    } else if (term.kind === "slashed" && !slashedAreWords) {
+      patterns.push({ text: term.text.slice(1, -1), regexp: true });
+    }
+  }
+  return patterns;
 }

@@ -39,6 +39,11 @@ export async function listFiles(
   return nulSeparated(stdout);
 }
 
+/** Literal text as a POSIX extended regular expression that matches exactly it. */
+export function escapeExtendedRegExp(text: string): string {
+  return text.replaceAll(/[.^$*+?()[\]{}|\\]/g, "\\$&");
+}
+
 async function grepFiles(
   repository: Repository,
   revision: string,
@@ -46,10 +51,18 @@ async function grepFiles(
   signal?: AbortSignal,
 ): Promise<string[]> {
   const args = ["grep", "-l", "-z", "-I", "--full-name", "--no-color"];
-  args.push(query.patternType === "literal" ? "--fixed-strings" : "--extended-regexp");
+  // One git grep reads every pattern the same way: with any regular expression among them,
+  // the literal ones are escaped into regular expressions too.
+  const anyRegExp = query.content.some((pattern) => pattern.regexp);
+  args.push(anyRegExp ? "--extended-regexp" : "--fixed-strings");
   if (!query.caseSensitive) args.push("--ignore-case");
   if (query.content.length > 1) args.push("--all-match");
-  for (const pattern of query.content) args.push("-e", pattern);
+  for (const pattern of query.content) {
+    args.push(
+      "-e",
+      anyRegExp && !pattern.regexp ? escapeExtendedRegExp(pattern.text) : pattern.text,
+    );
+  }
   args.push(revision, "--");
   const { stdout, exitCode } = await repositoryGit(
     repository.path,

@@ -256,6 +256,29 @@ on:
     ]);
   });
 
+  it("version 2 and 3 specs read words as keywords, version 1 as one phrase, as Sourcegraph does", async () => {
+    const query = "repositoriesMatchingQuery: Println main";
+    const keyword = await resolve(`version: 2\nname: demo\non:\n  - ${query}\n`);
+    expect(listing(keyword).map(({ repository, paths }) => ({ repository, paths }))).toEqual([
+      { repository: "github.com/acme/api", paths: ["main.go"] },
+    ]);
+    const standard = await resolve(`version: 1\nname: demo\non:\n  - ${query}\n`);
+    expect(standard.workspaces).toEqual([]);
+  });
+
+  it("a literal and a /regexp/ in one query both hold in each file", async () => {
+    const result = await resolve(String.raw`
+version: 3
+name: demo
+on:
+  - repositoriesMatchingQuery: fmt.Println( /Println\([0-9]\)/
+`);
+    expect(listing(result).map(({ repository, paths }) => ({ repository, paths }))).toEqual([
+      { repository: "github.com/acme/api", paths: ["cmd/tool/tool.go"] },
+      { repository: "github.com/acme/legacy", paths: ["old.go"] },
+    ]);
+  });
+
   it("searches the committed default branch, not uncommitted files", async () => {
     const web = join(root, "github.com/acme/web");
     writeFileSync(join(web, "new.go"), "fmt.Println(2)\n");

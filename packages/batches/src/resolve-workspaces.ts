@@ -109,7 +109,10 @@ async function collectTargets(
       continue;
     }
     if (entry.repositoriesMatchingQuery === undefined) continue;
-    const query = parseRepositoryQuery(entry.repositoriesMatchingQuery);
+    // Sourcegraph reads version 1 specs' queries as standard search, later ones as keyword.
+    const query = parseRepositoryQuery(entry.repositoriesMatchingQuery, {
+      defaultPatternType: spec.version === 1 ? "standard" : "keyword",
+    });
     warnings.push(...query.warnings);
     const candidates = options.repositories.filter((repository) =>
       repositoryPassesQuery(repository, query),
