@@ -180,6 +180,25 @@ on:
     );
   });
 
+  it("the last repository: entry naming a repository decides its branches, over earlier ones and queries", async () => {
+    api.git("branch", "feature");
+    api.git("branch", "release");
+    const result = await resolve(`
+name: demo
+on:
+  - repository: github.com/acme/api
+    branch: release
+  - repositoriesMatchingQuery: repo:acme file:README
+  - repository: github.com/acme/api
+    branches: [feature, main, feature]
+`);
+    expect(listing(result)).toEqual([
+      { repository: "github.com/acme/api", branch: "feature", path: "", paths: [] },
+      { repository: "github.com/acme/api", branch: "main", path: "", paths: [] },
+      { repository: "github.com/acme/web", branch: "main", path: "", paths: ["README.md"] },
+    ]);
+  });
+
   it("the same repository and branch named twice is one workspace", async () => {
     const result = await resolve(`
 name: demo

@@ -79,19 +79,54 @@ interface Target {
 
 const parallelism = 4;
 
-function addTarget(targets: Map<string, Target>, target: Target): void {
-  const key = `${target.repository.id}\0${target.branch}`;
-  const existing = targets.get(key);
-  if (existing === undefined) targets.set(key, target);
-  else for (const path of target.paths) existing.paths.add(path);
+/**
+ * What the `on:` entries say about each repository, with Sourcegraph's precedence: the last
+ * `repository:` entry naming a repository decides its branches, replacing what earlier entries
+ * and any query said about it (with no search result paths, as there); otherwise the queries
+ * matching it give its default branch, their search result paths added up.
+ */
+class Targets {
+  private readonly explicit = new Map<string, Target[]>();
+  private readonly queried = new Map<string, Target>();
+  /** Repository ids in the order they were first named or matched. */
+  private readonly order: string[] = [];
+
+  private remember(id: string): void {
+    if (!this.explicit.has(id) && !this.queried.has(id)) this.order.push(id);
+  }
+
+  setExplicit(repository: Repository, revisions: readonly { branch: string; revision: string }[]) {
+    this.remember(repository.id);
+    const byBranch = new Map(revisions.map((revision) => [revision.branch, revision]));
+    this.explicit.set(
+      repository.id,
+      [...byBranch.values()].map(({ branch, revision }) => ({
+        repository,
+        branch,
+        revision,
+        paths: new Set(),
+      })),
+    );
+  }
+
+  addQueried(target: Target): void {
+    this.remember(target.repository.id);
+    const existing = this.queried.get(target.repository.id);
+    if (existing === undefined) this.queried.set(target.repository.id, target);
+    else for (const path of target.paths) existing.paths.add(path);
+  }
+
+  list(): Target[] {
+    return this.order.flatMap((id) => this.explicit.get(id) ?? [this.queried.get(id)!]);
+  }
 }
 
 async function collectTargets(
   spec: BatchSpec,
   options: ResolveWorkspacesOptions,
   warnings: string[],
-): Promise<Map<string, Target>> {
-  const targets = new Map<string, Target>();
+): Promise<Target[]> {
+  const targets = new Targets();
   const { signal } = options;
   for (const entry of spec.on ?? []) {
     if (entry.repository !== undefined) {
@@ -103,9 +138,7 @@ async function collectTargets(
           : await mapLimited(branches, parallelism, (branch) =>
               resolveBranch(repository, branch, signal),
             );
-      for (const { branch, revision } of revisions) {
-        addTarget(targets, { repository, branch, revision, paths: new Set() });
-      }
+      targets.setExplicit(repository, revisions);
       continue;
     }
     if (entry.repositoriesMatchingQuery === undefined) continue;
@@ -145,9 +178,9 @@ async function collectTargets(
         `repositoriesMatchingQuery "${entry.repositoriesMatchingQuery}" matched no repository on the configured code hosts`,
       );
     }
-    for (const target of matched) addTarget(targets, target);
+    for (const target of matched) targets.addQueried(target);
   }
-  return targets;
+  return targets.list();
 }
 
 async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
@@ -258,7 +291,7 @@ export async function resolveWorkspaces(
   options: ResolveWorkspacesOptions,
 ): Promise<ResolveWorkspacesResult> {
   const warnings: string[] = [];
-  const targets = [...(await collectTargets(spec, options, warnings)).values()];
+  const targets = await collectTargets(spec, options, warnings);
   const ignored = await mapLimited(targets, parallelism, (target) =>
     hasBatchIgnore(target, options.signal),
   );
