@@ -113,6 +113,12 @@ describe("parseRepositoryQuery", () => {
     expect(parseError("count:many").message).toContain("count: takes all or a number");
   });
 
+  it("a quoted value keeps its backslashes except before the quote or a backslash", () => {
+    const query = parseRepositoryQuery('repo:"^github\\.com/a b" "say \\"hi\\" \\\\ \\n"');
+    expect(query.repositories).toEqual([{ pattern: "^github\\.com/a b", negated: false }]);
+    expect(query.content).toEqual([{ text: 'say "hi" \\ \\n', regexp: false }]);
+  });
+
   it("treats a word with a colon that is no Sourcegraph field as text", () => {
     expect(parseRepositoryQuery("http://example.com").content).toEqual([
       { text: "http://example.com", regexp: false },

@@ -103,7 +103,9 @@ function readQuoted(query: string, start: number): { value: string; end: number 
   let index = start + 1;
   while (index < query.length) {
     const character = query[index]!;
-    if (character === "\\" && index + 1 < query.length) {
+    // `\"` and `\\` stand for the character; any other backslash stays, so a quoted regular
+    // expression such as "^github\.com/" keeps its escapes.
+    if (character === "\\" && (query[index + 1] === quote || query[index + 1] === "\\")) {
       value += query[index + 1]!;
       index += 2;
       continue;
