@@ -250,13 +250,15 @@ export async function loadRepositories(options: LoadRepositoriesOptions): Promis
     ...(options.extraDirectories ?? []).map((path) => ({ type: "directory" as const, path })),
   ];
   const refresh = options.refresh ?? true;
+  // Hosts load side by side (a fetch mostly waits on the network), listed in their order.
+  const perHost = await mapLimited(hosts, parallelism, async (host) =>
+    host.type === "directory"
+      ? directoryRepositories(host, options.signal)
+      : [await gitUrlRepository(host, options.cacheDirectory, refresh, options.signal)],
+  );
   const repositories: Repository[] = [];
   const seen = new Set<string>();
-  for (const host of hosts) {
-    const found =
-      host.type === "directory"
-        ? await directoryRepositories(host, options.signal)
-        : [await gitUrlRepository(host, options.cacheDirectory, refresh, options.signal)];
+  for (const found of perHost) {
     for (const repository of found) {
       if (seen.has(repository.id)) continue;
       seen.add(repository.id);
