@@ -99,6 +99,7 @@ export {
 export { type PublishedState, resolvePublished } from "./published.ts";
 export { evaluateStaticCondition, type StaticConditionInput } from "./static-condition.ts";
 export { passedThroughEnvNames, resolveStepEnv } from "./step-env.ts";
+export { closestMatch, editDistance } from "./suggest.ts";
 export { checkTemplate, type TemplateProblem } from "./template/template-check.ts";
 export {
   batchChangeLinkPlaceholder,

@@ -1,0 +1,42 @@
+export type BatchesErrorCode =
+  /** The code host configuration does not parse: a missing directory, a malformed URL. */
+  | "invalid_code_host"
+  /** A git URL host could not be cloned into the cache or fetched; the cause is the GitError. */
+  | "clone_failed"
+  /** An `on: - repository:` names no configured repository. */
+  | "repository_not_found"
+  /** An `on: - repository:` names several configured repositories; the message lists them. */
+  | "repository_ambiguous"
+  /** A `branch`/`branches` entry, or a default branch, does not resolve to a commit. */
+  | "revision_not_found"
+  /** `repositoriesMatchingQuery` does not parse, or uses a part of the language Deckhand lacks. */
+  | "invalid_query"
+  /** A `workspaces` configuration cannot be applied (malformed glob, two configurations apply). */
+  | "invalid_workspace_configuration"
+  /** A step's `if:` fails to evaluate for a workspace (a template error). */
+  | "invalid_step_condition"
+  /** Git failed while reading a repository (listing files, searching, checking out). */
+  | "git_failed";
+
+const marker = Symbol.for("@deckhand/batches/BatchesError");
+
+/**
+ * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the
+ * message says what went wrong and what to do. `isInstance` also recognises errors made by
+ * another copy of this package (two versions installed side by side, or another realm), where
+ * `instanceof` would say no.
+ */
+export class BatchesError extends Error {
+  readonly code: BatchesErrorCode;
+  readonly [marker] = true;
+
+  constructor(code: BatchesErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "BatchesError";
+    this.code = code;
+  }
+
+  static isInstance(value: unknown): value is BatchesError {
+    return typeof value === "object" && value !== null && marker in value;
+  }
+}

@@ -1,0 +1,269 @@
+// Finds the repositories the configured code hosts offer: directory hosts are scanned for git
+// repositories, git URL hosts are cloned into the cache (as mirrors) and fetched.
+import { createHash, randomUUID } from "node:crypto";
+import type { Dirent } from "node:fs";
+import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
+import { basename, join, relative, resolve, sep } from "node:path";
+import { errnoCode, errorMessage } from "@deckhand/errors";
+import { GitError, runGit } from "@deckhand/git";
+import { BatchesError } from "./batches-error.ts";
+import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
+import { mapLimited, repositoryGit } from "./repository-git.ts";
+import { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
+
+export type RepositoryHost =
+  | { type: "directory"; root: string }
+  | { type: "git"; url: string; cachePath: string };
+
+export interface Repository {
+  /** Stable and unique over the configured hosts: the host type and where the repository is. */
+  id: string;
+  /** The name on its host: the path below a directory host's root, or host/path of a URL. */
+  name: string;
+  /** The name of its `origin` remote (host/path), when it has one. */
+  originName: string | undefined;
+  host: RepositoryHost;
+  /** Where git runs for it: the working copy of a directory host, the mirror of a URL host. */
+  path: string;
+  /** The clone URL of a URL host, without a password. */
+  url: string | undefined;
+}
+
+export interface LoadRepositoriesOptions {
+  codeHosts: readonly CodeHost[];
+  /** Directory hosts for this call only (`--code-host DIR`), after the configured ones. */
+  extraDirectories?: readonly string[];
+  /** Where git URL hosts are cloned; required when there is one. */
+  cacheDirectory?: string;
+  /** Fetch cached clones before answering (default true): a run sees the remote as it is now. */
+  refresh?: boolean;
+  signal?: AbortSignal;
+}
+
+/** How many git commands run at once while loading (the machine may be small and shared). */
+const parallelism = 4;
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** A bare repository: `HEAD`, `objects/` and `refs/` side by side. */
+async function isBareRepository(path: string, entries: ReadonlySet<string>): Promise<boolean> {
+  return (
+    entries.has("HEAD") &&
+    entries.has("objects") &&
+    entries.has("refs") &&
+    (await isDirectory(join(path, "objects")))
+  );
+}
+
+/**
+ * Every git repository below `root`: a directory with a `.git` (directory or file) or a bare
+ * repository. A repository's own subdirectories are not searched (nested checkouts and
+ * submodules belong to it); symbolic links to directories are followed once.
+ */
+async function scanDirectory(root: string): Promise<{ path: string; bare: boolean }[]> {
+  const found: { path: string; bare: boolean }[] = [];
+  const visited = new Set<string>();
+  async function visit(directory: string): Promise<void> {
+    const real = await realpath(directory).catch(() => undefined);
+    if (real === undefined || visited.has(real)) return;
+    visited.add(real);
+    let entries: Dirent[];
+    try {
+      entries = await readdir(directory, { withFileTypes: true });
+    } catch (error) {
+      if (errnoCode(error) === "EACCES" || errnoCode(error) === "ENOENT") return;
+      throw error;
+    }
+    const names = new Set(entries.map((entry) => entry.name));
+    if (names.has(".git")) {
+      found.push({ path: directory, bare: false });
+      return;
+    }
+    if (await isBareRepository(directory, names)) {
+      found.push({ path: directory, bare: true });
+      return;
+    }
+    for (const entry of entries.sort((left, right) => left.name.localeCompare(right.name))) {
+      const child = join(directory, entry.name);
+      if (entry.isDirectory() || (entry.isSymbolicLink() && (await isDirectory(child)))) {
+        await visit(child);
+      }
+    }
+  }
+  await visit(root);
+  return found;
+}
+
+async function originName(path: string, signal: AbortSignal | undefined) {
+  const { stdout, exitCode } = await repositoryGit(
+    path,
+    ["config", "--get", "remote.origin.url"],
+    `reading the origin remote of ${path}`,
+    { allowedExitCodes: [1], signal },
+  );
+  return exitCode === 0 ? repositoryNameFromUrl(stdout.trim()) : undefined;
+}
+
+async function directoryRepositories(
+  host: DirectoryCodeHost,
+  signal: AbortSignal | undefined,
+): Promise<Repository[]> {
+  const root = resolve(host.path);
+  if (!(await isDirectory(root))) {
+    throw new BatchesError(
+      "invalid_code_host",
+      `code host directory ${root} does not exist or is not a directory; create it or fix the path in the code host configuration`,
+    );
+  }
+  const realRoot = await realpath(root);
+  const found = await scanDirectory(root);
+  return mapLimited(found, parallelism, async ({ path, bare }) => {
+    const below = relative(root, path).split(sep).join("/");
+    // A root that is itself a repository is named after its directory.
+    const named = below === "" ? basename(root) : below;
+    const name = bare ? named.replace(/\.git$/, "") : named;
+    return {
+      id: `directory:${join(realRoot, below)}`,
+      name,
+      originName: await originName(path, signal),
+      host: { type: "directory", root },
+      path,
+      url: undefined,
+    } satisfies Repository;
+  });
+}
+
+/** The cache entry for a URL: readable, and unique per URL even when names collide. */
+function cachePathFor(cacheDirectory: string, url: string, name: string): string {
+  const digest = createHash("sha256").update(url).digest("hex").slice(0, 12);
+  const readable = name.replaceAll(/[^A-Za-z0-9._-]+/g, "-").slice(0, 80);
+  return join(cacheDirectory, `${readable}-${digest}.git`);
+}
+
+function cloneFailure(action: string, url: string, error: unknown): BatchesError {
+  const password = (() => {
+    try {
+      return decodeURIComponent(new URL(url).password);
+    } catch {
+      return "";
+    }
+  })();
+  const detail =
+    error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
+  const safe = password === "" ? detail : detail.replaceAll(password, "REDACTED");
+  return new BatchesError(
+    "clone_failed",
+    `${action} ${redactUrl(url)} failed: ${safe}; check the URL, the network and the credentials`,
+    // The GitError names the command, URL and password included: with a password it stays out
+    // of the chain a logger would print; its stderr (git's explanation) is in the message.
+    password === "" ? { cause: error } : {},
+  );
+}
+
+/** Points the mirror's HEAD at the remote's default branch, which may have changed. */
+async function followRemoteHead(path: string, signal: AbortSignal | undefined): Promise<void> {
+  const { stdout } = await runGit(["ls-remote", "--symref", "origin", "HEAD"], {
+    cwd: path,
+    ...(signal ? { signal } : {}),
+  });
+  const head = /^ref: (refs\/heads\/\S+)\tHEAD$/m.exec(stdout)?.[1];
+  if (head !== undefined) await runGit(["symbolic-ref", "HEAD", head], { cwd: path });
+}
+
+async function gitUrlRepository(
+  host: GitUrlCodeHost,
+  cacheDirectory: string | undefined,
+  refresh: boolean,
+  signal: AbortSignal | undefined,
+): Promise<Repository> {
+  const name = host.name ?? repositoryNameFromUrl(host.url);
+  if (name === undefined) {
+    throw new BatchesError(
+      "invalid_code_host",
+      `code host URL ${redactUrl(host.url)} is not a git URL; use https://, ssh://, git@host:path or file://`,
+    );
+  }
+  if (cacheDirectory === undefined) {
+    throw new BatchesError(
+      "invalid_code_host",
+      `code host ${redactUrl(host.url)} needs a cache directory to clone into, and none was given`,
+    );
+  }
+  const path = cachePathFor(resolve(cacheDirectory), host.url, name);
+  const runOptions = signal ? { signal } : {};
+  if (!(await isDirectory(path))) {
+    await mkdir(resolve(cacheDirectory), { recursive: true });
+    // Cloned next to its place and moved in, so a clone cut short never looks like a cache.
+    const staging = `${path}.${randomUUID()}.partial`;
+    try {
+      await runGit(["clone", "--mirror", "--quiet", "--", host.url, staging], {
+        cwd: resolve(cacheDirectory),
+        timeoutMs: 30 * 60_000,
+        ...runOptions,
+      });
+      await rename(staging, path).catch(async (error: unknown) => {
+        // Another run cloned it meanwhile: theirs is as good as ours.
+        if (!(await isDirectory(path))) throw error;
+      });
+    } catch (error) {
+      throw cloneFailure("cloning", host.url, error);
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+  } else if (refresh) {
+    try {
+      await runGit(["fetch", "--prune", "--quiet", "origin"], {
+        cwd: path,
+        timeoutMs: 30 * 60_000,
+        ...runOptions,
+      });
+      await followRemoteHead(path, signal);
+    } catch (error) {
+      throw cloneFailure("fetching", host.url, error);
+    }
+  }
+  return {
+    id: `git:${redactUrl(host.url)}`,
+    name,
+    originName: repositoryNameFromUrl(host.url),
+    host: { type: "git", url: redactUrl(host.url), cachePath: path },
+    path,
+    url: redactUrl(host.url),
+  };
+}
+
+/**
+ * The repositories of the configured code hosts plus the call's extra directories, each once.
+ * Git URL hosts are cloned into `cacheDirectory` when missing and fetched otherwise (unless
+ * `refresh` is false). Throws `invalid_code_host` for a host that cannot be used and
+ * `clone_failed` when cloning or fetching fails.
+ */
+export async function loadRepositories(options: LoadRepositoriesOptions): Promise<Repository[]> {
+  const hosts: CodeHost[] = [
+    ...options.codeHosts,
+    ...(options.extraDirectories ?? []).map((path) => ({ type: "directory" as const, path })),
+  ];
+  const refresh = options.refresh ?? true;
+  // Hosts load side by side (a fetch mostly waits on the network), listed in their order.
+  const perHost = await mapLimited(hosts, parallelism, async (host) =>
+    host.type === "directory"
+      ? directoryRepositories(host, options.signal)
+      : [await gitUrlRepository(host, options.cacheDirectory, refresh, options.signal)],
+  );
+  const repositories: Repository[] = [];
+  const seen = new Set<string>();
+  for (const found of perHost) {
+    for (const repository of found) {
+      if (seen.has(repository.id)) continue;
+      seen.add(repository.id);
+      repositories.push(repository);
+    }
+  }
+  return repositories;
+}
