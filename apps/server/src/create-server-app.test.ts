@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
+import { SessionService } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
@@ -12,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
-import { SessionService } from "./session-service.ts";
 
 const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const UPSTREAM_KEY = "sk-upstream-key-0123456789";

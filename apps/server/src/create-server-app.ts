@@ -9,16 +9,15 @@ import {
   type UsageRecorder,
 } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
+import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
-import type { AgentTurns } from "./agent-turns.ts";
 import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
-import type { SessionService } from "./session-service.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;

@@ -6,10 +6,17 @@ import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db"
 import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
+import {
+  AGENT_TURN_TASK,
+  AgentTurns,
+  agentBackendFactory,
+  type BackendFactory,
+  NATIVE_AGENT_TYPE,
+  SessionService,
+  SessionStreamHub,
+} from "@deckhand/sessions";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
-import { agentBackendFactory } from "./agent-backend-factory.ts";
-import { AgentTurns, type BackendFactory, NATIVE_AGENT_TYPE } from "./agent-turns.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
@@ -20,8 +27,6 @@ import {
   DbUsageRecorder,
 } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
-import { SessionStreamHub } from "./session-events.ts";
-import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
 import { SessionStreamSocket } from "./session-stream-socket.ts";
 
 export interface RunningServer {

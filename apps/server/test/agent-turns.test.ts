@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentBackend, PermissionAnswer, PromptInput } from "@deckhand/agent-backends";
+import { assistantMessageId, type BackendRequest } from "@deckhand/sessions";
 import {
   type Chat,
   type CreateMessageResponse,
@@ -13,7 +14,6 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assistantMessageId, type BackendRequest } from "../src/agent-turns.ts";
 import {
   Cleanups,
   makeRepository,

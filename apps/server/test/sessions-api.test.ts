@@ -3,6 +3,12 @@ import { join } from "node:path";
 import { TaskRegistry } from "@deckhand/db";
 import type { HttpError } from "@deckhand/http-kit";
 import { mintModelToken } from "@deckhand/model-proxy";
+import {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  publishSessionEvent,
+  SessionService,
+} from "@deckhand/sessions";
 import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import {
   type Chat,
@@ -19,8 +25,6 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishSessionEvent } from "../src/session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload, SessionService } from "../src/session-service.ts";
 import {
   backends,
   Cleanups,

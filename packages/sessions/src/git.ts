@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { ServerError } from "./server-error.ts";
+import { SessionsError } from "./sessions-error.ts";
 
 export interface GitResult {
   stdout: string;
@@ -50,7 +50,7 @@ export function git(
             ? "git is not installed or not on PATH; install git"
             : stderr.trim() || error.message;
         rejectRun(
-          new ServerError("git_failed", `git ${args[0]} failed: ${reason}`, { cause: error }),
+          new SessionsError("git_failed", `git ${args[0]} failed: ${reason}`, { cause: error }),
         );
       },
     );
