@@ -1,5 +1,12 @@
 import type { DbHandle } from "@deckhand/db";
-import { bearerAuth, HttpError, installErrorHandling, logRequests } from "@deckhand/http-kit";
+import {
+  bearerAuth,
+  type ErrorHandlingOptions,
+  errorResponse,
+  HttpError,
+  installErrorHandling,
+  logRequests,
+} from "@deckhand/http-kit";
 import {
   createModelProxy,
   type ModelProxyLogger,
@@ -18,6 +25,7 @@ import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;
@@ -69,14 +77,17 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
   const app = new Hono();
-  installErrorHandling(app, {
+  const errorOptions: ErrorHandlingOptions = {
     redact: (message) => redactSecrets(message),
     onUnexpectedError: (error, context) =>
       logger.error(
         { err: error, method: context.req.method, path: context.req.path },
         "request failed",
       ),
-  });
+  };
+  installErrorHandling(app, errorOptions);
+  // The session domain throws its own errors; they get their HTTP status here, at the edge.
+  app.onError((error, context) => errorResponse(context, sessionsErrorToHttp(error), errorOptions));
 
   app.use(logRequests((entry) => logger.info(entry, "request")));
 

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
@@ -14,6 +14,7 @@ import {
   NATIVE_AGENT_TYPE,
   SessionService,
   SessionStreamHub,
+  SessionsError,
 } from "@deckhand/sessions";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
@@ -28,6 +29,7 @@ import {
 } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamSocket } from "./session-stream-socket.ts";
+import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -167,7 +169,7 @@ export async function startServer(
         try {
           return (await sessions.getProject(projectId)).repository_path;
         } catch (error) {
-          if (error instanceof HttpError && error.status === 404) return null;
+          if (SessionsError.isInstance(error) && error.code === "not_found") return null;
           throw error;
         }
       },
@@ -250,7 +252,9 @@ export async function startServer(
         return apiTokens.verify(token);
       },
       checkSession: async (sessionId) => {
-        await sessions.getSession(sessionId);
+        await sessions.getSession(sessionId).catch((error: unknown) => {
+          throw sessionsErrorToHttp(error);
+        });
       },
     });
     server.on("upgrade", (request, socket, head) => {

@@ -25,6 +25,7 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessionsErrorToHttp } from "../src/sessions-http-errors.ts";
 import {
   backends,
   Cleanups,
@@ -386,7 +387,9 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
       ]);
       const outcomes = [
         viaApi.status === "fulfilled" ? viaApi.value.status : "rejected",
-        viaReplica.status === "fulfilled" ? 200 : (viaReplica.reason as HttpError).status,
+        viaReplica.status === "fulfilled"
+          ? 200
+          : (sessionsErrorToHttp(viaReplica.reason) as HttpError).status,
       ].sort();
       expect(outcomes).toEqual([200, 409]);
       if (viaApi.status === "fulfilled" && viaApi.value.status === 409) {

@@ -13,7 +13,6 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
-import { HttpError } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/model-proxy";
 import type {
   Chat,
@@ -51,6 +50,7 @@ import {
   sessionResource,
 } from "./resources.ts";
 import { appendSessionEvent } from "./session-events.ts";
+import { SessionsError } from "./sessions-error.ts";
 
 /** The task type a user message enqueues; the agent-backends feature registers its handler. */
 export const AGENT_TURN_TASK = "agent_turn";
@@ -80,8 +80,8 @@ export type FoldCommitsResult =
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function notFound(what: string, id: string): HttpError {
-  return new HttpError(404, "not_found", `no ${what} with id ${JSON.stringify(id)}`);
+function notFound(what: string, id: string): SessionsError {
+  return new SessionsError("not_found", `no ${what} with id ${JSON.stringify(id)}`);
 }
 
 /** Ids come from URLs; anything but a UUID names nothing (and would make PostgreSQL fail a cast). */
@@ -139,8 +139,7 @@ export class SessionService {
         .then((info) => (info.isDirectory() ? repositoryRoot(given) : null))
         .catch(() => null);
       if (root === null) {
-        throw new HttpError(
-          400,
+        throw new SessionsError(
           "invalid_request",
           `repository_path ${JSON.stringify(request.repository_path)} is not a git repository on the server's machine; give the path of a checkout (git init or git clone first)`,
         );
@@ -155,8 +154,7 @@ export class SessionService {
         });
       } catch (error) {
         await rm(repositoryPath, { recursive: true, force: true });
-        throw new HttpError(
-          400,
+        throw new SessionsError(
           "invalid_request",
           `could not clone repository_url: ${(error as Error).message}; check the URL and that this machine can reach it`,
           { cause: error },
@@ -165,15 +163,13 @@ export class SessionService {
     }
     const defaultBranch = request.default_branch ?? (await currentBranch(repositoryPath));
     if (defaultBranch === null) {
-      throw new HttpError(
-        400,
+      throw new SessionsError(
         "invalid_request",
         "the repository's HEAD is detached, so its default branch is unknown; pass default_branch",
       );
     }
     if ((await resolveCommit(repositoryPath, defaultBranch)) === null) {
-      throw new HttpError(
-        400,
+      throw new SessionsError(
         "invalid_request",
         `default_branch ${JSON.stringify(defaultBranch)} has no commit in the repository; commit something first or name another branch`,
       );
@@ -215,12 +211,11 @@ export class SessionService {
     const sessionId = crypto.randomUUID();
     const branch = request.branch ?? `deckhand/${sessionId.slice(0, 8)}`;
     if (await branchExists(repository, branch)) {
-      throw new HttpError(409, "conflict", `branch ${branch} exists already; choose another name`);
+      throw new SessionsError("conflict", `branch ${branch} exists already; choose another name`);
     }
     const baseCommit = await resolveCommit(repository, project.defaultBranch);
     if (baseCommit === null) {
-      throw new HttpError(
-        409,
+      throw new SessionsError(
         "conflict",
         `the project's default branch ${project.defaultBranch} no longer resolves to a commit`,
       );
@@ -302,11 +297,11 @@ export class SessionService {
     return sessionResource(session, worktree);
   }
 
-  /** The active worktree of an open session; 409 when the session is closed. */
+  /** The active worktree of an open session; a `conflict` when the session is closed. */
   async activeWorktree(sessionId: string) {
     const { session, worktree } = await this.#sessionRows(sessionId);
     if (session.status !== "open" || !worktree || worktree.status !== "active") {
-      throw new HttpError(409, "conflict", `session ${sessionId} is closed`);
+      throw new SessionsError("conflict", `session ${sessionId} is closed`);
     }
     return worktree;
   }
@@ -326,8 +321,7 @@ export class SessionService {
           );
         const unapplied = Math.max(changes.length, pending?.count ?? 0);
         if (unapplied > 0 && !force) {
-          throw new HttpError(
-            409,
+          throw new SessionsError(
             "conflict",
             `session ${sessionId} has ${unapplied} unapplied change(s); apply or reject them, or close with force=true to discard them`,
           );
@@ -665,8 +659,7 @@ export class SessionService {
     return this.#withSessionLock(first.change.sessionId, async () => {
       const { change, agent } = await this.#pendingChangeRow(pendingChangeId);
       if (change.status !== "pending") {
-        throw new HttpError(
-          409,
+        throw new SessionsError(
           "conflict",
           `pending change ${pendingChangeId} is ${change.status} already`,
         );
@@ -676,8 +669,7 @@ export class SessionService {
         (changed) => changed.path === change.path,
       );
       if (!stillChanged) {
-        throw new HttpError(
-          409,
+        throw new SessionsError(
           "conflict",
           `${change.path} no longer differs from the session branch; list pending changes again`,
         );
@@ -698,8 +690,7 @@ export class SessionService {
             .select({ status: pendingChanges.status })
             .from(pendingChanges)
             .where(eq(pendingChanges.id, pendingChangeId));
-          throw new HttpError(
-            409,
+          throw new SessionsError(
             "conflict",
             now
               ? `pending change ${pendingChangeId} is ${now.status} already`
