@@ -36,9 +36,14 @@ import {
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
+import {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  AgentTurnPayloadSchema,
+} from "./agent-turn-task.ts";
 import { resolveCommit } from "./git.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
+import type { SessionService } from "./session-service.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
 export const AGENT_CONTROL_CHANNEL = "deckhand_agent_control";
@@ -70,13 +75,6 @@ const ControlMessageSchema = z.discriminatedUnion("action", [
   }),
 ]);
 type ControlMessage = z.infer<typeof ControlMessageSchema>;
-
-const AgentTurnPayloadSchema = z.object({
-  session_id: z.uuid(),
-  chat_id: z.uuid(),
-  user_message_id: z.uuid(),
-  agent: z.string().min(1),
-});
 
 /** What a backend factory gets: the resolved provider and where the backend works. */
 export interface BackendRequest {

@@ -4,6 +4,12 @@ export {
   DEFAULT_NATIVE_MODEL,
 } from "./agent-backend-factory.ts";
 export {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  AgentTurnPayloadSchema,
+  enqueueAgentTurn,
+} from "./agent-turn-task.ts";
+export {
   AGENT_CONTROL_CHANNEL,
   AgentTurns,
   type AgentTurnsOptions,
@@ -27,8 +33,6 @@ export {
   type SubscribeOptions,
 } from "./session-events.ts";
 export {
-  AGENT_TURN_TASK,
-  type AgentTurnPayload,
   type FoldCommitsResult,
   SessionService,
   type SessionServiceOptions,

@@ -4,7 +4,6 @@ import {
   agentSessions,
   chats,
   type DbHandle,
-  enqueue,
   messageParts,
   messages,
   type PendingChangeStatus,
@@ -27,6 +26,7 @@ import type {
   Session,
 } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { enqueueAgentTurn } from "./agent-turn-task.ts";
 import {
   branchExists,
   type CommitSummary,
@@ -51,17 +51,6 @@ import {
 } from "./resources.ts";
 import { appendSessionEvent } from "./session-events.ts";
 import { SessionsError } from "./sessions-error.ts";
-
-/** The task type a user message enqueues; the agent-backends feature registers its handler. */
-export const AGENT_TURN_TASK = "agent_turn";
-
-/** What an `agent_turn` task carries. */
-export interface AgentTurnPayload {
-  session_id: string;
-  chat_id: string;
-  user_message_id: string;
-  agent: string;
-}
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";
@@ -421,19 +410,11 @@ export class SessionService {
           content: { text: redactSecrets(request.text) },
         })
         .returning();
-      const payload: AgentTurnPayload = {
+      const task = await enqueueAgentTurn(transaction, {
         session_id: chat.sessionId,
         chat_id: chatId,
         user_message_id: row!.id,
         agent: request.agent,
-      };
-      const task = await enqueue(transaction, {
-        type: AGENT_TURN_TASK,
-        payload,
-        idempotencyKey: `${AGENT_TURN_TASK}:${row!.id}`,
-        // A session's agents share its worktree: its turns run one at a time, in order, on
-        // whichever server claims them, and a queued turn holds no worker slot while it waits.
-        serialKey: `session:${chat.sessionId}`,
       });
       const message = messageResource(row!, [part!]);
       await appendSessionEvent(transaction, chat.sessionId, chatId, {
