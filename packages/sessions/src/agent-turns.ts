@@ -43,6 +43,7 @@ import {
 } from "./agent-turn-task.ts";
 import { resolveCommit } from "./git.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
+import { ABORTED } from "./session-lock.ts";
 import type { SessionService } from "./session-service.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
@@ -350,9 +351,6 @@ interface TurnOutcome {
   reason?: "interrupted";
 }
 
-/** The lock wait was given up: the turn was cancelled before it could start. */
-const ABORTED = Symbol("aborted");
-
 /**
  * Runs agent turns: the `agent_turn` task handler, the pool of live backends, and the control
  * channel that carries cancel requests and permission answers to the process running the agent.
@@ -369,14 +367,6 @@ export class AgentTurns {
   readonly #rows = new Map<string, string>();
   /** The agent session id last announced for each backend (a restarted agent may get a new one). */
   readonly #announced = new WeakMap<AgentBackend, string>();
-  /**
-   * Turns of one session run one after another, whichever agent they are for: the agents share
-   * the worktree, and what changed during a turn is credited to the agent that ran it. The
-   * queue's serial key already orders a session's turns across processes; this lock keeps the
-   * rule for turns run here without one (`runTurn` called directly, or a task queued before the
-   * key existed).
-   */
-  readonly #sessionLocks = new Map<string, Promise<void>>();
   readonly #live = new Map<string, LiveTurn>();
   readonly #inFlight = new Set<Promise<void>>();
   #unlisten: (() => Promise<void>) | null = null;
@@ -652,41 +642,6 @@ export class AgentTurns {
     });
   }
 
-  /**
-   * Runs `work` once the session's earlier turns are done. Gives up waiting (without running
-   * `work`) when `signal` aborts first: a cancelled turn does not wait for its turn to come.
-   */
-  async #inSession<Result>(
-    sessionId: string,
-    signal: AbortSignal,
-    work: () => Promise<Result>,
-  ): Promise<Result | typeof ABORTED> {
-    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
-    let release: () => void = () => {};
-    const done = new Promise<void>((resolveDone) => {
-      release = resolveDone;
-    });
-    const tail = previous.then(() => done);
-    this.#sessionLocks.set(sessionId, tail);
-    let onAbort: (() => void) | null = null;
-    try {
-      const acquired = await Promise.race([
-        previous.then(() => true),
-        new Promise<false>((resolveAbort) => {
-          onAbort = () => resolveAbort(false);
-          if (signal.aborted) onAbort();
-          else signal.addEventListener("abort", onAbort, { once: true });
-        }),
-      ]);
-      if (!acquired || signal.aborted) return ABORTED;
-      return await work();
-    } finally {
-      if (onAbort) signal.removeEventListener("abort", onAbort);
-      release();
-      if (this.#sessionLocks.get(sessionId) === tail) this.#sessionLocks.delete(sessionId);
-    }
-  }
-
   /** Whether the turn was cancelled: here (its signal), or by any process (its message row). */
   async #cancelRequested(live: LiveTurn): Promise<boolean> {
     if (live.controller.signal.aborted) return true;
@@ -868,60 +823,66 @@ export class AgentTurns {
       const worktree = await this.#options.sessions.activeWorktree(sessionId);
       const { approval_policy: approvalPolicy } =
         await this.#options.sessions.getSession(sessionId);
-      const ran = await this.#inSession(sessionId, live.controller.signal, async () => {
-        if (await this.#cancelRequested(live)) return "not_started" as const;
-        let stopReason: StopReason | null = null;
-        let failure: TurnOutcome | null = null;
-        let agentSessionRowId: string | null = null;
-        // The branch's commit before the agent works: commits it makes are folded back after.
-        const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
-        try {
-          agentSessionRowId = await this.#options.sessions.ensureAgentSession(
-            sessionId,
-            agent,
-            null,
-          );
-          const rowId = agentSessionRowId;
-          const [row] = await db.select().from(agentSessions).where(eq(agentSessions.id, rowId));
-          const resumeSessionId =
-            row?.resumeSessionId ?? (await this.#previousResumeId(sessionId, agent));
-          stopReason = await this.pool.use(
-            { sessionId, agent },
-            (backend) =>
-              this.#promptBackend(backend, {
-                live,
-                rowId,
+      // The session's lock (shared with the session service): one turn of a session at a time,
+      // and no pending change applied or rejected here while it runs.
+      const ran = await this.#options.sessions.lock.turn(
+        sessionId,
+        live.controller.signal,
+        async () => {
+          if (await this.#cancelRequested(live)) return "not_started" as const;
+          let stopReason: StopReason | null = null;
+          let failure: TurnOutcome | null = null;
+          let agentSessionRowId: string | null = null;
+          // The branch's commit before the agent works: commits it makes are folded back after.
+          const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
+          try {
+            agentSessionRowId = await this.#options.sessions.ensureAgentSession(
+              sessionId,
+              agent,
+              null,
+            );
+            const rowId = agentSessionRowId;
+            const [row] = await db.select().from(agentSessions).where(eq(agentSessions.id, rowId));
+            const resumeSessionId =
+              row?.resumeSessionId ?? (await this.#previousResumeId(sessionId, agent));
+            stopReason = await this.pool.use(
+              { sessionId, agent },
+              (backend) =>
+                this.#promptBackend(backend, {
+                  live,
+                  rowId,
+                  chatId,
+                  text,
+                  hadPrevious: resumeSessionId !== null,
+                  onEvent,
+                }),
+              {
                 chatId,
-                text,
-                hadPrevious: resumeSessionId !== null,
-                onEvent,
-              }),
-            {
+                approvalPolicy,
+                agentSessionRowId: rowId,
+                resumeSessionId,
+                worktreePath: worktree.path,
+              },
+            );
+          } catch (error) {
+            failure = await failTurn(error);
+          }
+          if (agentSessionRowId !== null) {
+            await flushEvents();
+            await this.#afterTurn({
+              sessionId,
               chatId,
-              approvalPolicy,
-              agentSessionRowId: rowId,
-              resumeSessionId,
-              worktreePath: worktree.path,
-            },
-          );
-        } catch (error) {
-          failure = await failTurn(error);
-        }
-        if (agentSessionRowId !== null) {
-          await flushEvents();
-          await this.#afterTurn({
-            sessionId,
-            chatId,
-            agent,
-            messageId,
-            agentSessionRowId,
-            since,
-            onEvent,
-            flushEvents,
-          });
-        }
-        return failure ?? { stopReason: stopReason! };
-      });
+              agent,
+              messageId,
+              agentSessionRowId,
+              since,
+              onEvent,
+              flushEvents,
+            });
+          }
+          return failure ?? { stopReason: stopReason! };
+        },
+      );
       if (ran === ABORTED || ran === "not_started") {
         // Cancelled before it began: the agent never saw the message.
         await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });

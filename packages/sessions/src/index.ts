@@ -32,6 +32,7 @@ export {
   type SessionSubscription,
   type SubscribeOptions,
 } from "./session-events.ts";
+export { ABORTED, SessionLock } from "./session-lock.ts";
 export {
   type FoldCommitsResult,
   SessionService,

@@ -50,6 +50,7 @@ import {
   sessionResource,
 } from "./resources.ts";
 import { appendSessionEvent } from "./session-events.ts";
+import { SessionLock } from "./session-lock.ts";
 import { SessionsError } from "./sessions-error.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
@@ -84,6 +85,8 @@ export interface SessionServiceOptions {
   projectsDir: string;
   /** Where session worktrees go: inside the workspace agent's root, so its APIs can reach them. */
   worktreesDir: string;
+  /** The process's session lock; the turn runner shares it through `lock`. A new one by default. */
+  lock?: SessionLock;
 }
 
 /**
@@ -94,27 +97,18 @@ export class SessionService {
   readonly #database: DbHandle;
   readonly #projectsDir: string;
   readonly #worktreesDir: string;
-  readonly #sessionLocks = new Map<string, Promise<unknown>>();
+  /** Serialises git work on a session with this process's other git work and turns on it. */
+  readonly lock: SessionLock;
 
   constructor(options: SessionServiceOptions) {
     this.#database = options.database;
     this.#projectsDir = options.projectsDir;
     this.#worktreesDir = options.worktreesDir;
+    this.lock = options.lock ?? new SessionLock();
   }
 
   get #db() {
     return this.#database.db;
-  }
-
-  async #withSessionLock<Result>(sessionId: string, work: () => Promise<Result>): Promise<Result> {
-    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(work);
-    this.#sessionLocks.set(sessionId, run);
-    try {
-      return await run;
-    } finally {
-      if (this.#sessionLocks.get(sessionId) === run) this.#sessionLocks.delete(sessionId);
-    }
   }
 
   // Projects
@@ -296,7 +290,7 @@ export class SessionService {
   }
 
   async closeSession(sessionId: string, force: boolean): Promise<Session> {
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const { session, worktree } = await this.#sessionRows(sessionId);
       if (session.status === "closed") return sessionResource(session, worktree);
       const project = await this.#projectRow(session.projectId);
@@ -492,7 +486,7 @@ export class SessionService {
    * the session branch, or a branch that no longer contains `since`, is left alone.
    */
   async foldAgentCommits(sessionId: string, since: string): Promise<FoldCommitsResult> {
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const worktree = await this.activeWorktree(sessionId);
       const branch = await currentBranch(worktree.path);
       const head = await resolveCommit(worktree.path, "HEAD");
@@ -539,7 +533,7 @@ export class SessionService {
     chatId: string | null;
   }): Promise<PendingChange[]> {
     const { sessionId } = options;
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const worktree = await this.activeWorktree(sessionId);
       const changes = await changedPaths(worktree.path);
       const diffs = await Promise.all(
@@ -637,7 +631,8 @@ export class SessionService {
     gitWork: (worktree: string, path: string, agent: string) => Promise<string | null>,
   ): Promise<{ pendingChange: PendingChange; commit: string | null }> {
     const first = await this.#pendingChangeRow(pendingChangeId);
-    return this.#withSessionLock(first.change.sessionId, async () => {
+    const what = `${status === "applied" ? "apply" : "reject"} pending change ${pendingChangeId}`;
+    return this.lock.gitOutsideTurns(first.change.sessionId, what, async () => {
       const { change, agent } = await this.#pendingChangeRow(pendingChangeId);
       if (change.status !== "pending") {
         throw new SessionsError(
