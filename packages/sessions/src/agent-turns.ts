@@ -10,7 +10,6 @@ import {
 import {
   agentSessions,
   type DbHandle,
-  type MessagePartKind,
   messageParts,
   messages,
   sessionEvents,
@@ -30,6 +29,10 @@ import {
   AgentEventSchema,
   type AnswerPermissionRequest,
   type ApprovalPolicyName,
+  type CollectedPart,
+  collectParts,
+  type PartChanges,
+  PartCollector,
   type StopReason,
   WirePath,
 } from "@deckhand/wire";
@@ -141,20 +144,6 @@ interface LiveTurn {
   interrupted: boolean;
 }
 
-type PartContent = Record<string, unknown>;
-interface Part {
-  kind: MessagePartKind;
-  content: PartContent;
-}
-
-/** What changed in the parts since they were last stored. */
-interface PartChanges {
-  /** Stored parts from this position on are gone (a retry discarded them). */
-  truncateFrom: number | null;
-  /** Parts to store whole, at their position. */
-  put: { position: number; part: Part }[];
-}
-
 /**
  * While text or reasoning streams, parts are stored at most this often (with the event that
  * comes after the interval); any other event stores them at once. The session's event log has
@@ -169,152 +158,12 @@ export function assistantMessageId(userMessageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-function redactContent(content: PartContent): PartContent {
-  return JSON.parse(redactSecrets(JSON.stringify(content))) as PartContent;
+function redactContent(content: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(redactSecrets(JSON.stringify(content))) as Record<string, unknown>;
 }
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * Turns a turn's events into the assistant message's parts, in the order they first appeared:
- * text, reasoning, tool calls (each with its updates and the permission asked for it merged),
- * the plan, and errors. It remembers which parts changed since `takeChanges`, so they can be
- * stored as the turn streams.
- */
-class PartCollector {
-  readonly parts: Part[] = [];
-  readonly #toolCalls = new Map<string, Part>();
-  /** Tool call parts by the permission request asked for them. */
-  readonly #permissions = new Map<string, Part>();
-  #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
-  #plan: Part | null = null;
-  /** Text and reasoning parts begun since the last event of another type (a suffix of parts). */
-  #sinceOther: Part[] = [];
-  readonly #dirty = new Set<Part>();
-  #truncateFrom: number | null = null;
-  /** The last error an agent reported, for the message's `error` column. */
-  lastError: string | null = null;
-
-  #push(part: Part): void {
-    this.parts.push(part);
-    this.#dirty.add(part);
-  }
-
-  /** What changed since the last call (everything, the first time). */
-  takeChanges(): PartChanges {
-    const changes: PartChanges = {
-      truncateFrom: this.#truncateFrom,
-      put: [...this.#dirty]
-        .map((part) => ({ position: this.parts.indexOf(part), part }))
-        .filter((change) => change.position >= 0)
-        .sort((left, right) => left.position - right.position),
-    };
-    this.#dirty.clear();
-    this.#truncateFrom = null;
-    return changes;
-  }
-
-  add(event: AgentEvent): void {
-    if (event.type === "text" || event.type === "reasoning") {
-      if (this.#open?.kind !== event.type) {
-        this.#open = { kind: event.type, content: { text: "" } };
-        this.#push(this.#open);
-        this.#sinceOther.push(this.#open);
-      }
-      this.#open.content.text += event.delta;
-      this.#dirty.add(this.#open);
-      return;
-    }
-    if (event.type === "retry") {
-      // The stream's rule: a retry discards the text and reasoning since the last other event.
-      const first = this.#sinceOther[0];
-      this.#sinceOther = [];
-      this.#open = null;
-      if (first === undefined) return;
-      const from = this.parts.indexOf(first);
-      this.parts.splice(from);
-      this.#truncateFrom = Math.min(this.#truncateFrom ?? from, from);
-      return;
-    }
-    this.#sinceOther = [];
-    if (event.type === "tool_call") {
-      this.#open = null;
-      const { type: _type, message_id: _message, ...content } = event;
-      const existing = this.#toolCalls.get(event.tool_call_id);
-      if (existing) {
-        Object.assign(existing.content, content);
-        this.#dirty.add(existing);
-        return;
-      }
-      const part: Part = { kind: "tool_call", content: { ...content } };
-      this.#toolCalls.set(event.tool_call_id, part);
-      this.#push(part);
-      return;
-    }
-    if (event.type === "tool_update") {
-      this.#open = null;
-      const { type: _type, message_id: _message, ...update } = event;
-      let part = this.#toolCalls.get(event.tool_call_id);
-      if (!part) {
-        part = { kind: "tool_call", content: { tool_call_id: event.tool_call_id } };
-        this.#toolCalls.set(event.tool_call_id, part);
-        this.#push(part);
-      }
-      for (const [key, value] of Object.entries(update)) {
-        if (value !== undefined) part.content[key] = value;
-      }
-      this.#dirty.add(part);
-      return;
-    }
-    if (event.type === "permission_request") {
-      this.#open = null;
-      // A request about a tool call is part of that call; one about nothing in particular is
-      // only in the session's event log.
-      const part =
-        event.tool_call_id === null ? undefined : this.#toolCalls.get(event.tool_call_id);
-      if (!part) return;
-      part.content.permission = {
-        request_id: event.request_id,
-        title: event.title,
-        options: event.options,
-        outcome: null,
-      };
-      this.#permissions.set(event.request_id, part);
-      this.#dirty.add(part);
-      return;
-    }
-    if (event.type === "permission_resolved") {
-      const part = this.#permissions.get(event.request_id);
-      if (!part) return;
-      (part.content.permission as PartContent).outcome = event.outcome;
-      this.#dirty.add(part);
-      return;
-    }
-    if (event.type === "plan") {
-      this.#open = null;
-      if (this.#plan) {
-        this.#plan.content.entries = event.entries;
-        this.#dirty.add(this.#plan);
-        return;
-      }
-      this.#plan = { kind: "plan", content: { entries: event.entries } };
-      this.#push(this.#plan);
-      return;
-    }
-    if (event.type === "error") {
-      this.#open = null;
-      this.lastError = event.message;
-      this.#push({
-        kind: "error",
-        content: {
-          message: event.message,
-          ...(event.stderr_tail ? { stderr_tail: event.stderr_tail } : {}),
-        },
-      });
-    }
-  }
 }
 
 async function storePartChanges(
@@ -670,7 +519,7 @@ export class AgentTurns {
   }
 
   /** The message's parts as its events in the session log make them. */
-  async #partsFromLog(sessionId: string, messageId: string): Promise<Part[]> {
+  async #partsFromLog(sessionId: string, messageId: string): Promise<CollectedPart[]> {
     const rows = await this.#options.database.db
       .select({ payload: sessionEvents.payload })
       .from(sessionEvents)
@@ -681,12 +530,12 @@ export class AgentTurns {
         ),
       )
       .orderBy(asc(sessionEvents.id));
-    const collector = new PartCollector();
-    for (const row of rows) {
-      const event = AgentEventSchema.safeParse(row.payload);
-      if (event.success) collector.add(event.data);
-    }
-    return collector.parts;
+    return collectParts(
+      rows.flatMap((row) => {
+        const event = AgentEventSchema.safeParse(row.payload);
+        return event.success ? [event.data] : [];
+      }),
+    );
   }
 
   /**
@@ -1060,7 +909,7 @@ export class AgentTurns {
     chatId: string,
     agent: string,
     outcome: TurnOutcome,
-    parts: Part[],
+    parts: CollectedPart[],
   ): Promise<void> {
     const db = this.#options.database.db;
     await db.transaction(async (transaction) => {

@@ -1,0 +1,170 @@
+import type { z } from "zod";
+import type { MessagePartKindSchema } from "./server-api.ts";
+import type { AgentEvent } from "./session-stream.ts";
+
+/**
+ * The fold from a turn's agent events to the parts of the message that answers it: the server
+ * stores what it yields, and a client can rebuild a streaming message the same way from the
+ * events it receives. Pure: no I/O, and nothing is redacted or stored here.
+ */
+
+/** One part of a message, before it has a position: its kind and its JSON content. */
+export interface CollectedPart {
+  kind: z.infer<typeof MessagePartKindSchema>;
+  content: Record<string, unknown>;
+}
+
+/** What changed in the parts since they were last taken. */
+export interface PartChanges {
+  /** Parts from this position on are gone (a retry discarded them). */
+  truncateFrom: number | null;
+  /** Parts to store whole, at their position. */
+  put: { position: number; part: CollectedPart }[];
+}
+
+/**
+ * Turns a turn's events into the assistant message's parts, in the order they first appeared:
+ * text, reasoning, tool calls (each with its updates and the permission asked for it merged),
+ * the plan, and errors. It remembers which parts changed since `takeChanges`, so they can be
+ * stored as the turn streams.
+ */
+export class PartCollector {
+  readonly parts: CollectedPart[] = [];
+  readonly #toolCalls = new Map<string, CollectedPart>();
+  /** Tool call parts by the permission request asked for them. */
+  readonly #permissions = new Map<string, CollectedPart>();
+  #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
+  #plan: CollectedPart | null = null;
+  /** Text and reasoning parts begun since the last event of another type (a suffix of parts). */
+  #sinceOther: CollectedPart[] = [];
+  readonly #dirty = new Set<CollectedPart>();
+  #truncateFrom: number | null = null;
+  /** The last error an agent reported, for the message's `error` column. */
+  lastError: string | null = null;
+
+  #push(part: CollectedPart): void {
+    this.parts.push(part);
+    this.#dirty.add(part);
+  }
+
+  /** What changed since the last call (everything, the first time). */
+  takeChanges(): PartChanges {
+    const changes: PartChanges = {
+      truncateFrom: this.#truncateFrom,
+      put: [...this.#dirty]
+        .map((part) => ({ position: this.parts.indexOf(part), part }))
+        .filter((change) => change.position >= 0)
+        .sort((left, right) => left.position - right.position),
+    };
+    this.#dirty.clear();
+    this.#truncateFrom = null;
+    return changes;
+  }
+
+  add(event: AgentEvent): void {
+    if (event.type === "text" || event.type === "reasoning") {
+      if (this.#open?.kind !== event.type) {
+        this.#open = { kind: event.type, content: { text: "" } };
+        this.#push(this.#open);
+        this.#sinceOther.push(this.#open);
+      }
+      this.#open.content.text += event.delta;
+      this.#dirty.add(this.#open);
+      return;
+    }
+    if (event.type === "retry") {
+      // The stream's rule: a retry discards the text and reasoning since the last other event.
+      const first = this.#sinceOther[0];
+      this.#sinceOther = [];
+      this.#open = null;
+      if (first === undefined) return;
+      const from = this.parts.indexOf(first);
+      this.parts.splice(from);
+      this.#truncateFrom = Math.min(this.#truncateFrom ?? from, from);
+      return;
+    }
+    this.#sinceOther = [];
+    if (event.type === "tool_call") {
+      this.#open = null;
+      const { type: _type, message_id: _message, ...content } = event;
+      const existing = this.#toolCalls.get(event.tool_call_id);
+      if (existing) {
+        Object.assign(existing.content, content);
+        this.#dirty.add(existing);
+        return;
+      }
+      const part: CollectedPart = { kind: "tool_call", content: { ...content } };
+      this.#toolCalls.set(event.tool_call_id, part);
+      this.#push(part);
+      return;
+    }
+    if (event.type === "tool_update") {
+      this.#open = null;
+      const { type: _type, message_id: _message, ...update } = event;
+      let part = this.#toolCalls.get(event.tool_call_id);
+      if (!part) {
+        part = { kind: "tool_call", content: { tool_call_id: event.tool_call_id } };
+        this.#toolCalls.set(event.tool_call_id, part);
+        this.#push(part);
+      }
+      for (const [key, value] of Object.entries(update)) {
+        if (value !== undefined) part.content[key] = value;
+      }
+      this.#dirty.add(part);
+      return;
+    }
+    if (event.type === "permission_request") {
+      this.#open = null;
+      // A request about a tool call is part of that call; one about nothing in particular is
+      // only in the session's event log.
+      const part =
+        event.tool_call_id === null ? undefined : this.#toolCalls.get(event.tool_call_id);
+      if (!part) return;
+      part.content.permission = {
+        request_id: event.request_id,
+        title: event.title,
+        options: event.options,
+        outcome: null,
+      };
+      this.#permissions.set(event.request_id, part);
+      this.#dirty.add(part);
+      return;
+    }
+    if (event.type === "permission_resolved") {
+      const part = this.#permissions.get(event.request_id);
+      if (!part) return;
+      (part.content.permission as Record<string, unknown>).outcome = event.outcome;
+      this.#dirty.add(part);
+      return;
+    }
+    if (event.type === "plan") {
+      this.#open = null;
+      if (this.#plan) {
+        this.#plan.content.entries = event.entries;
+        this.#dirty.add(this.#plan);
+        return;
+      }
+      this.#plan = { kind: "plan", content: { entries: event.entries } };
+      this.#push(this.#plan);
+      return;
+    }
+    if (event.type === "error") {
+      this.#open = null;
+      this.lastError = event.message;
+      this.#push({
+        kind: "error",
+        content: {
+          message: event.message,
+          ...(event.stderr_tail ? { stderr_tail: event.stderr_tail } : {}),
+        },
+      });
+    }
+  }
+}
+
+/** The parts a complete list of one message's events makes. */
+export function collectParts(events: Iterable<AgentEvent>): CollectedPart[] {
+  const collector = new PartCollector();
+  for (const event of events) collector.add(event);
+  return collector.parts;
+}
