@@ -36,7 +36,7 @@ import {
   type StopReason,
   WirePath,
 } from "@deckhand/wire";
-import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
 import {
@@ -501,23 +501,6 @@ export class AgentTurns {
     return row?.status === "cancelled" || live.controller.signal.aborted;
   }
 
-  /** The agent's own session id from its latest run in this session, to resume. */
-  async #previousResumeId(sessionId: string, agent: string): Promise<string | null> {
-    const [row] = await this.#options.database.db
-      .select({ resumeSessionId: agentSessions.resumeSessionId })
-      .from(agentSessions)
-      .where(
-        and(
-          eq(agentSessions.sessionId, sessionId),
-          eq(agentSessions.agentType, agent),
-          isNotNull(agentSessions.resumeSessionId),
-        ),
-      )
-      .orderBy(desc(agentSessions.lastActiveAt))
-      .limit(1);
-    return row?.resumeSessionId ?? null;
-  }
-
   /** The message's parts as its events in the session log make them. */
   async #partsFromLog(sessionId: string, messageId: string): Promise<CollectedPart[]> {
     const rows = await this.#options.database.db
@@ -616,12 +599,8 @@ export class AgentTurns {
     const messageId = assistantMessageId(payload.user_message_id);
     if (!(await this.#begin(payload, messageId))) return;
 
-    const [userPart] = await db
-      .select()
-      .from(messageParts)
-      .where(eq(messageParts.messageId, payload.user_message_id))
-      .orderBy(asc(messageParts.position));
-    const text = String((userPart?.content as { text?: string } | undefined)?.text ?? "");
+    const { repository } = this.#options.sessions;
+    const text = await repository.userMessageText(payload.user_message_id);
 
     const live: LiveTurn = {
       sessionId,
@@ -641,11 +620,11 @@ export class AgentTurns {
     // an agent streaming deltas is not held to one transaction per delta. Parts commit with the
     // events they come from, so a message read mid-turn holds what was streamed; a batch of
     // deltas alone stores them every PART_FLUSH_MS rather than rewriting a growing text.
-    const writer = new SessionEventWriter(db, sessionId, {
+    const writer = new SessionEventWriter<AgentEvent>(db, sessionId, {
       onBatch: async (transaction, entries) => {
         let onlyDeltas = true;
         for (const { event } of entries) {
-          collector.add(event as AgentEvent);
+          collector.add(event);
           if (event.type !== "text" && event.type !== "reasoning") onlyDeltas = false;
         }
         if (onlyDeltas && Date.now() - storedAt < PART_FLUSH_MS) return;
@@ -670,8 +649,7 @@ export class AgentTurns {
     let outcome: TurnOutcome;
     try {
       const worktree = await this.#options.sessions.activeWorktree(sessionId);
-      const { approval_policy: approvalPolicy } =
-        await this.#options.sessions.getSession(sessionId);
+      const { approvalPolicy } = (await this.#options.sessions.sessionRows(sessionId)).session;
       // The session's lock (shared with the session service): one turn of a session at a time,
       // and no pending change applied or rejected here while it runs.
       const ran = await this.#options.sessions.lock.turn(
@@ -691,9 +669,9 @@ export class AgentTurns {
               null,
             );
             const rowId = agentSessionRowId;
-            const [row] = await db.select().from(agentSessions).where(eq(agentSessions.id, rowId));
             const resumeSessionId =
-              row?.resumeSessionId ?? (await this.#previousResumeId(sessionId, agent));
+              (await repository.resumeIdOf(rowId)) ??
+              (await repository.latestResumeId(sessionId, agent));
             stopReason = await this.pool.use(
               { sessionId, agent },
               (backend) =>

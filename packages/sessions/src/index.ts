@@ -34,6 +34,16 @@ export {
 } from "./session-events.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
 export {
+  type ChatRow,
+  type PendingChangeRow,
+  type PendingChangeWithAgent,
+  type ProjectRow,
+  SessionRepository,
+  type SessionRow,
+  type SessionWithWorktree,
+  type SessionWorktreeRow,
+} from "./session-repository.ts";
+export {
   type FoldCommitsResult,
   SessionService,
   type SessionServiceOptions,

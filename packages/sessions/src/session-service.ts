@@ -51,6 +51,14 @@ import {
 } from "./resources.ts";
 import { appendSessionEvent } from "./session-events.ts";
 import { SessionLock } from "./session-lock.ts";
+import {
+  type ChatRow,
+  type PendingChangeWithAgent,
+  type ProjectRow,
+  SessionRepository,
+  type SessionWithWorktree,
+  type SessionWorktreeRow,
+} from "./session-repository.ts";
 import { SessionsError } from "./sessions-error.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
@@ -99,12 +107,15 @@ export class SessionService {
   readonly #worktreesDir: string;
   /** Serialises git work on a session with this process's other git work and turns on it. */
   readonly lock: SessionLock;
+  /** Typed reads of the domain's rows, shared with the turn runner. */
+  readonly repository: SessionRepository;
 
   constructor(options: SessionServiceOptions) {
     this.#database = options.database;
     this.#projectsDir = options.projectsDir;
     this.#worktreesDir = options.worktreesDir;
     this.lock = options.lock ?? new SessionLock();
+    this.repository = new SessionRepository(options.database.db);
   }
 
   get #db() {
@@ -175,9 +186,9 @@ export class SessionService {
     return rows.map(projectResource);
   }
 
-  async #projectRow(projectId: string) {
+  async #projectRow(projectId: string): Promise<ProjectRow> {
     checkId("project", projectId);
-    const [row] = await this.#db.select().from(projects).where(eq(projects.id, projectId));
+    const row = await this.repository.project(projectId);
     if (!row) throw notFound("project", projectId);
     return row;
   }
@@ -250,29 +261,20 @@ export class SessionService {
       .from(sessions)
       .where(eq(sessions.projectId, projectId))
       .orderBy(desc(sessions.createdAt));
-    const worktrees = await this.#worktreesOf(rows.map((row) => row.id));
+    const worktrees = await this.repository.worktreesOf(rows.map((row) => row.id));
     return rows.map((row) => sessionResource(row, worktrees.get(row.id)));
   }
 
-  async #worktreesOf(sessionIds: string[]) {
-    const map = new Map<string, typeof sessionWorktrees.$inferSelect>();
-    if (sessionIds.length === 0) return map;
-    const rows = await this.#db
-      .select()
-      .from(sessionWorktrees)
-      .where(inArray(sessionWorktrees.sessionId, sessionIds))
-      .orderBy(asc(sessionWorktrees.createdAt));
-    // The latest worktree row wins: an active one, or the removed one of a closed session.
-    for (const row of rows) map.set(row.sessionId, row);
-    return map;
+  async #sessionRows(sessionId: string): Promise<SessionWithWorktree> {
+    checkId("session", sessionId);
+    const rows = await this.repository.session(sessionId);
+    if (!rows) throw notFound("session", sessionId);
+    return rows;
   }
 
-  async #sessionRows(sessionId: string) {
-    checkId("session", sessionId);
-    const [session] = await this.#db.select().from(sessions).where(eq(sessions.id, sessionId));
-    if (!session) throw notFound("session", sessionId);
-    const worktree = (await this.#worktreesOf([sessionId])).get(sessionId);
-    return { session, worktree };
+  /** The session's rows, for the turn runner: a `not_found` when there is no such session. */
+  async sessionRows(sessionId: string): Promise<SessionWithWorktree> {
+    return this.#sessionRows(sessionId);
   }
 
   async getSession(sessionId: string): Promise<Session> {
@@ -281,7 +283,7 @@ export class SessionService {
   }
 
   /** The active worktree of an open session; a `conflict` when the session is closed. */
-  async activeWorktree(sessionId: string) {
+  async activeWorktree(sessionId: string): Promise<SessionWorktreeRow> {
     const { session, worktree } = await this.#sessionRows(sessionId);
     if (session.status !== "open" || !worktree || worktree.status !== "active") {
       throw new SessionsError("conflict", `session ${sessionId} is closed`);
@@ -370,9 +372,9 @@ export class SessionService {
     return rows.map(chatResource);
   }
 
-  async #chatRow(chatId: string) {
+  async #chatRow(chatId: string): Promise<ChatRow> {
     checkId("chat", chatId);
-    const [row] = await this.#db.select().from(chats).where(eq(chats.id, chatId));
+    const row = await this.repository.chat(chatId);
     if (!row) throw notFound("chat", chatId);
     return row;
   }
@@ -614,13 +616,9 @@ export class SessionService {
     return rows.map((row) => pendingChangeResource(row.change, row.agent));
   }
 
-  async #pendingChangeRow(pendingChangeId: string) {
+  async #pendingChangeRow(pendingChangeId: string): Promise<PendingChangeWithAgent> {
     checkId("pending change", pendingChangeId);
-    const [row] = await this.#db
-      .select({ change: pendingChanges, agent: agentSessions.agentType })
-      .from(pendingChanges)
-      .innerJoin(agentSessions, eq(agentSessions.id, pendingChanges.agentSessionId))
-      .where(eq(pendingChanges.id, pendingChangeId));
+    const row = await this.repository.pendingChange(pendingChangeId);
     if (!row) throw notFound("pending change", pendingChangeId);
     return row;
   }
