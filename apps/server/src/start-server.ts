@@ -11,6 +11,7 @@ import {
   AgentTurns,
   agentBackendFactory,
   type BackendFactory,
+  DbPermissionMemory,
   NATIVE_AGENT_TYPE,
   SessionService,
   SessionStreamHub,
@@ -21,12 +22,7 @@ import pino, { type Logger } from "pino";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import {
-  DbModelTokenStore,
-  DbPermissionMemory,
-  DbProbeStore,
-  DbUsageRecorder,
-} from "./db-stores.ts";
+import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
 import { SessionStreamSocket } from "./session-stream-socket.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";

@@ -19,6 +19,7 @@ export {
   INTERRUPTED_ERROR,
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
+export { DbPermissionMemory } from "./permission-memory.ts";
 export {
   appendSessionEvent,
   appendSessionEvents,
