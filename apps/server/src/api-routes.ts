@@ -5,13 +5,12 @@ import {
   parsePathParameters,
   parseQuery,
 } from "@deckhand/http-kit";
+import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import { type AnswerPermissionRequest, serverRoutes, type UsageResponse } from "@deckhand/wire";
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
-import type { AgentTurns } from "./agent-turns.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
-import type { SessionService } from "./session-service.ts";
 
 /** What a handler gets: validated path parameters, query and body. */
 interface RouteInput {

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { apiTokens, type Database } from "@deckhand/db";
 import type { ApiToken } from "@deckhand/wire";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
-import { apiTokenResource } from "./resources.ts";
 
 /** Prefix of server API tokens, so a leaked one is recognisable (and scannable) as Deckhand's. */
 export const API_TOKEN_PREFIX = "dhapi_";
@@ -86,4 +85,14 @@ export class ApiTokenStore {
     for (const row of live) await this.revoke(row.id);
     return (await this.create(GENERATED_ADMIN_TOKEN_NAME)).token;
   }
+}
+
+function apiTokenResource(row: typeof apiTokens.$inferSelect): ApiToken {
+  return {
+    id: row.id,
+    name: row.name,
+    created_at: row.createdAt.toISOString(),
+    last_used_at: row.lastUsedAt === null ? null : row.lastUsedAt.toISOString(),
+    revoked_at: row.revokedAt === null ? null : row.revokedAt.toISOString(),
+  };
 }

@@ -5,6 +5,7 @@ import { AgentPool } from "@deckhand/agent-backends";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
+import { SessionService } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
@@ -17,7 +18,6 @@ import {
   type ServerAppOptions,
 } from "./create-server-app.ts";
 import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
-import { SessionService } from "./session-service.ts";
 
 const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const UPSTREAM_KEY = "sk-upstream-key-0123456789";

@@ -3,6 +3,7 @@ import {
   bearerAuth,
   DEFAULT_MAX_BODY_BYTES,
   type ErrorHandlingOptions,
+  errorResponse,
   HttpError,
   installErrorHandling,
   limitBody,
@@ -17,16 +18,16 @@ import {
 } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
+import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
-import type { AgentTurns } from "./agent-turns.ts";
 import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
-import type { SessionService } from "./session-service.ts";
+import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;
@@ -96,6 +97,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
       ),
   };
   installErrorHandling(app, errorHandling);
+  // The session domain throws its own errors; they get their HTTP status here, at the edge.
+  app.onError((error, context) =>
+    errorResponse(context, sessionsErrorToHttp(error), errorHandling),
+  );
 
   app.use(logRequests((entry) => logger.info(entry, "request")));
   // Before authentication too: an unauthenticated client must not make the server buffer a

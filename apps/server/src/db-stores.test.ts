@@ -7,12 +7,7 @@ import {
 } from "@deckhand/model-proxy";
 import { REDACTED } from "@deckhand/secrets";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DbModelTokenStore,
-  DbPermissionMemory,
-  DbProbeStore,
-  DbUsageRecorder,
-} from "./db-stores.ts";
+import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 
 let database: DbHandle;
 beforeAll(async () => {
@@ -118,38 +113,6 @@ describe("DbModelTokenStore.extend", () => {
     await store.revoke(revoked.tokenId);
     expect(await store.extend(revoked.tokenId, new Date(now + 60_000))).toBe(false);
     expect((await verifyModelToken(store, revoked.token, "job-x")).ok).toBe(false);
-  });
-});
-
-describe("DbPermissionMemory", () => {
-  it("keeps an always answer per (session, agent, tool kind) and replaces it when answered again", async () => {
-    const [project] = (
-      await database.query<{ id: string }>(
-        "insert into projects (name, repository_path) values ('p', '/tmp/p') returning id",
-      )
-    ).rows;
-    const [session] = (
-      await database.query<{ id: string }>(
-        "insert into sessions (project_id, branch) values ($1, 'b') returning id",
-        [project!.id],
-      )
-    ).rows;
-    const memory = new DbPermissionMemory(database.db);
-    const key = { sessionId: session!.id, agent: "codex", toolKind: "edit" as const };
-    expect(await memory.get(key)).toBeNull();
-    await memory.set(key, "allow_always");
-    expect(await memory.get(key)).toBe("allow_always");
-    expect(await memory.get({ ...key, toolKind: "execute" })).toBeNull();
-    expect(await memory.get({ ...key, agent: "claude" })).toBeNull();
-    await memory.set(key, "reject_always");
-    expect(await new DbPermissionMemory(database.db).get(key)).toBe("reject_always");
-
-    // The native agent's answers for one command: apart from the kind's, whatever its length.
-    const command = { ...key, toolKind: "execute" as const, subject: `touch ${"x".repeat(5000)}` };
-    await memory.set(command, "allow_always");
-    expect(await new DbPermissionMemory(database.db).get(command)).toBe("allow_always");
-    expect(await memory.get({ ...command, subject: "touch y" })).toBeNull();
-    expect(await memory.get({ ...key, toolKind: "execute" })).toBeNull();
   });
 });
 

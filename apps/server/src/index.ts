@@ -1,4 +1,18 @@
 export {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  appendSessionEvent,
+  appendSessionEvents,
+  publishSessionEvent,
+  readSessionEvents,
+  SESSION_EVENTS_CHANNEL,
+  SessionEventWriter,
+  type SessionEventWriterOptions,
+  SessionService,
+  type SessionServiceOptions,
+  SessionStreamHub,
+} from "@deckhand/sessions";
+export {
   API_TOKEN_PREFIX,
   ApiTokenStore,
   GENERATED_ADMIN_TOKEN_NAME,
@@ -22,20 +36,4 @@ export { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
 export { DbModelTokenStore, DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
 export { runServerUntilSignalled } from "./run.ts";
 export { ServerError } from "./server-error.ts";
-export {
-  appendSessionEvent,
-  appendSessionEvents,
-  publishSessionEvent,
-  readSessionEvents,
-  SESSION_EVENTS_CHANNEL,
-  SessionEventWriter,
-  type SessionEventWriterOptions,
-  SessionStreamHub,
-} from "./session-events.ts";
-export {
-  AGENT_TURN_TASK,
-  type AgentTurnPayload,
-  SessionService,
-  type SessionServiceOptions,
-} from "./session-service.ts";
 export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

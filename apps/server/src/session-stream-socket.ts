@@ -6,6 +6,7 @@ import {
   refuseUpgrade,
   upgradeBearerToken,
 } from "@deckhand/http-kit";
+import type { SessionStreamHub } from "@deckhand/sessions";
 import {
   ServerPath,
   type SessionStreamFrame,
@@ -14,7 +15,6 @@ import {
 } from "@deckhand/wire";
 import type { Logger } from "pino";
 import { type WebSocket, WebSocketServer } from "ws";
-import type { SessionStreamHub } from "./session-events.ts";
 
 const SESSION_STREAM_SUBPROTOCOL = WireSubprotocol.sessionStream;
 

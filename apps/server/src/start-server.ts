@@ -18,24 +18,27 @@ import {
   redactSecrets,
   rememberSecrets,
 } from "@deckhand/secrets";
+import {
+  AGENT_TURN_TASK,
+  AgentTurns,
+  agentBackendFactory,
+  type BackendFactory,
+  DbPermissionMemory,
+  leaseModelProxy,
+  NATIVE_AGENT_TYPE,
+  SessionService,
+  SessionStreamHub,
+  SessionsError,
+} from "@deckhand/sessions";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import pino, { type Logger } from "pino";
-import { agentBackendFactory } from "./agent-backend-factory.ts";
-import { AgentTurns, type BackendFactory, NATIVE_AGENT_TYPE } from "./agent-turns.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import {
-  DbModelTokenStore,
-  DbPermissionMemory,
-  DbProbeStore,
-  DbUsageRecorder,
-} from "./db-stores.ts";
-import { leaseModelProxy } from "./model-proxy-lease.ts";
+import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { ServerError } from "./server-error.ts";
-import { SessionStreamHub } from "./session-events.ts";
-import { AGENT_TURN_TASK, SessionService } from "./session-service.ts";
 import { SessionStreamSocket } from "./session-stream-socket.ts";
+import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -231,7 +234,7 @@ export async function startServer(
         try {
           return (await sessions.getProject(projectId)).repository_path;
         } catch (error) {
-          if (error instanceof HttpError && error.status === 404) return null;
+          if (SessionsError.isInstance(error) && error.code === "not_found") return null;
           throw error;
         }
       },
@@ -318,7 +321,9 @@ export async function startServer(
         return apiTokens.verify(token);
       },
       checkSession: async (sessionId) => {
-        await sessions.getSession(sessionId);
+        await sessions.getSession(sessionId).catch((error: unknown) => {
+          throw sessionsErrorToHttp(error);
+        });
       },
     });
     server.on("upgrade", (request, socket, head) => {

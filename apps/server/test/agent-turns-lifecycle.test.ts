@@ -2,6 +2,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentBackend, PermissionAnswer, PromptInput } from "@deckhand/agent-backends";
 import { agentSessions, messageParts, messages } from "@deckhand/db";
+import {
+  assistantMessageId,
+  type BackendRequest,
+  INTERRUPTED_ERROR,
+  publishSessionEvent,
+} from "@deckhand/sessions";
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
 import {
   type Chat,
@@ -16,8 +22,6 @@ import {
 } from "@deckhand/wire";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assistantMessageId, type BackendRequest, INTERRUPTED_ERROR } from "../src/agent-turns.ts";
-import { publishSessionEvent } from "../src/session-events.ts";
 import {
   backends,
   Cleanups,

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentBackend, PermissionAnswer, PromptInput } from "@deckhand/agent-backends";
+import { assistantMessageId, type BackendRequest } from "@deckhand/sessions";
 import {
   type Chat,
   type CreateMessageResponse,
@@ -13,7 +14,6 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assistantMessageId, type BackendRequest } from "../src/agent-turns.ts";
 import {
   Cleanups,
   makeRepository,
@@ -316,6 +316,61 @@ describe("agent turns", () => {
     );
     // One backend served both turns of the session.
     expect(requests).toHaveLength(1);
+  });
+
+  it("refuses to apply or reject a pending change while a turn of its session runs, then applies it", async () => {
+    writeFileSync(join(session.worktree_path!, "during-turn.txt"), "written before the turn\n");
+    const agentSessionId = await harness.server.sessions.ensureAgentSession(
+      session.id,
+      "fake",
+      chat.id,
+    );
+    const recorded = await harness.server.sessions.recordPendingChanges({
+      sessionId: session.id,
+      agentSessionId,
+      chatId: chat.id,
+    });
+    const change = recorded.find((pending) => pending.path === "during-turn.txt")!;
+    const stream = new StreamClient(
+      harness.server.url,
+      serverPath(ServerPath.sessionStream, { session_id: session.id }),
+      { after: 0 },
+    );
+    cleanups.add(() => stream.close());
+    await stream.waitFor((client) => client.frames.some((frame) => frame.type === "ready"));
+    const before = stream.lastEventId();
+    await send("wait");
+    await stream.waitFor((client) =>
+      client.events().some((event) => event.id > before && event.event.type === "text"),
+    );
+    for (const action of [ServerPath.applyPendingChange, ServerPath.rejectPendingChange]) {
+      const refused = await harness.api<{ error: { code: string; message: string } }>(
+        "POST",
+        serverPath(action, { pending_change_id: change.id }),
+      );
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.code).toBe("conflict");
+      expect(refused.body.error.message).toContain("an agent's turn is running");
+    }
+    const still = await harness.api<{ pending_changes: PendingChange[] }>(
+      "GET",
+      serverPath(ServerPath.sessionPendingChanges, { session_id: session.id }),
+    );
+    expect(still.body.pending_changes.find((pending) => pending.id === change.id)?.status).toBe(
+      "pending",
+    );
+    await harness.api(
+      "POST",
+      serverPath(ServerPath.agentCancel, { session_id: session.id, agent: "fake" }),
+    );
+    await stream.waitFor((client) =>
+      client.events().some((event) => event.id > before && event.event.type === "turn_finished"),
+    );
+    const applied = await harness.api<{ commit: string }>(
+      "POST",
+      serverPath(ServerPath.applyPendingChange, { pending_change_id: change.id }),
+    );
+    expect(applied.status).toBe(200);
   });
 
   it("stores only the text after a retry, as the stream's retry rule says", async () => {

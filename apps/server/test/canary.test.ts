@@ -6,6 +6,7 @@
 import { createServer } from "node:net";
 import { TaskRegistry } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
+import { AGENT_TURN_TASK, type AgentTurnPayload, publishSessionEvent } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import {
   type Chat,
@@ -17,8 +18,6 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishSessionEvent } from "../src/session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload } from "../src/session-service.ts";
 import {
   backends,
   Cleanups,

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
 import type { TaskRegistry } from "@deckhand/db";
+import type { BackendFactory } from "@deckhand/sessions";
 import {
   createPostgresTestDatabase,
   createTempRepository,
@@ -13,7 +14,6 @@ import {
 } from "@deckhand/testkit";
 import { ErrorResponseSchema, type ServerRoute, serverRoutes, WireHeader } from "@deckhand/wire";
 import { z } from "zod";
-import type { BackendFactory } from "../src/agent-turns.ts";
 import { resolveServerConfig, type ServerConfig } from "../src/config.ts";
 import { type RunningServer, startServer } from "../src/start-server.ts";
 

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { publishSessionEvent } from "@deckhand/sessions";
 import { testPostgresUrl } from "@deckhand/testkit";
 import {
   type CreateApiTokenResponse,
@@ -8,7 +9,6 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { publishSessionEvent } from "../src/session-events.ts";
 import {
   backends,
   Cleanups,

@@ -3,6 +3,12 @@ import { join } from "node:path";
 import { TaskRegistry } from "@deckhand/db";
 import type { HttpError } from "@deckhand/http-kit";
 import { mintModelToken } from "@deckhand/model-proxy";
+import {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  publishSessionEvent,
+  SessionService,
+} from "@deckhand/sessions";
 import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import {
   type Chat,
@@ -19,8 +25,7 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishSessionEvent } from "../src/session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload, SessionService } from "../src/session-service.ts";
+import { sessionsErrorToHttp } from "../src/sessions-http-errors.ts";
 import {
   backends,
   Cleanups,
@@ -382,7 +387,9 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
       ]);
       const outcomes = [
         viaApi.status === "fulfilled" ? viaApi.value.status : "rejected",
-        viaReplica.status === "fulfilled" ? 200 : (viaReplica.reason as HttpError).status,
+        viaReplica.status === "fulfilled"
+          ? 200
+          : (sessionsErrorToHttp(viaReplica.reason) as HttpError).status,
       ].sort();
       expect(outcomes).toEqual([200, 409]);
       if (viaApi.status === "fulfilled" && viaApi.value.status === 409) {

@@ -70,6 +70,12 @@ export {
   ModelUsageSchema,
 } from "./model-proxy.ts";
 export {
+  type CollectedPart,
+  collectParts,
+  type PartChanges,
+  PartCollector,
+} from "./part-collector.ts";
+export {
   AncestorChatIdsSchema,
   ChatIdSchema,
   type ListProcessesQuery,

@@ -1,24 +1,31 @@
-import type { MessagePartKind } from "@deckhand/db";
-import type { AgentEvent } from "@deckhand/wire";
+import type { z } from "zod";
+import type { MessagePartKindSchema } from "./server-api.ts";
+import type { AgentEvent } from "./session-stream.ts";
 
-export type PartContent = Record<string, unknown>;
-export interface Part {
-  kind: MessagePartKind;
-  content: PartContent;
+/**
+ * The fold from a turn's agent events to the parts of the message that answers it: the server
+ * stores what it yields, and a client can rebuild a streaming message the same way from the
+ * events it receives. Pure: no I/O, and nothing is redacted or stored here.
+ */
+
+/** One part of a message, before it has a position: its kind and its JSON content. */
+export interface CollectedPart {
+  kind: z.infer<typeof MessagePartKindSchema>;
+  content: Record<string, unknown>;
 }
 
-/** What changed in the parts since they were last stored. */
+/** What changed in the parts since they were last taken. */
 export interface PartChanges {
-  /** Stored parts from this position on are gone (a retry discarded them). */
+  /** Parts from this position on are gone (a retry discarded them). */
   truncateFrom: number | null;
   /** Parts to store whole, at their position. */
-  put: { position: number; part: Part }[];
+  put: { position: number; part: CollectedPart }[];
 }
 
 /** A permission request as stored in its tool call's part; `part` is null until announced. */
 interface AskedPermission {
   permission: { request_id: string; title: string; options: unknown; outcome: string | null };
-  part: Part | null;
+  part: CollectedPart | null;
 }
 
 /**
@@ -32,28 +39,28 @@ interface AskedPermission {
  * commands), so a permission for a call not yet seen waits, answer included, for its part.
  */
 export class PartCollector {
-  readonly parts: Part[] = [];
-  readonly #toolCalls = new Map<string, Part>();
+  readonly parts: CollectedPart[] = [];
+  readonly #toolCalls = new Map<string, CollectedPart>();
   /** Each permission asked about a tool call, by request id, and the part it is merged into. */
   readonly #permissions = new Map<string, AskedPermission>();
   /** Permissions asked about a tool call not announced yet, by tool call id. */
   readonly #unannounced = new Map<string, AskedPermission>();
   #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
-  #plan: Part | null = null;
+  #plan: CollectedPart | null = null;
   /** Text and reasoning parts begun since the last event of another type (a suffix of parts). */
-  #sinceOther: Part[] = [];
-  readonly #dirty = new Set<Part>();
+  #sinceOther: CollectedPart[] = [];
+  readonly #dirty = new Set<CollectedPart>();
   #truncateFrom: number | null = null;
   /** The last error an agent reported, for the message's `error` column. */
   lastError: string | null = null;
 
-  #push(part: Part): void {
+  #push(part: CollectedPart): void {
     this.parts.push(part);
     this.#dirty.add(part);
   }
 
   /** A tool call's first part, with the permission asked about it before it was announced. */
-  #announce(toolCallId: string, part: Part): Part {
+  #announce(toolCallId: string, part: CollectedPart): CollectedPart {
     this.#toolCalls.set(toolCallId, part);
     this.#push(part);
     const asked = this.#unannounced.get(toolCallId);
@@ -64,7 +71,7 @@ export class PartCollector {
     return part;
   }
 
-  #attach(asked: AskedPermission, part: Part): void {
+  #attach(asked: AskedPermission, part: CollectedPart): void {
     asked.part = part;
     part.content.permission = asked.permission;
     this.#dirty.add(part);
@@ -183,4 +190,11 @@ export class PartCollector {
       });
     }
   }
+}
+
+/** The parts a complete list of one message's events makes. */
+export function collectParts(events: Iterable<AgentEvent>): CollectedPart[] {
+  const collector = new PartCollector();
+  for (const event of events) collector.add(event);
+  return collector.parts;
 }

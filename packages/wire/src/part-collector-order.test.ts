@@ -1,7 +1,7 @@
-import type { AgentEvent } from "@deckhand/wire";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type Part, PartCollector } from "./part-collector.ts";
+import { type CollectedPart, PartCollector } from "./part-collector.ts";
+import type { AgentEvent } from "./session-stream.ts";
 
 const MESSAGE = "00000000-0000-4000-8000-000000000001";
 
@@ -49,7 +49,7 @@ function permissionResolved(id: string, outcome: "allow_once" | "reject_once"): 
  * Folds events as a turn stores them: the changes taken after every event are written over the
  * stored parts, so what ends in storage is what the collector said changed, not its memory.
  */
-function foldAndStore(events: AgentEvent[]): { parts: Part[]; stored: unknown[] } {
+function foldAndStore(events: AgentEvent[]): { parts: CollectedPart[]; stored: unknown[] } {
   const collector = new PartCollector();
   const stored: unknown[] = [];
   for (const event of events) {
@@ -63,7 +63,7 @@ function foldAndStore(events: AgentEvent[]): { parts: Part[]; stored: unknown[] 
 
 function byToolCall(parts: unknown[]): Record<string, unknown> {
   return Object.fromEntries(
-    (parts as Part[]).map((part) => [part.content.tool_call_id as string, part.content]),
+    (parts as CollectedPart[]).map((part) => [part.content.tool_call_id as string, part.content]),
   );
 }
 

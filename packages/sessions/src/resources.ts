@@ -1,5 +1,4 @@
 import type {
-  apiTokens,
   chats,
   messageParts,
   messages,
@@ -8,7 +7,7 @@ import type {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
-import type { ApiToken, Chat, Message, PendingChange, Project, Session } from "@deckhand/wire";
+import type { Chat, Message, PendingChange, Project, Session } from "@deckhand/wire";
 
 /** Database rows to the API's snake_case resources (the shapes in @deckhand/wire). */
 
@@ -88,15 +87,5 @@ export function pendingChangeResource(
     status: row.status,
     created_at: row.createdAt.toISOString(),
     resolved_at: iso(row.resolvedAt),
-  };
-}
-
-export function apiTokenResource(row: typeof apiTokens.$inferSelect): ApiToken {
-  return {
-    id: row.id,
-    name: row.name,
-    created_at: row.createdAt.toISOString(),
-    last_used_at: iso(row.lastUsedAt),
-    revoked_at: iso(row.revokedAt),
   };
 }

@@ -4,7 +4,6 @@ import {
   agentSessions,
   chats,
   type DbHandle,
-  enqueue,
   messageParts,
   messages,
   type PendingChangeStatus,
@@ -13,7 +12,6 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
-import { HttpError } from "@deckhand/http-kit";
 import { redactSecrets } from "@deckhand/secrets";
 import type {
   Chat,
@@ -28,6 +26,7 @@ import type {
   Session,
 } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { enqueueAgentTurn } from "./agent-turn-task.ts";
 import {
   branchExists,
   type CommitSummary,
@@ -50,19 +49,17 @@ import {
   projectResource,
   sessionResource,
 } from "./resources.ts";
-import { ServerError } from "./server-error.ts";
 import { appendSessionEvent } from "./session-events.ts";
-
-/** The task type a user message enqueues; the agent-backends feature registers its handler. */
-export const AGENT_TURN_TASK = "agent_turn";
-
-/** What an `agent_turn` task carries. */
-export interface AgentTurnPayload {
-  session_id: string;
-  chat_id: string;
-  user_message_id: string;
-  agent: string;
-}
+import { SessionLock } from "./session-lock.ts";
+import {
+  type ChatRow,
+  type PendingChangeWithAgent,
+  type ProjectRow,
+  SessionRepository,
+  type SessionWithWorktree,
+  type SessionWorktreeRow,
+} from "./session-repository.ts";
+import { SessionsError } from "./sessions-error.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";
@@ -81,8 +78,8 @@ export type FoldCommitsResult =
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function notFound(what: string, id: string): HttpError {
-  return new HttpError(404, "not_found", `no ${what} with id ${JSON.stringify(id)}`);
+function notFound(what: string, id: string): SessionsError {
+  return new SessionsError("not_found", `no ${what} with id ${JSON.stringify(id)}`);
 }
 
 /** Ids come from URLs; anything but a UUID names nothing (and would make PostgreSQL fail a cast). */
@@ -96,6 +93,8 @@ export interface SessionServiceOptions {
   projectsDir: string;
   /** Where session worktrees go: inside the workspace agent's root, so its APIs can reach them. */
   worktreesDir: string;
+  /** The process's session lock; the turn runner shares it through `lock`. A new one by default. */
+  lock?: SessionLock;
 }
 
 /**
@@ -106,27 +105,21 @@ export class SessionService {
   readonly #database: DbHandle;
   readonly #projectsDir: string;
   readonly #worktreesDir: string;
-  readonly #sessionLocks = new Map<string, Promise<unknown>>();
+  /** Serialises git work on a session with this process's other git work and turns on it. */
+  readonly lock: SessionLock;
+  /** Typed reads of the domain's rows, shared with the turn runner. */
+  readonly repository: SessionRepository;
 
   constructor(options: SessionServiceOptions) {
     this.#database = options.database;
     this.#projectsDir = options.projectsDir;
     this.#worktreesDir = options.worktreesDir;
+    this.lock = options.lock ?? new SessionLock();
+    this.repository = new SessionRepository(options.database.db);
   }
 
   get #db() {
     return this.#database.db;
-  }
-
-  async #withSessionLock<Result>(sessionId: string, work: () => Promise<Result>): Promise<Result> {
-    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(work);
-    this.#sessionLocks.set(sessionId, run);
-    try {
-      return await run;
-    } finally {
-      if (this.#sessionLocks.get(sessionId) === run) this.#sessionLocks.delete(sessionId);
-    }
   }
 
   // Projects
@@ -140,8 +133,7 @@ export class SessionService {
         .then((info) => (info.isDirectory() ? repositoryRoot(given) : null))
         .catch(() => null);
       if (root === null) {
-        throw new HttpError(
-          400,
+        throw new SessionsError(
           "invalid_request",
           `repository_path ${JSON.stringify(request.repository_path)} is not a git repository on the server's machine; give the path of a checkout (git init or git clone first)`,
         );
@@ -156,8 +148,7 @@ export class SessionService {
         });
       } catch (error) {
         await rm(repositoryPath, { recursive: true, force: true });
-        throw new HttpError(
-          400,
+        throw new SessionsError(
           "invalid_request",
           `could not clone repository_url: ${(error as Error).message}; check the URL and that this machine can reach it`,
           { cause: error },
@@ -166,15 +157,13 @@ export class SessionService {
     }
     const defaultBranch = request.default_branch ?? (await currentBranch(repositoryPath));
     if (defaultBranch === null) {
-      throw new HttpError(
-        400,
+      throw new SessionsError(
         "invalid_request",
         "the repository's HEAD is detached, so its default branch is unknown; pass default_branch",
       );
     }
     if ((await resolveCommit(repositoryPath, defaultBranch)) === null) {
-      throw new HttpError(
-        400,
+      throw new SessionsError(
         "invalid_request",
         `default_branch ${JSON.stringify(defaultBranch)} has no commit in the repository; commit something first or name another branch`,
       );
@@ -197,9 +186,9 @@ export class SessionService {
     return rows.map(projectResource);
   }
 
-  async #projectRow(projectId: string) {
+  async #projectRow(projectId: string): Promise<ProjectRow> {
     checkId("project", projectId);
-    const [row] = await this.#db.select().from(projects).where(eq(projects.id, projectId));
+    const row = await this.repository.project(projectId);
     if (!row) throw notFound("project", projectId);
     return row;
   }
@@ -216,12 +205,11 @@ export class SessionService {
     const sessionId = crypto.randomUUID();
     const branch = request.branch ?? `deckhand/${sessionId.slice(0, 8)}`;
     if (await branchExists(repository, branch)) {
-      throw new HttpError(409, "conflict", `branch ${branch} exists already; choose another name`);
+      throw new SessionsError("conflict", `branch ${branch} exists already; choose another name`);
     }
     const baseCommit = await resolveCommit(repository, project.defaultBranch);
     if (baseCommit === null) {
-      throw new HttpError(
-        409,
+      throw new SessionsError(
         "conflict",
         `the project's default branch ${project.defaultBranch} no longer resolves to a commit`,
       );
@@ -235,9 +223,8 @@ export class SessionService {
     } catch (error) {
       // The branch name is the user's: git refusing it (a ref in the way, such as `a` for
       // `a/b`) is a conflict with the repository to resolve by naming another branch.
-      if (!(error instanceof ServerError && error.code === "git_failed")) throw error;
-      throw new HttpError(
-        409,
+      if (!(SessionsError.isInstance(error) && error.code === "git_failed")) throw error;
+      throw new SessionsError(
         "conflict",
         `cannot create branch ${branch} for the session: ${error.message}; choose another branch name`,
         { cause: error },
@@ -287,29 +274,20 @@ export class SessionService {
       .from(sessions)
       .where(eq(sessions.projectId, projectId))
       .orderBy(desc(sessions.createdAt));
-    const worktrees = await this.#worktreesOf(rows.map((row) => row.id));
+    const worktrees = await this.repository.worktreesOf(rows.map((row) => row.id));
     return rows.map((row) => sessionResource(row, worktrees.get(row.id)));
   }
 
-  async #worktreesOf(sessionIds: string[]) {
-    const map = new Map<string, typeof sessionWorktrees.$inferSelect>();
-    if (sessionIds.length === 0) return map;
-    const rows = await this.#db
-      .select()
-      .from(sessionWorktrees)
-      .where(inArray(sessionWorktrees.sessionId, sessionIds))
-      .orderBy(asc(sessionWorktrees.createdAt));
-    // The latest worktree row wins: an active one, or the removed one of a closed session.
-    for (const row of rows) map.set(row.sessionId, row);
-    return map;
+  async #sessionRows(sessionId: string): Promise<SessionWithWorktree> {
+    checkId("session", sessionId);
+    const rows = await this.repository.session(sessionId);
+    if (!rows) throw notFound("session", sessionId);
+    return rows;
   }
 
-  async #sessionRows(sessionId: string) {
-    checkId("session", sessionId);
-    const [session] = await this.#db.select().from(sessions).where(eq(sessions.id, sessionId));
-    if (!session) throw notFound("session", sessionId);
-    const worktree = (await this.#worktreesOf([sessionId])).get(sessionId);
-    return { session, worktree };
+  /** The session's rows, for the turn runner: a `not_found` when there is no such session. */
+  async sessionRows(sessionId: string): Promise<SessionWithWorktree> {
+    return this.#sessionRows(sessionId);
   }
 
   async getSession(sessionId: string): Promise<Session> {
@@ -317,17 +295,17 @@ export class SessionService {
     return sessionResource(session, worktree);
   }
 
-  /** The active worktree of an open session; 409 when the session is closed. */
-  async activeWorktree(sessionId: string) {
+  /** The active worktree of an open session; a `conflict` when the session is closed. */
+  async activeWorktree(sessionId: string): Promise<SessionWorktreeRow> {
     const { session, worktree } = await this.#sessionRows(sessionId);
     if (session.status !== "open" || !worktree || worktree.status !== "active") {
-      throw new HttpError(409, "conflict", `session ${sessionId} is closed`);
+      throw new SessionsError("conflict", `session ${sessionId} is closed`);
     }
     return worktree;
   }
 
   async closeSession(sessionId: string, force: boolean): Promise<Session> {
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const { session, worktree } = await this.#sessionRows(sessionId);
       if (session.status === "closed") return sessionResource(session, worktree);
       const project = await this.#projectRow(session.projectId);
@@ -341,8 +319,7 @@ export class SessionService {
           );
         const unapplied = Math.max(changes.length, pending?.count ?? 0);
         if (unapplied > 0 && !force) {
-          throw new HttpError(
-            409,
+          throw new SessionsError(
             "conflict",
             `session ${sessionId} has ${unapplied} unapplied change(s); apply or reject them, or close with force=true to discard them`,
           );
@@ -408,9 +385,9 @@ export class SessionService {
     return rows.map(chatResource);
   }
 
-  async #chatRow(chatId: string) {
+  async #chatRow(chatId: string): Promise<ChatRow> {
     checkId("chat", chatId);
-    const [row] = await this.#db.select().from(chats).where(eq(chats.id, chatId));
+    const row = await this.repository.chat(chatId);
     if (!row) throw notFound("chat", chatId);
     return row;
   }
@@ -442,19 +419,11 @@ export class SessionService {
           content: { text: redactSecrets(request.text) },
         })
         .returning();
-      const payload: AgentTurnPayload = {
+      const task = await enqueueAgentTurn(transaction, {
         session_id: chat.sessionId,
         chat_id: chatId,
         user_message_id: row!.id,
         agent: request.agent,
-      };
-      const task = await enqueue(transaction, {
-        type: AGENT_TURN_TASK,
-        payload,
-        idempotencyKey: `${AGENT_TURN_TASK}:${row!.id}`,
-        // A session's agents share its worktree: its turns run one at a time, in order, on
-        // whichever server claims them, and a queued turn holds no worker slot while it waits.
-        serialKey: `session:${chat.sessionId}`,
       });
       const message = messageResource(row!, [part!]);
       await appendSessionEvent(transaction, chat.sessionId, chatId, {
@@ -532,7 +501,7 @@ export class SessionService {
    * the session branch, or a branch that no longer contains `since`, is left alone.
    */
   async foldAgentCommits(sessionId: string, since: string): Promise<FoldCommitsResult> {
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const worktree = await this.activeWorktree(sessionId);
       const branch = await currentBranch(worktree.path);
       const head = await resolveCommit(worktree.path, "HEAD");
@@ -579,7 +548,7 @@ export class SessionService {
     chatId: string | null;
   }): Promise<PendingChange[]> {
     const { sessionId } = options;
-    return this.#withSessionLock(sessionId, async () => {
+    return this.lock.git(sessionId, async () => {
       const worktree = await this.activeWorktree(sessionId);
       const changes = await changedPaths(worktree.path);
       const diffs = await Promise.all(
@@ -660,13 +629,9 @@ export class SessionService {
     return rows.map((row) => pendingChangeResource(row.change, row.agent));
   }
 
-  async #pendingChangeRow(pendingChangeId: string) {
+  async #pendingChangeRow(pendingChangeId: string): Promise<PendingChangeWithAgent> {
     checkId("pending change", pendingChangeId);
-    const [row] = await this.#db
-      .select({ change: pendingChanges, agent: agentSessions.agentType })
-      .from(pendingChanges)
-      .innerJoin(agentSessions, eq(agentSessions.id, pendingChanges.agentSessionId))
-      .where(eq(pendingChanges.id, pendingChangeId));
+    const row = await this.repository.pendingChange(pendingChangeId);
     if (!row) throw notFound("pending change", pendingChangeId);
     return row;
   }
@@ -677,11 +642,11 @@ export class SessionService {
     gitWork: (worktree: string, path: string, agent: string) => Promise<string | null>,
   ): Promise<{ pendingChange: PendingChange; commit: string | null }> {
     const first = await this.#pendingChangeRow(pendingChangeId);
-    return this.#withSessionLock(first.change.sessionId, async () => {
+    const what = `${status === "applied" ? "apply" : "reject"} pending change ${pendingChangeId}`;
+    return this.lock.gitOutsideTurns(first.change.sessionId, what, async () => {
       const { change, agent } = await this.#pendingChangeRow(pendingChangeId);
       if (change.status !== "pending") {
-        throw new HttpError(
-          409,
+        throw new SessionsError(
           "conflict",
           `pending change ${pendingChangeId} is ${change.status} already`,
         );
@@ -691,8 +656,7 @@ export class SessionService {
         (changed) => changed.path === change.path,
       );
       if (!stillChanged) {
-        throw new HttpError(
-          409,
+        throw new SessionsError(
           "conflict",
           `${change.path} no longer differs from the session branch; list pending changes again`,
         );
@@ -713,8 +677,7 @@ export class SessionService {
             .select({ status: pendingChanges.status })
             .from(pendingChanges)
             .where(eq(pendingChanges.id, pendingChangeId));
-          throw new HttpError(
-            409,
+          throw new SessionsError(
             "conflict",
             now
               ? `pending change ${pendingChangeId} is ${now.status} already`

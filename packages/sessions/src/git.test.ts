@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { changedPaths, commitPath, currentBranch, git, repositoryRoot } from "./git.ts";
-import { ServerError } from "./server-error.ts";
+import { SessionsError } from "./sessions-error.ts";
 
-describe("server git", () => {
+describe("session git", () => {
   let here: TempRepository;
   let elsewhere: TempRepository;
   const saved = { ...process.env };
@@ -49,13 +49,13 @@ describe("server git", () => {
     expect(readFileSync(index).equals(before)).toBe(true);
   });
 
-  it("a failure is a ServerError git_failed with git's explanation", async () => {
+  it("a failure is a SessionsError git_failed with git's explanation", async () => {
     const error = await git(["rev-parse", "--verify", "no-such-ref"], { cwd: here.path }).catch(
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(ServerError);
-    expect((error as ServerError).code).toBe("git_failed");
-    expect((error as ServerError).message).toMatch(
+    expect(error).toBeInstanceOf(SessionsError);
+    expect((error as SessionsError).code).toBe("git_failed");
+    expect((error as SessionsError).message).toMatch(
       /git rev-parse failed.*Needed a single revision/,
     );
   });

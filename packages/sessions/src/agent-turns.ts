@@ -26,16 +26,25 @@ import {
   AgentEventSchema,
   type AnswerPermissionRequest,
   type ApprovalPolicyName,
+  type CollectedPart,
+  collectParts,
+  type PartChanges,
+  PartCollector,
   type StopReason,
 } from "@deckhand/wire";
-import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, ne, sql } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
+import {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  AgentTurnPayloadSchema,
+} from "./agent-turn-task.ts";
 import { resolveCommit } from "./git.ts";
 import { leaseModelProxy } from "./model-proxy-lease.ts";
-import { type Part, type PartChanges, PartCollector } from "./part-collector.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
-import { AGENT_TURN_TASK, type AgentTurnPayload, type SessionService } from "./session-service.ts";
+import { ABORTED } from "./session-lock.ts";
+import type { SessionService } from "./session-service.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
 export const AGENT_CONTROL_CHANNEL = "deckhand_agent_control";
@@ -67,13 +76,6 @@ const ControlMessageSchema = z.discriminatedUnion("action", [
   }),
 ]);
 type ControlMessage = z.infer<typeof ControlMessageSchema>;
-
-const AgentTurnPayloadSchema = z.object({
-  session_id: z.uuid(),
-  chat_id: z.uuid(),
-  user_message_id: z.uuid(),
-  agent: z.string().min(1),
-});
 
 /** What a backend factory gets: the resolved provider and where the backend works. */
 export interface BackendRequest {
@@ -187,9 +189,6 @@ interface TurnOutcome {
   reason?: "interrupted";
 }
 
-/** The lock wait was given up: the turn was cancelled before it could start. */
-const ABORTED = Symbol("aborted");
-
 /**
  * Runs agent turns: the `agent_turn` task handler, the pool of live backends, and the control
  * channel that carries cancel requests and permission answers to the process running the agent.
@@ -206,14 +205,6 @@ export class AgentTurns {
   readonly #rows = new Map<string, string>();
   /** The agent session id last announced for each backend (a restarted agent may get a new one). */
   readonly #announced = new WeakMap<AgentBackend, string>();
-  /**
-   * Turns of one session run one after another, whichever agent they are for: the agents share
-   * the worktree, and what changed during a turn is credited to the agent that ran it. The
-   * queue's serial key already orders a session's turns across processes; this lock keeps the
-   * rule for turns run here without one (`runTurn` called directly, or a task queued before the
-   * key existed).
-   */
-  readonly #sessionLocks = new Map<string, Promise<void>>();
   readonly #live = new Map<string, LiveTurn>();
   readonly #inFlight = new Set<Promise<void>>();
   #unlisten: (() => Promise<void>) | null = null;
@@ -487,41 +478,6 @@ export class AgentTurns {
     });
   }
 
-  /**
-   * Runs `work` once the session's earlier turns are done. Gives up waiting (without running
-   * `work`) when `signal` aborts first: a cancelled turn does not wait for its turn to come.
-   */
-  async #inSession<Result>(
-    sessionId: string,
-    signal: AbortSignal,
-    work: () => Promise<Result>,
-  ): Promise<Result | typeof ABORTED> {
-    const previous = this.#sessionLocks.get(sessionId) ?? Promise.resolve();
-    let release: () => void = () => {};
-    const done = new Promise<void>((resolveDone) => {
-      release = resolveDone;
-    });
-    const tail = previous.then(() => done);
-    this.#sessionLocks.set(sessionId, tail);
-    let onAbort: (() => void) | null = null;
-    try {
-      const acquired = await Promise.race([
-        previous.then(() => true),
-        new Promise<false>((resolveAbort) => {
-          onAbort = () => resolveAbort(false);
-          if (signal.aborted) onAbort();
-          else signal.addEventListener("abort", onAbort, { once: true });
-        }),
-      ]);
-      if (!acquired || signal.aborted) return ABORTED;
-      return await work();
-    } finally {
-      if (onAbort) signal.removeEventListener("abort", onAbort);
-      release();
-      if (this.#sessionLocks.get(sessionId) === tail) this.#sessionLocks.delete(sessionId);
-    }
-  }
-
   /** Whether the turn was cancelled: here (its signal), or by any process (its message row). */
   async #cancelRequested(live: LiveTurn): Promise<boolean> {
     if (live.controller.signal.aborted) return true;
@@ -532,25 +488,8 @@ export class AgentTurns {
     return row?.status === "cancelled" || live.controller.signal.aborted;
   }
 
-  /** The agent's own session id from its latest run in this session, to resume. */
-  async #previousResumeId(sessionId: string, agent: string): Promise<string | null> {
-    const [row] = await this.#options.database.db
-      .select({ resumeSessionId: agentSessions.resumeSessionId })
-      .from(agentSessions)
-      .where(
-        and(
-          eq(agentSessions.sessionId, sessionId),
-          eq(agentSessions.agentType, agent),
-          isNotNull(agentSessions.resumeSessionId),
-        ),
-      )
-      .orderBy(desc(agentSessions.lastActiveAt))
-      .limit(1);
-    return row?.resumeSessionId ?? null;
-  }
-
   /** The message's parts as its events in the session log make them. */
-  async #partsFromLog(sessionId: string, messageId: string): Promise<Part[]> {
+  async #partsFromLog(sessionId: string, messageId: string): Promise<CollectedPart[]> {
     const rows = await this.#options.database.db
       .select({ payload: sessionEvents.payload })
       .from(sessionEvents)
@@ -561,12 +500,12 @@ export class AgentTurns {
         ),
       )
       .orderBy(asc(sessionEvents.id));
-    const collector = new PartCollector();
-    for (const row of rows) {
-      const event = AgentEventSchema.safeParse(row.payload);
-      if (event.success) collector.add(event.data);
-    }
-    return collector.parts;
+    return collectParts(
+      rows.flatMap((row) => {
+        const event = AgentEventSchema.safeParse(row.payload);
+        return event.success ? [event.data] : [];
+      }),
+    );
   }
 
   /**
@@ -647,12 +586,8 @@ export class AgentTurns {
     const messageId = assistantMessageId(payload.user_message_id);
     if (!(await this.#begin(payload, messageId))) return;
 
-    const [userPart] = await db
-      .select()
-      .from(messageParts)
-      .where(eq(messageParts.messageId, payload.user_message_id))
-      .orderBy(asc(messageParts.position));
-    const text = String((userPart?.content as { text?: string } | undefined)?.text ?? "");
+    const { repository } = this.#options.sessions;
+    const text = await repository.userMessageText(payload.user_message_id);
 
     const live: LiveTurn = {
       sessionId,
@@ -672,11 +607,11 @@ export class AgentTurns {
     // an agent streaming deltas is not held to one transaction per delta. Parts commit with the
     // events they come from, so a message read mid-turn holds what was streamed; a batch of
     // deltas alone stores them every PART_FLUSH_MS rather than rewriting a growing text.
-    const writer = new SessionEventWriter(db, sessionId, {
+    const writer = new SessionEventWriter<AgentEvent>(db, sessionId, {
       onBatch: async (transaction, entries) => {
         let onlyDeltas = true;
         for (const { event } of entries) {
-          collector.add(event as AgentEvent);
+          collector.add(event);
           if (event.type !== "text" && event.type !== "reasoning") onlyDeltas = false;
         }
         if (onlyDeltas && Date.now() - storedAt < PART_FLUSH_MS) return;
@@ -701,62 +636,67 @@ export class AgentTurns {
     let outcome: TurnOutcome;
     try {
       const worktree = await this.#options.sessions.activeWorktree(sessionId);
-      const { approval_policy: approvalPolicy } =
-        await this.#options.sessions.getSession(sessionId);
-      const ran = await this.#inSession(sessionId, live.controller.signal, async () => {
-        if (await this.#cancelRequested(live)) return "not_started" as const;
-        let stopReason: StopReason | null = null;
-        let failure: TurnOutcome | null = null;
-        let agentSessionRowId: string | null = null;
-        // The branch's commit before the agent works: commits it makes are folded back after.
-        const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
-        try {
-          agentSessionRowId = await this.#options.sessions.ensureAgentSession(
-            sessionId,
-            agent,
-            null,
-          );
-          const rowId = agentSessionRowId;
-          const [row] = await db.select().from(agentSessions).where(eq(agentSessions.id, rowId));
-          const resumeSessionId =
-            row?.resumeSessionId ?? (await this.#previousResumeId(sessionId, agent));
-          stopReason = await this.pool.use(
-            { sessionId, agent },
-            (backend) =>
-              this.#promptBackend(backend, {
-                live,
-                rowId,
+      const { approvalPolicy } = (await this.#options.sessions.sessionRows(sessionId)).session;
+      // The session's lock (shared with the session service): one turn of a session at a time,
+      // and no pending change applied or rejected here while it runs.
+      const ran = await this.#options.sessions.lock.turn(
+        sessionId,
+        live.controller.signal,
+        async () => {
+          if (await this.#cancelRequested(live)) return "not_started" as const;
+          let stopReason: StopReason | null = null;
+          let failure: TurnOutcome | null = null;
+          let agentSessionRowId: string | null = null;
+          // The branch's commit before the agent works: commits it makes are folded back after.
+          const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
+          try {
+            agentSessionRowId = await this.#options.sessions.ensureAgentSession(
+              sessionId,
+              agent,
+              null,
+            );
+            const rowId = agentSessionRowId;
+            const resumeSessionId =
+              (await repository.resumeIdOf(rowId)) ??
+              (await repository.latestResumeId(sessionId, agent));
+            stopReason = await this.pool.use(
+              { sessionId, agent },
+              (backend) =>
+                this.#promptBackend(backend, {
+                  live,
+                  rowId,
+                  chatId,
+                  text,
+                  hadPrevious: resumeSessionId !== null,
+                  onEvent,
+                }),
+              {
                 chatId,
-                text,
-                hadPrevious: resumeSessionId !== null,
-                onEvent,
-              }),
-            {
+                approvalPolicy,
+                agentSessionRowId: rowId,
+                resumeSessionId,
+                worktreePath: worktree.path,
+              },
+            );
+          } catch (error) {
+            failure = await failTurn(error);
+          }
+          if (agentSessionRowId !== null) {
+            await flushEvents();
+            await this.#afterTurn({
+              sessionId,
               chatId,
-              approvalPolicy,
-              agentSessionRowId: rowId,
-              resumeSessionId,
-              worktreePath: worktree.path,
-            },
-          );
-        } catch (error) {
-          failure = await failTurn(error);
-        }
-        if (agentSessionRowId !== null) {
-          await flushEvents();
-          await this.#afterTurn({
-            sessionId,
-            chatId,
-            agent,
-            messageId,
-            agentSessionRowId,
-            since,
-            onEvent,
-            flushEvents,
-          });
-        }
-        return failure ?? { stopReason: stopReason! };
-      });
+              agent,
+              messageId,
+              agentSessionRowId,
+              since,
+              onEvent,
+              flushEvents,
+            });
+          }
+          return failure ?? { stopReason: stopReason! };
+        },
+      );
       if (ran === ABORTED || ran === "not_started") {
         // Cancelled before it began: the agent never saw the message.
         await onEvent({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });
@@ -934,7 +874,7 @@ export class AgentTurns {
     chatId: string,
     agent: string,
     outcome: TurnOutcome,
-    parts: Part[],
+    parts: CollectedPart[],
   ): Promise<void> {
     const db = this.#options.database.db;
     await db.transaction(async (transaction) => {

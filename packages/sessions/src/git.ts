@@ -1,5 +1,5 @@
 import { GitError, type GitResult, runGit } from "@deckhand/git";
-import { ServerError } from "./server-error.ts";
+import { SessionsError } from "./sessions-error.ts";
 
 export type { GitResult };
 
@@ -35,7 +35,7 @@ export async function git(
     });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
-    throw new ServerError("git_failed", error.message, { cause: error });
+    throw new SessionsError("git_failed", error.message, { cause: error });
   }
 }
 

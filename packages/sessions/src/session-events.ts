@@ -67,7 +67,9 @@ export async function appendSessionEvents(
   return rows.map(toSessionEvent).sort((left, right) => left.id - right.id);
 }
 
-export interface SessionEventWriterOptions {
+export interface SessionEventWriterOptions<
+  Event extends SessionEventPayload = SessionEventPayload,
+> {
   /** Most events written in one transaction. */
   maxBatch?: number;
   /**
@@ -79,12 +81,12 @@ export interface SessionEventWriterOptions {
    * Runs inside each batch's transaction, after its events are appended: for state that must
    * commit with the events that describe it (an assistant message's parts).
    */
-  onBatch?: (transaction: Transaction, entries: readonly QueuedEvent[]) => Promise<void>;
+  onBatch?: (transaction: Transaction, entries: readonly QueuedEvent<Event>[]) => Promise<void>;
 }
 
-export interface QueuedEvent {
+export interface QueuedEvent<Event extends SessionEventPayload = SessionEventPayload> {
   chatId: string | null;
-  event: SessionEventPayload;
+  event: Event;
 }
 
 /**
@@ -95,18 +97,19 @@ export interface QueuedEvent {
  * stored: streams read from the database. `flush` resolves once everything appended is stored
  * and rejects with the first write error (the events of a failed batch are not retried).
  */
-export class SessionEventWriter {
+/** `Event` narrows what may be appended, so `onBatch` gets the events as their own type. */
+export class SessionEventWriter<Event extends SessionEventPayload = SessionEventPayload> {
   readonly #db: Database;
   readonly #sessionId: string;
   readonly #maxBatch: number;
   readonly #highWaterMark: number;
-  readonly #onBatch: SessionEventWriterOptions["onBatch"];
-  #queue: QueuedEvent[] = [];
+  readonly #onBatch: SessionEventWriterOptions<Event>["onBatch"];
+  #queue: QueuedEvent<Event>[] = [];
   #writing: Promise<void> | null = null;
   #failure: unknown = null;
   #drained: (() => void)[] = [];
 
-  constructor(db: Database, sessionId: string, options: SessionEventWriterOptions = {}) {
+  constructor(db: Database, sessionId: string, options: SessionEventWriterOptions<Event> = {}) {
     this.#db = db;
     this.#sessionId = sessionId;
     this.#maxBatch = options.maxBatch ?? 500;
@@ -115,7 +118,7 @@ export class SessionEventWriter {
   }
 
   /** Queues an event; waits only when the queue is past its high-water mark. */
-  async append(chatId: string | null, event: SessionEventPayload): Promise<void> {
+  async append(chatId: string | null, event: Event): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
     this.#queue.push({ chatId, event });
     this.#writing ??= this.#writeAll();

@@ -1,0 +1,33 @@
+import { type EnqueueResult, type Executor, enqueue } from "@deckhand/db";
+import { z } from "zod";
+
+/** The task type a user message enqueues; `AgentTurns.register` installs its handler. */
+export const AGENT_TURN_TASK = "agent_turn";
+
+/**
+ * What an `agent_turn` task carries: the one definition, written by `enqueueAgentTurn` and read
+ * back by the runner (and by cancel, which finds a session's queued turns by it).
+ */
+export const AgentTurnPayloadSchema = z.object({
+  session_id: z.uuid(),
+  chat_id: z.uuid(),
+  user_message_id: z.uuid(),
+  agent: z.string().min(1),
+});
+export type AgentTurnPayload = z.infer<typeof AgentTurnPayloadSchema>;
+
+/** Enqueues the turn that answers a user message; call it in the message's transaction. */
+export async function enqueueAgentTurn(
+  executor: Executor,
+  payload: AgentTurnPayload,
+): Promise<EnqueueResult> {
+  return enqueue(executor, {
+    type: AGENT_TURN_TASK,
+    // Parsed on the way in, too: a payload the runner would refuse is never queued.
+    payload: AgentTurnPayloadSchema.parse(payload),
+    idempotencyKey: `${AGENT_TURN_TASK}:${payload.user_message_id}`,
+    // A session's agents share its worktree: its turns run one at a time, in order, on
+    // whichever server claims them, and a queued turn holds no worker slot while it waits.
+    serialKey: `session:${payload.session_id}`,
+  });
+}

@@ -1,0 +1,57 @@
+export {
+  type AgentBackendFactoryOptions,
+  agentBackendFactory,
+  DEFAULT_NATIVE_MODEL,
+} from "./agent-backend-factory.ts";
+export {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  AgentTurnPayloadSchema,
+  enqueueAgentTurn,
+} from "./agent-turn-task.ts";
+export {
+  AGENT_CONTROL_CHANNEL,
+  AgentTurns,
+  type AgentTurnsOptions,
+  assistantMessageId,
+  type BackendFactory,
+  type BackendRequest,
+  INTERRUPTED_ERROR,
+  NATIVE_AGENT_TYPE,
+} from "./agent-turns.ts";
+export {
+  type LeasedModelProxy,
+  leaseModelProxy,
+  type ModelProxyLeaseOptions,
+} from "./model-proxy-lease.ts";
+export { DbPermissionMemory } from "./permission-memory.ts";
+export {
+  appendSessionEvent,
+  appendSessionEvents,
+  publishSessionEvent,
+  type QueuedEvent,
+  readSessionEvents,
+  SESSION_EVENTS_CHANNEL,
+  SessionEventWriter,
+  type SessionEventWriterOptions,
+  SessionStreamHub,
+  type SessionSubscription,
+  type SubscribeOptions,
+} from "./session-events.ts";
+export { ABORTED, SessionLock } from "./session-lock.ts";
+export {
+  type ChatRow,
+  type PendingChangeRow,
+  type PendingChangeWithAgent,
+  type ProjectRow,
+  SessionRepository,
+  type SessionRow,
+  type SessionWithWorktree,
+  type SessionWorktreeRow,
+} from "./session-repository.ts";
+export {
+  type FoldCommitsResult,
+  SessionService,
+  type SessionServiceOptions,
+} from "./session-service.ts";
+export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
