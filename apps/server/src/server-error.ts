@@ -1,10 +1,8 @@
-/** Errors the server raises itself (configuration, start-up). HTTP errors use HttpError. */
-export class ServerError extends Error {
-  readonly code: "invalid_config" | "listen_failed" | "start_failed" | "git_failed";
+import { DeckhandError } from "@deckhand/wire";
 
-  constructor(code: ServerError["code"], message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ServerError";
-    this.code = code;
-  }
+export type ServerErrorCode = "invalid_config" | "listen_failed" | "start_failed" | "git_failed";
+
+/** Errors the server raises itself (configuration, start-up). HTTP errors use HttpError. */
+export class ServerError extends DeckhandError<ServerErrorCode> {
+  static override readonly errorName = "ServerError";
 }
