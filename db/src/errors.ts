@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 /** Stable codes callers may branch on; the message is for people and may change. */
 export type DbErrorCode =
   | "invalid_options"
@@ -12,12 +14,6 @@ export type DbErrorCode =
   | "worker_stopped";
 
 /** The one error type @deckhand/db throws. */
-export class DbError extends Error {
-  readonly code: DbErrorCode;
-
-  constructor(code: DbErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "DbError";
-    this.code = code;
-  }
+export class DbError extends DeckhandError<DbErrorCode> {
+  static override readonly errorName = "DbError";
 }

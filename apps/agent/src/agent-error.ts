@@ -1,10 +1,8 @@
-/** Errors the workspace agent raises itself (configuration, start-up). */
-export class AgentError extends Error {
-  readonly code: "invalid_config" | "listen_failed";
+import { DeckhandError } from "@deckhand/wire";
 
-  constructor(code: AgentError["code"], message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "AgentError";
-    this.code = code;
-  }
+export type AgentErrorCode = "invalid_config" | "listen_failed";
+
+/** Errors the workspace agent raises itself (configuration, start-up). */
+export class AgentError extends DeckhandError<AgentErrorCode> {
+  static override readonly errorName = "AgentError";
 }

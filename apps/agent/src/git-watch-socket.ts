@@ -2,13 +2,14 @@ import { stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import {
+  HttpError,
+  httpStatusOf,
   keepWebSocketAlive,
   refuseUpgrade,
   tokenMatches,
   upgradeBearerToken,
 } from "@deckhand/http-kit";
 import {
-  type ErrorCode,
   type GitWatchFrame,
   GitWatchQuerySchema,
   WireHeader,
@@ -16,7 +17,6 @@ import {
   WireSubprotocol,
 } from "@deckhand/wire";
 import {
-  fileErrorStatus,
   isPathInsideRoot,
   type WorkspaceFiles,
   WorkspaceFilesError,
@@ -35,18 +35,6 @@ export interface GitWatchSocketOptions {
   debounceMs?: number;
   pollIntervalMs?: number;
   pingIntervalMs?: number;
-}
-
-/** A refusal before the upgrade, answered as plain HTTP in the API's error shape. */
-class Refusal extends Error {
-  readonly status: number;
-  readonly code: ErrorCode;
-
-  constructor(status: number, code: ErrorCode, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
 }
 
 /**
@@ -100,7 +88,7 @@ export class GitWatchSocket {
         this.#serve(client, location);
       });
     })().catch((error: unknown) => {
-      if (error instanceof Refusal) {
+      if (HttpError.isInstance(error)) {
         this.#options.logger.info(
           { path: WirePath.gitWatch, status: error.status, code: error.code },
           "git watch refused",
@@ -114,13 +102,13 @@ export class GitWatchSocket {
     return true;
   }
 
-  /** Authenticates and resolves the watched repository, or throws a Refusal. */
+  /** Authenticates and resolves the watched repository, or throws the HttpError it is refused with. */
   async #admit(request: IncomingMessage, url: URL): Promise<GitRepositoryLocation> {
     const { token, files } = this.#options;
     if (token !== null) {
       const presented = upgradeBearerToken(request);
       if (presented === null || !tokenMatches(token, presented)) {
-        throw new Refusal(
+        throw new HttpError(
           401,
           "unauthorized",
           `missing or wrong bearer token; send "${WireHeader.authorization}: Bearer <token>" (or offer the subprotocol "${WireSubprotocol.bearerPrefix}<token>")`,
@@ -129,7 +117,7 @@ export class GitWatchSocket {
     }
     const query = GitWatchQuerySchema.safeParse(Object.fromEntries(url.searchParams));
     if (!query.success) {
-      throw new Refusal(
+      throw new HttpError(
         400,
         "invalid_request",
         "path must be a non-empty directory path inside the workspace root",
@@ -140,11 +128,11 @@ export class GitWatchSocket {
     try {
       directory = await files.resolve(requested);
     } catch (error) {
-      if (error instanceof WorkspaceFilesError) {
+      if (WorkspaceFilesError.isInstance(error)) {
         // Resolving throws invalid_request, path_outside_root or internal (a file-system failure
         // on the way): the file API's statuses, except internal, which has always been 400 here.
-        throw new Refusal(
-          error.code === "internal" ? 400 : fileErrorStatus(error.code),
+        throw new HttpError(
+          error.code === "internal" ? 400 : httpStatusOf(error.code),
           error.code,
           error.message,
         );
@@ -153,14 +141,14 @@ export class GitWatchSocket {
     }
     const stats = await stat(directory).catch(() => null);
     if (stats === null) {
-      throw new Refusal(
+      throw new HttpError(
         404,
         "file_not_found",
         `directory "${requested}" does not exist in the workspace root; pass an existing directory inside a git worktree`,
       );
     }
     if (!stats.isDirectory()) {
-      throw new Refusal(
+      throw new HttpError(
         400,
         "invalid_request",
         `"${requested}" is a file; pass the directory of a git worktree (or one inside it)`,
@@ -170,7 +158,7 @@ export class GitWatchSocket {
     try {
       location = await locateRepository(directory);
     } catch {
-      throw new Refusal(
+      throw new HttpError(
         404,
         "not_found",
         `"${requested}" is not inside a git worktree (a bare repository or a .git directory does not count); pass a directory of a checked-out repository`,
@@ -178,7 +166,7 @@ export class GitWatchSocket {
     }
     // The whole worktree is reported, so it must lie inside the root, not just the directory.
     if (!isPathInsideRoot(files.root, location.topLevel)) {
-      throw new Refusal(
+      throw new HttpError(
         403,
         "path_outside_root",
         `"${requested}" is in the repository ${location.topLevel}, which extends beyond the workspace root ${files.root}; the git watch only reports repositories whose worktree lies inside the root`,

@@ -1,4 +1,4 @@
-export { AgentError } from "./agent-error.ts";
+export { AgentError, type AgentErrorCode } from "./agent-error.ts";
 export { agentUsage, parseAgentArguments } from "./arguments.ts";
 export {
   type AgentConfig,

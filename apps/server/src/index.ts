@@ -35,5 +35,5 @@ export {
 export { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
 export { DbModelTokenStore, DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
 export { runServerUntilSignalled } from "./run.ts";
-export { ServerError } from "./server-error.ts";
+export { ServerError, type ServerErrorCode } from "./server-error.ts";
 export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

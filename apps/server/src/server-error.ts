@@ -1,10 +1,12 @@
-/** Errors the server raises itself (configuration, start-up). HTTP errors use HttpError. */
-export class ServerError extends Error {
-  readonly code: "invalid_config" | "listen_failed" | "data_dir_locked" | "start_failed";
+import { DeckhandError } from "@deckhand/wire";
 
-  constructor(code: ServerError["code"], message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ServerError";
-    this.code = code;
-  }
+export type ServerErrorCode =
+  | "invalid_config"
+  | "listen_failed"
+  | "data_dir_locked"
+  | "start_failed";
+
+/** Errors the server raises itself (configuration, start-up). HTTP errors use HttpError. */
+export class ServerError extends DeckhandError<ServerErrorCode> {
+  static override readonly errorName = "ServerError";
 }

@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 /**
  * Stable codes of AgentBackendError. Callers branch on these, never on messages, because a
  * message is written for its reader (often a model) and may change.
@@ -42,23 +44,18 @@ export const AGENT_BACKEND_ERROR_CODES = [
 export type AgentBackendErrorCode = (typeof AGENT_BACKEND_ERROR_CODES)[number];
 
 /** The one error type of @deckhand/agent-backends. */
-export class AgentBackendError extends Error {
-  readonly code: AgentBackendErrorCode;
-
-  constructor(code: AgentBackendErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "AgentBackendError";
-    this.code = code;
-  }
+export class AgentBackendError extends DeckhandError<AgentBackendErrorCode> {
+  // Typed `string` because its subclasses (PatchParseError, ModelClientError) name themselves.
+  static override readonly errorName: string = "AgentBackendError";
 }
 
 /** A patch that does not parse; `line` is 1-based in the patch text as given. */
 export class PatchParseError extends AgentBackendError {
+  static override readonly errorName: string = "PatchParseError";
   readonly line: number;
 
   constructor(line: number, message: string) {
     super("patch_parse_failed", `invalid patch: line ${line}: ${message}`);
-    this.name = "PatchParseError";
     this.line = line;
   }
 }

@@ -1,5 +1,5 @@
 export { type AgentTypeCatalogue, defaultAgentTypes } from "./agent-types.ts";
-export { BatchSpecError } from "./batch-spec-error.ts";
+export { BatchSpecError, type BatchSpecErrorCode } from "./batch-spec-error.ts";
 export {
   type BatchSpec,
   type BatchSpecInput,

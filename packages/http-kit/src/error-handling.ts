@@ -18,7 +18,9 @@ export function errorResponse(
   error: unknown,
   options: ErrorHandlingOptions = {},
 ): Response {
-  if (error instanceof HttpError) {
+  // isInstance, not instanceof: an HttpError from a second copy of http-kit (another bundle) is
+  // still the answer its thrower chose, not an unexpected error.
+  if (HttpError.isInstance(error)) {
     const message = options.redact ? options.redact(error.message) : error.message;
     const body: ErrorResponse = { error: { code: error.code, message } };
     return context.json(body, error.status);

@@ -10,6 +10,12 @@ export {
   errorResponse,
   installErrorHandling,
 } from "./error-handling.ts";
+export {
+  ERROR_CODE_HTTP_STATUSES,
+  type HttpStatusOf,
+  httpStatusOf,
+  isHttpStatusOf,
+} from "./error-status.ts";
 export { HttpError } from "./http-error.ts";
 export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
 export { type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";

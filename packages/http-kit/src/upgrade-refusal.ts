@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { WireHeader, WireSubprotocol } from "@deckhand/wire";
+import { type ErrorCode, WireHeader, WireSubprotocol } from "@deckhand/wire";
 import { bearerTokenOf } from "./bearer-auth.ts";
+import type { HttpStatusOf } from "./error-status.ts";
 
 const REASONS: Record<number, string> = {
   400: "Bad Request",
@@ -34,10 +35,10 @@ export function upgradeBearerToken(request: { headers: IncomingHttpHeaders }): s
  * shape, so a client learns why without a socket; a 401 carries `WWW-Authenticate: Bearer` as
  * the HTTP API's does. The connection is closed after the response.
  */
-export function refuseUpgrade(
+export function refuseUpgrade<Code extends ErrorCode>(
   socket: { end(response: string): unknown },
-  status: number,
-  code: string,
+  status: HttpStatusOf<Code>,
+  code: Code,
   message: string,
 ): void {
   const body = JSON.stringify({ error: { code, message } });

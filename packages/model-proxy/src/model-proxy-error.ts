@@ -1,4 +1,4 @@
-import type { ErrorCode, ModelProxyErrorCode } from "@deckhand/wire";
+import { DeckhandError, type ErrorCode, type ModelProxyErrorCode } from "@deckhand/wire";
 
 /** Every code this package's errors carry: the shared wire codes plus the proxy's own. */
 export type ModelProxyErrorCodeName = ErrorCode | ModelProxyErrorCode;
@@ -7,12 +7,6 @@ export type ModelProxyErrorCodeName = ErrorCode | ModelProxyErrorCode;
  * The one error type of this package. `code` is stable for callers to branch on; the message
  * never contains a token, because error text ends up in logs and responses.
  */
-export class ModelProxyError extends Error {
-  readonly code: ModelProxyErrorCodeName;
-
-  constructor(code: ModelProxyErrorCodeName, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ModelProxyError";
-    this.code = code;
-  }
+export class ModelProxyError extends DeckhandError<ModelProxyErrorCodeName> {
+  static override readonly errorName = "ModelProxyError";
 }

@@ -1,5 +1,6 @@
+import { httpStatusOf } from "@deckhand/http-kit";
 import { responsesStream, sseEvent } from "@deckhand/testkit";
-import { WireHeader } from "@deckhand/wire";
+import { ErrorCodeSchema, WireHeader, WirePath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { createModelProxy } from "./model-proxy.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
@@ -159,6 +160,36 @@ describe("limits and routing", () => {
     expect(build).toThrow(ModelProxyError);
     expect(build).toThrow(/baseUrl/);
     expect(build).not.toThrow(/sk-secret-config-key/);
+  });
+});
+
+describe("error statuses", () => {
+  it("answers every wire code a ModelProxyError carries with the status map's status", async () => {
+    for (const code of ErrorCodeSchema.options) {
+      const tokens = new InMemoryModelTokenStore();
+      tokens.findByHash = async () => {
+        throw new ModelProxyError(code, `failing with ${code}`);
+      };
+      const proxy = createModelProxy({
+        upstreams: { codex: { kind: "openai", baseUrl: "http://127.0.0.1:9", apiKey: "sk-k" } },
+        tokens,
+        usage: new InMemoryUsageRecorder(),
+      });
+      const response = await proxy.request(`${WirePath.modelProvider}/codex/responses`, {
+        method: "POST",
+        headers: {
+          [WireHeader.authorization]: `Bearer dhmp_${"a".repeat(43)}`,
+          [WireHeader.jobId]: JOB_ID,
+          "Content-Type": "application/json",
+        },
+        body: responsesBody,
+      });
+      expect({ code, status: response.status }).toEqual({ code, status: httpStatusOf(code) });
+      expect(((await response.json()) as ErrorBody).error).toEqual({
+        code,
+        message: `failing with ${code}`,
+      });
+    }
   });
 });
 

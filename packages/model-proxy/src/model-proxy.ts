@@ -1,12 +1,11 @@
-import { errorResponse, installErrorHandling } from "@deckhand/http-kit";
+import { errorResponse, httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
 import { describeError, redactSecrets } from "@deckhand/secrets";
 import type { ModelUsageOutcome } from "@deckhand/wire";
 import { WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { BodyObserver } from "./body-observer.ts";
 import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
-import { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
+import { ModelProxyError } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
 import {
@@ -39,14 +38,6 @@ export interface ModelProxyOptions {
 }
 
 type ProxyEnvironment = { Variables: { secrets: string[] } };
-
-const STATUS_BY_CODE: Partial<Record<ModelProxyErrorCodeName, ContentfulStatusCode>> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  not_found: 404,
-  rate_limited: 429,
-  upstream_unavailable: 502,
-};
 
 const UNAUTHORIZED_MESSAGE = `missing or invalid model-provider token; send the token from ${WireEnv.modelProviderToken} as "${WireHeader.authorization}: Bearer <token>" or "x-api-key: <token>", with ${WireHeader.jobId} set to the job it was minted for`;
 
@@ -109,8 +100,8 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
   installErrorHandling(app as unknown as Hono);
   app.onError((error, context) => {
     const logger = loggerFor(context);
-    if (error instanceof ModelProxyError) {
-      const status = STATUS_BY_CODE[error.code] ?? 500;
+    if (ModelProxyError.isInstance(error)) {
+      const status = httpStatusOf(error.code);
       const message = redactSecrets(error.message, secretsOf(context));
       return context.json({ error: { code: error.code, message } }, status);
     }

@@ -21,11 +21,11 @@ import { ProcessManagerError } from "./process-manager-error.ts";
 
 /** What a client call failed with: the agent's status and error body, or status 0 when unreachable. */
 export class ProcessClientError extends ProcessManagerError {
+  static override readonly errorName: string = "ProcessClientError";
   readonly status: number;
 
   constructor(status: number, code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
-    this.name = "ProcessClientError";
     this.status = status;
   }
 }

@@ -1,6 +1,13 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ErrorResponse, ProcessLimits, WireHeader, WirePath } from "@deckhand/wire";
+import { httpStatusOf } from "@deckhand/http-kit";
+import {
+  ErrorCodeSchema,
+  type ErrorResponse,
+  ProcessLimits,
+  WireHeader,
+  WirePath,
+} from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessClientError } from "./process-client.ts";
 import { ProcessManagerError } from "./process-manager-error.ts";
@@ -644,5 +651,21 @@ describe("router", () => {
     expect(response.status).toBe(500);
     expect(await response.text()).not.toContain("secret internal detail");
     expect(failures).toHaveLength(1);
+  });
+
+  it("answers every wire code a ProcessManagerError carries with the status map's status", async () => {
+    const manager = createManager();
+    const router = createProcessRouter(manager);
+    for (const code of ErrorCodeSchema.options) {
+      manager.list = () => {
+        throw new ProcessManagerError(code, `failing with ${code}`);
+      };
+      const response = await router.request("/list");
+      expect({ code, status: response.status }).toEqual({ code, status: httpStatusOf(code) });
+      expect(((await response.json()) as ErrorResponse).error).toEqual({
+        code,
+        message: `failing with ${code}`,
+      });
+    }
   });
 });

@@ -2,6 +2,7 @@ import {
   type ErrorHandlingOptions,
   errorResponse,
   HttpError,
+  httpStatusOf,
   installErrorHandling,
   parseJsonBody,
   parseQuery,
@@ -9,7 +10,6 @@ import {
 import {
   AncestorChatIdsSchema,
   ChatIdSchema,
-  type ErrorCode,
   ListProcessesQuerySchema,
   type ListProcessesResponse,
   ProcessOutputQuerySchema,
@@ -21,7 +21,6 @@ import {
   WireHeader,
 } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type ChatScope, chatScope, normalizeChatId } from "./chat-scope.ts";
 import type { ProcessManager, WaitOutcome } from "./process-manager.ts";
 import { ProcessManagerError } from "./process-manager-error.ts";
@@ -31,23 +30,9 @@ export interface ProcessRouterOptions {
   onUnexpectedError?: ErrorHandlingOptions["onUnexpectedError"];
 }
 
-/** The one place a ProcessManagerError code becomes an HTTP status. */
-const STATUS_BY_CODE: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
-  invalid_json: 400,
-  invalid_request: 400,
-  unauthorized: 401,
-  not_found: 404,
-  conflict: 409,
-  too_many_processes: 429,
-};
-
-/** The HTTP status a process API error code is answered with. */
-function httpStatusOf(code: ErrorCode): ContentfulStatusCode {
-  return STATUS_BY_CODE[code] ?? 500;
-}
-
 function toHttpError(error: unknown): unknown {
-  if (error instanceof ProcessManagerError) {
+  // A ProcessManagerError's code is a wire code already; the status map gives its status.
+  if (ProcessManagerError.isInstance(error)) {
     return new HttpError(httpStatusOf(error.code), error.code, error.message, { cause: error });
   }
   return error;

@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 /** Stable codes of ProvidersError; the router maps each to an HTTP status. */
 export type ProvidersErrorCode =
   /** No provider with that id (built-in or in the config file). */
@@ -23,12 +25,6 @@ export type ProvidersErrorCode =
  * The one error type of this package. `code` is stable for callers to branch on; the message
  * names the provider or file involved and what to do next.
  */
-export class ProvidersError extends Error {
-  readonly code: ProvidersErrorCode;
-
-  constructor(code: ProvidersErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ProvidersError";
-    this.code = code;
-  }
+export class ProvidersError extends DeckhandError<ProvidersErrorCode> {
+  static override readonly errorName = "ProvidersError";
 }

@@ -1,4 +1,6 @@
+import { httpStatusOf, isHttpStatusOf } from "@deckhand/http-kit";
 import {
+  type ErrorCode,
   ErrorResponseSchema,
   ProvidersConfigResponseSchema,
   ProvidersSnapshotSchema,
@@ -6,6 +8,7 @@ import {
 } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
+import { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 import { createProvidersRouter } from "./providers-router.ts";
 import { cleanUp, createTestService, scriptedProvider, writeConfig } from "./test-support.ts";
 
@@ -169,5 +172,34 @@ describe("the providers router", () => {
     expect(text).toContain("last probe error: the agent exited (code 3) during initialize");
     expect((await app.request(`${base}/nope/diagnostic`)).status).toBe(404);
     expect((await app.request(`${base}/NOPE!/diagnostic`)).status).toBe(404);
+  });
+
+  it("answers each ProvidersError with its wire code and the status map's status for it", async () => {
+    const expected: Record<ProvidersErrorCode, [number, ErrorCode]> = {
+      unknown_provider: [404, "not_found"],
+      unknown_project: [404, "not_found"],
+      provider_disabled: [409, "conflict"],
+      provider_not_installed: [409, "conflict"],
+      provider_unavailable: [409, "conflict"],
+      stale_config: [412, "conflict"],
+      invalid_patch: [400, "invalid_request"],
+      unreadable_config: [409, "conflict"],
+      config_write_failed: [500, "internal"],
+    };
+    const { service, app } = setUp();
+    for (const [providersCode, [status, code]] of Object.entries(expected)) {
+      service.snapshot = async () => {
+        throw new ProvidersError(providersCode as ProvidersErrorCode, `failing: ${providersCode}`);
+      };
+      const response = await app.request(`${base}/snapshot`);
+      expect({ providersCode, status: response.status, error: await errorOf(response) }).toEqual({
+        providersCode,
+        status,
+        error: { code, message: `failing: ${providersCode}` },
+      });
+      // The status is one the status map allows for the wire code: its own, or 412 for If-Match.
+      expect(isHttpStatusOf(code, status)).toBe(true);
+      if (providersCode !== "stale_config") expect(status).toBe(httpStatusOf(code));
+    }
   });
 });

@@ -2,6 +2,8 @@ import {
   describeZodError,
   type ErrorHandlingOptions,
   HttpError,
+  type HttpStatusOf,
+  httpStatusOf,
   installErrorHandling,
   parseQuery,
   readJsonBody,
@@ -14,29 +16,33 @@ import {
   ProvidersSnapshotQuerySchema,
 } from "@deckhand/wire";
 import { Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ProviderService } from "./provider-service.ts";
 import { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 
-const errorStatus: Record<ProvidersErrorCode, [ContentfulStatusCode, ErrorCode]> = {
-  unknown_provider: [404, "not_found"],
-  unknown_project: [404, "not_found"],
-  provider_disabled: [409, "conflict"],
-  provider_not_installed: [409, "conflict"],
-  provider_unavailable: [409, "conflict"],
-  stale_config: [412, "conflict"],
-  invalid_patch: [400, "invalid_request"],
-  unreadable_config: [409, "conflict"],
-  config_write_failed: [500, "internal"],
+/** The wire code each ProvidersError is answered with; its status comes from the status map. */
+const wireCodeOf: Record<ProvidersErrorCode, ErrorCode> = {
+  unknown_provider: "not_found",
+  unknown_project: "not_found",
+  provider_disabled: "conflict",
+  provider_not_installed: "conflict",
+  provider_unavailable: "conflict",
+  stale_config: "conflict",
+  invalid_patch: "invalid_request",
+  unreadable_config: "conflict",
+  config_write_failed: "internal",
 };
 
+/** An `If-Match` that names an old version is HTTP's own 412, the map's precise `conflict`. */
+const PRECONDITION_FAILED: HttpStatusOf<"conflict"> = 412;
+
 /** The HTTP status and wire code a ProvidersError is answered with. */
-export function providersErrorStatus(error: ProvidersError): [ContentfulStatusCode, ErrorCode] {
-  return errorStatus[error.code];
+export function providersErrorStatus(error: ProvidersError): [HttpStatusOf<ErrorCode>, ErrorCode] {
+  const code = wireCodeOf[error.code];
+  return [error.code === "stale_config" ? PRECONDITION_FAILED : httpStatusOf(code), code];
 }
 
 function toHttpError(error: unknown): unknown {
-  if (!(error instanceof ProvidersError)) return error;
+  if (!ProvidersError.isInstance(error)) return error;
   const [status, code] = providersErrorStatus(error);
   return new HttpError(status, code, error.message, { cause: error });
 }

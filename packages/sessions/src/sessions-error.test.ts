@@ -17,7 +17,7 @@ describe("SessionsError", () => {
     // Another realm (or a second copy of the package) has its own class, but Symbol.for is
     // shared by the whole process: the marker is what it recognises.
     const foreign: unknown = runInNewContext(
-      `const error = new Error("elsewhere"); error[Symbol.for("deckhand.sessions.error")] = true; error.code = "not_found"; error`,
+      `const error = new Error("elsewhere"); error[Symbol.for("deckhand.error")] = true; error[Symbol.for("deckhand.error.SessionsError")] = true; error.code = "not_found"; error`,
     );
     expect(foreign instanceof SessionsError).toBe(false);
     expect(SessionsError.isInstance(foreign)).toBe(true);

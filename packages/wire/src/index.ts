@@ -12,6 +12,7 @@ export {
   wireConstants,
   wireSchemas,
 } from "./contract.ts";
+export { DeckhandError } from "./deckhand-error.ts";
 export {
   type ErrorCode,
   ErrorCodeSchema,

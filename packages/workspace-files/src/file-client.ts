@@ -39,11 +39,11 @@ export interface FileClientOptions {
  * agent could not be reached or answered something that is not the file API).
  */
 export class FileClientError extends WorkspaceFilesError {
+  static override readonly errorName: string = "FileClientError";
   readonly status: number;
 
   constructor(status: number, code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
-    this.name = "FileClientError";
     this.status = status;
   }
 }

@@ -1,11 +1,12 @@
 import { readFileSync } from "node:fs";
-import { installErrorHandling } from "@deckhand/http-kit";
-import { type ErrorResponse, WirePath } from "@deckhand/wire";
+import { httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
+import { type ErrorCode, ErrorCodeSchema, type ErrorResponse, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createFileRouter, fileErrorStatus } from "./file-router.ts";
+import { createFileRouter } from "./file-router.ts";
 import { type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
+import { WorkspaceFilesError } from "./workspace-files-error.ts";
 
 let tree: TemporaryTree;
 let app: Hono;
@@ -27,6 +28,24 @@ async function post(route: string, body: unknown) {
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** What the router answers when the file API fails with a WorkspaceFilesError of this code. */
+async function answerTo(code: ErrorCode) {
+  class FailingFiles extends WorkspaceFiles {
+    override async read(): Promise<never> {
+      throw new WorkspaceFilesError(code, `failing with ${code}`);
+    }
+  }
+  const failing = new Hono();
+  installErrorHandling(failing);
+  failing.route(WirePath.files, createFileRouter(new FailingFiles({ root: tree.root })));
+  const response = await failing.request(`${WirePath.files}/read`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ path: "any.txt" }),
+  });
+  return { status: response.status, code: ((await response.json()) as ErrorResponse).error.code };
 }
 
 async function errorOf(route: string, body: unknown) {
@@ -188,15 +207,30 @@ describe("file router", () => {
     expect(unexpected).toHaveLength(1);
   });
 
-  it("maps every file error code to its documented status", () => {
-    expect(fileErrorStatus("invalid_json")).toBe(400);
-    expect(fileErrorStatus("invalid_request")).toBe(400);
-    expect(fileErrorStatus("path_outside_root")).toBe(403);
-    expect(fileErrorStatus("file_not_found")).toBe(404);
-    expect(fileErrorStatus("conflict")).toBe(409);
-    expect(fileErrorStatus("not_a_file")).toBe(400);
-    expect(fileErrorStatus("binary_file")).toBe(415);
-    expect(fileErrorStatus("edit_failed")).toBe(422);
-    expect(fileErrorStatus("internal")).toBe(500);
+  it("maps every file error code to its documented status", async () => {
+    const documented: Record<string, number> = {
+      invalid_json: 400,
+      invalid_request: 400,
+      path_outside_root: 403,
+      file_not_found: 404,
+      conflict: 409,
+      not_a_file: 400,
+      binary_file: 415,
+      edit_failed: 422,
+      internal: 500,
+    };
+    for (const [code, status] of Object.entries(documented)) {
+      expect({ code, status: (await answerTo(code as ErrorCode)).status }).toEqual({
+        code,
+        status,
+      });
+    }
+  });
+
+  it("answers every wire code a WorkspaceFilesError carries with the status map's status", async () => {
+    for (const code of ErrorCodeSchema.options) {
+      const { status, code: answered } = await answerTo(code);
+      expect({ code: answered, status }).toEqual({ code, status: httpStatusOf(code) });
+    }
   });
 });

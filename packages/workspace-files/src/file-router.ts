@@ -1,32 +1,13 @@
-import { HttpError, parseJsonBody } from "@deckhand/http-kit";
+import { HttpError, httpStatusOf, parseJsonBody } from "@deckhand/http-kit";
 import {
   DeleteFileRequestSchema,
   EditFilesRequestSchema,
-  type ErrorCode,
   ReadFileRequestSchema,
   WriteFileRequestSchema,
 } from "@deckhand/wire";
 import { Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
-
-const STATUS_BY_CODE: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
-  invalid_json: 400,
-  invalid_request: 400,
-  path_outside_root: 403,
-  file_not_found: 404,
-  conflict: 409,
-  not_a_file: 400,
-  binary_file: 415,
-  edit_failed: 422,
-  internal: 500,
-};
-
-/** The HTTP status the file API answers a given error code with. */
-export function fileErrorStatus(code: ErrorCode): ContentfulStatusCode {
-  return STATUS_BY_CODE[code] ?? 500;
-}
 
 /**
  * Errors are converted here rather than in an `onError` of this router: hono lets a mounted
@@ -37,8 +18,9 @@ async function answering<Result>(work: () => Promise<Result>): Promise<Result> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof WorkspaceFilesError) {
-      throw new HttpError(fileErrorStatus(error.code), error.code, error.message, { cause: error });
+    // A WorkspaceFilesError's code is a wire code already; the status map gives its status.
+    if (WorkspaceFilesError.isInstance(error)) {
+      throw new HttpError(httpStatusOf(error.code), error.code, error.message, { cause: error });
     }
     throw error;
   }

@@ -1,5 +1,5 @@
 export { FileClient, FileClientError, type FileClientOptions } from "./file-client.ts";
-export { createFileRouter, fileErrorStatus } from "./file-router.ts";
+export { createFileRouter } from "./file-router.ts";
 export { isPathInsideRoot, resolveWorkspacePath } from "./path-guard.ts";
 export {
   DEFAULT_MAX_READ_BYTES,

@@ -1,17 +1,12 @@
-import type { ErrorCode } from "@deckhand/wire";
+import { DeckhandError, type ErrorCode } from "@deckhand/wire";
 
 /**
  * The one error type of this package. `code` is the stable wire code a client branches on; the
  * message names the path involved and says what to do next, because its reader is often an LLM.
  */
-export class WorkspaceFilesError extends Error {
-  readonly code: ErrorCode;
-
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "WorkspaceFilesError";
-    this.code = code;
-  }
+export class WorkspaceFilesError extends DeckhandError<ErrorCode> {
+  // Typed `string` because FileClientError names itself.
+  static override readonly errorName: string = "WorkspaceFilesError";
 }
 
 /** The errno-style code of a Node file-system error, if it is one. */

@@ -35,6 +35,7 @@ export interface ModelClientErrorDetails {
  * its code is `aborted` or `model_request_failed`, and `kind` holds the precise reason.
  */
 export class ModelClientError extends AgentBackendError {
+  static override readonly errorName: string = "ModelClientError";
   readonly kind: ModelClientErrorKind;
   readonly retryable: boolean;
   readonly status: number | undefined;
@@ -45,7 +46,6 @@ export class ModelClientError extends AgentBackendError {
     super(kind === "aborted" ? "aborted" : "model_request_failed", message, {
       cause: details.cause,
     });
-    this.name = "ModelClientError";
     this.kind = kind;
     this.retryable = details.retryable;
     this.status = details.status;

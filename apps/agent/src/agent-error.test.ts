@@ -1,0 +1,33 @@
+import { runInNewContext } from "node:vm";
+import { DeckhandError } from "@deckhand/wire";
+import { describe, expect, it } from "vitest";
+import { AgentError } from "./agent-error.ts";
+
+describe("AgentError", () => {
+  it("is a DeckhandError with a stable code, recognised by isInstance", () => {
+    const error = new AgentError("listen_failed", "what went wrong; what to do");
+    expect(error).toBeInstanceOf(DeckhandError);
+    expect(error.name).toBe("AgentError");
+    expect(error.code).toBe("listen_failed");
+    expect(AgentError.isInstance(error)).toBe(true);
+    expect(DeckhandError.isInstance(error)).toBe(true);
+    expect(
+      AgentError.isInstance(
+        Object.assign(new Error("look-alike"), { name: "AgentError", code: "listen_failed" }),
+      ),
+    ).toBe(false);
+  });
+
+  it("recognises a AgentError made by another copy of the package, in another realm", () => {
+    const foreign: unknown = runInNewContext(`
+      const error = new Error("from another copy");
+      for (const key of ["deckhand.error", "deckhand.error.AgentError"]) {
+        Object.defineProperty(error, Symbol.for(key), { value: true });
+      }
+      error.code = "listen_failed";
+      error;
+    `);
+    expect(foreign instanceof AgentError).toBe(false);
+    expect(AgentError.isInstance(foreign)).toBe(true);
+  });
+});
