@@ -17,6 +17,7 @@ import {
   type TempRepository,
   testPostgresUrl,
 } from "@deckhand/testkit";
+import { WireEnv } from "@deckhand/wire";
 
 export const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
@@ -33,7 +34,12 @@ export interface DeckhandUp {
   close(): Promise<void>;
 }
 
-export async function startDeckhandUp(): Promise<DeckhandUp> {
+export interface DeckhandUpOptions {
+  /** Sets DECKHAND_ADMIN_TOKEN: the API (and session streams) then want it as a bearer token. */
+  adminToken?: string;
+}
+
+export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<DeckhandUp> {
   const dataDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-"));
   const repository = createTempRepository({ "README.md": "# e2e\n" });
   const model = await startFakeModel();
@@ -80,7 +86,11 @@ export async function startDeckhandUp(): Promise<DeckhandUp> {
     {
       readyMessage: "deckhand server listening",
       cwd: repositoryRoot,
-      env: { ...serverEnvironment, [UPSTREAM_KEY_ENV]: UPSTREAM_KEY },
+      env: {
+        ...serverEnvironment,
+        [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
+        ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
+      },
       timeoutMs: 60_000,
     },
   );

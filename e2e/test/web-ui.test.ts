@@ -12,6 +12,8 @@ import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.
 
 const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOTS = join(repositoryRoot, "e2e/screenshots");
+/** The server wants a token, as beyond loopback: every screen below runs with one. */
+const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
 const webBuilt = existsSync(join(repositoryRoot, "apps/web/dist/index.html"));
 
 let up: DeckhandUp;
@@ -26,7 +28,7 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does so)`);
   }
   if (!webBuilt) throw new Error("apps/web/dist is missing: run pnpm build first");
-  up = await startDeckhandUp();
+  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
   profileDir = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
   browser = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
@@ -47,7 +49,9 @@ beforeAll(async () => {
   page.setDefaultTimeout(15_000);
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (message) => {
-    if (message.type() === "error") pageErrors.push(`console: ${message.text()}`);
+    // The browser logs each 401 the token test provokes on purpose; anything else counts.
+    if (message.type() === "error" && !/status of 401/.test(message.text()))
+      pageErrors.push(`console: ${message.text()}`);
   });
   mkdirSync(SCREENSHOTS, { recursive: true });
 });
@@ -98,15 +102,29 @@ describe("the web UI served by deckhand up", () => {
     expect(missingAsset.status).toBe(404);
     await missingAsset.body?.cancel();
     const unknownApi = await fetch(`${up.server.url}/api/no-such-route`);
-    expect(unknownApi.status).toBe(404);
+    // The API's own answer (here its 401, as it wants a token), never the UI's index.html.
+    expect(unknownApi.status).toBe(401);
     expect(unknownApi.headers.get("content-type")).toContain("application/json");
     await unknownApi.body?.cancel();
   });
 
   let sessionUrl: string;
 
-  it("adds a project from a local path and starts a session with a ready agent", async () => {
+  it("asks for the token when the API answers 401, and refuses a wrong one", async () => {
     await page.goto(up.server.url);
+    await page.getByRole("heading", { name: "Token required" }).waitFor();
+    await capture("token");
+    await page.getByLabel("Token").fill("not-the-token-at-all");
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByText("The server refused the token you gave.").waitFor();
+    await page.getByLabel("Token").fill(ADMIN_TOKEN);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByRole("heading", { name: "Projects" }).waitFor();
+    // Kept for this tab only.
+    expect(await page.evaluate("sessionStorage.getItem('deckhand.token')")).toBe(ADMIN_TOKEN);
+  });
+
+  it("adds a project from a local path and starts a session with a ready agent", async () => {
     await page.getByRole("heading", { name: "Projects" }).waitFor();
     await capture("projects-empty");
     await page.getByLabel("Repository path on the server").fill(up.repository.path);
