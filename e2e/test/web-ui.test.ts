@@ -78,7 +78,10 @@ async function capture(name: string): Promise<void> {
       `${name} at ${width} px scrolls sideways by ${overflow} px`,
     ).toBeLessThanOrEqual(0);
   }
-  await page.setViewportSize({ width: 1440, height: 900 });
+  // The dark theme follows the system setting.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-1440-dark.png`), fullPage: true });
+  await page.emulateMedia({ colorScheme: "light" });
 }
 
 describe("the web UI served by deckhand up", () => {
@@ -197,6 +200,34 @@ describe("the web UI served by deckhand up", () => {
     );
     expect(branch).toContain(session.slice(0, 8));
     expect(up.repository.git("show", `${branch.trim()}:web.txt`)).toBe("written from the browser");
+  });
+
+  it("shows the scripted agent's reasoning collapsed, its plan and a card per tool call", async () => {
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("showcase");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "scripted answer" }).last();
+    await answer.getByText("showcase done").waitFor();
+    const reasoning = answer.locator("details.reasoning");
+    expect(await reasoning.getAttribute("open")).toBeNull();
+    expect(await reasoning.locator("summary").textContent()).toBe("Reasoning");
+    await answer.getByRole("region", { name: "Plan" }).getByText("look around").waitFor();
+    const tool = answer.getByRole("region", { name: "Tool call: Look at README.md" });
+    await tool.locator(".badge", { hasText: "completed" }).waitFor();
+    await tool.getByText("looked").waitFor();
+    await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
+    await capture("tools");
+  });
+
+  it("cancels a running turn from its Cancel button", async () => {
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("slow 30000");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "scripted answer" }).last();
+    await answer.getByText(/tick 2\b/).waitFor();
+    await page.getByRole("button", { name: "Cancel scripted" }).click();
+    await expect.poll(() => answer.getAttribute("data-status")).toBe("cancelled");
+    await page.getByRole("button", { name: "Cancel scripted" }).waitFor({ state: "detached" });
   });
 
   it("resumes a dropped stream from the last event id: no tick lost, none repeated", async () => {

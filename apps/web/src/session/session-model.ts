@@ -120,7 +120,7 @@ export class SessionModel {
       case "turn_finished": {
         this.activeTurns.delete(event.message_id);
         const live = this.#live.get(event.message_id);
-        if (live) live.status = event.status;
+        if (live) this.#live.set(live.id, { ...live, status: event.status });
         for (const [id, permission] of this.permissions)
           if (permission.messageId === event.message_id) this.permissions.delete(id);
         this.messagesVersion += 1;
@@ -155,44 +155,55 @@ export class SessionModel {
     this.#changed();
   }
 
+  /**
+   * Folds one agent event into its live message. Parts and messages are replaced, never
+   * changed in place, so memoised views see each change.
+   */
   #fold(event: AgentEvent): void {
     if (!("message_id" in event) || event.message_id === null) return;
     const message = this.#live.get(event.message_id);
     if (!message) return;
-    const parts = message.parts;
+    const parts = [...message.parts];
+    let { status, error } = message;
     const open = this.#openPart.get(message.id);
+    const replace = (old: ViewPart, next: ViewPart) => {
+      parts[parts.indexOf(old)] = next;
+      return next;
+    };
     if (event.type === "text" || event.type === "reasoning") {
-      if (open?.kind === event.type) {
-        open.content = { text: `${String(open.content.text ?? "")}${event.delta}` };
+      if (open?.kind === event.type && parts.includes(open)) {
+        const text = `${String(open.content.text ?? "")}${event.delta}`;
+        this.#openPart.set(message.id, replace(open, { kind: event.type, content: { text } }));
       } else {
         const part = { kind: event.type, content: { text: event.delta } };
         parts.push(part);
         this.#openPart.set(message.id, part);
       }
-      message.parts = [...parts];
-      return;
+    } else {
+      this.#openPart.delete(message.id);
+      if (event.type === "tool_call" || event.type === "tool_update") {
+        const { type: _type, message_id: _message, ...fields } = event;
+        const defined = Object.fromEntries(
+          Object.entries(fields).filter(([, value]) => value !== undefined),
+        );
+        const existing = parts.find(
+          (part) => part.kind === "tool_call" && part.content.tool_call_id === event.tool_call_id,
+        );
+        if (existing)
+          replace(existing, { kind: "tool_call", content: { ...existing.content, ...defined } });
+        else parts.push({ kind: "tool_call", content: defined });
+      } else if (event.type === "plan") {
+        const plan = parts.find((part) => part.kind === "plan");
+        const next = { kind: "plan", content: { entries: event.entries } };
+        if (plan) replace(plan, next);
+        else parts.push(next);
+      } else if (event.type === "error") {
+        error = event.message;
+        parts.push({ kind: "error", content: { message: event.message } });
+      } else if (event.type === "turn_end" && event.stop_reason === "cancelled") {
+        status = "cancelled";
+      }
     }
-    this.#openPart.delete(message.id);
-    const toolPart = (id: string) =>
-      parts.find((part) => part.kind === "tool_call" && part.content.tool_call_id === id);
-    if (event.type === "tool_call" || event.type === "tool_update") {
-      const { type: _type, message_id: _message, ...fields } = event;
-      const defined = Object.fromEntries(
-        Object.entries(fields).filter(([, value]) => value !== undefined),
-      );
-      const existing = toolPart(event.tool_call_id);
-      if (existing) existing.content = { ...existing.content, ...defined };
-      else parts.push({ kind: "tool_call", content: defined });
-    } else if (event.type === "plan") {
-      const plan = parts.find((part) => part.kind === "plan");
-      if (plan) plan.content = { entries: event.entries };
-      else parts.push({ kind: "plan", content: { entries: event.entries } });
-    } else if (event.type === "error") {
-      message.error = event.message;
-      parts.push({ kind: "error", content: { message: event.message } });
-    } else if (event.type === "turn_end") {
-      message.status = event.stop_reason === "cancelled" ? "cancelled" : message.status;
-    }
-    message.parts = [...parts];
+    this.#live.set(message.id, { ...message, parts, status, error });
   }
 }
