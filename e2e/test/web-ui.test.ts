@@ -164,6 +164,22 @@ describe("the web UI served by deckhand up", () => {
     await capture("chat");
   });
 
+  it("draws the native agent's command as a command card: the command, its exit code and output", async () => {
+    up.model.script([
+      turn.functionCall("execute", { command: "echo hello from execute" }),
+      turn.text("I ran it."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("run echo");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("I ran it.").waitFor();
+    const card = answer.getByRole("region", { name: /^Tool call: / });
+    await card.locator(".command", { hasText: "echo hello from execute" }).waitFor();
+    expect(await card.locator(".facts").textContent()).toContain("exit code0");
+    await card.locator(".output", { hasText: "hello from execute" }).waitFor();
+  });
+
   it("answers the scripted ACP agent's permission with a key, then applies its change", async () => {
     await page.getByLabel("Agent").selectOption("scripted");
     await page
