@@ -180,6 +180,29 @@ describe("the web UI served by deckhand up", () => {
     await card.locator(".output", { hasText: "hello from execute" }).waitFor();
   });
 
+  it("draws the native agent's apply_patch edit as added and removed lines", async () => {
+    up.model.script([
+      turn.functionCall("apply_patch", {
+        patch: [
+          "*** Begin Patch",
+          "*** Add File: native.txt",
+          "+from the native agent",
+          "*** End Patch",
+        ].join("\n"),
+      }),
+      turn.text("Added native.txt."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("add native.txt");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("Added native.txt.").waitFor();
+    const patch = answer.getByLabel("Patch");
+    expect(await patch.locator(".patch-insert").allTextContents()).toEqual([
+      "+from the native agent\n",
+    ]);
+  });
+
   it("answers the scripted ACP agent's permission with a key, then applies its change", async () => {
     await page.getByLabel("Agent").selectOption("scripted");
     await page

@@ -51,11 +51,49 @@ function CommandBody({ content }: { content: Fields }) {
   );
 }
 
+/**
+ * A patch in the native agent's apply_patch format (`*** Update File:` sections with `+`/`-`
+ * lines): not a unified diff, so drawn line by line with the same added/removed colours.
+ */
+function PatchLines({ patch }: { patch: string }) {
+  return (
+    <figure className="patch-figure" aria-label="Patch">
+      <pre className="output patch">
+        {patch.split("\n").map((line, index) => (
+          // Lines of a fixed text: their index is their identity.
+          // biome-ignore lint/suspicious/noArrayIndexKey: see above
+          <span key={index} className={lineClass(line)}>
+            {line}
+            {"\n"}
+          </span>
+        ))}
+      </pre>
+    </figure>
+  );
+}
+
+function lineClass(line: string): string {
+  if (line.startsWith("***")) return "patch-header";
+  if (line.startsWith("+")) return "patch-insert";
+  if (line.startsWith("-")) return "patch-delete";
+  return "patch-context";
+}
+
 function EditBody({ content }: { content: Fields }) {
   const diff = [content.content, field(content.output, "diff"), field(content.input, "diff")]
     .filter((value): value is string => typeof value === "string")
     .find(isUnifiedDiff);
   if (diff) return <DiffView diff={diff} />;
+  const patch = field(content.input, "patch");
+  if (typeof patch === "string" && patch.includes("*** Begin Patch")) {
+    const output = asText(content.content);
+    return (
+      <div className="tool-body">
+        <PatchLines patch={patch} />
+        {output !== undefined && <pre className="output">{output}</pre>}
+      </div>
+    );
+  }
   return <GenericBody content={content} />;
 }
 
