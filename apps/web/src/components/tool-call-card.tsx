@@ -23,7 +23,8 @@ function CommandBody({ content }: { content: Fields }) {
   const command = asText(field(content.input, "command", "cmd", "argv"));
   const cwd = asText(field(content.input, "cwd", "workdir"));
   const exitCode = field(content.output, "exit_code", "exitCode");
-  const output = asText(content.content ?? field(content.output, "output", "stdout"));
+  // The structured result's output when there is one: `content` may be the whole result as JSON.
+  const output = asText(field(content.output, "output", "stdout") ?? content.content);
   return (
     <div className="tool-body">
       {command !== undefined && (
@@ -86,7 +87,7 @@ function EditBody({ content }: { content: Fields }) {
   if (diff) return <DiffView diff={diff} />;
   const patch = field(content.input, "patch");
   if (typeof patch === "string" && patch.includes("*** Begin Patch")) {
-    const output = asText(content.content);
+    const output = asText(field(content.output, "summary") ?? content.content);
     return (
       <div className="tool-body">
         <PatchLines patch={patch} />
