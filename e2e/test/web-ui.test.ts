@@ -203,7 +203,7 @@ describe("the web UI served by deckhand up", () => {
     ]);
   });
 
-  it("answers the scripted ACP agent's permission with a key, then applies its change", async () => {
+  it("answers the scripted ACP agent's permission with a key, applies its change and rejects another", async () => {
     await page.getByLabel("Agent").selectOption("scripted");
     await page
       .getByRole("textbox", { name: "Message" })
@@ -239,6 +239,14 @@ describe("the web UI served by deckhand up", () => {
     );
     expect(branch).toContain(session.slice(0, 8));
     expect(up.repository.git("show", `${branch.trim()}:web.txt`)).toBe("written from the browser");
+
+    // The native agent's native.txt (from the patch test above) is rejected instead.
+    const rejected = page.getByRole("region", { name: "Change to native.txt" });
+    await rejected.getByRole("button", { name: "Reject native.txt" }).click();
+    await rejected.waitFor({ state: "detached" });
+    await page.getByRole("heading", { name: "Pending changes (0)" }).waitFor();
+    // Rejected, not applied: the session branch never gets it.
+    expect(up.repository.git("ls-tree", "--name-only", branch.trim())).not.toContain("native.txt");
   });
 
   it("shows the scripted agent's reasoning collapsed, its plan and a card per tool call", async () => {
