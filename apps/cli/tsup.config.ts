@@ -1,6 +1,10 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { applicationBundleConfig, copyDatabaseRuntimeFiles } from "@deckhand/tsup-config";
+import {
+  applicationBundleConfig,
+  copyDatabaseRuntimeFiles,
+  copyWebUi,
+} from "@deckhand/tsup-config";
 import { defineConfig } from "tsup";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,6 +24,7 @@ export default defineConfig(
         bundleDirectory: outDir,
         migrationsDirectory: join(here, "dist/migrations"),
       });
+      copyWebUi(outDir);
     },
   }),
 );

@@ -3,23 +3,13 @@
 // custom provider), then a project, a session, and a message to each agent — driven only
 // through the public HTTP and WebSocket API. Each turn must stream events, leave a pending
 // change attributed to its agent, and that change must become a commit on the session branch.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readdirSync, readFileSync } from "node:fs";
 import {
-  createPostgresTestDatabase,
-  createTempRepository,
   type FakeModel,
-  type PostgresTestDatabase,
   SessionStreamClient,
   type SpawnedService,
-  scriptedAcpAgentCommand,
   scriptedAcpAgentPath,
-  spawnService,
-  startFakeModel,
   type TempRepository,
-  testPostgresUrl,
   turn,
 } from "@deckhand/testkit";
 import {
@@ -34,16 +24,12 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DeckhandUp, startDeckhandUp, UPSTREAM_KEY } from "./deckhand-up.ts";
 
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
-const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
-const DATABASE_URL_ENV = "DATABASE_URL";
-
-let dataDir: string;
+let up: DeckhandUp;
 let repository: TempRepository;
 let model: FakeModel;
 let server: SpawnedService;
-let database: PostgresTestDatabase | undefined;
 
 async function api<Body>(
   method: string,
@@ -61,66 +47,12 @@ async function api<Body>(
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-"));
-  repository = createTempRepository({ "README.md": "# e2e\n" });
-  model = await startFakeModel();
-  writeFileSync(
-    join(dataDir, "config.json"),
-    JSON.stringify({
-      modelUpstreams: {
-        deckhand: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
-      },
-    }),
-  );
-  writeFileSync(
-    join(dataDir, "providers.json"),
-    JSON.stringify({
-      providers: {
-        scripted: {
-          extends: "acp",
-          label: "Scripted ACP agent",
-          command: scriptedAcpAgentCommand(),
-        },
-      },
-    }),
-  );
-  // On PostgreSQL (DATABASE_URL set) the server gets a database of its own: its task worker
-  // must not claim other tests' agent turns from a shared one.
-  const serverEnvironment: NodeJS.ProcessEnv = { ...process.env };
-  delete serverEnvironment[DATABASE_URL_ENV];
-  if (testPostgresUrl) {
-    database = await createPostgresTestDatabase();
-    serverEnvironment[DATABASE_URL_ENV] = database.url;
-  }
-  server = await spawnService(
-    process.execPath,
-    [
-      "--conditions=source",
-      join(repositoryRoot, "apps/cli/src/bin.ts"),
-      "up",
-      "--listen",
-      "127.0.0.1:0",
-      "--data-dir",
-      dataDir,
-    ],
-    {
-      readyMessage: "deckhand server listening",
-      cwd: repositoryRoot,
-      env: { ...serverEnvironment, [UPSTREAM_KEY_ENV]: "sk-e2e-upstream-key-0123456789" },
-      timeoutMs: 60_000,
-    },
-  );
+  up = await startDeckhandUp();
+  ({ repository, model, server } = up);
 });
 
 afterAll(async () => {
-  if (server && server.child.exitCode === null) {
-    server.child.kill("SIGTERM");
-    await server.exited;
-  }
-  await model?.close();
-  await database?.drop();
-  repository?.remove();
-  rmSync(dataDir, { recursive: true, force: true });
+  await up?.close();
 });
 
 describe("an interactive session through deckhand up", () => {
@@ -226,7 +158,7 @@ describe("an interactive session through deckhand up", () => {
     // The model was reached through Deckhand's proxy, which sent the upstream key itself.
     expect(model.requests.length).toBeGreaterThanOrEqual(2);
     const headers = JSON.stringify(model.requests[0]!.headers);
-    expect(headers).toContain("sk-e2e-upstream-key-0123456789");
+    expect(headers).toContain(UPSTREAM_KEY);
 
     const commit = await applyOnly("deckhand", "native.txt");
     expect(repository.git("rev-parse", session.branch)).toBe(commit);

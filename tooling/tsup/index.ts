@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,4 +67,18 @@ export function copyDatabaseRuntimeFiles(options: {
   }
   mkdirSync(options.migrationsDirectory, { recursive: true });
   cpSync(join(repositoryRoot, "db/migrations"), options.migrationsDirectory, { recursive: true });
+}
+
+/**
+ * Copies the built web UI (`apps/web/dist`) into `<bundleDirectory>/web`, where the bundled
+ * server looks for it (apps/server/src/web-ui.ts), so `deckhand up` from an installed bundle
+ * serves the UI too. Bundles that ship it list `@deckhand/web` as a dependency, so turbo builds
+ * the UI first.
+ */
+export function copyWebUi(bundleDirectory: string): void {
+  const webDist = join(repositoryRoot, "apps/web/dist");
+  if (!existsSync(join(webDist, "index.html"))) {
+    throw new Error(`${webDist} has no index.html: build @deckhand/web first (pnpm build does)`);
+  }
+  cpSync(webDist, join(bundleDirectory, "web"), { recursive: true });
 }

@@ -7,6 +7,7 @@ import type { UpstreamConfig } from "@deckhand/model-proxy";
 import { WireEnv } from "@deckhand/wire";
 import { z } from "zod";
 import { ServerError } from "./server-error.ts";
+import { findWebDir } from "./web-ui.ts";
 
 /**
  * The admin token's environment variable. It belongs in @deckhand/wire's WireEnv once clients
@@ -19,6 +20,8 @@ export const DATABASE_URL_ENV = "DATABASE_URL";
 export const LISTEN_ENV = WireEnv.serverListen;
 export const DATA_DIR_ENV = WireEnv.serverDataDir;
 export const LOG_LEVEL_ENV = WireEnv.serverLogLevel;
+/** The built web UI to serve at `/`, over the one found beside the server (see web-ui.ts). */
+export const WEB_DIR_ENV = "DECKHAND_WEB_DIR";
 export const SERVER_DEFAULT_LISTEN = "127.0.0.1:7420";
 export const CONFIG_FILE_NAME = "config.json";
 export const PROVIDERS_FILE_NAME = "providers.json";
@@ -67,6 +70,8 @@ export interface ServerConfig {
   /** The largest request body `/api` and the local workspace agent accept (413 beyond it). */
   maxRequestBodyBytes: number;
   logLevel: ServerLogLevel;
+  /** The built web UI served at `/`; null (or absent) serves none. */
+  webDir?: string | null;
 }
 
 /** What flags say; everything optional. */
@@ -314,5 +319,8 @@ export function resolveServerConfig(
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
     maxRequestBodyBytes: file.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     logLevel: input.logLevel ?? envLogLevel ?? file.logLevel ?? "info",
+    webDir: fromEnv(WEB_DIR_ENV)
+      ? resolve(options.cwd ?? process.cwd(), fromEnv(WEB_DIR_ENV)!)
+      : findWebDir(),
   };
 }

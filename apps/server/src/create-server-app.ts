@@ -28,6 +28,7 @@ import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
+import { serveWebUi } from "./web-ui.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;
@@ -58,6 +59,8 @@ export interface ServerAppOptions {
   logger: Logger;
   /** How long the agent health check may take before the agent counts as unreachable. */
   agentHealthTimeoutMs?: number;
+  /** The built web UI, served at `/` after every server route; none when null or absent. */
+  webDir?: string | null;
   /** The fetch used for the agent health check and model upstreams, for tests. */
   fetch?: typeof globalThis.fetch;
 }
@@ -217,6 +220,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   // The proxy keeps its own error handling (redaction, its 401 text), so hand it the request whole.
   app.all(WirePath.modelProvider, (context) => proxy.fetch(context.req.raw));
   app.all(`${WirePath.modelProvider}/*`, (context) => proxy.fetch(context.req.raw));
+  if (options.webDir) serveWebUi(app, options.webDir);
 
   return app;
 }

@@ -299,6 +299,7 @@ export async function startServer(
       modelTokens,
       modelUsage,
       logger,
+      webDir: config.webDir ?? null,
     });
 
     const { server, port, url } = await listen(

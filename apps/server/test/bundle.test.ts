@@ -70,6 +70,10 @@ describe("standalone server bundle", () => {
       database: { ok: true, kind: "pglite" },
       agent: { ok: true },
     });
+    // The web UI ships beside the bundle (dist/server/web) and is served at /.
+    const page = await fetch(`${service.url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="root">');
     service.child.kill("SIGTERM");
     expect(await service.exited).toEqual({ code: 0, signal: null });
   });

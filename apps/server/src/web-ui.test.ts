@@ -1,0 +1,64 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Hono } from "hono";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { serveWebUi } from "./web-ui.ts";
+
+let webDir: string;
+let app: Hono;
+
+beforeEach(() => {
+  webDir = mkdtempSync(join(tmpdir(), "deckhand-web-ui-"));
+  mkdirSync(join(webDir, "assets"));
+  writeFileSync(join(webDir, "index.html"), "<!doctype html><title>Deckhand</title>");
+  writeFileSync(join(webDir, "assets/index-abc123.js"), "console.log(1)");
+  writeFileSync(join(webDir, "assets/index-abc123.css"), "body{}");
+  writeFileSync(join(webDir, "favicon.svg"), "<svg/>");
+  app = new Hono();
+  app.get("/api/health", (context) => context.json({ status: "ok" }));
+  serveWebUi(app, webDir);
+  app.notFound((context) => context.json({ error: { code: "not_found", message: "no" } }, 404));
+});
+
+afterEach(() => rmSync(webDir, { recursive: true, force: true }));
+
+describe("serveWebUi", () => {
+  it("serves index.html at / for revalidation on every load", async () => {
+    const response = await app.request("/");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/html");
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+  });
+
+  it("serves hashed assets with their content type as immutable", async () => {
+    const script = await app.request("/assets/index-abc123.js");
+    expect(script.headers.get("content-type")).toContain("text/javascript");
+    expect(script.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    const style = await app.request("/assets/index-abc123.css");
+    expect(style.headers.get("content-type")).toContain("text/css");
+    const icon = await app.request("/favicon.svg");
+    expect(icon.headers.get("content-type")).toContain("image/svg+xml");
+    expect(icon.headers.get("cache-control")).toBe("no-cache");
+  });
+
+  it("answers the UI's own routes with index.html", async () => {
+    const response = await app.request("/sessions/0b6f3c1e-0000-4000-8000-000000000000");
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain("<title>Deckhand</title>");
+  });
+
+  it("never shadows the API or the model proxy, and a missing asset stays a 404", async () => {
+    expect(await (await app.request("/api/health")).json()).toEqual({ status: "ok" });
+    for (const path of ["/api/no-such-route", "/api", "/model-provider/x", "/assets/gone.js"]) {
+      const response = await app.request(path);
+      expect(response.status, path).toBe(404);
+      expect(response.headers.get("content-type"), path).toContain("application/json");
+    }
+  });
+
+  it("does not serve files outside its directory", async () => {
+    const response = await app.request("/..%2f..%2fetc%2fpasswd");
+    expect(await response.text()).not.toContain("root:");
+  });
+});

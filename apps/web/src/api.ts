@@ -1,0 +1,67 @@
+import { WireHeader } from "@deckhand/wire";
+
+/** Where the admin (or API) token lives: this tab only, gone when the tab closes. */
+const TOKEN_KEY = "deckhand.token";
+
+export function storedToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function storeToken(token: string | null): void {
+  if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+/** An API answer other than 2xx, with the server's own message (its `{error: {code, message}}`). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+  }
+}
+
+type UnauthorizedListener = () => void;
+const unauthorizedListeners = new Set<UnauthorizedListener>();
+
+/** Called whenever the server answers 401: the UI then asks for a token. */
+export function onUnauthorized(listener: UnauthorizedListener): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
+export function announceUnauthorized(): void {
+  for (const listener of unauthorizedListeners) listener();
+}
+
+/** Calls the server API on this origin, with the stored token as a bearer token. */
+export async function api<Body>(method: string, path: string, body?: unknown): Promise<Body> {
+  const headers: Record<string, string> = {};
+  const token = storedToken();
+  if (token) headers[WireHeader.authorization] = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  const parsed: unknown = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    if (response.status === 401) announceUnauthorized();
+    const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
+    throw new ApiError(
+      response.status,
+      error?.code ?? "http_error",
+      error?.message ?? `${method} ${path} answered ${response.status}`,
+    );
+  }
+  return parsed as Body;
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

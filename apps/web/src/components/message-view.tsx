@@ -1,0 +1,87 @@
+import { memo } from "react";
+import type { ViewMessage, ViewPart } from "../session/session-model.ts";
+import { StreamingMarkdown } from "./streaming-markdown.tsx";
+import { ToolCallCard } from "./tool-call-card.tsx";
+
+interface PlanEntry {
+  content: string;
+  priority: string;
+  status: string;
+}
+
+export function PlanView({ entries }: { entries: PlanEntry[] }) {
+  return (
+    <section className="card plan" aria-label="Plan">
+      <header className="card-header">
+        <strong>Plan</strong>
+      </header>
+      <ol>
+        {entries.map((entry) => (
+          <li key={entry.content} data-status={entry.status}>
+            <span className="badge" data-status={entry.status}>
+              {entry.status.replace("_", " ")}
+            </span>{" "}
+            {entry.content}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+const PartView = memo(function PartView({ part }: { part: ViewPart }) {
+  const text = typeof part.content.text === "string" ? part.content.text : "";
+  switch (part.kind) {
+    case "text":
+      return <StreamingMarkdown text={text} />;
+    case "reasoning":
+      return (
+        <details className="reasoning">
+          <summary>Reasoning</summary>
+          <StreamingMarkdown text={text} />
+        </details>
+      );
+    case "tool_call":
+      return <ToolCallCard content={part.content} />;
+    case "plan":
+      return <PlanView entries={(part.content.entries ?? []) as PlanEntry[]} />;
+    case "error":
+      return (
+        <p className="error" role="alert">
+          {String(part.content.message ?? "the agent reported an error")}
+        </p>
+      );
+    default:
+      return <pre className="output">{JSON.stringify(part.content, null, 2)}</pre>;
+  }
+});
+
+export function MessageView({ message }: { message: ViewMessage }) {
+  return (
+    <article
+      className={`message message-${message.role}`}
+      data-message-id={message.id}
+      data-status={message.status}
+      aria-label={message.role === "user" ? "Your message" : `${message.agent ?? "agent"} answer`}
+    >
+      <header className="message-header">
+        <span>{message.role === "user" ? `You → ${message.agent ?? ""}` : message.agent}</span>
+        {message.status !== "complete" && (
+          <span className="badge" data-status={message.status}>
+            {message.status}
+          </span>
+        )}
+      </header>
+      {message.parts.map((part, index) => (
+        // Parts keep their position for the life of a message.
+        // biome-ignore lint/suspicious/noArrayIndexKey: see above
+        <PartView key={index} part={part} />
+      ))}
+      {message.error && !message.parts.some((part) => part.kind === "error") && (
+        <p className="error" role="alert">
+          {message.error}
+        </p>
+      )}
+    </article>
+  );
+}

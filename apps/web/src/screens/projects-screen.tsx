@@ -1,0 +1,117 @@
+import {
+  type Project,
+  type ProjectList,
+  ServerPath,
+  type Session,
+  type SessionList,
+  serverPath,
+} from "@deckhand/wire";
+import { useCallback, useEffect, useState } from "react";
+import { Link } from "wouter";
+import { api, messageOf } from "../api.ts";
+
+interface ProjectWithSessions {
+  project: Project;
+  sessions: Session[];
+}
+
+/** Projects, each with its sessions and their status, and a form to add a local repository. */
+export function ProjectsScreen() {
+  const [projects, setProjects] = useState<ProjectWithSessions[] | null>(null);
+  const [path, setPath] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const load = useCallback(async () => {
+    const list = await api<ProjectList>("GET", ServerPath.projects);
+    const withSessions = await Promise.all(
+      list.projects.map(async (project) => ({
+        project,
+        sessions: (
+          await api<SessionList>(
+            "GET",
+            serverPath(ServerPath.projectSessions, { project_id: project.id }),
+          )
+        ).sessions,
+      })),
+    );
+    setProjects(withSessions);
+  }, []);
+
+  useEffect(() => {
+    load().catch((failure: unknown) => setError(messageOf(failure)));
+  }, [load]);
+
+  const create = async (event: React.FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api<Project>("POST", ServerPath.projects, { repository_path: path.trim() });
+      setPath("");
+      await load();
+    } catch (failure) {
+      setError(messageOf(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main>
+      <header className="screen-header">
+        <h1>Projects</h1>
+      </header>
+      <form className="inline-form card" onSubmit={create} aria-label="Add a project">
+        <label className="grow">
+          Repository path on the server
+          <input
+            value={path}
+            onChange={(event) => setPath(event.target.value)}
+            placeholder="/home/me/code/my-repo"
+            required
+          />
+        </label>
+        <button type="submit" className="primary" disabled={busy || !path.trim()}>
+          Add project
+        </button>
+      </form>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {projects === null && !error && <p className="muted">Loading…</p>}
+      {projects?.length === 0 && <p className="muted">No projects yet: add a git repository.</p>}
+      {projects?.map(({ project, sessions }) => (
+        <section key={project.id} className="card project" aria-labelledby={`p-${project.id}`}>
+          <header className="card-header">
+            <h2 id={`p-${project.id}`}>{project.name}</h2>
+            <Link className="button primary" href={`/projects/${project.id}/new-session`}>
+              New session in {project.name}
+            </Link>
+          </header>
+          <p className="muted path">
+            {project.repository_path ?? project.repository_url} · base{" "}
+            <code>{project.default_branch}</code>
+          </p>
+          {sessions.length === 0 ? (
+            <p className="muted">No sessions.</p>
+          ) : (
+            <ul className="session-list">
+              {sessions.map((session) => (
+                <li key={session.id}>
+                  <Link href={`/sessions/${session.id}`}>{session.title || session.branch}</Link>{" "}
+                  <span className="badge" data-status={session.status}>
+                    {session.status}
+                  </span>{" "}
+                  <code className="muted">{session.branch}</code>
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      ))}
+    </main>
+  );
+}

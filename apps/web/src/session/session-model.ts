@@ -1,0 +1,209 @@
+import type { AgentEvent, Message, PermissionOptionKind, SessionEvent } from "@deckhand/wire";
+
+/** A message part as the server stores it (`kind` + JSON content), positionless. */
+export interface ViewPart {
+  kind: string;
+  content: Record<string, unknown>;
+}
+
+export interface ViewMessage {
+  id: string;
+  role: Message["role"];
+  agent: string | null;
+  status: Message["status"];
+  error: string | null;
+  parts: ViewPart[];
+}
+
+export interface PendingPermission {
+  requestId: string;
+  messageId: string;
+  agent: string;
+  title: string;
+  toolCallId: string | null;
+  options: { option_id: string; name: string; kind: PermissionOptionKind }[];
+}
+
+type Listener = () => void;
+
+/**
+ * What the chat screen shows of one chat, kept current by the session's events.
+ *
+ * Finished messages are the server's stored parts (`GET /api/chats/:id/messages`). A message
+ * still streaming is rebuilt from its live events by `#fold`, a display-only preview that the
+ * stored parts replace once its turn finishes. The server's PartCollector does the authoritative
+ * fold; when it moves into @deckhand/wire (in progress on another branch), `#fold` should become
+ * a call to it so the two can never disagree.
+ */
+export class SessionModel {
+  readonly chatId: string;
+  #stored = new Map<string, ViewMessage>();
+  #live = new Map<string, ViewMessage>();
+  /** Text/reasoning parts begun since the last other event, per live message. */
+  #openPart = new Map<string, ViewPart>();
+  #order: string[] = [];
+  readonly activeTurns = new Map<string, string>();
+  readonly permissions = new Map<string, PendingPermission>();
+  /** Bumped whenever pending changes may have changed: the review panel refetches. */
+  pendingChangesVersion = 0;
+  /** Bumped when a turn finishes: stored messages are refetched. */
+  messagesVersion = 0;
+  #listeners = new Set<Listener>();
+  #snapshot: ViewMessage[] = [];
+
+  constructor(chatId: string) {
+    this.chatId = chatId;
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    this.#snapshot = this.#order.map((id) => {
+      const stored = this.#stored.get(id);
+      const live = this.#live.get(id);
+      if (stored && (!live || (stored.status !== "pending" && stored.status !== "streaming")))
+        return stored;
+      return live ?? stored!;
+    });
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** The messages in order; a new array after each change (for useSyncExternalStore). */
+  messages = (): ViewMessage[] => this.#snapshot;
+
+  #remember(id: string): void {
+    if (!this.#order.includes(id)) this.#order.push(id);
+  }
+
+  setStoredMessages(messages: Message[]): void {
+    for (const message of messages) {
+      this.#stored.set(message.id, {
+        id: message.id,
+        role: message.role,
+        agent: message.agent,
+        status: message.status,
+        error: message.error,
+        parts: message.parts.map((part) => ({
+          kind: part.kind,
+          content: (part.content ?? {}) as Record<string, unknown>,
+        })),
+      });
+      this.#remember(message.id);
+    }
+    this.#changed();
+  }
+
+  apply(sessionEvent: SessionEvent): void {
+    const event = sessionEvent.event;
+    if (sessionEvent.chat_id !== null && sessionEvent.chat_id !== this.chatId) return;
+    switch (event.type) {
+      case "message_created":
+        this.setStoredMessages([event.message]);
+        return;
+      case "turn_started":
+        this.activeTurns.set(event.message_id, event.agent);
+        if (!this.#live.has(event.message_id)) {
+          this.#live.set(event.message_id, {
+            id: event.message_id,
+            role: "assistant",
+            agent: event.agent,
+            status: "streaming",
+            error: null,
+            parts: [],
+          });
+        }
+        this.#remember(event.message_id);
+        break;
+      case "turn_finished": {
+        this.activeTurns.delete(event.message_id);
+        const live = this.#live.get(event.message_id);
+        if (live) this.#live.set(live.id, { ...live, status: event.status });
+        for (const [id, permission] of this.permissions)
+          if (permission.messageId === event.message_id) this.permissions.delete(id);
+        this.messagesVersion += 1;
+        this.pendingChangesVersion += 1;
+        break;
+      }
+      case "permission_request":
+        this.permissions.set(event.request_id, {
+          requestId: event.request_id,
+          messageId: event.message_id,
+          agent:
+            this.activeTurns.get(event.message_id) ?? this.#live.get(event.message_id)?.agent ?? "",
+          title: event.title,
+          toolCallId: event.tool_call_id,
+          options: event.options,
+        });
+        this.#fold(event);
+        break;
+      case "permission_resolved":
+        this.permissions.delete(event.request_id);
+        this.#fold(event);
+        break;
+      case "pending_changes":
+      case "pending_change_resolved":
+      case "commits_folded":
+        this.pendingChangesVersion += 1;
+        break;
+      default:
+        if ("message_id" in event) this.#fold(event as AgentEvent);
+        else return;
+    }
+    this.#changed();
+  }
+
+  /**
+   * Folds one agent event into its live message. Parts and messages are replaced, never
+   * changed in place, so memoised views see each change.
+   */
+  #fold(event: AgentEvent): void {
+    if (!("message_id" in event) || event.message_id === null) return;
+    const message = this.#live.get(event.message_id);
+    if (!message) return;
+    const parts = [...message.parts];
+    let { status, error } = message;
+    const open = this.#openPart.get(message.id);
+    const replace = (old: ViewPart, next: ViewPart) => {
+      parts[parts.indexOf(old)] = next;
+      return next;
+    };
+    if (event.type === "text" || event.type === "reasoning") {
+      if (open?.kind === event.type && parts.includes(open)) {
+        const text = `${String(open.content.text ?? "")}${event.delta}`;
+        this.#openPart.set(message.id, replace(open, { kind: event.type, content: { text } }));
+      } else {
+        const part = { kind: event.type, content: { text: event.delta } };
+        parts.push(part);
+        this.#openPart.set(message.id, part);
+      }
+    } else {
+      this.#openPart.delete(message.id);
+      if (event.type === "tool_call" || event.type === "tool_update") {
+        const { type: _type, message_id: _message, ...fields } = event;
+        const defined = Object.fromEntries(
+          Object.entries(fields).filter(([, value]) => value !== undefined),
+        );
+        const existing = parts.find(
+          (part) => part.kind === "tool_call" && part.content.tool_call_id === event.tool_call_id,
+        );
+        if (existing)
+          replace(existing, { kind: "tool_call", content: { ...existing.content, ...defined } });
+        else parts.push({ kind: "tool_call", content: defined });
+      } else if (event.type === "plan") {
+        const plan = parts.find((part) => part.kind === "plan");
+        const next = { kind: "plan", content: { entries: event.entries } };
+        if (plan) replace(plan, next);
+        else parts.push(next);
+      } else if (event.type === "error") {
+        error = event.message;
+        parts.push({ kind: "error", content: { message: event.message } });
+      } else if (event.type === "turn_end" && event.stop_reason === "cancelled") {
+        status = "cancelled";
+      }
+    }
+    this.#live.set(message.id, { ...message, parts, status, error });
+  }
+}

@@ -1,0 +1,21 @@
+import react from "@vitejs/plugin-react";
+import { defaultClientConditions, defineConfig } from "vite";
+
+export default defineConfig({
+  plugins: [react()],
+  // Workspace packages (@deckhand/wire) are bundled from their TypeScript sources, as tests run them.
+  resolve: { conditions: ["source", ...defaultClientConditions] },
+  build: {
+    outDir: "dist",
+    emptyOutDir: true,
+    // Hashed file names under assets/: the server serves them as immutable.
+    assetsDir: "assets",
+    sourcemap: false,
+    // One chunk of about 190 KB gzipped (the budget is 300 KB); Vite's 500 KB warning is about raw size.
+    chunkSizeWarningLimit: 700,
+  },
+  server: {
+    // `pnpm --filter @deckhand/web dev` against a `deckhand up` on the default address.
+    proxy: { "/api": { target: "http://127.0.0.1:7420", ws: true } },
+  },
+});

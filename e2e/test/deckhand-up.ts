@@ -1,0 +1,113 @@
+// `deckhand up` as its own process for the end-to-end suites: embedded database (or a
+// PostgreSQL database of its own when DATABASE_URL is set), the local workspace agent, a fake
+// model upstream from its config file, and the scripted ACP agent as the `scripted` provider.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  createPostgresTestDatabase,
+  createTempRepository,
+  type FakeModel,
+  type PostgresTestDatabase,
+  type SpawnedService,
+  scriptedAcpAgentCommand,
+  spawnService,
+  startFakeModel,
+  type TempRepository,
+  testPostgresUrl,
+} from "@deckhand/testkit";
+import { WireEnv } from "@deckhand/wire";
+
+export const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
+const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
+export const UPSTREAM_KEY = "sk-e2e-upstream-key-0123456789";
+const DATABASE_URL_ENV = "DATABASE_URL";
+
+export interface DeckhandUp {
+  server: SpawnedService;
+  model: FakeModel;
+  /** A git repository to add as a project. */
+  repository: TempRepository;
+  dataDir: string;
+  /** Stops the server (if still running) and removes everything it made. */
+  close(): Promise<void>;
+}
+
+export interface DeckhandUpOptions {
+  /** Sets DECKHAND_ADMIN_TOKEN: the API (and session streams) then want it as a bearer token. */
+  adminToken?: string;
+}
+
+export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<DeckhandUp> {
+  const dataDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-"));
+  const repository = createTempRepository({ "README.md": "# e2e\n" });
+  const model = await startFakeModel();
+  let database: PostgresTestDatabase | undefined;
+  writeFileSync(
+    join(dataDir, "config.json"),
+    JSON.stringify({
+      modelUpstreams: {
+        deckhand: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
+      },
+    }),
+  );
+  writeFileSync(
+    join(dataDir, "providers.json"),
+    JSON.stringify({
+      providers: {
+        scripted: {
+          extends: "acp",
+          label: "Scripted ACP agent",
+          command: scriptedAcpAgentCommand(),
+        },
+      },
+    }),
+  );
+  // On PostgreSQL (DATABASE_URL set) the server gets a database of its own: its task worker
+  // must not claim other tests' agent turns from a shared one.
+  const serverEnvironment: NodeJS.ProcessEnv = { ...process.env };
+  delete serverEnvironment[DATABASE_URL_ENV];
+  if (testPostgresUrl) {
+    database = await createPostgresTestDatabase();
+    serverEnvironment[DATABASE_URL_ENV] = database.url;
+  }
+  const server = await spawnService(
+    process.execPath,
+    [
+      "--conditions=source",
+      join(repositoryRoot, "apps/cli/src/bin.ts"),
+      "up",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+    ],
+    {
+      readyMessage: "deckhand server listening",
+      cwd: repositoryRoot,
+      env: {
+        ...serverEnvironment,
+        [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
+        ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
+      },
+      timeoutMs: 60_000,
+    },
+  );
+  return {
+    server,
+    model,
+    repository,
+    dataDir,
+    async close() {
+      if (server.child.exitCode === null) {
+        server.child.kill("SIGTERM");
+        await server.exited;
+      }
+      await model.close();
+      await database?.drop();
+      repository.remove();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

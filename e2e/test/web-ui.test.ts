@@ -1,0 +1,314 @@
+// The browser UI end to end: `deckhand up` serves apps/web's build at `/`, and a real Chromium
+// (Debian's, driven by playwright-core) uses it as a person would: add a project, start a
+// session, chat with the native agent (fake model) and the scripted ACP agent, answer a
+// permission, review and apply the change, and survive a dropped stream mid-turn.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { turn } from "@deckhand/testkit";
+import { type BrowserContext, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SCREENSHOTS = join(repositoryRoot, "e2e/screenshots");
+/** The server wants a token, as beyond loopback: every screen below runs with one. */
+const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
+const webBuilt = existsSync(join(repositoryRoot, "apps/web/dist/index.html"));
+
+let up: DeckhandUp;
+let browser: BrowserContext;
+let profileDir: string;
+let page: Page;
+/** Uncaught errors in the page: any fails the suite. */
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does so)`);
+  }
+  if (!webBuilt) throw new Error("apps/web/dist is missing: run pnpm build first");
+  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
+  profileDir = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
+  browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1440, height: 900 },
+  });
+  page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(15_000);
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    // The browser logs each 401 the token test provokes on purpose; anything else counts.
+    if (message.type() === "error" && !/status of 401/.test(message.text()))
+      pageErrors.push(`console: ${message.text()}`);
+  });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await up?.close();
+});
+
+/** Screenshots at phone and desktop width; at 360 px nothing may scroll sideways. */
+async function capture(name: string): Promise<void> {
+  for (const width of [360, 1440]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+    // A string: this package's types have no DOM, and the expression runs in the page.
+    const overflow = Number(
+      await page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+      ),
+    );
+    expect(
+      overflow,
+      `${name} at ${width} px scrolls sideways by ${overflow} px`,
+    ).toBeLessThanOrEqual(0);
+  }
+  // The dark theme follows the system setting.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-1440-dark.png`), fullPage: true });
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+describe("the web UI served by deckhand up", () => {
+  it("serves the app at / with cache headers, falls back to index.html, and leaves /api alone", async () => {
+    const index = await fetch(`${up.server.url}/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get("content-type")).toContain("text/html");
+    expect(index.headers.get("cache-control")).toBe("no-cache");
+    const html = await index.text();
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${up.server.url}${script}`);
+    expect(asset.headers.get("content-type")).toContain("javascript");
+    expect(asset.headers.get("cache-control")).toContain("immutable");
+    await asset.body?.cancel();
+
+    const clientRoute = await fetch(`${up.server.url}/sessions/some-session`);
+    expect(clientRoute.status).toBe(200);
+    expect(await clientRoute.text()).toBe(html);
+    const missingAsset = await fetch(`${up.server.url}/assets/missing-0000.js`);
+    expect(missingAsset.status).toBe(404);
+    await missingAsset.body?.cancel();
+    const unknownApi = await fetch(`${up.server.url}/api/no-such-route`);
+    // The API's own answer (here its 401, as it wants a token), never the UI's index.html.
+    expect(unknownApi.status).toBe(401);
+    expect(unknownApi.headers.get("content-type")).toContain("application/json");
+    await unknownApi.body?.cancel();
+  });
+
+  let sessionUrl: string;
+
+  it("asks for the token when the API answers 401, and refuses a wrong one", async () => {
+    await page.goto(up.server.url);
+    await page.getByRole("heading", { name: "Token required" }).waitFor();
+    await capture("token");
+    await page.getByLabel("Token").fill("not-the-token-at-all");
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByText("The server refused the token you gave.").waitFor();
+    await page.getByLabel("Token").fill(ADMIN_TOKEN);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByRole("heading", { name: "Projects" }).waitFor();
+    // Kept for this tab only.
+    expect(await page.evaluate("sessionStorage.getItem('deckhand.token')")).toBe(ADMIN_TOKEN);
+  });
+
+  it("adds a project from a local path and starts a session with a ready agent", async () => {
+    await page.getByRole("heading", { name: "Projects" }).waitFor();
+    await capture("projects-empty");
+    await page.getByLabel("Repository path on the server").fill(up.repository.path);
+    await page.getByRole("button", { name: "Add project" }).click();
+    const newSession = page.getByRole("link", { name: /^New session in / });
+    await newSession.waitFor();
+    await newSession.click();
+    await page.getByRole("heading", { name: /^New session in / }).waitFor();
+    // Both the native agent and the scripted ACP agent are ready (the latter once probed).
+    await expect
+      .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
+        timeout: 20_000,
+      })
+      .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
+    await capture("new-session");
+    await page.getByLabel("Title").fill("browser e2e");
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.getByRole("heading", { name: "browser e2e" }).waitFor();
+    sessionUrl = page.url();
+    expect(sessionUrl).toMatch(/\/sessions\/[0-9a-f-]+\?agent=deckhand$/);
+  });
+
+  it("streams the native agent's markdown answer from the fake model", async () => {
+    up.model.script([
+      turn.text("Here is **bold** news.\n\n- first item\n- second item", { chunkDelayMs: 30 }),
+    ]);
+    await page.getByRole("textbox", { name: "Message" }).fill("tell me something");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.locator("strong", { hasText: "bold" }).waitFor();
+    await answer.getByRole("listitem").filter({ hasText: "second item" }).waitFor();
+    await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
+    await capture("chat");
+  });
+
+  it("draws the native agent's command as a command card: the command, its exit code and output", async () => {
+    up.model.script([
+      turn.functionCall("execute", { command: "echo hello from execute" }),
+      turn.text("I ran it."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("run echo");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("I ran it.").waitFor();
+    const card = answer.getByRole("region", { name: /^Tool call: / });
+    await card.locator(".command", { hasText: "echo hello from execute" }).waitFor();
+    expect(await card.locator(".facts").textContent()).toContain("exit code0");
+    expect(await card.locator(".output").textContent()).toBe("hello from execute\n");
+  });
+
+  it("draws the native agent's apply_patch edit as added and removed lines", async () => {
+    up.model.script([
+      turn.functionCall("apply_patch", {
+        patch: [
+          "*** Begin Patch",
+          "*** Add File: native.txt",
+          "+from the native agent",
+          "*** End Patch",
+        ].join("\n"),
+      }),
+      turn.text("Added native.txt."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("add native.txt");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("Added native.txt.").waitFor();
+    const patch = answer.getByLabel("Patch");
+    expect(await patch.locator(".patch-insert").allTextContents()).toEqual([
+      "+from the native agent\n",
+    ]);
+  });
+
+  it("answers the scripted ACP agent's permission with a key, applies its change and rejects another", async () => {
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page
+      .getByRole("textbox", { name: "Message" })
+      .fill("edit web.txt written from the browser");
+    await page.getByRole("button", { name: "Send" }).click();
+    const card = page.getByRole("region", { name: /^Permission requested/ });
+    await card.waitFor();
+    // The agent's own options, each with its shortcut.
+    await expect.poll(() => card.getByRole("button").count()).toBe(4);
+    await capture("permission");
+    await page.locator("body").click({ position: { x: 1, y: 1 } });
+    await page.keyboard.press("y");
+    await card.waitFor({ state: "detached" });
+    await page
+      .getByRole("article", { name: "scripted answer" })
+      .last()
+      .getByText("edited web.txt")
+      .waitFor();
+
+    const change = page.getByRole("region", { name: "Change to web.txt" });
+    await change.waitFor();
+    await expect
+      .poll(() => change.locator(".diff-code-insert").allTextContents())
+      .toEqual(["written from the browser"]);
+    await capture("review");
+    await change.getByRole("button", { name: "Apply web.txt" }).click();
+    await change.waitFor({ state: "detached" });
+    const session = /\/sessions\/([0-9a-f-]+)/.exec(sessionUrl)![1]!;
+    const branch = up.repository.git(
+      "for-each-ref",
+      "--format=%(refname:short)",
+      "refs/heads/deckhand/",
+    );
+    expect(branch).toContain(session.slice(0, 8));
+    expect(up.repository.git("show", `${branch.trim()}:web.txt`)).toBe("written from the browser");
+
+    // The native agent's native.txt (from the patch test above) is rejected instead.
+    const rejected = page.getByRole("region", { name: "Change to native.txt" });
+    await rejected.getByRole("button", { name: "Reject native.txt" }).click();
+    await rejected.waitFor({ state: "detached" });
+    await page.getByRole("heading", { name: "Pending changes (0)" }).waitFor();
+    // Rejected, not applied: the session branch never gets it.
+    expect(up.repository.git("ls-tree", "--name-only", branch.trim())).not.toContain("native.txt");
+  });
+
+  it("shows the scripted agent's reasoning collapsed, its plan and a card per tool call", async () => {
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("showcase");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "scripted answer" }).last();
+    await answer.getByText("showcase done").waitFor();
+    const reasoning = answer.locator("details.reasoning");
+    expect(await reasoning.getAttribute("open")).toBeNull();
+    expect(await reasoning.locator("summary").textContent()).toBe("Reasoning");
+    await answer.getByRole("region", { name: "Plan" }).getByText("look around").waitFor();
+    const tool = answer.getByRole("region", { name: "Tool call: Look at README.md" });
+    await tool.locator(".badge", { hasText: "completed" }).waitFor();
+    await tool.getByText("looked").waitFor();
+    await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
+    await capture("tools");
+  });
+
+  it("cancels a running turn from its Cancel button", async () => {
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("slow 30000");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "scripted answer" }).last();
+    await answer.getByText(/tick 2\b/).waitFor();
+    await page.getByRole("button", { name: "Cancel scripted" }).click();
+    await expect.poll(() => answer.getAttribute("data-status")).toBe("cancelled");
+    await page.getByRole("button", { name: "Cancel scripted" }).waitFor({ state: "detached" });
+  });
+
+  it("resumes a dropped stream from the last event id: no tick lost, none repeated", async () => {
+    const connections: string[] = [];
+    let current: WebSocketRoute | null = null;
+    await page.routeWebSocket(/\/api\/sessions\/[^/]+\/stream/, (socket) => {
+      connections.push(socket.url());
+      current = socket;
+      socket.connectToServer();
+    });
+    await page.reload();
+    await page.getByRole("heading", { name: "browser e2e" }).waitFor();
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("slow 3000");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "scripted answer" }).last();
+    await answer.getByText(/tick 5\b/).waitFor();
+    const before = connections.length;
+    await (current as WebSocketRoute | null)?.close({ code: 1011, reason: "dropped by the test" });
+    await expect.poll(() => connections.length, { timeout: 10_000 }).toBe(before + 1);
+    const resumedAfter = Number(new URL(connections.at(-1)!).searchParams.get("after"));
+    expect(resumedAfter).toBeGreaterThan(0);
+    // While the turn still streams (the live view, rebuilt from events), the ticks run on.
+    await answer.getByText(/tick 20\b/).waitFor();
+    const ticks = ((await answer.textContent()) ?? "").match(/tick \d+/g) ?? [];
+    const numbers = ticks.map((tick) => Number(tick.slice(5)));
+    expect(numbers).toEqual(numbers.map((_, index) => index + 1));
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 20_000 })
+      .toBe("complete");
+    await page.unrouteAll();
+  });
+
+  it("raised no error in the page on the way", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
