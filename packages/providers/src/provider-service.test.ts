@@ -492,7 +492,9 @@ describe("the agent environment", () => {
     });
     const script = `echo openai=\${OPENAI_API_KEY:-withheld} db=\${DATABASE_URL:-withheld} visible=\${VISIBLE}`;
     writeConfig(service.configPath, {
-      providers: { shell: { extends: "acp", command: ["/bin/sh", "-c", script] } },
+      providers: {
+        shell: { extends: "acp", command: ["/bin/sh", "-c", script], versionArgs: ["-c", script] },
+      },
     });
     expect(await service.diagnostic("shell")).toContain("openai=withheld db=withheld visible=yes");
   });
