@@ -211,5 +211,6 @@ describe("apply_patch (properties)", () => {
       }),
       { numRuns: 1000 },
     );
-  });
+    // A thousand inputs: a few seconds alone, far longer on a loaded 2-core machine.
+  }, 60_000);
 });
