@@ -7,12 +7,6 @@ export {
   WireSubprotocol,
 } from "./constants.ts";
 export {
-  buildContractDocument,
-  renderContractDocument,
-  wireConstants,
-  wireSchemas,
-} from "./contract.ts";
-export {
   type ErrorCode,
   ErrorCodeSchema,
   type ErrorResponse,
@@ -190,9 +184,7 @@ export {
   UsageResponseSchema,
 } from "./server-api.ts";
 export {
-  buildOpenApiDocument,
   type HttpMethod,
-  renderOpenApiDocument,
   ServerPath,
   type ServerRoute,
   serverPath,

@@ -29,11 +29,4 @@ describe("api reports", () => {
       );
     },
   );
-
-  it("export every type an exported signature names (no forgotten exports)", () => {
-    const forgotten = reports
-      .filter((report) => report.forgottenExports.length > 0)
-      .map((report) => `${report.packageName}: ${report.forgottenExports.join(", ")}`);
-    expect(forgotten).toEqual([]);
-  });
 });

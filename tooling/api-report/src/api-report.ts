@@ -274,7 +274,12 @@ export function generateApiReports(root: string): ApiReport[] {
     compilerOptions(root),
   );
   const texts = new Map<string, string>();
-  program.emit(undefined, (fileName, text) => texts.set(path.resolve(fileName), text), undefined, true);
+  program.emit(
+    undefined,
+    (fileName, text) => texts.set(path.resolve(fileName), text),
+    undefined,
+    true,
+  );
   const declarations = new DeclarationFiles(texts);
   const checker = program.getTypeChecker();
 
@@ -290,7 +295,8 @@ export function generateApiReports(root: string): ApiReport[] {
     const originOf = new Map<string, string>();
     const entries: { name: string; origin?: Origin; from?: string }[] = [];
     for (const symbol of exported) {
-      const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const target =
+        symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
       const declaration = target.declarations?.[0];
       if (declaration === undefined) {
         entries.push({ name: symbol.name, from: "unknown" });
@@ -342,7 +348,9 @@ export function generateApiReports(root: string): ApiReport[] {
       references.set(entry.name, referenced);
       const renamed = entry.origin.name === entry.name ? "" : `// exported as ${entry.name}\n`;
       const printed = statements.map((statement) => printStatement(statement, sourceFile));
-      blocks.push(`${[...new Set(warnings)].join("\n")}${warnings.length > 0 ? "\n" : ""}${renamed}${printed.join("\n")}`);
+      blocks.push(
+        `${[...new Set(warnings)].join("\n")}${warnings.length > 0 ? "\n" : ""}${renamed}${printed.join("\n")}`,
+      );
     }
 
     const content = [
