@@ -204,6 +204,45 @@ class DeclarationFiles {
   }
 }
 
+/**
+ * TypeScript prints the members of an inferred union (and of the object type `z.enum` maps a
+ * union to) in the order it happened to create their types, which changes with what else the
+ * program checked first. Sorting them, where order means nothing, keeps a report from drifting
+ * when only another package changed.
+ */
+function canonicalOrder(sourceFile: ts.SourceFile): ts.TransformerFactory<ts.Node> {
+  const textOf = (node: ts.Node) => printer.printNode(ts.EmitHint.Unspecified, node, sourceFile);
+  const sorted = <T extends ts.Node>(nodes: readonly T[]) =>
+    ts.factory.createNodeArray(
+      [...nodes]
+        .map((node) => ({ node, text: textOf(node) }))
+        .sort((left, right) => (left.text < right.text ? -1 : left.text > right.text ? 1 : 0))
+        .map((entry) => entry.node),
+    );
+  return (context) => {
+    const visit = (node: ts.Node): ts.Node => {
+      const visited = ts.visitEachChild(node, visit, context);
+      if (ts.isUnionTypeNode(visited)) {
+        return ts.factory.updateUnionTypeNode(visited, sorted(visited.types));
+      }
+      if (ts.isTypeReferenceNode(visited) && visited.typeArguments !== undefined) {
+        const typeArguments = visited.typeArguments.map((argument) =>
+          ts.isTypeLiteralNode(argument)
+            ? ts.factory.updateTypeLiteralNode(argument, sorted(argument.members))
+            : argument,
+        );
+        return ts.factory.updateTypeReferenceNode(
+          visited,
+          visited.typeName,
+          ts.factory.createNodeArray(typeArguments),
+        );
+      }
+      return visited;
+    };
+    return (root) => visit(root);
+  };
+}
+
 function printStatement(statement: ts.Statement, sourceFile: ts.SourceFile): string {
   const modifiers = ts.canHaveModifiers(statement) ? (ts.getModifiers(statement) ?? []) : [];
   const kept = modifiers.filter(
@@ -252,7 +291,8 @@ function printStatement(statement: ts.Statement, sourceFile: ts.SourceFile): str
                 statement.type,
               )
             : statement;
-  return printer.printNode(ts.EmitHint.Unspecified, stripped, sourceFile);
+  const [normalized] = ts.transform(stripped, [canonicalOrder(sourceFile)]).transformed;
+  return printer.printNode(ts.EmitHint.Unspecified, normalized ?? stripped, sourceFile);
 }
 
 function packageOf(fileName: string, packages: PublishedPackage[], root: string): string {
