@@ -1,15 +1,6 @@
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
-export {
-  type CodeHost,
-  CodeHostSchema,
-  CodeHostsSchema,
-  type DirectoryCodeHost,
-  DirectoryCodeHostSchema,
-  type GitUrlCodeHost,
-  GitUrlCodeHostSchema,
-} from "./code-host-config.ts";
-export { findRepository } from "./find-repository.ts";
+export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
 export {
   type LoadRepositoriesOptions,
   loadRepositories,
@@ -25,7 +16,6 @@ export {
   parseRepositoryQuery,
   type RepositoryQuery,
 } from "./repository-query.ts";
-export { type RepositorySearchResult, searchRepository } from "./repository-search.ts";
 export {
   type ResolveWorkspacesOptions,
   type ResolveWorkspacesResult,
@@ -34,4 +24,3 @@ export {
   type WorkspaceRepository,
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
-export { type ResolvedRevision, resolveBranch, resolveDefaultBranch } from "./revisions.ts";

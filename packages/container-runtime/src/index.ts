@@ -1,11 +1,11 @@
-export { type CliResult, type ContainerCli, runCli } from "./container-cli.ts";
+export type { ContainerCli } from "./container-cli.ts";
 export {
   type ContainerImage,
   type EnsureImageOptions,
   ensureImage,
   inspectImage,
 } from "./container-image.ts";
-export { type ContainerMount, mountBreakingCharacter } from "./container-options.ts";
+export type { ContainerMount } from "./container-options.ts";
 export {
   ContainerRuntimeError,
   type ContainerRuntimeErrorCode,
@@ -16,7 +16,6 @@ export {
   type ContainerRuntimeKind,
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
-  RESTRICTED_HOST_PODMAN_FLAGS,
   type RuntimeProbe,
   requireContainerRuntime,
 } from "./detect-container-runtime.ts";

@@ -1,9 +1,4 @@
-export {
-  type BearerAuthOptions,
-  bearerAuth,
-  bearerTokenOf,
-  tokenMatches,
-} from "./bearer-auth.ts";
+export { type BearerAuthOptions, bearerAuth, tokenMatches } from "./bearer-auth.ts";
 export { DEFAULT_MAX_BODY_BYTES, limitBody } from "./body-limit.ts";
 export {
   type ErrorHandlingOptions,
@@ -24,11 +19,8 @@ export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
 export {
   describeZodError,
   discardBody,
-  jsonDepth,
-  MAX_JSON_DEPTH,
   parseJsonBody,
   parsePathParameters,
   parseQuery,
   readJsonBody,
-  refuseUnusableText,
 } from "./validation.ts";

@@ -1,4 +1,4 @@
-export { type ChatScope, chatScope } from "./chat-scope.ts";
+export type { ChatScope } from "./chat-scope.ts";
 export {
   type ClientWaitOptions,
   type OutputRequestOptions,

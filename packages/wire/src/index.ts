@@ -6,12 +6,6 @@ export {
   WirePath,
   WireSubprotocol,
 } from "./constants.ts";
-export {
-  buildContractDocument,
-  renderContractDocument,
-  wireConstants,
-  wireSchemas,
-} from "./contract.ts";
 export { DeckhandError } from "./deckhand-error.ts";
 export {
   type ErrorCode,
@@ -197,9 +191,7 @@ export {
   UsageResponseSchema,
 } from "./server-api.ts";
 export {
-  buildOpenApiDocument,
   type HttpMethod,
-  renderOpenApiDocument,
   ServerPath,
   type ServerRoute,
   serverPath,

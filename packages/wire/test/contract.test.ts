@@ -1,13 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import {
-  renderContractDocument,
-  renderOpenApiDocument,
-  WireEnv,
-  WireHeader,
-  WirePath,
-} from "../src/index.ts";
+import { renderContractDocument } from "../src/contract.ts";
+import { WireEnv, WireHeader, WirePath } from "../src/index.ts";
+import { renderOpenApiDocument } from "../src/server-routes.ts";
 import { findWireLiteralDuplicates, wireLiterals } from "./literal-scan.ts";
 
 const packageDirectory = fileURLToPath(new URL("..", import.meta.url));

@@ -1,9 +1,6 @@
+export type { RenameFile } from "./atomic-write.ts";
 export { FileClient, FileClientError, type FileClientOptions } from "./file-client.ts";
 export { createFileRouter } from "./file-router.ts";
 export { isPathInsideRoot, resolveWorkspacePath } from "./path-guard.ts";
-export {
-  DEFAULT_MAX_READ_BYTES,
-  WorkspaceFiles,
-  type WorkspaceFilesOptions,
-} from "./workspace-files.ts";
+export { WorkspaceFiles, type WorkspaceFilesOptions } from "./workspace-files.ts";
 export { WorkspaceFilesError } from "./workspace-files-error.ts";
