@@ -1,9 +1,9 @@
 import { realpathSync, statSync } from "node:fs";
 import { lstat, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { errnoCode } from "@deckhand/errors";
 import {
   changedMeanwhile,
-  systemErrorCode,
   unexpectedFileSystemError,
   WorkspaceFilesError,
 } from "./workspace-files-error.ts";
@@ -32,7 +32,7 @@ export function isPathInsideRoot(root: string, path: string): boolean {
 function rootError(root: string, error: unknown): WorkspaceFilesError {
   return new WorkspaceFilesError(
     "invalid_request",
-    `workspace root ${root} is not an existing directory (${systemErrorCode(error) ?? String(error)}); create it or point the file API at another directory`,
+    `workspace root ${root} is not an existing directory (${errnoCode(error) ?? String(error)}); create it or point the file API at another directory`,
     { cause: error },
   );
 }
@@ -77,7 +77,7 @@ function checkPathText(path: string, root: WorkspaceRoot): void {
 }
 
 function isMissing(error: unknown): boolean {
-  const code = systemErrorCode(error);
+  const code = errnoCode(error);
   return code === "ENOENT" || code === "ENOTDIR";
 }
 
@@ -99,7 +99,7 @@ async function physicalPath(absolute: string, requested: string): Promise<string
   try {
     return await realpath(absolute);
   } catch (error) {
-    if (systemErrorCode(error) === "ELOOP") throw tooManyLinks(requested, error);
+    if (errnoCode(error) === "ELOOP") throw tooManyLinks(requested, error);
     if (!isMissing(error)) throw unexpectedFileSystemError(error, "resolve", absolute);
   }
   let current: string = sep;
@@ -131,7 +131,7 @@ async function physicalPath(absolute: string, requested: string): Promise<string
       target = await readlink(next);
     } catch (error) {
       // EINVAL: no longer a link since the lstat above.
-      if (systemErrorCode(error) === "EINVAL") {
+      if (errnoCode(error) === "EINVAL") {
         throw changedMeanwhile("resolve", next, "it stopped being a symbolic link", error);
       }
       throw unexpectedFileSystemError(error, "resolve", next);
@@ -221,7 +221,7 @@ export async function resolveSubRoot(root: WorkspaceRoot, subRoot: string): Prom
   } catch (error) {
     throw new WorkspaceFilesError(
       "invalid_request",
-      `root "${subRoot}" (${real}) is not an existing directory (${systemErrorCode(error) ?? "ENOTDIR"}); pass a directory inside the workspace root ${root.real}, or leave root out`,
+      `root "${subRoot}" (${real}) is not an existing directory (${errnoCode(error) ?? "ENOTDIR"}); pass a directory inside the workspace root ${root.real}, or leave root out`,
       { cause: error },
     );
   }

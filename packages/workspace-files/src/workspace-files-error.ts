@@ -1,3 +1,4 @@
+import { errnoCode } from "@deckhand/errors";
 import { DeckhandError, type ErrorCode } from "@deckhand/wire";
 
 /**
@@ -7,14 +8,6 @@ import { DeckhandError, type ErrorCode } from "@deckhand/wire";
 export class WorkspaceFilesError extends DeckhandError<ErrorCode> {
   // Typed `string` because FileClientError names itself.
   static override readonly errorName: string = "WorkspaceFilesError";
-}
-
-/** The errno-style code of a Node file-system error, if it is one. */
-export function systemErrorCode(error: unknown): string | undefined {
-  if (error instanceof Error && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
 }
 
 /**
@@ -43,7 +36,7 @@ export function changedMeanwhile(action: string, path: string, reason: string, c
 export function unexpectedFileSystemError(error: unknown, action: string, path: string): unknown {
   // Already answered by a check on the way (its `code` is a wire code, not an errno).
   if (error instanceof WorkspaceFilesError) return error;
-  const code = systemErrorCode(error);
+  const code = errnoCode(error);
   if (code === undefined) return error;
   if (CHANGED_MEANWHILE.has(code)) return changedMeanwhile(action, path, code, error);
   const hint =

@@ -1,6 +1,7 @@
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, unlink } from "node:fs/promises";
 import { basename, dirname } from "node:path";
+import { errnoCode } from "@deckhand/errors";
 import { describeZodError } from "@deckhand/http-kit";
 import { quoteShellWord } from "@deckhand/shell";
 import {
@@ -42,7 +43,6 @@ import {
 import { BINARY_SNIFF_BYTES, readLineWindow } from "./read-lines.ts";
 import {
   changedMeanwhile,
-  systemErrorCode,
   unexpectedFileSystemError,
   WorkspaceFilesError,
 } from "./workspace-files-error.ts";
@@ -136,7 +136,7 @@ interface ReadHints {
 /** What a reader sees for a failure while opening a file to read or edit. */
 function readFailure(requested: string, path: string, hints: ReadHints, error: unknown): unknown {
   if (error instanceof WorkspaceFilesError) return error;
-  const code = systemErrorCode(error);
+  const code = errnoCode(error);
   if (code === "ENOENT" || code === "ENOTDIR") {
     return fileNotFound(requested, path, hints.missing, error);
   }
@@ -366,7 +366,7 @@ export class WorkspaceFiles {
         mode = stats.mode & 0o7777;
       } catch (error) {
         if (error instanceof WorkspaceFilesError) throw error;
-        if (systemErrorCode(error) !== "ENOENT") {
+        if (errnoCode(error) !== "ENOENT") {
           throw unexpectedFileSystemError(error, "write", path);
         }
       }
@@ -452,7 +452,7 @@ export class WorkspaceFiles {
       entry = await this.#openEntry(await this.#confinement(limit, request.path), target);
     } catch (error) {
       if (error instanceof WorkspaceFilesError) throw error;
-      const code = systemErrorCode(error);
+      const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") return { path: target, deleted: false };
       throw unexpectedFileSystemError(error, "delete", target);
     }
@@ -463,7 +463,7 @@ export class WorkspaceFiles {
       try {
         stats = await lstat(directory.entry(name));
       } catch (error) {
-        const code = systemErrorCode(error);
+        const code = errnoCode(error);
         if (code === "ENOENT" || code === "ENOTDIR") return { path, deleted: false };
         throw unexpectedFileSystemError(error, "delete", path);
       }
@@ -471,7 +471,7 @@ export class WorkspaceFiles {
       try {
         await unlink(directory.entry(name));
       } catch (error) {
-        const code = systemErrorCode(error);
+        const code = errnoCode(error);
         // Removed, or replaced by a directory, since the lstat above.
         if (code === "ENOENT") return { path, deleted: false };
         if (code === "EISDIR") throw notAFile(request.path, path, "a directory", directoryHint);
@@ -543,7 +543,7 @@ export class WorkspaceFiles {
         break;
       } catch (error) {
         if (error instanceof WorkspaceFilesError) throw error;
-        const code = systemErrorCode(error);
+        const code = errnoCode(error);
         if (code !== "ENOENT" && code !== "ENOTDIR") {
           throw unexpectedFileSystemError(error, "create the directory", current);
         }
@@ -564,7 +564,7 @@ export class WorkspaceFiles {
         try {
           await mkdir(directory.entry(name));
         } catch (error) {
-          if (systemErrorCode(error) !== "EEXIST") throw error;
+          if (errnoCode(error) !== "EEXIST") throw error;
         }
         const child = await directory.child(name);
         await directory.close();
@@ -574,7 +574,7 @@ export class WorkspaceFiles {
           await directory.close();
           throw error;
         }
-        const code = systemErrorCode(error);
+        const code = errnoCode(error);
         // A link refused by O_NOFOLLOW gives ENOTDIR rather than ELOOP along with O_DIRECTORY.
         const isLink =
           code === "ENOTDIR" &&
