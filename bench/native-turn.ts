@@ -7,14 +7,13 @@
 //
 //   node --conditions=source bench/native-turn.ts [turns]
 //
-// It lives here, not in @deckhand/agent-backends, because it composes an app (the workspace
-// agent) with the package, and a package never depends on an app.
+// It lives here, not in @deckhand/agent-backends, because it composes the workspace agent
+// (@deckhand/workspace-agent) with the package, which only its tests depend on.
 import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { resolveAgentConfig, startAgent } from "@deckhand/agent-app";
 import {
   collectModelTurn,
   createNativeBackend,
@@ -26,6 +25,7 @@ import {
 } from "@deckhand/agent-backends";
 import { ProcessClient } from "@deckhand/process-manager";
 import { type CapturedRequest, renderTurn, startFakeModel, turn } from "@deckhand/testkit";
+import { resolveAgentConfig, startAgent } from "@deckhand/workspace-agent";
 import { FileClient } from "@deckhand/workspace-files";
 
 const TURNS = Number(process.argv[2] ?? 200);

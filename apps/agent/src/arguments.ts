@@ -1,7 +1,6 @@
 import { parseArgs } from "node:util";
 import { AGENT_DEFAULT_LISTEN, WireEnv } from "@deckhand/wire";
-import { AgentError } from "./agent-error.ts";
-import type { AgentConfigInput } from "./config.ts";
+import { type AgentConfigInput, AgentError } from "@deckhand/workspace-agent";
 
 export const agentUsage = `Usage: deckhand agent [options]
 

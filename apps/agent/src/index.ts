@@ -1,19 +1,2 @@
-export { AgentError, type AgentErrorCode } from "./agent-error.ts";
 export { agentUsage, parseAgentArguments } from "./arguments.ts";
-export {
-  type AgentConfig,
-  type AgentConfigInput,
-  AgentConfigInputSchema,
-  isLoopbackHost,
-  parseListenAddress,
-  resolveAgentConfig,
-} from "./config.ts";
-export { type AgentAppOptions, createAgentApp } from "./create-agent-app.ts";
-export {
-  GitWatchClientError,
-  type WatchGitOptions,
-  watchGit,
-} from "./git-watch-client.ts";
-export { GitWatchSocket, type GitWatchSocketOptions } from "./git-watch-socket.ts";
 export { runAgentUntilSignalled } from "./run.ts";
-export { type RunningAgent, type StartAgentOptions, startAgent } from "./start-agent.ts";

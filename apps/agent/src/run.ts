@@ -1,7 +1,5 @@
-import { AgentError } from "./agent-error.ts";
+import { AgentError, resolveAgentConfig, startAgent } from "@deckhand/workspace-agent";
 import { agentUsage, parseAgentArguments } from "./arguments.ts";
-import { resolveAgentConfig } from "./config.ts";
-import { startAgent } from "./start-agent.ts";
 
 /**
  * `deckhand agent`: start, then on SIGTERM or SIGINT stop accepting, stop every process group,

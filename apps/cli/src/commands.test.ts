@@ -15,7 +15,7 @@ const validSpec = fileURLToPath(new URL("../test/fixtures/batch/valid.yaml", imp
 
 /** What `deckhand up` needs and no lighter command should pay for at start-up. */
 const serverModules =
-  /\/apps\/server\/|\/apps\/agent\/|\/db\/src\/|@electric-sql|drizzle-orm|\/hono\/|\/pino\/|\/ws\//;
+  /\/apps\/server\/|\/apps\/agent\/|\/packages\/workspace-agent\/|\/db\/src\/|@electric-sql|drizzle-orm|\/hono\/|\/pino\/|\/ws\//;
 
 const scratchDirectories: string[] = [];
 afterEach(() => {

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { isLoopbackHost, parseListenAddress } from "@deckhand/agent-app";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import { WireEnv } from "@deckhand/wire";
+import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
 import { z } from "zod";
 import { ServerError } from "./server-error.ts";
 import { findWebDir } from "./web-ui.ts";

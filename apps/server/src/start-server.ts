@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { type RunningAgent, startAgent } from "@deckhand/agent-app";
 import {
   createDb,
   DataDirLockedError,
@@ -31,6 +30,7 @@ import {
   SessionsError,
 } from "@deckhand/sessions";
 import { ServerPath, WireHeader } from "@deckhand/wire";
+import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";

@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 export type BatchesErrorCode =
   /** The code host configuration does not parse: a missing directory, a malformed URL. */
   | "invalid_code_host"
@@ -18,25 +20,12 @@ export type BatchesErrorCode =
   /** Git failed while reading a repository (listing files, searching, checking out). */
   | "git_failed";
 
-const marker = Symbol.for("@deckhand/batches/BatchesError");
-
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the
  * message says what went wrong and what to do. `isInstance` also recognises errors made by
  * another copy of this package (two versions installed side by side, or another realm), where
  * `instanceof` would say no.
  */
-export class BatchesError extends Error {
-  readonly code: BatchesErrorCode;
-  readonly [marker] = true;
-
-  constructor(code: BatchesErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "BatchesError";
-    this.code = code;
-  }
-
-  static isInstance(value: unknown): value is BatchesError {
-    return typeof value === "object" && value !== null && marker in value;
-  }
+export class BatchesError extends DeckhandError<BatchesErrorCode> {
+  static override readonly errorName = "BatchesError";
 }

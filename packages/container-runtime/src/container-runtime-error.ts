@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 export type ContainerRuntimeErrorCode =
   /** No candidate CLI answered `info`; the message lists why each one is not a runtime. */
   | "no_runtime"
@@ -10,28 +12,10 @@ export type ContainerRuntimeErrorCode =
   /** A step run as another user left files the host user could not be given back. */
   | "ownership_restore_failed";
 
-const MARKER = Symbol.for("@deckhand/container-runtime/ContainerRuntimeError");
-
 /**
  * The one error type this package throws. `isInstance` recognises instances from another copy
- * of the package (a second install, another realm) through a `Symbol.for` marker, where
- * `instanceof` would not.
+ * of the package (a second install, another realm), where `instanceof` would not.
  */
-export class ContainerRuntimeError extends Error {
-  readonly code: ContainerRuntimeErrorCode;
-
-  constructor(code: ContainerRuntimeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ContainerRuntimeError";
-    this.code = code;
-    Object.defineProperty(this, MARKER, { value: true });
-  }
-
-  static isInstance(value: unknown): value is ContainerRuntimeError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[MARKER] === true
-    );
-  }
+export class ContainerRuntimeError extends DeckhandError<ContainerRuntimeErrorCode> {
+  static override readonly errorName = "ContainerRuntimeError";
 }

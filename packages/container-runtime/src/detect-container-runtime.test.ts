@@ -100,7 +100,9 @@ describe("ContainerRuntimeError.isInstance", () => {
   it("recognises an error marked by another realm's copy of the class, and nothing else", () => {
     const foreign = runInNewContext(`
       const error = new Error("from elsewhere");
-      Object.defineProperty(error, Symbol.for("@deckhand/container-runtime/ContainerRuntimeError"), { value: true });
+      for (const key of ["deckhand.error", "deckhand.error.ContainerRuntimeError"]) {
+        Object.defineProperty(error, Symbol.for(key), { value: true });
+      }
       error`);
     expect(foreign instanceof ContainerRuntimeError).toBe(false);
     expect(ContainerRuntimeError.isInstance(foreign)).toBe(true);

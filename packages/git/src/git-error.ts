@@ -1,3 +1,5 @@
+import { DeckhandError } from "@deckhand/wire";
+
 export type GitErrorCode =
   /** The `git` executable could not be started: it is not installed or not on PATH. */
   | "git_not_found"
@@ -23,8 +25,9 @@ export interface GitErrorDetails {
 }
 
 /** The one error type this package throws; `code` is stable, the message is for people. */
-export class GitError extends Error {
-  readonly code: GitErrorCode;
+export class GitError extends DeckhandError<GitErrorCode> {
+  static override readonly errorName = "GitError";
+
   readonly args: readonly string[];
   readonly cwd: string;
   readonly exitCode: number | null;
@@ -36,9 +39,7 @@ export class GitError extends Error {
     details: GitErrorDetails,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = "GitError";
-    this.code = code;
+    super(code, message, options);
     this.args = details.args;
     this.cwd = details.cwd;
     this.exitCode = details.exitCode;

@@ -8,7 +8,6 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import { REDACTED } from "@deckhand/secrets";
 import {
@@ -17,6 +16,7 @@ import {
   scriptedAgentCommands,
 } from "@deckhand/testkit";
 import { type AgentEvent, AgentEventSchema } from "@deckhand/wire";
+import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
 import { createInMemoryPermissionMemory } from "../permission-memory.ts";

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/agent-app";
 import { gitIn } from "@deckhand/testkit";
+import { type RunningAgent, resolveAgentConfig, startAgent } from "@deckhand/workspace-agent";
 
 /** A real workspace agent on 127.0.0.1 serving a temporary root, with a worktree inside it. */
 export interface TestWorkspace {

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import { REDACTED, rememberSecrets } from "@deckhand/secrets";
 import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader } from "@deckhand/wire";
+import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PromptResult } from "../../backend.ts";
 import { createInMemoryPermissionMemory } from "../../permission-memory.ts";

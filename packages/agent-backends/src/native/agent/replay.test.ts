@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { RunningAgent } from "@deckhand/agent-app";
 import { type FakeModel, type FakeTurn, item, startFakeModel, turn } from "@deckhand/testkit";
+import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import {

@@ -8,9 +8,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import type { RunningAgent } from "@deckhand/agent-app";
 import { ProcessClient } from "@deckhand/process-manager";
 import type { StartProcessRequest } from "@deckhand/wire";
+import type { RunningAgent } from "@deckhand/workspace-agent";
 import { FileClient } from "@deckhand/workspace-files";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackendError } from "../../errors.ts";

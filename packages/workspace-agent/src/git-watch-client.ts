@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import {
+  DeckhandError,
   type ErrorCode,
   ErrorResponseSchema,
   type GitWatchFrame,
@@ -9,21 +10,25 @@ import {
 } from "@deckhand/wire";
 import WebSocket from "ws";
 
-/** The agent refused the watch (status and code from its answer) or the socket failed (0). */
-export class GitWatchClientError extends Error {
+/**
+ * The agent refused the watch (status and code from its answer) or the socket failed (status 0,
+ * code `git_watch_failed`). A client-side error about another process's answer, so it carries
+ * that answer's wire code rather than one of AgentError's codes, which name the agent's own
+ * failures.
+ */
+export class GitWatchClientError extends DeckhandError<ErrorCode | "git_watch_failed"> {
+  static override readonly errorName = "GitWatchClientError";
+
   readonly status: number;
-  readonly code: ErrorCode | null;
 
   constructor(
     status: number,
-    code: ErrorCode | null,
+    code: ErrorCode | "git_watch_failed",
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = "GitWatchClientError";
+    super(code, message, options);
     this.status = status;
-    this.code = code;
   }
 }
 
@@ -44,7 +49,7 @@ async function refusalOf(response: IncomingMessage): Promise<GitWatchClientError
   const status = response.statusCode ?? 0;
   return parsed?.success
     ? new GitWatchClientError(status, parsed.data.error.code, parsed.data.error.message)
-    : new GitWatchClientError(status, null, `git watch refused with HTTP ${status}`);
+    : new GitWatchClientError(status, "git_watch_failed", `git watch refused with HTTP ${status}`);
 }
 
 /**
@@ -100,7 +105,7 @@ export async function* watchGit(
     else {
       failure ??= new GitWatchClientError(
         0,
-        null,
+        "git_watch_failed",
         `the agent sent something that is not a git watch frame: ${String(data).slice(0, 200)}`,
       );
       socket.terminate();
@@ -108,9 +113,14 @@ export async function* watchGit(
     notify();
   });
   socket.on("error", (error) => {
-    failure ??= new GitWatchClientError(0, null, `git watch socket failed: ${error.message}`, {
-      cause: error,
-    });
+    failure ??= new GitWatchClientError(
+      0,
+      "git_watch_failed",
+      `git watch socket failed: ${error.message}`,
+      {
+        cause: error,
+      },
+    );
     notify();
   });
   socket.on("close", () => {

@@ -295,3 +295,12 @@ describe("git watch", () => {
     expect(await eventually(() => openGitWatcherHandles() === 0, 3_000)).toBe(true);
   });
 });
+
+describe("git watch client", () => {
+  it("fails with status 0 and code git_watch_failed when no agent answers", async () => {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    const failed = await refusal("http://127.0.0.1:1", null);
+    expect(failed).toMatchObject({ status: 0, code: "git_watch_failed" });
+    expect(failed.message).toMatch(/^git watch socket failed: /);
+  });
+});
