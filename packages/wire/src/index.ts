@@ -57,6 +57,22 @@ export {
 } from "./git-watch.ts";
 export { type AgentHealthResponse, AgentHealthResponseSchema } from "./health.ts";
 export {
+  CollectedPartSchema,
+  ErrorPartContentSchema,
+  type MessagePartContent,
+  type MessagePartKind,
+  PermissionOptionSchema,
+  PermissionOutcomeSchema,
+  PlanEntrySchema,
+  PlanPartContentSchema,
+  ReservedPartContentSchema,
+  TextPartContentSchema,
+  type ToolCallPartContent,
+  ToolCallPartContentSchema,
+  type ToolCallPermission,
+  ToolCallPermissionSchema,
+} from "./message-parts.ts";
+export {
   MODEL_TOKEN_PREFIX,
   type ModelEndpoint,
   ModelEndpointSchema,
