@@ -212,6 +212,14 @@ export {
   type UsageResponse,
   UsageResponseSchema,
 } from "./server-api.ts";
+export type {
+  PathParameterNames,
+  RouteInput,
+  RouteResult,
+  ServerOperationId,
+  ServerRouteEntry,
+  ServerRouteOf,
+} from "./server-routes.ts";
 export {
   buildOpenApiDocument,
   type HttpMethod,
