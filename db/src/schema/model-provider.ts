@@ -37,12 +37,17 @@ export const modelUsage = pgTable(
     agentType: text("agent_type").notNull(),
     /** The upstream's base URL (never its key) and kind, and which endpoint was called. */
     upstream: text("upstream").notNull(),
-    upstreamKind: text("upstream_kind").notNull(),
-    endpoint: text("endpoint").notNull(),
+    upstreamKind: text("upstream_kind")
+      .$type<(typeof ModelUpstreamKindSchema.options)[number]>()
+      .notNull(),
+    endpoint: text("endpoint").$type<(typeof ModelEndpointSchema.options)[number]>().notNull(),
     model: text("model"),
     status: integer("status").notNull(),
     /** `completed`, `upstream_error`, `aborted`, ...: how the request ended. */
-    outcome: text("outcome").notNull().default("completed"),
+    outcome: text("outcome")
+      .$type<(typeof ModelUsageOutcomeSchema.options)[number]>()
+      .notNull()
+      .default("completed"),
     inputTokens: integer("input_tokens"),
     outputTokens: integer("output_tokens"),
     totalTokens: integer("total_tokens"),

@@ -7,7 +7,15 @@ import type {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
-import type { Chat, Message, PendingChange, Project, Session } from "@deckhand/wire";
+import {
+  type Chat,
+  type Message,
+  type MessagePart,
+  MessagePartSchema,
+  type PendingChange,
+  type Project,
+  type Session,
+} from "@deckhand/wire";
 
 /** Database rows to the API's snake_case resources (the shapes in @deckhand/wire). */
 
@@ -54,6 +62,19 @@ export function chatResource(row: typeof chats.$inferSelect): Chat {
   };
 }
 
+/**
+ * A stored part as the API gives it. The column is untyped JSON; parsing it against the part's
+ * kind is what lets readers use its fields without casts (and the parts are written only from
+ * `PartCollector` and a user message's text, which the same schema describes).
+ */
+function partResource(part: typeof messageParts.$inferSelect): MessagePart {
+  return MessagePartSchema.parse({
+    position: part.position,
+    kind: part.kind,
+    content: part.content,
+  });
+}
+
 export function messageResource(
   row: typeof messages.$inferSelect,
   parts: (typeof messageParts.$inferSelect)[],
@@ -65,9 +86,7 @@ export function messageResource(
     agent: row.agentType,
     status: row.status,
     error: row.error,
-    parts: [...parts]
-      .sort((left, right) => left.position - right.position)
-      .map((part) => ({ position: part.position, kind: part.kind, content: part.content })),
+    parts: [...parts].sort((left, right) => left.position - right.position).map(partResource),
     created_at: row.createdAt.toISOString(),
     completed_at: iso(row.completedAt),
   };

@@ -8,8 +8,8 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
+import { TextPartContentSchema } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, isNotNull } from "drizzle-orm";
-import { z } from "zod";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
@@ -28,9 +28,6 @@ export interface PendingChangeWithAgent {
   change: PendingChangeRow;
   agent: string;
 }
-
-/** The content of a `text` part, as a user message stores it. */
-const TextContentSchema = z.object({ text: z.string() });
 
 /**
  * Reads of the session domain's rows over the @deckhand/db schema, typed as drizzle infers them.
@@ -91,7 +88,7 @@ export class SessionRepository {
       .where(eq(messageParts.messageId, messageId))
       .orderBy(asc(messageParts.position))
       .limit(1);
-    const content = TextContentSchema.safeParse(part?.content);
+    const content = TextPartContentSchema.safeParse(part?.content);
     return content.success ? content.data.text : "";
   }
 

@@ -51,6 +51,22 @@ export {
 } from "./git-watch.ts";
 export { type AgentHealthResponse, AgentHealthResponseSchema } from "./health.ts";
 export {
+  CollectedPartSchema,
+  ErrorPartContentSchema,
+  type MessagePartContent,
+  type MessagePartKind,
+  PermissionOptionSchema,
+  PermissionOutcomeSchema,
+  PlanEntrySchema,
+  PlanPartContentSchema,
+  ReservedPartContentSchema,
+  TextPartContentSchema,
+  type ToolCallPartContent,
+  ToolCallPartContentSchema,
+  type ToolCallPermission,
+  ToolCallPermissionSchema,
+} from "./message-parts.ts";
+export {
   MODEL_TOKEN_PREFIX,
   type ModelEndpoint,
   ModelEndpointSchema,
@@ -190,6 +206,14 @@ export {
   type UsageResponse,
   UsageResponseSchema,
 } from "./server-api.ts";
+export type {
+  PathParameterNames,
+  RouteInput,
+  RouteResult,
+  ServerOperationId,
+  ServerRouteEntry,
+  ServerRouteOf,
+} from "./server-routes.ts";
 export {
   type HttpMethod,
   ServerPath,

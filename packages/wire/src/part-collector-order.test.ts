@@ -63,7 +63,9 @@ function foldAndStore(events: AgentEvent[]): { parts: CollectedPart[]; stored: u
 
 function byToolCall(parts: unknown[]): Record<string, unknown> {
   return Object.fromEntries(
-    (parts as CollectedPart[]).map((part) => [part.content.tool_call_id as string, part.content]),
+    (parts as CollectedPart[]).flatMap((part) =>
+      part.kind === "tool_call" ? [[part.content.tool_call_id, part.content]] : [],
+    ),
   );
 }
 

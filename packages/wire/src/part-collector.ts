@@ -1,6 +1,7 @@
-import type { z } from "zod";
-import type { MessagePartKindSchema } from "./server-api.ts";
+import type { CollectedPart, ToolCallPermission } from "./message-parts.ts";
 import type { AgentEvent } from "./session-stream.ts";
+
+export type { CollectedPart } from "./message-parts.ts";
 
 /**
  * The fold from a turn's agent events to the parts of the message that answers it: the server
@@ -8,11 +9,9 @@ import type { AgentEvent } from "./session-stream.ts";
  * events it receives. Pure: no I/O, and nothing is redacted or stored here.
  */
 
-/** One part of a message, before it has a position: its kind and its JSON content. */
-export interface CollectedPart {
-  kind: z.infer<typeof MessagePartKindSchema>;
-  content: Record<string, unknown>;
-}
+type TextPart = Extract<CollectedPart, { kind: "text" | "reasoning" }>;
+type ToolCallPart = Extract<CollectedPart, { kind: "tool_call" }>;
+type PlanPart = Extract<CollectedPart, { kind: "plan" }>;
 
 /** What changed in the parts since they were last taken. */
 export interface PartChanges {
@@ -24,8 +23,8 @@ export interface PartChanges {
 
 /** A permission request as stored in its tool call's part; `part` is null until announced. */
 interface AskedPermission {
-  permission: { request_id: string; title: string; options: unknown; outcome: string | null };
-  part: CollectedPart | null;
+  permission: ToolCallPermission;
+  part: ToolCallPart | null;
 }
 
 /**
@@ -40,13 +39,13 @@ interface AskedPermission {
  */
 export class PartCollector {
   readonly parts: CollectedPart[] = [];
-  readonly #toolCalls = new Map<string, CollectedPart>();
+  readonly #toolCalls = new Map<string, ToolCallPart>();
   /** Each permission asked about a tool call, by request id, and the part it is merged into. */
   readonly #permissions = new Map<string, AskedPermission>();
   /** Permissions asked about a tool call not announced yet, by tool call id. */
   readonly #unannounced = new Map<string, AskedPermission>();
-  #open: { kind: "text" | "reasoning"; content: { text: string } } | null = null;
-  #plan: CollectedPart | null = null;
+  #open: TextPart | null = null;
+  #plan: PlanPart | null = null;
   /** Text and reasoning parts begun since the last event of another type (a suffix of parts). */
   #sinceOther: CollectedPart[] = [];
   readonly #dirty = new Set<CollectedPart>();
@@ -60,7 +59,7 @@ export class PartCollector {
   }
 
   /** A tool call's first part, with the permission asked about it before it was announced. */
-  #announce(toolCallId: string, part: CollectedPart): CollectedPart {
+  #announce(toolCallId: string, part: ToolCallPart): ToolCallPart {
     this.#toolCalls.set(toolCallId, part);
     this.#push(part);
     const asked = this.#unannounced.get(toolCallId);
@@ -71,7 +70,7 @@ export class PartCollector {
     return part;
   }
 
-  #attach(asked: AskedPermission, part: CollectedPart): void {
+  #attach(asked: AskedPermission, part: ToolCallPart): void {
     asked.part = part;
     part.content.permission = asked.permission;
     this.#dirty.add(part);
@@ -93,13 +92,16 @@ export class PartCollector {
 
   add(event: AgentEvent): void {
     if (event.type === "text" || event.type === "reasoning") {
-      if (this.#open?.kind !== event.type) {
-        this.#open = { kind: event.type, content: { text: "" } };
-        this.#push(this.#open);
-        this.#sinceOther.push(this.#open);
+      let open = this.#open;
+      if (open === null || open.kind !== event.type) {
+        const begun: TextPart = { kind: event.type, content: { text: "" } };
+        open = begun;
+        this.#open = begun;
+        this.#push(begun);
+        this.#sinceOther.push(begun);
       }
-      this.#open.content.text += event.delta;
-      this.#dirty.add(this.#open);
+      open.content.text += event.delta;
+      this.#dirty.add(open);
       return;
     }
     if (event.type === "retry") {
@@ -128,15 +130,16 @@ export class PartCollector {
     }
     if (event.type === "tool_update") {
       this.#open = null;
-      const { type: _type, message_id: _message, ...update } = event;
       let part = this.#toolCalls.get(event.tool_call_id);
       part ??= this.#announce(event.tool_call_id, {
         kind: "tool_call",
         content: { tool_call_id: event.tool_call_id },
       });
-      for (const [key, value] of Object.entries(update)) {
-        if (value !== undefined) part.content[key] = value;
-      }
+      // An update carries only what changed: a field it leaves out keeps its value.
+      if (event.status !== undefined) part.content.status = event.status;
+      if (event.title !== undefined) part.content.title = event.title;
+      if (event.content !== undefined) part.content.content = event.content;
+      if (event.output !== undefined) part.content.output = event.output;
       this.#dirty.add(part);
       return;
     }

@@ -1,5 +1,9 @@
 import { z } from "zod";
+import { MessagePartSchema } from "./message-parts.ts";
 import { ModelUsageSchema } from "./model-proxy.ts";
+
+// Message parts are defined with their contents beside the schemas of agent events they come from.
+export { type MessagePart, MessagePartKindSchema, MessagePartSchema } from "./message-parts.ts";
 
 /**
  * The server's HTTP API under `/api`: resources and request bodies. Field names are snake_case,
@@ -156,23 +160,6 @@ export const MessageStatusSchema = z.enum([
   "failed",
   "cancelled",
 ]);
-export const MessagePartKindSchema = z.enum([
-  "text",
-  "reasoning",
-  "tool_call",
-  "tool_result",
-  "plan",
-  "file",
-  "error",
-]);
-
-export const MessagePartSchema = z.object({
-  position: z.number().int().nonnegative(),
-  kind: MessagePartKindSchema,
-  content: z.unknown(),
-});
-export type MessagePart = z.infer<typeof MessagePartSchema>;
-
 export const MessageSchema = z.object({
   id: Id,
   chat_id: Id,

@@ -99,7 +99,11 @@ export function serverPath(template: string, parameters: Record<string, string> 
   });
 }
 
-export const serverRoutes: readonly ServerRoute[] = [
+/**
+ * The route table. Its literal type is kept (`as const`), so each route's path, schemas and
+ * success status reach whoever serves or calls it: see `RouteInput` and `RouteResult`.
+ */
+export const serverRoutes = [
   {
     operationId: "getHealth",
     method: "get",
@@ -368,7 +372,7 @@ export const serverRoutes: readonly ServerRoute[] = [
     },
     errors: { 404: "no such provider" },
   },
-];
+] as const satisfies readonly ServerRoute[];
 
 function openApiPath(path: string): string {
   return path.replace(/:([a-z_]+)/g, "{$1}");
@@ -384,7 +388,9 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
   const errorBody = {
     content: { "application/json": { schema: schemaOf(ErrorResponseSchema, "output") } },
   };
-  for (const route of serverRoutes) {
+  // Every route as the general shape, its optional fields included.
+  const routes: readonly ServerRoute[] = serverRoutes;
+  for (const route of routes) {
     const parameters: unknown[] = [...route.path.matchAll(/:([a-z_]+)/g)].map((match) => ({
       name: match[1],
       in: "path",
@@ -462,3 +468,36 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
 export function renderOpenApiDocument(version: string): string {
   return `${JSON.stringify(buildOpenApiDocument(version), null, 2)}\n`;
 }
+
+/** One route of the table, with its literal types. */
+export type ServerRouteEntry = (typeof serverRoutes)[number];
+export type ServerOperationId = ServerRouteEntry["operationId"];
+/** The route with operation id `Id`. */
+export type ServerRouteOf<Id extends ServerOperationId> = Extract<
+  ServerRouteEntry,
+  { operationId: Id }
+>;
+
+/** The names of a `:param` path's parameters: `/a/:x/b/:y` gives `"x" | "y"`. */
+export type PathParameterNames<Path extends string> =
+  Path extends `${string}:${infer Name}/${infer Rest}`
+    ? Name | PathParameterNames<Rest>
+    : Path extends `${string}:${infer Name}`
+      ? Name
+      : never;
+
+/**
+ * What a route's handler receives once the request is validated: its path parameters by name,
+ * its query and body as the route's schemas output them (an empty query and no body when the
+ * route declares none).
+ */
+export interface RouteInput<Route extends ServerRoute> {
+  params: { [Name in PathParameterNames<Route["path"]>]: string };
+  query: Route extends { query: z.ZodType } ? z.output<Route["query"]> : Record<string, never>;
+  body: Route extends { body: z.ZodType } ? z.output<Route["body"]> : undefined;
+}
+
+/** What a route answers with: its success schema's JSON form, or null for a body-less answer. */
+export type RouteResult<Route extends ServerRoute> = Route["success"]["schema"] extends z.ZodType
+  ? z.input<Route["success"]["schema"]>
+  : null;

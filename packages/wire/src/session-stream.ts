@@ -1,4 +1,11 @@
 import { z } from "zod";
+import {
+  PermissionOptionSchema,
+  PermissionOutcomeSchema,
+  PlanEntrySchema,
+  ToolCallStatusSchema,
+  ToolKindSchema,
+} from "./message-parts.ts";
 import { MessageSchema } from "./server-api.ts";
 
 /**
@@ -20,27 +27,12 @@ export const StopReasonSchema = z.enum([
 ]);
 export type StopReason = z.infer<typeof StopReasonSchema>;
 
-export const ToolKindSchema = z.enum([
-  "read",
-  "edit",
-  "delete",
-  "move",
-  "search",
-  "execute",
-  "think",
-  "fetch",
-  "switch_mode",
-  "other",
-]);
-export const ToolCallStatusSchema = z.enum(["pending", "in_progress", "completed", "failed"]);
-
-export const PermissionOptionKindSchema = z.enum([
-  "allow_once",
-  "allow_always",
-  "reject_once",
-  "reject_always",
-]);
-export type PermissionOptionKind = z.infer<typeof PermissionOptionKindSchema>;
+export {
+  type PermissionOptionKind,
+  PermissionOptionKindSchema,
+  ToolCallStatusSchema,
+  ToolKindSchema,
+} from "./message-parts.ts";
 
 /** Agent events: what an agent backend emits during a turn, kept distinct per kind. */
 export const AgentEventSchema = z.discriminatedUnion("type", [
@@ -70,13 +62,7 @@ export const AgentEventSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("plan"),
     message_id: Id,
-    entries: z.array(
-      z.object({
-        content: z.string(),
-        priority: z.enum(["high", "medium", "low"]),
-        status: z.enum(["pending", "in_progress", "completed"]),
-      }),
-    ),
+    entries: z.array(PlanEntrySchema),
   }),
   z.object({
     type: z.literal("commands"),
@@ -96,16 +82,14 @@ export const AgentEventSchema = z.discriminatedUnion("type", [
     request_id: z.string(),
     tool_call_id: z.string().nullable(),
     title: z.string(),
-    options: z.array(
-      z.object({ option_id: z.string(), name: z.string(), kind: PermissionOptionKindSchema }),
-    ),
+    options: z.array(PermissionOptionSchema),
   }),
   z.object({
     type: z.literal("permission_resolved"),
     message_id: Id,
     request_id: z.string(),
     /** The chosen option's kind, or `cancelled` when the turn was cancelled first. */
-    outcome: z.union([PermissionOptionKindSchema, z.literal("cancelled")]),
+    outcome: PermissionOutcomeSchema,
   }),
   z.object({
     type: z.literal("usage"),
