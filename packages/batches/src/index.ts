@@ -35,3 +35,17 @@ export {
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
 export { type ResolvedRevision, resolveBranch, resolveDefaultBranch } from "./revisions.ts";
+export {
+  DEFAULT_WORKSPACE_TIMEOUT_MS,
+  type RunWorkspaceOptions,
+  runWorkspace,
+  type StepRecord,
+  type StepRuntimeChoice,
+  type WorkspaceRunResult,
+} from "./run-workspace.ts";
+export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
+export {
+  type ChangedFile,
+  type ChangedFileStatus,
+  templateChangedFiles,
+} from "./workspace-diff.ts";
