@@ -1,4 +1,5 @@
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
+export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export {
   type CodeHost,
@@ -42,6 +43,7 @@ export {
   type StepRecord,
   type StepRuntimeChoice,
   type WorkspaceRunResult,
+  workspaceRef,
 } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export {

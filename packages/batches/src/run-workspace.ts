@@ -114,7 +114,8 @@ interface StepPlan {
   cacheKey: string;
 }
 
-function workspaceRef(workspace: Workspace): BatchWorkspaceRef {
+/** How events name a workspace. */
+export function workspaceRef(workspace: Workspace): BatchWorkspaceRef {
   return {
     repository: workspace.repository.name,
     branch: workspace.branch,
