@@ -10,6 +10,7 @@ export {
   type GitUrlCodeHost,
   GitUrlCodeHostSchema,
 } from "./code-host-config.ts";
+export { DatabaseStepCache } from "./database-step-cache.ts";
 export { findRepository } from "./find-repository.ts";
 export {
   type LoadRepositoriesOptions,

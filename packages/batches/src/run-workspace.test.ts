@@ -1,8 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createDb } from "@deckhand/db";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
+import { DatabaseStepCache } from "./database-step-cache.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
 import {
@@ -261,6 +263,20 @@ steps:
     expect(second.result.steps.map((step) => step.outcome)).toEqual(["cached", "run"]);
     expect(second.result.result!.files.map((file) => file.path)).toEqual(["one.txt", "second.txt"]);
     expect(readFileSync(join(second.directory, "second.txt"), "utf8")).toBe("first-\n");
+  });
+
+  it("a re-run resumes from the database cache (step_results) as from the memory one", async () => {
+    const handle = await createDb({ dataDir: "memory://" });
+    try {
+      const cache = new DatabaseStepCache(handle.db);
+      const first = await run(countingSpec(), { cache });
+      const second = await run(countingSpec(), { cache });
+      expect(executions()).toEqual(["one", "two"]);
+      expect(second.result.steps.map((step) => step.outcome)).toEqual(["cached", "cached"]);
+      expect(second.result.result).toEqual(first.result.result);
+    } finally {
+      await handle.close();
+    }
   });
 
   it("clearCache runs every step again", async () => {
