@@ -229,6 +229,35 @@ steps:
   });
 });
 
+describe("runWorkspace with the auto runtime", () => {
+  it("runs a step that names an image locally, saying so, when no container runtime works", async () => {
+    const { result, events } = await run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
+      cache: new MemoryStepCache(),
+      runtime: "auto",
+      containerRuntime: null,
+    });
+    expect(result.status).toBe("completed");
+    expect(result.steps[0]!.runtime).toBe("local");
+    expect(events).toContainEqual({
+      type: "step_runtime_fallback",
+      workspace: expect.objectContaining({ repository: "github.com/acme/api" }),
+      stepIndex: 0,
+      image: "alpine:3",
+      reason: "no container runtime works on this machine: the step runs with sh on this machine",
+    });
+  });
+
+  it("with the container runtime required and none working, fails the workspace saying what to install", async () => {
+    const { result } = await run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
+      cache: new MemoryStepCache(),
+      runtime: "container",
+      containerRuntime: null,
+    });
+    expect(result.status).toBe("failed");
+    expect(result.error).toContain("needs a container runtime for image alpine:3");
+  });
+});
+
 describe("the step cache", () => {
   const counted = () => join(scratch.path, "executions.log");
   const countingSpec = () => `${onApi}
