@@ -308,6 +308,20 @@ steps:
     }
   });
 
+  it("a cache that cannot be read fails the workspace with the reason instead of throwing", async () => {
+    const unreadable: StepCache = {
+      get: async () => {
+        throw new Error("the database is down");
+      },
+      put: async () => {},
+    };
+    const { result, events } = await run(countingSpec(), { cache: unreadable });
+    expect(result.status).toBe("failed");
+    expect(result.error).toContain("the database is down");
+    expect(executions()).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "workspace_finished", status: "failed" });
+  });
+
   it("clearCache runs every step again", async () => {
     const cache = new MemoryStepCache();
     await run(countingSpec(), { cache });

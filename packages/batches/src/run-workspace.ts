@@ -285,15 +285,16 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
   let start = 0;
   if (options.clearCache !== true) {
     for (let position = plans.length - 1; position >= 0; position -= 1) {
-      const cached = await cache.get(plans[position]!.cacheKey);
-      if (cached === undefined) continue;
+      let cached: CachedStepResult | undefined;
       try {
+        cached = await cache.get(plans[position]!.cacheKey);
+        if (cached === undefined) continue;
         await applyWorkspaceDiff(checkout.directory, cached.diff, signal);
       } catch (error) {
         if (signal.aborted) return interrupted();
         return finish(
           "failed",
-          `restoring the cached changes failed: ${errorMessage(error)}`,
+          `restoring the cached result of step ${plans[position]!.stepIndex + 1} failed: ${errorMessage(error)}; run again with the cache cleared`,
           null,
         );
       }

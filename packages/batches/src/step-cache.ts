@@ -34,8 +34,4 @@ export class MemoryStepCache implements StepCache {
   async put(key: string, result: CachedStepResult): Promise<void> {
     this.entries.set(key, structuredClone(result));
   }
-
-  get size(): number {
-    return this.entries.size;
-  }
 }
