@@ -179,6 +179,57 @@ steps:
     expect(existsSync(target)).toBe(false);
   });
 
+  it("links a mount from the spec directory for a local step, and refuses files outside the temporary directory", async () => {
+    writeFileSync(join(scratch.path, "data.txt"), "mounted data\n");
+    const mountpoint = join(scratch.path, "mounted", "data.txt");
+    const mounted = await run(
+      `${onApi}
+steps:
+  - run: cat ${mountpoint} > data-copy.txt
+    mount:
+      - path: data.txt
+        mountpoint: ${mountpoint}
+`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(mounted.result.status).toBe("completed");
+    expect(mounted.result.result!.diff).toContain("+mounted data");
+    expect(existsSync(mountpoint)).toBe(false);
+
+    const refused = await run(
+      `${onApi}\nsteps:\n  - run: "true"\n    files:\n      /etc/deckhand-test.txt: nope\n`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(refused.result.status).toBe("failed");
+    expect(refused.result.error).toContain(
+      "/etc/deckhand-test.txt, which a local run can only create inside",
+    );
+  });
+
+  it("parses yaml outputs and fails the workspace on an output that is not valid json", async () => {
+    const parsed = await run(
+      `${onApi}
+steps:
+  - run: printf 'names:\\n  - a\\n  - b\\n'
+    outputs:
+      list:
+        value: \${{ step.stdout }}
+        format: yaml
+  - run: echo '\${{ index outputs.list.names 1 }}'
+`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(parsed.result.result!.outputs).toEqual({ list: { names: ["a", "b"] } });
+    expect(parsed.result.steps[1]!.stdout).toBe("b\n");
+
+    const broken = await run(
+      `${onApi}\nsteps:\n  - run: echo not-json\n    outputs:\n      value:\n        value: \${{ step.stdout }}\n        format: json\n`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(broken.result.status).toBe("failed");
+    expect(broken.result.error).toContain('output "value" is not valid json');
+  });
+
   it("fails the workspace with the step's stderr when a step exits non-zero", async () => {
     const { result, events } = await run(
       `${onApi}
