@@ -8,6 +8,7 @@ import {
   createChangesetTemplateContext,
   renderTemplate,
   resolvePublished,
+  type TemplateContext,
   type TemplateValue,
   type TransformChanges,
 } from "@deckhand/batch-spec";
@@ -50,9 +51,14 @@ function stats(files: readonly ChangedFile[]): BatchChangeset["stats"] {
   };
 }
 
-function render(template: string, field: string, workspace: Workspace, context: object): string {
+function render(
+  template: string,
+  field: string,
+  workspace: Workspace,
+  context: TemplateContext,
+): string {
   try {
-    return renderTemplate(template, context as Record<string, TemplateValue>);
+    return renderTemplate(template, context);
   } catch (error) {
     throw new BatchesError(
       "invalid_changeset",
