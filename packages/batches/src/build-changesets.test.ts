@@ -159,6 +159,36 @@ changesetTemplate:
     expect(events).toEqual([]);
   });
 
+  it("a sparse monorepo workspace's diff holds its own changes, not the files left out of the checkout", async () => {
+    const { spec, outcomes } = await run(`
+name: sparse
+on:
+  - repository: github.com/acme/mono
+workspaces:
+  - rootAtLocationOf: package.json
+    onlyFetchWorkspace: true
+steps:
+  - run: echo changed >> package.json && echo new > new.txt
+    container: alpine:3
+changesetTemplate:
+  title: Sparse
+  branch: sparse-\${{ steps.path }}
+  commit:
+    message: sparse
+`);
+    const changesets = buildChangesets(spec, outcomes);
+    expect(
+      changesets.map((changeset) => [
+        changeset.branch,
+        changeset.path,
+        changeset.diff.match(/^diff --git a\/(\S+)/gm),
+      ]),
+    ).toEqual([
+      ["sparse-a", "a", ["diff --git a/a/new.txt", "diff --git a/a/package.json"]],
+      ["sparse-b", "b", ["diff --git a/b/new.txt", "diff --git a/b/package.json"]],
+    ]);
+  });
+
   it("a workspace whose steps change nothing gives no changeset", async () => {
     const { spec, outcomes } = await run(`
 name: nothing
