@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
 import { containerTestSetup } from "@deckhand/container-runtime/test-support";
@@ -34,6 +34,7 @@ steps:
       echo "in $(pwd) as \${{ repository.name }}" > made.txt
       cat /tmp/deckhand-input.txt > copied.txt
       echo "$GREETING" >> made.txt
+      echo "shell $0"
     container: ${setup.image}
     env:
       GREETING: hello from the container
@@ -72,7 +73,49 @@ changesetTemplate:
     expect(events).toContainEqual(
       expect.objectContaining({ type: "step_started", runtime: "container", image: setup.image }),
     );
+    // The busybox image has no bash, so the script ran in its /bin/sh.
+    expect(result.steps[0]!.stdout).toBe("shell /bin/sh\n");
     // The file was mounted into the container, never placed on the host.
     expect(existsSync("/tmp/deckhand-input.txt")).toBe(false);
+  });
+
+  it("runs the script with /bin/bash when the image has one, as src-cli does", async () => {
+    const root = join(scratch.path, "code");
+    repositoryAt(join(root, "github.com/acme/api"), { "README.md": "# api\n" });
+    // A stand-in bash, mounted from the spec's directory: it says it ran, then hands over to sh.
+    const fakeBash = join(scratch.path, "bash");
+    writeFileSync(fakeBash, '#!/bin/sh\necho "via bash" >&2\nexec /bin/sh "$@"\n', { mode: 0o755 });
+    const yaml = `
+name: bashed
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: echo ran > ran.txt
+    container: ${setup.image}
+    mount:
+      - path: bash
+        mountpoint: /bin/bash
+changesetTemplate:
+  title: Bashed
+  branch: bashed
+  commit:
+    message: bashed
+`;
+    const spec = specFrom(yaml);
+    const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
+    const [workspace] = (await resolveWorkspaces(spec, { repositories })).workspaces;
+    const checkout = await checkoutWorkspace(workspace!, join(scratch.path, "checkout"));
+    const result = await runWorkspace({
+      workspace: workspace!,
+      spec,
+      checkout,
+      specDirectory: scratch.path,
+      runtime: "container",
+      containerRuntime: runtime,
+      cache: new MemoryStepCache(),
+    });
+    expect(result.error).toBeNull();
+    expect(result.steps[0]!.stderr).toBe("via bash\n");
+    expect(result.result!.files.map((file) => file.path)).toEqual(["ran.txt"]);
   });
 });

@@ -235,6 +235,33 @@ class StepOutput {
   }
 }
 
+/**
+ * The shell a container step's script runs in: `/bin/bash` when the image has one, otherwise
+ * `/bin/sh`, as src-cli chooses, so scripts written for bash keep working in images that have it.
+ * Probed with the step's mounts, since a mount can be what provides the shell.
+ */
+async function containerShell(
+  runtime: ContainerRuntime,
+  image: string,
+  mounts: readonly ContainerMount[],
+  signal: AbortSignal,
+): Promise<string> {
+  try {
+    const probe = await runContainer(runtime, {
+      image,
+      script: "exit 0",
+      shell: "/bin/bash",
+      mounts: mounts.map((mount) => ({ ...mount, readOnly: true })),
+      signal,
+      timeoutMs: 120_000,
+    });
+    return probe.exitCode === 0 ? "/bin/bash" : "/bin/sh";
+  } catch {
+    // The image cannot start at all; the step's own run reports why.
+    return "/bin/sh";
+  }
+}
+
 /** A step that ran and exited non-zero; its message carries the step's stderr. */
 class StepFailure extends Error {}
 
@@ -442,6 +469,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
         const result = await runContainer(containerRuntime!, {
           image: step.container!,
           script,
+          shell: await containerShell(containerRuntime!, step.container!, containerMounts, signal),
           workdir,
           mounts: containerMounts,
           env,
