@@ -257,6 +257,20 @@ steps:
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it("passes output on in chunks of at most 8 KiB that never split a character, and keeps a long line whole", async () => {
+    const { result, events } = await run(
+      `${onApi}\nsteps:\n  - run: awk 'BEGIN { printf "x"; for (i = 0; i < 9000; i++) printf "é" }'\n`,
+      { cache: new MemoryStepCache() },
+    );
+    const chunks = events.flatMap((event) =>
+      event.type === "step_output" && event.stream === "stdout" ? [event.text] : [],
+    );
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const chunk of chunks) expect(Buffer.byteLength(chunk)).toBeLessThanOrEqual(8192);
+    expect(chunks.join("")).toBe(`x${"é".repeat(9000)}`);
+    expect(result.steps[0]!.stdout).toBe(`x${"é".repeat(9000)}`);
+  });
+
   it("redacts secret values from step output", async () => {
     const { result, events } = await run(
       `${onApi}\nsteps:\n  - run: echo "token $MY_TOKEN"\n    env:\n      - MY_TOKEN\n`,

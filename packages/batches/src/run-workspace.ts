@@ -5,6 +5,7 @@
 import { lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix, resolve } from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import {
   type BatchSpec,
   computeCacheKey,
@@ -53,9 +54,15 @@ import {
 /** src-cli's default `-timeout` for one workspace. */
 export const DEFAULT_WORKSPACE_TIMEOUT_MS = 60 * 60 * 1000;
 
-/** How much of each stream a step result keeps (head and tail), and the largest output event. */
-const OUTPUT_HEAD_BYTES = 32 * 1024;
-const OUTPUT_TAIL_BYTES = 32 * 1024;
+/**
+ * How much of each stream a step result keeps (head and tail). Generous, because `step.stdout`
+ * is what outputs are usually rendered from: a long JSON document on one line must survive
+ * whole, so lines are only cut where the kept window would cut them anyway.
+ */
+const OUTPUT_HEAD_BYTES = 512 * 1024;
+const OUTPUT_TAIL_BYTES = 512 * 1024;
+const OUTPUT_MAX_LINE_BYTES = OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES;
+/** The largest `step_output` event. */
 const OUTPUT_EVENT_BYTES = 8 * 1024;
 /** Where the checkout appears in a container, as in src-cli. */
 const CONTAINER_WORK_DIRECTORY = "/work";
@@ -198,16 +205,22 @@ function parseOutput(name: string, format: string | undefined, text: string): un
   return text;
 }
 
-class StepOutput {
-  readonly stdout = new HeadTailBuffer({
-    headBytes: OUTPUT_HEAD_BYTES,
-    tailBytes: OUTPUT_TAIL_BYTES,
-  });
-  readonly stderr = new HeadTailBuffer({
-    headBytes: OUTPUT_HEAD_BYTES,
-    tailBytes: OUTPUT_TAIL_BYTES,
-  });
+const outputBounds = {
+  headBytes: OUTPUT_HEAD_BYTES,
+  tailBytes: OUTPUT_TAIL_BYTES,
+  maxLineBytes: OUTPUT_MAX_LINE_BYTES,
+};
 
+/** A step's two output streams: kept bounded for the result, and passed on as events. */
+class StepOutput {
+  readonly stdout = new HeadTailBuffer(outputBounds);
+  readonly stderr = new HeadTailBuffer(outputBounds);
+  // One decoder per stream holds back a character split across reads or event chunks, so no
+  // event ends in half a character.
+  private readonly decoders = {
+    stdout: new StringDecoder("utf8"),
+    stderr: new StringDecoder("utf8"),
+  };
   private readonly redact: (text: string) => string;
   private readonly emit: (stream: "stdout" | "stderr", text: string) => void;
 
@@ -222,14 +235,14 @@ class StepOutput {
   write(stream: "stdout" | "stderr", data: Buffer): void {
     this[stream].write(data);
     for (let start = 0; start < data.length; start += OUTPUT_EVENT_BYTES) {
-      this.emit(
-        stream,
-        this.redact(data.subarray(start, start + OUTPUT_EVENT_BYTES).toString("utf8")),
-      );
+      const text = this.decoders[stream].write(data.subarray(start, start + OUTPUT_EVENT_BYTES));
+      if (text !== "") this.emit(stream, this.redact(text));
     }
   }
 
   text(stream: "stdout" | "stderr"): string {
+    const rest = this.decoders[stream].end();
+    if (rest !== "") this.emit(stream, this.redact(rest));
     this[stream].close();
     return this.redact(this[stream].snapshot().text);
   }
