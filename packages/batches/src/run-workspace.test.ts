@@ -271,6 +271,22 @@ steps:
     expect(result.steps[0]!.stdout).toBe(`x${"é".repeat(9000)}`);
   });
 
+  it("stops the running step when the signal aborts and ends the workspace cancelled", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    const { result } = await run(
+      `${onApi}\nsteps:\n  - run: sleep 30\n  - run: echo never > never.txt\n`,
+      {
+        cache: new MemoryStepCache(),
+        signal: controller.signal,
+      },
+    );
+    expect(result.status).toBe("cancelled");
+    expect(result.steps.map((step) => step.stepIndex)).toEqual([0]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("redacts secret values from step output", async () => {
     const { result, events } = await run(
       `${onApi}\nsteps:\n  - run: echo "token $MY_TOKEN"\n    env:\n      - MY_TOKEN\n`,
