@@ -246,6 +246,26 @@ steps:
     expect(events.at(-1)).toMatchObject({ type: "workspace_finished", status: "failed" });
   });
 
+  it("fails the workspace without running the step when its run template does not render", async () => {
+    const { result, events } = await run(
+      `${onApi}
+steps:
+  - run: |
+      echo '{"list": [1]}'
+    outputs:
+      data:
+        value: \${{ step.stdout }}
+        format: json
+  - run: echo \${{ index outputs.data.list 3 }} >> ${join(scratch.path, "ran")}
+`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(/^step 2 failed: .*index/);
+    expect(existsSync(join(scratch.path, "ran"))).toBe(false);
+    expect(events.filter((event) => event.type === "step_started")).toHaveLength(1);
+  });
+
   it("kills a step that outlives the workspace timeout", async () => {
     const started = Date.now();
     const { result } = await run(`${onApi}\nsteps:\n  - run: sleep 30 & wait\n`, {
