@@ -35,6 +35,9 @@ steps:
       cat /tmp/deckhand-input.txt > copied.txt
       echo "$GREETING" >> made.txt
       echo "shell $0"
+      gitdir=$(sed -n 's/^gitdir: //p' /work/.git)
+      test -f "$gitdir/HEAD" && echo "repository readable" >&2
+      touch "$gitdir/written" 2>/dev/null || echo "repository read-only" >&2
     container: ${setup.image}
     env:
       GREETING: hello from the container
@@ -75,6 +78,8 @@ changesetTemplate:
     );
     // The busybox image has no bash, so the script ran in its /bin/sh.
     expect(result.steps[0]!.stdout).toBe("shell /bin/sh\n");
+    // The worktree's .git points into the repository, mounted read-only at the same path.
+    expect(result.steps[0]!.stderr).toBe("repository readable\nrepository read-only\n");
     // The file was mounted into the container, never placed on the host.
     expect(existsSync("/tmp/deckhand-input.txt")).toBe(false);
   });

@@ -21,6 +21,7 @@ import {
   type ContainerMount,
   type ContainerRuntime,
   detectContainerRuntime,
+  mountBreakingCharacter,
   runContainer,
 } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
@@ -42,6 +43,7 @@ import type {
 import { parse as parseYaml } from "yaml";
 import { BatchesError } from "./batches-error.ts";
 import { placeLocalFile } from "./place-local-file.ts";
+import { repositoryGit } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { runLocalStep } from "./run-local-step.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
@@ -275,6 +277,27 @@ async function containerShell(
   }
 }
 
+/**
+ * The checkout is a git worktree: its `.git` is a file naming the repository's git directory by
+ * its path on this machine. Mounting that directory read-only at the same path lets `git` in the
+ * container read the repository (`git ls-files`, `git grep`, `git log`) as steps expect, without
+ * letting a step change the user's repository. A path a mount cannot carry is left out.
+ */
+async function repositoryMount(
+  checkoutDirectory: string,
+  signal: AbortSignal,
+): Promise<ContainerMount[]> {
+  const { stdout } = await repositoryGit(
+    checkoutDirectory,
+    ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    `finding the git directory of ${checkoutDirectory}`,
+    { signal },
+  );
+  const directory = stdout.trim();
+  if (mountBreakingCharacter(directory) !== undefined) return [];
+  return [{ source: directory, target: directory, readOnly: true }];
+}
+
 /** A step that ran and exited non-zero; its message carries the step's stderr. */
 class StepFailure extends Error {}
 
@@ -477,6 +500,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
         const workdir = posix.join(CONTAINER_WORK_DIRECTORY, workspace.path);
         const containerMounts: ContainerMount[] = [
           { source: checkout.directory, target: CONTAINER_WORK_DIRECTORY },
+          ...(await repositoryMount(checkout.directory, signal)),
           ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
         ];
         const result = await runContainer(containerRuntime!, {
