@@ -47,11 +47,16 @@ export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult
       options.signal.removeEventListener("abort", abort);
       reject(error);
     });
-    child.on("close", (code) => {
-      options.signal.removeEventListener("abort", abort);
-      // Children the script left running in the background go with it.
+    let exitCode: number | null = null;
+    // The step ends when its shell exits. Processes it left in the background still hold the
+    // output pipes open, so they are killed here; otherwise "close" would wait for them.
+    child.on("exit", (code) => {
+      exitCode = code;
       if (child.pid !== undefined) killGroup(child.pid);
-      resolve({ exitCode: options.signal.aborted ? null : code });
+    });
+    child.on("close", () => {
+      options.signal.removeEventListener("abort", abort);
+      resolve({ exitCode: options.signal.aborted ? null : exitCode });
     });
   });
 }

@@ -291,6 +291,17 @@ steps:
     expect(result.steps[0]!.stdout).toBe(`x${"é".repeat(9000)}`);
   });
 
+  it("ends a step when its script exits, killing what it left running in the background", async () => {
+    const started = Date.now();
+    const { result } = await run(`${onApi}\nsteps:\n  - run: (sleep 30 &) ; echo done\n`, {
+      cache: new MemoryStepCache(),
+      timeoutMs: 15_000,
+    });
+    expect(result.status).toBe("completed");
+    expect(result.steps[0]!.stdout).toBe("done\n");
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("stops the running step when the signal aborts and ends the workspace cancelled", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);

@@ -540,7 +540,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       }
       if (exitCode !== 0) {
         throw new StepFailure(
-          `step ${stepIndex + 1} failed with exit code ${exitCode}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
+          `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
         );
       }
       const changes = await collectWorkspaceDiff(checkout.directory, workspace.revision, signal);
