@@ -266,6 +266,14 @@ steps:
     expect(events.filter((event) => event.type === "step_started")).toHaveLength(1);
   });
 
+  it("says a step was killed by a signal when its shell dies of one", async () => {
+    const { result } = await run(`${onApi}\nsteps:\n  - run: kill -9 $$\n`, {
+      cache: new MemoryStepCache(),
+    });
+    expect(result.status).toBe("failed");
+    expect(result.error).toBe("step 1 was killed by a signal");
+  });
+
   it("kills a step that outlives the workspace timeout", async () => {
     const started = Date.now();
     const { result } = await run(`${onApi}\nsteps:\n  - run: sleep 30 & wait\n`, {
