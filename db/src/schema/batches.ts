@@ -93,6 +93,11 @@ export const stepResults = pgTable(
     exitCode: integer("exit_code").notNull(),
     diff: text("diff").notNull().default(""),
     outputs: jsonb("outputs").notNull().default(sql`'{}'::jsonb`),
+    /** The changed files of `diff`, one per file section in order, with line counts. */
+    files: jsonb("files").notNull().default(sql`'[]'::jsonb`),
+    /** The step's output, bounded and with secrets redacted: `previous_step.stdout` on resume. */
+    stdout: text("stdout").notNull().default(""),
+    stderr: text("stderr").notNull().default(""),
     createdAt: createdAt(),
   },
   (table) => [

@@ -11,6 +11,7 @@ export {
   type PublishedInput,
   type Step,
   type StepInput,
+  type TransformChanges,
   type WorkspaceConfiguration,
 } from "./batch-spec-schema.ts";
 export { type CacheKeyInput, computeCacheKey, type MountedFileMetadata } from "./cache-key.ts";

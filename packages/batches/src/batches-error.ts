@@ -18,7 +18,15 @@ export type BatchesErrorCode =
   /** A step's `if:` fails to evaluate for a workspace (a template error). */
   | "invalid_step_condition"
   /** Git failed while reading a repository (listing files, searching, checking out). */
-  | "git_failed";
+  | "git_failed"
+  /** A step could not be prepared or its result could not be used (a template, an output). */
+  | "step_failed"
+  /** A step must run in a container and no container runtime works on this machine. */
+  | "container_runtime_unavailable"
+  /** A step's `files` or `mount` cannot be placed for a local run; the message says why. */
+  | "invalid_step_file"
+  /** A changeset template does not render, or two changesets share a branch in one repository. */
+  | "invalid_changeset";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the

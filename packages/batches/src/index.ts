@@ -1,6 +1,8 @@
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
+export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
+export { DatabaseStepCache } from "./database-step-cache.ts";
 export {
   type LoadRepositoriesOptions,
   loadRepositories,
@@ -24,3 +26,18 @@ export {
   type WorkspaceRepository,
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
+export {
+  DEFAULT_WORKSPACE_TIMEOUT_MS,
+  type RunWorkspaceOptions,
+  runWorkspace,
+  type StepRecord,
+  type StepRuntimeChoice,
+  type WorkspaceRunResult,
+  workspaceRef,
+} from "./run-workspace.ts";
+export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
+export {
+  type ChangedFile,
+  type ChangedFileStatus,
+  templateChangedFiles,
+} from "./workspace-diff.ts";

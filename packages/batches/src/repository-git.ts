@@ -8,6 +8,10 @@ export interface RepositoryGitOptions {
   signal?: AbortSignal | undefined;
   /** The command writes (a worktree, sparse patterns); by default commands only read. */
   writes?: boolean;
+  /** Written to git's standard input (a patch for `git apply -`). */
+  input?: string;
+  /** Bound on git's output, above @deckhand/git's default (a workspace's whole diff). */
+  maxOutputBytes?: number;
 }
 
 /**
@@ -26,6 +30,8 @@ export async function repositoryGit(
       readOnly: !options.writes,
       ...(options.allowedExitCodes ? { allowedExitCodes: options.allowedExitCodes } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.input !== undefined ? { input: options.input } : {}),
+      ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
     });
   } catch (error) {
     if (error instanceof GitError) {

@@ -5,6 +5,12 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { type BatchSpec, parseBatchSpec } from "@deckhand/batch-spec";
 import { createTempRepository, gitIn } from "@deckhand/testkit";
+import type { WorkspaceOutcome } from "./build-changesets.ts";
+import { checkoutWorkspace } from "./checkout-workspace.ts";
+import { loadRepositories } from "./repositories.ts";
+import { resolveWorkspaces } from "./resolve-workspaces.ts";
+import { runWorkspace } from "./run-workspace.ts";
+import { MemoryStepCache, type StepCache } from "./step-cache.ts";
 
 export interface PlacedRepository {
   path: string;
@@ -38,4 +44,35 @@ export function specFrom(yaml: string): BatchSpec {
     throw new Error(`invalid test spec: ${diagnostics.map((d) => d.message).join("; ")}`);
   }
   return spec;
+}
+
+/** Every workspace of a spec, each run locally in a fresh checkout under `scratch`. */
+export async function runSpecLocally(
+  yaml: string,
+  options: { root: string; scratch: string; cache?: StepCache },
+): Promise<{ spec: BatchSpec; outcomes: WorkspaceOutcome[] }> {
+  const spec = specFrom(yaml);
+  const repositories = await loadRepositories({
+    codeHosts: [{ type: "directory", path: options.root }],
+  });
+  const { workspaces } = await resolveWorkspaces(spec, { repositories });
+  const cache = options.cache ?? new MemoryStepCache();
+  const outcomes: WorkspaceOutcome[] = [];
+  for (const [index, workspace] of workspaces.entries()) {
+    const checkout = await checkoutWorkspace(
+      workspace,
+      join(options.scratch, `run-${Date.now()}-${index}`),
+    );
+    const run = await runWorkspace({
+      workspace,
+      spec,
+      checkout,
+      cache,
+      runtime: "local",
+      outerEnvironment: { PATH: process.env.PATH },
+    });
+    if (run.status !== "completed") throw new Error(`workspace failed: ${run.error}`);
+    outcomes.push({ workspace, result: run.result });
+  }
+  return { spec, outcomes };
 }

@@ -5,7 +5,7 @@ export {
   ensureImage,
   inspectImage,
 } from "./container-image.ts";
-export type { ContainerMount } from "./container-options.ts";
+export { type ContainerMount, mountBreakingCharacter } from "./container-options.ts";
 export {
   ContainerRuntimeError,
   type ContainerRuntimeErrorCode,

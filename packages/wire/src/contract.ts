@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BatchChangesetSchema, BatchRunEventSchema } from "./batch-run.ts";
 import {
   AGENT_DEFAULT_LISTEN,
   ProcessLimits,
@@ -62,6 +63,8 @@ export const wireSchemas = {
   ProvidersSnapshot: ProvidersSnapshotSchema,
   GitWatchQuery: GitWatchQuerySchema,
   GitWatchFrame: GitWatchFrameSchema,
+  BatchChangeset: BatchChangesetSchema,
+  BatchRunEvent: BatchRunEventSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */

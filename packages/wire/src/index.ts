@@ -1,4 +1,20 @@
 export {
+  type BatchChangeset,
+  BatchChangesetSchema,
+  type BatchChangesetStats,
+  BatchChangesetStatsSchema,
+  type BatchRunEvent,
+  BatchRunEventSchema,
+  type BatchStepOutcome,
+  BatchStepOutcomeSchema,
+  type BatchStepRuntime,
+  BatchStepRuntimeSchema,
+  type BatchWorkspaceRef,
+  BatchWorkspaceRefSchema,
+  type BatchWorkspaceStatus,
+  BatchWorkspaceStatusSchema,
+} from "./batch-run.ts";
+export {
   AGENT_DEFAULT_LISTEN,
   ProcessLimits,
   WireEnv,

@@ -1,0 +1,126 @@
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ContainerRuntime } from "@deckhand/container-runtime";
+import { containerTestSetup } from "@deckhand/container-runtime/test-support";
+import type { BatchRunEvent } from "@deckhand/wire";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkoutWorkspace } from "./checkout-workspace.ts";
+import { loadRepositories } from "./repositories.ts";
+import { resolveWorkspaces } from "./resolve-workspaces.ts";
+import { runWorkspace } from "./run-workspace.ts";
+import { MemoryStepCache } from "./step-cache.ts";
+import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+
+const setup = await containerTestSetup();
+// Only read inside tests that are skipped when there is no runtime.
+const runtime = setup.runtime as ContainerRuntime;
+
+let scratch: ReturnType<typeof temporaryDirectory>;
+beforeEach(() => {
+  scratch = temporaryDirectory();
+});
+afterEach(() => scratch.remove());
+
+describe.skipIf(setup.runtime === null)("runWorkspace with the container runtime", () => {
+  it("runs a step in its image with the workspace mounted: files it creates are in the diff", async () => {
+    const root = join(scratch.path, "code");
+    repositoryAt(join(root, "github.com/acme/api"), { "README.md": "# api\n" });
+    const yaml = `
+name: boxed
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: |
+      echo "in $(pwd) as \${{ repository.name }}" > made.txt
+      cat /tmp/deckhand-input.txt > copied.txt
+      echo "$GREETING" >> made.txt
+      echo "shell $0"
+      gitdir=$(sed -n 's/^gitdir: //p' /work/.git)
+      test -f "$gitdir/HEAD" && echo "repository readable" >&2
+      touch "$gitdir/written" 2>/dev/null || echo "repository read-only" >&2
+    container: ${setup.image}
+    env:
+      GREETING: hello from the container
+    files:
+      /tmp/deckhand-input.txt: "mounted \${{ batch_change.name }}"
+changesetTemplate:
+  title: Boxed
+  branch: boxed
+  commit:
+    message: boxed
+`;
+    const spec = specFrom(yaml);
+    const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
+    const [workspace] = (await resolveWorkspaces(spec, { repositories })).workspaces;
+    const checkout = await checkoutWorkspace(workspace!, join(scratch.path, "checkout"));
+    const events: BatchRunEvent[] = [];
+    const result = await runWorkspace({
+      workspace: workspace!,
+      spec,
+      checkout,
+      runtime: "container",
+      containerRuntime: runtime,
+      cache: new MemoryStepCache(),
+      onEvent: (event) => events.push(event),
+    });
+    expect(result.error).toBeNull();
+    expect(result.status).toBe("completed");
+    expect(result.steps[0]).toMatchObject({ outcome: "run", runtime: "container", exitCode: 0 });
+    expect(result.result!.files.map((file) => [file.status, file.path])).toEqual([
+      ["added", "copied.txt"],
+      ["added", "made.txt"],
+    ]);
+    expect(result.result!.diff).toContain("+in /work as github.com/acme/api");
+    expect(result.result!.diff).toContain("+hello from the container");
+    expect(result.result!.diff).toContain("+mounted boxed");
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "step_started", runtime: "container", image: setup.image }),
+    );
+    // The busybox image has no bash, so the script ran in its /bin/sh.
+    expect(result.steps[0]!.stdout).toBe("shell /bin/sh\n");
+    // The worktree's .git points into the repository, mounted read-only at the same path.
+    expect(result.steps[0]!.stderr).toBe("repository readable\nrepository read-only\n");
+    // The file was mounted into the container, never placed on the host.
+    expect(existsSync("/tmp/deckhand-input.txt")).toBe(false);
+  });
+
+  it("runs the script with /bin/bash when the image has one, as src-cli does", async () => {
+    const root = join(scratch.path, "code");
+    repositoryAt(join(root, "github.com/acme/api"), { "README.md": "# api\n" });
+    // A stand-in bash, mounted from the spec's directory: it says it ran, then hands over to sh.
+    const fakeBash = join(scratch.path, "bash");
+    writeFileSync(fakeBash, '#!/bin/sh\necho "via bash" >&2\nexec /bin/sh "$@"\n', { mode: 0o755 });
+    const yaml = `
+name: bashed
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: echo ran > ran.txt
+    container: ${setup.image}
+    mount:
+      - path: bash
+        mountpoint: /bin/bash
+changesetTemplate:
+  title: Bashed
+  branch: bashed
+  commit:
+    message: bashed
+`;
+    const spec = specFrom(yaml);
+    const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
+    const [workspace] = (await resolveWorkspaces(spec, { repositories })).workspaces;
+    const checkout = await checkoutWorkspace(workspace!, join(scratch.path, "checkout"));
+    const result = await runWorkspace({
+      workspace: workspace!,
+      spec,
+      checkout,
+      specDirectory: scratch.path,
+      runtime: "container",
+      containerRuntime: runtime,
+      cache: new MemoryStepCache(),
+    });
+    expect(result.error).toBeNull();
+    expect(result.steps[0]!.stderr).toBe("via bash\n");
+    expect(result.result!.files.map((file) => file.path)).toEqual(["ran.txt"]);
+  });
+});

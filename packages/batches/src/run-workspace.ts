@@ -1,0 +1,638 @@
+// Runs a workspace's steps in order, as src-cli does: each step's `run` through a shell with the
+// workspace directory as working directory, its `env`, `files` and `outputs` rendered with the
+// step template context; after each step the changes of all steps so far are collected and the
+// result is cached under the step's cache key, so a re-run resumes after the newest cached step.
+import { lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix, resolve } from "node:path";
+import { StringDecoder } from "node:string_decoder";
+import {
+  type BatchSpec,
+  computeCacheKey,
+  createStepTemplateContext,
+  type MountedFileMetadata,
+  renderTemplate,
+  resolveStepEnv,
+  type Step,
+  type TemplateStepResult,
+  type TemplateValue,
+} from "@deckhand/batch-spec";
+import {
+  type ContainerMount,
+  type ContainerRuntime,
+  detectContainerRuntime,
+  mountBreakingCharacter,
+  runContainer,
+} from "@deckhand/container-runtime";
+import { errorMessage } from "@deckhand/errors";
+import { HeadTailBuffer } from "@deckhand/headtail";
+import {
+  type AgentEnvironmentPolicy,
+  agentEnvironment,
+  agentEnvironmentPolicy,
+  looksLikeSecretName,
+  redactSecrets,
+} from "@deckhand/secrets";
+import type {
+  BatchRunEvent,
+  BatchStepOutcome,
+  BatchStepRuntime,
+  BatchWorkspaceRef,
+  BatchWorkspaceStatus,
+} from "@deckhand/wire";
+import { parse as parseYaml } from "yaml";
+import { BatchesError } from "./batches-error.ts";
+import { placeLocalFile } from "./place-local-file.ts";
+import { repositoryGit } from "./repository-git.ts";
+import type { Workspace } from "./resolve-workspaces.ts";
+import { runLocalStep } from "./run-local-step.ts";
+import type { CachedStepResult, StepCache } from "./step-cache.ts";
+import {
+  applyWorkspaceDiff,
+  collectWorkspaceDiff,
+  templateChangedFiles,
+} from "./workspace-diff.ts";
+
+/** src-cli's default `-timeout` for one workspace. */
+export const DEFAULT_WORKSPACE_TIMEOUT_MS = 60 * 60 * 1000;
+
+/**
+ * How much of each stream a step result keeps (head and tail). Generous, because `step.stdout`
+ * is what outputs are usually rendered from: a long JSON document on one line must survive
+ * whole, so lines are only cut where the kept window would cut them anyway.
+ */
+const OUTPUT_HEAD_BYTES = 512 * 1024;
+const OUTPUT_TAIL_BYTES = 512 * 1024;
+const OUTPUT_MAX_LINE_BYTES = OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES;
+/** The largest `step_output` event. */
+const OUTPUT_EVENT_BYTES = 8 * 1024;
+/** Where the checkout appears in a container, as in src-cli. */
+const CONTAINER_WORK_DIRECTORY = "/work";
+
+export type StepRuntimeChoice = "auto" | "local" | "container";
+
+export interface RunWorkspaceOptions {
+  workspace: Workspace;
+  spec: BatchSpec;
+  /** The checkout (`checkoutWorkspace`): `directory` is the repository root. */
+  checkout: { directory: string; workspaceDirectory: string };
+  /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
+  specDirectory?: string;
+  /** Default "auto": a container when the step names one and a runtime works, otherwise `sh`. */
+  runtime?: StepRuntimeChoice;
+  /** The runtime for container steps; detected on first use when not given, null for none. */
+  containerRuntime?: ContainerRuntime | null;
+  /** The policy that decides what of `outerEnvironment` steps inherit. */
+  environmentPolicy?: AgentEnvironmentPolicy;
+  /** The environment steps start from (before the policy); default this process's. */
+  outerEnvironment?: Readonly<Record<string, string | undefined>>;
+  /** For the whole workspace; default 60 minutes. */
+  timeoutMs?: number;
+  cache: StepCache;
+  /** Run every step, ignoring (and replacing) cached results. */
+  clearCache?: boolean;
+  signal?: AbortSignal;
+  onEvent?: (event: BatchRunEvent) => void;
+}
+
+export interface StepRecord {
+  /** The step's index in the spec's `steps`. */
+  stepIndex: number;
+  outcome: BatchStepOutcome;
+  runtime: BatchStepRuntime | null;
+  exitCode: number | null;
+  durationMs: number;
+  /** Bounded and redacted; "" for skipped and cached steps. */
+  stdout: string;
+  stderr: string;
+}
+
+export interface WorkspaceRunResult {
+  workspace: BatchWorkspaceRef;
+  status: BatchWorkspaceStatus;
+  /** What went wrong; null when completed. */
+  error: string | null;
+  steps: StepRecord[];
+  /** The result the changesets are built from: the last step that ran or came from the cache. */
+  result: CachedStepResult | null;
+}
+
+interface StepPlan {
+  stepIndex: number;
+  step: Step;
+  cacheKey: string;
+}
+
+/** How events name a workspace. */
+export function workspaceRef(workspace: Workspace): BatchWorkspaceRef {
+  return {
+    repository: workspace.repository.name,
+    branch: workspace.branch,
+    path: workspace.path,
+    revision: workspace.revision,
+  };
+}
+
+async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]> {
+  const info = await lstat(path);
+  if (!info.isDirectory()) return [{ path, size: info.size, mtime: info.mtime }];
+  const entries = await readdir(path, { recursive: true, withFileTypes: true });
+  const files: MountedFileMetadata[] = [];
+  for (const entry of entries) {
+    if (entry.isDirectory()) continue;
+    const file = join(entry.parentPath, entry.name);
+    const fileInfo = await lstat(file);
+    files.push({ path: file, size: fileInfo.size, mtime: fileInfo.mtime });
+  }
+  return files;
+}
+
+/** The cache key of every step of the workspace, each covering the steps before it. */
+async function planSteps(
+  options: RunWorkspaceOptions,
+  runnerEnv: Record<string, string>,
+  specDirectory: string,
+): Promise<StepPlan[]> {
+  const { workspace, spec } = options;
+  const allSteps = spec.steps ?? [];
+  const mounted: MountedFileMetadata[] = [];
+  const plans: StepPlan[] = [];
+  let covered = 0;
+  for (const { index, step } of workspace.steps) {
+    for (; covered <= index; covered += 1) {
+      for (const mount of allSteps[covered]?.mount ?? []) {
+        mounted.push(...(await mountedFileMetadata(resolve(specDirectory, mount.path))));
+      }
+    }
+    const cacheKey = computeCacheKey({
+      repository: {
+        id: workspace.repository.id,
+        name: workspace.repository.name,
+        baseRef: workspace.branch,
+        baseRev: workspace.revision,
+        fileMatches: workspace.searchResultPaths,
+      },
+      path: workspace.path,
+      onlyFetchWorkspace: workspace.onlyFetchWorkspace,
+      steps: allSteps,
+      batchChange: { name: spec.name, description: spec.description },
+      stepIndex: index,
+      runnerEnv,
+      mountedFiles: mounted,
+    });
+    plans.push({ stepIndex: index, step, cacheKey });
+  }
+  return plans;
+}
+
+function stepTemplateResult(result: CachedStepResult | null): TemplateStepResult | undefined {
+  if (result === null) return undefined;
+  return {
+    changedFiles: templateChangedFiles(result.files),
+    stdout: result.stdout,
+    stderr: result.stderr,
+  };
+}
+
+function parseOutput(name: string, format: string | undefined, text: string): unknown {
+  try {
+    if (format === "json") return JSON.parse(text);
+    if (format === "yaml") return parseYaml(text) ?? null;
+  } catch (error) {
+    throw new BatchesError(
+      "step_failed",
+      `output "${name}" is not valid ${format}: ${errorMessage(error)}; check the template that sets it`,
+    );
+  }
+  return text;
+}
+
+const outputBounds = {
+  headBytes: OUTPUT_HEAD_BYTES,
+  tailBytes: OUTPUT_TAIL_BYTES,
+  maxLineBytes: OUTPUT_MAX_LINE_BYTES,
+};
+
+/** A step's two output streams: kept bounded for the result, and passed on as events. */
+class StepOutput {
+  readonly stdout = new HeadTailBuffer(outputBounds);
+  readonly stderr = new HeadTailBuffer(outputBounds);
+  // One decoder per stream holds back a character split across reads or event chunks, so no
+  // event ends in half a character.
+  private readonly decoders = {
+    stdout: new StringDecoder("utf8"),
+    stderr: new StringDecoder("utf8"),
+  };
+  private readonly redact: (text: string) => string;
+  private readonly emit: (stream: "stdout" | "stderr", text: string) => void;
+
+  constructor(
+    redact: (text: string) => string,
+    emit: (stream: "stdout" | "stderr", text: string) => void,
+  ) {
+    this.redact = redact;
+    this.emit = emit;
+  }
+
+  write(stream: "stdout" | "stderr", data: Buffer): void {
+    this[stream].write(data);
+    for (let start = 0; start < data.length; start += OUTPUT_EVENT_BYTES) {
+      const text = this.decoders[stream].write(data.subarray(start, start + OUTPUT_EVENT_BYTES));
+      if (text !== "") this.emit(stream, this.redact(text));
+    }
+  }
+
+  text(stream: "stdout" | "stderr"): string {
+    const rest = this.decoders[stream].end();
+    if (rest !== "") this.emit(stream, this.redact(rest));
+    this[stream].close();
+    return this.redact(this[stream].snapshot().text);
+  }
+}
+
+/**
+ * The shell a container step's script runs in: `/bin/bash` when the image has one, otherwise
+ * `/bin/sh`, as src-cli chooses, so scripts written for bash keep working in images that have it.
+ * Probed with the step's mounts, since a mount can be what provides the shell.
+ */
+async function containerShell(
+  runtime: ContainerRuntime,
+  image: string,
+  mounts: readonly ContainerMount[],
+  signal: AbortSignal,
+): Promise<string> {
+  try {
+    const probe = await runContainer(runtime, {
+      image,
+      script: "exit 0",
+      shell: "/bin/bash",
+      mounts: mounts.map((mount) => ({ ...mount, readOnly: true })),
+      signal,
+      timeoutMs: 120_000,
+    });
+    return probe.exitCode === 0 ? "/bin/bash" : "/bin/sh";
+  } catch {
+    // The image cannot start at all; the step's own run reports why.
+    return "/bin/sh";
+  }
+}
+
+/**
+ * The checkout is a git worktree: its `.git` is a file naming the repository's git directory by
+ * its path on this machine. Mounting that directory read-only at the same path lets `git` in the
+ * container read the repository (`git ls-files`, `git grep`, `git log`) as steps expect, without
+ * letting a step change the user's repository. A path a mount cannot carry is left out.
+ */
+async function repositoryMount(
+  checkoutDirectory: string,
+  signal: AbortSignal,
+): Promise<ContainerMount[]> {
+  const { stdout } = await repositoryGit(
+    checkoutDirectory,
+    ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    `finding the git directory of ${checkoutDirectory}`,
+    { signal },
+  );
+  const directory = stdout.trim();
+  if (mountBreakingCharacter(directory) !== undefined) return [];
+  return [{ source: directory, target: directory, readOnly: true }];
+}
+
+/** A step that ran and exited non-zero; its message carries the step's stderr. */
+class StepFailure extends Error {}
+
+/**
+ * Runs the workspace's steps in `options.checkout`, which must be a clean checkout at the
+ * workspace's revision. Never throws for a failing step: the result says how the workspace ended.
+ */
+export async function runWorkspace(options: RunWorkspaceOptions): Promise<WorkspaceRunResult> {
+  const { workspace, spec, checkout, cache } = options;
+  const ref = workspaceRef(workspace);
+  const emit = (event: BatchRunEvent) => options.onEvent?.(event);
+  const specDirectory = resolve(options.specDirectory ?? process.cwd());
+  const policy = options.environmentPolicy ?? agentEnvironmentPolicy();
+  const runnerEnv = agentEnvironment(policy, options.outerEnvironment ?? process.env);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_WORKSPACE_TIMEOUT_MS;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const records: StepRecord[] = [];
+  let containerRuntime = options.containerRuntime;
+
+  emit({ type: "workspace_started", workspace: ref });
+  const finish = (
+    status: BatchWorkspaceStatus,
+    error: string | null,
+    result: CachedStepResult | null,
+  ): WorkspaceRunResult => {
+    emit({ type: "workspace_finished", workspace: ref, status, error });
+    return { workspace: ref, status, error, steps: records, result };
+  };
+  const interrupted = () =>
+    timeout.aborted
+      ? finish(
+          "timed_out",
+          `the workspace did not finish within ${timeoutMs} ms and was stopped`,
+          null,
+        )
+      : finish("cancelled", "the run was cancelled", null);
+
+  let previous: CachedStepResult | null = null;
+  let outputs: Record<string, unknown> = {};
+  let plans: StepPlan[];
+  try {
+    plans = await planSteps(options, runnerEnv, specDirectory);
+  } catch (error) {
+    return finish("failed", `preparing the steps failed: ${errorMessage(error)}`, null);
+  }
+
+  let start = 0;
+  if (options.clearCache !== true) {
+    for (let position = plans.length - 1; position >= 0; position -= 1) {
+      let cached: CachedStepResult | undefined;
+      try {
+        cached = await cache.get(plans[position]!.cacheKey);
+        if (cached === undefined) continue;
+        await applyWorkspaceDiff(checkout.directory, cached.diff, signal);
+      } catch (error) {
+        if (signal.aborted) return interrupted();
+        return finish(
+          "failed",
+          `restoring the cached result of step ${plans[position]!.stepIndex + 1} failed: ${errorMessage(error)}; run again with the cache cleared`,
+          null,
+        );
+      }
+      previous = cached;
+      outputs = { ...cached.outputs };
+      start = position + 1;
+      for (const plan of plans.slice(0, start)) {
+        records.push({
+          stepIndex: plan.stepIndex,
+          outcome: "cached",
+          runtime: null,
+          exitCode: null,
+          durationMs: 0,
+          stdout: "",
+          stderr: "",
+        });
+        emit({
+          type: "step_finished",
+          workspace: ref,
+          stepIndex: plan.stepIndex,
+          outcome: "cached",
+          exitCode: null,
+          durationMs: 0,
+        });
+      }
+      break;
+    }
+  }
+
+  const repository = {
+    name: workspace.repository.name,
+    branch: workspace.branch,
+    fileMatches: workspace.searchResultPaths,
+  };
+  const batchChange = { name: spec.name, description: spec.description };
+
+  for (const plan of plans.slice(start)) {
+    const { stepIndex, step } = plan;
+    if (signal.aborted) return interrupted();
+    const context = (current?: TemplateStepResult) =>
+      createStepTemplateContext({
+        repository,
+        batchChange,
+        outputs: outputs as Record<string, TemplateValue>,
+        previousStep: stepTemplateResult(previous),
+        ...(current ? { step: current } : {}),
+        steps: {
+          changedFiles: previous ? templateChangedFiles(previous.files) : undefined,
+          path: workspace.path,
+        },
+      });
+    const started = performance.now();
+    let condition: boolean;
+    try {
+      condition =
+        step.if === undefined
+          ? true
+          : typeof step.if === "boolean"
+            ? step.if
+            : renderTemplate(step.if, context()).trim() === "true";
+    } catch (error) {
+      return finish(
+        "failed",
+        `step ${stepIndex + 1}: evaluating \`if:\` failed: ${errorMessage(error)}`,
+        null,
+      );
+    }
+    if (!condition) {
+      records.push({
+        stepIndex,
+        outcome: "skipped",
+        runtime: null,
+        exitCode: null,
+        durationMs: 0,
+        stdout: "",
+        stderr: "",
+      });
+      emit({
+        type: "step_finished",
+        workspace: ref,
+        stepIndex,
+        outcome: "skipped",
+        exitCode: null,
+        durationMs: 0,
+      });
+      continue;
+    }
+
+    const record: StepRecord = {
+      stepIndex,
+      outcome: "failed",
+      runtime: null,
+      exitCode: null,
+      durationMs: 0,
+      stdout: "",
+      stderr: "",
+    };
+    records.push(record);
+    const temporary = await mkdtemp(join(tmpdir(), "deckhand-step-"));
+    const releases: (() => Promise<void>)[] = [];
+    try {
+      const runtime = await chooseRuntime(step, stepIndex);
+      record.runtime = runtime;
+      const stepContext = context();
+      const script = renderTemplate(step.run ?? "", stepContext);
+      const env: Record<string, string> = {};
+      for (const [name, value] of Object.entries(resolveStepEnv(step.env, runnerEnv))) {
+        env[name] = renderTemplate(value, stepContext);
+      }
+      const secrets = [
+        ...policy.secretValues,
+        ...Object.entries({ ...runnerEnv, ...env })
+          .filter(([name]) => looksLikeSecretName(name))
+          .map(([, value]) => value),
+      ];
+      const redact = (text: string) => redactSecrets(text, secrets);
+      const output = new StepOutput(redact, (stream, text) =>
+        emit({ type: "step_output", workspace: ref, stepIndex, stream, text }),
+      );
+      const files: { target: string; source: string }[] = [];
+      for (const [target, content] of Object.entries(step.files ?? {})) {
+        const source = join(temporary, `file-${files.length}`);
+        await writeFile(source, renderTemplate(content, stepContext), { mode: 0o600 });
+        files.push({ target, source });
+      }
+      const mounts = (step.mount ?? []).map((mount) => ({
+        target: mount.mountpoint,
+        source: resolve(specDirectory, mount.path),
+      }));
+
+      emit({
+        type: "step_started",
+        workspace: ref,
+        stepIndex,
+        runtime,
+        image: runtime === "container" ? step.container! : null,
+      });
+      let exitCode: number | null;
+      if (runtime === "container") {
+        const workdir = posix.join(CONTAINER_WORK_DIRECTORY, workspace.path);
+        const containerMounts: ContainerMount[] = [
+          { source: checkout.directory, target: CONTAINER_WORK_DIRECTORY },
+          ...(await repositoryMount(checkout.directory, signal)),
+          ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
+        ];
+        const result = await runContainer(containerRuntime!, {
+          image: step.container!,
+          script,
+          shell: await containerShell(containerRuntime!, step.container!, containerMounts, signal),
+          workdir,
+          mounts: containerMounts,
+          env,
+          signal,
+          onOutput: (chunk) => output.write(chunk.stream, chunk.data),
+        });
+        exitCode = result.exitCode;
+      } else {
+        for (const placed of files) {
+          releases.push(await placeLocalFile(placed.target, placed.source, stepIndex, "copy"));
+        }
+        for (const placed of mounts) {
+          releases.push(await placeLocalFile(placed.target, placed.source, stepIndex, "link"));
+        }
+        const result = await runLocalStep({
+          script,
+          cwd: checkout.workspaceDirectory,
+          env: { ...runnerEnv, ...env },
+          signal,
+          onOutput: (stream, data) => output.write(stream, data),
+        });
+        exitCode = result.exitCode;
+      }
+      record.exitCode = exitCode;
+      record.durationMs = performance.now() - started;
+      record.stdout = output.text("stdout");
+      record.stderr = output.text("stderr");
+      if (signal.aborted) {
+        emitFinished(record);
+        return interrupted();
+      }
+      if (exitCode !== 0) {
+        throw new StepFailure(
+          `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
+        );
+      }
+      const changes = await collectWorkspaceDiff(checkout.directory, workspace.revision, signal);
+      const current: CachedStepResult = {
+        stepIndex,
+        exitCode,
+        diff: changes.diff,
+        files: changes.files,
+        outputs: {},
+        stdout: record.stdout,
+        stderr: record.stderr,
+      };
+      const outputContext = context(stepTemplateResult(current));
+      for (const [name, declared] of Object.entries(step.outputs ?? {})) {
+        outputs[name] = parseOutput(
+          name,
+          declared.format,
+          renderTemplate(declared.value, outputContext),
+        );
+      }
+      current.outputs = { ...outputs };
+      await cache.put(plan.cacheKey, current);
+      previous = current;
+      record.outcome = "run";
+      record.durationMs = performance.now() - started;
+      emitFinished(record);
+    } catch (error) {
+      record.durationMs = performance.now() - started;
+      emitFinished(record);
+      if (signal.aborted) return interrupted();
+      const message =
+        error instanceof StepFailure
+          ? error.message
+          : `step ${stepIndex + 1} failed: ${errorMessage(error)}`;
+      return finish("failed", message, null);
+    } finally {
+      for (const release of releases.reverse()) await release().catch(() => {});
+      await rm(temporary, { recursive: true, force: true });
+    }
+  }
+  return finish("completed", null, previous);
+
+  function emitFinished(record: StepRecord) {
+    emit({
+      type: "step_finished",
+      workspace: ref,
+      stepIndex: record.stepIndex,
+      outcome: record.outcome,
+      exitCode: record.exitCode,
+      durationMs: record.durationMs,
+    });
+  }
+
+  async function chooseRuntime(step: Step, stepIndex: number): Promise<BatchStepRuntime> {
+    const choice = options.runtime ?? "auto";
+    const image = step.container;
+    if (image === undefined) {
+      if (choice === "container") {
+        throw new BatchesError(
+          "step_failed",
+          `step ${stepIndex + 1} names no container image; set \`container:\` or run with runtime "local" or "auto"`,
+        );
+      }
+      return "local";
+    }
+    if (choice === "local") {
+      emit({
+        type: "step_runtime_fallback",
+        workspace: ref,
+        stepIndex,
+        image,
+        reason: "the run uses the local runtime: the step runs with sh on this machine",
+      });
+      return "local";
+    }
+    if (containerRuntime === undefined) {
+      containerRuntime = (await detectContainerRuntime()).runtime;
+    }
+    if (containerRuntime !== null) return "container";
+    if (choice === "container") {
+      throw new BatchesError(
+        "container_runtime_unavailable",
+        `step ${stepIndex + 1} needs a container runtime for image ${image} and none works here; install Podman or Docker, or run with runtime "local"`,
+      );
+    }
+    emit({
+      type: "step_runtime_fallback",
+      workspace: ref,
+      stepIndex,
+      image,
+      reason: "no container runtime works on this machine: the step runs with sh on this machine",
+    });
+    return "local";
+  }
+}

@@ -1,0 +1,37 @@
+// The step-result cache: what a step produced, under the key batch-spec computes from everything
+// that determines it (computeCacheKey), so a re-run resumes after the newest step it already ran.
+import type { ChangedFile } from "./workspace-diff.ts";
+
+/** One step's result as stored; the diff holds the changes of every step up to this one. */
+export interface CachedStepResult {
+  stepIndex: number;
+  exitCode: number;
+  /** `git diff --binary` of the workspace against its base commit after the step. */
+  diff: string;
+  files: ChangedFile[];
+  /** Every output set by this step and the steps before it. */
+  outputs: Record<string, unknown>;
+  /** Bounded and redacted. */
+  stdout: string;
+  stderr: string;
+}
+
+export interface StepCache {
+  get(key: string): Promise<CachedStepResult | undefined>;
+  /** Stores (or replaces) the result under `key`. */
+  put(key: string, result: CachedStepResult): Promise<void>;
+}
+
+/** A cache for one process: results are copied in and out, so callers cannot alter entries. */
+export class MemoryStepCache implements StepCache {
+  private readonly entries = new Map<string, CachedStepResult>();
+
+  async get(key: string): Promise<CachedStepResult | undefined> {
+    const entry = this.entries.get(key);
+    return entry === undefined ? undefined : structuredClone(entry);
+  }
+
+  async put(key: string, result: CachedStepResult): Promise<void> {
+    this.entries.set(key, structuredClone(result));
+  }
+}
