@@ -62,6 +62,5 @@ export async function api<Body>(method: string, path: string, body?: unknown): P
   return parsed as Body;
 }
 
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+/** One helper turns any thrown value into text, in the browser as on the server. */
+export { errorMessage as messageOf } from "@deckhand/errors";

@@ -1,3 +1,4 @@
+import { errorMessage } from "@deckhand/errors";
 import type { PermissionOptionKind } from "@deckhand/wire";
 import type {
   PermissionMemory,
@@ -43,10 +44,6 @@ function isRemembered(outcome: PermissionOutcome): outcome is RememberedPermissi
   return outcome === "allow_always" || outcome === "reject_always";
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /**
  * Recall → ask → remember, the one way both backends decide a permission request: a
  * remembered "always" answer for `key` answers without asking; otherwise the user is asked,
@@ -63,7 +60,7 @@ export async function decidePermission(input: PermissionGateInput): Promise<Perm
   } catch (error) {
     logger?.warn("cannot read remembered permissions; asking the user", {
       ...logFields,
-      error: messageOf(error),
+      error: errorMessage(error),
     });
   }
   if (remembered !== null && (input.usable?.(remembered) ?? true)) {
@@ -76,7 +73,7 @@ export async function decidePermission(input: PermissionGateInput): Promise<Perm
     } catch (error) {
       logger?.warn("cannot remember a permission answer", {
         ...logFields,
-        error: messageOf(error),
+        error: errorMessage(error),
       });
     }
   }

@@ -6,6 +6,7 @@ import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { GitError, runGit } from "@deckhand/git";
+import { REDACTED } from "@deckhand/secrets";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
 import { mapLimited, repositoryGit } from "./repository-git.ts";
@@ -156,7 +157,7 @@ function cloneFailure(action: string, url: string, error: unknown): BatchesError
   })();
   const detail =
     error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
-  const safe = password === "" ? detail : detail.replaceAll(password, "REDACTED");
+  const safe = password === "" ? detail : detail.replaceAll(password, REDACTED);
   return new BatchesError(
     "clone_failed",
     `${action} ${redactUrl(url)} failed: ${safe}; check the URL, the network and the credentials`,
