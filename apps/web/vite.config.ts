@@ -1,5 +1,8 @@
 import react from "@vitejs/plugin-react";
 import { defaultClientConditions, defineConfig } from "vite";
+// The config is loaded before any package is built, so it reads wire's constants from source
+// rather than from @deckhand/wire's dist.
+import { WirePath } from "../../packages/wire/src/constants.ts";
 
 export default defineConfig({
   plugins: [react()],
@@ -16,6 +19,6 @@ export default defineConfig({
   },
   server: {
     // `pnpm --filter @deckhand/web dev` against a `deckhand up` on the default address.
-    proxy: { "/api": { target: "http://127.0.0.1:7420", ws: true } },
+    proxy: { [WirePath.serverApi]: { target: "http://127.0.0.1:7420", ws: true } },
   },
 });

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { turn } from "@deckhand/testkit";
+import { WirePath } from "@deckhand/wire";
 import { type BrowserContext, chromium, type Page, type WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.ts";
@@ -104,7 +105,7 @@ describe("the web UI served by deckhand up", () => {
     const missingAsset = await fetch(`${up.server.url}/assets/missing-0000.js`);
     expect(missingAsset.status).toBe(404);
     await missingAsset.body?.cancel();
-    const unknownApi = await fetch(`${up.server.url}/api/no-such-route`);
+    const unknownApi = await fetch(`${up.server.url}${WirePath.serverApi}/no-such-route`);
     // The API's own answer (here its 401, as it wants a token), never the UI's index.html.
     expect(unknownApi.status).toBe(401);
     expect(unknownApi.headers.get("content-type")).toContain("application/json");

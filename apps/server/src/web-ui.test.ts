@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ServerPath, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { serveWebUi } from "./web-ui.ts";
@@ -16,7 +17,7 @@ beforeEach(() => {
   writeFileSync(join(webDir, "assets/index-abc123.css"), "body{}");
   writeFileSync(join(webDir, "favicon.svg"), "<svg/>");
   app = new Hono();
-  app.get("/api/health", (context) => context.json({ status: "ok" }));
+  app.get(ServerPath.health, (context) => context.json({ status: "ok" }));
   serveWebUi(app, webDir);
   app.notFound((context) => context.json({ error: { code: "not_found", message: "no" } }, 404));
 });
@@ -49,8 +50,13 @@ describe("serveWebUi", () => {
   });
 
   it("never shadows the API or the model proxy, and a missing asset stays a 404", async () => {
-    expect(await (await app.request("/api/health")).json()).toEqual({ status: "ok" });
-    for (const path of ["/api/no-such-route", "/api", "/model-provider/x", "/assets/gone.js"]) {
+    expect(await (await app.request(ServerPath.health)).json()).toEqual({ status: "ok" });
+    for (const path of [
+      `${WirePath.serverApi}/no-such-route`,
+      WirePath.serverApi,
+      `${WirePath.modelProvider}/x`,
+      "/assets/gone.js",
+    ]) {
       const response = await app.request(path);
       expect(response.status, path).toBe(404);
       expect(response.headers.get("content-type"), path).toContain("application/json");
