@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   BatchSpecError,
@@ -13,11 +14,13 @@ import {
   resolveStepEnv,
   type TemplateValue,
 } from "@deckhand/batch-spec";
+import type { CodeHost, Workspace } from "@deckhand/batches";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { WireEnv, WirePath } from "@deckhand/wire";
 
 export interface BatchCommandIo {
-  stdout: { write(text: string): unknown };
+  /** Without `isTTY`, output meant for people (tables) becomes JSON lines. */
+  stdout: { write(text: string): unknown; isTTY?: boolean };
   stderr: { write(text: string): unknown };
   /** Spec paths are resolved against this directory. */
   cwd: string;
@@ -28,6 +31,7 @@ export const batchUsage = `Usage: deckhand batch <command> [options]
 Commands:
   validate <spec>   check a batch spec (YAML or JSON): syntax, fields, version rules,
                     templates and mounts; lists every problem as file:line:column
+  workspaces <spec> list the workspaces a spec would run in, before anything runs
   render <spec>     print the shell script a codingAgent step runs, secrets redacted
   schema            print the JSON Schema of batch specs, for editor completion
 
@@ -69,6 +73,22 @@ Options:
   --install-source SOURCE   release (default: the agent's release downloads) or npm
 `;
 
+const workspacesUsage = `Usage: deckhand batch workspaces <spec> [options]
+
+Lists the workspaces the spec would run in, before anything runs: for each its repository,
+branch, commit, path and the steps (as in steps[N]) that would run there. On a terminal it
+prints a table; otherwise (or with --json) one JSON object a line: a "workspace" per
+workspace, a "warning" per warning and a last "summary".
+
+Options:
+  --code-host DIR          a directory of repositories to search for this run (repeatable),
+                           after the codeHosts of <data-dir>/config.json
+  --data-dir DIR           where config.json and the clone cache live (default:
+                           $${WireEnv.serverDataDir}, else ~/.deckhand)
+  --force-override-ignore  ignore .batchignore files
+  --json                   print JSON lines even on a terminal
+`;
+
 class UsageError extends Error {}
 
 /** Reads and parses the spec at `path`; its mounts are checked against the spec's directory. */
@@ -92,8 +112,8 @@ function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof pars
 
 function parse(
   argv: string[],
-  options: Record<string, { type: "string" | "boolean" }>,
-): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
+): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({
       args: argv,
@@ -101,7 +121,10 @@ function parse(
       allowPositionals: true,
       strict: true,
     });
-    return { values: values as Record<string, string | boolean | undefined>, positionals };
+    return {
+      values: values as Record<string, string | boolean | string[] | undefined>,
+      positionals,
+    };
   } catch (error) {
     throw new UsageError(errorMessage(error));
   }
@@ -142,7 +165,7 @@ function schema(argv: string[], io: BatchCommandIo): number {
 }
 
 function requiredString(
-  values: Record<string, string | boolean | undefined>,
+  values: Record<string, string | boolean | string[] | undefined>,
   name: string,
 ): string {
   const value = values[name];
@@ -274,6 +297,141 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
   return 0;
 }
 
+/** The `codeHosts` of `<data-dir>/config.json`; none when the file or the key is absent. */
+async function configuredCodeHosts(dataDir: string): Promise<CodeHost[]> {
+  const file = join(dataDir, "config.json");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return [];
+    throw new Error(`cannot read ${file}: ${errorMessage(error)}`, { cause: error });
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${file} is not valid JSON: ${errorMessage(error)}`, { cause: error });
+  }
+  if (typeof config !== "object" || config === null || !("codeHosts" in config)) return [];
+  // Only the codeHosts key: the server validates the rest, and importing it would load the
+  // database and the HTTP stack for a preview.
+  const { CodeHostsSchema } = await import("@deckhand/batches");
+  const parsed = CodeHostsSchema.safeParse(config.codeHosts);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .map(
+        (issue) =>
+          `codeHosts${issue.path.map((key) => `[${JSON.stringify(key)}]`).join("")}: ${issue.message}`,
+      )
+      .join("; ");
+    throw new Error(`${file}: ${issues}`);
+  }
+  return parsed.data;
+}
+
+function workspaceLine(workspace: Workspace): Record<string, unknown> {
+  return {
+    type: "workspace",
+    repository: workspace.repository.name,
+    branch: workspace.branch,
+    revision: workspace.revision,
+    path: workspace.path,
+    steps: workspace.steps.map((step) => step.index),
+    only_fetch_workspace: workspace.onlyFetchWorkspace,
+    search_result_paths: workspace.searchResultPaths,
+  };
+}
+
+function workspaceTable(workspaces: readonly Workspace[]): string {
+  const rows = [
+    ["REPOSITORY", "BRANCH", "REVISION", "PATH", "STEPS"],
+    ...workspaces.map((workspace) => [
+      workspace.repository.name,
+      workspace.branch,
+      workspace.revision.slice(0, 12),
+      workspace.path === "" ? "." : workspace.path,
+      workspace.steps.length === 0
+        ? "-"
+        : workspace.steps.map((step) => String(step.index)).join(","),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .map((line) => `${line}\n`)
+    .join("");
+}
+
+async function workspaces(
+  argv: string[],
+  io: BatchCommandIo,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    "code-host": { type: "string", multiple: true },
+    "data-dir": { type: "string" },
+    "force-override-ignore": { type: "boolean" },
+    json: { type: "boolean" },
+  });
+  if (values.help) {
+    io.stdout.write(workspacesUsage);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError("workspaces takes one spec file");
+  const path = positionals[0]!;
+  const { spec, diagnostics } = parseSpecFile(path, io);
+  if (spec === undefined) {
+    for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
+    io.stderr.write(
+      `${path}: fix these problems first; "deckhand batch validate" lists them too\n`,
+    );
+    return 1;
+  }
+  const dataDir = resolve(
+    io.cwd,
+    (values["data-dir"] as string | undefined) ??
+      env[WireEnv.serverDataDir] ??
+      join(homedir(), ".deckhand"),
+  );
+  const codeHosts = await configuredCodeHosts(dataDir);
+  // Loaded here, not at the top: validate, render and schema never need git or the engine.
+  const { loadRepositories, resolveWorkspaces } = await import("@deckhand/batches");
+  const repositories = await loadRepositories({
+    codeHosts,
+    extraDirectories: ((values["code-host"] as string[] | undefined) ?? []).map((directory) =>
+      resolve(io.cwd, directory),
+    ),
+    cacheDirectory: join(dataDir, "cache", "repositories"),
+  });
+  const result = await resolveWorkspaces(spec, {
+    repositories,
+    forceOverrideIgnore: values["force-override-ignore"] === true,
+  });
+  if (values.json || !io.stdout.isTTY) {
+    for (const workspace of result.workspaces) {
+      io.stdout.write(`${JSON.stringify(workspaceLine(workspace))}\n`);
+    }
+    for (const message of result.warnings) {
+      io.stdout.write(`${JSON.stringify({ type: "warning", message })}\n`);
+    }
+    io.stdout.write(
+      `${JSON.stringify({ type: "summary", workspaces: result.workspaces.length })}\n`,
+    );
+    return 0;
+  }
+  for (const message of result.warnings) io.stderr.write(`warning: ${message}\n`);
+  io.stdout.write(workspaceTable(result.workspaces));
+  const count = result.workspaces.length;
+  io.stdout.write(`${count} workspace${count === 1 ? "" : "s"}\n`);
+  return 0;
+}
+
 /**
  * Runs `deckhand batch <argv...>` and returns its exit code: 0 on success, 1 when the spec or
  * the request is wrong, 2 for a usage error. Never throws and never prints a stack trace.
@@ -291,6 +449,8 @@ export async function runBatchCommand(
         return render(rest, io, process.env);
       case "schema":
         return schema(rest, io);
+      case "workspaces":
+        return await workspaces(rest, io, process.env);
       case undefined:
       case "help":
       case "--help":
@@ -319,6 +479,8 @@ function usageFor(command: string | undefined): string {
       return renderUsage;
     case "schema":
       return schemaUsage;
+    case "workspaces":
+      return workspacesUsage;
     default:
       return batchUsage;
   }

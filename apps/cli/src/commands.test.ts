@@ -56,5 +56,7 @@ describe("deckhand command dispatch", () => {
     expect(stdout).toContain(": OK (version 3");
     expect(loaded.some((url) => url.includes("/packages/batch-spec/src/"))).toBe(true);
     expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
+    // The batch engine (git, repositories, workspaces) is for "batch workspaces" only.
+    expect(loaded.filter((url) => url.includes("/packages/batches/src/"))).toEqual([]);
   });
 });

@@ -196,6 +196,14 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("accepts batch codeHosts in config.json and names a bad entry", () => {
+    const hosts = dataDir({ codeHosts: [{ type: "directory", path: "/srv/code" }] });
+    expect(() => resolveServerConfig({ dataDir: hosts }, { environment: {} })).not.toThrow();
+    const bad = dataDir({ codeHosts: [{ type: "svn", path: "/srv/code" }] });
+    const error = configError(() => resolveServerConfig({ dataDir: bad }, { environment: {} }));
+    expect(error.message).toContain("codeHosts");
+  });
+
   it("names the entry for an agentEnvironment name that is no variable name", () => {
     const denied = configError(() =>
       resolveServerConfig(

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { CodeHostsSchema } from "@deckhand/batches";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import { WireEnv } from "@deckhand/wire";
@@ -146,6 +147,8 @@ export const ServerConfigFileSchema = z.strictObject({
     .int()
     .min(64 * 1024)
     .optional(),
+  /** Where batch changes find repositories; `deckhand batch workspaces` reads it too. */
+  codeHosts: CodeHostsSchema.optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 

@@ -1,0 +1,167 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createTempRepository, gitIn } from "@deckhand/testkit";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runBatchCommand } from "./batch-command.ts";
+
+let scratch: string;
+let hostDirectory: string;
+let dataDirectory: string;
+const heads: Record<string, string> = {};
+
+/** A repository with one commit of `files`, placed under the code host as `name`. */
+function repository(name: string, files: Record<string, string>): void {
+  const made = createTempRepository(files);
+  const path = join(hostDirectory, name);
+  mkdirSync(dirname(path), { recursive: true });
+  renameSync(made.path, path);
+  heads[name] = gitIn(path, "rev-parse", "HEAD");
+}
+
+beforeEach(() => {
+  scratch = mkdtempSync(join(tmpdir(), "deckhand-cli-workspaces-"));
+  hostDirectory = join(scratch, "code");
+  // An empty data directory: no config.json, so only --code-host offers repositories.
+  dataDirectory = join(scratch, "data");
+  mkdirSync(dataDirectory);
+  repository("github.com/acme/api", { "main.go": 'fmt.Println("api")\n' });
+  repository("github.com/acme/web", { "package.json": "{}\n" });
+  repository("github.com/acme/docs", { "README.md": "# docs\n" });
+});
+afterEach(() => rmSync(scratch, { recursive: true, force: true }));
+
+async function run(argv: string[], spec: string) {
+  writeFileSync(join(scratch, "spec.yaml"), spec);
+  let stdout = "";
+  let stderr = "";
+  const code = await runBatchCommand(["workspaces", ...argv], {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    cwd: scratch,
+  });
+  return { code, stdout, stderr };
+}
+
+const hostOptions = () => ["--code-host", hostDirectory, "--data-dir", dataDirectory];
+
+function lines(stdout: string): unknown[] {
+  return stdout
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+}
+
+describe("deckhand batch workspaces", () => {
+  it("lists exactly the repositories a spec names, at their HEAD commits, as JSON lines", async () => {
+    const result = await run(
+      ["spec.yaml", ...hostOptions()],
+      `name: demo
+on:
+  - repository: github.com/acme/api
+  - repository: github.com/acme/web
+steps:
+  - run: echo hi
+    container: alpine:3
+changesetTemplate:
+  title: Demo
+  branch: demo
+  commit:
+    message: Demo
+`,
+    );
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const workspace = (repository: string) => ({
+      type: "workspace",
+      repository,
+      branch: "main",
+      revision: heads[repository],
+      path: "",
+      steps: [0],
+      only_fetch_workspace: false,
+      search_result_paths: [],
+    });
+    expect(lines(result.stdout)).toEqual([
+      workspace("github.com/acme/api"),
+      workspace("github.com/acme/web"),
+      { type: "summary", workspaces: 2 },
+    ]);
+  });
+
+  it("picks the repository whose files match a repositoriesMatchingQuery file: filter", async () => {
+    const result = await run(
+      ["spec.yaml", ...hostOptions()],
+      "name: demo\non:\n  - repositoriesMatchingQuery: file:package\\.json$\n",
+    );
+    expect(result.code).toBe(0);
+    const parsed = lines(result.stdout) as Record<string, unknown>[];
+    expect(parsed.map((line) => [line.type, line.repository, line.revision])).toEqual([
+      ["workspace", "github.com/acme/web", heads["github.com/acme/web"]],
+      ["summary", undefined, undefined],
+    ]);
+    expect(parsed[0]?.search_result_paths).toEqual(["package.json"]);
+  });
+
+  it("prints a table on a terminal", async () => {
+    writeFileSync(
+      join(scratch, "spec.yaml"),
+      "name: demo\non:\n  - repository: github.com/acme/docs\n",
+    );
+    let stdout = "";
+    const code = await runBatchCommand(["workspaces", "spec.yaml", ...hostOptions()], {
+      stdout: { write: (text: string) => (stdout += text), isTTY: true },
+      stderr: { write: () => true },
+      cwd: scratch,
+    });
+    expect(code).toBe(0);
+    const docs = heads["github.com/acme/docs"]!.slice(0, 12);
+    expect(stdout.split("\n")).toEqual([
+      "REPOSITORY            BRANCH  REVISION      PATH  STEPS",
+      `github.com/acme/docs  main    ${docs}  .     -`,
+      "1 workspace",
+      "",
+    ]);
+  });
+
+  it("reads the codeHosts of <data-dir>/config.json", async () => {
+    writeFileSync(
+      join(dataDirectory, "config.json"),
+      JSON.stringify({ codeHosts: [{ type: "directory", path: hostDirectory }] }),
+    );
+    const result = await run(
+      ["spec.yaml", "--data-dir", dataDirectory],
+      "name: demo\non:\n  - repository: github.com/acme/docs\n",
+    );
+    expect(result.code).toBe(0);
+    expect(lines(result.stdout)).toContainEqual(
+      expect.objectContaining({ repository: "github.com/acme/docs" }),
+    );
+  });
+
+  it("exits 1 naming the closest repositories when a spec names an unknown one", async () => {
+    const result = await run(
+      ["spec.yaml", ...hostOptions()],
+      "name: demo\non:\n  - repository: github.com/acme/apu\n",
+    );
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toMatch(
+      /^deckhand batch workspaces: repository github\.com\/acme\/apu not found .*closest are: github\.com\/acme\/api/,
+    );
+  });
+
+  it("exits 1 with located diagnostics for an invalid spec", async () => {
+    const result = await run(["spec.yaml", ...hostOptions()], "name: broken spec\n");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^spec\.yaml:1:7: name: /);
+  });
+
+  it("exits 2 with its usage for a missing spec or an unknown option", async () => {
+    for (const argv of [[], ["spec.yaml", "--code-hots", hostDirectory]]) {
+      const result = await run(argv, "name: demo\n");
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("Usage: deckhand batch workspaces <spec>");
+    }
+  });
+});
