@@ -9,7 +9,7 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
-import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
