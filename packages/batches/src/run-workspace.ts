@@ -364,25 +364,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       previous = cached;
       outputs = { ...cached.outputs };
       start = position + 1;
-      for (const plan of plans.slice(0, start)) {
-        records.push({
-          stepIndex: plan.stepIndex,
-          outcome: "cached",
-          runtime: null,
-          exitCode: null,
-          durationMs: 0,
-          stdout: "",
-          stderr: "",
-        });
-        emit({
-          type: "step_finished",
-          workspace: ref,
-          stepIndex: plan.stepIndex,
-          outcome: "cached",
-          exitCode: null,
-          durationMs: 0,
-        });
-      }
+      for (const plan of plans.slice(0, start)) recordNotRun(plan.stepIndex, "cached");
       break;
     }
   }
@@ -426,23 +408,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       );
     }
     if (!condition) {
-      records.push({
-        stepIndex,
-        outcome: "skipped",
-        runtime: null,
-        exitCode: null,
-        durationMs: 0,
-        stdout: "",
-        stderr: "",
-      });
-      emit({
-        type: "step_finished",
-        workspace: ref,
-        stepIndex,
-        outcome: "skipped",
-        exitCode: null,
-        durationMs: 0,
-      });
+      recordNotRun(stepIndex, "skipped");
       continue;
     }
 
@@ -582,6 +548,21 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
     }
   }
   return finish("completed", null, previous);
+
+  /** A step answered from the cache or skipped by its `if:`: recorded and reported, not run. */
+  function recordNotRun(stepIndex: number, outcome: "cached" | "skipped") {
+    const record: StepRecord = {
+      stepIndex,
+      outcome,
+      runtime: null,
+      exitCode: null,
+      durationMs: 0,
+      stdout: "",
+      stderr: "",
+    };
+    records.push(record);
+    emitFinished(record);
+  }
 
   function emitFinished(record: StepRecord) {
     emit({
