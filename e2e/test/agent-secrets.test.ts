@@ -7,7 +7,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createDb } from "@deckhand/db";
 import {
   createPostgresTestDatabase,
@@ -17,7 +16,6 @@ import {
   SessionStreamClient,
   type SpawnedService,
   scriptedAcpAgentCommand,
-  spawnService,
   startFakeModel,
   type TempRepository,
   testPostgresUrl,
@@ -25,18 +23,16 @@ import {
 } from "@deckhand/testkit";
 import {
   type Chat,
-  type CreateMessageResponse,
   type Project,
   ServerPath,
   type Session,
-  type SessionEvent,
   serverPath,
   WireEnv,
   WireHeader,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runTurnAndWait, spawnDeckhandUp } from "./deckhand-up.ts";
 
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const DATABASE_URL_ENV = "DATABASE_URL";
 const MARKER = "[REDACTED]";
 
@@ -127,24 +123,7 @@ beforeAll(async () => {
     database = await createPostgresTestDatabase();
     serverEnvironment[DATABASE_URL_ENV] = database.url;
   }
-  server = await spawnService(
-    process.execPath,
-    [
-      "--conditions=source",
-      join(repositoryRoot, "apps/cli/src/bin.ts"),
-      "up",
-      "--listen",
-      "127.0.0.1:0",
-      "--data-dir",
-      dataDir,
-    ],
-    {
-      readyMessage: "deckhand server listening",
-      cwd: repositoryRoot,
-      env: serverEnvironment,
-      timeoutMs: 60_000,
-    },
-  );
+  server = await spawnDeckhandUp(dataDir, serverEnvironment);
 });
 
 afterAll(async () => {
@@ -194,35 +173,7 @@ describe("secrets never reach agent processes", () => {
 
   /** Sends a message, waits for its turn to finish and returns what the turn streamed. */
   async function runTurn(agent: string, text: string): Promise<string> {
-    const posted = await api<CreateMessageResponse>(
-      "POST",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-      { agent, text },
-    );
-    expect(posted.status).toBe(202);
-    const started = () =>
-      stream
-        .events()
-        .find(
-          (event) =>
-            event.event.type === "turn_started" &&
-            event.event.user_message_id === posted.body.message.id,
-        );
-    await stream.waitFor(() => started() !== undefined, 30_000);
-    const messageId = (started()!.event as { message_id: string }).message_id;
-    await stream.waitFor(
-      (client) =>
-        client
-          .events()
-          .some(
-            (event) => event.event.type === "turn_finished" && event.event.message_id === messageId,
-          ),
-      30_000,
-    );
-    const events: SessionEvent[] = stream
-      .events()
-      .filter((event) => "message_id" in event.event && event.event.message_id === messageId);
-    return JSON.stringify(events);
+    return JSON.stringify(await runTurnAndWait(api, stream, chat.id, agent, text));
   }
 
   it("native execute sees neither Deckhand's secrets nor denied keys, and its output reaches the model redacted", async () => {

@@ -10,6 +10,7 @@ import {
   createTempRepository,
   type FakeModel,
   type PostgresTestDatabase,
+  type SessionStreamClient,
   type SpawnedService,
   scriptedAcpAgentCommand,
   spawnService,
@@ -17,7 +18,14 @@ import {
   type TempRepository,
   testPostgresUrl,
 } from "@deckhand/testkit";
-import { WireEnv } from "@deckhand/wire";
+import {
+  type CreateMessageResponse,
+  ServerPath,
+  type SessionEvent,
+  serverPath,
+  WireEnv,
+} from "@deckhand/wire";
+import { expect } from "vitest";
 
 export const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const UPSTREAM_KEY_ENV = "E2E_FAKE_UPSTREAM_KEY";
@@ -37,6 +45,68 @@ export interface DeckhandUp {
 export interface DeckhandUpOptions {
   /** Sets DECKHAND_ADMIN_TOKEN: the API (and session streams) then want it as a bearer token. */
   adminToken?: string;
+}
+
+/** `deckhand up` from source on a free loopback port over `dataDir`, with `env` as its environment. */
+export function spawnDeckhandUp(dataDir: string, env: NodeJS.ProcessEnv): Promise<SpawnedService> {
+  return spawnService(
+    process.execPath,
+    [
+      "--conditions=source",
+      join(repositoryRoot, "apps/cli/src/bin.ts"),
+      "up",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+    ],
+    { readyMessage: "deckhand server listening", cwd: repositoryRoot, env, timeoutMs: 60_000 },
+  );
+}
+
+/** How a suite calls the server's API: its status and parsed body. */
+export type ApiCall = <Body>(
+  method: string,
+  path: string,
+  body?: unknown,
+) => Promise<{ status: number; body: Body }>;
+
+/** Sends a message, waits until its turn has finished on `stream`, and returns the turn's events. */
+export async function runTurnAndWait(
+  api: ApiCall,
+  stream: SessionStreamClient,
+  chatId: string,
+  agent: string,
+  text: string,
+): Promise<SessionEvent[]> {
+  const posted = await api<CreateMessageResponse>(
+    "POST",
+    serverPath(ServerPath.chatMessages, { chat_id: chatId }),
+    { agent, text },
+  );
+  expect(posted.status).toBe(202);
+  const started = () =>
+    stream
+      .events()
+      .find(
+        (event) =>
+          event.event.type === "turn_started" &&
+          event.event.user_message_id === posted.body.message.id,
+      );
+  await stream.waitFor(() => started() !== undefined, 30_000);
+  const messageId = (started()!.event as { message_id: string }).message_id;
+  await stream.waitFor(
+    (client) =>
+      client
+        .events()
+        .some(
+          (event) => event.event.type === "turn_finished" && event.event.message_id === messageId,
+        ),
+    30_000,
+  );
+  return stream
+    .events()
+    .filter((event) => "message_id" in event.event && event.event.message_id === messageId);
 }
 
 export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<DeckhandUp> {
@@ -72,28 +142,11 @@ export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<
     database = await createPostgresTestDatabase();
     serverEnvironment[DATABASE_URL_ENV] = database.url;
   }
-  const server = await spawnService(
-    process.execPath,
-    [
-      "--conditions=source",
-      join(repositoryRoot, "apps/cli/src/bin.ts"),
-      "up",
-      "--listen",
-      "127.0.0.1:0",
-      "--data-dir",
-      dataDir,
-    ],
-    {
-      readyMessage: "deckhand server listening",
-      cwd: repositoryRoot,
-      env: {
-        ...serverEnvironment,
-        [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
-        ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
-      },
-      timeoutMs: 60_000,
-    },
-  );
+  const server = await spawnDeckhandUp(dataDir, {
+    ...serverEnvironment,
+    [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
+    ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
+  });
   return {
     server,
     model,

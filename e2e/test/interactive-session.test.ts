@@ -14,7 +14,6 @@ import {
 } from "@deckhand/testkit";
 import {
   type Chat,
-  type CreateMessageResponse,
   type Message,
   type PendingChange,
   type Project,
@@ -24,7 +23,7 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DeckhandUp, startDeckhandUp, UPSTREAM_KEY } from "./deckhand-up.ts";
+import { type DeckhandUp, runTurnAndWait, startDeckhandUp, UPSTREAM_KEY } from "./deckhand-up.ts";
 
 let up: DeckhandUp;
 let repository: TempRepository;
@@ -87,35 +86,8 @@ describe("an interactive session through deckhand up", () => {
   });
 
   /** Sends a message and waits until its turn has finished; returns the turn's events. */
-  async function runTurn(agent: string, text: string): Promise<SessionEvent[]> {
-    const posted = await api<CreateMessageResponse>(
-      "POST",
-      serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-      { agent, text },
-    );
-    expect(posted.status).toBe(202);
-    const started = () =>
-      stream
-        .events()
-        .find(
-          (event) =>
-            event.event.type === "turn_started" &&
-            event.event.user_message_id === posted.body.message.id,
-        );
-    await stream.waitFor(() => started() !== undefined, 30_000);
-    const messageId = (started()!.event as { message_id: string }).message_id;
-    await stream.waitFor(
-      (client) =>
-        client
-          .events()
-          .some(
-            (event) => event.event.type === "turn_finished" && event.event.message_id === messageId,
-          ),
-      30_000,
-    );
-    return stream
-      .events()
-      .filter((event) => "message_id" in event.event && event.event.message_id === messageId);
+  function runTurn(agent: string, text: string): Promise<SessionEvent[]> {
+    return runTurnAndWait(api, stream, chat.id, agent, text);
   }
 
   async function applyOnly(agent: string, path: string): Promise<string> {
