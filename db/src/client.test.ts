@@ -34,6 +34,7 @@ describe.each(backends)("database on %s", (kind) => {
     expect(rows.map((row) => row.table_name)).toEqual([
       "agent_sessions",
       "api_tokens",
+      "batch_run_events",
       "batch_runs",
       "batch_specs",
       "changesets",
@@ -51,6 +52,7 @@ describe.each(backends)("database on %s", (kind) => {
       "sessions",
       "step_results",
       "tasks",
+      "workspace_steps",
       "workspaces",
     ]);
   });

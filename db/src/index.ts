@@ -12,6 +12,14 @@ export {
 } from "./client.ts";
 export { DataDirLockedError } from "./data-dir-lock.ts";
 export { DbError, type DbErrorCode } from "./errors.ts";
+export {
+  EventFeedHub,
+  type EventFeedHubOptions,
+  type FeedEvent,
+  type FeedSubscribeOptions,
+  type FeedSubscription,
+  type ReadFeedEvents,
+} from "./event-feed-hub.ts";
 export { type EnqueueOptions, type EnqueueResult, enqueue } from "./queue/enqueue.ts";
 export { type TaskContext, type TaskDefinition, TaskRegistry } from "./queue/registry.ts";
 export { TaskWorker, type WorkerOptions } from "./queue/worker.ts";
@@ -23,7 +31,21 @@ export {
   permissionRules,
   rememberedPermissions,
 } from "./schema/agents.ts";
-export { batchRuns, batchSpecs, changesets, stepResults, workspaces } from "./schema/batches.ts";
+export {
+  type BatchRunAction,
+  type BatchRunStatus,
+  batchRunEvents,
+  batchRuns,
+  batchSpecs,
+  type ChangesetApplyOperation,
+  type ChangesetStatus,
+  changesets,
+  stepResults,
+  type WorkspaceStatus,
+  type WorkspaceStepOutcome,
+  workspaceSteps,
+  workspaces,
+} from "./schema/batches.ts";
 export {
   chats,
   type MessagePartKind,

@@ -1,6 +1,19 @@
 import { sql } from "drizzle-orm";
-import { check, index, integer, jsonb, pgTable, text, unique, uuid } from "drizzle-orm/pg-core";
+import {
+  bigserial,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  unique,
+  uuid,
+} from "drizzle-orm/pg-core";
 import { createdAt, oneOf, timestampColumn, updatedAt } from "./columns.ts";
+import { sessions } from "./projects.ts";
 
 /** A batch spec as submitted: the YAML source and its parsed form. */
 export const batchSpecs = pgTable(
@@ -10,6 +23,10 @@ export const batchSpecs = pgTable(
     name: text("name").notNull(),
     source: text("source").notNull(),
     spec: jsonb("spec").notNull(),
+    /** The directory of the spec file, which `mount:` paths are relative to; null when none. */
+    specDirectory: text("spec_directory"),
+    /** The file name the spec was read from, for diagnostics. */
+    file: text("file"),
     createdAt: createdAt(),
   },
   (table) => [index("batch_specs_name_idx").on(table.name, table.createdAt)],
@@ -17,6 +34,9 @@ export const batchSpecs = pgTable(
 
 export const batchRunStatuses = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export type BatchRunStatus = (typeof batchRunStatuses)[number];
+
+export const batchRunActions = ["preview", "apply"] as const;
+export type BatchRunAction = (typeof batchRunActions)[number];
 
 /** One execution of a batch spec across its repositories. */
 export const batchRuns = pgTable(
@@ -27,6 +47,12 @@ export const batchRuns = pgTable(
       .notNull()
       .references(() => batchSpecs.id, { onDelete: "cascade" }),
     status: text("status").$type<BatchRunStatus>().notNull().default("queued"),
+    /** What the run ends with: changesets to look at, or changesets applied as branches. */
+    action: text("action").$type<BatchRunAction>().notNull().default("preview"),
+    /** How the run executes (runtime, timeout, cache, failure policy), as @deckhand/batches reads it. */
+    options: jsonb("options").notNull().default(sql`'{}'::jsonb`),
+    /** Warnings from resolving the workspaces (skipped repositories, ignored filters). */
+    warnings: jsonb("warnings").notNull().default(sql`'[]'::jsonb`),
     error: text("error"),
     createdAt: createdAt(),
     startedAt: timestampColumn("started_at"),
@@ -34,8 +60,10 @@ export const batchRuns = pgTable(
   },
   (table) => [
     check("batch_runs_status_check", oneOf(table.status, batchRunStatuses)),
+    check("batch_runs_action_check", oneOf(table.action, batchRunActions)),
     index("batch_runs_spec_idx").on(table.batchSpecId, table.createdAt),
     index("batch_runs_status_idx").on(table.status),
+    index("batch_runs_created_idx").on(table.createdAt),
   ],
 );
 
@@ -44,12 +72,13 @@ export const workspaceStatuses = [
   "running",
   "completed",
   "failed",
+  "timed_out",
   "skipped",
   "cancelled",
 ] as const;
 export type WorkspaceStatus = (typeof workspaceStatuses)[number];
 
-/** One repository (and optional path within it) a batch run works on. */
+/** One repository revision (and optional path within it) a batch run works on: one queue task. */
 export const workspaces = pgTable(
   "workspaces",
   {
@@ -57,12 +86,26 @@ export const workspaces = pgTable(
     batchRunId: uuid("batch_run_id")
       .notNull()
       .references(() => batchRuns.id, { onDelete: "cascade" }),
+    /** The workspace's place in the run's list, as resolution ordered it. */
+    position: integer("position").notNull().default(0),
     repository: text("repository").notNull(),
     path: text("path").notNull().default(""),
-    branch: text("branch"),
+    branch: text("branch").notNull().default(""),
+    revision: text("revision").notNull().default(""),
+    /** The resolved workspace (repository location, steps, search results) the job runs. */
+    definition: jsonb("definition").notNull().default(sql`'{}'::jsonb`),
     status: text("status").$type<WorkspaceStatus>().notNull().default("pending"),
     error: text("error"),
+    /** The final diff against `revision`; null until the workspace completes. */
     diff: text("diff"),
+    /** How many times an executor started this workspace (a retry after a crash counts). */
+    attempts: integer("attempts").notNull().default(0),
+    /** The executor that ran (or runs) it. */
+    executor: text("executor"),
+    /** The interactive session that took this workspace over, whose changes replace the steps'. */
+    takeoverSessionId: uuid("takeover_session_id").references(() => sessions.id, {
+      onDelete: "set null",
+    }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     startedAt: timestampColumn("started_at"),
@@ -71,14 +114,63 @@ export const workspaces = pgTable(
   (table) => [
     check("workspaces_status_check", oneOf(table.status, workspaceStatuses)),
     index("workspaces_batch_run_idx").on(table.batchRunId, table.status),
-    unique("workspaces_run_repository_path_unique").on(
+    index("workspaces_batch_run_position_idx").on(table.batchRunId, table.position),
+    index("workspaces_takeover_session_idx").on(table.takeoverSessionId),
+    unique("workspaces_run_repository_branch_path_unique").on(
       table.batchRunId,
       table.repository,
+      table.branch,
       table.path,
     ),
   ],
 );
 
+export const workspaceStepOutcomes = ["running", "run", "cached", "skipped", "failed"] as const;
+export type WorkspaceStepOutcome = (typeof workspaceStepOutcomes)[number];
+
+/** What happened to one step in one workspace of a run: the timeline the UI and CLI show. */
+export const workspaceSteps = pgTable(
+  "workspace_steps",
+  {
+    workspaceId: uuid("workspace_id")
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    stepIndex: integer("step_index").notNull(),
+    outcome: text("outcome").$type<WorkspaceStepOutcome>().notNull(),
+    /** "local" or "container"; null when the step did not run. */
+    runtime: text("runtime"),
+    image: text("image"),
+    exitCode: integer("exit_code"),
+    durationMs: integer("duration_ms").notNull().default(0),
+    /** The step_results row holding its diff and outputs; null when it did not finish. */
+    cacheKey: text("cache_key"),
+    /** Bounded and redacted output of a step that ran (kept for failed steps too). */
+    stdout: text("stdout").notNull().default(""),
+    stderr: text("stderr").notNull().default(""),
+    startedAt: timestampColumn("started_at"),
+    finishedAt: timestampColumn("finished_at"),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.stepIndex] }),
+    check("workspace_steps_outcome_check", oneOf(table.outcome, workspaceStepOutcomes)),
+    check("workspace_steps_step_index_check", sql`${table.stepIndex} >= 0`),
+  ],
+);
+
+/** A run's progress log: what its CLI and WebSocket clients replay and follow, by id. */
+export const batchRunEvents = pgTable(
+  "batch_run_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    batchRunId: uuid("batch_run_id")
+      .notNull()
+      .references(() => batchRuns.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    payload: jsonb("payload").notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [index("batch_run_events_run_idx").on(table.batchRunId, table.id)],
+);
 /**
  * The step-result cache: a step's outcome keyed by the hash of everything that determines it,
  * so an unchanged step is not run again on the next run.
@@ -106,10 +198,20 @@ export const stepResults = pgTable(
   ],
 );
 
-export const changesetStatuses = ["draft", "open", "merged", "closed", "failed"] as const;
+export const changesetStatuses = [
+  "unpublished",
+  "draft",
+  "open",
+  "merged",
+  "closed",
+  "failed",
+] as const;
 export type ChangesetStatus = (typeof changesetStatuses)[number];
 
-/** The change a batch run proposes on one repository: a branch and, once published, a PR. */
+export const changesetApplyOperations = ["created", "updated", "unchanged"] as const;
+export type ChangesetApplyOperation = (typeof changesetApplyOperations)[number];
+
+/** The change a batch run proposes on one repository branch: a diff, a branch, later a PR. */
 export const changesets = pgTable(
   "changesets",
   {
@@ -121,10 +223,27 @@ export const changesets = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: "cascade" }),
     repository: text("repository").notNull(),
+    baseBranch: text("base_branch").notNull().default(""),
+    baseRevision: text("base_revision").notNull().default(""),
+    path: text("path").notNull().default(""),
     branch: text("branch").notNull(),
     title: text("title").notNull(),
     body: text("body").notNull().default(""),
-    status: text("status").$type<ChangesetStatus>().notNull().default("draft"),
+    commitMessage: text("commit_message").notNull().default(""),
+    /** `{name, email}` or null for the default author. */
+    commitAuthor: jsonb("commit_author"),
+    /** `changesetTemplate.published` for this changeset: true, false, "draft" or null. */
+    published: jsonb("published"),
+    diff: text("diff").notNull().default(""),
+    /** `{files, insertions, deletions}`. */
+    stats: jsonb("stats").notNull().default(sql`'{"files":0,"insertions":0,"deletions":0}'::jsonb`),
+    status: text("status").$type<ChangesetStatus>().notNull().default("unpublished"),
+    /** The branch tip Deckhand left at the last apply, and Deckhand's own commit in it. */
+    appliedCommit: text("applied_commit"),
+    createdCommit: text("created_commit"),
+    applyOperation: text("apply_operation").$type<ChangesetApplyOperation>(),
+    appliedAt: timestampColumn("applied_at"),
+    pushed: boolean("pushed").notNull().default(false),
     externalUrl: text("external_url"),
     error: text("error"),
     createdAt: createdAt(),
@@ -132,7 +251,19 @@ export const changesets = pgTable(
   },
   (table) => [
     check("changesets_status_check", oneOf(table.status, changesetStatuses)),
+    // A null operation (never applied) passes, as CHECK treats an unknown result as true.
+    check(
+      "changesets_apply_operation_check",
+      oneOf(table.applyOperation, changesetApplyOperations),
+    ),
     index("changesets_batch_run_idx").on(table.batchRunId, table.status),
-    unique("changesets_workspace_unique").on(table.workspaceId),
+    index("changesets_workspace_idx").on(table.workspaceId),
+    // The last apply of a branch is what the next apply must keep a person's commits against.
+    index("changesets_repository_branch_idx").on(table.repository, table.branch, table.appliedAt),
+    unique("changesets_run_repository_branch_unique").on(
+      table.batchRunId,
+      table.repository,
+      table.branch,
+    ),
   ],
 );

@@ -10,16 +10,24 @@ export {
   rememberedPermissions,
 } from "./agents.ts";
 export {
+  type BatchRunAction,
   type BatchRunStatus,
+  batchRunActions,
+  batchRunEvents,
   batchRunStatuses,
   batchRuns,
   batchSpecs,
+  type ChangesetApplyOperation,
   type ChangesetStatus,
+  changesetApplyOperations,
   changesetStatuses,
   changesets,
   stepResults,
   type WorkspaceStatus,
+  type WorkspaceStepOutcome,
   workspaceStatuses,
+  workspaceStepOutcomes,
+  workspaceSteps,
   workspaces,
 } from "./batches.ts";
 export {

@@ -1,7 +1,10 @@
 import {
   type Database,
   type DbHandle,
+  EventFeedHub,
   type Executor,
+  type FeedSubscribeOptions,
+  type FeedSubscription,
   sessionEvents,
   type Transaction,
 } from "@deckhand/db";
@@ -184,227 +187,40 @@ export async function readSessionEvents(
   return rows.map(toSessionEvent);
 }
 
-export interface SessionSubscription {
-  /** Stops delivery; idempotent. */
-  close(): void;
-}
-
-export interface SubscribeOptions {
+/** A subscriber of one session's events. */
+export type SessionSubscription = FeedSubscription;
+export type SubscribeOptions = Omit<FeedSubscribeOptions<SessionEvent>, "key"> & {
   sessionId: string;
-  /** The last event id the subscriber has; delivery starts after it. */
-  afterId: number;
-  /** Called once per event, in id order, never twice for one id. May apply back-pressure. */
-  deliver(event: SessionEvent): Promise<void> | void;
-  /** Called once the backlog present at subscription time has been delivered. */
-  caughtUp?(lastEventId: number): void;
-  onError?(error: unknown): void;
-}
-
-const PAGE = 1_000;
-/** A live subscriber further behind than this reads from the database again, at its own pace. */
-const MAX_QUEUED = 5_000;
-
-interface Subscriber {
-  options: SubscribeOptions;
-  /** The id of the last event delivered (or skipped as already seen). */
-  cursor: number;
-  /**
-   * `catching_up`: reads the database itself until it reaches the feed. `live`: receives what
-   * the feed reads, through `queue`.
-   */
-  mode: "catching_up" | "live";
-  queue: SessionEvent[];
-  delivering: boolean;
-  announced: boolean;
-  closed: boolean;
-}
-
-/** One per session with subscribers: reads each new event once for all of them. */
-interface Feed {
-  sessionId: string;
-  subscribers: Set<Subscriber>;
-  /** The highest event id the feed has read (and handed to live subscribers). */
-  readId: number;
-  reading: boolean;
-  again: boolean;
-}
+};
 
 /**
- * Fans persisted session events out to live subscribers (WebSocket clients). One LISTEN per
- * process wakes a session's feed, which reads the new events once and hands them to every
- * subscriber that is live; a subscriber that connects with an older cursor (or falls far
- * behind) first reads the backlog itself, then joins the feed. Every event comes from the
- * database, so every replica serves every event, and ids only grow, so nothing is delivered
- * twice. A slow poll covers notifications lost while the listening connection reconnects.
+ * Fans persisted session events out to the session streams' WebSocket clients: the database's
+ * event-feed hub over `session_events`.
  */
 export class SessionStreamHub {
-  readonly #handle: DbHandle;
-  readonly #pollIntervalMs: number;
-  readonly #feeds = new Map<string, Feed>();
-  #unlisten: (() => Promise<void>) | null = null;
-  #poll: NodeJS.Timeout | null = null;
+  readonly #hub: EventFeedHub<SessionEvent>;
 
   constructor(handle: DbHandle, options: { pollIntervalMs?: number } = {}) {
-    this.#handle = handle;
-    this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
-  }
-
-  async start(): Promise<void> {
-    this.#unlisten = await this.#handle.listen(SESSION_EVENTS_CHANNEL, (sessionId) => {
-      const feed = this.#feeds.get(sessionId);
-      if (feed) void this.#readFeed(feed);
+    this.#hub = new EventFeedHub(handle, {
+      channel: SESSION_EVENTS_CHANNEL,
+      read: readSessionEvents,
+      ...options,
     });
-    this.#poll = setInterval(() => {
-      for (const feed of this.#feeds.values()) void this.#readFeed(feed);
-    }, this.#pollIntervalMs);
-    this.#poll.unref();
   }
 
-  async stop(): Promise<void> {
-    if (this.#poll) clearInterval(this.#poll);
-    this.#poll = null;
-    for (const feed of this.#feeds.values()) {
-      for (const subscriber of feed.subscribers) subscriber.closed = true;
-    }
-    this.#feeds.clear();
-    await this.#unlisten?.();
-    this.#unlisten = null;
+  start(): Promise<void> {
+    return this.#hub.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#hub.stop();
   }
 
   get subscriberCount(): number {
-    let count = 0;
-    for (const feed of this.#feeds.values()) count += feed.subscribers.size;
-    return count;
+    return this.#hub.subscriberCount;
   }
 
-  subscribe(options: SubscribeOptions): SessionSubscription {
-    let feed = this.#feeds.get(options.sessionId);
-    if (!feed) {
-      // A new feed starts where the first subscriber starts; it reads forward from there.
-      feed = {
-        sessionId: options.sessionId,
-        subscribers: new Set(),
-        readId: options.afterId,
-        reading: false,
-        again: false,
-      };
-      this.#feeds.set(options.sessionId, feed);
-    }
-    const subscriber: Subscriber = {
-      options,
-      cursor: options.afterId,
-      mode: "catching_up",
-      queue: [],
-      delivering: false,
-      announced: false,
-      closed: false,
-    };
-    feed.subscribers.add(subscriber);
-    void this.#catchUp(feed, subscriber);
-    return {
-      close: () => {
-        subscriber.closed = true;
-        subscriber.queue = [];
-        const current = this.#feeds.get(options.sessionId);
-        current?.subscribers.delete(subscriber);
-        if (current?.subscribers.size === 0) this.#feeds.delete(options.sessionId);
-      },
-    };
-  }
-
-  /** Reads what is new for the session once and queues it for every live subscriber. */
-  async #readFeed(feed: Feed): Promise<void> {
-    if (feed.reading) {
-      feed.again = true;
-      return;
-    }
-    feed.reading = true;
-    try {
-      do {
-        feed.again = false;
-        for (;;) {
-          const events = await readSessionEvents(
-            this.#handle.db,
-            feed.sessionId,
-            feed.readId,
-            PAGE,
-          );
-          if (events.length === 0) break;
-          feed.readId = events.at(-1)!.id;
-          for (const subscriber of feed.subscribers) {
-            if (subscriber.mode !== "live" || subscriber.closed) continue;
-            for (const event of events)
-              if (event.id > subscriber.cursor) subscriber.queue.push(event);
-            if (subscriber.queue.length > MAX_QUEUED) {
-              // Too far behind to buffer: drop the queue and let it read the database itself.
-              subscriber.queue = [];
-              subscriber.mode = "catching_up";
-              void this.#catchUp(feed, subscriber);
-            } else {
-              void this.#drain(subscriber);
-            }
-          }
-          if (events.length < PAGE) break;
-        }
-      } while (feed.again && this.#feeds.get(feed.sessionId) === feed);
-    } catch (error) {
-      for (const subscriber of feed.subscribers) subscriber.options.onError?.(error);
-    } finally {
-      feed.reading = false;
-    }
-  }
-
-  /** Delivers a subscriber's own reads until it reaches the feed, then makes it live. */
-  async #catchUp(feed: Feed, subscriber: Subscriber): Promise<void> {
-    try {
-      // After an overflow the queue's last delivery may still be running; let it finish, so
-      // the cursor is settled before reading from it.
-      while (subscriber.delivering) await new Promise((resolveWait) => setTimeout(resolveWait, 1));
-      for (;;) {
-        if (subscriber.closed) return;
-        const events = await readSessionEvents(
-          this.#handle.db,
-          feed.sessionId,
-          subscriber.cursor,
-          PAGE,
-        );
-        for (const event of events) {
-          if (subscriber.closed) return;
-          await subscriber.options.deliver(event);
-          subscriber.cursor = event.id;
-        }
-        // Checked right after a read, before anything else runs: the feed has read at most up
-        // to here, so from now on the feed hands this subscriber everything after its cursor.
-        if (events.length < PAGE && subscriber.cursor >= feed.readId) {
-          subscriber.mode = "live";
-          break;
-        }
-      }
-      if (!subscriber.announced) {
-        subscriber.announced = true;
-        subscriber.options.caughtUp?.(subscriber.cursor);
-      }
-      // Events that arrived while this subscriber was reading are the feed's to fetch.
-      void this.#readFeed(feed);
-    } catch (error) {
-      if (!subscriber.closed) subscriber.options.onError?.(error);
-    }
-  }
-
-  async #drain(subscriber: Subscriber): Promise<void> {
-    if (subscriber.delivering) return;
-    subscriber.delivering = true;
-    try {
-      while (subscriber.queue.length > 0 && !subscriber.closed && subscriber.mode === "live") {
-        const event = subscriber.queue.shift()!;
-        if (event.id <= subscriber.cursor) continue;
-        await subscriber.options.deliver(event);
-        subscriber.cursor = event.id;
-      }
-    } catch (error) {
-      if (!subscriber.closed) subscriber.options.onError?.(error);
-    } finally {
-      subscriber.delivering = false;
-    }
+  subscribe({ sessionId, ...options }: SubscribeOptions): SessionSubscription {
+    return this.#hub.subscribe({ key: sessionId, ...options });
   }
 }
