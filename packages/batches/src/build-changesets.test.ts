@@ -59,20 +59,21 @@ changesetTemplate:
     const events: BatchRunEvent[] = [];
     const changesets = buildChangesets(spec, outcomes, { onEvent: (event) => events.push(event) });
     expect(
-      changesets.map(({ diff, baseRevision, ...changeset }) => ({
+      changesets.map(({ diff, base_revision, ...changeset }) => ({
         ...changeset,
         hasDiff: diff.includes("+two"),
-        revision: baseRevision.length,
+        revision: base_revision.length,
       })),
     ).toEqual([
       {
         repository: "github.com/acme/api",
-        baseBranch: "main",
+        base_branch: "main",
         path: "",
         branch: "batch/rename",
         title: "Rename in github.com/acme/api",
         body: "done\nREADME.md (Renames things)",
-        commit: { message: "rename", author: { name: "Deck Hand", email: "deck@example.com" } },
+        commit_message: "rename",
+        commit_author: { name: "Deck Hand", email: "deck@example.com" },
         published: "draft",
         stats: { files: 2, insertions: 3, deletions: 0 },
         hasDiff: true,

@@ -94,15 +94,13 @@ export function buildChangesets(
     const field = (value: string, name: string) => render(value, name, workspace, context);
     const common = {
       repository: workspace.repository.name,
-      baseBranch: workspace.branch,
-      baseRevision: workspace.revision,
+      base_branch: workspace.branch,
+      base_revision: workspace.revision,
       path: workspace.path,
       title: field(template.title, "title"),
       body: field(template.body ?? "", "body"),
-      commit: {
-        message: field(template.commit.message, "commit.message"),
-        author: template.commit.author ?? null,
-      },
+      commit_message: field(template.commit.message, "commit.message"),
+      commit_author: template.commit.author ?? null,
     };
     const groups = (spec.transformChanges?.group ?? []).filter(
       (group) => group.repository === undefined || group.repository === workspace.repository.name,

@@ -159,7 +159,7 @@ steps:
     expect(result.steps.map((step) => step.outcome)).toEqual(["run", "skipped", "run"]);
     expect(result.result!.files.map((file) => file.path)).toEqual(["three.txt"]);
     expect(events).toContainEqual(
-      expect.objectContaining({ type: "step_finished", stepIndex: 1, outcome: "skipped" }),
+      expect.objectContaining({ type: "step_finished", step_index: 1, outcome: "skipped" }),
     );
   });
 
@@ -344,7 +344,7 @@ steps:
     });
     expect(result.status).toBe("completed");
     expect(events).toContainEqual(
-      expect.objectContaining({ type: "step_runtime_fallback", stepIndex: 0, image: "alpine:3" }),
+      expect.objectContaining({ type: "step_runtime_fallback", step_index: 0, image: "alpine:3" }),
     );
   });
 });
@@ -361,7 +361,7 @@ describe("runWorkspace with the auto runtime", () => {
     expect(events).toContainEqual({
       type: "step_runtime_fallback",
       workspace: expect.objectContaining({ repository: "github.com/acme/api" }),
-      stepIndex: 0,
+      step_index: 0,
       image: "alpine:3",
       reason: "no container runtime works on this machine: the step runs with sh on this machine",
     });

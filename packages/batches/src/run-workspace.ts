@@ -441,7 +441,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       ];
       const redact = (text: string) => redactSecrets(text, secrets);
       const output = new StepOutput(redact, (stream, text) =>
-        emit({ type: "step_output", workspace: ref, stepIndex, stream, text }),
+        emit({ type: "step_output", workspace: ref, step_index: stepIndex, stream, text }),
       );
       const files: { target: string; source: string }[] = [];
       for (const [target, content] of Object.entries(step.files ?? {})) {
@@ -457,7 +457,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       emit({
         type: "step_started",
         workspace: ref,
-        stepIndex,
+        step_index: stepIndex,
         runtime,
         image: runtime === "container" ? step.container! : null,
       });
@@ -568,10 +568,10 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
     emit({
       type: "step_finished",
       workspace: ref,
-      stepIndex: record.stepIndex,
+      step_index: record.stepIndex,
       outcome: record.outcome,
-      exitCode: record.exitCode,
-      durationMs: record.durationMs,
+      exit_code: record.exitCode,
+      duration_ms: record.durationMs,
     });
   }
 
@@ -591,7 +591,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       emit({
         type: "step_runtime_fallback",
         workspace: ref,
-        stepIndex,
+        step_index: stepIndex,
         image,
         reason: "the run uses the local runtime: the step runs with sh on this machine",
       });
@@ -610,7 +610,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
     emit({
       type: "step_runtime_fallback",
       workspace: ref,
-      stepIndex,
+      step_index: stepIndex,
       image,
       reason: "no container runtime works on this machine: the step runs with sh on this machine",
     });

@@ -1,9 +1,10 @@
 import { z } from "zod";
 
 /**
- * Progress of a batch run, one event per JSON line in the CLI and per frame in the API. Every
- * event names the workspace it belongs to, so events of workspaces running side by side can be
- * told apart; steps are named by their index in the spec's `steps`.
+ * Progress of a batch run, one event per frame of a run's stream in the API and per JSON line of
+ * `deckhand batch preview|apply --json`. Every workspace event names the workspace it belongs
+ * to, so events of workspaces running side by side can be told apart; steps are named by their
+ * index in the spec's `steps`. Field names are snake_case, as everywhere in the API.
  */
 
 /** Which workspace an event is about. */
@@ -40,18 +41,17 @@ export type BatchChangesetStats = z.infer<typeof BatchChangesetStatsSchema>;
 export const BatchChangesetSchema = z.object({
   repository: z.string(),
   /** The branch the changeset is based on, and the commit the diff applies to. */
-  baseBranch: z.string(),
-  baseRevision: z.string(),
+  base_branch: z.string(),
+  base_revision: z.string(),
   /** The workspace's directory in the repository; "" for the root. */
   path: z.string(),
   /** The branch the changes are pushed to. */
   branch: z.string(),
   title: z.string(),
   body: z.string(),
-  commit: z.object({
-    message: z.string(),
-    author: z.object({ name: z.string(), email: z.string() }).nullable(),
-  }),
+  commit_message: z.string(),
+  /** `changesetTemplate.commit.author`; null for the default author. */
+  commit_author: z.object({ name: z.string(), email: z.string() }).nullable(),
   /** `changesetTemplate.published` for this repository and branch; null leaves it to the UI. */
   published: z.union([z.boolean(), z.literal("draft"), z.null()]),
   /** `git diff --binary` against baseRevision. */
@@ -60,12 +60,23 @@ export const BatchChangesetSchema = z.object({
 });
 export type BatchChangeset = z.infer<typeof BatchChangesetSchema>;
 
+/** How a run ended, in numbers (the CLI's last `summary` line). */
+export const BatchRunSummarySchema = z.object({
+  workspaces: z.int().min(0),
+  changesets: z.int().min(0),
+  steps_run: z.int().min(0),
+  steps_cached: z.int().min(0),
+  /** Workspaces that failed, timed out or were cancelled. */
+  failed: z.int().min(0),
+});
+export type BatchRunSummary = z.infer<typeof BatchRunSummarySchema>;
+
 export const BatchRunEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("workspace_started"), workspace: BatchWorkspaceRefSchema }),
   z.object({
     type: z.literal("step_started"),
     workspace: BatchWorkspaceRefSchema,
-    stepIndex: z.int().min(0),
+    step_index: z.int().min(0),
     runtime: BatchStepRuntimeSchema,
     /** The image the step runs in; null when it runs locally. */
     image: z.string().nullable(),
@@ -74,7 +85,7 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     /** `runtime: auto` found no working container runtime: a step naming an image runs locally. */
     type: z.literal("step_runtime_fallback"),
     workspace: BatchWorkspaceRefSchema,
-    stepIndex: z.int().min(0),
+    step_index: z.int().min(0),
     /** The image the step names and does not run in. */
     image: z.string(),
     reason: z.string(),
@@ -82,7 +93,7 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("step_output"),
     workspace: BatchWorkspaceRefSchema,
-    stepIndex: z.int().min(0),
+    step_index: z.int().min(0),
     stream: z.enum(["stdout", "stderr"]),
     /** A bounded chunk of output, secrets redacted. */
     text: z.string(),
@@ -90,11 +101,11 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("step_finished"),
     workspace: BatchWorkspaceRefSchema,
-    stepIndex: z.int().min(0),
+    step_index: z.int().min(0),
     outcome: BatchStepOutcomeSchema,
     /** Null when the step did not run to an exit (cached, skipped, killed). */
-    exitCode: z.int().nullable(),
-    durationMs: z.number().min(0),
+    exit_code: z.int().nullable(),
+    duration_ms: z.number().min(0),
   }),
   z.object({
     type: z.literal("workspace_finished"),
@@ -107,6 +118,34 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     type: z.literal("changeset"),
     workspace: BatchWorkspaceRefSchema,
     changeset: BatchChangesetSchema,
+  }),
+  /** The run's workspaces are resolved and queued. */
+  z.object({ type: z.literal("run_started"), workspaces: z.int().min(0) }),
+  /** Apply wrote a changeset's branch (and pushed it when `pushed`). */
+  z.object({
+    type: z.literal("changeset_applied"),
+    workspace: BatchWorkspaceRefSchema,
+    branch: z.string(),
+    /** The branch's new tip. */
+    commit: z.string(),
+    operation: z.enum(["created", "updated", "unchanged"]),
+    pushed: z.boolean(),
+    /** Commits a person had added on the branch, replayed on top of Deckhand's commit. */
+    kept_commits: z.array(z.string()),
+  }),
+  z.object({
+    type: z.literal("changeset_apply_failed"),
+    workspace: BatchWorkspaceRefSchema,
+    branch: z.string(),
+    error: z.string(),
+  }),
+  /** The last event of a run. */
+  z.object({
+    type: z.literal("run_finished"),
+    status: z.enum(["completed", "failed", "cancelled"]),
+    /** Why the run failed as a whole; null otherwise. */
+    error: z.string().nullable(),
+    summary: BatchRunSummarySchema,
   }),
 ]);
 export type BatchRunEvent = z.infer<typeof BatchRunEventSchema>;

@@ -1,4 +1,19 @@
 import { z } from "zod";
+import {
+  BatchChangesetListSchema,
+  BatchRunListQuerySchema,
+  BatchRunListSchema,
+  BatchRunSchema,
+  BatchRunStreamFrameSchema,
+  BatchRunStreamQuerySchema,
+  BatchStepDetailSchema,
+  BatchTakeoverResponseSchema,
+  BatchWorkspaceListSchema,
+  BatchWorkspaceSchema,
+  CreateBatchRunRequestSchema,
+  ResolveBatchWorkspacesRequestSchema,
+  ResolvedBatchWorkspacesSchema,
+} from "./batch-api.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import {
@@ -88,6 +103,19 @@ export const ServerPath = {
   providersConfig: `${api}/providers/config`,
   providersRefresh: `${api}/providers/refresh`,
   providerDiagnostic: `${api}/providers/:provider_id/diagnostic`,
+  batchRuns: `${api}/batch-runs`,
+  batchRun: `${api}/batch-runs/:batch_run_id`,
+  batchRunStream: `${api}/batch-runs/:batch_run_id/stream`,
+  batchRunWorkspaces: `${api}/batch-runs/:batch_run_id/workspaces`,
+  batchRunChangesets: `${api}/batch-runs/:batch_run_id/changesets`,
+  batchRunCancel: `${api}/batch-runs/:batch_run_id/cancel`,
+  batchRunApply: `${api}/batch-runs/:batch_run_id/apply`,
+  batchRunRetry: `${api}/batch-runs/:batch_run_id/retry`,
+  resolveBatchWorkspaces: `${api}/batch-workspaces/resolve`,
+  batchWorkspace: `${api}/batch-workspaces/:workspace_id`,
+  batchWorkspaceStep: `${api}/batch-workspaces/:workspace_id/steps/:step_index`,
+  batchWorkspaceRetry: `${api}/batch-workspaces/:workspace_id/retry`,
+  batchWorkspaceTakeover: `${api}/batch-workspaces/:workspace_id/takeover`,
 } as const;
 
 /** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
@@ -371,6 +399,138 @@ export const serverRoutes = [
       contentType: "text/plain",
     },
     errors: { 404: "no such provider" },
+  },
+  {
+    operationId: "createBatchRun",
+    method: "post",
+    path: ServerPath.batchRuns,
+    summary:
+      "Run a batch spec: resolve its workspaces and queue one job each; `action: apply` also writes the changesets as branches",
+    body: CreateBatchRunRequestSchema,
+    success: { status: 201, schema: BatchRunSchema, description: "the run, queued" },
+    errors: {
+      400: "the spec is invalid (every problem as file:line:column: field: message) or a bad field",
+      404: "a repository named by the spec is not on any code host",
+      422: "the spec's repositories or query cannot be resolved",
+    },
+  },
+  {
+    operationId: "listBatchRuns",
+    method: "get",
+    path: ServerPath.batchRuns,
+    summary: "Batch runs, newest first",
+    query: BatchRunListQuerySchema,
+    success: { status: 200, schema: BatchRunListSchema, description: "the runs" },
+  },
+  {
+    operationId: "getBatchRun",
+    method: "get",
+    path: ServerPath.batchRun,
+    summary: "A batch run with its stats",
+    success: { status: 200, schema: BatchRunSchema, description: "the run" },
+    errors: { 404: "no such run" },
+  },
+  {
+    operationId: "streamBatchRun",
+    method: "get",
+    path: ServerPath.batchRunStream,
+    summary:
+      "WebSocket (subprotocol deckhand.batch-run-stream.v1): the run's events after `?after=`, a ready frame, then live events",
+    query: BatchRunStreamQuerySchema,
+    websocket: true,
+    success: { status: 101, schema: BatchRunStreamFrameSchema, description: "each frame" },
+    errors: { 400: "after is not an event id", 404: "no such run" },
+  },
+  {
+    operationId: "listBatchRunWorkspaces",
+    method: "get",
+    path: ServerPath.batchRunWorkspaces,
+    summary: "A run's workspaces with their state and steps, in resolution order",
+    success: { status: 200, schema: BatchWorkspaceListSchema, description: "the workspaces" },
+    errors: { 404: "no such run" },
+  },
+  {
+    operationId: "listBatchRunChangesets",
+    method: "get",
+    path: ServerPath.batchRunChangesets,
+    summary: "A run's changesets (each with its diff, rendered template and apply state)",
+    success: { status: 200, schema: BatchChangesetListSchema, description: "the changesets" },
+    errors: { 404: "no such run" },
+  },
+  {
+    operationId: "cancelBatchRun",
+    method: "post",
+    path: ServerPath.batchRunCancel,
+    summary: "Cancel a run: waiting workspaces are cancelled, running ones are stopped",
+    success: { status: 200, schema: BatchRunSchema, description: "the run" },
+    errors: { 404: "no such run" },
+  },
+  {
+    operationId: "applyBatchRun",
+    method: "post",
+    path: ServerPath.batchRunApply,
+    summary:
+      "Apply a finished preview: write its changesets as branches (pushed where a remote is)",
+    success: { status: 202, schema: BatchRunSchema, description: "the run; apply is queued" },
+    errors: { 404: "no such run", 409: "the run has not finished, or is being applied" },
+  },
+  {
+    operationId: "retryBatchRun",
+    method: "post",
+    path: ServerPath.batchRunRetry,
+    summary: "Run every failed, timed-out or cancelled workspace of a finished run again",
+    success: { status: 202, schema: BatchRunSchema, description: "the run, running again" },
+    errors: { 404: "no such run", 409: "the run has not finished" },
+  },
+  {
+    operationId: "resolveBatchWorkspaces",
+    method: "post",
+    path: ServerPath.resolveBatchWorkspaces,
+    summary: "The workspaces a spec would run in, before anything runs",
+    body: ResolveBatchWorkspacesRequestSchema,
+    success: { status: 200, schema: ResolvedBatchWorkspacesSchema, description: "the workspaces" },
+    errors: {
+      400: "the spec is invalid",
+      404: "a repository named by the spec is not on any code host",
+      422: "the spec's repositories or query cannot be resolved",
+    },
+  },
+  {
+    operationId: "getBatchWorkspace",
+    method: "get",
+    path: ServerPath.batchWorkspace,
+    summary: "One workspace with its steps",
+    success: { status: 200, schema: BatchWorkspaceSchema, description: "the workspace" },
+    errors: { 404: "no such workspace" },
+  },
+  {
+    operationId: "getBatchWorkspaceStep",
+    method: "get",
+    path: ServerPath.batchWorkspaceStep,
+    summary: "One step of a workspace: its logs, outputs and the diff after it",
+    success: { status: 200, schema: BatchStepDetailSchema, description: "the step" },
+    errors: { 400: "step_index is not a number", 404: "no such workspace or step" },
+  },
+  {
+    operationId: "retryBatchWorkspace",
+    method: "post",
+    path: ServerPath.batchWorkspaceRetry,
+    summary: "Run one finished workspace again (cached steps are not run again)",
+    success: { status: 202, schema: BatchWorkspaceSchema, description: "the workspace, queued" },
+    errors: { 404: "no such workspace", 409: "the workspace is still running" },
+  },
+  {
+    operationId: "takeOverBatchWorkspace",
+    method: "post",
+    path: ServerPath.batchWorkspaceTakeover,
+    summary:
+      "Open an interactive session on a finished workspace's checkout; its applied changes become the workspace's changeset on the next preview",
+    success: {
+      status: 201,
+      schema: BatchTakeoverResponseSchema,
+      description: "the session",
+    },
+    errors: { 404: "no such workspace", 409: "the workspace is still running" },
   },
 ] as const satisfies readonly ServerRoute[];
 

@@ -1,0 +1,291 @@
+import { z } from "zod";
+import {
+  BatchChangesetSchema,
+  BatchRunEventSchema,
+  BatchStepOutcomeSchema,
+  BatchStepRuntimeSchema,
+} from "./batch-run.ts";
+
+/**
+ * The server API of batch runs: a spec is submitted as a run, its workspaces run as queue jobs
+ * on any executor, and its changesets are read (and applied) when they are ready.
+ */
+
+const Id = z.uuid();
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** How steps run: a container when the step names one and a runtime works, or always/never. */
+export const BatchRuntimeChoiceSchema = z.enum(["auto", "local", "container"]);
+export type BatchRuntimeChoice = z.infer<typeof BatchRuntimeChoiceSchema>;
+
+/** What a re-apply does with commits a person added on top of Deckhand's commit. */
+export const BatchApplyConflictSchema = z.enum(["rebase", "refuse"]);
+export type BatchApplyConflict = z.infer<typeof BatchApplyConflictSchema>;
+
+/** Per-run inputs of `codingAgent` steps, by agent type (`codex`, `claude-code`). */
+export const BatchCodingAgentOptionsSchema = z.strictObject({
+  /** The agent version to install, e.g. `{"codex": "0.169.0"}`. */
+  versions: z.record(z.string(), z.string().max(100)).optional(),
+  /** The model each agent type asks the proxy for. */
+  models: z.record(z.string(), z.string().max(200)).optional(),
+  /** Where agents are installed from: a release mirror's base URL, or an npm registry. */
+  install_source: z
+    .discriminatedUnion("kind", [
+      z.strictObject({ kind: z.literal("release"), base_url: z.url().max(2048) }),
+      z.strictObject({ kind: z.literal("npm"), registry: z.url().max(2048).optional() }),
+    ])
+    .optional(),
+});
+export type BatchCodingAgentOptions = z.infer<typeof BatchCodingAgentOptionsSchema>;
+
+/** How a run executes. Every field is optional; the server's defaults fill the rest. */
+export const BatchRunOptionsSchema = z.strictObject({
+  runtime: BatchRuntimeChoiceSchema.optional(),
+  /** For each workspace; 60 minutes when absent. */
+  timeout_ms: z
+    .int()
+    .min(1_000)
+    .max(7 * 24 * 3_600_000)
+    .optional(),
+  /** Run every step, ignoring and replacing cached results. */
+  clear_cache: z.boolean().optional(),
+  /** A failed workspace is reported and the others go on (the default); false fails the run. */
+  skip_errors: z.boolean().optional(),
+  /** The first failed workspace cancels the workspaces not yet finished. */
+  fail_fast: z.boolean().optional(),
+  /** Keep each workspace's checkout and step logs on disk after it finishes. */
+  keep_logs: z.boolean().optional(),
+  /** Most workspaces of this run running at once, across every executor. */
+  parallelism: z.int().min(1).max(1_024).optional(),
+  /** Include repositories that have a `.batchignore`. */
+  force_override_ignore: z.boolean().optional(),
+  /** Directories of repositories searched for this run, after the configured code hosts. */
+  code_host_directories: z.array(z.string().min(1).max(4_096)).max(100).optional(),
+  /** Repositories left out of this run by name. */
+  exclude_repositories: z.array(z.string().min(1).max(1_024)).max(10_000).optional(),
+  /** Apply only: what to do with a person's commits on a branch being updated. */
+  on_conflict: BatchApplyConflictSchema.optional(),
+  /** Apply only: push branches of repositories that have a remote (default true). */
+  push: z.boolean().optional(),
+  coding_agent: BatchCodingAgentOptionsSchema.optional(),
+});
+export type BatchRunOptions = z.infer<typeof BatchRunOptionsSchema>;
+
+export const BatchRunActionSchema = z.enum(["preview", "apply"]);
+export type BatchRunAction = z.infer<typeof BatchRunActionSchema>;
+
+/** `POST /api/batch-runs`: a spec to run. */
+export const CreateBatchRunRequestSchema = z.strictObject({
+  /** The spec's YAML or JSON text. */
+  source: z
+    .string()
+    .min(1)
+    .max(1024 * 1024),
+  /** The spec's file name, used in diagnostics. */
+  file: z.string().min(1).max(4_096).optional(),
+  /**
+   * The directory `mount:` paths are relative to, on the machine the steps run on; without it a
+   * spec with mounts is refused.
+   */
+  spec_directory: z.string().min(1).max(4_096).optional(),
+  /** `preview` (default) stops at changesets; `apply` also writes them as branches. */
+  action: BatchRunActionSchema.optional(),
+  options: BatchRunOptionsSchema.optional(),
+});
+export type CreateBatchRunRequest = z.infer<typeof CreateBatchRunRequestSchema>;
+
+/** `POST /api/batch-workspaces/resolve`: what a spec would run, before anything runs. */
+export const ResolveBatchWorkspacesRequestSchema = CreateBatchRunRequestSchema.omit({
+  action: true,
+});
+export type ResolveBatchWorkspacesRequest = z.infer<typeof ResolveBatchWorkspacesRequestSchema>;
+
+export const BatchRunStatusSchema = z.enum([
+  "queued",
+  "running",
+  "completed",
+  "failed",
+  "cancelled",
+]);
+export type BatchRunStatus = z.infer<typeof BatchRunStatusSchema>;
+
+/** A workspace's state: waiting, running, or how it ended. */
+export const BatchWorkspaceStateSchema = z.enum([
+  "pending",
+  "running",
+  "completed",
+  "failed",
+  "timed_out",
+  "skipped",
+  "cancelled",
+]);
+export type BatchWorkspaceState = z.infer<typeof BatchWorkspaceStateSchema>;
+
+/** Counts of a run's workspaces and steps, as the stats bar and the CLI summary show them. */
+export const BatchRunStatsSchema = z.object({
+  workspaces: z.int().min(0),
+  pending: z.int().min(0),
+  running: z.int().min(0),
+  completed: z.int().min(0),
+  failed: z.int().min(0),
+  cancelled: z.int().min(0),
+  changesets: z.int().min(0),
+  steps_run: z.int().min(0),
+  steps_cached: z.int().min(0),
+});
+export type BatchRunStats = z.infer<typeof BatchRunStatsSchema>;
+
+export const BatchRunSchema = z.object({
+  id: Id,
+  batch_spec_id: Id,
+  /** The spec's `name`. */
+  name: z.string(),
+  action: BatchRunActionSchema,
+  status: BatchRunStatusSchema,
+  options: BatchRunOptionsSchema,
+  warnings: z.array(z.string()),
+  /** Why the run failed as a whole (an invalid changeset template, say); null otherwise. */
+  error: z.string().nullable(),
+  stats: BatchRunStatsSchema,
+  created_at: Timestamp,
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+});
+export type BatchRun = z.infer<typeof BatchRunSchema>;
+
+export const BatchRunListSchema = z.object({ batch_runs: z.array(BatchRunSchema) });
+
+export const BatchRunListQuerySchema = z.strictObject({
+  /** Only runs of specs with this name. */
+  name: z.string().min(1).max(1_000).optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
+/** One step of one workspace: its state and timings, and where its logs are. */
+export const BatchWorkspaceStepSchema = z.object({
+  step_index: z.int().min(0),
+  outcome: z.enum(["running", ...BatchStepOutcomeSchema.options]),
+  runtime: BatchStepRuntimeSchema.nullable(),
+  image: z.string().nullable(),
+  exit_code: z.int().nullable(),
+  duration_ms: z.int().min(0),
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+});
+export type BatchWorkspaceStep = z.infer<typeof BatchWorkspaceStepSchema>;
+
+export const BatchWorkspaceSchema = z.object({
+  id: Id,
+  batch_run_id: Id,
+  repository: z.string(),
+  branch: z.string(),
+  revision: z.string(),
+  /** The workspace's directory in the repository; "" for the root. */
+  path: z.string(),
+  state: BatchWorkspaceStateSchema,
+  error: z.string().nullable(),
+  /** The spec's step indexes that apply here. */
+  step_indexes: z.array(z.int().min(0)),
+  steps: z.array(BatchWorkspaceStepSchema),
+  attempts: z.int().min(0),
+  executor: z.string().nullable(),
+  /** The interactive session that took it over, if any. */
+  takeover_session_id: Id.nullable(),
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+});
+export type BatchWorkspace = z.infer<typeof BatchWorkspaceSchema>;
+
+export const BatchWorkspaceListSchema = z.object({ workspaces: z.array(BatchWorkspaceSchema) });
+
+/** A step's logs, outputs and the workspace diff after it (`GET …/steps/:step_index`). */
+export const BatchStepDetailSchema = z.object({
+  step: BatchWorkspaceStepSchema,
+  stdout: z.string(),
+  stderr: z.string(),
+  /** Every output set up to this step; empty until it finished. */
+  outputs: z.record(z.string(), z.unknown()),
+  /** The workspace's diff after this step; "" until it finished. */
+  diff: z.string(),
+});
+export type BatchStepDetail = z.infer<typeof BatchStepDetailSchema>;
+
+export const BatchChangesetStateSchema = z.enum([
+  "unpublished",
+  "draft",
+  "open",
+  "merged",
+  "closed",
+  "failed",
+]);
+
+/** A stored changeset: what the run built, and what applying it did. */
+export const StoredBatchChangesetSchema = BatchChangesetSchema.extend({
+  id: Id,
+  batch_run_id: Id,
+  workspace_id: Id,
+  state: BatchChangesetStateSchema,
+  /** The branch tip left by the last apply; null until applied. */
+  applied_commit: z.string().nullable(),
+  apply_operation: z.enum(["created", "updated", "unchanged"]).nullable(),
+  applied_at: Timestamp.nullable(),
+  pushed: z.boolean(),
+  /** Why applying it failed; null otherwise. */
+  error: z.string().nullable(),
+});
+export type StoredBatchChangeset = z.infer<typeof StoredBatchChangesetSchema>;
+
+export const BatchChangesetListSchema = z.object({
+  changesets: z.array(StoredBatchChangesetSchema),
+});
+
+/** `POST /api/batch-workspaces/resolve`'s answer. */
+export const ResolvedBatchWorkspacesSchema = z.object({
+  workspaces: z.array(
+    z.object({
+      repository: z.string(),
+      branch: z.string(),
+      revision: z.string(),
+      path: z.string(),
+      step_indexes: z.array(z.int().min(0)),
+      search_result_paths: z.array(z.string()),
+    }),
+  ),
+  warnings: z.array(z.string()),
+});
+export type ResolvedBatchWorkspaces = z.infer<typeof ResolvedBatchWorkspacesSchema>;
+
+/** `POST /api/batch-workspaces/:workspace_id/takeover`'s answer. */
+export const BatchTakeoverResponseSchema = z.object({
+  workspace_id: Id,
+  session_id: Id,
+  project_id: Id,
+  /** The session's worktree: the workspace's checkout with its current changes. */
+  worktree_path: z.string(),
+});
+export type BatchTakeoverResponse = z.infer<typeof BatchTakeoverResponseSchema>;
+
+/** One stored event of a run's log. */
+export const StoredBatchRunEventSchema = z.object({
+  id: z.number().int().positive(),
+  batch_run_id: Id,
+  created_at: Timestamp,
+  event: BatchRunEventSchema,
+});
+export type StoredBatchRunEvent = z.infer<typeof StoredBatchRunEventSchema>;
+
+/** Frames the server sends on a run's stream, as on a session stream. */
+export const BatchRunStreamFrameSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("event"), event: StoredBatchRunEventSchema }),
+  /** The backlog after the client's cursor is delivered; what follows is live. */
+  z.object({ type: z.literal("ready"), last_event_id: z.number().int().nonnegative() }),
+  z.object({
+    type: z.literal("error"),
+    error: z.object({ code: z.string(), message: z.string() }),
+  }),
+]);
+export type BatchRunStreamFrame = z.infer<typeof BatchRunStreamFrameSchema>;
+
+export const BatchRunStreamQuerySchema = z.strictObject({
+  after: z.coerce.number().int().nonnegative().optional(),
+});
