@@ -20,6 +20,7 @@ export {
   type FeedSubscription,
   type ReadFeedEvents,
 } from "./event-feed-hub.ts";
+export { GroupCommitWriter, type GroupCommitWriterOptions } from "./group-commit-writer.ts";
 export { type EnqueueOptions, type EnqueueResult, enqueue } from "./queue/enqueue.ts";
 export { type TaskContext, type TaskDefinition, TaskRegistry } from "./queue/registry.ts";
 export { TaskWorker, type WorkerOptions } from "./queue/worker.ts";

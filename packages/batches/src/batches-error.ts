@@ -26,7 +26,15 @@ export type BatchesErrorCode =
   /** A step's `files` or `mount` cannot be placed for a local run; the message says why. */
   | "invalid_step_file"
   /** A changeset template does not render, or two changesets share a branch in one repository. */
-  | "invalid_changeset";
+  | "invalid_changeset"
+  /** A submitted batch spec does not validate; the message lists every located problem. */
+  | "invalid_spec"
+  /** No run, workspace or step with the id asked for. */
+  | "not_found"
+  /** The run or workspace is in a state that does not allow this (still running, say). */
+  | "conflict"
+  /** A workspace job was given up by its worker (shutdown, lost lease) and will run again. */
+  | "interrupted";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the

@@ -1,3 +1,14 @@
+export {
+  appendRunEvents,
+  BATCH_RUN_EVENTS_CHANNEL,
+  createRunEventHub,
+  readRunEvents,
+} from "./batch-run-events.ts";
+export {
+  BATCH_WORKSPACE_TASK,
+  BatchRunService,
+  type BatchRunServiceOptions,
+} from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
@@ -6,6 +17,7 @@ export { DatabaseStepCache } from "./database-step-cache.ts";
 export {
   type LoadRepositoriesOptions,
   loadRepositories,
+  locateRepository,
   type Repository,
   type RepositoryHost,
 } from "./repositories.ts";

@@ -268,3 +268,52 @@ export async function loadRepositories(options: LoadRepositoriesOptions): Promis
   }
   return repositories;
 }
+
+/** Whether `revision` is a commit the repository at `path` has. */
+async function hasCommit(path: string, revision: string): Promise<boolean> {
+  try {
+    await runGit(["cat-file", "-e", `${revision}^{commit}`], { cwd: path });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where this process finds a resolved repository at `revision`. A workspace job may run on
+ * another executor than the one that resolved it: a directory host must be at the same path there
+ * (a shared file system), and a git URL host is cloned or fetched into this process's own cache
+ * from its own configuration (which holds the URL's credentials, never stored with the job).
+ */
+export async function locateRepository(
+  repository: Pick<Repository, "id" | "name" | "host" | "path">,
+  revision: string,
+  options: { codeHosts: readonly CodeHost[]; cacheDirectory: string; signal?: AbortSignal },
+): Promise<string> {
+  if (await hasCommit(repository.path, revision)) return repository.path;
+  if (repository.host.type === "directory") {
+    throw new BatchesError(
+      "repository_not_found",
+      `repository ${repository.name} is not at ${repository.path} on this machine, or lacks commit ${revision}; executors need the directory code hosts at the same paths (a shared file system)`,
+    );
+  }
+  const hostUrl = repository.host.url;
+  const host = options.codeHosts.find(
+    (candidate): candidate is GitUrlCodeHost =>
+      candidate.type === "git" && redactUrl(candidate.url) === hostUrl,
+  );
+  if (host === undefined) {
+    throw new BatchesError(
+      "repository_not_found",
+      `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
+    );
+  }
+  const found = await gitUrlRepository(host, options.cacheDirectory, true, options.signal);
+  if (!(await hasCommit(found.path, revision))) {
+    throw new BatchesError(
+      "revision_not_found",
+      `repository ${repository.name} has no commit ${revision} any more (a force push?); run the spec again`,
+    );
+  }
+  return found.path;
+}

@@ -105,6 +105,8 @@ export interface StepRecord {
   /** Bounded and redacted; "" for skipped and cached steps. */
   stdout: string;
   stderr: string;
+  /** Where its result is cached (diff, outputs); null when it produced none (skipped, failed). */
+  cacheKey: string | null;
 }
 
 export interface WorkspaceRunResult {
@@ -364,7 +366,9 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       previous = cached;
       outputs = { ...cached.outputs };
       start = position + 1;
-      for (const plan of plans.slice(0, start)) recordNotRun(plan.stepIndex, "cached");
+      for (const plan of plans.slice(0, start)) {
+        recordNotRun(plan.stepIndex, "cached", plan.cacheKey);
+      }
       break;
     }
   }
@@ -408,7 +412,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       );
     }
     if (!condition) {
-      recordNotRun(stepIndex, "skipped");
+      recordNotRun(stepIndex, "skipped", null);
       continue;
     }
 
@@ -420,6 +424,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       durationMs: 0,
       stdout: "",
       stderr: "",
+      cacheKey: null,
     };
     records.push(record);
     const temporary = await mkdtemp(join(tmpdir(), "deckhand-step-"));
@@ -529,6 +534,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       }
       current.outputs = { ...outputs };
       await cache.put(plan.cacheKey, current);
+      record.cacheKey = plan.cacheKey;
       previous = current;
       record.outcome = "run";
       record.durationMs = performance.now() - started;
@@ -550,7 +556,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
   return finish("completed", null, previous);
 
   /** A step answered from the cache or skipped by its `if:`: recorded and reported, not run. */
-  function recordNotRun(stepIndex: number, outcome: "cached" | "skipped") {
+  function recordNotRun(stepIndex: number, outcome: "cached" | "skipped", cacheKey: string | null) {
     const record: StepRecord = {
       stepIndex,
       outcome,
@@ -559,6 +565,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       durationMs: 0,
       stdout: "",
       stderr: "",
+      cacheKey,
     };
     records.push(record);
     emitFinished(record);

@@ -5,6 +5,7 @@ import {
   type Executor,
   type FeedSubscribeOptions,
   type FeedSubscription,
+  GroupCommitWriter,
   sessionEvents,
   type Transaction,
 } from "@deckhand/db";
@@ -102,62 +103,28 @@ export interface QueuedEvent<Event extends SessionEventPayload = SessionEventPay
  */
 /** `Event` narrows what may be appended, so `onBatch` gets the events as their own type. */
 export class SessionEventWriter<Event extends SessionEventPayload = SessionEventPayload> {
-  readonly #db: Database;
-  readonly #sessionId: string;
-  readonly #maxBatch: number;
-  readonly #highWaterMark: number;
-  readonly #onBatch: SessionEventWriterOptions<Event>["onBatch"];
-  #queue: QueuedEvent<Event>[] = [];
-  #writing: Promise<void> | null = null;
-  #failure: unknown = null;
-  #drained: (() => void)[] = [];
+  readonly #writer: GroupCommitWriter<QueuedEvent<Event>>;
 
   constructor(db: Database, sessionId: string, options: SessionEventWriterOptions<Event> = {}) {
-    this.#db = db;
-    this.#sessionId = sessionId;
-    this.#maxBatch = options.maxBatch ?? 500;
-    this.#highWaterMark = options.highWaterMark ?? 2_000;
-    this.#onBatch = options.onBatch;
+    const { onBatch, ...bounds } = options;
+    this.#writer = new GroupCommitWriter(
+      db,
+      async (transaction, batch) => {
+        await appendSessionEvents(transaction, sessionId, batch);
+        await onBatch?.(transaction, batch);
+      },
+      bounds,
+    );
   }
 
   /** Queues an event; waits only when the queue is past its high-water mark. */
-  async append(chatId: string | null, event: Event): Promise<void> {
-    if (this.#failure !== null) throw this.#failure;
-    this.#queue.push({ chatId, event });
-    this.#writing ??= this.#writeAll();
-    if (this.#queue.length > this.#highWaterMark) {
-      await new Promise<void>((resolveDrained) => this.#drained.push(resolveDrained));
-      if (this.#failure !== null) throw this.#failure;
-    }
+  append(chatId: string | null, event: Event): Promise<void> {
+    return this.#writer.append({ chatId, event });
   }
 
   /** Resolves when every appended event is stored; rejects if a write failed. */
-  async flush(): Promise<void> {
-    while (this.#writing) await this.#writing;
-    if (this.#failure !== null) throw this.#failure;
-  }
-
-  async #writeAll(): Promise<void> {
-    try {
-      while (this.#queue.length > 0 && this.#failure === null) {
-        const batch = this.#queue.splice(0, this.#maxBatch);
-        try {
-          await this.#db.transaction(async (transaction) => {
-            await appendSessionEvents(transaction, this.#sessionId, batch);
-            await this.#onBatch?.(transaction, batch);
-          });
-        } catch (error) {
-          this.#failure = error;
-          this.#queue = [];
-        }
-        if (this.#queue.length <= this.#highWaterMark) {
-          for (const resolveDrained of this.#drained.splice(0)) resolveDrained();
-        }
-      }
-    } finally {
-      for (const resolveDrained of this.#drained.splice(0)) resolveDrained();
-      this.#writing = null;
-    }
+  flush(): Promise<void> {
+    return this.#writer.flush();
   }
 }
 

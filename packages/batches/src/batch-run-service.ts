@@ -1,0 +1,985 @@
+// Batch runs as durable work: a spec is resolved into workspaces once, each workspace becomes a
+// queue task that any executor (the server's own worker, `deckhand executor` on another machine,
+// the CLI's embedded one) claims, runs with the shared step cache, and reports through the run's
+// event log. A killed executor's task is claimed again after its lease and resumes after the
+// newest cached step; completion is written once, guarded by the workspace's state.
+import { randomUUID } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
+import type { ContainerRuntime } from "@deckhand/container-runtime";
+import {
+  batchRuns,
+  batchSpecs,
+  changesets,
+  type DbHandle,
+  enqueue,
+  stepResults,
+  type TaskContext,
+  type TaskRegistry,
+  type Transaction,
+  type WorkspaceStatus,
+  workspaceSteps,
+  workspaces,
+} from "@deckhand/db";
+import { errorMessage } from "@deckhand/errors";
+import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
+import type {
+  BatchChangeset,
+  BatchRun,
+  BatchRunEvent,
+  BatchRunOptions,
+  BatchRunStats,
+  BatchRunSummary,
+  BatchStepDetail,
+  BatchWorkspace,
+  BatchWorkspaceStep,
+  CreateBatchRunRequest,
+  ResolveBatchWorkspacesRequest,
+  ResolvedBatchWorkspaces,
+  StoredBatchChangeset,
+} from "@deckhand/wire";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { z } from "zod";
+import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
+import { BatchesError } from "./batches-error.ts";
+import { buildChangesets } from "./build-changesets.ts";
+import { checkoutWorkspace } from "./checkout-workspace.ts";
+import type { CodeHost } from "./code-host-config.ts";
+import { DatabaseStepCache } from "./database-step-cache.ts";
+import { loadRepositories, locateRepository } from "./repositories.ts";
+import { repositoryGit } from "./repository-git.ts";
+import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
+import { runWorkspace, type StepRecord } from "./run-workspace.ts";
+import {
+  StoredRunOptionsSchema as StoredOptions,
+  type StoredWorkspaceDefinition,
+  StoredWorkspaceDefinitionSchema,
+  storeWorkspaceDefinition,
+} from "./stored-run.ts";
+
+/** The queue task type of one workspace job. */
+export const BATCH_WORKSPACE_TASK = "batch_workspace";
+
+const WorkspaceTaskPayloadSchema = z.object({ workspace_id: z.uuid() });
+
+/** How often a running job checks whether its workspace was cancelled by someone else. */
+const CANCEL_POLL_MS = 1_000;
+/** A workspace job is retried this often after its executor died or its lease was lost. */
+const WORKSPACE_TASK_ATTEMPTS = 5;
+
+const TERMINAL: readonly WorkspaceStatus[] = [
+  "completed",
+  "failed",
+  "timed_out",
+  "skipped",
+  "cancelled",
+];
+
+export interface BatchRunServiceOptions {
+  database: DbHandle;
+  /** The configured code hosts, read at each resolution (config.json may change). */
+  codeHosts: () => readonly CodeHost[];
+  /** Where git URL hosts are cloned (`<data-dir>/cache/repositories`). */
+  cacheDirectory: string;
+  /** Where workspace checkouts are made while their job runs. */
+  workDirectory: string;
+  /** What of the outer environment steps inherit (Deckhand's secrets never). */
+  environmentPolicy?: AgentEnvironmentPolicy;
+  outerEnvironment?: Readonly<Record<string, string | undefined>>;
+  /** The container runtime for container steps; detected on first use when absent. */
+  containerRuntime?: ContainerRuntime | null;
+  /** Told about jobs that could not report (the database gone, say). */
+  onError?: (error: unknown, context: { workspaceId: string }) => void;
+}
+
+type RunRow = typeof batchRuns.$inferSelect;
+type WorkspaceRow = typeof workspaces.$inferSelect;
+type StepRow = typeof workspaceSteps.$inferSelect;
+type ChangesetRow = typeof changesets.$inferSelect;
+
+function iso(date: Date | null): string | null {
+  return date === null ? null : date.toISOString();
+}
+
+function specError(request: { file?: string | undefined }, diagnostics: string[]): BatchesError {
+  return new BatchesError(
+    "invalid_spec",
+    `${request.file ?? "the batch spec"} is invalid:\n${diagnostics.join("\n")}`,
+  );
+}
+
+function toStep(row: StepRow): BatchWorkspaceStep {
+  return {
+    step_index: row.stepIndex,
+    outcome: row.outcome,
+    runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
+    image: row.image,
+    exit_code: row.exitCode,
+    duration_ms: row.durationMs,
+    started_at: iso(row.startedAt),
+    finished_at: iso(row.finishedAt),
+  };
+}
+
+function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspace {
+  const definition = StoredWorkspaceDefinitionSchema.parse(row.definition);
+  return {
+    id: row.id,
+    batch_run_id: row.batchRunId,
+    repository: row.repository,
+    branch: row.branch,
+    revision: row.revision,
+    path: row.path,
+    state: row.status,
+    error: row.error,
+    step_indexes: definition.step_indexes,
+    steps: steps
+      .filter((step) => step.workspaceId === row.id)
+      .sort((left, right) => left.stepIndex - right.stepIndex)
+      .map(toStep),
+    attempts: row.attempts,
+    executor: row.executor,
+    takeover_session_id: row.takeoverSessionId,
+    started_at: iso(row.startedAt),
+    finished_at: iso(row.finishedAt),
+  };
+}
+
+const CommitAuthorSchema = z.object({ name: z.string(), email: z.string() }).nullable();
+const PublishedSchema = z.union([z.boolean(), z.literal("draft"), z.null()]);
+const StatsSchema = z.object({
+  files: z.int().min(0),
+  insertions: z.int().min(0),
+  deletions: z.int().min(0),
+});
+
+function toChangeset(row: ChangesetRow): StoredBatchChangeset {
+  return {
+    id: row.id,
+    batch_run_id: row.batchRunId,
+    workspace_id: row.workspaceId,
+    repository: row.repository,
+    base_branch: row.baseBranch,
+    base_revision: row.baseRevision,
+    path: row.path,
+    branch: row.branch,
+    title: row.title,
+    body: row.body,
+    commit_message: row.commitMessage,
+    commit_author: CommitAuthorSchema.parse(row.commitAuthor ?? null),
+    published: PublishedSchema.parse(row.published ?? null),
+    diff: row.diff,
+    stats: StatsSchema.parse(row.stats),
+    state: row.status,
+    applied_commit: row.appliedCommit,
+    apply_operation: row.applyOperation,
+    applied_at: iso(row.appliedAt),
+    pushed: row.pushed,
+    error: row.error,
+  };
+}
+
+/**
+ * The batch-run domain: create runs from specs, run their workspace jobs (register them on a
+ * task registry), read runs, workspaces, steps and changesets back, cancel and retry.
+ */
+export class BatchRunService {
+  readonly #options: BatchRunServiceOptions;
+  readonly #cache: DatabaseStepCache;
+
+  constructor(options: BatchRunServiceOptions) {
+    this.#options = options;
+    this.#cache = new DatabaseStepCache(options.database.db);
+  }
+
+  get #db() {
+    return this.#options.database.db;
+  }
+
+  /** Parses a request's spec; throws `invalid_spec` with every diagnostic, located. */
+  #parse(request: ResolveBatchWorkspacesRequest): BatchSpec {
+    const file = request.file ?? "spec.yaml";
+    const parsed = parseBatchSpec(request.source, {
+      file,
+      ...(request.spec_directory !== undefined
+        ? { specDirectory: resolve(request.spec_directory) }
+        : {}),
+    });
+    if (parsed.spec === undefined) {
+      throw specError(request, parsed.diagnostics.map(formatDiagnostic));
+    }
+    const mounts = (parsed.spec.steps ?? []).flatMap((step) => step.mount ?? []);
+    if (mounts.length > 0 && request.spec_directory === undefined) {
+      throw specError(request, [
+        `${file}: steps mount files (${mounts[0]!.path}) but the request names no spec_directory they are relative to; send spec_directory`,
+      ]);
+    }
+    return parsed.spec;
+  }
+
+  async #resolve(
+    spec: BatchSpec,
+    options: BatchRunOptions,
+    signal?: AbortSignal,
+  ): Promise<{ workspaces: Workspace[]; warnings: string[] }> {
+    const repositories = await loadRepositories({
+      codeHosts: this.#options.codeHosts(),
+      extraDirectories: options.code_host_directories ?? [],
+      cacheDirectory: this.#options.cacheDirectory,
+      ...(signal ? { signal } : {}),
+    });
+    const result = await resolveWorkspaces(spec, {
+      repositories,
+      forceOverrideIgnore: options.force_override_ignore ?? false,
+      ...(signal ? { signal } : {}),
+    });
+    const excluded = new Set(options.exclude_repositories ?? []);
+    return {
+      workspaces: result.workspaces.filter((workspace) => !excluded.has(workspace.repository.name)),
+      warnings: [
+        ...result.warnings,
+        ...[...excluded].map((name) => `repository ${name} is excluded from this run`),
+      ],
+    };
+  }
+
+  /** The workspaces a spec would run in, before anything runs. */
+  async resolve(request: ResolveBatchWorkspacesRequest): Promise<ResolvedBatchWorkspaces> {
+    const spec = this.#parse(request);
+    const { workspaces: resolved, warnings } = await this.#resolve(spec, request.options ?? {});
+    return {
+      workspaces: resolved.map((workspace) => ({
+        repository: workspace.repository.name,
+        branch: workspace.branch,
+        revision: workspace.revision,
+        path: workspace.path,
+        step_indexes: workspace.steps.map((step) => step.index),
+        search_result_paths: workspace.searchResultPaths,
+      })),
+      warnings,
+    };
+  }
+
+  /**
+   * Stores the spec and a run, resolves the workspaces and queues one job each, all in one
+   * transaction: a run is either queued whole or not at all.
+   */
+  async createRun(request: CreateBatchRunRequest): Promise<BatchRun> {
+    const spec = this.#parse(request);
+    const options = request.options ?? {};
+    const { workspaces: resolved, warnings } = await this.#resolve(spec, options);
+    const runId = await this.#db.transaction(async (transaction) => {
+      const [specRow] = await transaction
+        .insert(batchSpecs)
+        .values({
+          name: spec.name,
+          source: request.source,
+          spec,
+          specDirectory:
+            request.spec_directory === undefined ? null : resolve(request.spec_directory),
+          file: request.file ?? null,
+        })
+        .returning({ id: batchSpecs.id });
+      const [runRow] = await transaction
+        .insert(batchRuns)
+        .values({
+          batchSpecId: specRow!.id,
+          action: request.action ?? "preview",
+          options,
+          warnings,
+          status: resolved.length === 0 ? "completed" : "queued",
+          finishedAt: resolved.length === 0 ? new Date() : null,
+        })
+        .returning({ id: batchRuns.id });
+      const run = runRow!.id;
+      await appendRunEvents(transaction, run, [
+        { type: "run_started", workspaces: resolved.length },
+      ]);
+      if (resolved.length === 0) {
+        await appendRunEvents(transaction, run, [
+          { type: "run_finished", status: "completed", error: null, summary: emptySummary() },
+        ]);
+        return run;
+      }
+      const rows = await transaction
+        .insert(workspaces)
+        .values(
+          resolved.map((workspace, position) => ({
+            batchRunId: run,
+            position,
+            repository: workspace.repository.name,
+            branch: workspace.branch,
+            revision: workspace.revision,
+            path: workspace.path,
+            definition: storeWorkspaceDefinition(workspace),
+          })),
+        )
+        .returning({ id: workspaces.id, position: workspaces.position });
+      for (const row of rows) {
+        await this.#enqueueWorkspace(transaction, run, row.id, row.position, options);
+      }
+      return run;
+    });
+    return this.getRun(runId);
+  }
+
+  async #enqueueWorkspace(
+    transaction: Transaction,
+    runId: string,
+    workspaceId: string,
+    position: number,
+    options: BatchRunOptions,
+  ): Promise<void> {
+    await enqueue(transaction, {
+      type: BATCH_WORKSPACE_TASK,
+      payload: { workspace_id: workspaceId },
+      idempotencyKey: `batch-workspace:${workspaceId}:${randomUUID()}`,
+      maxAttempts: WORKSPACE_TASK_ATTEMPTS,
+      // A run's parallelism, across every executor: its workspaces form that many lanes, and
+      // the queue runs one task of a lane at a time.
+      ...(options.parallelism !== undefined
+        ? { serialKey: `batch-run:${runId}:${position % options.parallelism}` }
+        : {}),
+    });
+  }
+
+  async listRuns(query: { name?: string; limit?: number } = {}): Promise<BatchRun[]> {
+    const rows = await this.#db
+      .select({ run: batchRuns, name: batchSpecs.name })
+      .from(batchRuns)
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(query.name === undefined ? undefined : eq(batchSpecs.name, query.name))
+      .orderBy(desc(batchRuns.createdAt))
+      .limit(query.limit ?? 100);
+    return Promise.all(rows.map(({ run, name }) => this.#toRun(run, name)));
+  }
+
+  async getRun(runId: string): Promise<BatchRun> {
+    const [row] = await this.#db
+      .select({ run: batchRuns, name: batchSpecs.name })
+      .from(batchRuns)
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(batchRuns.id, runId));
+    if (row === undefined) throw notFound("batch run", runId);
+    return this.#toRun(row.run, row.name);
+  }
+
+  async #toRun(run: RunRow, name: string): Promise<BatchRun> {
+    return {
+      id: run.id,
+      batch_spec_id: run.batchSpecId,
+      name,
+      action: run.action,
+      status: run.status,
+      options: StoredOptions.parse(run.options),
+      warnings: z.array(z.string()).parse(run.warnings),
+      error: run.error,
+      stats: await this.#stats(run.id),
+      created_at: run.createdAt.toISOString(),
+      started_at: iso(run.startedAt),
+      finished_at: iso(run.finishedAt),
+    };
+  }
+
+  async #stats(runId: string): Promise<BatchRunStats> {
+    const counts = await this.#db
+      .select({ status: workspaces.status, count: sql<number>`count(*)::int` })
+      .from(workspaces)
+      .where(eq(workspaces.batchRunId, runId))
+      .groupBy(workspaces.status);
+    const count = (...statuses: WorkspaceStatus[]) =>
+      counts
+        .filter((entry) => statuses.includes(entry.status))
+        .reduce((sum, entry) => sum + Number(entry.count), 0);
+    const [steps] = await this.#db
+      .select({
+        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
+        cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
+      })
+      .from(workspaceSteps)
+      .innerJoin(workspaces, eq(workspaces.id, workspaceSteps.workspaceId))
+      .where(eq(workspaces.batchRunId, runId));
+    const [changesetCount] = await this.#db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(changesets)
+      .where(eq(changesets.batchRunId, runId));
+    return {
+      workspaces: count(...workspaceStatusList),
+      pending: count("pending"),
+      running: count("running"),
+      completed: count("completed", "skipped"),
+      failed: count("failed", "timed_out"),
+      cancelled: count("cancelled"),
+      changesets: Number(changesetCount?.count ?? 0),
+      steps_run: Number(steps?.run ?? 0),
+      steps_cached: Number(steps?.cached ?? 0),
+    };
+  }
+
+  async listWorkspaces(runId: string): Promise<BatchWorkspace[]> {
+    await this.getRun(runId);
+    const rows = await this.#db
+      .select()
+      .from(workspaces)
+      .where(eq(workspaces.batchRunId, runId))
+      .orderBy(asc(workspaces.position));
+    const steps =
+      rows.length === 0
+        ? []
+        : await this.#db
+            .select()
+            .from(workspaceSteps)
+            .where(
+              inArray(
+                workspaceSteps.workspaceId,
+                rows.map((row) => row.id),
+              ),
+            );
+    return rows.map((row) => toWorkspace(row, steps));
+  }
+
+  async getWorkspace(workspaceId: string): Promise<BatchWorkspace> {
+    const row = await this.#workspaceRow(workspaceId);
+    const steps = await this.#db
+      .select()
+      .from(workspaceSteps)
+      .where(eq(workspaceSteps.workspaceId, workspaceId));
+    return toWorkspace(row, steps);
+  }
+
+  async #workspaceRow(workspaceId: string): Promise<WorkspaceRow> {
+    const [row] = await this.#db.select().from(workspaces).where(eq(workspaces.id, workspaceId));
+    if (row === undefined) throw notFound("workspace", workspaceId);
+    return row;
+  }
+
+  async getStep(workspaceId: string, stepIndex: number): Promise<BatchStepDetail> {
+    await this.#workspaceRow(workspaceId);
+    const [step] = await this.#db
+      .select()
+      .from(workspaceSteps)
+      .where(
+        and(eq(workspaceSteps.workspaceId, workspaceId), eq(workspaceSteps.stepIndex, stepIndex)),
+      );
+    if (step === undefined) throw notFound(`step ${stepIndex} of workspace`, workspaceId);
+    const [result] =
+      step.cacheKey === null
+        ? []
+        : await this.#db.select().from(stepResults).where(eq(stepResults.cacheKey, step.cacheKey));
+    return {
+      step: toStep(step),
+      // A cached step did not run here: its logs are the run's that produced the result.
+      stdout: step.outcome === "cached" ? (result?.stdout ?? "") : step.stdout,
+      stderr: step.outcome === "cached" ? (result?.stderr ?? "") : step.stderr,
+      outputs: z.record(z.string(), z.unknown()).parse(result?.outputs ?? {}),
+      diff: result?.diff ?? "",
+    };
+  }
+
+  async listChangesets(runId: string): Promise<StoredBatchChangeset[]> {
+    await this.getRun(runId);
+    const rows = await this.#db
+      .select({ changeset: changesets })
+      .from(changesets)
+      .innerJoin(workspaces, eq(workspaces.id, changesets.workspaceId))
+      .where(eq(changesets.batchRunId, runId))
+      .orderBy(asc(workspaces.position), asc(changesets.createdAt));
+    return rows.map((row) => toChangeset(row.changeset));
+  }
+
+  /** Cancels waiting workspaces now; running ones notice within a second and stop. */
+  async cancelRun(runId: string): Promise<BatchRun> {
+    await this.getRun(runId);
+    await this.#db.transaction(async (transaction) => {
+      const [run] = await transaction
+        .update(batchRuns)
+        .set({ status: "cancelled", finishedAt: new Date() })
+        .where(and(eq(batchRuns.id, runId), inArray(batchRuns.status, ["queued", "running"])))
+        .returning({ id: batchRuns.id });
+      if (run === undefined) return;
+      await this.#cancelWorkspaces(transaction, runId, "the run was cancelled");
+      await this.#appendFinished(transaction, runId, "cancelled", null);
+    });
+    return this.getRun(runId);
+  }
+
+  /** Marks every unfinished workspace of the run cancelled, with an event for each. */
+  async #cancelWorkspaces(
+    transaction: Transaction,
+    runId: string,
+    reason: string,
+    except?: string,
+  ): Promise<void> {
+    const cancelled = await transaction
+      .update(workspaces)
+      .set({ status: "cancelled", error: reason, finishedAt: new Date(), updatedAt: new Date() })
+      .where(
+        and(
+          eq(workspaces.batchRunId, runId),
+          inArray(workspaces.status, ["pending", "running"]),
+          except === undefined ? undefined : sql`${workspaces.id} <> ${except}`,
+        ),
+      )
+      .returning();
+    await appendRunEvents(
+      transaction,
+      runId,
+      cancelled.map((row) => ({
+        type: "workspace_finished",
+        workspace: rowRef(row),
+        status: "cancelled",
+        error: reason,
+      })),
+    );
+  }
+
+  /** Runs every failed, timed-out or cancelled workspace of a finished run again. */
+  async retryRun(runId: string): Promise<BatchRun> {
+    const run = await this.getRun(runId);
+    if (run.status === "queued" || run.status === "running") {
+      throw new BatchesError(
+        "conflict",
+        `batch run ${runId} is still ${run.status}; retry it once it finished`,
+      );
+    }
+    await this.#db.transaction(async (transaction) => {
+      const rows = await transaction
+        .update(workspaces)
+        .set(requeued())
+        .where(
+          and(
+            eq(workspaces.batchRunId, runId),
+            inArray(workspaces.status, ["failed", "timed_out", "cancelled"]),
+          ),
+        )
+        .returning({ id: workspaces.id, position: workspaces.position });
+      if (rows.length === 0) return;
+      await transaction
+        .update(batchRuns)
+        .set({ status: "running", finishedAt: null, error: null })
+        .where(eq(batchRuns.id, runId));
+      for (const row of rows) {
+        await this.#enqueueWorkspace(transaction, runId, row.id, row.position, run.options);
+      }
+    });
+    return this.getRun(runId);
+  }
+
+  /** Runs one finished workspace again; its cached steps are not run again. */
+  async retryWorkspace(workspaceId: string): Promise<BatchWorkspace> {
+    const row = await this.#workspaceRow(workspaceId);
+    if (row.status === "pending" || row.status === "running") {
+      throw new BatchesError("conflict", `workspace ${workspaceId} is still ${row.status}`);
+    }
+    const run = await this.getRun(row.batchRunId);
+    await this.#db.transaction(async (transaction) => {
+      await transaction.update(workspaces).set(requeued()).where(eq(workspaces.id, workspaceId));
+      await transaction.delete(changesets).where(eq(changesets.workspaceId, workspaceId));
+      await transaction
+        .update(batchRuns)
+        .set({ status: "running", finishedAt: null, error: null })
+        .where(eq(batchRuns.id, row.batchRunId));
+      await this.#enqueueWorkspace(
+        transaction,
+        row.batchRunId,
+        workspaceId,
+        row.position,
+        run.options,
+      );
+    });
+    return this.getWorkspace(workspaceId);
+  }
+
+  /** Registers the workspace job on a worker's registry. */
+  register(tasks: TaskRegistry): void {
+    tasks.register(BATCH_WORKSPACE_TASK, {
+      schema: WorkspaceTaskPayloadSchema,
+      handle: (payload, context) => this.#runJob(payload.workspace_id, context),
+    });
+  }
+
+  async #runJob(workspaceId: string, context: TaskContext): Promise<void> {
+    const loaded = await this.#loadJob(workspaceId);
+    if (loaded === null) return;
+    const { row, run, spec, specDirectory, definition } = loaded;
+    const options = StoredOptions.parse(run.options);
+    const ref = rowRef(row);
+    const [claimed] = await this.#db
+      .update(workspaces)
+      .set({
+        status: "running",
+        attempts: sql`${workspaces.attempts} + 1`,
+        executor: context.workerId,
+        startedAt: sql`coalesce(${workspaces.startedAt}, now())`,
+        updatedAt: new Date(),
+      })
+      .where(
+        and(eq(workspaces.id, workspaceId), inArray(workspaces.status, ["pending", "running"])),
+      )
+      .returning({ id: workspaces.id });
+    if (claimed === undefined) return;
+    await this.#db
+      .update(batchRuns)
+      .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
+      .where(and(eq(batchRuns.id, run.id), eq(batchRuns.status, "queued")));
+    // A previous attempt's step rows describe a run that did not finish; this one replaces them.
+    await this.#db.delete(workspaceSteps).where(eq(workspaceSteps.workspaceId, workspaceId));
+
+    const writer = runEventWriter(this.#options.database, run.id, workspaceId);
+    const controller = new AbortController();
+    const stopped = AbortSignal.any([controller.signal, context.signal]);
+    const poll = setInterval(() => {
+      void this.#db
+        .select({ status: workspaces.status })
+        .from(workspaces)
+        .where(eq(workspaces.id, workspaceId))
+        .then(([current]) => {
+          if (current?.status !== "running") controller.abort();
+        })
+        .catch(() => {});
+    }, CANCEL_POLL_MS);
+    const checkoutDirectory = join(resolve(this.#options.workDirectory), workspaceId);
+    const workspace: Workspace = {
+      repository: {
+        ...definition.repository,
+        url: definition.repository.url ?? undefined,
+      },
+      branch: row.branch,
+      revision: row.revision,
+      path: row.path,
+      onlyFetchWorkspace: definition.only_fetch_workspace,
+      searchResultPaths: definition.search_result_paths,
+      steps: definition.step_indexes.map((index) => ({ index, step: spec.steps![index]! })),
+    };
+    let removeCheckout: (() => Promise<void>) | null = null;
+    try {
+      const repositoryPath = await locateRepository(workspace.repository, row.revision, {
+        codeHosts: this.#options.codeHosts(),
+        cacheDirectory: this.#options.cacheDirectory,
+        signal: stopped,
+      });
+      workspace.repository = { ...workspace.repository, path: repositoryPath };
+      await this.#clearCheckout(repositoryPath, checkoutDirectory);
+      await mkdir(resolve(this.#options.workDirectory), { recursive: true });
+      const checkout = await checkoutWorkspace(workspace, checkoutDirectory, { signal: stopped });
+      removeCheckout = checkout.remove;
+      const result = await runWorkspace({
+        workspace,
+        spec,
+        checkout,
+        ...(specDirectory !== null ? { specDirectory } : {}),
+        runtime: options.runtime ?? "auto",
+        ...(this.#options.containerRuntime !== undefined
+          ? { containerRuntime: this.#options.containerRuntime }
+          : {}),
+        ...(this.#options.environmentPolicy
+          ? { environmentPolicy: this.#options.environmentPolicy }
+          : {}),
+        ...(this.#options.outerEnvironment
+          ? { outerEnvironment: this.#options.outerEnvironment }
+          : {}),
+        ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
+        cache: this.#cache,
+        clearCache: options.clear_cache ?? false,
+        signal: stopped,
+        onEvent: (event) => void writer.append(event).catch(() => {}),
+      });
+      if (context.signal.aborted && result.status === "cancelled") {
+        // The worker gave the task up (shutdown, lost lease): the queue runs it again, and the
+        // step cache lets that attempt resume here.
+        await writer.flush().catch(() => {});
+        throw new BatchesError(
+          "interrupted",
+          `workspace ${workspaceId} was interrupted; it runs again`,
+        );
+      }
+      let built: BatchChangeset[] = [];
+      let status: WorkspaceStatus = result.status;
+      let error = result.error;
+      if (status === "completed") {
+        try {
+          built = buildChangesets(spec, [{ workspace, result: result.result }], {
+            onEvent: (event) => void writer.append(event).catch(() => {}),
+          });
+        } catch (buildError) {
+          status = "failed";
+          error = errorMessage(buildError);
+          await writer.append({
+            type: "workspace_finished",
+            workspace: ref,
+            status: "failed",
+            error,
+          });
+        }
+      }
+      await writer.flush();
+      await this.#finishWorkspace(row, run, options, {
+        status,
+        error,
+        diff: result.result?.diff ?? null,
+        steps: result.steps,
+        changesets: built,
+      });
+    } catch (error) {
+      await writer.flush().catch(() => {});
+      if (BatchesError.isInstance(error) && error.code === "interrupted") throw error;
+      if (context.signal.aborted) throw error;
+      // A job that cannot even start (its repository is gone, git breaks) fails its workspace;
+      // the queue does not retry what would fail the same way.
+      const message = `the workspace could not run: ${errorMessage(error)}`;
+      await this.#db.transaction(async (transaction) => {
+        await appendRunEvents(transaction, run.id, [
+          { type: "workspace_finished", workspace: ref, status: "failed", error: message },
+        ]);
+      });
+      await this.#finishWorkspace(row, run, options, {
+        status: "failed",
+        error: message,
+        diff: null,
+        steps: [],
+        changesets: [],
+      });
+    } finally {
+      clearInterval(poll);
+      if (options.keep_logs !== true) await removeCheckout?.().catch(() => {});
+    }
+  }
+
+  async #loadJob(workspaceId: string): Promise<{
+    row: WorkspaceRow;
+    run: RunRow;
+    spec: BatchSpec;
+    specDirectory: string | null;
+    definition: StoredWorkspaceDefinition;
+  } | null> {
+    const [found] = await this.#db
+      .select({ row: workspaces, run: batchRuns, spec: batchSpecs })
+      .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(workspaces.id, workspaceId));
+    // Deleted, or finished by an earlier delivery of this task: nothing to do (at least once).
+    if (found === undefined || TERMINAL.includes(found.row.status)) return null;
+    // The source is what was validated when the run was made; parsed again (without the mount
+    // check, which ran then) it gives the typed canonical spec.
+    const parsed = parseBatchSpec(found.spec.source, { file: found.spec.file ?? "spec.yaml" });
+    if (parsed.spec === undefined) {
+      throw new BatchesError(
+        "invalid_spec",
+        `the stored spec of run ${found.run.id} no longer validates:\n${parsed.diagnostics.map(formatDiagnostic).join("\n")}`,
+      );
+    }
+    return {
+      row: found.row,
+      run: found.run,
+      spec: parsed.spec,
+      specDirectory: found.spec.specDirectory,
+      definition: StoredWorkspaceDefinitionSchema.parse(found.row.definition),
+    };
+  }
+
+  /** Removes what a killed earlier attempt left at the checkout's place. */
+  async #clearCheckout(repositoryPath: string, directory: string): Promise<void> {
+    await rm(directory, { recursive: true, force: true });
+    await repositoryGit(
+      repositoryPath,
+      ["worktree", "prune"],
+      `pruning worktrees of ${repositoryPath}`,
+      {
+        writes: true,
+      },
+    );
+  }
+
+  /**
+   * Writes a workspace's end once: only while it is still `running` (a cancel or an earlier
+   * delivery of the same job may have ended it), then finishes the run when it was the last.
+   */
+  async #finishWorkspace(
+    row: WorkspaceRow,
+    run: RunRow,
+    options: BatchRunOptions,
+    outcome: {
+      status: WorkspaceStatus;
+      error: string | null;
+      diff: string | null;
+      steps: readonly StepRecord[];
+      changesets: readonly BatchChangeset[];
+    },
+  ): Promise<void> {
+    await this.#db.transaction(async (transaction) => {
+      const [finished] = await transaction
+        .update(workspaces)
+        .set({
+          status: outcome.status,
+          error: outcome.error,
+          diff: outcome.diff,
+          finishedAt: new Date(),
+          updatedAt: new Date(),
+        })
+        .where(and(eq(workspaces.id, row.id), eq(workspaces.status, "running")))
+        .returning({ id: workspaces.id });
+      if (finished === undefined) return;
+      for (const step of outcome.steps) {
+        const values = {
+          outcome: step.outcome,
+          runtime: step.runtime,
+          exitCode: step.exitCode,
+          durationMs: Math.round(step.durationMs),
+          cacheKey: step.cacheKey,
+          stdout: step.stdout,
+          stderr: step.stderr,
+          finishedAt: new Date(),
+        };
+        await transaction
+          .insert(workspaceSteps)
+          .values({ workspaceId: row.id, stepIndex: step.stepIndex, ...values })
+          .onConflictDoUpdate({
+            target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
+            set: values,
+          });
+      }
+      for (const changeset of outcome.changesets) {
+        await transaction.insert(changesets).values({
+          batchRunId: run.id,
+          workspaceId: row.id,
+          repository: changeset.repository,
+          baseBranch: changeset.base_branch,
+          baseRevision: changeset.base_revision,
+          path: changeset.path,
+          branch: changeset.branch,
+          title: changeset.title,
+          body: changeset.body,
+          commitMessage: changeset.commit_message,
+          commitAuthor: changeset.commit_author,
+          published: changeset.published,
+          diff: changeset.diff,
+          stats: changeset.stats,
+        });
+      }
+      if (options.fail_fast === true && outcome.status !== "completed") {
+        await this.#cancelWorkspaces(
+          transaction,
+          run.id,
+          `cancelled by --fail-fast: workspace ${row.repository}${row.path === "" ? "" : `/${row.path}`} failed`,
+          row.id,
+        );
+      }
+      await this.#finishRunIfDone(transaction, run.id, options);
+    });
+  }
+
+  /** Ends the run when no workspace is left to run: completed, or failed when any failed. */
+  async #finishRunIfDone(
+    transaction: Transaction,
+    runId: string,
+    options: BatchRunOptions,
+  ): Promise<void> {
+    // One finisher per run, even when its last two workspaces end on two executors at once.
+    await transaction.execute(sql`select pg_advisory_xact_lock(hashtextextended(${runId}, 2))`);
+    const [open] = await transaction
+      .select({ count: sql<number>`count(*)::int` })
+      .from(workspaces)
+      .where(
+        and(eq(workspaces.batchRunId, runId), inArray(workspaces.status, ["pending", "running"])),
+      );
+    if (Number(open?.count ?? 0) > 0) return;
+    const [failed] = await transaction
+      .select({ count: sql<number>`count(*)::int` })
+      .from(workspaces)
+      .where(
+        and(
+          eq(workspaces.batchRunId, runId),
+          inArray(workspaces.status, ["failed", "timed_out", "cancelled"]),
+        ),
+      );
+    const failedCount = Number(failed?.count ?? 0);
+    // With skip_errors a failed workspace is reported and the run still completes with the
+    // changesets of the others (src-cli's -skip-errors); without it the run fails.
+    const status = failedCount > 0 && options.skip_errors !== true ? "failed" : "completed";
+    const error =
+      status === "failed"
+        ? `${failedCount} workspace${failedCount === 1 ? "" : "s"} failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets`
+        : null;
+    const [updated] = await transaction
+      .update(batchRuns)
+      .set({ status, finishedAt: new Date(), error })
+      .where(and(eq(batchRuns.id, runId), inArray(batchRuns.status, ["queued", "running"])))
+      .returning({ id: batchRuns.id });
+    if (updated === undefined) return;
+    await this.#appendFinished(transaction, runId, status, error);
+  }
+
+  async #appendFinished(
+    transaction: Transaction,
+    runId: string,
+    status: "completed" | "failed" | "cancelled",
+    error: string | null,
+  ): Promise<void> {
+    await appendRunEvents(transaction, runId, [
+      { type: "run_finished", status, error, summary: await summaryOf(transaction, runId) },
+    ]);
+  }
+}
+
+const workspaceStatusList: WorkspaceStatus[] = [
+  "pending",
+  "running",
+  "completed",
+  "failed",
+  "timed_out",
+  "skipped",
+  "cancelled",
+];
+
+function emptySummary(): BatchRunSummary {
+  return { workspaces: 0, changesets: 0, steps_run: 0, steps_cached: 0, failed: 0 };
+}
+
+async function summaryOf(transaction: Transaction, runId: string): Promise<BatchRunSummary> {
+  const [counts] = await transaction
+    .select({
+      workspaces: sql<number>`count(*)::int`,
+      failed: sql<number>`count(*) filter (where ${workspaces.status} in ('failed', 'timed_out', 'cancelled'))::int`,
+    })
+    .from(workspaces)
+    .where(eq(workspaces.batchRunId, runId));
+  const [steps] = await transaction
+    .select({
+      run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
+      cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
+    })
+    .from(workspaceSteps)
+    .innerJoin(workspaces, eq(workspaces.id, workspaceSteps.workspaceId))
+    .where(eq(workspaces.batchRunId, runId));
+  const [changesetCount] = await transaction
+    .select({ count: sql<number>`count(*)::int` })
+    .from(changesets)
+    .where(eq(changesets.batchRunId, runId));
+  return {
+    workspaces: Number(counts?.workspaces ?? 0),
+    changesets: Number(changesetCount?.count ?? 0),
+    steps_run: Number(steps?.run ?? 0),
+    steps_cached: Number(steps?.cached ?? 0),
+    failed: Number(counts?.failed ?? 0),
+  };
+}
+
+function requeued() {
+  return {
+    status: "pending" as const,
+    error: null,
+    diff: null,
+    finishedAt: null,
+    updatedAt: new Date(),
+  };
+}
+
+function rowRef(row: WorkspaceRow) {
+  return { repository: row.repository, branch: row.branch, path: row.path, revision: row.revision };
+}
+
+function notFound(what: string, id: string): BatchesError {
+  return new BatchesError("not_found", `no ${what} with id ${JSON.stringify(id)}`);
+}
