@@ -1,6 +1,8 @@
+import type { BatchRunService } from "@deckhand/batches";
 import { HttpError } from "@deckhand/http-kit";
 import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import {
+  type BatchTakeoverResponse,
   type ServerOperationId,
   type ServerRouteEntry,
   type ServerRouteOf,
@@ -16,6 +18,7 @@ import { type RouteHandler, serveRoute } from "./serve-route.ts";
 const SERVED_ELSEWHERE = [
   "getHealth",
   "streamSession",
+  "streamBatchRun",
   // The providers router from @deckhand/providers serves these under ServerPath.providers.
   "getProvidersSnapshot",
   "getProvidersConfig",
@@ -39,12 +42,55 @@ export interface ApiRouteServices {
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool">;
   apiTokens: ApiTokenStore;
   usage: Pick<DbUsageRecorder, "forJob">;
+  batches: BatchRunService;
+  /** Opens an interactive session on a finished batch workspace. */
+  takeOver: (workspaceId: string) => Promise<BatchTakeoverResponse>;
+}
+
+/** A path parameter that must be a step index: anything else names no step (404). */
+function stepIndexOf(value: string): number {
+  if (!/^\d{1,6}$/.test(value)) {
+    throw new HttpError(
+      404,
+      "not_found",
+      `no step ${JSON.stringify(value)}; steps are numbered from 0`,
+    );
+  }
+  return Number(value);
+}
+
+/** Run and workspace ids are UUIDs; anything else names none (404, not a database error). */
+function idOf(value: string, what: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new HttpError(404, "not_found", `no ${what} with id ${JSON.stringify(value)}`);
+  }
+  return value.toLowerCase();
 }
 
 /** Every route in `serverRoutes` except health and the WebSocket stream, by operation id. */
 function handlers(services: ApiRouteServices): RouteHandlers {
-  const { sessions, apiTokens, usage, agentTurns } = services;
+  const { sessions, apiTokens, usage, agentTurns, batches } = services;
+  const run = (id: string) => idOf(id, "batch run");
+  const workspace = (id: string) => idOf(id, "workspace");
   return {
+    createBatchRun: ({ body }) => batches.createRun(body),
+    listBatchRuns: async ({ query }) => ({ batch_runs: await batches.listRuns(query) }),
+    getBatchRun: ({ params }) => batches.getRun(run(params.batch_run_id)),
+    listBatchRunWorkspaces: async ({ params }) => ({
+      workspaces: await batches.listWorkspaces(run(params.batch_run_id)),
+    }),
+    listBatchRunChangesets: async ({ params }) => ({
+      changesets: await batches.listChangesets(run(params.batch_run_id)),
+    }),
+    cancelBatchRun: ({ params }) => batches.cancelRun(run(params.batch_run_id)),
+    applyBatchRun: ({ params }) => batches.applyRun(run(params.batch_run_id)),
+    retryBatchRun: ({ params }) => batches.retryRun(run(params.batch_run_id)),
+    resolveBatchWorkspaces: ({ body }) => batches.resolve(body),
+    getBatchWorkspace: ({ params }) => batches.getWorkspace(workspace(params.workspace_id)),
+    getBatchWorkspaceStep: ({ params }) =>
+      batches.getStep(workspace(params.workspace_id), stepIndexOf(params.step_index)),
+    retryBatchWorkspace: ({ params }) => batches.retryWorkspace(workspace(params.workspace_id)),
+    takeOverBatchWorkspace: ({ params }) => services.takeOver(workspace(params.workspace_id)),
     createProject: ({ body }) => sessions.createProject(body),
     listProjects: async () => ({ projects: await sessions.listProjects() }),
     getProject: ({ params }) => sessions.getProject(params.project_id),

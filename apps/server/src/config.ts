@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { CodeHostsSchema } from "@deckhand/batches";
+import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import { WireEnv } from "@deckhand/wire";
@@ -61,6 +61,10 @@ export interface ServerConfig {
   nativeModel: string | null;
   /** Tasks (agent turns) run at once by this process. */
   taskConcurrency: number;
+  /** Batch workspace jobs run at once by this process; the CPU count unless configured. */
+  batchConcurrency: number;
+  /** Where batch specs find repositories (`codeHosts` of config.json). */
+  codeHosts: CodeHost[];
   /**
    * Requests each model-provider token may make: a burst, refilled per second; false turns the
    * limit off. The model proxy's default when null.
@@ -131,6 +135,7 @@ export const ServerConfigFileSchema = z.strictObject({
   nativeModel: z.string().min(1).optional(),
   /** Tasks (agent turns) this server runs at once; 8 by default. */
   taskConcurrency: z.number().int().min(1).max(256).optional(),
+  batchConcurrency: z.number().int().min(0).max(256).optional(),
   /**
    * Requests per model-provider token: `{burst, perSecond}` (default 60 at once, refilled at 2
    * per second), or false for no limit (an agent then paces itself by its upstream's limits).
@@ -315,6 +320,8 @@ export function resolveServerConfig(
     },
     nativeModel: file.nativeModel ?? null,
     taskConcurrency: file.taskConcurrency ?? 8,
+    batchConcurrency: file.batchConcurrency ?? availableParallelism(),
+    codeHosts: file.codeHosts ?? [],
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)

@@ -1,3 +1,4 @@
+import type { BatchRunService } from "@deckhand/batches";
 import type { DbHandle } from "@deckhand/db";
 import {
   bearerAuth,
@@ -25,6 +26,7 @@ import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
 import { registerApiRoutes } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
+import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -40,6 +42,7 @@ export interface ServerAppOptions {
   /** The configured admin token, if any; stored API tokens are accepted besides it. */
   adminToken: string | null;
   sessions: SessionService;
+  batches: BatchRunService;
   apiTokens: ApiTokenStore;
   /** Agent turns: cancel and permission answers, and the backends' health. */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool" | "health">;
@@ -102,7 +105,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   installErrorHandling(app, errorHandling);
   // The session domain throws its own errors; they get their HTTP status here, at the edge.
   app.onError((error, context) =>
-    errorResponse(context, sessionsErrorToHttp(error), errorHandling),
+    errorResponse(context, batchesErrorToHttp(sessionsErrorToHttp(error)), errorHandling),
   );
 
   app.use(logRequests((entry) => logger.info(entry, "request")));
@@ -192,6 +195,11 @@ export function createServerApp(options: ServerAppOptions): Hono {
   });
 
   registerApiRoutes(app, {
+    batches: options.batches,
+    takeOver: async (workspaceId) => {
+      await options.batches.getWorkspace(workspaceId);
+      throw new HttpError(501, "internal", "taking over a batch workspace is being built");
+    },
     sessions: options.sessions,
     agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,
@@ -201,6 +209,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));
   }
   // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
+  app.get(ServerPath.batchRunStream, () => {
+    throw new HttpError(
+      426,
+      "invalid_request",
+      "this is a WebSocket endpoint; connect with a WebSocket client",
+    );
+  });
   app.get(ServerPath.sessionStream, () => {
     throw new HttpError(
       426,

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { BatchRunService, createRunEventHub } from "@deckhand/batches";
 import {
   createDb,
   DataDirLockedError,
@@ -9,7 +10,7 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
-import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
@@ -29,16 +30,25 @@ import {
   SessionStreamHub,
   SessionsError,
 } from "@deckhand/sessions";
-import { ServerPath, WireHeader } from "@deckhand/wire";
+import {
+  ServerPath,
+  type SessionEvent,
+  type StoredBatchRunEvent,
+  WireHeader,
+  WireSubprotocol,
+} from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { ApiTokenStore } from "./api-tokens.ts";
+import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
-import { SessionStreamSocket } from "./session-stream-socket.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -53,6 +63,7 @@ export interface RunningServer {
   modelTokens: DbModelTokenStore;
   modelUsage: DbUsageRecorder;
   sessions: SessionService;
+  batches: BatchRunService;
   apiTokens: ApiTokenStore;
   providers: ProviderService;
   /**
@@ -74,6 +85,11 @@ export interface StartServerOptions {
   logger?: Logger;
   /** Task types for the worker; agent turns are added unless it has its own `agent_turn`. */
   tasks?: TaskRegistry;
+  /**
+   * Run batch workspace jobs in this process (default true): the server is an executor too. A
+   * deployment with dedicated `deckhand executor` processes can turn it off.
+   */
+  runBatchJobs?: boolean;
   /** Makes agent backends; by default the ACP backend or the native agent, by provider. */
   createBackend?: BackendFactory;
   /** Where the generated admin token is printed; standard error by default. */
@@ -188,6 +204,14 @@ export async function startServer(
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
       worktreesDir: join(workspacesRoot, "sessions"),
     });
+    const batches = new BatchRunService({
+      database,
+      codeHosts: () => config.codeHosts,
+      cacheDirectory: join(config.dataDir, "cache", "repositories"),
+      workDirectory: join(workspacesRoot, "batches"),
+      environmentPolicy: agentPolicy,
+      outerEnvironment: process.env,
+    });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
@@ -252,6 +276,9 @@ export async function startServer(
     const hub = new SessionStreamHub(database);
     await hub.start();
     cleanups.push(() => hub.stop());
+    const runHub = createRunEventHub(database);
+    await runHub.start();
+    cleanups.push(() => runHub.stop());
 
     let serverUrl: string | null = null;
     const agentTurns = new AgentTurns({
@@ -281,8 +308,13 @@ export async function startServer(
     // Tests may bring their own agent_turn handler; otherwise the agent turns run here.
     if (!tasks.has(AGENT_TURN_TASK)) agentTurns.register(tasks);
 
+    // Batch workspace jobs are CPU-bound and long; they get a worker of their own, so a batch
+    // run never takes the slots agent turns wait in, and its concurrency follows the CPUs.
+    const batchTasks = new TaskRegistry();
+    batches.register(batchTasks);
     let workerStopped = false;
     let worker: TaskWorker | null = null;
+    let batchWorker: TaskWorker | null = null;
     const app = createServerApp({
       database,
       requireAuth: config.requireAuth,
@@ -293,6 +325,7 @@ export async function startServer(
       adminToken: config.adminToken,
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
+      batches,
       modelUpstreams: config.modelUpstreams,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
@@ -312,23 +345,43 @@ export async function startServer(
           { cause: error },
         ),
     );
-    const streams = new SessionStreamSocket({
+    const authorize = async (token: string | null) => {
+      if (!config.requireAuth) return true;
+      if (token === null) return false;
+      if (config.adminToken !== null && tokenMatches(config.adminToken, token)) return true;
+      return apiTokens.verify(token);
+    };
+    const streams = new EventStreamSocket<SessionEvent>({
+      path: ServerPath.sessionStream,
+      subprotocol: WireSubprotocol.sessionStream,
       hub,
       logger: logger.child({ component: "session-stream" }),
-      authorize: async (token) => {
-        if (!config.requireAuth) return true;
-        if (token === null) return false;
-        if (config.adminToken !== null && tokenMatches(config.adminToken, token)) return true;
-        return apiTokens.verify(token);
-      },
-      checkSession: async (sessionId) => {
+      authorize,
+      check: async (sessionId) => {
         await sessions.getSession(sessionId).catch((error: unknown) => {
           throw sessionsErrorToHttp(error);
         });
       },
     });
+    const runStreams = new EventStreamSocket<StoredBatchRunEvent>({
+      path: ServerPath.batchRunStream,
+      subprotocol: WireSubprotocol.batchRunStream,
+      hub: runHub,
+      logger: logger.child({ component: "batch-run-stream" }),
+      authorize,
+      check: async (runId) => {
+        if (!UUID.test(runId))
+          throw new HttpError(404, "not_found", `no batch run with id ${JSON.stringify(runId)}`);
+        await batches.getRun(runId).catch((error: unknown) => {
+          throw batchesErrorToHttp(error);
+        });
+      },
+    });
     server.on("upgrade", (request, socket, head) => {
-      if (!streams.handleUpgrade(request, socket, head)) {
+      if (
+        !streams.handleUpgrade(request, socket, head) &&
+        !runStreams.handleUpgrade(request, socket, head)
+      ) {
         refuseUpgrade(
           socket,
           404,
@@ -355,6 +408,20 @@ export async function startServer(
     await worker.start();
     const startedWorker = worker;
     cleanups.push(() => startedWorker.stop());
+    if ((options.runBatchJobs ?? true) && config.batchConcurrency > 0) {
+      batchWorker = new TaskWorker({
+        database,
+        registry: batchTasks,
+        concurrency: config.batchConcurrency,
+        onError: (error) => logger.warn({ err: error }, "batch worker error; retrying"),
+        redact: (text) => redactSecrets(text),
+        onTaskFailed: (task) => logger.warn(task, "batch job attempt failed"),
+        shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
+      });
+      await batchWorker.start();
+      const startedBatchWorker = batchWorker;
+      cleanups.push(() => startedBatchWorker.stop());
+    }
 
     logger.info(
       {
@@ -396,13 +463,14 @@ export async function startServer(
         // 1. Stop claiming; running tasks get the worker's shutdown timeout to finish, then
         //    their abort signal fires and they go back to pending without spending an attempt.
         workerStopped = true;
-        await worker?.stop();
+        await Promise.all([worker?.stop(), batchWorker?.stop()]);
         // 2. Stop the agents' processes (a released turn's agent included).
         await agentTurns.stop();
         await providers.close();
         // 3. HTTP: no new connections; requests in flight get a short grace, then are cut.
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
         await streams.close();
+        await runStreams.close();
         if ("closeIdleConnections" in server) server.closeIdleConnections();
         const grace = new Promise<void>((resolveGrace) =>
           setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),
@@ -411,6 +479,7 @@ export async function startServer(
         if ("closeAllConnections" in server) server.closeAllConnections();
         await stopped;
         await hub.stop();
+        await runHub.stop();
         // 4. The workspace agent (whatever processes it still runs), then the database.
         await agent?.close();
         await database.close();
@@ -428,6 +497,7 @@ export async function startServer(
       modelTokens,
       modelUsage,
       sessions,
+      batches,
       apiTokens,
       providers,
       agentTurns,

@@ -41,6 +41,7 @@ import type {
 } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
+import { applyChangeset } from "./apply-changeset.ts";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
 import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
@@ -60,8 +61,11 @@ import {
 
 /** The queue task type of one workspace job. */
 export const BATCH_WORKSPACE_TASK = "batch_workspace";
+/** The queue task type that writes a finished run's changesets as branches. */
+export const BATCH_APPLY_TASK = "batch_apply";
 
 const WorkspaceTaskPayloadSchema = z.object({ workspace_id: z.uuid() });
+const ApplyTaskPayloadSchema = z.object({ batch_run_id: z.uuid() });
 
 /** How often a running job checks whether its workspace was cancelled by someone else. */
 const CANCEL_POLL_MS = 1_000;
@@ -591,11 +595,167 @@ export class BatchRunService {
     return this.getWorkspace(workspaceId);
   }
 
-  /** Registers the workspace job on a worker's registry. */
+  /** Registers the workspace job and the apply job on a worker's registry. */
   register(tasks: TaskRegistry): void {
     tasks.register(BATCH_WORKSPACE_TASK, {
       schema: WorkspaceTaskPayloadSchema,
       handle: (payload, context) => this.#runJob(payload.workspace_id, context),
+    });
+    tasks.register(BATCH_APPLY_TASK, {
+      schema: ApplyTaskPayloadSchema,
+      handle: (payload, context) => this.#runApply(payload.batch_run_id, context),
+    });
+  }
+
+  /**
+   * Applies a finished preview: its changesets are written as branches by a queued job, and the
+   * run ends once every one is applied or has failed.
+   */
+  async applyRun(runId: string): Promise<BatchRun> {
+    const run = await this.getRun(runId);
+    if (run.status !== "completed") {
+      throw new BatchesError(
+        "conflict",
+        run.status === "queued" || run.status === "running"
+          ? `batch run ${runId} is still ${run.status}; apply it once it finished`
+          : `batch run ${runId} ${run.status}; retry its workspaces (or run with skip_errors) before applying`,
+      );
+    }
+    await this.#db.transaction(async (transaction) => {
+      const [updated] = await transaction
+        .update(batchRuns)
+        .set({ action: "apply", status: "running", finishedAt: null, error: null })
+        .where(and(eq(batchRuns.id, runId), eq(batchRuns.status, "completed")))
+        .returning({ id: batchRuns.id });
+      if (updated === undefined) {
+        throw new BatchesError("conflict", `batch run ${runId} is being applied already`);
+      }
+      await this.#enqueueApply(transaction, runId);
+    });
+    return this.getRun(runId);
+  }
+
+  async #enqueueApply(transaction: Transaction, runId: string): Promise<void> {
+    await enqueue(transaction, {
+      type: BATCH_APPLY_TASK,
+      payload: { batch_run_id: runId },
+      idempotencyKey: `batch-apply:${runId}:${randomUUID()}`,
+      maxAttempts: WORKSPACE_TASK_ATTEMPTS,
+    });
+  }
+
+  /**
+   * Writes each changeset of the run as its branch, keeping what a person added to a branch
+   * since Deckhand last applied it (the last apply of that repository and branch, in any run).
+   * Changesets already applied by an earlier delivery of this job are skipped.
+   */
+  async #runApply(runId: string, context: TaskContext): Promise<void> {
+    const [run] = await this.#db.select().from(batchRuns).where(eq(batchRuns.id, runId));
+    if (run === undefined || run.status !== "running" || run.action !== "apply") return;
+    const options = StoredOptions.parse(run.options);
+    const rows = await this.#db
+      .select({ changeset: changesets, workspace: workspaces })
+      .from(changesets)
+      .innerJoin(workspaces, eq(workspaces.id, changesets.workspaceId))
+      .where(eq(changesets.batchRunId, runId))
+      .orderBy(asc(workspaces.position), asc(changesets.createdAt));
+    for (const { changeset: row, workspace } of rows) {
+      if (context.signal.aborted)
+        throw new BatchesError("interrupted", `applying run ${runId} was interrupted`);
+      if (row.appliedAt !== null) continue;
+      const ref = rowRef(workspace);
+      const definition = StoredWorkspaceDefinitionSchema.parse(workspace.definition);
+      try {
+        const [previous] = await this.#db
+          .select({ createdCommit: changesets.createdCommit })
+          .from(changesets)
+          .where(
+            and(
+              eq(changesets.repository, row.repository),
+              eq(changesets.branch, row.branch),
+              sql`${changesets.createdCommit} is not null`,
+              sql`${changesets.id} <> ${row.id}`,
+            ),
+          )
+          .orderBy(desc(changesets.appliedAt))
+          .limit(1);
+        const path = await locateRepository(
+          { ...definition.repository, url: definition.repository.url ?? undefined },
+          row.baseRevision,
+          {
+            codeHosts: this.#options.codeHosts(),
+            cacheDirectory: this.#options.cacheDirectory,
+            signal: context.signal,
+          },
+        );
+        const applied = await applyChangeset({
+          repository: {
+            ...definition.repository,
+            url: definition.repository.url ?? undefined,
+            path,
+          },
+          changeset: toChangeset(row),
+          previousCommit: previous?.createdCommit ?? null,
+          onConflict: options.on_conflict ?? "rebase",
+          push: options.push ?? true,
+          signal: context.signal,
+        });
+        await this.#db.transaction(async (transaction) => {
+          await transaction
+            .update(changesets)
+            .set({
+              appliedCommit: applied.commit,
+              createdCommit: applied.createdCommit,
+              applyOperation: applied.operation,
+              appliedAt: new Date(),
+              pushed: applied.pushed,
+              error: null,
+              updatedAt: new Date(),
+            })
+            .where(eq(changesets.id, row.id));
+          await appendRunEvents(transaction, runId, [
+            {
+              type: "changeset_applied",
+              workspace: ref,
+              branch: row.branch,
+              commit: applied.commit,
+              operation: applied.operation,
+              pushed: applied.pushed,
+              kept_commits: applied.keptCommits,
+            },
+          ]);
+        });
+      } catch (error) {
+        if (context.signal.aborted) throw error;
+        const message = errorMessage(error);
+        await this.#db.transaction(async (transaction) => {
+          await transaction
+            .update(changesets)
+            .set({ error: message, updatedAt: new Date() })
+            .where(eq(changesets.id, row.id));
+          await appendRunEvents(transaction, runId, [
+            { type: "changeset_apply_failed", workspace: ref, branch: row.branch, error: message },
+          ]);
+        });
+      }
+    }
+    await this.#db.transaction(async (transaction) => {
+      const [failed] = await transaction
+        .select({ count: sql<number>`count(*)::int` })
+        .from(changesets)
+        .where(and(eq(changesets.batchRunId, runId), sql`${changesets.appliedAt} is null`));
+      const failures = Number(failed?.count ?? 0);
+      const status = failures > 0 ? "failed" : "completed";
+      const error =
+        failures > 0
+          ? `${failures} changeset${failures === 1 ? "" : "s"} could not be applied; each changeset's error says why`
+          : null;
+      const [updated] = await transaction
+        .update(batchRuns)
+        .set({ status, error, finishedAt: new Date() })
+        .where(and(eq(batchRuns.id, runId), eq(batchRuns.status, "running")))
+        .returning({ id: batchRuns.id });
+      if (updated !== undefined) await this.#appendFinished(transaction, runId, status, error);
     });
   }
 
@@ -902,12 +1062,20 @@ export class BatchRunService {
       status === "failed"
         ? `${failedCount} workspace${failedCount === 1 ? "" : "s"} failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets`
         : null;
-    const [updated] = await transaction
+    const [run] = await transaction
+      .select({ action: batchRuns.action, status: batchRuns.status })
+      .from(batchRuns)
+      .where(eq(batchRuns.id, runId));
+    if (run === undefined || (run.status !== "queued" && run.status !== "running")) return;
+    if (run.action === "apply" && status === "completed") {
+      // The steps are done; the run ends when its changesets are written as branches.
+      await this.#enqueueApply(transaction, runId);
+      return;
+    }
+    await transaction
       .update(batchRuns)
       .set({ status, finishedAt: new Date(), error })
-      .where(and(eq(batchRuns.id, runId), inArray(batchRuns.status, ["queued", "running"])))
-      .returning({ id: batchRuns.id });
-    if (updated === undefined) return;
+      .where(eq(batchRuns.id, runId));
     await this.#appendFinished(transaction, runId, status, error);
   }
 

@@ -5,6 +5,7 @@ export {
   readRunEvents,
 } from "./batch-run-events.ts";
 export {
+  BATCH_APPLY_TASK,
   BATCH_WORKSPACE_TASK,
   BatchRunService,
   type BatchRunServiceOptions,

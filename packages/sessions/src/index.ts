@@ -35,8 +35,6 @@ export {
   SessionEventWriter,
   type SessionEventWriterOptions,
   SessionStreamHub,
-  type SessionSubscription,
-  type SubscribeOptions,
 } from "./session-events.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
 export {

@@ -3,8 +3,6 @@ import {
   type DbHandle,
   EventFeedHub,
   type Executor,
-  type FeedSubscribeOptions,
-  type FeedSubscription,
   GroupCommitWriter,
   sessionEvents,
   type Transaction,
@@ -154,40 +152,12 @@ export async function readSessionEvents(
   return rows.map(toSessionEvent);
 }
 
-/** A subscriber of one session's events. */
-export type SessionSubscription = FeedSubscription;
-export type SubscribeOptions = Omit<FeedSubscribeOptions<SessionEvent>, "key"> & {
-  sessionId: string;
-};
-
 /**
  * Fans persisted session events out to the session streams' WebSocket clients: the database's
- * event-feed hub over `session_events`.
+ * event-feed hub over `session_events`, keyed by session id.
  */
-export class SessionStreamHub {
-  readonly #hub: EventFeedHub<SessionEvent>;
-
+export class SessionStreamHub extends EventFeedHub<SessionEvent> {
   constructor(handle: DbHandle, options: { pollIntervalMs?: number } = {}) {
-    this.#hub = new EventFeedHub(handle, {
-      channel: SESSION_EVENTS_CHANNEL,
-      read: readSessionEvents,
-      ...options,
-    });
-  }
-
-  start(): Promise<void> {
-    return this.#hub.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#hub.stop();
-  }
-
-  get subscriberCount(): number {
-    return this.#hub.subscriberCount;
-  }
-
-  subscribe({ sessionId, ...options }: SubscribeOptions): SessionSubscription {
-    return this.#hub.subscribe({ key: sessionId, ...options });
+    super(handle, { channel: SESSION_EVENTS_CHANNEL, read: readSessionEvents, ...options });
   }
 }

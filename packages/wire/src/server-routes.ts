@@ -409,9 +409,9 @@ export const serverRoutes = [
     body: CreateBatchRunRequestSchema,
     success: { status: 201, schema: BatchRunSchema, description: "the run, queued" },
     errors: {
-      400: "the spec is invalid (every problem as file:line:column: field: message) or a bad field",
+      400: "the spec is invalid (every problem as file:line:column: field: message), its query or branches cannot be resolved, or a bad field",
       404: "a repository named by the spec is not on any code host",
-      422: "the spec's repositories or query cannot be resolved",
+      502: "a code host's repository could not be cloned or fetched",
     },
   },
   {
@@ -490,9 +490,9 @@ export const serverRoutes = [
     body: ResolveBatchWorkspacesRequestSchema,
     success: { status: 200, schema: ResolvedBatchWorkspacesSchema, description: "the workspaces" },
     errors: {
-      400: "the spec is invalid",
+      400: "the spec is invalid, or its query or branches cannot be resolved",
       404: "a repository named by the spec is not on any code host",
-      422: "the spec's repositories or query cannot be resolved",
+      502: "a code host's repository could not be cloned or fetched",
     },
   },
   {
@@ -509,7 +509,7 @@ export const serverRoutes = [
     path: ServerPath.batchWorkspaceStep,
     summary: "One step of a workspace: its logs, outputs and the diff after it",
     success: { status: 200, schema: BatchStepDetailSchema, description: "the step" },
-    errors: { 400: "step_index is not a number", 404: "no such workspace or step" },
+    errors: { 404: "no such workspace or step" },
   },
   {
     operationId: "retryBatchWorkspace",

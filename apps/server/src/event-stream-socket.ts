@@ -1,75 +1,84 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import type { FeedEvent, FeedSubscribeOptions, FeedSubscription } from "@deckhand/db";
 import {
   HttpError,
   keepWebSocketAlive,
   refuseUpgrade,
   upgradeBearerToken,
 } from "@deckhand/http-kit";
-import type { SessionStreamHub } from "@deckhand/sessions";
-import {
-  ServerPath,
-  type SessionStreamFrame,
-  SessionStreamQuerySchema,
-  WireSubprotocol,
-} from "@deckhand/wire";
 import type { Logger } from "pino";
 import { type WebSocket, WebSocketServer } from "ws";
-
-const SESSION_STREAM_SUBPROTOCOL = WireSubprotocol.sessionStream;
+import { z } from "zod";
 
 /** Above this many buffered bytes the stream waits for the client before reading more events. */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
-export interface SessionStreamSocketOptions {
-  hub: SessionStreamHub;
+export interface EventStreamSocketOptions<Event extends FeedEvent> {
+  /** The route, as a ServerPath template with one `:param` naming whose events to stream. */
+  path: string;
+  /** The WebSocket subprotocol clients offer, e.g. `deckhand.session-stream.v1`. */
+  subprotocol: string;
+  hub: { subscribe(options: FeedSubscribeOptions<Event>): FeedSubscription };
   /** True when the presented token may read the API; null token means none was presented. */
   authorize(token: string | null): Promise<boolean>;
-  /** Throws an HttpError (404) when the session does not exist. */
-  checkSession(sessionId: string): Promise<void>;
+  /** Throws an HttpError (404) when the session or run does not exist. */
+  check(key: string): Promise<void>;
   logger: Logger;
   pingIntervalMs?: number;
 }
 
-const streamPattern = new RegExp(`^${ServerPath.sessionStream.replace(":session_id", "([^/]+)")}$`);
+/** Every stream's query: `after` is the last event id the client has seen. */
+const StreamQuerySchema = z.strictObject({
+  after: z.coerce.number().int().nonnegative().optional(),
+});
+
+/** Frames every event stream sends: an event, `ready` after the backlog, or an error. */
+type StreamFrame<Event> =
+  | { type: "event"; event: Event }
+  | { type: "ready"; last_event_id: number }
+  | { type: "error"; error: { code: string; message: string } };
 
 /**
- * Serves `GET /api/sessions/:id/stream` as a WebSocket: the events after `?after=` first, then
- * a `ready` frame, then live events. Delivery waits while the client's buffer is full, so a slow
- * client slows only itself and still receives every event in order.
+ * Serves an event log (a session's, a batch run's) as a WebSocket: the events after `?after=`
+ * first, then a `ready` frame, then live events. Delivery waits while the client's buffer is
+ * full, so a slow client slows only itself and still receives every event in order.
  */
-export class SessionStreamSocket {
-  readonly #options: SessionStreamSocketOptions;
-  readonly #server = new WebSocketServer({
-    noServer: true,
-    // A browser offers `deckhand.session-stream.v1` and `bearer.<token>`; the server must answer
-    // with one it was offered, and never with the one that carries the token.
-    handleProtocols: (protocols) =>
-      protocols.has(SESSION_STREAM_SUBPROTOCOL) ? SESSION_STREAM_SUBPROTOCOL : false,
-  });
+export class EventStreamSocket<Event extends FeedEvent> {
+  readonly #options: EventStreamSocketOptions<Event>;
+  readonly #pattern: RegExp;
+  readonly #server: WebSocketServer;
   readonly #clients = new Set<WebSocket>();
 
-  constructor(options: SessionStreamSocketOptions) {
+  constructor(options: EventStreamSocketOptions<Event>) {
     this.#options = options;
+    this.#pattern = new RegExp(`^${options.path.replace(/:[a-z_]+/, "([^/]+)")}$`);
+    const subprotocol = options.subprotocol;
+    this.#server = new WebSocketServer({
+      noServer: true,
+      // A browser offers the stream's subprotocol and `bearer.<token>`; the server must answer
+      // with one it was offered, and never with the one that carries the token.
+      handleProtocols: (protocols) => (protocols.has(subprotocol) ? subprotocol : false),
+    });
   }
 
   get clientCount(): number {
     return this.#clients.size;
   }
 
-  /** Handles an HTTP upgrade; false when the path is not a session stream (someone else's). */
+  /** Handles an HTTP upgrade; false when the path is not this stream's (someone else's). */
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(request.url ?? "/", "http://localhost");
-    const match = streamPattern.exec(url.pathname);
+    const match = this.#pattern.exec(url.pathname);
     if (!match) return false;
-    const sessionId = decodeURIComponent(match[1]!).toLowerCase();
+    const key = decodeURIComponent(match[1]!).toLowerCase();
     socket.on("error", () => socket.destroy());
     void (async () => {
       if (!(await this.#options.authorize(upgradeBearerToken(request)))) {
         refuseUpgrade(socket, 401, "unauthorized", "missing or wrong bearer token");
         return;
       }
-      const query = SessionStreamQuerySchema.safeParse(Object.fromEntries(url.searchParams));
+      const query = StreamQuerySchema.safeParse(Object.fromEntries(url.searchParams));
       if (!query.success) {
         refuseUpgrade(
           socket,
@@ -80,7 +89,7 @@ export class SessionStreamSocket {
         return;
       }
       try {
-        await this.#options.checkSession(sessionId);
+        await this.#options.check(key);
       } catch (error) {
         if (error instanceof HttpError)
           refuseUpgrade(socket, error.status, error.code, error.message);
@@ -89,18 +98,18 @@ export class SessionStreamSocket {
         return;
       }
       this.#server.handleUpgrade(request, socket, head, (client) =>
-        this.#serve(client, sessionId, query.data.after ?? 0),
+        this.#serve(client, key, query.data.after ?? 0),
       );
     })().catch((error: unknown) => {
-      this.#options.logger.error({ err: error }, "session stream upgrade failed");
+      this.#options.logger.error({ err: error }, "stream upgrade failed");
       socket.destroy();
     });
     return true;
   }
 
-  #serve(client: WebSocket, sessionId: string, afterId: number): void {
+  #serve(client: WebSocket, key: string, afterId: number): void {
     this.#clients.add(client);
-    const send = (frame: SessionStreamFrame) =>
+    const send = (frame: StreamFrame<Event>) =>
       new Promise<void>((resolveSend, rejectSend) => {
         client.send(JSON.stringify(frame), (error) => (error ? rejectSend(error) : resolveSend()));
       });
@@ -110,19 +119,19 @@ export class SessionStreamSocket {
       }
     };
     const subscription = this.#options.hub.subscribe({
-      sessionId,
+      key,
       afterId,
       deliver: async (event) => {
         if (client.readyState !== client.OPEN) throw new Error("client went away");
         // Not awaiting each send's callback keeps throughput; the buffer check bounds memory.
-        client.send(JSON.stringify({ type: "event", event } satisfies SessionStreamFrame));
+        client.send(JSON.stringify({ type: "event", event } satisfies StreamFrame<Event>));
         await drained();
       },
       caughtUp: (lastEventId) => {
         void send({ type: "ready", last_event_id: lastEventId }).catch(() => {});
       },
       onError: (error) => {
-        this.#options.logger.warn({ err: error, sessionId }, "session stream delivery failed");
+        this.#options.logger.warn({ err: error, key }, "stream delivery failed");
         void send({
           type: "error",
           error: {
