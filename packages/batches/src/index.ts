@@ -1,3 +1,9 @@
+export {
+  type AppliedChangeset,
+  type ApplyChangesetOptions,
+  type ApplyConflictPolicy,
+  applyChangeset,
+} from "./apply-changeset.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
