@@ -26,6 +26,10 @@ const WIRE_CODE: Record<BatchesErrorCode, ErrorCode | null> = {
   git_failed: null,
   step_failed: null,
   interrupted: null,
+  branch_diverged: "conflict",
+  branch_exists: "conflict",
+  branch_checked_out: "conflict",
+  push_failed: "upstream_unavailable",
 };
 
 /** A BatchesError as the HttpError the routes answer with; any other value as it is. */

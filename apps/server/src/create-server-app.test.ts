@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
+import { BatchRunService } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
@@ -46,6 +47,12 @@ function app(overrides: Partial<ServerAppOptions> = {}): Hono {
       database,
       projectsDir: join(workDir, "projects"),
       worktreesDir: join(workDir, "worktrees"),
+    }),
+    batches: new BatchRunService({
+      database,
+      codeHosts: () => [],
+      cacheDirectory: join(workDir, "cache"),
+      workDirectory: join(workDir, "batches"),
     }),
     apiTokens: new ApiTokenStore(database.db),
     agentTurns: {

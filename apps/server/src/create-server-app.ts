@@ -198,7 +198,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     batches: options.batches,
     takeOver: async (workspaceId) => {
       await options.batches.getWorkspace(workspaceId);
-      throw new HttpError(501, "internal", "taking over a batch workspace is being built");
+      throw new HttpError(503, "internal", "taking over a batch workspace is being built");
     },
     sessions: options.sessions,
     agentTurns: options.agentTurns,

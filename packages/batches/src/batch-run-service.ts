@@ -679,15 +679,11 @@ export class BatchRunService {
           )
           .orderBy(desc(changesets.appliedAt))
           .limit(1);
-        const path = await locateRepository(
-          { ...definition.repository, url: definition.repository.url ?? undefined },
-          row.baseRevision,
-          {
-            codeHosts: this.#options.codeHosts(),
-            cacheDirectory: this.#options.cacheDirectory,
-            signal: context.signal,
-          },
-        );
+        const path = await locateRepository(definition.repository, row.baseRevision, {
+          codeHosts: this.#options.codeHosts(),
+          cacheDirectory: this.#options.cacheDirectory,
+          signal: context.signal,
+        });
         const applied = await applyChangeset({
           repository: {
             ...definition.repository,

@@ -25,8 +25,6 @@ export type BatchesErrorCode =
   | "container_runtime_unavailable"
   /** A step's `files` or `mount` cannot be placed for a local run; the message says why. */
   | "invalid_step_file"
-  /** A changeset template does not render, or two changesets share a branch in one repository. */
-  | "invalid_changeset"
   /** A submitted batch spec does not validate; the message lists every located problem. */
   | "invalid_spec"
   /** No run, workspace or step with the id asked for. */
@@ -34,7 +32,23 @@ export type BatchesErrorCode =
   /** The run or workspace is in a state that does not allow this (still running, say). */
   | "conflict"
   /** A workspace job was given up by its worker (shutdown, lost lease) and will run again. */
-  | "interrupted";
+  | "interrupted"
+  /**
+   * A changeset template does not render, two changesets share a branch in one repository, or
+   * a changeset's diff does not apply to its base.
+   */
+  | "invalid_changeset"
+  /**
+   * A changeset's branch has commits Deckhand did not make on top of its own, and they cannot be
+   * kept (a replay conflicts, a merge, or the caller asked to refuse); the message names each.
+   */
+  | "branch_diverged"
+  /** A changeset's branch exists and Deckhand did not make it; it is not overwritten. */
+  | "branch_exists"
+  /** A changeset's branch would have to move while checked out in a working copy or worktree. */
+  | "branch_checked_out"
+  /** Reading, fetching or pushing a changeset's branch on the remote failed. */
+  | "push_failed";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the

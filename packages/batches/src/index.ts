@@ -1,4 +1,10 @@
 export {
+  type AppliedChangeset,
+  type ApplyChangesetOptions,
+  type ApplyConflictPolicy,
+  applyChangeset,
+} from "./apply-changeset.ts";
+export {
   appendRunEvents,
   BATCH_RUN_EVENTS_CHANNEL,
   createRunEventHub,

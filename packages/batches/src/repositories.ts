@@ -4,12 +4,11 @@ import { createHash, randomUUID } from "node:crypto";
 import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
-import { errnoCode, errorMessage } from "@deckhand/errors";
-import { GitError, runGit } from "@deckhand/git";
-import { REDACTED } from "@deckhand/secrets";
+import { errnoCode } from "@deckhand/errors";
+import { runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
-import { mapLimited, repositoryGit } from "./repository-git.ts";
+import { mapLimited, remoteFailure, repositoryGit } from "./repository-git.ts";
 import { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
 
 export type RepositoryHost =
@@ -148,22 +147,11 @@ function cachePathFor(cacheDirectory: string, url: string, name: string): string
 }
 
 function cloneFailure(action: string, url: string, error: unknown): BatchesError {
-  const password = (() => {
-    try {
-      return decodeURIComponent(new URL(url).password);
-    } catch {
-      return "";
-    }
-  })();
-  const detail =
-    error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
-  const safe = password === "" ? detail : detail.replaceAll(password, REDACTED);
+  const { detail, cause } = remoteFailure([url], error);
   return new BatchesError(
     "clone_failed",
-    `${action} ${redactUrl(url)} failed: ${safe}; check the URL, the network and the credentials`,
-    // The GitError names the command, URL and password included: with a password it stays out
-    // of the chain a logger would print; its stderr (git's explanation) is in the message.
-    password === "" ? { cause: error } : {},
+    `${action} ${redactUrl(url)} failed: ${detail}; check the URL, the network and the credentials`,
+    cause === undefined ? {} : { cause },
   );
 }
 

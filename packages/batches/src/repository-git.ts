@@ -1,6 +1,8 @@
 // Git in the repositories of code hosts: every command goes through @deckhand/git, and a
 // failure becomes a BatchesError that names the repository.
+import { errorMessage } from "@deckhand/errors";
 import { GitError, type GitResult, runGit } from "@deckhand/git";
+import { REDACTED } from "@deckhand/secrets";
 import { BatchesError } from "./batches-error.ts";
 
 export interface RepositoryGitOptions {
@@ -12,6 +14,10 @@ export interface RepositoryGitOptions {
   input?: string;
   /** Bound on git's output, above @deckhand/git's default (a workspace's whole diff). */
   maxOutputBytes?: number;
+  /** Variables for git, such as a temporary GIT_INDEX_FILE or a commit identity. */
+  environment?: Readonly<Record<string, string>>;
+  /** Stop git after this long, instead of @deckhand/git's default (a push may take a while). */
+  timeoutMs?: number;
 }
 
 /**
@@ -32,6 +38,8 @@ export async function repositoryGit(
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.input !== undefined ? { input: options.input } : {}),
       ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
+      ...(options.environment ? { environment: options.environment } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     });
   } catch (error) {
     if (error instanceof GitError) {
@@ -39,6 +47,40 @@ export async function repositoryGit(
     }
     throw error;
   }
+}
+
+/**
+ * Why a git command against a remote failed, fit for a message: git's own explanation with the
+ * password or token of any of `urls` replaced by the redaction marker. `cause` is the error
+ * itself only when no URL carries a secret: a GitError names its command, and git may have put
+ * the URL in it, so with a secret it stays out of the chain a logger would print.
+ */
+export function remoteFailure(
+  urls: readonly string[],
+  error: unknown,
+): { detail: string; cause?: unknown } {
+  const secrets = urls.flatMap(urlPassword);
+  let detail =
+    error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
+  for (const secret of secrets) detail = detail.replaceAll(secret, REDACTED);
+  return secrets.length === 0 ? { detail, cause: error } : { detail };
+}
+
+/** The URL's password as written (percent-encoded) and decoded; none without a password. */
+function urlPassword(url: string): string[] {
+  let password: string;
+  try {
+    password = new URL(url).password;
+  } catch {
+    return [];
+  }
+  if (password === "") return [];
+  let decoded = password;
+  try {
+    decoded = decodeURIComponent(password);
+  } catch {}
+  // The longer first, so a decoded form inside the written one cannot leave a piece behind.
+  return [...new Set([password, decoded])].sort((left, right) => right.length - left.length);
 }
 
 /** Splits NUL-separated git output (`-z`) into its entries. */
