@@ -314,7 +314,7 @@ describe("applyChangeset: creating and re-applying", () => {
     }
   });
 
-  it("a changeset of another repository, a bad branch name or an unknown base is refused before anything is written", async () => {
+  it("a changeset of another repository, a bad branch name, its own base branch or an unknown base is refused before anything is written", async () => {
     const copy = workingCopy();
     const changeset = changesetOf(
       copy.base,
@@ -326,6 +326,10 @@ describe("applyChangeset: creating and re-applying", () => {
       );
     expect(await apply({ repository: "web" })).toMatchObject({ code: "invalid_changeset" });
     expect(await apply({ branch: "bad..name" })).toMatchObject({ code: "invalid_changeset" });
+    expect(await apply({ branch: "main" })).toMatchObject({
+      code: "invalid_changeset",
+      message: expect.stringContaining("is its base branch"),
+    });
     expect(await apply({ baseRevision: "0".repeat(40) })).toMatchObject({
       code: "revision_not_found",
     });
