@@ -603,12 +603,15 @@ async function replay(
   const environment = {
     GIT_COMMITTER_NAME: committer.name,
     GIT_COMMITTER_EMAIL: committer.email,
+    // Git LFS files stay pointers: a replay needs no download, and commits pointers back.
+    GIT_LFS_SKIP_SMUDGE: "1",
   };
   try {
     await git(
       context,
       [...quiet, "worktree", "add", "--quiet", "--detach", worktree, onto],
       "adding a temporary worktree to replay commits in",
+      { environment },
     );
     const replayed: string[] = [];
     for (const commit of commits) {
