@@ -317,7 +317,7 @@ describe("applyChangeset: creating and re-applying", () => {
     }
   });
 
-  it("a changeset of another repository, a bad branch name or an unknown base is refused before anything is written", async () => {
+  it("a changeset of another repository, a bad branch name, its own base branch or an unknown base is refused before anything is written", async () => {
     const copy = workingCopy();
     const changeset = changesetOf(
       copy.base,
@@ -329,7 +329,15 @@ describe("applyChangeset: creating and re-applying", () => {
       );
     expect(await apply({ repository: "web" })).toMatchObject({ code: "invalid_changeset" });
     expect(await apply({ branch: "bad..name" })).toMatchObject({ code: "invalid_changeset" });
+<<<<<<< HEAD
     expect(await apply({ base_revision: "0".repeat(40) })).toMatchObject({
+=======
+    expect(await apply({ branch: "main" })).toMatchObject({
+      code: "invalid_changeset",
+      message: expect.stringContaining("is its base branch"),
+    });
+    expect(await apply({ baseRevision: "0".repeat(40) })).toMatchObject({
+>>>>>>> wt/apply
       code: "revision_not_found",
     });
     expect(copy.git("for-each-ref", "refs/heads")).not.toContain("bad");
@@ -386,9 +394,8 @@ describe("applyChangeset: a person's work", () => {
     const before = snapshot(copy.path);
 
     const created = await applyChangeset({ repository: copy.repository, changeset: first });
+    expect(snapshot(copy.path)).toEqual(before);
     personCommits(copy.path, BRANCH, { "notes.txt": "note\n" }, "Add notes");
-    const before2 = snapshot(copy.path);
-    expect(before2).toEqual(before);
     // A re-apply replays the person's commit in a temporary worktree of its own.
     await applyChangeset({
       repository: copy.repository,

@@ -239,6 +239,12 @@ async function validate(context: Context, changeset: BatchChangeset): Promise<vo
       `the changeset's branch ${JSON.stringify(changeset.branch)} is not a valid git branch name; fix changesetTemplate.branch`,
     );
   }
+  if (changeset.branch.replace(/^refs\/heads\//, "") === changeset.baseBranch) {
+    throw new BatchesError(
+      "invalid_changeset",
+      `the changeset's branch ${changeset.branch} is its base branch in ${context.name}; Deckhand commits a changeset on a branch of its own, never onto the branch it is based on; make changesetTemplate.branch a new name`,
+    );
+  }
   if (changeset.diff === "") {
     throw new BatchesError(
       "invalid_changeset",
@@ -597,12 +603,15 @@ async function replay(
   const environment = {
     GIT_COMMITTER_NAME: committer.name,
     GIT_COMMITTER_EMAIL: committer.email,
+    // Git LFS files stay pointers: a replay needs no download, and commits pointers back.
+    GIT_LFS_SKIP_SMUDGE: "1",
   };
   try {
     await git(
       context,
       [...quiet, "worktree", "add", "--quiet", "--detach", worktree, onto],
       "adding a temporary worktree to replay commits in",
+      { environment },
     );
     const replayed: string[] = [];
     for (const commit of commits) {

@@ -693,7 +693,7 @@ export class BatchRunService {
           changeset: toChangeset(row),
           previousCommit: previous?.createdCommit ?? null,
           onConflict: options.on_conflict ?? "rebase",
-          push: options.push ?? true,
+          ...(options.push !== undefined ? { push: options.push } : {}),
           signal: context.signal,
         });
         await this.#db.transaction(async (transaction) => {

@@ -43,6 +43,15 @@ describe("collectWorkspaceDiff", () => {
     expect(sections.join("")).toBe(diff);
   });
 
+  it("writes a/ and b/ prefixes, which git apply needs, whatever the user's diff config says", async () => {
+    gitIn(repository.path, "config", "diff.noprefix", "true");
+    gitIn(repository.path, "config", "diff.mnemonicPrefix", "true");
+    writeFileSync(join(repository.path, "README.md"), "changed\n");
+    const { diff } = await collectWorkspaceDiff(repository.path, base);
+    expect(diff).toContain("diff --git a/README.md b/README.md\n");
+    expect(diff).toContain("--- a/README.md\n+++ b/README.md\n");
+  });
+
   it("gives an empty diff when nothing changed", async () => {
     expect(await collectWorkspaceDiff(repository.path, base)).toEqual({ diff: "", files: [] });
   });

@@ -28,6 +28,7 @@ export interface WorkspaceDiff {
 // Rename detection is asked for explicitly (not left to diff.renames) so the diff and the file
 // list always agree on whether a moved file is one section or two.
 const comparison = ["--cached", "-M", "--no-color", "--no-ext-diff"];
+const prefixes = ["--src-prefix=a/", "--dst-prefix=b/"];
 // A diff is kept whole (it becomes the changeset); bounded only so a runaway step cannot exhaust memory.
 const maximumDiffBytes = 512 * 1024 * 1024;
 
@@ -41,7 +42,8 @@ export async function collectWorkspaceDiff(
   await repositoryGit(checkoutDirectory, ["add", "-A"], what, { writes: true, signal });
   const [diff, numstat, nameStatus] = await Promise.all(
     [
-      ["diff", ...comparison, "--binary", "--full-index", baseRevision],
+      // a/ and b/ whatever diff.noprefix or diff.mnemonicPrefix say: `git apply` expects them.
+      ["diff", ...comparison, "--binary", "--full-index", ...prefixes, baseRevision],
       ["diff", ...comparison, "--numstat", "-z", baseRevision],
       ["diff", ...comparison, "--name-status", "-z", baseRevision],
     ].map(

@@ -65,7 +65,11 @@ export const BatchRunOptionsSchema = z.strictObject({
   exclude_repositories: z.array(z.string().min(1).max(1_024)).max(10_000).optional(),
   /** Apply only: what to do with a person's commits on a branch being updated. */
   on_conflict: BatchApplyConflictSchema.optional(),
-  /** Apply only: push branches of repositories that have a remote (default true). */
+  /**
+   * Apply only: push each branch to its repository's `origin`. By default a git URL host's
+   * branches are pushed (to the URL) and a directory host's working copy is not; true pushes those
+   * too (refused for a working copy without an `origin`), false pushes none.
+   */
   push: z.boolean().optional(),
   coding_agent: BatchCodingAgentOptionsSchema.optional(),
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BatchRunStreamFrameSchema } from "./batch-api.ts";
 import { BatchChangesetSchema, BatchRunEventSchema } from "./batch-run.ts";
 import {
   AGENT_DEFAULT_LISTEN,
@@ -65,6 +66,7 @@ export const wireSchemas = {
   GitWatchFrame: GitWatchFrameSchema,
   BatchChangeset: BatchChangesetSchema,
   BatchRunEvent: BatchRunEventSchema,
+  BatchRunStreamFrame: BatchRunStreamFrameSchema,
 } as const;
 
 /** The constants non-TypeScript consumers need, grouped as in the TypeScript API. */
