@@ -329,15 +329,11 @@ describe("applyChangeset: creating and re-applying", () => {
       );
     expect(await apply({ repository: "web" })).toMatchObject({ code: "invalid_changeset" });
     expect(await apply({ branch: "bad..name" })).toMatchObject({ code: "invalid_changeset" });
-<<<<<<< HEAD
-    expect(await apply({ base_revision: "0".repeat(40) })).toMatchObject({
-=======
     expect(await apply({ branch: "main" })).toMatchObject({
       code: "invalid_changeset",
       message: expect.stringContaining("is its base branch"),
     });
-    expect(await apply({ baseRevision: "0".repeat(40) })).toMatchObject({
->>>>>>> wt/apply
+    expect(await apply({ base_revision: "0".repeat(40) })).toMatchObject({
       code: "revision_not_found",
     });
     expect(copy.git("for-each-ref", "refs/heads")).not.toContain("bad");
