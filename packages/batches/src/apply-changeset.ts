@@ -239,7 +239,7 @@ async function validate(context: Context, changeset: BatchChangeset): Promise<vo
       `the changeset's branch ${JSON.stringify(changeset.branch)} is not a valid git branch name; fix changesetTemplate.branch`,
     );
   }
-  if (changeset.branch.replace(/^refs\/heads\//, "") === changeset.baseBranch) {
+  if (changeset.branch.replace(/^refs\/heads\//, "") === changeset.base_branch) {
     throw new BatchesError(
       "invalid_changeset",
       `the changeset's branch ${changeset.branch} is its base branch in ${context.name}; Deckhand commits a changeset on a branch of its own, never onto the branch it is based on; make changesetTemplate.branch a new name`,
