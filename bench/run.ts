@@ -7,6 +7,7 @@ const benchmarks = [
   "headtail.ts",
   "process-api.ts",
   "batch-spec.ts",
+  "batch-run.ts",
   "queue.ts",
   "model-proxy.ts",
   "session-stream.ts",

@@ -66,6 +66,11 @@ export interface ServerConfig {
   /** Where batch specs find repositories (`codeHosts` of config.json). */
   codeHosts: CodeHost[];
   /**
+   * How container steps find their runtime: `restrictedHost` runs Podman with runc, cgroupfs and
+   * fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed.
+   */
+  containerRuntime: { restrictedHost: boolean };
+  /**
    * Requests each model-provider token may make: a burst, refilled per second; false turns the
    * limit off. The model proxy's default when null.
    */
@@ -154,6 +159,7 @@ export const ServerConfigFileSchema = z.strictObject({
     .optional(),
   /** Where batch changes find repositories; `deckhand batch workspaces` reads it too. */
   codeHosts: CodeHostsSchema.optional(),
+  containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -322,6 +328,7 @@ export function resolveServerConfig(
     taskConcurrency: file.taskConcurrency ?? 8,
     batchConcurrency: file.batchConcurrency ?? availableParallelism(),
     codeHosts: file.codeHosts ?? [],
+    containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)

@@ -211,6 +211,7 @@ export async function startServer(
       workDirectory: join(workspacesRoot, "batches"),
       environmentPolicy: agentPolicy,
       outerEnvironment: process.env,
+      containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
     });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {

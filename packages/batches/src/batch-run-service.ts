@@ -7,7 +7,11 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
-import type { ContainerRuntime } from "@deckhand/container-runtime";
+import {
+  type ContainerRuntime,
+  type DetectContainerRuntimeOptions,
+  detectContainerRuntime,
+} from "@deckhand/container-runtime";
 import {
   batchRuns,
   batchSpecs,
@@ -91,8 +95,13 @@ export interface BatchRunServiceOptions {
   /** What of the outer environment steps inherit (Deckhand's secrets never). */
   environmentPolicy?: AgentEnvironmentPolicy;
   outerEnvironment?: Readonly<Record<string, string | undefined>>;
-  /** The container runtime for container steps; detected on first use when absent. */
+  /**
+   * The container runtime for container steps (null for none). When absent it is detected once,
+   * at the first job that needs one, with `containerDetection` (e.g. `restrictedHost` for Podman
+   * on hosts that need runc and fixed ulimits without a containers.conf).
+   */
   containerRuntime?: ContainerRuntime | null;
+  containerDetection?: DetectContainerRuntimeOptions;
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
 }
@@ -191,6 +200,7 @@ function toChangeset(row: ChangesetRow): StoredBatchChangeset {
 export class BatchRunService {
   readonly #options: BatchRunServiceOptions;
   readonly #cache: DatabaseStepCache;
+  #containerRuntime: Promise<ContainerRuntime | null> | undefined;
 
   constructor(options: BatchRunServiceOptions) {
     this.#options = options;
@@ -199,6 +209,21 @@ export class BatchRunService {
 
   get #db() {
     return this.#options.database.db;
+  }
+
+  /** Detected once per process: `info` takes a while, and the answer does not change. */
+  #runtime(spec: BatchSpec, options: BatchRunOptions): Promise<ContainerRuntime | null> | null {
+    if (this.#options.containerRuntime !== undefined) {
+      return Promise.resolve(this.#options.containerRuntime);
+    }
+    const wantsContainer =
+      options.runtime !== "local" &&
+      (spec.steps ?? []).some((step) => step.container !== undefined);
+    if (!wantsContainer) return null;
+    this.#containerRuntime ??= detectContainerRuntime(this.#options.containerDetection).then(
+      (detection) => detection.runtime,
+    );
+    return this.#containerRuntime;
   }
 
   /** Parses a request's spec; throws `invalid_spec` with every diagnostic, located. */
@@ -816,6 +841,7 @@ export class BatchRunService {
         signal: stopped,
       });
       workspace.repository = { ...workspace.repository, path: repositoryPath };
+      const containerRuntime = this.#runtime(spec, options);
       await this.#clearCheckout(repositoryPath, checkoutDirectory);
       await mkdir(resolve(this.#options.workDirectory), { recursive: true });
       const checkout = await checkoutWorkspace(workspace, checkoutDirectory, { signal: stopped });
@@ -826,9 +852,7 @@ export class BatchRunService {
         checkout,
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
-        ...(this.#options.containerRuntime !== undefined
-          ? { containerRuntime: this.#options.containerRuntime }
-          : {}),
+        ...(containerRuntime !== null ? { containerRuntime: await containerRuntime } : {}),
         ...(this.#options.environmentPolicy
           ? { environmentPolicy: this.#options.environmentPolicy }
           : {}),
