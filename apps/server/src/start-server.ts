@@ -10,6 +10,7 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { leaseModelProxy } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
@@ -23,7 +24,6 @@ import {
   agentBackendFactory,
   type BackendFactory,
   DbPermissionMemory,
-  leaseModelProxy,
   NATIVE_AGENT_TYPE,
   SessionService,
   SessionStreamHub,
