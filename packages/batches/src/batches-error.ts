@@ -26,7 +26,13 @@ export type BatchesErrorCode =
   /** A step's `files` or `mount` cannot be placed for a local run; the message says why. */
   | "invalid_step_file"
   /** A changeset template does not render, or two changesets share a branch in one repository. */
-  | "invalid_changeset";
+  | "invalid_changeset"
+  /**
+   * A `codingAgent` step cannot run: its agent type is unknown or has no version, model or
+   * install source configured, the run has no model-provider access or job id, or the step does
+   * not render. The message names what to set.
+   */
+  | "coding_agent_unavailable";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the
