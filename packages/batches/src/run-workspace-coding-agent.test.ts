@@ -40,8 +40,11 @@ import { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-c
 import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
 
 const VERSION = "0.0.1-fake";
-/** A model in codex's bundled catalog, as a real codex needs; the fake accepts any. */
-const MODEL = "gpt-5.3-codex";
+/**
+ * A model in the bundled catalog of codex 0.169, as a real codex needs (with another it falls
+ * back to metadata that offers no apply_patch tool); the fake accepts any.
+ */
+const MODEL = "gpt-5.5";
 /** The real key the proxy holds for its upstream (the fake model); no agent ever sees it. */
 const UPSTREAM_KEY = "sk-fake-upstream-key-for-batches-0123";
 
@@ -439,8 +442,9 @@ describe("codingAgent steps", () => {
 
 // The real Codex CLI, opt-in: it is not a dependency of the repository. Install it anywhere and
 // name its binary, e.g.
-//   npm install --prefix /tmp/codex @openai/codex
-//   DECKHAND_TEST_CODEX_BIN=/tmp/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex/codex
+//   npm install --prefix /tmp/codex @openai/codex@0.169.0
+//   DECKHAND_TEST_CODEX_BIN=/tmp/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+// The binary is served as a release archive and installed by the step like any codex release.
 const codexBinary = process.env.DECKHAND_TEST_CODEX_BIN;
 
 describe.skipIf(codexBinary === undefined)("a codingAgent step with the real Codex CLI", () => {
@@ -463,7 +467,7 @@ describe.skipIf(codexBinary === undefined)("a codingAgent step with the real Cod
       ),
       turn.text("Added GREETING.md."),
     ]);
-    const { result } = await run(agentSpec(), {
+    const { result, events } = await run(agentSpec(), {
       codingAgent: codingAgentOptions({
         versions: { codex: realRelease.version },
         installSource: { kind: "release", baseUrl: realRelease.baseUrl },
@@ -476,6 +480,7 @@ describe.skipIf(codexBinary === undefined)("a codingAgent step with the real Cod
     const [{ token, jobId }] = leases as [ModelProviderLease];
     expect(proxySaw.length).toBeGreaterThanOrEqual(2);
     expect(proxySaw.every((request) => request.jobId === jobId && request.bearer)).toBe(true);
+    expectNowhere(token, events, result);
     expect(await proxyStatus(token, jobId)).toBe(401);
   }, 180_000);
 });
