@@ -261,7 +261,9 @@ describe("codingAgent steps", () => {
     expect(leases).toHaveLength(1);
     const [{ token, jobId }] = leases as [ModelProviderLease];
     expect(jobId).toBe(`batch-workspace:${checkouts}`);
-    expect(proxySaw).toEqual([{ jobId, bearer: true, path: "/model-provider/codex/responses" }]);
+    expect(proxySaw).toEqual([
+      { jobId, bearer: true, path: `${WirePath.modelProvider}/codex/responses` },
+    ]);
     expect((await usage.waitFor(1)).map((entry) => entry.jobId)).toEqual([jobId]);
 
     // The change is the agent's.

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { WireHeader } from "@deckhand/wire";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type FakeModel, startFakeModel } from "../fake-model/fake-model-server.ts";
 import { turn } from "../fake-model/fake-turn.ts";
@@ -65,7 +66,7 @@ async function exec(prompt: string, env: Record<string, string> = {}, cwd = scra
       "-c",
       'model_providers.deckhand.env_key="MY_TOKEN"',
       "-c",
-      'model_providers.deckhand.env_http_headers={"Deckhand-Job-Id"="MY_JOB"}',
+      `model_providers.deckhand.env_http_headers={"${WireHeader.jobId}"="MY_JOB"}`,
       "-c",
       'model="gpt-5-codex"',
       "--",
@@ -122,7 +123,7 @@ describe("the fake Codex CLI", () => {
     const [request] = fake.requests;
     expect(request).toMatchObject({ method: "POST", path: "/v1/responses" });
     expect(request!.headers.authorization).toBe(`Bearer ${TOKEN}`);
-    expect(request!.headers["deckhand-job-id"]).toBe("job-7");
+    expect(request!.headers[WireHeader.jobId.toLowerCase()]).toBe("job-7");
     expect(request!.json).toMatchObject({ model: "gpt-5-codex", stream: true });
     expect(JSON.stringify(request!.json)).toContain("add hello");
   });
