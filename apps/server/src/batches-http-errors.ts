@@ -30,6 +30,7 @@ const WIRE_CODE: Record<BatchesErrorCode, ErrorCode | null> = {
   branch_exists: "conflict",
   branch_checked_out: "conflict",
   push_failed: "upstream_unavailable",
+  coding_agent_unavailable: "invalid_request",
 };
 
 /** A BatchesError as the HttpError the routes answer with; any other value as it is. */

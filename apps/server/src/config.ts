@@ -4,7 +4,11 @@ import { join, resolve } from "node:path";
 import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
-import { WireEnv } from "@deckhand/wire";
+import {
+  type BatchCodingAgentOptions,
+  BatchCodingAgentOptionsSchema,
+  WireEnv,
+} from "@deckhand/wire";
 import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
 import { z } from "zod";
 import { ServerError } from "./server-error.ts";
@@ -70,6 +74,8 @@ export interface ServerConfig {
    * fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed.
    */
   containerRuntime: { restrictedHost: boolean };
+  /** Defaults for batch `codingAgent` steps; a run's `coding_agent` options override them. */
+  codingAgent: BatchCodingAgentOptions;
   /**
    * Requests each model-provider token may make: a burst, refilled per second; false turns the
    * limit off. The model proxy's default when null.
@@ -160,6 +166,11 @@ export const ServerConfigFileSchema = z.strictObject({
   /** Where batch changes find repositories; `deckhand batch workspaces` reads it too. */
   codeHosts: CodeHostsSchema.optional(),
   containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
+  /**
+   * Agent versions, models and install source for batch `codingAgent` steps, e.g.
+   * `{"versions": {"codex": "0.169.0"}, "models": {"codex": "gpt-5.5"}}`.
+   */
+  codingAgent: BatchCodingAgentOptionsSchema.optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -329,6 +340,7 @@ export function resolveServerConfig(
     batchConcurrency: file.batchConcurrency ?? availableParallelism(),
     codeHosts: file.codeHosts ?? [],
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
+    codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)

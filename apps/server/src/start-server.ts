@@ -11,6 +11,7 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { leaseModelProvider, leaseModelProxy } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
@@ -24,7 +25,6 @@ import {
   agentBackendFactory,
   type BackendFactory,
   DbPermissionMemory,
-  leaseModelProxy,
   NATIVE_AGENT_TYPE,
   SessionService,
   SessionStreamHub,
@@ -106,6 +106,11 @@ export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** What shutdown gives HTTP requests still in flight once no task runs any more. */
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
+/**
+ * A batch job's model token: revoked when the job ends; the TTL only bounds a token whose job
+ * died with its executor. Longer than the default workspace timeout.
+ */
+const BATCH_MODEL_TOKEN_TTL_MS = 2 * 60 * 60_000;
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
 /** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
@@ -212,6 +217,15 @@ export async function startServer(
       environmentPolicy: agentPolicy,
       outerEnvironment: process.env,
       containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
+      // codingAgent steps reach this server's model proxy with a token bound to their job.
+      modelProvider: {
+        lease: (jobId) =>
+          leaseModelProvider(
+            { modelTokens, serverUrl: () => listeningUrl },
+            { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
+          ),
+      },
+      codingAgent: config.codingAgent,
     });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {

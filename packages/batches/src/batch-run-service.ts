@@ -30,6 +30,7 @@ import { errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
   BatchChangeset,
+  BatchCodingAgentOptions,
   BatchRun,
   BatchRunEvent,
   BatchRunOptions,
@@ -51,6 +52,7 @@ import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
+import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
 import { repositoryGit } from "./repository-git.ts";
@@ -102,6 +104,16 @@ export interface BatchRunServiceOptions {
    */
   containerRuntime?: ContainerRuntime | null;
   containerDetection?: DetectContainerRuntimeOptions;
+  /**
+   * Lends each workspace job a model-provider token for its `codingAgent` steps (the server's
+   * `leaseModelProvider`); without it such steps fail naming what is missing.
+   */
+  modelProvider?: ModelProviderAccess;
+  /**
+   * Agent versions, models and install source (config.json's `codingAgent`), per agent type,
+   * unless a run's `coding_agent` says otherwise.
+   */
+  codingAgent?: BatchCodingAgentOptions;
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
 }
@@ -862,6 +874,10 @@ export class BatchRunService {
         ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
         cache: this.#cache,
         clearCache: options.clear_cache ?? false,
+        // The job, as model usage and its token name it: one per workspace (and attempt).
+        jobId: `batch-workspace:${workspaceId}`,
+        ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
+        codingAgent: codingAgentOptions(this.#options.codingAgent, options.coding_agent),
         signal: stopped,
         onEvent: (event) => void writer.append(event).catch(() => {}),
       });
@@ -1151,6 +1167,26 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
     steps_run: Number(steps?.run ?? 0),
     steps_cached: Number(steps?.cached ?? 0),
     failed: Number(counts?.failed ?? 0),
+  };
+}
+
+/** The service's agent settings with a run's own on top, per agent type. */
+function codingAgentOptions(
+  defaults: BatchCodingAgentOptions | undefined,
+  run: BatchCodingAgentOptions | undefined,
+): CodingAgentOptions {
+  const source = run?.install_source ?? defaults?.install_source;
+  return {
+    versions: { ...defaults?.versions, ...run?.versions },
+    models: { ...defaults?.models, ...run?.models },
+    ...(source === undefined
+      ? {}
+      : {
+          installSource:
+            source.kind === "release"
+              ? { kind: "release" as const, baseUrl: source.base_url }
+              : { kind: "npm" as const, ...(source.registry ? { registry: source.registry } : {}) },
+        }),
   };
 }
 

@@ -48,7 +48,13 @@ export type BatchesErrorCode =
   /** A changeset's branch would have to move while checked out in a working copy or worktree. */
   | "branch_checked_out"
   /** Reading, fetching or pushing a changeset's branch on the remote failed. */
-  | "push_failed";
+  | "push_failed"
+  /**
+   * A `codingAgent` step cannot run: its agent type is unknown or has no version, model or
+   * install source configured, the run has no model-provider access or job id, or the step does
+   * not render. The message names what to set.
+   */
+  | "coding_agent_unavailable";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the

@@ -20,6 +20,12 @@ export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
+export {
+  type CodingAgentOptions,
+  DEFAULT_CONTAINER_INSTALL_DIRECTORY,
+  type ModelProviderAccess,
+  type ModelProviderJobLease,
+} from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
 export {
   type LoadRepositoriesOptions,

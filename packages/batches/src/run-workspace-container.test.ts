@@ -123,4 +123,59 @@ changesetTemplate:
     expect(result.steps[0]!.stderr).toBe("via bash\n");
     expect(result.result!.files.map((file) => file.path)).toEqual(["ran.txt"]);
   });
+
+  it("runs a codingAgent step's rendered script in the image, which names what the image lacks", async () => {
+    const root = join(scratch.path, "code");
+    repositoryAt(join(root, "github.com/acme/api"), { "README.md": "# api\n" });
+    const yaml = `
+version: 3
+name: agent
+on:
+  - repository: github.com/acme/api
+steps:
+  - codingAgent:
+      type: codex
+      prompt: Say hello
+    image: ${setup.image}
+changesetTemplate:
+  title: Agent
+  branch: agent
+  commit:
+    message: agent
+`;
+    const spec = specFrom(yaml);
+    const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
+    const [workspace] = (await resolveWorkspaces(spec, { repositories })).workspaces;
+    const checkout = await checkoutWorkspace(workspace!, join(scratch.path, "checkout"));
+    let released = 0;
+    const result = await runWorkspace({
+      workspace: workspace!,
+      spec,
+      checkout,
+      runtime: "container",
+      containerRuntime: runtime,
+      cache: new MemoryStepCache(),
+      jobId: "job-busybox",
+      modelProvider: {
+        lease: async () => ({
+          baseUrl: "http://127.0.0.1:9/model-provider",
+          token: "busybox-test-token-0123456789",
+          release: async () => {
+            released += 1;
+          },
+        }),
+      },
+      codingAgent: {
+        versions: { codex: "0.0.1" },
+        models: { codex: "gpt-5.3-codex" },
+        installSource: { kind: "release", baseUrl: "http://127.0.0.1:9/releases" },
+      },
+    });
+    // busybox has no curl: the script's first check fails the step, naming it and the image.
+    expect(result.status).toBe("failed");
+    expect(result.error).toContain("curl");
+    expect(result.error).toContain(`not found in image ${setup.image}`);
+    expect(result.steps[0]).toMatchObject({ runtime: "container", exitCode: 1 });
+    expect(released).toBe(1);
+  });
 });

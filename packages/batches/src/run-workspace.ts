@@ -2,11 +2,14 @@
 // workspace directory as working directory, its `env`, `files` and `outputs` rendered with the
 // step template context; after each step the changes of all steps so far are collected and the
 // result is cached under the step's cache key, so a re-run resumes after the newest cached step.
+// A `codingAgent` step runs the script renderCodingAgentStep makes of it the same way, with a
+// model-provider token leased for the workspace job and revoked when the workspace run ends.
 import { lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import {
+  type AgentPlatform,
   type BatchSpec,
   computeCacheKey,
   createStepTemplateContext,
@@ -14,6 +17,7 @@ import {
   renderTemplate,
   resolveStepEnv,
   type Step,
+  type TemplateContext,
   type TemplateStepResult,
   type TemplateValue,
 } from "@deckhand/batch-spec";
@@ -42,6 +46,15 @@ import type {
 } from "@deckhand/wire";
 import { parse as parseYaml } from "yaml";
 import { BatchesError } from "./batches-error.ts";
+import {
+  type CodingAgentOptions,
+  codingAgentScript,
+  codingAgentSettings,
+  containerPlatform,
+  JobModelProviderLease,
+  localPlatform,
+  type ModelProviderAccess,
+} from "./coding-agent-step.ts";
 import { placeLocalFile } from "./place-local-file.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
@@ -93,6 +106,19 @@ export interface RunWorkspaceOptions {
   clearCache?: boolean;
   signal?: AbortSignal;
   onEvent?: (event: BatchRunEvent) => void;
+  /**
+   * The workspace job this run is: the model-provider token of its `codingAgent` steps is bound
+   * to it, and it reaches the agent as `DECKHAND_JOB_ID`. Needed when a `codingAgent` step runs.
+   */
+  jobId?: string;
+  /**
+   * Lends the job access to the model-provider proxy: leased once, at the first `codingAgent`
+   * step that runs, and released when the run ends however it ends. Needed when a
+   * `codingAgent` step runs.
+   */
+  modelProvider?: ModelProviderAccess;
+  /** Versions, models and install sources of the agents `codingAgent` steps name. */
+  codingAgent?: CodingAgentOptions;
 }
 
 export interface StepRecord {
@@ -306,8 +332,23 @@ class StepFailure extends Error {}
 /**
  * Runs the workspace's steps in `options.checkout`, which must be a clean checkout at the
  * workspace's revision. Never throws for a failing step: the result says how the workspace ended.
+ * The job's model-provider token, if a `codingAgent` step leased one, is revoked before the run
+ * reports how it ended, whether it completed, failed, timed out or was cancelled.
  */
 export async function runWorkspace(options: RunWorkspaceOptions): Promise<WorkspaceRunResult> {
+  const jobModel = new JobModelProviderLease(options.modelProvider, options.jobId);
+  try {
+    return await runSteps(options, jobModel);
+  } finally {
+    // Already released when the run finished normally; this covers an unexpected throw.
+    await jobModel.release();
+  }
+}
+
+async function runSteps(
+  options: RunWorkspaceOptions,
+  jobModel: JobModelProviderLease,
+): Promise<WorkspaceRunResult> {
   const { workspace, spec, checkout, cache } = options;
   const ref = workspaceRef(workspace);
   const emit = (event: BatchRunEvent) => options.onEvent?.(event);
@@ -319,15 +360,20 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const records: StepRecord[] = [];
   let containerRuntime = options.containerRuntime;
+  /** Per image, the platform its containers report, probed once per run. */
+  const imagePlatforms = new Map<string, Promise<AgentPlatform>>();
 
   emit({ type: "workspace_started", workspace: ref });
-  const finish = (
+  const finish = async (
     status: BatchWorkspaceStatus,
     error: string | null,
     result: CachedStepResult | null,
-  ): WorkspaceRunResult => {
-    emit({ type: "workspace_finished", workspace: ref, status, error });
-    return { workspace: ref, status, error, steps: records, result };
+  ): Promise<WorkspaceRunResult> => {
+    // Revoked before anyone hears the run ended; and no message may carry the token.
+    await jobModel.release();
+    const shown = error === null ? null : redactSecrets(error, jobModel.secrets);
+    emit({ type: "workspace_finished", workspace: ref, status, error: shown });
+    return { workspace: ref, status, error: shown, steps: records, result };
   };
   const interrupted = () =>
     timeout.aborted
@@ -433,13 +479,19 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       const runtime = await chooseRuntime(step, stepIndex);
       record.runtime = runtime;
       const stepContext = context();
-      const script = renderTemplate(step.run ?? "", stepContext);
-      const env: Record<string, string> = {};
+      let env: Record<string, string> = {};
       for (const [name, value] of Object.entries(resolveStepEnv(step.env, runnerEnv))) {
         env[name] = renderTemplate(value, stepContext);
       }
+      let script: string;
+      if (step.codingAgent === undefined) {
+        script = renderTemplate(step.run ?? "", stepContext);
+      } else {
+        ({ script, env } = await prepareCodingAgent(step, runtime, stepContext, env));
+      }
       const secrets = [
         ...policy.secretValues,
+        ...jobModel.secrets,
         ...Object.entries({ ...runnerEnv, ...env })
           .filter(([name]) => looksLikeSecretName(name))
           .map(([, value]) => value),
@@ -474,10 +526,17 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
           ...(await repositoryMount(checkout.directory, signal)),
           ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
         ];
+        const agentStep = step.codingAgent !== undefined;
         const result = await runContainer(containerRuntime!, {
           image: step.container!,
           script,
-          shell: await containerShell(containerRuntime!, step.container!, containerMounts, signal),
+          // The rendered agent script is POSIX sh; a `run` script gets bash when the image has it.
+          shell: agentStep
+            ? "/bin/sh"
+            : await containerShell(containerRuntime!, step.container!, containerMounts, signal),
+          // An agent reaches the model-provider proxy on this machine's loopback; other steps
+          // keep the default, no network.
+          ...(agentStep ? { network: "host" as const } : {}),
           workdir,
           mounts: containerMounts,
           env,
@@ -579,6 +638,46 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<Worksp
       outcome: record.outcome,
       exit_code: record.exitCode,
       duration_ms: record.durationMs,
+    });
+  }
+
+  /**
+   * A `codingAgent` step's script and environment: the run's settings for its agent type, the
+   * prompt templated like `run`, the platform it runs on, and the job's model-provider lease.
+   */
+  async function prepareCodingAgent(
+    step: Step,
+    runtime: BatchStepRuntime,
+    stepContext: TemplateContext,
+    env: Record<string, string>,
+  ): Promise<{ script: string; env: Record<string, string> }> {
+    const { type, prompt } = step.codingAgent!;
+    const settings = codingAgentSettings(options.codingAgent, type);
+    const renderedPrompt = renderTemplate(prompt, stepContext);
+    let platform: AgentPlatform;
+    if (runtime === "container") {
+      const image = step.container!;
+      let probed = imagePlatforms.get(image);
+      if (probed === undefined) {
+        probed = containerPlatform(containerRuntime!, image, signal);
+        imagePlatforms.set(image, probed);
+      }
+      platform = await probed;
+    } else {
+      platform = localPlatform();
+    }
+    const { lease, jobId } = await jobModel.get();
+    return codingAgentScript({
+      type,
+      prompt: renderedPrompt,
+      settings,
+      platform,
+      runtime,
+      image: runtime === "container" ? step.container : undefined,
+      env,
+      lease,
+      jobId,
+      options: options.codingAgent,
     });
   }
 

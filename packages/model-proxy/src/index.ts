@@ -2,6 +2,14 @@ export type { LogFields, ModelProxyLogger } from "./logger.ts";
 export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
 export { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
 export {
+  type LeasedModelProxy,
+  leaseModelProvider,
+  leaseModelProxy,
+  type ModelProviderLease,
+  type ModelProxyLeaseOptions,
+  type ModelProxyLeaseToken,
+} from "./model-proxy-lease.ts";
+export {
   hashModelToken,
   InMemoryModelTokenStore,
   type MintedModelToken,

@@ -18,7 +18,7 @@ import {
   tasks,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
-import { type ModelTokenStore, revokeModelToken } from "@deckhand/model-proxy";
+import { leaseModelProxy, type ModelTokenStore, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
 import { redactSecrets, redactValue } from "@deckhand/secrets";
 import {
@@ -41,7 +41,6 @@ import {
   AgentTurnPayloadSchema,
 } from "./agent-turn-task.ts";
 import { resolveCommit } from "./git.ts";
-import { leaseModelProxy } from "./model-proxy-lease.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { ABORTED } from "./session-lock.ts";
 import type { SessionService } from "./session-service.ts";

@@ -19,11 +19,6 @@ export {
   INTERRUPTED_ERROR,
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
-export {
-  type LeasedModelProxy,
-  leaseModelProxy,
-  type ModelProxyLeaseOptions,
-} from "./model-proxy-lease.ts";
 export { DbPermissionMemory } from "./permission-memory.ts";
 export {
   appendSessionEvent,

@@ -33,6 +33,15 @@ export {
   ensureBusyboxTestImage,
   type TestContainerCli,
 } from "./container/busybox-test-image.ts";
+// A fake Codex CLI honouring the codingAgent contract, served as codex release archives.
+export {
+  type FakeCodexRelease,
+  type FakeCodexReleaseOptions,
+  fakeCodexArchive,
+  fakeCodexDirective,
+  fakeCodexScript,
+  startFakeCodexRelease,
+} from "./fake-codex/fake-codex-release.ts";
 // Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages).
 export {
   type CapturedRequest,

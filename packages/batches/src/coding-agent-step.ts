@@ -1,0 +1,284 @@
+// What a `codingAgent` step needs beyond a `run` step, as in src-cli's codingAgent contract: the
+// agent version, model and install source of the run (never constants of the code), the platform
+// it runs on (detected, not assumed), a model-provider token minted for the workspace job, and
+// the script renderCodingAgentStep makes of it all.
+import {
+  type AgentPlatform,
+  type AgentTypeRegistry,
+  defaultAgentRegistry,
+  type InstallSource,
+  renderCodingAgentStep,
+} from "@deckhand/batch-spec";
+import { type ContainerRuntime, runContainer } from "@deckhand/container-runtime";
+import { errorMessage } from "@deckhand/errors";
+import { WireEnv } from "@deckhand/wire";
+import { BatchesError } from "./batches-error.ts";
+
+/**
+ * The settings of a run's `codingAgent` steps, keyed by agent type (`codex`, `claude-code`, …).
+ * A step whose type lacks a version, a model or an install source fails, naming what to set.
+ */
+export interface CodingAgentOptions {
+  /** Agent type → the version to install and check, e.g. `{ codex: "0.169.0" }`. */
+  versions: Readonly<Record<string, string>>;
+  /** Agent type → the model the agent asks the proxy for, e.g. `{ codex: "gpt-5.3-codex" }`. */
+  models: Readonly<Record<string, string>>;
+  /** Where agents are installed from, for every type without an entry in `installSources`. */
+  installSource?: InstallSource;
+  /** Agent type → where that type is installed from. */
+  installSources?: Readonly<Record<string, InstallSource>>;
+  /**
+   * For local steps: the directory each agent version is installed under, as
+   * `<installDirectory>/<type>/<version>`; absolute, or starting with `$HOME/`. Default
+   * `$HOME/.deckhand/agents` (the renderer's).
+   */
+  installDirectory?: string;
+  /** The same inside a step's container. Default `/tmp/deckhand/agents`. */
+  containerInstallDirectory?: string;
+  /** The agent types steps may name; default the built-in ones. */
+  registry?: AgentTypeRegistry;
+}
+
+/** Model-provider access lent to one workspace job; `release` revokes its token. */
+export interface ModelProviderJobLease {
+  /** The proxy's base URL without an agent type (`<server>/model-provider`). */
+  baseUrl: string;
+  /** The scoped token, bound to the job id. */
+  token: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Lends a workspace job access to the model-provider proxy. The server passes
+ * `leaseModelProvider` of `@deckhand/model-proxy` bound to its token store and URL; one lease
+ * serves every agent type of the job, since a token is bound to a job, not to an agent type.
+ */
+export interface ModelProviderAccess {
+  lease(jobId: string): Promise<ModelProviderJobLease>;
+}
+
+/** Where a container step installs agents unless told otherwise: writable for any user. */
+export const DEFAULT_CONTAINER_INSTALL_DIRECTORY = "/tmp/deckhand/agents";
+
+/**
+ * The model-provider access of one workspace run: leased at the first `codingAgent` step that
+ * runs (a run without one mints nothing), reused by every later one, released once at the end.
+ */
+export class JobModelProviderLease {
+  readonly #access: ModelProviderAccess | undefined;
+  readonly #jobId: string | undefined;
+  #lease: ModelProviderJobLease | undefined;
+  #released = false;
+  /** The token once leased: what no event, record, result or error may show. */
+  readonly secrets: string[] = [];
+
+  constructor(access: ModelProviderAccess | undefined, jobId: string | undefined) {
+    this.#access = access;
+    this.#jobId = jobId;
+  }
+
+  async get(): Promise<{ lease: ModelProviderJobLease; jobId: string }> {
+    const access = this.#access;
+    const jobId = this.#jobId;
+    if (access === undefined || jobId === undefined || jobId === "") {
+      const missing = [
+        ...(access === undefined ? ["modelProvider (model-provider access for the job)"] : []),
+        ...(jobId === undefined || jobId === "" ? ["jobId (the workspace job's id)"] : []),
+      ];
+      throw new BatchesError(
+        "coding_agent_unavailable",
+        `codingAgent steps reach models only through Deckhand's model-provider proxy, with a token minted for the workspace job: pass ${missing.join(" and ")} in runWorkspace's options`,
+      );
+    }
+    if (this.#released) {
+      throw new BatchesError("coding_agent_unavailable", "the workspace run has ended");
+    }
+    if (this.#lease === undefined) {
+      let lease: ModelProviderJobLease;
+      try {
+        lease = await access.lease(jobId);
+      } catch (error) {
+        throw new BatchesError(
+          "coding_agent_unavailable",
+          `no model-provider token could be leased for job ${jobId}: ${errorMessage(error)}`,
+          { cause: error },
+        );
+      }
+      this.#lease = lease;
+      this.secrets.push(lease.token);
+    }
+    return { lease: this.#lease, jobId };
+  }
+
+  /**
+   * Revokes the token, once. A revocation that fails is not the run's failure: the lease's
+   * provider reports it, and the token's expiry bounds it.
+   */
+  async release(): Promise<void> {
+    this.#released = true;
+    const lease = this.#lease;
+    this.#lease = undefined;
+    if (lease !== undefined) await lease.release().catch(() => {});
+  }
+}
+
+interface AgentSettings {
+  version: string;
+  model: string;
+  installSource: InstallSource;
+}
+
+/** The version, model and install source of `type`, or an error naming every one missing. */
+export function codingAgentSettings(
+  options: CodingAgentOptions | undefined,
+  type: string,
+): AgentSettings {
+  const registry = options?.registry ?? defaultAgentRegistry;
+  if (!registry.has(type)) {
+    throw new BatchesError(
+      "coding_agent_unavailable",
+      `unknown codingAgent type "${type}"; known types: ${registry.types().join(", ")}`,
+    );
+  }
+  const key = JSON.stringify(type);
+  const version = options?.versions[type];
+  const model = options?.models[type];
+  const installSource = options?.installSources?.[type] ?? options?.installSource;
+  const missing: string[] = [];
+  if (version === undefined) {
+    missing.push(`codingAgent.versions[${key}] (the ${type} version to install, e.g. 0.169.0)`);
+  }
+  if (model === undefined) {
+    missing.push(`codingAgent.models[${key}] (the model ${type} asks the proxy for)`);
+  }
+  if (installSource === undefined) {
+    missing.push(
+      `codingAgent.installSource or codingAgent.installSources[${key}] (a release base URL or an npm registry to install ${type} from)`,
+    );
+  }
+  if (version === undefined || model === undefined || installSource === undefined) {
+    throw new BatchesError(
+      "coding_agent_unavailable",
+      `the ${type} coding agent is not configured for this run: set ${missing.join(", ")} in runWorkspace's options`,
+    );
+  }
+  return { version, model, installSource };
+}
+
+let localPlatformMemo: AgentPlatform | undefined;
+
+/** This machine's platform, from Node itself; on Linux, glibc unless Node runs on musl. */
+export function localPlatform(): AgentPlatform {
+  if (localPlatformMemo !== undefined) return localPlatformMemo;
+  const platform: AgentPlatform = { os: process.platform, arch: process.arch };
+  if (process.platform === "linux") {
+    // A glibc build of Node reports the glibc it runs on; on musl there is none.
+    const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } })
+      ?.header;
+    platform.libc = header?.glibcVersionRuntime === undefined ? "musl" : "glibc";
+  }
+  localPlatformMemo = platform;
+  return platform;
+}
+
+const PLATFORM_PROBE =
+  "uname -m; if ls /lib/ld-musl-* >/dev/null 2>&1; then echo musl; else echo glibc; fi";
+
+/**
+ * The platform of a container of `image`: Linux, the machine `uname -m` reports in it (an image
+ * of another architecture run under emulation reports its own), and musl when the image has
+ * musl's loader. An image that cannot answer is taken for Linux on this machine's architecture.
+ */
+export async function containerPlatform(
+  runtime: ContainerRuntime,
+  image: string,
+  signal: AbortSignal,
+): Promise<AgentPlatform> {
+  try {
+    const probe = await runContainer(runtime, {
+      image,
+      script: PLATFORM_PROBE,
+      shell: "/bin/sh",
+      signal,
+      timeoutMs: 120_000,
+    });
+    const [machine, libc] = probe.output.text.trim().split(/\s+/);
+    if (probe.exitCode === 0 && machine !== undefined && machine !== "") {
+      return { os: "linux", arch: machine, libc: libc === "musl" ? "musl" : "glibc" };
+    }
+  } catch {
+    // The image cannot start at all; the step's own run reports why.
+  }
+  return { os: "linux", arch: process.arch };
+}
+
+export interface CodingAgentScriptInput {
+  type: string;
+  /** The prompt, templated with the step context. */
+  prompt: string;
+  settings: AgentSettings;
+  platform: AgentPlatform;
+  runtime: "local" | "container";
+  /** The step's image, or undefined when it runs locally. */
+  image: string | undefined;
+  /** The step's own environment, rendered. */
+  env: Readonly<Record<string, string>>;
+  lease: ModelProviderJobLease;
+  jobId: string;
+  options: CodingAgentOptions | undefined;
+}
+
+/**
+ * The step's script and its whole environment: the step's `env`, what the renderer adds (the
+ * proxy URL) and the per-job variables it asks the runner to forward, the token and the job id,
+ * taken from the lease. The script itself carries no secret.
+ */
+export function codingAgentScript(input: CodingAgentScriptInput): {
+  script: string;
+  env: Record<string, string>;
+} {
+  const { type, settings, options } = input;
+  const root =
+    input.runtime === "container"
+      ? (options?.containerInstallDirectory ?? DEFAULT_CONTAINER_INSTALL_DIRECTORY)
+      : options?.installDirectory;
+  const rendered = renderCodingAgentStep(
+    {
+      type,
+      prompt: input.prompt,
+      version: settings.version,
+      model: settings.model,
+      platform: input.platform,
+      installSource: settings.installSource,
+      modelProviderUrl: input.lease.baseUrl,
+      image: input.image ?? "this machine (the step runs locally)",
+      ...(root === undefined
+        ? {}
+        : { installDirectory: `${root.replace(/\/+$/, "")}/${type}/${settings.version}` }),
+      env: input.env,
+    },
+    options?.registry === undefined ? {} : { registry: options.registry },
+  );
+  if (!rendered.ok) {
+    throw new BatchesError(
+      "coding_agent_unavailable",
+      `the ${type} step cannot be rendered: ${rendered.error.message}`,
+    );
+  }
+  const perJob: Readonly<Record<string, string>> = {
+    [WireEnv.modelProviderToken]: input.lease.token,
+    [WireEnv.jobId]: input.jobId,
+  };
+  const env = { ...rendered.value.env };
+  for (const name of rendered.value.forwardedEnv) {
+    const value = perJob[name];
+    if (value === undefined) {
+      throw new BatchesError(
+        "coding_agent_unavailable",
+        `the renderer asks for ${name} to be forwarded, which this runner does not know`,
+      );
+    }
+    env[name] = value;
+  }
+  return { script: rendered.value.script, env };
+}
