@@ -23,6 +23,8 @@ beforeEach(async () => {
   database = await createDb({ dataDir: "memory://" });
   service = new BatchRunService({
     database,
+    // The steps name an image; these tests run them with sh (the container runtime has its own).
+    containerRuntime: null,
     codeHosts: () => [{ type: "directory", path: root }],
     cacheDirectory: join(scratch.path, "cache"),
     workDirectory: join(scratch.path, "work"),
