@@ -56,6 +56,13 @@ async function readBody(response: Response): Promise<unknown> {
   return text;
 }
 
+/**
+ * The host gitbeaker is told of. Gitbeaker always puts `/api/v4` after its host, which would not
+ * fit an `apiUrl` of another shape, so the requester replaces this placeholder with the
+ * connection's API base.
+ */
+const PLACEHOLDER_HOST = "http://gitbeaker.invalid";
+
 /** Gitbeaker's requester, sending through the connection's fetch to the connection's API base. */
 function requesterFor(base: string, fetch: FetchFunction) {
   return createRequesterFn(
@@ -63,7 +70,13 @@ function requesterFor(base: string, fetch: FetchFunction) {
     async (endpoint, rawOptions) => {
       const options = (rawOptions ?? {}) as RequestOptions;
       const query = options.searchParams ? `?${options.searchParams}` : "";
-      const response = await fetch(`${base}/${endpoint}${query}`, {
+      // A resource's own prefix (notes are under `projects/`) is in the URL gitbeaker built
+      // from the placeholder host; the API base is the connection's.
+      const prefix = (options.prefixUrl ?? "")
+        .slice(`${PLACEHOLDER_HOST}/api/v4`.length)
+        .replace(/^\/+|\/+$/g, "");
+      const path = prefix === "" ? endpoint : `${prefix}/${endpoint}`;
+      const response = await fetch(`${base}/${path}${query}`, {
         method: options.method ?? "GET",
         headers: options.headers ?? {},
         ...(typeof options.body === "string" ? { body: options.body } : {}),
@@ -127,6 +140,7 @@ export class GitLabClient implements CodeHostClient {
     this.connection = connection;
     this.name = connectionName(connection);
     const options = {
+      host: PLACEHOLDER_HOST,
       requesterFn: requesterFor(apiBase(connection), fetch),
       // Waiting (for a rate limit, say) is the policy's; gitbeaker's timeout would cut it short.
       queryTimeout: null,
