@@ -124,8 +124,8 @@ async function foreignCommits(
  * Pushes `commit` to `branch` on the host with `--force-with-lease`: the remote branch is
  * replaced only if it still points at `expectedRemoteCommit` (or, for null, does not exist). If
  * someone pushed to it meanwhile, nothing is overwritten and a `push_rejected` CodeHostError
- * names their commits (`remoteCommits`). Other failures are `push_failed` with git's message;
- * a missing token is `token_missing`.
+ * names their commits (`remoteCommits`). A refused token is `unauthorized`, a missing one
+ * `token_missing`; other failures are `push_failed` with git's message.
  */
 export async function pushBranch(options: PushBranchOptions): Promise<PushBranchResult> {
   const name = connectionName(options.connection);
@@ -144,12 +144,7 @@ export async function pushBranch(options: PushBranchOptions): Promise<PushBranch
     const detail = GitError.isInstance(error)
       ? error.stderr.trim() || error.message
       : String(error);
-    throw new CodeHostError(
-      "push_failed",
-      `pushing ${options.branch} to ${options.repository} on ${name} failed: ${detail}`,
-      { connection: name },
-      { cause: error },
-    );
+    throw pushFailure(options, detail, error);
   }
   const line = porcelainFlag(result.stdout, ref);
   if (result.exitCode === 0 && line !== undefined) {
@@ -177,9 +172,25 @@ export async function pushBranch(options: PushBranchOptions): Promise<PushBranch
     );
   }
   const detail = result.stderr.trim() || line?.summary || `git exited with ${result.exitCode}`;
-  throw new CodeHostError(
+  throw pushFailure(options, detail, undefined);
+}
+
+/** A failed push: `unauthorized` when the host refused the token, `push_failed` otherwise. */
+function pushFailure(options: PushBranchOptions, detail: string, cause: unknown): CodeHostError {
+  const name = connectionName(options.connection);
+  // Refused credentials make git ask for a user name, which it may not (no terminal prompts).
+  if (/could not read Username|Authentication failed|error: 40[13]/.test(detail)) {
+    return new CodeHostError(
+      "unauthorized",
+      `${name} refused the token in ${options.connection.tokenEnv} for pushing to ${options.repository}: ${detail}`,
+      { connection: name },
+      { cause },
+    );
+  }
+  return new CodeHostError(
     "push_failed",
     `pushing ${options.branch} to ${options.repository} on ${name} failed: ${detail}`,
     { connection: name },
+    { cause },
   );
 }

@@ -147,8 +147,8 @@ describe("host rate-limit answers", () => {
     expect(fake.requestsTo("POST", CREATE)).toHaveLength(20);
     expect(fake.pullRequests(repository)).toHaveLength(20);
     const gaps = sent.slice(1).map((at, index) => at - sent[index]!);
-    // Timers fire a millisecond early at most.
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(48);
+    // The limiter reads Date.now() and timers may fire a little early: allow a few milliseconds.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(45);
     const creates = fake.requestsTo("POST", CREATE);
     expect(creates.at(-1)!.at - creates[0]!.at).toBeGreaterThanOrEqual(19 * 45);
   });

@@ -191,6 +191,8 @@ export class RequestPolicy {
   private readonly onWait: ((event: RequestWaitEvent) => void) | undefined;
   private readonly signal: AbortSignal | undefined;
   private readonly inFlight: Semaphore;
+  /** Mutations are sent one at a time. */
+  private readonly mutations = new Semaphore(1);
   /** No request is sent before this time: the host said to wait. */
   private pausedUntil = 0;
   /** The time the next mutation may be sent. */
@@ -217,13 +219,11 @@ export class RequestPolicy {
     const method = request.method.toUpperCase();
     for (let attempt = 1; ; attempt += 1) {
       await this.waitWhilePaused();
-      if (MUTATING.has(method)) await this.waitForMutationSlot();
-      const release = await this.inFlight.acquire();
-      let response: Response;
-      try {
-        response = await send();
-      } catch (error) {
-        release();
+      const response = await this.attempt(MUTATING.has(method), send).catch(
+        (error: unknown) => error,
+      );
+      if (!(response instanceof Response)) {
+        const error = response;
         if (this.signal?.aborted) throw error;
         if (CodeHostError.isInstance(error)) throw error;
         if (method === "POST" || attempt >= this.maxAttempts) {
@@ -244,7 +244,6 @@ export class RequestPolicy {
         );
         continue;
       }
-      release();
       const now = this.clock.now();
       if (await isRateLimitAnswer(response)) {
         const resetAt = rateLimitResetAt(response.headers, now);
@@ -286,6 +285,26 @@ export class RequestPolicy {
         }
       }
       return response;
+    }
+  }
+
+  /**
+   * One attempt. Mutations go one at a time, each sent at least the publication interval after
+   * the one before (GitHub asks for mutations in series, a second apart): the spacing is between
+   * sends, however long the host takes to answer. Reads only count against `maxConcurrent`.
+   */
+  private async attempt(mutating: boolean, send: () => Promise<Response>): Promise<Response> {
+    const releaseMutation = mutating ? await this.mutations.acquire() : undefined;
+    try {
+      if (mutating) await this.waitForMutationSlot();
+      const release = await this.inFlight.acquire();
+      try {
+        return await send();
+      } finally {
+        release();
+      }
+    } finally {
+      releaseMutation?.();
     }
   }
 
