@@ -44,6 +44,7 @@ export { type PushBranchOptions, type PushBranchResult, pushBranch } from "./pus
 export { cloneUrl, type RepositoryOnHost, resolveRepository } from "./remote-url.ts";
 export {
   type Clock,
+  type PolicyRequest,
   RequestPolicy,
   type RequestPolicyOptions,
   type RequestWaitEvent,
