@@ -335,10 +335,12 @@ export class RequestPolicy {
     }
   }
 
+  /** Called holding the mutation lock, so the interval runs from the previous send itself. */
   private async waitForMutationSlot(): Promise<void> {
-    const now = this.clock.now();
-    const slot = Math.max(now, this.nextMutationAt);
-    this.nextMutationAt = slot + this.mutationIntervalMs;
-    if (slot > now) await this.clock.sleep(slot - now, this.signal);
+    const waitMs = this.nextMutationAt - this.clock.now();
+    if (waitMs > 0) await this.clock.sleep(waitMs, this.signal);
+    // From when this one is sent, not when it was due: a timer that fired late must not let
+    // the next mutation follow closer than the interval.
+    this.nextMutationAt = this.clock.now() + this.mutationIntervalMs;
   }
 }
