@@ -27,6 +27,27 @@ export {
   scriptedAgentModes,
   scriptedAgentScript,
 } from "./acp-agent/scripted-acp-script.ts";
+// Loopback fakes of code hosts (GitHub, GitLab, Bitbucket Cloud, Gitea APIs and git remotes).
+export {
+  type FailNextOptions,
+  type FakeCodeHost,
+  type FakeFailure,
+  type FakeHostRequest,
+  fakeRateLimit,
+  startFakeCodeHost,
+} from "./code-hosts/fake-code-host.ts";
+export type {
+  FakeChecks,
+  FakeCodeHostType,
+  FakePullRequest,
+  FakeRepository,
+  FakeReviewState,
+} from "./code-hosts/fake-code-host-model.ts";
+export {
+  type GitHttpRequestRecord,
+  type GitHttpServer,
+  startGitHttpServer,
+} from "./code-hosts/git-http-backend.ts";
 // The offline busybox image container tests run (built from busybox-static, cached by tag).
 export {
   BUSYBOX_TEST_IMAGE,
