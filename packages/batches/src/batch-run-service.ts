@@ -213,6 +213,7 @@ export class BatchRunService {
   readonly #options: BatchRunServiceOptions;
   readonly #cache: DatabaseStepCache;
   #containerRuntime: Promise<ContainerRuntime | null> | undefined;
+  readonly #containerShells = new Map<string, Promise<string>>();
 
   constructor(options: BatchRunServiceOptions) {
     this.#options = options;
@@ -845,23 +846,29 @@ export class BatchRunService {
       searchResultPaths: definition.search_result_paths,
       steps: definition.step_indexes.map((index) => ({ index, step: spec.steps![index]! })),
     };
-    let removeCheckout: (() => Promise<void>) | null = null;
+    const made: { remove?: () => Promise<void> } = {};
     try {
-      const repositoryPath = await locateRepository(workspace.repository, row.revision, {
-        codeHosts: this.#options.codeHosts(),
-        cacheDirectory: this.#options.cacheDirectory,
-        signal: stopped,
-      });
-      workspace.repository = { ...workspace.repository, path: repositoryPath };
       const containerRuntime = this.#runtime(spec, options);
-      await this.#clearCheckout(repositoryPath, checkoutDirectory);
-      await mkdir(resolve(this.#options.workDirectory), { recursive: true });
-      const checkout = await checkoutWorkspace(workspace, checkoutDirectory, { signal: stopped });
-      removeCheckout = checkout.remove;
+      // Made only when a step must run: a workspace answered wholly from the cache needs no
+      // repository access and no checkout.
+      const checkout = async () => {
+        const repositoryPath = await locateRepository(workspace.repository, row.revision, {
+          codeHosts: this.#options.codeHosts(),
+          cacheDirectory: this.#options.cacheDirectory,
+          signal: stopped,
+        });
+        workspace.repository = { ...workspace.repository, path: repositoryPath };
+        await this.#clearCheckout(repositoryPath, checkoutDirectory);
+        await mkdir(resolve(this.#options.workDirectory), { recursive: true });
+        const done = await checkoutWorkspace(workspace, checkoutDirectory, { signal: stopped });
+        made.remove = done.remove;
+        return done;
+      };
       const result = await runWorkspace({
         workspace,
         spec,
         checkout,
+        containerShells: this.#containerShells,
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
         ...(containerRuntime !== null ? { containerRuntime: await containerRuntime } : {}),
@@ -938,7 +945,7 @@ export class BatchRunService {
       });
     } finally {
       clearInterval(poll);
-      if (options.keep_logs !== true) await removeCheckout?.().catch(() => {});
+      if (options.keep_logs !== true) await made.remove?.().catch(() => {});
     }
   }
 

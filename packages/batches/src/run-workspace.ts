@@ -25,6 +25,7 @@ import {
   type ContainerMount,
   type ContainerRuntime,
   detectContainerRuntime,
+  inspectImage,
   mountBreakingCharacter,
   runContainer,
 } from "@deckhand/container-runtime";
@@ -87,8 +88,18 @@ export type StepRuntimeChoice = "auto" | "local" | "container";
 export interface RunWorkspaceOptions {
   workspace: Workspace;
   spec: BatchSpec;
-  /** The checkout (`checkoutWorkspace`): `directory` is the repository root. */
-  checkout: { directory: string; workspaceDirectory: string };
+  /**
+   * The checkout (`checkoutWorkspace`): `directory` is the repository root. A function is
+   * called only when a step must run: a workspace whose last step is cached needs no checkout
+   * at all, which is what makes a fully cached re-run cheap.
+   */
+  checkout: StepCheckout | (() => Promise<StepCheckout>);
+  /**
+   * Which shell each image's `run` scripts get (bash when it has one), shared across the runs of
+   * one process so an image is probed once; keyed by the image's id, so a rebuilt tag is probed
+   * again.
+   */
+  containerShells?: Map<string, Promise<string>>;
   /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
   specDirectory?: string;
   /** Default "auto": a container when the step names one and a runtime works, otherwise `sh`. */
@@ -119,6 +130,12 @@ export interface RunWorkspaceOptions {
   modelProvider?: ModelProviderAccess;
   /** Versions, models and install sources of the agents `codingAgent` steps name. */
   codingAgent?: CodingAgentOptions;
+}
+
+/** Where steps run: the repository's checkout and the workspace's directory inside it. */
+export interface StepCheckout {
+  directory: string;
+  workspaceDirectory: string;
 }
 
 export interface StepRecord {
@@ -288,6 +305,29 @@ async function containerShell(
   image: string,
   mounts: readonly ContainerMount[],
   signal: AbortSignal,
+  shells: Map<string, Promise<string>>,
+): Promise<string> {
+  // Only the step's own mounts (files, mount:) could provide a shell, so they are part of the
+  // key; the checkout and the repository are mounted at /work and at the repository's path.
+  const id = (await inspectImage(runtime, image).catch(() => null))?.id ?? image;
+  const key = `${id}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
+  let shell = shells.get(key);
+  if (shell === undefined) {
+    shell = probeShell(runtime, image, mounts, signal);
+    shells.set(key, shell);
+    // A probe cut short by a cancel says nothing about the image.
+    void shell.then(() => {
+      if (signal.aborted) shells.delete(key);
+    });
+  }
+  return shell;
+}
+
+async function probeShell(
+  runtime: ContainerRuntime,
+  image: string,
+  mounts: readonly ContainerMount[],
+  signal: AbortSignal,
 ): Promise<string> {
   try {
     const probe = await runContainer(runtime, {
@@ -349,7 +389,22 @@ async function runSteps(
   options: RunWorkspaceOptions,
   jobModel: JobModelProviderLease,
 ): Promise<WorkspaceRunResult> {
-  const { workspace, spec, checkout, cache } = options;
+  const { workspace, spec, cache } = options;
+  const shells = options.containerShells ?? new Map<string, Promise<string>>();
+  let checkout: StepCheckout | null =
+    typeof options.checkout === "function" ? null : options.checkout;
+  /** The cached diff the checkout must get before the next step runs. */
+  let pendingDiff: string | null = null;
+  const ensureCheckout = async (): Promise<StepCheckout> => {
+    if (checkout === null && typeof options.checkout === "function")
+      checkout = await options.checkout();
+    const ready = checkout!;
+    if (pendingDiff !== null) {
+      await applyWorkspaceDiff(ready.directory, pendingDiff, signal);
+      pendingDiff = null;
+    }
+    return ready;
+  };
   const ref = workspaceRef(workspace);
   const emit = (event: BatchRunEvent) => options.onEvent?.(event);
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
@@ -400,7 +455,10 @@ async function runSteps(
       try {
         cached = await cache.get(plans[position]!.cacheKey);
         if (cached === undefined) continue;
-        await applyWorkspaceDiff(checkout.directory, cached.diff, signal);
+        // A given checkout shows the result; one made on demand is made (and the diff written
+        // out) only if a later step runs: the last step's result needs no checkout.
+        if (checkout !== null || position < plans.length - 1) pendingDiff = cached.diff;
+        if (checkout !== null) await ensureCheckout();
       } catch (error) {
         if (signal.aborted) return interrupted();
         return finish(
@@ -462,6 +520,13 @@ async function runSteps(
       continue;
     }
 
+    let here: StepCheckout;
+    try {
+      here = await ensureCheckout();
+    } catch (error) {
+      if (signal.aborted) return interrupted();
+      return finish("failed", `checking the workspace out failed: ${errorMessage(error)}`, null);
+    }
     const record: StepRecord = {
       stepIndex,
       outcome: "failed",
@@ -522,8 +587,8 @@ async function runSteps(
       if (runtime === "container") {
         const workdir = posix.join(CONTAINER_WORK_DIRECTORY, workspace.path);
         const containerMounts: ContainerMount[] = [
-          { source: checkout.directory, target: CONTAINER_WORK_DIRECTORY },
-          ...(await repositoryMount(checkout.directory, signal)),
+          { source: here.directory, target: CONTAINER_WORK_DIRECTORY },
+          ...(await repositoryMount(here.directory, signal)),
           ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
         ];
         const agentStep = step.codingAgent !== undefined;
@@ -533,7 +598,13 @@ async function runSteps(
           // The rendered agent script is POSIX sh; a `run` script gets bash when the image has it.
           shell: agentStep
             ? "/bin/sh"
-            : await containerShell(containerRuntime!, step.container!, containerMounts, signal),
+            : await containerShell(
+                containerRuntime!,
+                step.container!,
+                [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
+                signal,
+                shells,
+              ),
           // An agent reaches the model-provider proxy on this machine's loopback; other steps
           // keep the default, no network.
           ...(agentStep ? { network: "host" as const } : {}),
@@ -553,7 +624,7 @@ async function runSteps(
         }
         const result = await runLocalStep({
           script,
-          cwd: checkout.workspaceDirectory,
+          cwd: here.workspaceDirectory,
           env: { ...runnerEnv, ...env },
           signal,
           onOutput: (stream, data) => output.write(stream, data),
@@ -573,7 +644,7 @@ async function runSteps(
           `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
         );
       }
-      const changes = await collectWorkspaceDiff(checkout.directory, workspace.revision, signal);
+      const changes = await collectWorkspaceDiff(here.directory, workspace.revision, signal);
       const current: CachedStepResult = {
         stepIndex,
         exitCode,
