@@ -82,12 +82,12 @@ export class BatchRunClient {
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
     } catch (error) {
-      const cause =
-        (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const reason = cause?.code ?? cause?.message ?? (error as Error).message;
       throw new BatchApiError(
         0,
         "unreachable",
-        `cannot reach the Deckhand server at ${this.#baseUrl} (${cause})`,
+        `cannot reach the Deckhand server at ${this.#baseUrl} (${reason})`,
         { cause: error },
       );
     }
