@@ -55,15 +55,23 @@ function delay(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** How the client reaches the server; Node's own fetch and WebSocket unless a test says. */
+export interface BatchRunTransport {
+  fetch?: typeof fetch;
+  WebSocket?: typeof WebSocket;
+}
+
 export class BatchRunClient {
   readonly #baseUrl: string;
   readonly #token: string | null;
   readonly #fetch: typeof fetch;
+  readonly #WebSocket: typeof WebSocket;
 
-  constructor(baseUrl: string, token: string | null, fetchImpl: typeof fetch = fetch) {
+  constructor(baseUrl: string, token: string | null, transport: BatchRunTransport = {}) {
     this.#baseUrl = baseUrl.replace(/\/+$/, "");
     this.#token = token;
-    this.#fetch = fetchImpl;
+    this.#fetch = transport.fetch ?? fetch;
+    this.#WebSocket = transport.WebSocket ?? WebSocket;
   }
 
   get baseUrl(): string {
@@ -171,8 +179,13 @@ export class BatchRunClient {
           `lost the stream of batch run ${runId} (${end.reason})`,
         );
       }
-      // A 404 or 401 is final: the GET says so with the server's own message.
-      await this.getRun(runId);
+      // A 404 or 401 is final: the GET says so with the server's own message. A server that is
+      // away (restarting) is tried again until the window closes.
+      await this.getRun(runId).catch((error: unknown) => {
+        if (!(error instanceof BatchApiError && (error.status === 0 || error.status >= 500))) {
+          throw error;
+        }
+      });
       attempt += 1;
       await delay(Math.min(100 * 2 ** attempt, 2_000), options.signal);
     }
@@ -190,13 +203,14 @@ export class BatchRunClient {
       // subprotocol, which the server never answers with.
       const protocols: string[] = [WireSubprotocol.batchRunStream];
       if (this.#token) protocols.push(`${WireSubprotocol.bearerPrefix}${this.#token}`);
-      const socket = new WebSocket(this.streamUrl(runId, after), protocols);
+      const socket = new this.#WebSocket(this.streamUrl(runId, after), protocols);
+      const { OPEN, CONNECTING } = this.#WebSocket;
       let settled = false;
       const settle = (end: StreamEnd | { error: unknown }) => {
         if (settled) return;
         settled = true;
         signal?.removeEventListener("abort", abort);
-        if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) {
+        if (socket.readyState === OPEN || socket.readyState === CONNECTING) {
           socket.close();
         }
         if ("error" in end) rejectEnd(end.error);
