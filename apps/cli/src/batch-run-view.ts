@@ -104,6 +104,7 @@ export class TerminalView implements RunView {
   #timer: NodeJS.Timeout | null = null;
   #pending: NodeJS.Timeout | null = null;
   #stopped = false;
+  readonly #restoreCursor = () => this.#options.stdout.write(SHOW_CURSOR);
 
   constructor(options: TerminalViewOptions) {
     this.#options = options;
@@ -118,6 +119,8 @@ export class TerminalView implements RunView {
   started(run: BatchRun): void {
     for (const message of run.warnings) this.#options.stderr.write(`warning: ${message}\n`);
     this.#options.stdout.write(HIDE_CURSOR);
+    // An exit that skips stop() (a third Ctrl-C) must not leave the terminal without a cursor.
+    process.once("exit", this.#restoreCursor);
     this.#timer = setInterval(() => this.#draw(), this.#options.tickMs ?? 1_000);
     this.#draw();
   }
@@ -176,6 +179,7 @@ export class TerminalView implements RunView {
     this.#stopped = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     if (this.#pending !== null) clearTimeout(this.#pending);
+    process.off("exit", this.#restoreCursor);
     this.#options.stdout.write(`${erase(this.#drawnLines)}${SHOW_CURSOR}`);
     this.#drawnLines = 0;
   }
