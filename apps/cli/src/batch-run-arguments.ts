@@ -28,7 +28,8 @@ the default) or refusing to touch such a branch (--refuse).`;
     action === "apply"
       ? `  --push                   also push each branch to its repository's origin (a git URL
                            host's branches are pushed without it; a working copy's are not)
-  --rebase                 replay a person's commits on the branch onto the new commit (default)
+  --rebase                 replay a person's commits on the branch onto the new commit
+                           (the default)
   --refuse                 fail a changeset whose branch has a person's commits instead
 `
       : "";
@@ -40,8 +41,10 @@ Without --server it starts Deckhand's server in this process on the data directo
 embedded database keeps the step cache, so a second run of the same spec runs no step); with
 --server URL it runs the spec on that server. On a terminal it shows the run's progress, then a
 table of changesets; otherwise (or with --json) it prints one JSON object a line (see
-docs/batch-changes.md). Exit status: 0 when every workspace succeeded${action === "apply" ? " and every changeset was applied" : ""}, 1 when
-one failed or the spec is invalid, 2 for bad usage, 130 after Ctrl-C (which cancels the run).
+docs/batch-changes.md).
+
+Exit status: 0 when every workspace succeeded${action === "apply" ? " and every changeset was applied" : ""}; 1 when one
+failed or the spec is invalid; 2 for bad usage; 130 after Ctrl-C, which cancels the run.
 
 Options:
   --code-host DIR          a directory of repositories to search for this run (repeatable),

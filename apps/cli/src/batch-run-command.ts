@@ -259,5 +259,3 @@ export async function runBatchRunCommand(
     await target?.close();
   }
 }
-
-export { batchRunUsage };
