@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { type AddressInfo, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { WireEnv } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
@@ -207,10 +208,48 @@ describe("deckhand batch", () => {
     const unknown = await run(["frobnicate"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^deckhand batch: unknown command "frobnicate"\n/);
-    for (const command of ["validate", "render", "schema"]) {
+    for (const command of ["validate", "render", "schema", "preview", "apply"]) {
       const commandHelp = await run([command, "--help"]);
       expect(commandHelp.code).toBe(0);
       expect(commandHelp.stdout).toMatch(new RegExp(`^Usage: deckhand batch ${command}`));
     }
+  });
+});
+
+describe("deckhand batch preview and apply", () => {
+  it("answer bad usage with exit 2 and the command's usage, before starting anything", async () => {
+    const missing = await run(["preview"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(
+      /^deckhand batch: preview takes one spec file\n\nUsage: deckhand batch preview <spec>/,
+    );
+    const applyOnly = await run(["preview", "valid.yaml", "--rebase"]);
+    expect(applyOnly.code).toBe(2);
+    expect(applyOnly.stderr).toMatch(/^deckhand batch: Unknown option '--rebase'/);
+    const badTimeout = await run(["apply", "valid.yaml", "--timeout", "soon"]);
+    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.stderr).toContain("Usage: deckhand batch apply <spec>");
+  });
+
+  it("exits 1 without a stack trace when the spec cannot be read", async () => {
+    expect(await run(["preview", "missing.yaml", "--server", "http://127.0.0.1:9"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "deckhand batch preview: cannot read missing.yaml: no such file\n",
+    });
+  });
+
+  it("says where the server is when it cannot be reached", async () => {
+    // A port nothing listens on any more.
+    const server = createServer();
+    await new Promise<void>((resolveListen) => server.listen(0, "127.0.0.1", resolveListen));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolveClose) => server.close(resolveClose));
+    const url = `http://127.0.0.1:${port}`;
+    const result = await run(["preview", "valid.yaml", "--server", url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `deckhand batch preview: cannot reach the Deckhand server at ${url} (ECONNREFUSED); start it with "deckhand up", or leave out --server to run the spec in this process\n`,
+    );
   });
 });

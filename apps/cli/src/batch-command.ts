@@ -17,13 +17,19 @@ import {
 import type { CodeHost, Workspace } from "@deckhand/batches";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { WireEnv, WirePath } from "@deckhand/wire";
+import { batchRunUsage } from "./batch-run-arguments.ts";
+import { UsageError } from "./usage-error.ts";
 
 export interface BatchCommandIo {
   /** Without `isTTY`, output meant for people (tables) becomes JSON lines. */
-  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
   stderr: { write(text: string): unknown };
   /** Spec paths are resolved against this directory. */
   cwd: string;
+  /** The environment (tokens, the data directory); this process's by default. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Ctrl-C and SIGTERM, which cancel a run; this process's signals by default. */
+  onSignal?: (handler: (signal: "SIGINT" | "SIGTERM") => void) => () => void;
 }
 
 export const batchUsage = `Usage: deckhand batch <command> [options]
@@ -32,6 +38,8 @@ Commands:
   validate <spec>   check a batch spec (YAML or JSON): syntax, fields, version rules,
                     templates and mounts; lists every problem as file:line:column
   workspaces <spec> list the workspaces a spec would run in, before anything runs
+  preview <spec>    run a spec's steps in every workspace and show the changesets
+  apply <spec>      run a spec and write its changesets as branches
   render <spec>     print the shell script a codingAgent step runs, secrets redacted
   schema            print the JSON Schema of batch specs, for editor completion
 
@@ -88,8 +96,6 @@ Options:
   --force-override-ignore  ignore .batchignore files
   --json                   print JSON lines even on a terminal
 `;
-
-class UsageError extends Error {}
 
 /** Reads and parses the spec at `path`; its mounts are checked against the spec's directory. */
 function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof parseBatchSpec> {
@@ -451,6 +457,18 @@ export async function runBatchCommand(
         return schema(rest, io);
       case "workspaces":
         return await workspaces(rest, io, process.env);
+      case "preview":
+      case "apply": {
+        // Loaded here: the run client and, without --server, the whole server.
+        const { processSignals, runBatchRunCommand } = await import("./batch-run-command.ts");
+        return await runBatchRunCommand(command, rest, {
+          stdout: io.stdout,
+          stderr: io.stderr,
+          cwd: io.cwd,
+          env: io.env ?? process.env,
+          onSignal: io.onSignal ?? processSignals,
+        });
+      }
       case undefined:
       case "help":
       case "--help":
@@ -481,6 +499,9 @@ function usageFor(command: string | undefined): string {
       return schemaUsage;
     case "workspaces":
       return workspacesUsage;
+    case "preview":
+    case "apply":
+      return batchRunUsage(command);
     default:
       return batchUsage;
   }

@@ -5,7 +5,7 @@ export const usage = `Usage: deckhand <command> [options]
 Commands:
   up         start the Deckhand server (embedded database, model-provider proxy, local agent)
   agent      serve the workspace agent (process and file APIs) for a directory
-  batch      validate a batch spec, preview its workspaces, render a step, print its schema
+  batch      run a batch spec (preview, apply), validate it, list its workspaces, render a step
   providers  list, refresh, enable, disable or add agent providers on a running server
   version    print the version
   help       show this help

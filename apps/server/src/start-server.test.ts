@@ -106,6 +106,33 @@ describe("startServer", () => {
     expect(seen).toEqual([{ n: 1 }]);
   });
 
+  it("leaves queued tasks alone with runTasks false, as the CLI's embedded server does", async () => {
+    const seen: unknown[] = [];
+    const tasks = new TaskRegistry().register<{ n: number }>("test.echo", {
+      handle: async (payload) => {
+        seen.push(payload);
+      },
+    });
+    const dataDir = tempDir();
+    const config = resolveServerConfig(
+      { listen: "127.0.0.1:0", dataDir, workspaceAgent: false },
+      { environment: {} },
+    );
+    const server = await startServer(config, {
+      logDestination: new PassThrough(),
+      tasks,
+      runTasks: false,
+      warmUpProviders: false,
+    });
+    cleanups.push(() => server.close());
+    await enqueue(server.database.db, { type: "test.echo", payload: { n: 1 } });
+    await new Promise((resolveWait) => setTimeout(resolveWait, 500));
+    expect(seen).toEqual([]);
+    // The API still answers; only the queue reports that this process runs no tasks.
+    const health = await fetch(`${server.url}${ServerPath.health}`);
+    expect(((await health.json()) as ServerHealth).queue.ok).toBe(false);
+  });
+
   it("lets a running task finish during shutdown while HTTP still answers it", async () => {
     const seen: { queueOkDuringShutdown?: boolean; httpStatus?: number } = {};
     let serverUrl = "";

@@ -90,6 +90,18 @@ export interface StartServerOptions {
    * deployment with dedicated `deckhand executor` processes can turn it off.
    */
   runBatchJobs?: boolean;
+  /**
+   * Run the task worker of agent turns (and any other `tasks`) in this process (default true).
+   * The CLI's embedded server, which exists for one batch run, turns it off, so it never picks
+   * up an agent turn a stopped `deckhand up` left queued in the same data directory.
+   */
+  runTasks?: boolean;
+  /**
+   * Probe the agent providers that are due while the server starts (default true). A server
+   * that serves no sessions (the CLI's embedded one) turns it off: the probes would start agents
+   * for nothing.
+   */
+  warmUpProviders?: boolean;
   /** Makes agent backends; by default the ACP backend or the native agent, by provider. */
   createBackend?: BackendFactory;
   /** Where the generated admin token is printed; standard error by default. */
@@ -286,7 +298,7 @@ export async function startServer(
     // Runs before providers.close(): a probe waiting for a server that never listened gives up.
     cleanups.push(async () => notListening(new Error("the server stopped before it listened")));
     // Config problems reach the log now, and probes that are due run while the server starts.
-    await providers.warmUp();
+    if (options.warmUpProviders ?? true) await providers.warmUp();
 
     const hub = new SessionStreamHub(database);
     await hub.start();
@@ -410,19 +422,21 @@ export async function startServer(
     listening(url);
 
     // The worker starts once the server listens: agent turns reach the model proxy through it.
-    worker = new TaskWorker({
-      database,
-      registry: tasks,
-      // Agent turns mostly wait on models; several run at once (one at a time per agent).
-      concurrency: config.taskConcurrency,
-      onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
-      redact: (text) => redactSecrets(text),
-      onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
-      shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
-    });
-    await worker.start();
-    const startedWorker = worker;
-    cleanups.push(() => startedWorker.stop());
+    if (options.runTasks ?? true) {
+      worker = new TaskWorker({
+        database,
+        registry: tasks,
+        // Agent turns mostly wait on models; several run at once (one at a time per agent).
+        concurrency: config.taskConcurrency,
+        onError: (error) => logger.warn({ err: error }, "task worker error; retrying"),
+        redact: (text) => redactSecrets(text),
+        onTaskFailed: (task) => logger.warn(task, "task attempt failed"),
+        shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
+      });
+      await worker.start();
+      const startedWorker = worker;
+      cleanups.push(() => startedWorker.stop());
+    }
     if ((options.runBatchJobs ?? true) && config.batchConcurrency > 0) {
       batchWorker = new TaskWorker({
         database,
