@@ -40,10 +40,13 @@ interface FakeSession {
 /** Sessions as git worktrees on new branches, with rows where the workspace's key needs them. */
 class FakeSessions implements WorkspaceSessions {
   readonly sessions = new Map<string, FakeSession>();
-  constructor(
-    private readonly database: DbHandle,
-    private readonly directory: string,
-  ) {}
+  readonly database: DbHandle;
+  readonly directory: string;
+
+  constructor(database: DbHandle, directory: string) {
+    this.database = database;
+    this.directory = directory;
+  }
 
   async open(request: OpenWorkspaceSessionRequest): Promise<WorkspaceSession> {
     let repository: string;
@@ -115,7 +118,7 @@ class FakeSessions implements WorkspaceSessions {
     gitIn(session.worktree, "commit", "--quiet", "-m", `edit ${path}`);
   }
 
-  private view(session: FakeSession): WorkspaceSession {
+  view(session: FakeSession): WorkspaceSession {
     return {
       sessionId: session.id,
       projectId: session.projectId,
