@@ -367,6 +367,9 @@ describe("the next run of a taken-over workspace", () => {
     const moved = api.git("rev-parse", "main");
     const second = await preview();
     expect(second.status).toBe("completed");
+    expect(second.warnings).toEqual([
+      `workspace github.com/acme/api continues session ${taken.session_id}, whose work is based on ${base.slice(0, 12)}, but main is now at ${moved.slice(0, 12)}: the work is merged onto it, and the workspace fails if that conflicts`,
+    ]);
     const [changeset] = await service.listChangesets(second.id);
     expect(changeset!.base_revision).toBe(moved);
     expect(changeset!.diff).toContain("+TWO");

@@ -208,7 +208,9 @@ export class WorkspaceTakeovers {
     const takeovers = new Map<string, StoredTakeover>();
     const warnings: string[] = [];
     if (resolved.length === 0) return { takeovers, warnings };
-    const wanted = new Set(resolved.map((workspace) => workspaceKey(refOf(workspace))));
+    const wanted = new Map(
+      resolved.map((workspace) => [workspaceKey(refOf(workspace)), workspace] as const),
+    );
     const latest = await this.#db
       .selectDistinctOn([workspaces.repository, workspaces.branch, workspaces.path], {
         row: workspaces,
@@ -233,7 +235,8 @@ export class WorkspaceTakeovers {
       );
     for (const { row } of latest) {
       const sessionId = row.takeoverSessionId;
-      if (sessionId === null || !wanted.has(workspaceKey(row))) continue;
+      const workspace = wanted.get(workspaceKey(row));
+      if (sessionId === null || workspace === undefined) continue;
       if (this.#sessions === undefined) {
         warnings.push(
           `workspace ${where(row)} belongs to session ${sessionId}, whose work this process cannot read; its steps run instead`,
@@ -248,6 +251,11 @@ export class WorkspaceTakeovers {
           `the work of session ${sessionId}, which took workspace ${where(row)} over, cannot be read (${errorMessage(error)}); its steps run instead`,
         );
         continue;
+      }
+      if (work.baseRevision !== workspace.revision) {
+        warnings.push(
+          `workspace ${where(row)} continues session ${sessionId}, whose work is based on ${work.baseRevision.slice(0, 12)}, but ${workspace.branch} is now at ${workspace.revision.slice(0, 12)}: the work is merged onto it, and the workspace fails if that conflicts`,
+        );
       }
       takeovers.set(workspaceKey(row), {
         session_id: sessionId,
