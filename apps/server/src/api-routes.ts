@@ -2,7 +2,6 @@ import type { BatchRunService } from "@deckhand/batches";
 import { HttpError } from "@deckhand/http-kit";
 import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import {
-  type BatchTakeoverResponse,
   type ServerOperationId,
   type ServerRouteEntry,
   type ServerRouteOf,
@@ -43,8 +42,6 @@ export interface ApiRouteServices {
   apiTokens: ApiTokenStore;
   usage: Pick<DbUsageRecorder, "forJob">;
   batches: BatchRunService;
-  /** Opens an interactive session on a finished batch workspace. */
-  takeOver: (workspaceId: string) => Promise<BatchTakeoverResponse>;
 }
 
 /** A path parameter that must be a step index: anything else names no step (404). */
@@ -90,7 +87,8 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     getBatchWorkspaceStep: ({ params }) =>
       batches.getStep(workspace(params.workspace_id), stepIndexOf(params.step_index)),
     retryBatchWorkspace: ({ params }) => batches.retryWorkspace(workspace(params.workspace_id)),
-    takeOverBatchWorkspace: ({ params }) => services.takeOver(workspace(params.workspace_id)),
+    takeOverBatchWorkspace: ({ params }) =>
+      batches.takeOverWorkspace(workspace(params.workspace_id)),
     createProject: ({ body }) => sessions.createProject(body),
     listProjects: async () => ({ projects: await sessions.listProjects() }),
     getProject: ({ params }) => sessions.getProject(params.project_id),

@@ -196,10 +196,6 @@ export function createServerApp(options: ServerAppOptions): Hono {
 
   registerApiRoutes(app, {
     batches: options.batches,
-    takeOver: async (workspaceId) => {
-      await options.batches.getWorkspace(workspaceId);
-      throw new HttpError(503, "internal", "taking over a batch workspace is being built");
-    },
     sessions: options.sessions,
     agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,

@@ -47,6 +47,7 @@ import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
+import { workspaceSessions } from "./workspace-sessions.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -238,6 +239,8 @@ export async function startServer(
           ),
       },
       codingAgent: config.codingAgent,
+      // Workspaces are taken over with this server's interactive sessions.
+      sessions: workspaceSessions(sessions),
     });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {

@@ -37,6 +37,7 @@ import type {
   BatchRunStats,
   BatchRunSummary,
   BatchStepDetail,
+  BatchTakeoverResponse,
   BatchWorkspace,
   BatchWorkspaceStep,
   CreateBatchRunRequest,
@@ -64,6 +65,12 @@ import {
   StoredWorkspaceDefinitionSchema,
   storeWorkspaceDefinition,
 } from "./stored-run.ts";
+import {
+  continuationKey,
+  takenOverRun,
+  type WorkspaceSessions,
+  WorkspaceTakeovers,
+} from "./workspace-takeover.ts";
 
 /** The queue task type of one workspace job. */
 export const BATCH_WORKSPACE_TASK = "batch_workspace";
@@ -116,6 +123,12 @@ export interface BatchRunServiceOptions {
   codingAgent?: BatchCodingAgentOptions;
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
+  /**
+   * The interactive sessions workspaces are taken over with, and whose work later runs use
+   * instead of the steps; without them taking over is refused, and a workspace that continues a
+   * session runs its steps with a warning.
+   */
+  sessions?: WorkspaceSessions;
 }
 
 type RunRow = typeof batchRuns.$inferSelect;
@@ -214,10 +227,12 @@ export class BatchRunService {
   readonly #cache: DatabaseStepCache;
   #containerRuntime: Promise<ContainerRuntime | null> | undefined;
   readonly #containerShells = new Map<string, Promise<string>>();
+  readonly #takeovers: WorkspaceTakeovers;
 
   constructor(options: BatchRunServiceOptions) {
     this.#options = options;
     this.#cache = new DatabaseStepCache(options.database.db);
+    this.#takeovers = new WorkspaceTakeovers(options.database.db, options.sessions);
   }
 
   get #db() {
@@ -310,7 +325,10 @@ export class BatchRunService {
   async createRun(request: CreateBatchRunRequest): Promise<BatchRun> {
     const spec = this.#parse(request);
     const options = request.options ?? {};
-    const { workspaces: resolved, warnings } = await this.#resolve(spec, options);
+    const { workspaces: resolved, warnings: resolveWarnings } = await this.#resolve(spec, options);
+    // Workspaces whose latest earlier run was taken over take the session's work instead.
+    const continued = await this.#takeovers.continuations(spec.name, resolved);
+    const warnings = [...resolveWarnings, ...continued.warnings];
     const runId = await this.#db.transaction(async (transaction) => {
       const [specRow] = await transaction
         .insert(batchSpecs)
@@ -354,7 +372,12 @@ export class BatchRunService {
             branch: workspace.branch,
             revision: workspace.revision,
             path: workspace.path,
-            definition: storeWorkspaceDefinition(workspace),
+            definition: storeWorkspaceDefinition(
+              workspace,
+              continued.takeovers.get(continuationKey(workspace)),
+            ),
+            takeoverSessionId:
+              continued.takeovers.get(continuationKey(workspace))?.session_id ?? null,
           })),
         )
         .returning({ id: workspaces.id, position: workspaces.position });
@@ -633,6 +656,15 @@ export class BatchRunService {
     return this.getWorkspace(workspaceId);
   }
 
+  /**
+   * Opens an interactive session on a finished workspace: at its revision, with its result
+   * committed first. While that session is open, taking the workspace over again answers it.
+   * What is applied in the session becomes the workspace's result in the spec's next run.
+   */
+  async takeOverWorkspace(workspaceId: string): Promise<BatchTakeoverResponse> {
+    return this.#takeovers.takeOver(workspaceId);
+  }
+
   /** Registers the workspace job and the apply job on a worker's registry. */
   register(tasks: TaskRegistry): void {
     tasks.register(BATCH_WORKSPACE_TASK, {
@@ -842,7 +874,8 @@ export class BatchRunService {
       branch: row.branch,
       revision: row.revision,
       path: row.path,
-      onlyFetchWorkspace: definition.only_fetch_workspace,
+      // A session's work may touch any file: a workspace continuing one is checked out whole.
+      onlyFetchWorkspace: definition.only_fetch_workspace && definition.takeover === undefined,
       searchResultPaths: definition.search_result_paths,
       steps: definition.step_indexes.map((index) => ({ index, step: spec.steps![index]! })),
     };
@@ -864,7 +897,9 @@ export class BatchRunService {
         made.remove = done.remove;
         return done;
       };
-      const result = await runWorkspace({
+      // A workspace that continues a session takes its work instead of running the steps.
+      const execute = definition.takeover ? takenOverRun(definition.takeover) : runWorkspace;
+      const result = await execute({
         workspace,
         spec,
         checkout,

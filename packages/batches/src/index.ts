@@ -66,3 +66,10 @@ export {
   type ChangedFileStatus,
   templateChangedFiles,
 } from "./workspace-diff.ts";
+export type {
+  OpenWorkspaceSessionRequest,
+  WorkspaceSession,
+  WorkspaceSessionRepository,
+  WorkspaceSessions,
+  WorkspaceSessionWork,
+} from "./workspace-takeover.ts";

@@ -23,6 +23,9 @@ export async function git(
     allowedExitCodes?: number[];
     timeoutMs?: number;
     readOnly?: boolean;
+    /** Written to git's standard input. */
+    input?: string;
+    maxOutputBytes?: number;
   } = {},
 ): Promise<GitResult> {
   try {
@@ -32,6 +35,8 @@ export async function git(
       ...(options.allowedExitCodes ? { allowedExitCodes: options.allowedExitCodes } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(options.readOnly ? { readOnly: true } : {}),
+      ...(options.input === undefined ? {} : { input: options.input }),
+      ...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
     });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
@@ -189,4 +194,44 @@ export async function commitsBetween(
 /** Moves the worktree's branch to `commit`, keeping every change since as staged changes. */
 export async function resetSoft(worktree: string, commit: string): Promise<void> {
   await git(["reset", "--soft", "--quiet", commit], { cwd: worktree });
+}
+
+/**
+ * Applies a `git diff --binary` (as a batch workspace's result has it) to the worktree's index
+ * and files, and commits it on the worktree's branch with hooks off; returns the commit.
+ */
+export async function commitDiff(worktree: string, diff: string, message: string): Promise<string> {
+  await git(["apply", "--binary", "--index", "--whitespace=nowarn", "-"], {
+    cwd: worktree,
+    input: diff,
+  });
+  await git(["commit", "--quiet", "--no-verify", "-m", message], {
+    cwd: worktree,
+  });
+  return (await git(["rev-parse", "HEAD"], { cwd: worktree })).stdout.trim();
+}
+
+/**
+ * Everything between two commits as one `git diff --binary`: full blob ids (so the diff can be
+ * merged three ways onto a newer base), renames detected, and `a/` and `b/` prefixes whatever
+ * the user's git config says, so `git apply` takes it.
+ */
+export async function diffBetween(repository: string, from: string, to: string): Promise<string> {
+  const { stdout } = await git(
+    [
+      "diff",
+      "--binary",
+      "--full-index",
+      "-M",
+      "--no-color",
+      "--no-ext-diff",
+      "--src-prefix=a/",
+      "--dst-prefix=b/",
+      from,
+      to,
+      "--",
+    ],
+    { cwd: repository, readOnly: true, maxOutputBytes: 512 * 1024 * 1024 },
+  );
+  return stdout;
 }

@@ -43,8 +43,10 @@ export {
   type SessionWorktreeRow,
 } from "./session-repository.ts";
 export {
+  type CreateSessionOptions,
   type FoldCommitsResult,
   SessionService,
   type SessionServiceOptions,
+  type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";

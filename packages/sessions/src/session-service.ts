@@ -25,15 +25,17 @@ import type {
   Project,
   Session,
 } from "@deckhand/wire";
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { enqueueAgentTurn } from "./agent-turn-task.ts";
 import {
   branchExists,
   type CommitSummary,
   changedPaths,
+  commitDiff,
   commitPath,
   commitsBetween,
   currentBranch,
+  diffBetween,
   diffPath,
   git,
   isAncestor,
@@ -87,6 +89,36 @@ function checkId(what: string, id: string): void {
   if (!UUID_PATTERN.test(id)) throw notFound(what, id);
 }
 
+/**
+ * How a session starts beyond its request, for callers in this process (taking over a batch
+ * workspace); the HTTP API does not offer these.
+ */
+export interface CreateSessionOptions {
+  /**
+   * The commit the session branch starts from instead of the default branch's. A commit the
+   * repository lacks is fetched from `origin` first when the project was cloned from a URL.
+   */
+  baseCommit?: string;
+  /**
+   * Changes (a `git diff --binary` against the base commit) committed as the session branch's
+   * first commit, by Deckhand, before any agent runs. Nothing is committed for an empty diff.
+   */
+  initialCommit?: { diff: string; message: string };
+}
+
+/** What a session's branch holds beyond its base commit: the work applied in the session. */
+export interface SessionWork {
+  /** The commit the session started from. */
+  baseCommit: string;
+  /** The session branch's commit now (the worktree's uncommitted changes are not in it). */
+  head: string;
+  /**
+   * `baseCommit..head` as one `git diff --binary` with full blob ids, renames detected and
+   * `a/`/`b/` prefixes; "" when the branch holds nothing beyond its base.
+   */
+  diff: string;
+}
+
 export interface SessionServiceOptions {
   database: DbHandle;
   /** Where cloned projects go. */
@@ -125,6 +157,36 @@ export class SessionService {
   // Projects
 
   async createProject(request: CreateProjectRequest): Promise<Project> {
+    return this.#createProject(request, false);
+  }
+
+  /**
+   * The project of a repository, found by where it is, or else created as `createProject` would:
+   * a working copy is found by its top-level directory, a URL by the URL as given (the oldest
+   * such project wins). Creating, `default_branch` is only a preference: a branch the repository
+   * lacks (a working copy's remote-tracking branch, say) gives way to the checked-out one.
+   */
+  async projectForRepository(request: CreateProjectRequest): Promise<Project> {
+    let condition: SQL | null = null;
+    if (request.repository_path !== undefined) {
+      const root = await repositoryRoot(resolve(request.repository_path)).catch(() => null);
+      if (root !== null) condition = eq(projects.repositoryPath, root);
+    } else if (request.repository_url !== undefined) {
+      condition = eq(projects.repositoryUrl, request.repository_url);
+    }
+    if (condition !== null) {
+      const [existing] = await this.#db
+        .select()
+        .from(projects)
+        .where(condition)
+        .orderBy(asc(projects.createdAt))
+        .limit(1);
+      if (existing) return projectResource(existing);
+    }
+    return this.#createProject(request, true);
+  }
+
+  async #createProject(request: CreateProjectRequest, preferBranch: boolean): Promise<Project> {
     let repositoryPath: string;
     const id = crypto.randomUUID();
     if (request.repository_path !== undefined) {
@@ -155,18 +217,18 @@ export class SessionService {
         );
       }
     }
-    const defaultBranch = request.default_branch ?? (await currentBranch(repositoryPath));
-    if (defaultBranch === null) {
-      throw new SessionsError(
-        "invalid_request",
-        "the repository's HEAD is detached, so its default branch is unknown; pass default_branch",
+    const cloned = request.repository_path === undefined;
+    let defaultBranch: string | null;
+    try {
+      defaultBranch = await this.#defaultBranch(
+        repositoryPath,
+        request.default_branch,
+        preferBranch,
       );
-    }
-    if ((await resolveCommit(repositoryPath, defaultBranch)) === null) {
-      throw new SessionsError(
-        "invalid_request",
-        `default_branch ${JSON.stringify(defaultBranch)} has no commit in the repository; commit something first or name another branch`,
-      );
+    } catch (error) {
+      // A clone nobody's project will name is not left behind.
+      if (cloned) await rm(repositoryPath, { recursive: true, force: true });
+      throw error;
     }
     const [row] = await this.#db
       .insert(projects)
@@ -179,6 +241,36 @@ export class SessionService {
       })
       .returning();
     return projectResource(row!);
+  }
+
+  async #defaultBranch(
+    repositoryPath: string,
+    requested: string | undefined,
+    preferBranch: boolean,
+  ): Promise<string> {
+    const current = await currentBranch(repositoryPath);
+    let defaultBranch = requested ?? current;
+    if (
+      preferBranch &&
+      requested !== undefined &&
+      current !== null &&
+      (await resolveCommit(repositoryPath, requested)) === null
+    ) {
+      defaultBranch = current;
+    }
+    if (defaultBranch === null) {
+      throw new SessionsError(
+        "invalid_request",
+        "the repository's HEAD is detached, so its default branch is unknown; pass default_branch",
+      );
+    }
+    if ((await resolveCommit(repositoryPath, defaultBranch)) === null) {
+      throw new SessionsError(
+        "invalid_request",
+        `default_branch ${JSON.stringify(defaultBranch)} has no commit in the repository; commit something first or name another branch`,
+      );
+    }
+    return defaultBranch;
   }
 
   async listProjects(): Promise<Project[]> {
@@ -199,7 +291,11 @@ export class SessionService {
 
   // Sessions
 
-  async createSession(projectId: string, request: CreateSessionRequest): Promise<Session> {
+  async createSession(
+    projectId: string,
+    request: CreateSessionRequest,
+    options: CreateSessionOptions = {},
+  ): Promise<Session> {
     const project = await this.#projectRow(projectId);
     const repository = project.repositoryPath!;
     const sessionId = crypto.randomUUID();
@@ -207,7 +303,10 @@ export class SessionService {
     if (await branchExists(repository, branch)) {
       throw new SessionsError("conflict", `branch ${branch} exists already; choose another name`);
     }
-    const baseCommit = await resolveCommit(repository, project.defaultBranch);
+    const baseCommit =
+      options.baseCommit === undefined
+        ? await resolveCommit(repository, project.defaultBranch)
+        : await this.#commitInProject(project, options.baseCommit);
     if (baseCommit === null) {
       throw new SessionsError(
         "conflict",
@@ -231,6 +330,10 @@ export class SessionService {
       );
     }
     try {
+      const initial = options.initialCommit;
+      if (initial !== undefined && initial.diff !== "") {
+        await commitDiff(path, initial.diff, initial.message);
+      }
       return await this.#db.transaction(async (transaction) => {
         const [session] = await transaction
           .insert(sessions)
@@ -254,6 +357,25 @@ export class SessionService {
     }
   }
 
+  /** The full SHA of `commit` in the project's repository, fetched from origin for a clone. */
+  async #commitInProject(project: ProjectRow, commit: string): Promise<string> {
+    const repository = project.repositoryPath!;
+    let found = await resolveCommit(repository, commit);
+    if (found === null && project.repositoryUrl !== null) {
+      await git(["fetch", "--quiet", "origin"], { cwd: repository, timeoutMs: 15 * 60_000 }).catch(
+        () => {},
+      );
+      found = await resolveCommit(repository, commit);
+    }
+    if (found === null) {
+      throw new SessionsError(
+        "conflict",
+        `commit ${commit} is not in the repository of project ${project.id} (${repository})${project.repositoryUrl === null ? "" : ", not even after fetching its origin"}; fetch it into that repository, or start from another commit`,
+      );
+    }
+    return found;
+  }
+
   async #removeWorktree(
     repository: string,
     path: string,
@@ -265,6 +387,32 @@ export class SessionService {
     );
     await git(["worktree", "prune"], { cwd: repository }).catch(() => {});
     if (deleteBranch) await git(["branch", "-D", branch], { cwd: repository }).catch(() => {});
+  }
+
+  /**
+   * The work on a session's branch: its commits since the session's base commit, as one diff.
+   * A closed session's branch stays, so its work can still be read; a deleted branch is a
+   * `conflict`.
+   */
+  async sessionWork(sessionId: string): Promise<SessionWork> {
+    const { session, worktree } = await this.#sessionRows(sessionId);
+    const project = await this.#projectRow(session.projectId);
+    const repository = project.repositoryPath!;
+    const head = await resolveCommit(repository, `refs/heads/${session.branch}`);
+    if (!worktree || head === null) {
+      throw new SessionsError(
+        "conflict",
+        `the branch ${session.branch} of session ${sessionId} is gone from ${repository}, so its work cannot be read`,
+      );
+    }
+    return {
+      baseCommit: worktree.baseCommit,
+      head,
+      diff:
+        head === worktree.baseCommit
+          ? ""
+          : await diffBetween(repository, worktree.baseCommit, head),
+    };
   }
 
   async listSessions(projectId: string): Promise<Session[]> {

@@ -193,7 +193,10 @@ export const BatchWorkspaceSchema = z.object({
   steps: z.array(BatchWorkspaceStepSchema),
   attempts: z.int().min(0),
   executor: z.string().nullable(),
-  /** The interactive session that took it over, if any. */
+  /**
+   * The interactive session this workspace belongs to: the one that took it over, or (on a later
+   * run) the one whose work became its result; null for none.
+   */
   takeover_session_id: Id.nullable(),
   started_at: Timestamp.nullable(),
   finished_at: Timestamp.nullable(),

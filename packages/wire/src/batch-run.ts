@@ -73,6 +73,24 @@ export type BatchRunSummary = z.infer<typeof BatchRunSummarySchema>;
 
 export const BatchRunEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("workspace_started"), workspace: BatchWorkspaceRefSchema }),
+  /**
+   * The workspace continues an interactive session that took an earlier run's workspace over:
+   * its result is the work applied in that session, not its steps' (each reported `skipped`).
+   */
+  z.object({
+    type: z.literal("workspace_taken_over"),
+    workspace: BatchWorkspaceRefSchema,
+    session_id: z.uuid(),
+    /** The commit the session's work is based on. */
+    base_revision: z.string(),
+    /** The session branch's commit whose work is used. */
+    head: z.string(),
+    /**
+     * True when the workspace's branch moved past `base_revision`: the work was merged three ways
+     * onto the workspace's revision.
+     */
+    rebased: z.boolean(),
+  }),
   z.object({
     type: z.literal("step_started"),
     workspace: BatchWorkspaceRefSchema,

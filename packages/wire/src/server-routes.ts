@@ -528,9 +528,13 @@ export const serverRoutes = [
     success: {
       status: 201,
       schema: BatchTakeoverResponseSchema,
-      description: "the session",
+      description:
+        "the session: a new one at the workspace's revision with its result committed, or the workspace's session again while it is open",
     },
-    errors: { 404: "no such workspace", 409: "the workspace is still running" },
+    errors: {
+      404: "no such workspace",
+      409: "the workspace is still pending or running, or its revision is not in the repository any more",
+    },
   },
 ] as const satisfies readonly ServerRoute[];
 

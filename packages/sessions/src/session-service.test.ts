@@ -1,0 +1,219 @@
+// The session service's options for callers in this process (taking over a batch workspace): a
+// project found by where its repository is, a session started at a given commit with changes
+// committed first, and the work on a session's branch read back as one diff. PGlite, real git.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createDb, type DbHandle } from "@deckhand/db";
+import { createTempRepository, gitIn, type TempRepository } from "@deckhand/testkit";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { SessionService } from "./session-service.ts";
+import { SessionsError } from "./sessions-error.ts";
+
+let database: DbHandle;
+let scratch: string;
+let repository: TempRepository;
+let service: SessionService;
+
+// One database for the file (each test has its own repository): PGlite takes seconds to start.
+beforeAll(async () => {
+  database = await createDb({ dataDir: "memory://" });
+});
+
+afterAll(async () => {
+  await database.close();
+});
+
+beforeEach(() => {
+  scratch = mkdtempSync(join(tmpdir(), "deckhand-sessions-"));
+  repository = createTempRepository({ "README.md": "# demo\n", "src/app.txt": "one\n" });
+  service = new SessionService({
+    database,
+    projectsDir: join(scratch, "projects"),
+    worktreesDir: join(scratch, "worktrees"),
+  });
+});
+
+afterEach(() => {
+  repository.remove();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A change to README.md made the way a batch workspace's diff is, against `base`. */
+function readmeDiff(base: string, text: string): string {
+  const work = mkdtempSync(join(tmpdir(), "deckhand-sessions-diff-"));
+  try {
+    gitIn(repository.path, "worktree", "add", "--quiet", "--detach", work, base);
+    writeFileSync(join(work, "README.md"), text);
+    gitIn(work, "add", "-A");
+    return `${gitIn(work, "diff", "--cached", "--binary", "--full-index", base)}\n`;
+  } finally {
+    gitIn(repository.path, "worktree", "remove", "--force", work);
+  }
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  const error = await promise.then(
+    () => null,
+    (caught: unknown) => caught,
+  );
+  expect(SessionsError.isInstance(error), String(error)).toBe(true);
+  return (error as SessionsError).code;
+}
+
+describe("SessionService.projectForRepository", () => {
+  it("finds a working copy's project by its top-level directory, or creates one", async () => {
+    const created = await service.projectForRepository({ repository_path: repository.path });
+    expect(created.repository_path).toBe(repository.git("rev-parse", "--show-toplevel"));
+    mkdirSync(join(repository.path, "src", "deep"), { recursive: true });
+    const again = await service.projectForRepository({
+      repository_path: join(repository.path, "src"),
+      default_branch: "main",
+    });
+    expect(again.id).toBe(created.id);
+    const projects = await service.listProjects();
+    expect(
+      projects.filter((project) => project.repository_path === created.repository_path),
+    ).toHaveLength(1);
+  });
+
+  it("prefers default_branch when creating, and falls back to the checked-out branch", async () => {
+    repository.git("branch", "release");
+    const release = await service.projectForRepository({
+      repository_path: repository.path,
+      default_branch: "release",
+    });
+    expect(release.default_branch).toBe("release");
+
+    const other = createTempRepository();
+    try {
+      const fallback = await service.projectForRepository({
+        repository_path: other.path,
+        default_branch: "origin-only",
+      });
+      expect(fallback.default_branch).toBe("main");
+      // createProject itself still refuses a branch the repository lacks.
+      expect(
+        await codeOf(
+          service.createProject({ repository_path: other.path, default_branch: "origin-only" }),
+        ),
+      ).toBe("invalid_request");
+    } finally {
+      other.remove();
+    }
+  });
+
+  it("finds a cloned project by its URL and clones once", async () => {
+    const url = `file://${repository.path}`;
+    const first = await service.projectForRepository({ repository_url: url });
+    const second = await service.projectForRepository({ repository_url: url });
+    expect(second.id).toBe(first.id);
+    expect(first.repository_path).toContain(join(scratch, "projects"));
+    expect(readFileSync(join(first.repository_path!, "README.md"), "utf8")).toBe("# demo\n");
+  });
+});
+
+describe("SessionService.createSession with options", () => {
+  it("starts at a given commit with the changes committed first, by Deckhand", async () => {
+    const base = repository.git("rev-parse", "HEAD");
+    writeFileSync(join(repository.path, "later.txt"), "later\n");
+    repository.git("add", "-A");
+    repository.git("commit", "--quiet", "-m", "later");
+    const project = await service.createProject({ repository_path: repository.path });
+    const session = await service.createSession(
+      project.id,
+      { title: "taken over" },
+      {
+        baseCommit: base.slice(0, 12),
+        initialCommit: { diff: readmeDiff(base, "# changed\n"), message: "the result" },
+      },
+    );
+    expect(session.base_commit).toBe(base);
+    const worktree = session.worktree_path!;
+    expect(readFileSync(join(worktree, "README.md"), "utf8")).toBe("# changed\n");
+    expect(existsSync(join(worktree, "later.txt"))).toBe(false);
+    expect(gitIn(worktree, "status", "--porcelain")).toBe("");
+    expect(gitIn(worktree, "rev-parse", "HEAD^")).toBe(base);
+    expect(gitIn(worktree, "log", "-1", "--format=%an <%ae>|%s")).toBe(
+      "Deckhand <deckhand@localhost>|the result",
+    );
+    expect(gitIn(worktree, "symbolic-ref", "--short", "HEAD")).toBe(session.branch);
+  });
+
+  it("commits nothing for an empty diff", async () => {
+    const base = repository.git("rev-parse", "HEAD");
+    const project = await service.createProject({ repository_path: repository.path });
+    const session = await service.createSession(
+      project.id,
+      {},
+      { baseCommit: base, initialCommit: { diff: "", message: "nothing" } },
+    );
+    expect(gitIn(session.worktree_path!, "rev-parse", "HEAD")).toBe(base);
+  });
+
+  it("refuses a commit the repository lacks, and fetches it into a cloned project", async () => {
+    const project = await service.createProject({ repository_path: repository.path });
+    expect(
+      await codeOf(service.createSession(project.id, {}, { baseCommit: "f".repeat(40) })),
+    ).toBe("conflict");
+
+    const cloned = await service.createProject({ repository_url: `file://${repository.path}` });
+    writeFileSync(join(repository.path, "pushed.txt"), "pushed later\n");
+    repository.git("add", "-A");
+    repository.git("commit", "--quiet", "-m", "pushed later");
+    const pushed = repository.git("rev-parse", "HEAD");
+    const session = await service.createSession(cloned.id, {}, { baseCommit: pushed });
+    expect(session.base_commit).toBe(pushed);
+    expect(readFileSync(join(session.worktree_path!, "pushed.txt"), "utf8")).toBe("pushed later\n");
+  });
+
+  it("removes the worktree and the branch again when the changes do not apply", async () => {
+    const base = repository.git("rev-parse", "HEAD");
+    const diff = readmeDiff(base, "# changed\n").replace("-# demo", "-# something else");
+    const project = await service.createProject({ repository_path: repository.path });
+    expect(
+      await codeOf(
+        service.createSession(
+          project.id,
+          { branch: "taken/over" },
+          { baseCommit: base, initialCommit: { diff, message: "broken" } },
+        ),
+      ),
+    ).toBe("git_failed");
+    expect(repository.git("branch", "--list", "taken/over")).toBe("");
+    expect(repository.git("worktree", "list", "--porcelain")).not.toContain(scratch);
+  });
+});
+
+describe("SessionService.sessionWork", () => {
+  it("is every commit since the base as one diff, kept after the session is closed", async () => {
+    const base = repository.git("rev-parse", "HEAD");
+    const project = await service.createProject({ repository_path: repository.path });
+    const plain = await service.createSession(project.id, {});
+    expect(await service.sessionWork(plain.id)).toEqual({ baseCommit: base, head: base, diff: "" });
+
+    const session = await service.createSession(
+      project.id,
+      {},
+      { baseCommit: base, initialCommit: { diff: readmeDiff(base, "# changed\n"), message: "r" } },
+    );
+    const worktree = session.worktree_path!;
+    writeFileSync(join(worktree, "src", "app.txt"), "two\n");
+    gitIn(worktree, "commit", "--quiet", "-am", "edit");
+    // Uncommitted changes are not the session's work.
+    writeFileSync(join(worktree, "scratch.txt"), "not applied\n");
+    const work = await service.sessionWork(session.id);
+    expect(work.baseCommit).toBe(base);
+    expect(work.head).toBe(gitIn(worktree, "rev-parse", "HEAD"));
+    expect(work.diff).toContain("+# changed");
+    expect(work.diff).toContain("+two");
+    expect(work.diff).not.toContain("scratch.txt");
+    expect(work.diff).toMatch(/^diff --git a\/README\.md b\/README\.md\nindex [0-9a-f]{40}\.\./);
+
+    await service.closeSession(session.id, true);
+    expect((await service.sessionWork(session.id)).diff).toBe(work.diff);
+    repository.git("branch", "-D", session.branch);
+    expect(await codeOf(service.sessionWork(session.id))).toBe("conflict");
+    expect(await codeOf(service.sessionWork(crypto.randomUUID()))).toBe("not_found");
+  });
+});
