@@ -320,6 +320,17 @@ changesetTemplate:
     const first = await cli(["batch", "preview", spec, ...local()]);
     expect(first.code).toBe(0);
     expect(first.lines.at(-1)).toMatchObject({ workspaces: 5, steps_run: 10, steps_cached: 0 });
+    // Before anything runs again, `batch workspaces` says every step would come from the cache.
+    const listed = await cli([
+      "batch",
+      "workspaces",
+      spec,
+      ...["--code-host", code, "--data-dir", cliData, "--json"],
+    ]);
+    expect(listed.code).toBe(0);
+    expect(
+      listed.lines.filter((line) => line.type === "workspace").map((line) => line.cached_steps),
+    ).toEqual(Array(5).fill(2));
     const second = await cli(["batch", "preview", spec, ...local()]);
     expect(second.stderr).toBe("");
     expect(second.code).toBe(0);

@@ -1,8 +1,9 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
+  type BatchSpec,
   BatchSpecError,
   createStepTemplateContext,
   defaultAgentRegistry,
@@ -336,7 +337,7 @@ async function configuredCodeHosts(dataDir: string): Promise<CodeHost[]> {
   return parsed.data;
 }
 
-function workspaceLine(workspace: Workspace): Record<string, unknown> {
+function workspaceLine(workspace: Workspace, cachedSteps: number | null): Record<string, unknown> {
   return {
     type: "workspace",
     repository: workspace.repository.name,
@@ -346,13 +347,25 @@ function workspaceLine(workspace: Workspace): Record<string, unknown> {
     steps: workspace.steps.map((step) => step.index),
     only_fetch_workspace: workspace.onlyFetchWorkspace,
     search_result_paths: workspace.searchResultPaths,
+    cached_steps: cachedSteps,
   };
 }
 
-function workspaceTable(workspaces: readonly Workspace[]): string {
+/** "2/3 cached", "all cached", "-" (none), or "?" when the cache could not be read. */
+function cachedCell(workspace: Workspace, cachedSteps: number | null): string {
+  if (cachedSteps === null) return "?";
+  if (cachedSteps === 0) return "-";
+  if (cachedSteps === workspace.steps.length) return "all";
+  return `${cachedSteps}/${workspace.steps.length}`;
+}
+
+function workspaceTable(
+  workspaces: readonly Workspace[],
+  cached: readonly (number | null)[],
+): string {
   const rows = [
-    ["REPOSITORY", "BRANCH", "REVISION", "PATH", "STEPS"],
-    ...workspaces.map((workspace) => [
+    ["REPOSITORY", "BRANCH", "REVISION", "PATH", "STEPS", "CACHED"],
+    ...workspaces.map((workspace, index) => [
       workspace.repository.name,
       workspace.branch,
       workspace.revision.slice(0, 12),
@@ -360,6 +373,7 @@ function workspaceTable(workspaces: readonly Workspace[]): string {
       workspace.steps.length === 0
         ? "-"
         : workspace.steps.map((step) => String(step.index)).join(","),
+      cachedCell(workspace, cached[index] ?? null),
     ]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
@@ -372,6 +386,47 @@ function workspaceTable(workspaces: readonly Workspace[]): string {
     )
     .map((line) => `${line}\n`)
     .join("");
+}
+
+/**
+ * How many steps of each workspace the step cache in the data directory's database would answer.
+ * The database is opened only when it exists and no server holds it; otherwise the counts are
+ * unknown (null) and the note says why.
+ */
+async function cachedStepCounts(
+  workspaces: readonly Workspace[],
+  spec: BatchSpec,
+  dataDir: string,
+  specDirectory: string,
+): Promise<{ counts: (number | null)[]; note: string | null }> {
+  const unknown = (note: string | null) => ({ counts: workspaces.map(() => null), note });
+  if (workspaces.length === 0) return unknown(null);
+  if (!existsSync(join(dataDir, "db"))) {
+    return { counts: workspaces.map(() => 0), note: null };
+  }
+  const { createDb, DataDirLockedError } = await import("@deckhand/db");
+  const { cachedStepCount, DatabaseStepCache } = await import("@deckhand/batches");
+  let database: Awaited<ReturnType<typeof createDb>>;
+  try {
+    database = await createDb({ dataDir: join(dataDir, "db") });
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      return unknown(
+        `the step cache is not shown: deckhand process ${error.holder.pid} holds ${dataDir}; "deckhand batch preview --server" reads it through that server`,
+      );
+    }
+    return unknown(`the step cache is not shown: ${errorMessage(error)}`);
+  }
+  try {
+    const cache = new DatabaseStepCache(database.db);
+    const counts: (number | null)[] = [];
+    for (const workspace of workspaces) {
+      counts.push(await cachedStepCount({ workspace, spec, cache, specDirectory }));
+    }
+    return { counts, note: null };
+  } finally {
+    await database.close();
+  }
 }
 
 async function workspaces(
@@ -419,9 +474,18 @@ async function workspaces(
     repositories,
     forceOverrideIgnore: values["force-override-ignore"] === true,
   });
+  const cached = await cachedStepCounts(
+    result.workspaces,
+    spec,
+    dataDir,
+    dirname(resolve(io.cwd, path)),
+  );
+  if (cached.note !== null) result.warnings.push(cached.note);
   if (values.json || !io.stdout.isTTY) {
-    for (const workspace of result.workspaces) {
-      io.stdout.write(`${JSON.stringify(workspaceLine(workspace))}\n`);
+    for (const [index, workspace] of result.workspaces.entries()) {
+      io.stdout.write(
+        `${JSON.stringify(workspaceLine(workspace, cached.counts[index] ?? null))}\n`,
+      );
     }
     for (const message of result.warnings) {
       io.stdout.write(`${JSON.stringify({ type: "warning", message })}\n`);
@@ -432,7 +496,7 @@ async function workspaces(
     return 0;
   }
   for (const message of result.warnings) io.stderr.write(`warning: ${message}\n`);
-  io.stdout.write(workspaceTable(result.workspaces));
+  io.stdout.write(workspaceTable(result.workspaces, cached.counts));
   const count = result.workspaces.length;
   io.stdout.write(`${count} workspace${count === 1 ? "" : "s"}\n`);
   return 0;

@@ -81,6 +81,8 @@ changesetTemplate:
       steps: [0],
       only_fetch_workspace: false,
       search_result_paths: [],
+      // No database in the data directory yet: nothing is cached.
+      cached_steps: 0,
     });
     expect(lines(result.stdout)).toEqual([
       workspace("github.com/acme/api"),
@@ -117,8 +119,8 @@ changesetTemplate:
     expect(code).toBe(0);
     const docs = heads["github.com/acme/docs"]!.slice(0, 12);
     expect(stdout.split("\n")).toEqual([
-      "REPOSITORY            BRANCH  REVISION      PATH  STEPS",
-      `github.com/acme/docs  main    ${docs}  .     -`,
+      "REPOSITORY            BRANCH  REVISION      PATH  STEPS  CACHED",
+      `github.com/acme/docs  main    ${docs}  .     -      -`,
       "1 workspace",
       "",
     ]);

@@ -107,6 +107,8 @@ describe("BatchRunService", () => {
     startWorker();
     const first = await finished((await service.createRun({ source: spec("echo hi > A") })).id);
     expect(first.stats.steps_run).toBe(3);
+    const resolved = await service.resolve({ source: spec("echo hi > A") });
+    expect(resolved.workspaces.map((workspace) => workspace.cached_steps)).toEqual([1, 1, 1]);
     const second = await finished((await service.createRun({ source: spec("echo hi > A") })).id);
     expect(second.stats).toMatchObject({ steps_run: 0, steps_cached: 3, changesets: 3 });
     const [workspace] = await service.listWorkspaces(second.id);
@@ -207,6 +209,7 @@ describe("BatchRunService", () => {
       "github.com/acme/docs",
       "github.com/acme/web",
     ]);
+    expect(resolved.workspaces.map((workspace) => workspace.cached_steps)).toEqual([0, 0, 0]);
     expect(await service.listRuns()).toEqual([]);
   });
 });

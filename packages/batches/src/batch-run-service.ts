@@ -56,9 +56,9 @@ import type { CodeHost } from "./code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
-import { repositoryGit } from "./repository-git.ts";
+import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
-import { runWorkspace, type StepRecord } from "./run-workspace.ts";
+import { cachedStepCount, runWorkspace, type StepRecord } from "./run-workspace.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
@@ -304,15 +304,35 @@ export class BatchRunService {
   /** The workspaces a spec would run in, before anything runs. */
   async resolve(request: ResolveBatchWorkspacesRequest): Promise<ResolvedBatchWorkspaces> {
     const spec = this.#parse(request);
-    const { workspaces: resolved, warnings } = await this.#resolve(spec, request.options ?? {});
+    const options = request.options ?? {};
+    const { workspaces: resolved, warnings } = await this.#resolve(spec, options);
+    const cached = await mapLimited(resolved, 4, async (workspace) =>
+      options.clear_cache === true
+        ? 0
+        : cachedStepCount({
+            workspace,
+            spec,
+            cache: this.#cache,
+            ...(request.spec_directory !== undefined
+              ? { specDirectory: resolve(request.spec_directory) }
+              : {}),
+            ...(this.#options.environmentPolicy
+              ? { environmentPolicy: this.#options.environmentPolicy }
+              : {}),
+            ...(this.#options.outerEnvironment
+              ? { outerEnvironment: this.#options.outerEnvironment }
+              : {}),
+          }),
+    );
     return {
-      workspaces: resolved.map((workspace) => ({
+      workspaces: resolved.map((workspace, index) => ({
         repository: workspace.repository.name,
         branch: workspace.branch,
         revision: workspace.revision,
         path: workspace.path,
         step_indexes: workspace.steps.map((step) => step.index),
         search_result_paths: workspace.searchResultPaths,
+        cached_steps: cached[index]!,
       })),
       warnings,
     };

@@ -52,6 +52,7 @@ export {
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
 export {
+  cachedStepCount,
   DEFAULT_WORKSPACE_TIMEOUT_MS,
   type RunWorkspaceOptions,
   runWorkspace,

@@ -192,9 +192,31 @@ async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]>
   return files;
 }
 
+/**
+ * How much of a workspace a run would answer from the cache: the number of its steps up to and
+ * including the newest cached one (a run resumes after it), 0 when none is cached, and the
+ * number of its steps when nothing would run. What `deckhand batch workspaces` shows before a
+ * run, computed with the keys `runWorkspace` uses.
+ */
+export async function cachedStepCount(
+  options: Pick<
+    RunWorkspaceOptions,
+    "workspace" | "spec" | "specDirectory" | "environmentPolicy" | "outerEnvironment" | "cache"
+  >,
+): Promise<number> {
+  const specDirectory = resolve(options.specDirectory ?? process.cwd());
+  const policy = options.environmentPolicy ?? agentEnvironmentPolicy();
+  const runnerEnv = agentEnvironment(policy, options.outerEnvironment ?? process.env);
+  const plans = await planSteps(options, runnerEnv, specDirectory);
+  for (let position = plans.length - 1; position >= 0; position -= 1) {
+    if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
+  }
+  return 0;
+}
+
 /** The cache key of every step of the workspace, each covering the steps before it. */
 async function planSteps(
-  options: RunWorkspaceOptions,
+  options: Pick<RunWorkspaceOptions, "workspace" | "spec">,
   runnerEnv: Record<string, string>,
   specDirectory: string,
 ): Promise<StepPlan[]> {

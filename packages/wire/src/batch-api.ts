@@ -256,6 +256,11 @@ export const ResolvedBatchWorkspacesSchema = z.object({
       path: z.string(),
       step_indexes: z.array(z.int().min(0)),
       search_result_paths: z.array(z.string()),
+      /**
+       * How many of its steps a run would answer from the step cache (it resumes after them);
+       * equal to the number of steps when nothing would run.
+       */
+      cached_steps: z.int().min(0),
     }),
   ),
   warnings: z.array(z.string()),
