@@ -8,6 +8,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -19,6 +20,7 @@ import { createDb, type DbHandle } from "@deckhand/db";
 import {
   createPostgresTestDatabase,
   createTempRepository,
+  gitIn,
   type PostgresTestDatabase,
   type SpawnedService,
   testPostgresUrl,
@@ -82,6 +84,7 @@ describe.skipIf(!testPostgresUrl)(title, () => {
   let server: SpawnedService;
   const executors: Executor[] = [];
   let environment: NodeJS.ProcessEnv;
+  let code: string;
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "deckhand-e2e-executors-"));
@@ -97,7 +100,7 @@ describe.skipIf(!testPostgresUrl)(title, () => {
     }
     // Eight small repositories on a directory code host, at the same path for every process
     // (as a shared file system would give machines).
-    const code = join(scratch, "code");
+    code = join(scratch, "code");
     for (let index = 0; index < REPOSITORIES; index += 1) {
       const repository = createTempRepository({ "README.md": `# repo-${index}\n` });
       mkdirSync(join(code, "github.com/acme"), { recursive: true });
@@ -312,9 +315,21 @@ changesetTemplate:
     );
     expect(tasks).toEqual([{ status: "succeeded", count: REPOSITORIES }]);
 
-    // The survivor stops cleanly.
-    survivor.child.kill("SIGTERM");
-    const [code] = (await survivor.exited) as [number | null];
-    expect(code).toBe(0);
+    // The killed executor left its two checkouts behind; started again on its data directory,
+    // it removes them (and their worktree registrations) before it claims anything.
+    const leftovers = join(scratch, "exec-a", "workspaces", "batches");
+    expect(readdirSync(leftovers).sort()).toEqual(interrupted.map(({ id }) => `${id}.1`).sort());
+    const restarted = await startExecutor("exec-a");
+    expect(readdirSync(leftovers)).toEqual([]);
+    for (const { repository } of interrupted) {
+      expect(gitIn(join(code, repository), "worktree", "list")).not.toContain(leftovers);
+    }
+
+    // Both stop cleanly.
+    for (const executor of [survivor, restarted]) {
+      executor.child.kill("SIGTERM");
+      const [exitCode] = (await executor.exited) as [number | null];
+      expect(exitCode, executor.id).toBe(0);
+    }
   }, 240_000);
 });

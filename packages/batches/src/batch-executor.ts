@@ -94,7 +94,8 @@ export interface BatchWorker {
 
 /**
  * Starts a task worker for the batch job types only (workspace jobs and applies) on the shared
- * queue, and ends jobs the queue gave up on now and every `recoveryIntervalMs`.
+ * queue, after removing checkouts no attempt runs any more (`sweepCheckouts`), and ends jobs the
+ * queue gave up on now and every `recoveryIntervalMs`.
  */
 export async function startBatchWorker(options: BatchWorkerOptions): Promise<BatchWorker> {
   const registry = new TaskRegistry();
@@ -120,6 +121,8 @@ export async function startBatchWorker(options: BatchWorkerOptions): Promise<Bat
       if (recovered.workspaces + recovered.runs > 0) options.onRecovered?.(recovered);
     }, onError);
   };
+  // What a killed predecessor in this data directory left on disk goes first.
+  await options.service.sweepCheckouts().catch(onError);
   await worker.start();
   recover();
   const timer = setInterval(recover, options.recoveryIntervalMs ?? BATCH_RECOVERY_INTERVAL_MS);

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker, workspaceSteps } from "@deckhand/db";
 import { gitIn } from "@deckhand/testkit";
@@ -360,6 +361,39 @@ describe("BatchRunService on many executors", () => {
     );
     expect(rows).toEqual([{ status: "pending", attempts: 0 }]);
     expect(await eventsOf(created.id, "workspace_finished")).toEqual([]);
+  });
+
+  it("sweeps the checkouts no attempt runs any more, and keeps the running ones", async () => {
+    const created = await service.createRun({
+      source: spec("echo hello > HELLO.md"),
+      options: { runtime: "local", exclude_repositories: ["github.com/acme/docs"] },
+    });
+    const [api, web] = await service.listWorkspaces(created.id);
+    // api runs on its second attempt; its first attempt's executor was killed and left its
+    // checkout. web waits; a killed executor left a checkout of it too.
+    await database.query(
+      "update workspaces set status = 'running', executor = 'b', attempts = 2 where id = $1",
+      [api!.id],
+    );
+    const work = join(scratch.path, "work");
+    const apiRepository = join(root, "github.com/acme/api");
+    const webRepository = join(root, "github.com/acme/web");
+    for (const [repository, name] of [
+      [apiRepository, `${api!.id}.1`],
+      [apiRepository, `${api!.id}.2`],
+      [webRepository, `${web!.id}.1`],
+    ] as const) {
+      gitIn(repository, "worktree", "add", "--detach", join(work, name), "HEAD");
+    }
+    const unknown = join(work, `${randomUUID()}.3`);
+    mkdirSync(unknown);
+    mkdirSync(join(work, "notes"));
+
+    expect(await service.sweepCheckouts()).toBe(3);
+    expect(readdirSync(work).sort()).toEqual([`${api!.id}.2`, "notes"].sort());
+    expect(gitIn(apiRepository, "worktree", "list")).not.toContain(`${api!.id}.1`);
+    expect(gitIn(apiRepository, "worktree", "list")).toContain(`${api!.id}.2`);
+    expect(gitIn(webRepository, "worktree", "list")).not.toContain(work);
   });
 
   it("fails a workspace whose job the queue gave up on, and finishes its run", async () => {

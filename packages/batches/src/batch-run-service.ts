@@ -4,7 +4,7 @@
 // event log. A killed executor's task is claimed again after its lease and resumes after the
 // newest cached step; completion is written once, guarded by the workspace's state.
 import { randomUUID } from "node:crypto";
-import { mkdir, readdir, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
@@ -22,7 +22,7 @@ import {
   workspaceSteps,
   workspaces,
 } from "@deckhand/db";
-import { errorMessage } from "@deckhand/errors";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
   BatchChangeset,
@@ -594,6 +594,71 @@ export class BatchRunService {
       );
     });
     return this.getWorkspace(workspaceId);
+  }
+
+  /**
+   * Removes the checkouts in this process's work directory that no attempt runs any more, with
+   * their worktree registrations: what an executor killed mid-step left behind once its job was
+   * taken over elsewhere or ended. A checkout stays while its workspace runs on that attempt
+   * (another executor sharing the data directory, or a lease not expired yet) and when its run
+   * keeps logs. Batch workers call this as they start (`startBatchWorker`).
+   */
+  async sweepCheckouts(): Promise<number> {
+    const workRoot = resolve(this.#options.workDirectory);
+    let names: string[];
+    try {
+      names = await readdir(workRoot);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return 0;
+      throw error;
+    }
+    const checkouts = names.flatMap((name) => {
+      const match =
+        /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\.(\d+))?$/.exec(name);
+      return match ? [{ name, id: match[1]!, attempt: Number(match[2] ?? 0) }] : [];
+    });
+    if (checkouts.length === 0) return 0;
+    const rows = await this.#db
+      .select({
+        id: workspaces.id,
+        status: workspaces.status,
+        attempts: workspaces.attempts,
+        options: batchRuns.options,
+      })
+      .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+      .where(
+        inArray(
+          workspaces.id,
+          checkouts.map((checkout) => checkout.id),
+        ),
+      );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    let removed = 0;
+    for (const checkout of checkouts) {
+      const row = byId.get(checkout.id);
+      const live = row?.status === "running" && row.attempts === checkout.attempt;
+      const kept = row !== undefined && StoredOptions.parse(row.options).keep_logs === true;
+      if (live || (kept && row.status !== "pending" && row.status !== "running")) continue;
+      const directory = join(workRoot, checkout.name);
+      // The worktree's `.git` file names the repository it is registered in.
+      const gitFile = await readFile(join(directory, ".git"), "utf8").catch(() => "");
+      const gitDirectory = /^gitdir: (.+)$/m.exec(gitFile)?.[1];
+      await rm(directory, { recursive: true, force: true });
+      if (gitDirectory !== undefined) {
+        const repository = resolve(directory, gitDirectory.trim(), "..", "..");
+        await repositoryGit(
+          repository,
+          ["worktree", "prune"],
+          `pruning worktrees of ${repository}`,
+          {
+            writes: true,
+          },
+        ).catch(() => {});
+      }
+      removed += 1;
+    }
+    return removed;
   }
 
   /**
