@@ -671,11 +671,14 @@ export class BatchRunService {
    * processes at once.
    */
   async recoverAbandonedJobs(): Promise<{ workspaces: number; runs: number }> {
+    // Only unfinished runs have unfinished workspaces: their index keeps this cheap.
     const abandoned = await this.#db
       .select({ id: workspaces.id, runId: workspaces.batchRunId })
       .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
       .where(
         and(
+          inArray(batchRuns.status, ["queued", "running"]),
           inArray(workspaces.status, ["pending", "running"]),
           sql`not exists (${liveTasks(BATCH_WORKSPACE_TASK, "workspace_id", workspaces.id)})`,
         ),
@@ -1018,6 +1021,7 @@ export class BatchRunService {
       steps: definition.step_indexes.map((index) => ({ index, step: spec.steps![index]! })),
     };
     let removeCheckout: (() => Promise<void>) | null = null;
+    let outcome: WorkspaceOutcome;
     try {
       const repositoryPath = await locateRepository(workspace.repository, row.revision, {
         codeHosts: this.#options.codeHosts(),
@@ -1073,15 +1077,14 @@ export class BatchRunService {
           changesetEvents.length = 0;
         }
       }
-      await writer.flush();
-      await this.#finishWorkspace(row, run, options, claim, {
+      outcome = {
         status,
         error,
         diff: result.result?.diff ?? null,
         steps: result.steps,
         changesets: built,
         events: changesetEvents,
-      });
+      };
     } catch (error) {
       await writer.flush().catch(() => {});
       if (
@@ -1098,18 +1101,23 @@ export class BatchRunService {
       }
       // A job that cannot even start (its repository is gone, git breaks) fails its workspace;
       // the queue does not retry what would fail the same way.
-      await this.#finishWorkspace(row, run, options, claim, {
+      outcome = {
         status: "failed",
         error: `the workspace could not run: ${errorMessage(error)}`,
         diff: null,
         steps: [],
         changesets: [],
         events: [],
-      });
+      };
     } finally {
       clearInterval(poll);
       if (options.keep_logs !== true) await removeCheckout?.().catch(() => {});
     }
+    // Progress that could not be stored is lost; the end below is what counts. Writing it may
+    // fail (the database gone): the job then throws, and the queue runs it again, resuming from
+    // the step cache.
+    await writer.flush().catch(() => {});
+    await this.#finishWorkspace(row, run, options, claim, outcome);
   }
 
   async #loadJob(workspaceId: string): Promise<{
@@ -1175,15 +1183,7 @@ export class BatchRunService {
     run: RunRow,
     options: BatchRunOptions,
     claim: WorkspaceClaim,
-    outcome: {
-      status: BatchWorkspaceStatus;
-      error: string | null;
-      diff: string | null;
-      steps: readonly StepRecord[];
-      changesets: readonly BatchChangeset[];
-      /** Told after `workspace_finished` (the changesets' events). */
-      events: readonly BatchRunEvent[];
-    },
+    outcome: WorkspaceOutcome,
   ): Promise<void> {
     await this.#db.transaction(async (transaction) => {
       const [finished] = await transaction
@@ -1383,6 +1383,17 @@ function liveTasks(type: string, key: string, id: AnyColumn) {
 function lastTask(type: string, key: string, id: AnyColumn, column: SQL) {
   return sql`select ${column} from tasks t where t.type = ${type} and t.payload ->> ${key} = ${id}::text
     order by t.id desc limit 1`;
+}
+
+/** How a workspace's job ended, as #finishWorkspace writes it. */
+interface WorkspaceOutcome {
+  status: BatchWorkspaceStatus;
+  error: string | null;
+  diff: string | null;
+  steps: readonly StepRecord[];
+  changesets: readonly BatchChangeset[];
+  /** Told after `workspace_finished` (the changesets' events). */
+  events: readonly BatchRunEvent[];
 }
 
 /** Which attempt of which executor runs a workspace: what its writes are fenced by. */
