@@ -44,6 +44,7 @@ Options:
                        agentEnvironment are read (default $${WireEnv.serverDataDir}, else ~/.deckhand)
   -j, --concurrency N  workspace jobs run at once (default: the CPU count, here ${availableParallelism()})
   --server-url URL     the Deckhand server whose model proxy codingAgent steps talk to
+                       (for now only checked and logged)
   --id NAME            this executor's name in the queue and on workspaces (default
                        host:pid:random); unique per running executor
   --log-level LEVEL    fatal|error|warn|info|debug|silent (default $${WireEnv.serverLogLevel}, else info)
