@@ -314,9 +314,15 @@ describe("BatchRunService on many executors", () => {
       async () => (await service.getWorkspace(workspace!.id)).executor === "executor-b",
       "executor B's claim",
     );
+    // A notices within a second that B took the workspace over, stops its step (which waits
+    // for the marker) and writes nothing.
+    const claimedAt = Date.now();
+    await first;
+    expect(Date.now() - claimedAt).toBeLessThan(5_000);
+    expect(await eventsOf(created.id, "workspace_finished")).toEqual([]);
     await waitUntil(stepRunning, "executor B's step");
     writeFileSync(marker, "");
-    await Promise.all([first, second]);
+    await second;
 
     const after = await service.getWorkspace(workspace!.id);
     expect(after).toMatchObject({ state: "completed", executor: "executor-b", attempts: 2 });

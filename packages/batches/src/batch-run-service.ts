@@ -977,8 +977,11 @@ export class BatchRunService {
     // Progress goes to the log as it happens; the workspace's end (and its changesets) is written
     // with the row that records it, once, by the attempt that holds the claim (#finishWorkspace):
     // an attempt killed after it reported its end, or one that lost its claim, adds no second end.
+    // Once another attempt has taken the workspace over, this one reports nothing more: its
+    // step rows are the new attempt's now.
+    let superseded = false;
     const report = (event: BatchRunEvent) => {
-      if (event.type === "workspace_finished" || event.type === "changeset") return;
+      if (superseded || event.type === "workspace_finished" || event.type === "changeset") return;
       void writer.append(event).catch(() => {});
     };
     const controller = new AbortController();
@@ -995,12 +998,13 @@ export class BatchRunService {
         .where(eq(workspaces.id, workspaceId))
         .then(([current]) => {
           if (
-            current?.status !== "running" ||
+            current === undefined ||
             current.executor !== claim.executor ||
             current.attempts !== claim.attempt
           ) {
-            controller.abort();
+            superseded = true;
           }
+          if (superseded || current?.status !== "running") controller.abort();
         })
         .catch(() => {});
     }, CANCEL_POLL_MS);
