@@ -6,6 +6,7 @@ Commands:
   up         start the Deckhand server (embedded database, model-provider proxy, local agent)
   agent      serve the workspace agent (process and file APIs) for a directory
   batch      run a batch spec (preview, apply), validate it, list its workspaces, render a step
+  executor   run batch workspace jobs from a server's PostgreSQL queue on this machine
   providers  list, refresh, enable, disable or add agent providers on a running server
   version    print the version
   help       show this help
@@ -34,6 +35,10 @@ export async function runCli(argv: string[]): Promise<number> {
     case "batch": {
       const { runBatchCommand } = await import("./batch-command.ts");
       return runBatchCommand(rest);
+    }
+    case "executor": {
+      const { runExecutorCommand } = await import("./executor-command.ts");
+      return runExecutorCommand(rest);
     }
     case "providers": {
       const { runProvidersCommand } = await import("./providers-command.ts");

@@ -24,6 +24,7 @@ const WIRE_CODE: Record<BatchesErrorCode, ErrorCode | null> = {
   clone_failed: "upstream_unavailable",
   container_runtime_unavailable: "invalid_request",
   git_failed: null,
+  invalid_config: null,
   step_failed: null,
   interrupted: null,
   branch_diverged: "conflict",

@@ -65,7 +65,10 @@ export interface ServerConfig {
   nativeModel: string | null;
   /** Tasks (agent turns) run at once by this process. */
   taskConcurrency: number;
-  /** Batch workspace jobs run at once by this process; the CPU count unless configured. */
+  /**
+   * Batch workspace jobs run at once by this process; the CPU count unless configured. 0 runs
+   * none: `deckhand executor` processes on the same PostgreSQL database run them.
+   */
   batchConcurrency: number;
   /** Where batch specs find repositories (`codeHosts` of config.json). */
   codeHosts: CodeHost[];
@@ -146,6 +149,7 @@ export const ServerConfigFileSchema = z.strictObject({
   nativeModel: z.string().min(1).optional(),
   /** Tasks (agent turns) this server runs at once; 8 by default. */
   taskConcurrency: z.number().int().min(1).max(256).optional(),
+  /** Batch workspace jobs this server runs at once; the CPU count by default, 0 for none. */
   batchConcurrency: z.number().int().min(0).max(256).optional(),
   /**
    * Requests per model-provider token: `{burst, perSecond}` (default 60 at once, refilled at 2

@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { BatchRunService, createRunEventHub } from "@deckhand/batches";
+import {
+  type BatchRunService,
+  type BatchWorker,
+  createBatchRunService,
+  createRunEventHub,
+  startBatchWorker,
+} from "@deckhand/batches";
 import {
   createDb,
   DataDirLockedError,
@@ -222,11 +228,11 @@ export async function startServer(
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
       worktreesDir: join(workspacesRoot, "sessions"),
     });
-    const batches = new BatchRunService({
+    // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
+    const batches = createBatchRunService({
       database,
+      dataDir: config.dataDir,
       codeHosts: () => config.codeHosts,
-      cacheDirectory: join(config.dataDir, "cache", "repositories"),
-      workDirectory: join(workspacesRoot, "batches"),
       environmentPolicy: agentPolicy,
       outerEnvironment: process.env,
       containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
@@ -338,13 +344,9 @@ export async function startServer(
     // Tests may bring their own agent_turn handler; otherwise the agent turns run here.
     if (!tasks.has(AGENT_TURN_TASK)) agentTurns.register(tasks);
 
-    // Batch workspace jobs are CPU-bound and long; they get a worker of their own, so a batch
-    // run never takes the slots agent turns wait in, and its concurrency follows the CPUs.
-    const batchTasks = new TaskRegistry();
-    batches.register(batchTasks);
     let workerStopped = false;
     let worker: TaskWorker | null = null;
-    let batchWorker: TaskWorker | null = null;
+    let batchWorker: BatchWorker | null = null;
     const app = createServerApp({
       database,
       requireAuth: config.requireAuth,
@@ -440,19 +442,27 @@ export async function startServer(
       const startedWorker = worker;
       cleanups.push(() => startedWorker.stop());
     }
+    // Batch workspace jobs are CPU-bound and long; they get a worker of their own, so a batch
+    // run never takes the slots agent turns wait in, and its concurrency follows the CPUs.
+    // `batchConcurrency: 0` leaves them to `deckhand executor` processes on the same database.
     if ((options.runBatchJobs ?? true) && config.batchConcurrency > 0) {
-      batchWorker = new TaskWorker({
+      batchWorker = await startBatchWorker({
         database,
-        registry: batchTasks,
+        service: batches,
         concurrency: config.batchConcurrency,
         onError: (error) => logger.warn({ err: error }, "batch worker error; retrying"),
         redact: (text) => redactSecrets(text),
         onTaskFailed: (task) => logger.warn(task, "batch job attempt failed"),
+        onRecovered: (recovered) =>
+          logger.warn(recovered, "failed batch jobs the queue gave up on (see their errors)"),
         shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
       });
-      await batchWorker.start();
       const startedBatchWorker = batchWorker;
       cleanups.push(() => startedBatchWorker.stop());
+    } else {
+      logger.info(
+        "this server runs no batch workspace jobs (batchConcurrency 0): deckhand executor processes on its database run them",
+      );
     }
 
     logger.info(

@@ -1,10 +1,13 @@
-import { existsSync, readdirSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import type { BatchRun } from "@deckhand/wire";
+import { createDb, type DbHandle, TaskRegistry, TaskWorker, workspaceSteps } from "@deckhand/db";
+import { gitIn } from "@deckhand/testkit";
+import type { BatchRun, BatchRunEvent } from "@deckhand/wire";
+import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "./batch-run-events.ts";
-import { BatchRunService } from "./batch-run-service.ts";
+import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
 
@@ -191,6 +194,8 @@ describe("BatchRunService", () => {
     }
     const events = await readRunEvents(database.db, created.id, 0);
     expect(events.filter((event) => event.event.type === "run_finished")).toHaveLength(1);
+    // The running job's own end adds nothing: the cancel told of every workspace, once.
+    expect(events.filter((event) => event.event.type === "workspace_finished")).toHaveLength(3);
   });
 
   it("refuses an invalid spec with every problem located", async () => {
@@ -211,5 +216,251 @@ describe("BatchRunService", () => {
     ]);
     expect(resolved.workspaces.map((workspace) => workspace.cached_steps)).toEqual([0, 0, 0]);
     expect(await service.listRuns()).toEqual([]);
+  });
+});
+
+/** The run's events of one type. */
+async function eventsOf(runId: string, type: BatchRunEvent["type"]): Promise<BatchRunEvent[]> {
+  return (await readRunEvents(database.db, runId, 0))
+    .map((stored) => stored.event)
+    .filter((event) => event.type === type);
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+  }
+}
+
+/** One workspace (api), run on this machine: the others are excluded. */
+const apiOnly = {
+  runtime: "local" as const,
+  exclude_repositories: ["github.com/acme/web", "github.com/acme/docs"],
+};
+
+describe("BatchRunService on many executors", () => {
+  it("takes over a job whose executor died mid-step: it runs again and completes once", async () => {
+    const created = await service.createRun({
+      source: spec("echo hello > HELLO.md"),
+      options: apiOnly,
+    });
+    const [workspace] = await service.listWorkspaces(created.id);
+    // As if executor "dead" had claimed the job and was killed mid-step: the task's lease has
+    // expired, the workspace is running under it, and its checkout is left on disk.
+    await database.query(
+      `update tasks set status = 'running', locked_by = 'dead', attempts = 1,
+         locked_until = now() - interval '1 second' where type = $1`,
+      [BATCH_WORKSPACE_TASK],
+    );
+    await database.query(
+      "update workspaces set status = 'running', executor = 'dead', attempts = 1 where id = $1",
+      [workspace!.id],
+    );
+    const leftover = join(scratch.path, "work", `${workspace!.id}.1`);
+    gitIn(join(root, "github.com/acme/api"), "worktree", "add", "--detach", leftover, "HEAD");
+    writeFileSync(join(leftover, "HALF.md"), "half done\n");
+
+    startWorker();
+    const run = await finished(created.id);
+    expect(run.status).toBe("completed");
+    const [after] = await service.listWorkspaces(run.id);
+    expect(after).toMatchObject({ state: "completed", attempts: 2, executor: worker!.workerId });
+    const changesets = await service.listChangesets(run.id);
+    expect(changesets).toHaveLength(1);
+    expect(changesets[0]!.diff).toContain("+hello");
+    expect(changesets[0]!.diff).not.toContain("HALF");
+    const ends = await eventsOf(run.id, "workspace_finished");
+    expect(ends).toEqual([expect.objectContaining({ status: "completed" })]);
+    expect(await eventsOf(run.id, "run_finished")).toHaveLength(1);
+    // The dead executor's checkout went with the new attempt's own.
+    expect(readdirSync(join(scratch.path, "work"))).toEqual([]);
+    expect(gitIn(join(root, "github.com/acme/api"), "worktree", "list")).not.toContain(leftover);
+  });
+
+  it("lets only the attempt holding the claim finish, when an earlier one is still alive", async () => {
+    const marker = join(scratch.path, "go");
+    const created = await service.createRun({
+      source: spec(
+        JSON.stringify(`while [ ! -e ${marker} ]; do sleep 0.05; done; echo done > DONE`),
+      ),
+      options: apiOnly,
+    });
+    const [workspace] = await service.listWorkspaces(created.id);
+    const registry = new TaskRegistry();
+    service.register(registry);
+    const run = (workerId: string, attempt: number) =>
+      registry.run(
+        BATCH_WORKSPACE_TASK,
+        { workspace_id: workspace!.id },
+        {
+          id: 1,
+          type: BATCH_WORKSPACE_TASK,
+          attempt,
+          maxAttempts: 5,
+          workerId,
+          signal: new AbortController().signal,
+        },
+      );
+    const stepRunning = async () => {
+      const [row] = await database.db
+        .select()
+        .from(workspaceSteps)
+        .where(eq(workspaceSteps.workspaceId, workspace!.id));
+      return row?.outcome === "running";
+    };
+    // Executor A runs the step; its lease lapses (a long pause, a network split) and the queue
+    // hands the job to executor B while A is still alive.
+    const first = run("executor-a", 1);
+    await waitUntil(stepRunning, "executor A's step");
+    const second = run("executor-b", 2);
+    await waitUntil(
+      async () => (await service.getWorkspace(workspace!.id)).executor === "executor-b",
+      "executor B's claim",
+    );
+    // A notices within a second that B took the workspace over, stops its step (which waits
+    // for the marker) and writes nothing.
+    const claimedAt = Date.now();
+    await first;
+    expect(Date.now() - claimedAt).toBeLessThan(5_000);
+    expect(await eventsOf(created.id, "workspace_finished")).toEqual([]);
+    await waitUntil(stepRunning, "executor B's step");
+    writeFileSync(marker, "");
+    await second;
+
+    const after = await service.getWorkspace(workspace!.id);
+    expect(after).toMatchObject({ state: "completed", executor: "executor-b", attempts: 2 });
+    expect(await service.listChangesets(created.id)).toHaveLength(1);
+    expect(await eventsOf(created.id, "workspace_finished")).toEqual([
+      expect.objectContaining({ status: "completed" }),
+    ]);
+    expect(await eventsOf(created.id, "changeset")).toHaveLength(1);
+    expect(await eventsOf(created.id, "run_finished")).toHaveLength(1);
+    expect((await service.getRun(created.id)).status).toBe("completed");
+    expect(readdirSync(join(scratch.path, "work"))).toEqual([]);
+  });
+
+  it("hands a running job back on a graceful stop; the next worker resumes it", async () => {
+    const created = await service.createRun({
+      source: spec("sleep 30; echo late > LATE"),
+      options: apiOnly,
+    });
+    const registry = new TaskRegistry();
+    service.register(registry);
+    const stopping = new TaskWorker({
+      database,
+      registry,
+      pollIntervalMs: 50,
+      shutdownTimeoutMs: 100,
+    });
+    await stopping.start();
+    await waitUntil(async () => (await service.getRun(created.id)).stats.running === 1, "a job");
+    await stopping.stop();
+    // The aborted job stops its step, says nobody runs the workspace now, and cleans up.
+    await waitUntil(
+      async () =>
+        (await service.listWorkspaces(created.id))[0]!.state === "pending" &&
+        readdirSync(join(scratch.path, "work")).length === 0,
+      "the released job",
+    );
+    const [released] = await service.listWorkspaces(created.id);
+    expect(released).toMatchObject({ state: "pending", attempts: 1 });
+    const { rows } = await database.query<{ status: string; attempts: number }>(
+      "select status, attempts from tasks where type = $1",
+      [BATCH_WORKSPACE_TASK],
+    );
+    expect(rows).toEqual([{ status: "pending", attempts: 0 }]);
+    expect(await eventsOf(created.id, "workspace_finished")).toEqual([]);
+  });
+
+  it("sweeps the checkouts no attempt runs any more, and keeps the running ones", async () => {
+    const created = await service.createRun({
+      source: spec("echo hello > HELLO.md"),
+      options: { runtime: "local", exclude_repositories: ["github.com/acme/docs"] },
+    });
+    const [api, web] = await service.listWorkspaces(created.id);
+    // api runs on its second attempt; its first attempt's executor was killed and left its
+    // checkout. web waits; a killed executor left a checkout of it too.
+    await database.query(
+      "update workspaces set status = 'running', executor = 'b', attempts = 2 where id = $1",
+      [api!.id],
+    );
+    const work = join(scratch.path, "work");
+    const apiRepository = join(root, "github.com/acme/api");
+    const webRepository = join(root, "github.com/acme/web");
+    for (const [repository, name] of [
+      [apiRepository, `${api!.id}.1`],
+      [apiRepository, `${api!.id}.2`],
+      [webRepository, `${web!.id}.1`],
+    ] as const) {
+      gitIn(repository, "worktree", "add", "--detach", join(work, name), "HEAD");
+    }
+    const unknown = join(work, `${randomUUID()}.3`);
+    mkdirSync(unknown);
+    mkdirSync(join(work, "notes"));
+
+    expect(await service.sweepCheckouts()).toBe(3);
+    expect(readdirSync(work).sort()).toEqual([`${api!.id}.2`, "notes"].sort());
+    expect(gitIn(apiRepository, "worktree", "list")).not.toContain(`${api!.id}.1`);
+    expect(gitIn(apiRepository, "worktree", "list")).toContain(`${api!.id}.2`);
+    expect(gitIn(webRepository, "worktree", "list")).not.toContain(work);
+  });
+
+  it("fails a workspace whose job the queue gave up on, and finishes its run", async () => {
+    const created = await service.createRun({
+      source: spec("echo hello > HELLO.md"),
+      options: { runtime: "local", exclude_repositories: ["github.com/acme/docs"] },
+    });
+    const [api, web] = await service.listWorkspaces(created.id);
+    // api's executor died on every attempt: the queue failed its task for good.
+    await database.query(
+      `update tasks set status = 'failed', attempts = 5, locked_by = null, locked_until = null,
+         last_error = 'lease expired on the last attempt (worker w stopped heartbeating)'
+       where payload ->> 'workspace_id' = $1`,
+      [api!.id],
+    );
+    await database.query(
+      "update workspaces set status = 'running', executor = 'w', attempts = 5 where id = $1",
+      [api!.id],
+    );
+    expect(await service.recoverAbandonedJobs()).toEqual({ workspaces: 1, runs: 0 });
+    // Done once: another executor's sweep finds nothing more.
+    expect(await service.recoverAbandonedJobs()).toEqual({ workspaces: 0, runs: 0 });
+    const failed = await service.getWorkspace(api!.id);
+    expect(failed.state).toBe("failed");
+    expect(failed.error).toMatch(/given up after 5 attempts: lease expired on the last attempt/);
+    expect((await service.getWorkspace(web!.id)).state).toBe("pending");
+
+    startWorker();
+    const run = await finished(created.id);
+    expect(run.status).toBe("failed");
+    expect(run.stats).toMatchObject({ completed: 1, failed: 1 });
+    expect(await eventsOf(run.id, "workspace_finished")).toHaveLength(2);
+    expect(await eventsOf(run.id, "run_finished")).toHaveLength(1);
+  });
+
+  it("fails a run whose apply job the queue gave up on", async () => {
+    startWorker();
+    const created = await service.createRun({
+      source: spec("echo hello > HELLO.md"),
+      options: apiOnly,
+    });
+    await finished(created.id);
+    // Being applied, with its apply job failed for good.
+    await database.query(
+      "update batch_runs set status = 'running', action = 'apply', finished_at = null where id = $1",
+      [created.id],
+    );
+    await database.query(
+      `insert into tasks (type, payload, status, attempts, last_error)
+       values ($1, $2, 'failed', 5, 'Error: the disk is full')`,
+      [BATCH_APPLY_TASK, { batch_run_id: created.id }],
+    );
+    expect(await service.recoverAbandonedJobs()).toEqual({ workspaces: 0, runs: 1 });
+    const run = await service.getRun(created.id);
+    expect(run.status).toBe("failed");
+    expect(run.error).toMatch(/given up after 5 attempts: Error: the disk is full/);
+    expect(await eventsOf(run.id, "run_finished")).toHaveLength(2);
   });
 });

@@ -4,7 +4,7 @@
 // event log. A killed executor's task is claimed again after its lease and resumes after the
 // newest cached step; completion is written once, guarded by the workspace's state.
 import { randomUUID } from "node:crypto";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
 import {
@@ -26,7 +26,7 @@ import {
   workspaceSteps,
   workspaces,
 } from "@deckhand/db";
-import { errorMessage } from "@deckhand/errors";
+import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
   BatchChangeset,
@@ -39,13 +39,14 @@ import type {
   BatchStepDetail,
   BatchTakeoverResponse,
   BatchWorkspace,
+  BatchWorkspaceStatus,
   BatchWorkspaceStep,
   CreateBatchRunRequest,
   ResolveBatchWorkspacesRequest,
   ResolvedBatchWorkspaces,
   StoredBatchChangeset,
 } from "@deckhand/wire";
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
 import { applyChangeset } from "./apply-changeset.ts";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
@@ -685,6 +686,192 @@ export class BatchRunService {
     return this.#takeovers.takeOver(workspaceId);
   }
 
+  /**
+   * Removes the checkouts in this process's work directory that no attempt runs any more, with
+   * their worktree registrations: what an executor killed mid-step left behind once its job was
+   * taken over elsewhere or ended. A checkout stays while its workspace runs on that attempt
+   * (another executor sharing the data directory, or a lease not expired yet) and when its run
+   * keeps logs. Batch workers call this as they start (`startBatchWorker`).
+   */
+  async sweepCheckouts(): Promise<number> {
+    const workRoot = resolve(this.#options.workDirectory);
+    let names: string[];
+    try {
+      names = await readdir(workRoot);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return 0;
+      throw error;
+    }
+    const checkouts = names.flatMap((name) => {
+      const match =
+        /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\.(\d+))?$/.exec(name);
+      return match ? [{ name, id: match[1]!, attempt: Number(match[2] ?? 0) }] : [];
+    });
+    if (checkouts.length === 0) return 0;
+    const rows = await this.#db
+      .select({
+        id: workspaces.id,
+        status: workspaces.status,
+        attempts: workspaces.attempts,
+        options: batchRuns.options,
+      })
+      .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+      .where(
+        inArray(
+          workspaces.id,
+          checkouts.map((checkout) => checkout.id),
+        ),
+      );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    let removed = 0;
+    for (const checkout of checkouts) {
+      const row = byId.get(checkout.id);
+      const live = row?.status === "running" && row.attempts === checkout.attempt;
+      const kept = row !== undefined && StoredOptions.parse(row.options).keep_logs === true;
+      if (live || (kept && row.status !== "pending" && row.status !== "running")) continue;
+      const directory = join(workRoot, checkout.name);
+      // The worktree's `.git` file names the repository it is registered in.
+      const gitFile = await readFile(join(directory, ".git"), "utf8").catch(() => "");
+      const gitDirectory = /^gitdir: (.+)$/m.exec(gitFile)?.[1];
+      await rm(directory, { recursive: true, force: true });
+      if (gitDirectory !== undefined) {
+        const repository = resolve(directory, gitDirectory.trim(), "..", "..");
+        await repositoryGit(
+          repository,
+          ["worktree", "prune"],
+          `pruning worktrees of ${repository}`,
+          {
+            writes: true,
+          },
+        ).catch(() => {});
+      }
+      removed += 1;
+    }
+    return removed;
+  }
+
+  /**
+   * Ends what the queue gave up on. A workspace job that failed for good without ending its
+   * workspace (its executor died on every attempt, or its last attempt was interrupted) leaves
+   * the workspace `pending` or `running` with no task left to run it: it is failed here with the
+   * job's last error, and its run finishes when it was the last. Likewise a run whose apply job
+   * failed for good fails. Every batch worker calls this now and then (`startBatchWorker`), so
+   * no workspace waits forever for an executor that is gone; it is safe to call from many
+   * processes at once.
+   */
+  async recoverAbandonedJobs(): Promise<{ workspaces: number; runs: number }> {
+    // Only unfinished runs have unfinished workspaces: their index keeps this cheap.
+    const abandoned = await this.#db
+      .select({ id: workspaces.id, runId: workspaces.batchRunId })
+      .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+      .where(
+        and(
+          inArray(batchRuns.status, ["queued", "running"]),
+          inArray(workspaces.status, ["pending", "running"]),
+          sql`not exists (${liveTasks(BATCH_WORKSPACE_TASK, "workspace_id", workspaces.id)})`,
+        ),
+      );
+    const byRun = new Map<string, string[]>();
+    for (const row of abandoned) byRun.set(row.runId, [...(byRun.get(row.runId) ?? []), row.id]);
+    let failedWorkspaces = 0;
+    for (const [runId, ids] of byRun) {
+      failedWorkspaces += await this.#db.transaction(async (transaction) => {
+        // Checked again under the rows' locks: a retry or a cancel may have come in between.
+        const locked = await transaction
+          .select({
+            row: workspaces,
+            attempts: sql<
+              number | null
+            >`(${lastTask(BATCH_WORKSPACE_TASK, "workspace_id", workspaces.id, sql`t.attempts`)})`,
+            lastError: sql<
+              string | null
+            >`(${lastTask(BATCH_WORKSPACE_TASK, "workspace_id", workspaces.id, sql`t.last_error`)})`,
+          })
+          .from(workspaces)
+          .where(
+            and(
+              inArray(workspaces.id, ids),
+              inArray(workspaces.status, ["pending", "running"]),
+              sql`not exists (${liveTasks(BATCH_WORKSPACE_TASK, "workspace_id", workspaces.id)})`,
+            ),
+          )
+          .for("update", { skipLocked: true });
+        if (locked.length === 0) return 0;
+        const events: BatchRunEvent[] = [];
+        for (const { row, attempts, lastError } of locked) {
+          const error = `the workspace's job was given up after ${attempts ?? row.attempts} attempt${(attempts ?? row.attempts) === 1 ? "" : "s"}: ${lastError ?? "no executor finished it"}; retry the workspace to run it again`;
+          await transaction
+            .update(workspaces)
+            .set({ status: "failed", error, finishedAt: new Date(), updatedAt: new Date() })
+            .where(eq(workspaces.id, row.id));
+          events.push({
+            type: "workspace_finished",
+            workspace: rowRef(row),
+            status: "failed",
+            error,
+          });
+        }
+        await appendRunEvents(transaction, runId, events);
+        const [run] = await transaction
+          .select({ options: batchRuns.options })
+          .from(batchRuns)
+          .where(eq(batchRuns.id, runId));
+        if (run !== undefined) {
+          await this.#finishRunIfDone(transaction, runId, StoredOptions.parse(run.options));
+        }
+        return locked.length;
+      });
+    }
+
+    const stuck = await this.#db
+      .select({ id: batchRuns.id })
+      .from(batchRuns)
+      .where(
+        and(
+          eq(batchRuns.status, "running"),
+          eq(batchRuns.action, "apply"),
+          sql`not exists (select 1 from ${workspaces} where ${workspaces.batchRunId} = ${batchRuns.id} and ${workspaces.status} in ('pending', 'running'))`,
+          sql`not exists (${liveTasks(BATCH_APPLY_TASK, "batch_run_id", batchRuns.id)})`,
+        ),
+      );
+    let failedRuns = 0;
+    for (const { id } of stuck) {
+      failedRuns += await this.#db.transaction(async (transaction) => {
+        const [run] = await transaction
+          .select({
+            id: batchRuns.id,
+            attempts: sql<
+              number | null
+            >`(${lastTask(BATCH_APPLY_TASK, "batch_run_id", batchRuns.id, sql`t.attempts`)})`,
+            lastError: sql<
+              string | null
+            >`(${lastTask(BATCH_APPLY_TASK, "batch_run_id", batchRuns.id, sql`t.last_error`)})`,
+          })
+          .from(batchRuns)
+          .where(
+            and(
+              eq(batchRuns.id, id),
+              eq(batchRuns.status, "running"),
+              eq(batchRuns.action, "apply"),
+              sql`not exists (${liveTasks(BATCH_APPLY_TASK, "batch_run_id", batchRuns.id)})`,
+            ),
+          )
+          .for("update", { skipLocked: true });
+        if (run === undefined) return 0;
+        const error = `applying the changesets was given up after ${run.attempts ?? 0} attempts: ${run.lastError ?? "no executor finished it"}; apply the run again`;
+        await transaction
+          .update(batchRuns)
+          .set({ status: "failed", error, finishedAt: new Date() })
+          .where(eq(batchRuns.id, id));
+        await this.#appendFinished(transaction, id, "failed", error);
+        return 1;
+      });
+    }
+    return { workspaces: failedWorkspaces, runs: failedRuns };
+  }
+
   /** Registers the workspace job and the apply job on a worker's registry. */
   register(tasks: TaskRegistry): void {
     tasks.register(BATCH_WORKSPACE_TASK, {
@@ -850,7 +1037,10 @@ export class BatchRunService {
     if (loaded === null) return;
     const { row, run, spec, specDirectory, definition } = loaded;
     const options = StoredOptions.parse(run.options);
-    const ref = rowRef(row);
+    // Claiming a `running` row is how a job is taken over from an executor that died (its lease
+    // expired and the queue delivered the task again). The claim is this executor and the
+    // workspace's attempt count after it: whatever this attempt writes is fenced by both, so an
+    // earlier attempt that is still alive somewhere (its lease lapsed, say) changes nothing.
     const [claimed] = await this.#db
       .update(workspaces)
       .set({
@@ -863,8 +1053,9 @@ export class BatchRunService {
       .where(
         and(eq(workspaces.id, workspaceId), inArray(workspaces.status, ["pending", "running"])),
       )
-      .returning({ id: workspaces.id });
+      .returning({ attempts: workspaces.attempts });
     if (claimed === undefined) return;
+    const claim: WorkspaceClaim = { executor: context.workerId, attempt: claimed.attempts };
     await this.#db
       .update(batchRuns)
       .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
@@ -873,19 +1064,44 @@ export class BatchRunService {
     await this.#db.delete(workspaceSteps).where(eq(workspaceSteps.workspaceId, workspaceId));
 
     const writer = runEventWriter(this.#options.database, run.id, workspaceId);
+    // Progress goes to the log as it happens; the workspace's end (and its changesets) is written
+    // with the row that records it, once, by the attempt that holds the claim (#finishWorkspace):
+    // an attempt killed after it reported its end, or one that lost its claim, adds no second end.
+    // Once another attempt has taken the workspace over, this one reports nothing more: its
+    // step rows are the new attempt's now.
+    let superseded = false;
+    const report = (event: BatchRunEvent) => {
+      if (superseded || event.type === "workspace_finished" || event.type === "changeset") return;
+      void writer.append(event).catch(() => {});
+    };
     const controller = new AbortController();
     const stopped = AbortSignal.any([controller.signal, context.signal]);
+    // Stops the steps when the workspace was cancelled, or another executor took it over.
     const poll = setInterval(() => {
       void this.#db
-        .select({ status: workspaces.status })
+        .select({
+          status: workspaces.status,
+          executor: workspaces.executor,
+          attempts: workspaces.attempts,
+        })
         .from(workspaces)
         .where(eq(workspaces.id, workspaceId))
         .then(([current]) => {
-          if (current?.status !== "running") controller.abort();
+          if (
+            current === undefined ||
+            current.executor !== claim.executor ||
+            current.attempts !== claim.attempt
+          ) {
+            superseded = true;
+          }
+          if (superseded || current?.status !== "running") controller.abort();
         })
         .catch(() => {});
     }, CANCEL_POLL_MS);
-    const checkoutDirectory = join(resolve(this.#options.workDirectory), workspaceId);
+    // One directory per attempt: an earlier attempt still alive on this machine (its lease
+    // lapsed) removes only its own checkout when it stops, never this one.
+    const workRoot = resolve(this.#options.workDirectory);
+    const checkoutDirectory = join(workRoot, `${workspaceId}.${claim.attempt}`);
     const workspace: Workspace = {
       repository: {
         ...definition.repository,
@@ -900,6 +1116,7 @@ export class BatchRunService {
       steps: definition.step_indexes.map((index) => ({ index, step: spec.steps![index]! })),
     };
     const made: { remove?: () => Promise<void> } = {};
+    let outcome: WorkspaceOutcome;
     try {
       const containerRuntime = this.#runtime(spec, options);
       // Made only when a step must run: a workspace answered wholly from the cache needs no
@@ -911,8 +1128,8 @@ export class BatchRunService {
           signal: stopped,
         });
         workspace.repository = { ...workspace.repository, path: repositoryPath };
-        await this.#clearCheckout(repositoryPath, checkoutDirectory);
-        await mkdir(resolve(this.#options.workDirectory), { recursive: true });
+        await mkdir(workRoot, { recursive: true });
+        await this.#clearCheckouts(repositoryPath, workRoot, workspaceId);
         const done = await checkoutWorkspace(workspace, checkoutDirectory, { signal: stopped });
         made.remove = done.remove;
         return done;
@@ -941,67 +1158,72 @@ export class BatchRunService {
         ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
         codingAgent: codingAgentOptions(this.#options.codingAgent, options.coding_agent),
         signal: stopped,
-        onEvent: (event) => void writer.append(event).catch(() => {}),
+        onEvent: report,
       });
       if (context.signal.aborted && result.status === "cancelled") {
         // The worker gave the task up (shutdown, lost lease): the queue runs it again, and the
         // step cache lets that attempt resume here.
-        await writer.flush().catch(() => {});
         throw new BatchesError(
           "interrupted",
           `workspace ${workspaceId} was interrupted; it runs again`,
         );
       }
       let built: BatchChangeset[] = [];
-      let status: WorkspaceStatus = result.status;
+      const changesetEvents: BatchRunEvent[] = [];
+      let status: BatchWorkspaceStatus = result.status;
       let error = result.error;
       if (status === "completed") {
         try {
           built = buildChangesets(spec, [{ workspace, result: result.result }], {
-            onEvent: (event) => void writer.append(event).catch(() => {}),
+            onEvent: (event) => changesetEvents.push(event),
           });
         } catch (buildError) {
           status = "failed";
           error = errorMessage(buildError);
-          await writer.append({
-            type: "workspace_finished",
-            workspace: ref,
-            status: "failed",
-            error,
-          });
+          changesetEvents.length = 0;
         }
       }
-      await writer.flush();
-      await this.#finishWorkspace(row, run, options, {
+      outcome = {
         status,
         error,
         diff: result.result?.diff ?? null,
         steps: result.steps,
         changesets: built,
-      });
+        events: changesetEvents,
+      };
     } catch (error) {
       await writer.flush().catch(() => {});
-      if (BatchesError.isInstance(error) && error.code === "interrupted") throw error;
-      if (context.signal.aborted) throw error;
+      if (
+        (BatchesError.isInstance(error) && error.code === "interrupted") ||
+        context.signal.aborted
+      ) {
+        // Nobody runs the workspace until the queue delivers its task again: say so.
+        await this.#db
+          .update(workspaces)
+          .set({ status: "pending", updatedAt: new Date() })
+          .where(claimedBy(workspaceId, claim))
+          .catch(() => {});
+        throw error;
+      }
       // A job that cannot even start (its repository is gone, git breaks) fails its workspace;
       // the queue does not retry what would fail the same way.
-      const message = `the workspace could not run: ${errorMessage(error)}`;
-      await this.#db.transaction(async (transaction) => {
-        await appendRunEvents(transaction, run.id, [
-          { type: "workspace_finished", workspace: ref, status: "failed", error: message },
-        ]);
-      });
-      await this.#finishWorkspace(row, run, options, {
+      outcome = {
         status: "failed",
-        error: message,
+        error: `the workspace could not run: ${errorMessage(error)}`,
         diff: null,
         steps: [],
         changesets: [],
-      });
+        events: [],
+      };
     } finally {
       clearInterval(poll);
       if (options.keep_logs !== true) await made.remove?.().catch(() => {});
     }
+    // Progress that could not be stored is lost; the end below is what counts. Writing it may
+    // fail (the database gone): the job then throws, and the queue runs it again, resuming from
+    // the step cache.
+    await writer.flush().catch(() => {});
+    await this.#finishWorkspace(row, run, options, claim, outcome);
   }
 
   async #loadJob(workspaceId: string): Promise<{
@@ -1037,9 +1259,15 @@ export class BatchRunService {
     };
   }
 
-  /** Removes what a killed earlier attempt left at the checkout's place. */
-  async #clearCheckout(repositoryPath: string, directory: string): Promise<void> {
-    await rm(directory, { recursive: true, force: true });
+  /**
+   * Removes the checkouts earlier attempts at the workspace left in this work directory (an
+   * executor killed mid-step leaves its checkout behind), and their worktree registrations.
+   */
+  async #clearCheckouts(repositoryPath: string, workRoot: string, workspaceId: string) {
+    const stale = (await readdir(workRoot)).filter(
+      (name) => name === workspaceId || name.startsWith(`${workspaceId}.`),
+    );
+    for (const name of stale) await rm(join(workRoot, name), { recursive: true, force: true });
     await repositoryGit(
       repositoryPath,
       ["worktree", "prune"],
@@ -1051,20 +1279,17 @@ export class BatchRunService {
   }
 
   /**
-   * Writes a workspace's end once: only while it is still `running` (a cancel or an earlier
-   * delivery of the same job may have ended it), then finishes the run when it was the last.
+   * Writes a workspace's end once, with its `workspace_finished` event and its changesets: only
+   * while this attempt still holds the claim (a cancel, the executor that took the job over, or
+   * an earlier delivery of the same job may have ended it), then finishes the run when it was
+   * the last.
    */
   async #finishWorkspace(
     row: WorkspaceRow,
     run: RunRow,
     options: BatchRunOptions,
-    outcome: {
-      status: WorkspaceStatus;
-      error: string | null;
-      diff: string | null;
-      steps: readonly StepRecord[];
-      changesets: readonly BatchChangeset[];
-    },
+    claim: WorkspaceClaim,
+    outcome: WorkspaceOutcome,
   ): Promise<void> {
     await this.#db.transaction(async (transaction) => {
       const [finished] = await transaction
@@ -1076,9 +1301,18 @@ export class BatchRunService {
           finishedAt: new Date(),
           updatedAt: new Date(),
         })
-        .where(and(eq(workspaces.id, row.id), eq(workspaces.status, "running")))
+        .where(claimedBy(row.id, claim))
         .returning({ id: workspaces.id });
       if (finished === undefined) return;
+      await appendRunEvents(transaction, run.id, [
+        {
+          type: "workspace_finished",
+          workspace: rowRef(row),
+          status: outcome.status,
+          error: outcome.error,
+        },
+        ...outcome.events,
+      ]);
       for (const step of outcome.steps) {
         const values = {
           outcome: step.outcome,
@@ -1260,6 +1494,48 @@ function requeued() {
     finishedAt: null,
     updatedAt: new Date(),
   };
+}
+
+/**
+ * The queue tasks of `type` for one workspace or run (named by `key` in the payload) that are
+ * still to run or running: while there is one, an executor will end the workspace or run.
+ */
+function liveTasks(type: string, key: string, id: AnyColumn) {
+  return sql`select 1 from tasks t where t.type = ${type} and t.status in ('pending', 'running')
+    and t.payload ->> ${key} = ${id}::text`;
+}
+
+/** A column of the newest queue task of `type` for one workspace or run. */
+function lastTask(type: string, key: string, id: AnyColumn, column: SQL) {
+  return sql`select ${column} from tasks t where t.type = ${type} and t.payload ->> ${key} = ${id}::text
+    order by t.id desc limit 1`;
+}
+
+/** How a workspace's job ended, as #finishWorkspace writes it. */
+interface WorkspaceOutcome {
+  status: BatchWorkspaceStatus;
+  error: string | null;
+  diff: string | null;
+  steps: readonly StepRecord[];
+  changesets: readonly BatchChangeset[];
+  /** Told after `workspace_finished` (the changesets' events). */
+  events: readonly BatchRunEvent[];
+}
+
+/** Which attempt of which executor runs a workspace: what its writes are fenced by. */
+interface WorkspaceClaim {
+  executor: string;
+  attempt: number;
+}
+
+/** The workspace, while it is running under this claim. */
+function claimedBy(workspaceId: string, claim: WorkspaceClaim) {
+  return and(
+    eq(workspaces.id, workspaceId),
+    eq(workspaces.status, "running"),
+    eq(workspaces.executor, claim.executor),
+    eq(workspaces.attempts, claim.attempt),
+  );
 }
 
 function rowRef(row: WorkspaceRow) {

@@ -25,6 +25,8 @@ export type BatchesErrorCode =
   | "container_runtime_unavailable"
   /** A step's `files` or `mount` cannot be placed for a local run; the message says why. */
   | "invalid_step_file"
+  /** `<data-dir>/config.json` cannot be read for batch jobs; the message names the key. */
+  | "invalid_config"
   /** A submitted batch spec does not validate; the message lists every located problem. */
   | "invalid_spec"
   /** No run, workspace or step with the id asked for. */

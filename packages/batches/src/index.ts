@@ -5,6 +5,17 @@ export {
   applyChangeset,
 } from "./apply-changeset.ts";
 export {
+  BATCH_RECOVERY_INTERVAL_MS,
+  type BatchWorker,
+  type BatchWorkerOptions,
+  batchDirectories,
+  type CreateBatchRunServiceOptions,
+  createBatchRunService,
+  type ExecutorConfig,
+  readExecutorConfig,
+  startBatchWorker,
+} from "./batch-executor.ts";
+export {
   appendRunEvents,
   BATCH_RUN_EVENTS_CHANNEL,
   createRunEventHub,

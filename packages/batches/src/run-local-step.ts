@@ -1,6 +1,8 @@
 // Runs a step's script on this machine with `sh`, in its own process group, so a timeout or an
-// abort kills everything the script started, not only the shell.
+// abort kills everything the script started, not only the shell; and so the step dies with the
+// process that runs it, even one killed with SIGKILL, instead of working on as an orphan.
 import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 import { errnoCode } from "@deckhand/errors";
 
 export interface LocalStepOptions {
@@ -25,24 +27,38 @@ function killGroup(pid: number): void {
   }
 }
 
+/**
+ * The step's shell, as `sh -c WATCHED sh SCRIPT`. A watcher in the step's process group reads
+ * file descriptor 3, a pipe whose other end only this process holds: when this process exits,
+ * however it dies (a `kill -9` of an executor, the OOM killer), the read ends and the watcher
+ * kills the whole group. Then the script replaces the shell (same pid, so still the group's
+ * leader), without descriptor 3.
+ */
+const WATCHED = `(cat <&3 >/dev/null 2>&1; kill -9 0) </dev/null >/dev/null 2>&1 &
+exec sh -c "$1" 3<&-`;
+
 export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) {
       resolve({ exitCode: null });
       return;
     }
-    const child = spawn("sh", ["-c", options.script], {
+    const child = spawn("sh", ["-c", WATCHED, "sh", options.script], {
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
+    // Read (nothing ever comes) so the pipe's end is noticed and "close" below is not held up.
+    const lifeline = child.stdio[3] as Readable | null;
+    lifeline?.on("error", () => {});
+    lifeline?.resume();
     const abort = () => {
       if (child.pid !== undefined) killGroup(child.pid);
     };
     options.signal.addEventListener("abort", abort, { once: true });
-    child.stdout.on("data", (data: Buffer) => options.onOutput("stdout", data));
-    child.stderr.on("data", (data: Buffer) => options.onOutput("stderr", data));
+    child.stdout!.on("data", (data: Buffer) => options.onOutput("stdout", data));
+    child.stderr!.on("data", (data: Buffer) => options.onOutput("stderr", data));
     child.on("error", (error) => {
       options.signal.removeEventListener("abort", abort);
       reject(error);

@@ -1,0 +1,217 @@
+// What every process that runs batch workspace jobs composes the same way: the server (its own
+// batch worker) and `deckhand executor` on other machines. A data directory gives the clone cache
+// and the checkouts; its config.json gives the code hosts and what steps may inherit of the
+// environment; a task worker of its own claims only the batch job types from the shared queue.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ContainerRuntime } from "@deckhand/container-runtime";
+import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
+import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
+import { z } from "zod";
+import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
+import { BatchesError } from "./batches-error.ts";
+import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
+
+/** Where a data directory keeps what batch jobs need on disk. */
+export function batchDirectories(dataDir: string): {
+  /** Git URL hosts' mirrors: `<data-dir>/cache/repositories`. */
+  cacheDirectory: string;
+  /** Workspace checkouts while their job runs: `<data-dir>/workspaces/batches`. */
+  workDirectory: string;
+} {
+  return {
+    cacheDirectory: join(dataDir, "cache", "repositories"),
+    workDirectory: join(dataDir, "workspaces", "batches"),
+  };
+}
+
+/**
+ * What a process with a data directory gives its batch-run service: everything the service
+ * takes, with the clone cache and the checkouts placed in the data directory.
+ */
+export type CreateBatchRunServiceOptions = Omit<
+  BatchRunServiceOptions,
+  "cacheDirectory" | "workDirectory" | "environmentPolicy"
+> & {
+  /** The process's data directory (see `batchDirectories`). */
+  dataDir: string;
+  /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
+  environmentPolicy: AgentEnvironmentPolicy;
+};
+
+/** The batch-run service of a process with a data directory, as the server and executors make it. */
+export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
+  const { dataDir, ...rest } = options;
+  return new BatchRunService({
+    ...rest,
+    ...batchDirectories(dataDir),
+    outerEnvironment: options.outerEnvironment ?? process.env,
+  });
+}
+
+/** How often a batch worker ends jobs the queue gave up on, by default. */
+export const BATCH_RECOVERY_INTERVAL_MS = 30_000;
+
+export interface BatchWorkerOptions {
+  database: DbHandle;
+  service: BatchRunService;
+  /** Workspace jobs run at once. */
+  concurrency: number;
+  /** Names the worker in `tasks.locked_by` and `workspaces.executor`; unique per process. */
+  workerId?: string;
+  /**
+   * How long a claimed job stays claimed without a heartbeat: after it, a job of a worker that
+   * died is taken over by another. Default 30 s; heartbeats come every third of it.
+   */
+  leaseMs?: number;
+  /** How long `stop()` lets running jobs finish before releasing them to other workers. */
+  shutdownTimeoutMs?: number;
+  /** How often abandoned jobs are looked for (`recoverAbandonedJobs`). Default 30 s. */
+  recoveryIntervalMs?: number;
+  /** The fallback poll when a NOTIFY is missed. Default 1 s. */
+  pollIntervalMs?: number;
+  onError?: (error: unknown) => void;
+  onTaskFailed?: WorkerOptions["onTaskFailed"];
+  /** Scrubs a failed job's error text before it is stored. */
+  redact?: (text: string) => string;
+  /** Told when abandoned workspaces or runs were failed. */
+  onRecovered?: (recovered: { workspaces: number; runs: number }) => void;
+}
+
+export interface BatchWorker {
+  readonly workerId: string;
+  /** Jobs running now. */
+  readonly activeCount: number;
+  /**
+   * Stops claiming, lets running jobs finish within the shutdown timeout, then releases the
+   * rest to other workers (without spending an attempt; they resume from the step cache).
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a task worker for the batch job types only (workspace jobs and applies) on the shared
+ * queue, after removing checkouts no attempt runs any more (`sweepCheckouts`), and ends jobs the
+ * queue gave up on now and every `recoveryIntervalMs`.
+ */
+export async function startBatchWorker(options: BatchWorkerOptions): Promise<BatchWorker> {
+  const registry = new TaskRegistry();
+  options.service.register(registry);
+  const onError = options.onError ?? (() => {});
+  const worker = new TaskWorker({
+    database: options.database,
+    registry,
+    concurrency: options.concurrency,
+    ...(options.workerId !== undefined ? { workerId: options.workerId } : {}),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    ...(options.shutdownTimeoutMs !== undefined
+      ? { shutdownTimeoutMs: options.shutdownTimeoutMs }
+      : {}),
+    ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
+    onError,
+    ...(options.onTaskFailed ? { onTaskFailed: options.onTaskFailed } : {}),
+    ...(options.redact ? { redact: options.redact } : {}),
+  });
+  let recovering: Promise<void> = Promise.resolve();
+  const recover = () => {
+    recovering = options.service.recoverAbandonedJobs().then((recovered) => {
+      if (recovered.workspaces + recovered.runs > 0) options.onRecovered?.(recovered);
+    }, onError);
+  };
+  // What a killed predecessor in this data directory left on disk goes first.
+  await options.service.sweepCheckouts().catch(onError);
+  await worker.start();
+  recover();
+  const timer = setInterval(recover, options.recoveryIntervalMs ?? BATCH_RECOVERY_INTERVAL_MS);
+  timer.unref();
+  let stopping: Promise<void> | null = null;
+  return {
+    workerId: worker.workerId,
+    get activeCount() {
+      return worker.activeCount;
+    },
+    stop() {
+      stopping ??= (async () => {
+        clearInterval(timer);
+        await worker.stop();
+        await recovering;
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** What a batch executor reads of `<data-dir>/config.json`; other keys are the server's. */
+const ExecutorConfigFileSchema = z.object({
+  databaseUrl: z.string().min(1).optional(),
+  codeHosts: CodeHostsSchema.optional(),
+  agentEnvironment: z
+    .object({
+      deny: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/)).optional(),
+      allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+    })
+    .optional(),
+  modelUpstreams: z.record(z.string(), z.object({ apiKeyEnv: z.string() })).optional(),
+});
+
+export interface ExecutorConfig {
+  /** `databaseUrl`: the server's database, when the file names it (flags and env come first). */
+  databaseUrl: string | null;
+  /** `codeHosts`: where workspaces' repositories are found (the same as the server's). */
+  codeHosts: CodeHost[];
+  /** `agentEnvironment`: what steps may inherit beyond the default rules. */
+  agentEnvironment: { deny: string[]; allow: string[] };
+  /** The upstreams' `apiKeyEnv` names: Deckhand's secrets, never passed to a step. */
+  withheldEnv: string[];
+}
+
+/**
+ * Reads what a batch executor needs of `<data-dir>/config.json` (the server's file: keys only the
+ * server reads are ignored). A missing file is an empty configuration; a file that does not
+ * parse is an `invalid_config` error naming the key.
+ */
+export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfig> {
+  const path = join(dataDir, "config.json");
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") {
+      return {
+        databaseUrl: null,
+        codeHosts: [],
+        agentEnvironment: { deny: [], allow: [] },
+        withheldEnv: [],
+      };
+    }
+    throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new BatchesError("invalid_config", `${path} is not valid JSON: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+  const parsed = ExecutorConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join(".") || "(top level)"}: ${issue.message}`)
+      .join("; ");
+    throw new BatchesError("invalid_config", `${path}: ${problems}`, { cause: parsed.error });
+  }
+  const file = parsed.data;
+  return {
+    databaseUrl: file.databaseUrl ?? null,
+    codeHosts: file.codeHosts ?? [],
+    agentEnvironment: {
+      deny: file.agentEnvironment?.deny ?? [],
+      allow: file.agentEnvironment?.allow ?? [],
+    },
+    withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+  };
+}
