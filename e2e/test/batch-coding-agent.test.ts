@@ -130,11 +130,14 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
       turn.text(`${fakeCodexDirective.write("GREETING.md", `hello ${REPOSITORY}\n`)}\nDone.`),
     ]);
     const recordFile = join(records, "request.json");
-    const { run, events } = await deckhand.runToEnd({
-      source: spec(recordFile),
-      file: "agent.yaml",
-      options: { runtime: "local" },
-    });
+    const { run, events } = await deckhand.runToEnd(
+      {
+        source: spec(recordFile),
+        file: "agent.yaml",
+        options: { runtime: "local" },
+      },
+      100_000,
+    );
     expect(run.error).toBeNull();
     expect(run.status).toBe("completed");
     expect(run.stats).toMatchObject({ workspaces: 1, completed: 1, changesets: 1, steps_run: 1 });
@@ -247,7 +250,12 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     deckhand.responses.push(refusal);
     expect(refused.status).toBe(401);
     expect(model.requests).toHaveLength(1);
-  });
+    // Refused because it was revoked, not for another reason the proxy also answers 401 to.
+    const refusals = deckhand.server.output
+      .filter((line) => line.includes('"msg":"model-provider request refused"'))
+      .map((line) => JSON.parse(line) as { reason?: string });
+    expect(refusals.map((line) => line.reason)).toEqual(["revoked"]);
+  }, 120_000);
 
   it("leaves the token in no log line, stream frame, API response, table or changeset", async () => {
     expect(token, "the run above must have captured the token").toMatch(/^dhmp_/);
@@ -270,7 +278,6 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     expect(dump).toMatch(new RegExp(`public\\.model_tokens: .*"job_id":"${jobId}"`));
     expect(dump).toMatch(new RegExp(`public\\.model_usage: .*"job_id":"${jobId}"`));
     expect(dump).toContain(`+hello ${REPOSITORY}`);
-    for (const [where, text] of everywhere) console.info(where, text.length, text.slice(0, 3000));
     for (const [where, text] of everywhere) {
       expect(text.includes(token), `the token found in ${where}`).toBe(false);
       expect(text.includes(UPSTREAM_KEY), `the upstream key found in ${where}`).toBe(
