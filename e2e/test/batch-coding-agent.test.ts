@@ -6,7 +6,7 @@
 // token minted for the workspace job. The CLI writes the request it sent to a file outside the
 // workspace: that is how the test learns the token, to hunt it through every log line, stream
 // frame, API response, database table and the changeset, and to see it refused after the run.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -81,7 +81,7 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
   let model: FakeModel;
   let release: FakeCodexRelease;
   let code: string;
-  /** The server's HOME: local agent installs go to `$HOME/.deckhand/agents`. */
+  /** The server's HOME: nothing may be installed there (agents go to `<data-dir>/agents`). */
   let home: string;
   /** Outside every workspace: where the fake CLI records its request. */
   let records: string;
@@ -167,6 +167,11 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     expect(release.requests[0]).toMatch(
       new RegExp(`^/rust-v${VERSION.replaceAll(".", "\\.")}/codex-[a-z0-9_]+-[a-z-]+\\.tar\\.gz$`),
     );
+    // ...into the server's data directory, not its user's home.
+    expect(existsSync(join(deckhand.dataDir, "agents", "codex", VERSION, "bin", "codex"))).toBe(
+      true,
+    );
+    expect(existsSync(join(home, ".deckhand"))).toBe(false);
 
     // What the CLI sent the proxy: the server's proxy URL, the job's id, and a minted token.
     const sent = JSON.parse(readFileSync(recordFile, "utf8")) as RecordedRequest;

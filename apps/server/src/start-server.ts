@@ -226,6 +226,8 @@ export async function startServer(
           ),
       },
       codingAgent: config.codingAgent,
+      // Local agent installs belong to this server's data, not to its user's home directory.
+      agentInstallDirectory: join(config.dataDir, "agents"),
     });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
+import { fakeCodexDirective, startFakeCodexRelease, startFakeModel, turn } from "@deckhand/testkit";
 import type { BatchRun } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "./batch-run-events.ts";
@@ -208,5 +209,78 @@ describe("BatchRunService", () => {
       "github.com/acme/web",
     ]);
     expect(await service.listRuns()).toEqual([]);
+  });
+});
+
+describe("BatchRunService with codingAgent steps", () => {
+  it("installs agents of local steps under agentInstallDirectory, not in the home directory", async () => {
+    const release = await startFakeCodexRelease({ version: "0.0.1-fake" });
+    const model = await startFakeModel();
+    try {
+      model.script([turn.text(fakeCodexDirective.write("GREETING.md", "hi\n"))]);
+      const home = join(scratch.path, "home");
+      const agents = join(scratch.path, "data", "agents");
+      let released = 0;
+      service = new BatchRunService({
+        database,
+        containerRuntime: null,
+        codeHosts: () => [{ type: "directory", path: root }],
+        cacheDirectory: join(scratch.path, "cache"),
+        workDirectory: join(scratch.path, "work"),
+        outerEnvironment: { PATH: process.env.PATH, HOME: home },
+        // The agent talks to the fake model directly: what is under test is where it lands.
+        modelProvider: {
+          lease: async () => ({
+            baseUrl: model.url,
+            token: "service-test-token-0123456789",
+            release: async () => {
+              released += 1;
+            },
+          }),
+        },
+        codingAgent: {
+          versions: { codex: "0.0.1-fake" },
+          models: { codex: "gpt-5.5" },
+          install_source: { kind: "release", base_url: release.baseUrl },
+        },
+        agentInstallDirectory: agents,
+      });
+      startWorker();
+      const run = await finished(
+        (
+          await service.createRun({
+            source: `
+version: 3
+name: agent
+on:
+  - repository: github.com/acme/api
+steps:
+  - codingAgent:
+      type: codex
+      prompt: greet
+    image: node:22
+changesetTemplate:
+  title: Agent
+  branch: agent
+  commit:
+    message: agent
+`,
+            options: { runtime: "local" },
+          })
+        ).id,
+      );
+      expect(run.error).toBeNull();
+      expect(run.status).toBe("completed");
+      const [workspace] = await service.listWorkspaces(run.id);
+      const step = await service.getStep(workspace!.id, 0);
+      expect(step.stderr).toContain("deckhand: installing codex 0.0.1-fake");
+      expect(step.diff).toContain("+hi");
+      expect(readdirSync(join(agents, "codex", "0.0.1-fake"))).toContain("bin");
+      expect(existsSync(home)).toBe(false);
+      expect(released).toBe(1);
+    } finally {
+      await release.close();
+      await model.close();
+    }
   });
 });
