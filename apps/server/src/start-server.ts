@@ -247,6 +247,8 @@ export async function startServer(
       codingAgent: config.codingAgent,
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
+      // Local agent installs belong to this server's data, not to its user's home directory.
+      agentInstallDirectory: join(config.dataDir, "agents"),
     });
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {

@@ -2,7 +2,13 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker, workspaceSteps } from "@deckhand/db";
-import { gitIn } from "@deckhand/testkit";
+import {
+  fakeCodexDirective,
+  gitIn,
+  startFakeCodexRelease,
+  startFakeModel,
+  turn,
+} from "@deckhand/testkit";
 import type { BatchRun, BatchRunEvent } from "@deckhand/wire";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -462,5 +468,78 @@ describe("BatchRunService on many executors", () => {
     expect(run.status).toBe("failed");
     expect(run.error).toMatch(/given up after 5 attempts: Error: the disk is full/);
     expect(await eventsOf(run.id, "run_finished")).toHaveLength(2);
+  });
+});
+
+describe("BatchRunService with codingAgent steps", () => {
+  it("installs agents of local steps under agentInstallDirectory, not in the home directory", async () => {
+    const release = await startFakeCodexRelease({ version: "0.0.1-fake" });
+    const model = await startFakeModel();
+    try {
+      model.script([turn.text(fakeCodexDirective.write("GREETING.md", "hi\n"))]);
+      const home = join(scratch.path, "home");
+      const agents = join(scratch.path, "data", "agents");
+      let released = 0;
+      service = new BatchRunService({
+        database,
+        containerRuntime: null,
+        codeHosts: () => [{ type: "directory", path: root }],
+        cacheDirectory: join(scratch.path, "cache"),
+        workDirectory: join(scratch.path, "work"),
+        outerEnvironment: { PATH: process.env.PATH, HOME: home },
+        // The agent talks to the fake model directly: what is under test is where it lands.
+        modelProvider: {
+          lease: async () => ({
+            baseUrl: model.url,
+            token: "service-test-token-0123456789",
+            release: async () => {
+              released += 1;
+            },
+          }),
+        },
+        codingAgent: {
+          versions: { codex: "0.0.1-fake" },
+          models: { codex: "gpt-5.5" },
+          install_source: { kind: "release", base_url: release.baseUrl },
+        },
+        agentInstallDirectory: agents,
+      });
+      startWorker();
+      const run = await finished(
+        (
+          await service.createRun({
+            source: `
+version: 3
+name: agent
+on:
+  - repository: github.com/acme/api
+steps:
+  - codingAgent:
+      type: codex
+      prompt: greet
+    image: node:22
+changesetTemplate:
+  title: Agent
+  branch: agent
+  commit:
+    message: agent
+`,
+            options: { runtime: "local" },
+          })
+        ).id,
+      );
+      expect(run.error).toBeNull();
+      expect(run.status).toBe("completed");
+      const [workspace] = await service.listWorkspaces(run.id);
+      const step = await service.getStep(workspace!.id, 0);
+      expect(step.stderr).toContain("deckhand: installing codex 0.0.1-fake");
+      expect(step.diff).toContain("+hi");
+      expect(readdirSync(join(agents, "codex", "0.0.1-fake"))).toContain("bin");
+      expect(existsSync(home)).toBe(false);
+      expect(released).toBe(1);
+    } finally {
+      await release.close();
+      await model.close();
+    }
   });
 });

@@ -122,6 +122,12 @@ export interface BatchRunServiceOptions {
    * unless a run's `coding_agent` says otherwise.
    */
   codingAgent?: BatchCodingAgentOptions;
+  /**
+   * Where local `codingAgent` steps install agents, as `<directory>/<type>/<version>`: absolute,
+   * or starting with `$HOME/`. The server passes `<data-dir>/agents`, so its installs stay in its
+   * data directory; without it, `$HOME/.deckhand/agents` of the environment steps run in.
+   */
+  agentInstallDirectory?: string;
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
   /**
@@ -1156,7 +1162,12 @@ export class BatchRunService {
         // The job, as model usage and its token name it: one per workspace (and attempt).
         jobId: `batch-workspace:${workspaceId}`,
         ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
-        codingAgent: codingAgentOptions(this.#options.codingAgent, options.coding_agent),
+        codingAgent: {
+          ...codingAgentOptions(this.#options.codingAgent, options.coding_agent),
+          ...(this.#options.agentInstallDirectory !== undefined
+            ? { installDirectory: this.#options.agentInstallDirectory }
+            : {}),
+        },
         signal: stopped,
         onEvent: report,
       });

@@ -15,7 +15,9 @@
 // - with `--json` it prints JSON lines shaped like codex's (`thread.started`, `turn.started`,
 //   `item.completed`, `turn.completed`; `error` and `turn.failed` when it fails).
 // Stdin is never read. FAKE_CODEX_PRINT_TOKEN=1 makes it print the token on stderr, as a
-// careless agent might, for tests of redaction.
+// careless agent might, for tests of redaction. FAKE_CODEX_RECORD_REQUEST=<file> makes it write
+// the request it is about to send (`{url, headers}`, the token included) as JSON to that file,
+// for end-to-end tests that must know the token a server minted to hunt for it afterwards.
 // CommonJS on purpose: it is installed as an extensionless `codex` executable.
 "use strict";
 
@@ -143,11 +145,15 @@ async function main() {
     headers[header] = value;
   }
 
+  const url = `${baseUrl.replace(/\/+$/, "")}/responses`;
+  const record = process.env.FAKE_CODEX_RECORD_REQUEST;
+  if (record) writeFileSync(record, `${JSON.stringify({ url, headers })}\n`, { mode: 0o600 });
+
   emit({ type: "thread.started", thread_id: "fake-thread" });
   emit({ type: "turn.started" });
   let response;
   try {
-    response = await fetch(`${baseUrl.replace(/\/+$/, "")}/responses`, {
+    response = await fetch(url, {
       method: "POST",
       headers,
       body: JSON.stringify({

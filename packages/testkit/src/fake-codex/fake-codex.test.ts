@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WireHeader } from "@deckhand/wire";
@@ -152,5 +152,23 @@ describe("the fake Codex CLI", () => {
   it("prints its token only when asked to, as a careless agent would", async () => {
     fake.script([turn.text("ok")]);
     expect((await exec("x", { FAKE_CODEX_PRINT_TOKEN: "1" })).stderr).toContain(TOKEN);
+  });
+
+  it("writes the request it sends, token and job header included, to a file only when asked to", async () => {
+    fake.script([turn.text("ok"), turn.text("ok")]);
+    const record = join(scratch, "request.json");
+    expect((await exec("x", { FAKE_CODEX_RECORD_REQUEST: record })).status).toBe(0);
+    const recorded = JSON.parse(readFileSync(record, "utf8")) as {
+      url: string;
+      headers: Record<string, string>;
+    };
+    expect(recorded.url).toBe(`${fake.url}/v1/responses`);
+    expect(recorded.headers).toMatchObject({
+      authorization: `Bearer ${TOKEN}`,
+      [WireHeader.jobId]: "job-7",
+    });
+    rmSync(record);
+    expect((await exec("x")).stderr).toBe("");
+    expect(existsSync(record)).toBe(false);
   });
 });

@@ -1,0 +1,300 @@
+// Issue #13, "a codingAgent step runs the fake agent CLI through the proxy with a minted token
+// that is found nowhere it must not be and is revoked after": `deckhand up` as its own process
+// with `modelUpstreams.codex` on the testkit's fake model and config.json's `codingAgent` naming
+// the fake Codex CLI, served as a release by a loopback server. A batch run's codingAgent step
+// installs the CLI, which asks the model through the server's model-provider proxy with the
+// token minted for the workspace job. The CLI writes the request it sent to a file outside the
+// workspace: that is how the test learns the token, to hunt it through every log line, stream
+// frame, API response, database table and the changeset, and to see it refused after the run.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type FakeCodexRelease,
+  type FakeModel,
+  fakeCodexDirective,
+  startFakeCodexRelease,
+  startFakeModel,
+  turn,
+} from "@deckhand/testkit";
+import {
+  type BatchStepDetail,
+  type BatchWorkspace,
+  ServerPath,
+  type StoredBatchChangeset,
+  serverPath,
+  type UsageResponse,
+  WireHeader,
+  WirePath,
+} from "@deckhand/wire";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type BatchServer,
+  databaseBackends,
+  generateRepositories,
+  startBatchServer,
+} from "./batch-server.ts";
+
+const VERSION = "0.0.1-fake";
+const MODEL = "gpt-5.5";
+const REPOSITORY = "github.com/acme/api";
+/** The key the proxy holds for its upstream, named by `apiKeyEnv`: no agent ever sees it. */
+const UPSTREAM_KEY_ENV = "E2E_BATCH_CODEX_UPSTREAM_KEY";
+const UPSTREAM_KEY = "sk-e2e-batch-codex-upstream-key-5e07b2";
+const MARKER = "[REDACTED]";
+
+/** What the fake CLI wrote about the request it sent the proxy (FAKE_CODEX_RECORD_REQUEST). */
+interface RecordedRequest {
+  url: string;
+  headers: Record<string, string>;
+}
+
+// Version 3 wants an `image` on every step. The run uses `runtime: local`, so the step runs with
+// sh on this machine (a step_runtime_fallback event says so): the install needs curl and tar,
+// which the offline busybox image lacks, and what is under test here is the proxy and the token,
+// not Podman (batch-container.test.ts is).
+const spec = (recordFile: string) => `
+version: 3
+name: agent-greeting
+description: A coding agent writes a greeting
+on:
+  - repository: ${REPOSITORY}
+steps:
+  - codingAgent:
+      type: codex
+      prompt: Write a greeting for \${{ repository.name }} in GREETING.md
+    image: localhost/deckhand-test/busybox:latest
+    env:
+      # The fake CLI records its request (with the token) outside the workspace...
+      FAKE_CODEX_RECORD_REQUEST: ${recordFile}
+      # ...and prints the token on stderr, as a careless agent might: what redaction must catch.
+      FAKE_CODEX_PRINT_TOKEN: "1"
+changesetTemplate:
+  title: Greet \${{ repository.name }}
+  body: Written by a coding agent
+  branch: agent-greeting
+  commit:
+    message: Greet
+`;
+
+describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", (backend) => {
+  let model: FakeModel;
+  let release: FakeCodexRelease;
+  let code: string;
+  /** The server's HOME: nothing may be installed there (agents go to `<data-dir>/agents`). */
+  let home: string;
+  /** Outside every workspace: where the fake CLI records its request. */
+  let records: string;
+  let deckhand: BatchServer;
+  let token: string;
+  let jobId: string;
+
+  beforeAll(async () => {
+    model = await startFakeModel();
+    release = await startFakeCodexRelease({ version: VERSION });
+    code = generateRepositories([REPOSITORY]);
+    home = mkdtempSync(join(tmpdir(), "deckhand-e2e-home-"));
+    records = mkdtempSync(join(tmpdir(), "deckhand-e2e-records-"));
+    deckhand = await startBatchServer({
+      backend,
+      config: {
+        workspaceAgent: false,
+        // Every line the server can log, so the hunt below has the most to look through.
+        logLevel: "debug",
+        codeHosts: [{ type: "directory", path: code }],
+        batchConcurrency: 1,
+        modelUpstreams: {
+          codex: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
+        },
+        codingAgent: {
+          versions: { codex: VERSION },
+          models: { codex: MODEL },
+          install_source: { kind: "release", base_url: release.baseUrl },
+        },
+      },
+      env: { [UPSTREAM_KEY_ENV]: UPSTREAM_KEY, HOME: home },
+    });
+  });
+
+  afterAll(async () => {
+    await deckhand?.close();
+    await release?.close();
+    await model?.close();
+    for (const directory of [code, home, records]) {
+      if (directory) rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("installs the fake Codex CLI and runs it through the proxy with a token minted for the workspace job", async () => {
+    model.script([
+      turn.text(`${fakeCodexDirective.write("GREETING.md", `hello ${REPOSITORY}\n`)}\nDone.`),
+    ]);
+    const recordFile = join(records, "request.json");
+    const { run, events } = await deckhand.runToEnd(
+      {
+        source: spec(recordFile),
+        file: "agent.yaml",
+        options: { runtime: "local" },
+      },
+      100_000,
+    );
+    expect(run.error).toBeNull();
+    expect(run.status).toBe("completed");
+    expect(run.stats).toMatchObject({ workspaces: 1, completed: 1, changesets: 1, steps_run: 1 });
+
+    const [workspace] = (
+      await deckhand.api<{ workspaces: BatchWorkspace[] }>(
+        "GET",
+        serverPath(ServerPath.batchRunWorkspaces, { batch_run_id: run.id }),
+      )
+    ).body.workspaces;
+    expect(workspace).toMatchObject({ repository: REPOSITORY, state: "completed", error: null });
+    jobId = `batch-workspace:${workspace!.id}`;
+
+    // The step ran locally, as the run asked, although its image is named.
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: "step_runtime_fallback",
+        step_index: 0,
+        image: "localhost/deckhand-test/busybox:latest",
+      }),
+    );
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "step_started", runtime: "local", image: null }),
+    );
+    // The renderer's install path fetched the release for this machine.
+    expect(release.requests).toHaveLength(1);
+    expect(release.requests[0]).toMatch(
+      new RegExp(`^/rust-v${VERSION.replaceAll(".", "\\.")}/codex-[a-z0-9_]+-[a-z-]+\\.tar\\.gz$`),
+    );
+    // ...into the server's data directory, not its user's home.
+    expect(existsSync(join(deckhand.dataDir, "agents", "codex", VERSION, "bin", "codex"))).toBe(
+      true,
+    );
+    expect(existsSync(join(home, ".deckhand"))).toBe(false);
+
+    // What the CLI sent the proxy: the server's proxy URL, the job's id, and a minted token.
+    const sent = JSON.parse(readFileSync(recordFile, "utf8")) as RecordedRequest;
+    expect(sent.url).toBe(`${deckhand.server.url}${WirePath.modelProvider}/codex/responses`);
+    expect(sent.headers[WireHeader.jobId]).toBe(jobId);
+    token = /^Bearer (dhmp_\S+)$/.exec(sent.headers.authorization ?? "")?.[1] ?? "";
+    expect(token).not.toBe("");
+
+    // What the model saw: the proxy's request with the upstream key, never the token; the job
+    // header stays with Deckhand (the proxy checked it against the token and drops it).
+    expect(model.requests).toHaveLength(1);
+    const [upstream] = model.requests;
+    expect(upstream).toMatchObject({ method: "POST", path: "/v1/responses" });
+    expect(upstream!.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(upstream!.headers[WireHeader.jobId.toLowerCase()]).toBeUndefined();
+    expect(upstream!.json).toMatchObject({ model: MODEL });
+    expect(JSON.stringify(upstream!.json)).toContain(
+      `Write a greeting for ${REPOSITORY} in GREETING.md`,
+    );
+
+    // Usage is the job's.
+    const usagePath = `${ServerPath.usage}?job_id=${encodeURIComponent(jobId)}`;
+    let usage = await deckhand.api<UsageResponse>("GET", usagePath);
+    for (let attempt = 0; usage.body.usage.length === 0 && attempt < 50; attempt += 1) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      usage = await deckhand.api<UsageResponse>("GET", usagePath);
+    }
+    expect(usage.status).toBe(200);
+    expect(usage.body.job_id).toBe(jobId);
+    expect(usage.body.usage).toMatchObject([
+      {
+        job_id: jobId,
+        agent_type: "codex",
+        endpoint: "responses",
+        model: MODEL,
+        status: 200,
+        outcome: "completed",
+      },
+    ]);
+    expect(usage.body.totals).toMatchObject({ requests: 1, input_tokens: 10, output_tokens: 5 });
+
+    // The agent's change is the changeset.
+    const detail = (
+      await deckhand.api<BatchStepDetail>(
+        "GET",
+        serverPath(ServerPath.batchWorkspaceStep, { workspace_id: workspace!.id, step_index: "0" }),
+      )
+    ).body;
+    expect(detail.step).toMatchObject({ outcome: "run", runtime: "local", exit_code: 0 });
+    expect(detail.stderr).toContain(`deckhand: installing codex ${VERSION}`);
+    expect(detail.stdout).toContain('"type":"turn.completed"');
+    // The token the agent printed is in the step's log as the marker.
+    expect(detail.stderr).toContain(`fake codex: using token ${MARKER}`);
+    const [changeset] = (
+      await deckhand.api<{ changesets: StoredBatchChangeset[] }>(
+        "GET",
+        serverPath(ServerPath.batchRunChangesets, { batch_run_id: run.id }),
+      )
+    ).body.changesets;
+    expect(changeset).toMatchObject({
+      repository: REPOSITORY,
+      title: `Greet ${REPOSITORY}`,
+      branch: "agent-greeting",
+      stats: { files: 1, insertions: 1, deletions: 0 },
+    });
+    expect(changeset!.diff).toContain("+++ b/GREETING.md");
+    expect(changeset!.diff).toContain(`+hello ${REPOSITORY}`);
+    expect(changeset!.diff).not.toContain(token);
+
+    // Revoked once the workspace ended: the proxy refuses it, with the job it was minted for.
+    const refused = await fetch(sent.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        [WireHeader.authorization]: `Bearer ${token}`,
+        [WireHeader.jobId]: jobId,
+      },
+      body: JSON.stringify({ model: MODEL, input: "hi", stream: true }),
+    });
+    const refusal = await refused.text();
+    deckhand.responses.push(refusal);
+    expect(refused.status).toBe(401);
+    expect(model.requests).toHaveLength(1);
+    // Refused because it was revoked, not for another reason the proxy also answers 401 to.
+    const refusals = deckhand.server.output
+      .filter((line) => line.includes('"msg":"model-provider request refused"'))
+      .map((line) => JSON.parse(line) as { reason?: string });
+    expect(refusals.map((line) => line.reason)).toEqual(["revoked"]);
+  }, 120_000);
+
+  it("leaves the token in no log line, stream frame, API response, table or changeset", async () => {
+    expect(token, "the run above must have captured the token").toMatch(/^dhmp_/);
+    expect(await deckhand.stop()).toEqual({ code: 0, signal: null });
+    const dump = await deckhand.dumpDatabase();
+    const frames = deckhand.streams.flatMap((stream) => stream.raw).join("\n");
+    const responses = deckhand.responses.join("\n");
+    const everywhere = [
+      ["server log lines", deckhand.server.output.join("\n")],
+      ["run stream frames", frames],
+      ["API responses", responses],
+      ["database tables", dump],
+      ["upstream requests", JSON.stringify(model.requests)],
+    ] as const;
+    // The hunt has teeth: the printed token went, as the marker, where the step's output goes.
+    expect(frames).toContain(`using token ${MARKER}`);
+    expect(responses).toContain(`using token ${MARKER}`);
+    expect(dump).toContain(`using token ${MARKER}`);
+    // And what was looked through is the real thing: the job's token row, its usage, the diff.
+    expect(dump).toMatch(new RegExp(`public\\.model_tokens: .*"job_id":"${jobId}"`));
+    expect(dump).toMatch(new RegExp(`public\\.model_usage: .*"job_id":"${jobId}"`));
+    expect(dump).toContain(`+hello ${REPOSITORY}`);
+    for (const [where, text] of everywhere) {
+      expect(text.includes(token), `the token found in ${where}`).toBe(false);
+      expect(text.includes(UPSTREAM_KEY), `the upstream key found in ${where}`).toBe(
+        where === "upstream requests",
+      );
+    }
+    // Only the token's hash is stored, and its row says it was revoked.
+    const tokenRows = /public\.model_tokens: (.*)/.exec(dump)?.[1] ?? "[]";
+    const rows = (JSON.parse(tokenRows) as { job_id: string; revoked_at: unknown }[]).filter(
+      (row) => row.job_id === jobId,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.revoked_at).not.toBeNull();
+  });
+});
