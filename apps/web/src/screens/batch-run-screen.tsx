@@ -342,7 +342,10 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   const [now, setNow] = useState(() => Date.now());
   const reloadTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
+  // Loads overlap when events come fast: only the latest one's answers are kept.
+  const loadGeneration = useRef(0);
   const load = useCallback(async () => {
+    const generation = ++loadGeneration.current;
     const [loadedRun, loadedWorkspaces, loadedChangesets] = await Promise.all([
       api<BatchRun>("GET", serverPath(ServerPath.batchRun, { batch_run_id: runId })),
       api<Answer<"listBatchRunWorkspaces">>(
@@ -354,6 +357,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
         serverPath(ServerPath.batchRunChangesets, { batch_run_id: runId }),
       ),
     ]);
+    if (generation !== loadGeneration.current) return;
     setRun(loadedRun);
     setWorkspaces(loadedWorkspaces.workspaces as BatchWorkspace[]);
     setChangesets(loadedChangesets.changesets as StoredBatchChangeset[]);
@@ -405,6 +409,15 @@ export function BatchRunScreen({ runId }: { runId: string }) {
       reloadTimer.current = null;
     };
   }, [runId, load, reload]);
+
+  // The stream drives the updates; a slow look every few seconds is the safety net while the
+  // run is not finished (a reload that raced an event, say).
+  const unfinished = run === null || run.status === "queued" || run.status === "running";
+  useEffect(() => {
+    if (!unfinished) return;
+    const timer = setInterval(reload, 3_000);
+    return () => clearInterval(timer);
+  }, [unfinished, reload]);
 
   const running = workspaces.some((workspace) =>
     workspace.steps.some((step) => step.outcome === "running"),
