@@ -378,6 +378,56 @@ describe("batch changes and settings in the web UI", () => {
     });
   });
 
+  it("offers the JSON Schema's fields as completions in the spec editor", async () => {
+    await page.goto(`${up.server.url}/batches/new`);
+    await page.locator(".cm-content").waitFor();
+    await typeSpec("version: 3\nname: completing\nchangesetTem");
+    await page.keyboard.press("Control+Space");
+    const completions = page.locator(".cm-tooltip-autocomplete");
+    await completions.getByText("changesetTemplate").first().waitFor();
+    await page.keyboard.press("Escape");
+  });
+
+  it("retries the failed workspaces of a run, and cancels a running one", async () => {
+    await typeSpec(
+      SPEC.replace("name: e2e-readme", "name: e2e-failing").replace(
+        /- run: .*/,
+        () => `- run: test "\${{ repository.name }}" != "acme/web" && echo ok >> README.md`,
+      ),
+    );
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.getByRole("heading", { name: "e2e-failing" }).waitFor();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
+      .toBe("failed");
+    const web = page.getByRole("listitem", { name: "Workspace acme/web" });
+    await expect.poll(() => web.locator(".card-header .badge").textContent()).toBe("failed");
+    await page.getByRole("button", { name: "Retry all failed (1)" }).click();
+    await web.getByText(/attempt 2/).waitFor({ timeout: 60_000 });
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
+      .toBe("failed");
+
+    await page.goto(`${up.server.url}/batches/new`);
+    await page.locator(".cm-content").waitFor();
+    await typeSpec(
+      SPEC.replace("name: e2e-readme", "name: e2e-slow").replace(/- run: .*/, "- run: sleep 30"),
+    );
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.getByRole("heading", { name: "e2e-slow" }).waitFor();
+    const step = page.locator(".step-row .badge", { hasText: "running" }).first();
+    await step.waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 30_000 })
+      .toBe("cancelled");
+    await page.getByRole("button", { name: "Cancel run" }).waitFor({ state: "detached" });
+  }, 150_000);
+
   it("raised no error in the page on the way", () => {
     expect(pageErrors).toEqual([]);
   });
