@@ -205,6 +205,7 @@ describe("batch changes and settings in the web UI", () => {
     await expect
       .poll(() => page.getByRole("button", { name: "Preview", exact: true }).isDisabled())
       .toBe(true);
+    await capture("batch-new-problems");
 
     await typeSpec(SPEC);
     await page.getByText("The spec is valid.").waitFor();
