@@ -32,8 +32,9 @@ export default defineConfig({
     // Hashed file names under assets/: the server serves them as immutable.
     assetsDir: "assets",
     sourcemap: false,
-    // One chunk of about 190 KB gzipped (the budget is 300 KB); Vite's 500 KB warning is about raw size.
-    chunkSizeWarningLimit: 700,
+    // The initial chunk is about 200 KB gzipped (the budget is 300 KB) and the lazily loaded spec
+    // editor about 225 KB; Vite's warning is about raw size.
+    chunkSizeWarningLimit: 800,
   },
   server: {
     // `pnpm --filter @deckhand/web dev` against a `deckhand up` on the default address.

@@ -388,6 +388,16 @@ export function BatchRunScreen({ runId }: { runId: string }) {
           });
           return;
         }
+        if (event.type === "step_started") {
+          // A retried workspace runs its steps again: its logs start over.
+          const key = `${workspaceKey(event.workspace)}#${event.step_index}`;
+          setLiveLogs((previous) => {
+            if (!previous.has(key)) return previous;
+            const next = new Map(previous);
+            next.delete(key);
+            return next;
+          });
+        }
         const text = describe(event);
         if (text !== null && "workspace" in event) {
           const key = workspaceKey(event.workspace);

@@ -168,7 +168,7 @@ export function NewBatchScreen() {
               </select>
             </label>
           </div>
-          <span className="field-label" id="spec-label">
+          <span className="field-label" aria-hidden="true">
             Batch spec (YAML or JSON)
           </span>
           <Suspense
@@ -204,11 +204,13 @@ export function NewBatchScreen() {
         <section className="card" aria-labelledby="workspaces-heading">
           <div className="card-header">
             <h2 id="workspaces-heading">Workspaces</h2>
-            {stale && (
-              <span className="badge" data-status="pending">
-                Stale: the spec changed
-              </span>
-            )}
+            <span role="status">
+              {stale && (
+                <span className="badge" data-status="pending">
+                  Stale: the spec changed
+                </span>
+              )}
+            </span>
           </div>
           <p className="muted">
             Where the spec would run, before anything runs. Untick a repository to leave it out.
