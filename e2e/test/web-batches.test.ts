@@ -182,6 +182,23 @@ describe("batch changes and settings in the web UI", () => {
     page.off("request", onRequest);
   });
 
+  it("offers example specs, each of them valid", async () => {
+    const examples = page.getByLabel("Start from an example");
+    const values: string[] = [];
+    for (const option of await examples.locator("option").all()) {
+      const value = await option.getAttribute("value");
+      if (value) values.push(value);
+    }
+    expect(values.length).toBeGreaterThanOrEqual(2);
+    for (const value of values) {
+      await examples.selectOption(value);
+      await expect
+        .poll(() => page.locator(".cm-content").textContent())
+        .toContain(`name: ${value}`);
+      await page.getByText("The spec is valid.").waitFor();
+    }
+  });
+
   it("shows the spec's problems at their line as you type, then previews its workspaces", async () => {
     await page
       .getByRole("navigation", { name: "Main" })

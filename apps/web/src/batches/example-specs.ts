@@ -60,7 +60,8 @@ description: Every package is Apache-2.0
 on:
   - repositoriesMatchingQuery: file:package.json
 steps:
-  - run: sed -i 's/"license": "[^"]*"/"license": "Apache-2.0"/' package.json
+  - run: |
+      sed -i 's/"license": *"[^"]*"/"license": "Apache-2.0"/' package.json
     image: alpine:3
 changesetTemplate:
   title: License the package as Apache-2.0
