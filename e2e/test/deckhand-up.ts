@@ -45,6 +45,8 @@ export interface DeckhandUp {
 export interface DeckhandUpOptions {
   /** Sets DECKHAND_ADMIN_TOKEN: the API (and session streams) then want it as a bearer token. */
   adminToken?: string;
+  /** More top-level fields of `<data-dir>/config.json` (`codeHosts`, say). */
+  config?: Record<string, unknown>;
 }
 
 /** `deckhand up` from source on a free loopback port over `dataDir`, with `env` as its environment. */
@@ -120,6 +122,7 @@ export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<
       modelUpstreams: {
         deckhand: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
       },
+      ...options.config,
     }),
   );
   writeFileSync(

@@ -1,4 +1,12 @@
-import { WireHeader } from "@deckhand/wire";
+import {
+  type RouteResult,
+  type ServerOperationId,
+  type ServerRouteOf,
+  WireHeader,
+} from "@deckhand/wire";
+
+/** What a route answers, as `@deckhand/wire` describes it: `Answer<"listBatchRuns">`. */
+export type Answer<Id extends ServerOperationId> = RouteResult<ServerRouteOf<Id>>;
 
 /** Where the admin (or API) token lives: this tab only, gone when the tab closes. */
 const TOKEN_KEY = "deckhand.token";
@@ -37,12 +45,24 @@ export function announceUnauthorized(): void {
   for (const listener of unauthorizedListeners) listener();
 }
 
+export interface ApiOptions {
+  /** Extra request headers (`If-Match`, say). */
+  headers?: Record<string, string>;
+  /** The body's media type; JSON by default. */
+  contentType?: string;
+}
+
 /** Calls the server API on this origin, with the stored token as a bearer token. */
-export async function api<Body>(method: string, path: string, body?: unknown): Promise<Body> {
-  const headers: Record<string, string> = {};
+export async function api<Body>(
+  method: string,
+  path: string,
+  body?: unknown,
+  options: ApiOptions = {},
+): Promise<Body> {
+  const headers: Record<string, string> = { ...options.headers };
   const token = storedToken();
   if (token) headers[WireHeader.authorization] = `Bearer ${token}`;
-  if (body !== undefined) headers["content-type"] = "application/json";
+  if (body !== undefined) headers["content-type"] = options.contentType ?? "application/json";
   const response = await fetch(path, {
     method,
     headers,

@@ -1,9 +1,45 @@
 import { useEffect, useState } from "react";
-import { Route, Switch } from "wouter";
+import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
+import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
+import { BatchesScreen } from "./screens/batches-screen.tsx";
+import { NewBatchScreen } from "./screens/new-batch-screen.tsx";
 import { NewSessionScreen } from "./screens/new-session-screen.tsx";
 import { ProjectsScreen } from "./screens/projects-screen.tsx";
 import { SessionScreen } from "./screens/session-screen.tsx";
+import { SettingsScreen } from "./screens/settings-screen.tsx";
+
+const SECTIONS = [
+  {
+    href: "/",
+    label: "Projects",
+    matches: (path: string) => path === "/" || /^\/(projects|sessions)\//.test(path),
+  },
+  {
+    href: "/batches",
+    label: "Batch changes",
+    matches: (path: string) => path.startsWith("/batches"),
+  },
+  { href: "/settings", label: "Settings", matches: (path: string) => path.startsWith("/settings") },
+] as const;
+
+/** The top bar's sections; the current one is marked for assistive technology too. */
+function MainNav() {
+  const [location] = useLocation();
+  return (
+    <nav aria-label="Main" className="main-nav">
+      <ul>
+        {SECTIONS.map((section) => (
+          <li key={section.href}>
+            <Link href={section.href} aria-current={section.matches(location) ? "page" : undefined}>
+              {section.label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
 
 /**
  * Asked for when the server answers 401 (it listens beyond loopback): the admin or an API
@@ -73,6 +109,7 @@ export function App() {
         <a href="/" className="brand">
           Deckhand
         </a>
+        <MainNav />
       </header>
       <div id="content">
         <Switch>
@@ -83,6 +120,12 @@ export function App() {
           <Route path="/sessions/:sessionId">
             {(params) => <SessionScreen key={params.sessionId} sessionId={params.sessionId} />}
           </Route>
+          <Route path="/batches">{() => <BatchesScreen />}</Route>
+          <Route path="/batches/new">{() => <NewBatchScreen />}</Route>
+          <Route path="/batches/runs/:runId">
+            {(params) => <BatchRunScreen key={params.runId} runId={params.runId} />}
+          </Route>
+          <Route path="/settings">{() => <SettingsScreen />}</Route>
           <Route>
             <main>
               <h1>Not found</h1>

@@ -1,0 +1,69 @@
+import { type BatchRun, ServerPath } from "@deckhand/wire";
+import { useEffect, useState } from "react";
+import { Link } from "wouter";
+import { type Answer, api, messageOf } from "../api.ts";
+import { StatsBar } from "../batches/stats-bar.tsx";
+
+/** Every batch run, newest first: name, action, status and counts. */
+export function BatchesScreen() {
+  const [runs, setRuns] = useState<BatchRun[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let live = true;
+    const load = () =>
+      api<Answer<"listBatchRuns">>("GET", `${ServerPath.batchRuns}?limit=100`)
+        .then((list) => {
+          if (live) setRuns(list.batch_runs as BatchRun[]);
+        })
+        .catch((failure: unknown) => live && setError(messageOf(failure)));
+    void load();
+    // Running runs change their counts: look again every few seconds.
+    const timer = setInterval(load, 5_000);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, []);
+
+  return (
+    <main>
+      <header className="screen-header">
+        <h1>Batch changes</h1>
+        <Link href="/batches/new" className="button primary">
+          New batch change
+        </Link>
+      </header>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {runs === null && !error && <p className="muted">Loading…</p>}
+      {runs?.length === 0 && (
+        <p className="card">
+          No batch runs yet. <Link href="/batches/new">Write a spec</Link> to start one.
+        </p>
+      )}
+      {runs && runs.length > 0 && (
+        <ul className="run-list" aria-label="Batch runs">
+          {runs.map((run) => (
+            <li key={run.id} className="card">
+              <div className="card-header">
+                <h2>
+                  <Link href={`/batches/runs/${run.id}`}>{run.name}</Link>
+                </h2>
+                <span className="badge">{run.action}</span>
+                <span className="badge" data-status={run.status}>
+                  {run.status}
+                </span>
+              </div>
+              <StatsBar stats={run.stats} />
+              <p className="muted">Created {new Date(run.created_at).toLocaleString()}</p>
+            </li>
+          ))}
+        </ul>
+      )}
+    </main>
+  );
+}

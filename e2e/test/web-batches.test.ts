@@ -1,0 +1,452 @@
+// Batch changes and settings in the browser, end to end: `deckhand up` with a directory code
+// host of generated repositories, and a real Chromium (Debian's, through playwright-core) that
+// writes a spec, previews its workspaces, runs a preview, watches it finish, reads and applies
+// its changeset, and disables a provider.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { type BrowserContext, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SCREENSHOTS = join(repositoryRoot, "e2e/screenshots");
+const ADMIN_TOKEN = "e2e-admin-token-batches-0123456789";
+/** The budget for the JavaScript a first visit loads, gzipped. */
+const INITIAL_JS_BUDGET = 300 * 1024;
+const webBuilt = existsSync(join(repositoryRoot, "apps/web/dist/index.html"));
+
+const SPEC = `version: 3
+name: e2e-readme
+description: A note in every README
+on:
+  - repositoriesMatchingQuery: file:README.md
+steps:
+  - run: echo "noting \${{ repository.name }}" && printf 'Maintained by the platform team.\\n' >> README.md
+    image: alpine:3
+changesetTemplate:
+  title: Note the maintainers
+  body: The **platform team** maintains \${{ repository.name }}.
+  branch: batch/e2e-readme
+  commit:
+    message: Note the maintainers
+`;
+
+let up: DeckhandUp;
+let codeHost: string;
+let browser: BrowserContext;
+let profileDir: string;
+let page: Page;
+const pageErrors: string[] = [];
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** A repository named `name` under the code host directory, with `files` committed on main. */
+function makeRepository(name: string, files: Record<string, string>): void {
+  const path = join(codeHost, name);
+  mkdirSync(path, { recursive: true });
+  git(path, "init", "--quiet", "--initial-branch=main");
+  for (const [file, content] of Object.entries(files)) writeFileSync(join(path, file), content);
+  git(path, "add", "--all");
+  git(
+    path,
+    "-c",
+    "user.name=e2e",
+    "-c",
+    "user.email=e2e@example.com",
+    "commit",
+    "--quiet",
+    "-m",
+    "initial",
+  );
+}
+
+function branchExists(repository: string, branch: string): boolean {
+  try {
+    git(join(codeHost, repository), "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does so)`);
+  }
+  if (!webBuilt) throw new Error("apps/web/dist is missing: run pnpm build first");
+  codeHost = mkdtempSync(join(tmpdir(), "deckhand-code-host-"));
+  makeRepository("acme/api", { "README.md": "# api\n" });
+  makeRepository("acme/web", { "README.md": "# web\n" });
+  // No README: the spec's query does not reach it.
+  makeRepository("acme/tools", { "package.json": '{"name": "tools"}\n' });
+  up = await startDeckhandUp({
+    adminToken: ADMIN_TOKEN,
+    config: { codeHosts: [{ type: "directory", path: codeHost }] },
+  });
+  profileDir = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
+  browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1440, height: 900 },
+  });
+  // Signed in from the start: the token prompt is web-ui.test.ts's subject.
+  await browser.addInitScript(
+    `sessionStorage.setItem("deckhand.token", ${JSON.stringify(ADMIN_TOKEN)});`,
+  );
+  page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(15_000);
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    // The takeover test provokes a 503 on purpose; the browser logs the failed request.
+    if (message.type() === "error" && !/status of (503|412)/.test(message.text()))
+      pageErrors.push(`console: ${message.text()}`);
+  });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await up?.close();
+  if (codeHost) rmSync(codeHost, { recursive: true, force: true });
+});
+
+/** Screenshots at phone and desktop width; at 360 px nothing may scroll sideways. */
+async function capture(name: string): Promise<void> {
+  for (const width of [360, 1440]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+    const overflow = Number(
+      await page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+      ),
+    );
+    expect(
+      overflow,
+      `${name} at ${width} px scrolls sideways by ${overflow} px`,
+    ).toBeLessThanOrEqual(0);
+  }
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-1440-dark.png`), fullPage: true });
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+/** Replaces the spec editor's text, as a paste would. */
+async function typeSpec(text: string): Promise<void> {
+  const editor = page.locator(".cm-content");
+  await editor.click();
+  await page.keyboard.press("ControlOrMeta+a");
+  await page.keyboard.insertText(text);
+}
+
+describe("batch changes and settings in the web UI", () => {
+  it("keeps the first visit's JavaScript in budget and loads the spec editor only on its screen", async () => {
+    const html = await (await fetch(`${up.server.url}/`)).text();
+    const scripts = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.js)"/g)].map(
+      (match) => match[1]!,
+    );
+    expect(scripts.length).toBeGreaterThan(0);
+    let gzipped = 0;
+    for (const script of scripts) {
+      const body = Buffer.from(await (await fetch(`${up.server.url}${script}`)).arrayBuffer());
+      gzipped += gzipSync(body, { level: 9 }).length;
+    }
+    console.log(`initial JavaScript: ${(gzipped / 1024).toFixed(1)} KB gzipped`);
+    expect(gzipped).toBeLessThanOrEqual(INITIAL_JS_BUDGET);
+
+    const requested: string[] = [];
+    const onRequest = (request: { url(): string }) => requested.push(request.url());
+    page.on("request", onRequest);
+    await page.goto(`${up.server.url}/batches`);
+    await page.getByRole("heading", { name: "Batch changes" }).waitFor();
+    await page.getByText("No batch runs yet.").waitFor();
+    expect(requested.filter((url) => url.includes("spec-editor"))).toEqual([]);
+    await page.getByRole("link", { name: "New batch change" }).click();
+    await page.locator(".cm-content").waitFor();
+    expect(requested.filter((url) => url.includes("spec-editor"))).toHaveLength(1);
+    page.off("request", onRequest);
+  });
+
+  it("offers example specs, each of them valid", async () => {
+    const examples = page.getByLabel("Start from an example");
+    const values: string[] = [];
+    for (const option of await examples.locator("option").all()) {
+      const value = await option.getAttribute("value");
+      if (value) values.push(value);
+    }
+    expect(values.length).toBeGreaterThanOrEqual(2);
+    for (const value of values) {
+      await examples.selectOption(value);
+      await expect
+        .poll(() => page.locator(".cm-content").textContent())
+        .toContain(`name: ${value}`);
+      await page.getByText("The spec is valid.").waitFor();
+    }
+  });
+
+  it("shows the spec's problems at their line as you type, then previews its workspaces", async () => {
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Batch changes" })
+      .waitFor();
+    expect(
+      await page
+        .getByRole("navigation", { name: "Main" })
+        .getByRole("link", { name: "Batch changes" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
+    // A misspelt field: the library's located diagnostic, in the list and at its line.
+    await typeSpec(SPEC.replace("\nsteps:", "\nstepz:"));
+    const problems = page.getByRole("region", { name: "Problems in the spec" });
+    await problems.getByText(/stepz/).first().waitFor();
+    expect(await problems.locator("li").first().textContent()).toMatch(/^6:1 /);
+    await page.locator(".cm-lintRange-error").first().waitFor();
+    await expect
+      .poll(() => page.locator(".cm-gutter-lint .cm-lint-marker-error").count())
+      .toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByRole("button", { name: "Preview", exact: true }).isDisabled())
+      .toBe(true);
+    await capture("batch-new-problems");
+
+    await typeSpec(SPEC);
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview workspaces" }).click();
+    await page.getByLabel("Include acme/api").waitFor();
+    await page.getByLabel("Include acme/web").waitFor();
+    expect(await page.getByLabel("Include acme/tools").count()).toBe(0);
+    await page.getByText("2 of 2 workspaces will run.").waitFor();
+
+    // Editing the spec marks the preview stale until it is resolved again.
+    await page.locator(".cm-content").click();
+    await page.keyboard.press("ControlOrMeta+End");
+    await page.keyboard.insertText("# reviewed\n");
+    await page.getByText("Stale: the spec changed").waitFor();
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByRole("button", { name: "Refresh workspaces" }).click();
+    await page.getByText("Stale: the spec changed").waitFor({ state: "detached" });
+
+    await page.getByLabel("Include acme/web").uncheck();
+    await page.getByText("1 of 2 workspaces will run.").waitFor();
+    await capture("batch-new");
+  });
+
+  let runUrl: string;
+
+  it("runs a preview and shows each workspace's steps, logs, diff and timeline live", async () => {
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.waitForURL(/\/batches\/runs\/[0-9a-f-]+$/);
+    runUrl = page.url();
+    await page.getByRole("heading", { name: "e2e-readme" }).waitFor();
+    const started = Date.now();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 90_000 })
+      .toBe("completed");
+    console.log(`the preview run finished in ${Date.now() - started} ms`);
+    const stats = page.getByRole("definition").filter({ hasText: /^\d+$/ });
+    expect(await stats.count()).toBeGreaterThan(0);
+    expect(await page.locator('.stats-bar [data-field="workspaces"] dd').textContent()).toBe("1");
+    await expect
+      .poll(() => page.locator('.stats-bar [data-field="changesets"] dd').textContent())
+      .toBe("1");
+    // acme/web was left out.
+    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
+    await workspace.waitFor();
+    expect(await page.getByRole("listitem", { name: "Workspace acme/web" }).count()).toBe(0);
+    await expect
+      .poll(() => workspace.locator(".step-row .badge").first().textContent())
+      .toBe("run");
+    expect(await workspace.locator(".step-row").first().textContent()).toContain("local");
+
+    await workspace.getByRole("button", { name: "Details of step 0 in acme/api" }).click();
+    const panel = workspace.getByRole("tabpanel");
+    await panel.getByText("noting acme/api").waitFor();
+    await workspace.getByRole("tab", { name: "Diff" }).click();
+    await expect
+      .poll(() => panel.locator(".diff-code-insert").allTextContents())
+      .toEqual(["Maintained by the platform team."]);
+    await workspace.getByText(/^Timeline \(\d+\)$/).click();
+    await workspace.getByText(/step 0 run \(exit 0\)/).waitFor();
+    await workspace.getByText("finished: completed").waitFor();
+    await capture("batch-run");
+  }, 150_000);
+
+  it("shows the takeover endpoint's own error until it is built", async () => {
+    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
+    await workspace.getByRole("button", { name: "Take over acme/api" }).click();
+    await workspace.getByRole("alert").waitFor();
+    expect(await workspace.getByRole("alert").textContent()).toMatch(/being built/);
+    expect(page.url()).toBe(runUrl);
+  });
+
+  it("resumes the run stream from the last event id after a dropped connection", async () => {
+    const connections: string[] = [];
+    let current: WebSocketRoute | null = null;
+    await page.routeWebSocket(/\/api\/batch-runs\/[^/]+\/stream/, (socket) => {
+      connections.push(socket.url());
+      current = socket;
+      socket.connectToServer();
+    });
+    await page.reload();
+    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
+    await workspace.getByText(/^Timeline \(\d+\)$/).waitFor();
+    const timeline = await workspace.locator(".timeline summary").textContent();
+    await expect.poll(() => connections.length).toBe(1);
+    expect(new URL(connections[0]!).searchParams.get("after")).toBe("0");
+    await (current as WebSocketRoute | null)?.close({ code: 1011, reason: "dropped by the test" });
+    await expect.poll(() => connections.length, { timeout: 10_000 }).toBe(2);
+    expect(Number(new URL(connections[1]!).searchParams.get("after"))).toBeGreaterThan(0);
+    await page.getByText("live", { exact: true }).waitFor();
+    // Nothing shown twice.
+    expect(await workspace.locator(".timeline summary").textContent()).toBe(timeline);
+    await page.unrouteAll();
+  });
+
+  it("shows the changeset's rendered title, body and diff, and applies it as a branch", async () => {
+    await page.getByRole("tab", { name: /^Changesets \(1\)$/ }).click();
+    const changeset = page.getByRole("listitem", { name: "Changeset acme/api" });
+    await changeset.getByRole("heading", { name: "Note the maintainers" }).waitFor();
+    await changeset.locator(".markdown strong", { hasText: "platform team" }).waitFor();
+    expect(await changeset.locator(".markdown").textContent()).toContain("maintains acme/api");
+    expect(await changeset.locator(".facts").textContent()).toContain("batch/e2e-readme");
+    await changeset.getByText("Diff of acme/api").click();
+    await expect
+      .poll(() => changeset.locator(".diff-code-insert").allTextContents())
+      .toEqual(["Maintained by the platform team."]);
+    expect(branchExists("acme/api", "batch/e2e-readme")).toBe(false);
+    await capture("batch-changesets");
+
+    await page.getByRole("button", { name: "Apply changesets" }).click();
+    await expect
+      .poll(() => changeset.locator('[data-field="applied"]').textContent(), { timeout: 60_000 })
+      .toMatch(/^created at [0-9a-f]{10}/);
+    expect(branchExists("acme/api", "batch/e2e-readme")).toBe(true);
+    expect(git(join(codeHost, "acme/api"), "show", "batch/e2e-readme:README.md")).toBe(
+      "# api\nMaintained by the platform team.\n",
+    );
+    expect(branchExists("acme/web", "batch/e2e-readme")).toBe(false);
+    await page.getByRole("button", { name: "Apply changesets" }).waitFor({ state: "detached" });
+  });
+
+  it("lists the run with its action, status and stats", async () => {
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Batch changes" })
+      .click();
+    const run = page
+      .getByRole("listitem")
+      .filter({ has: page.getByRole("link", { name: "e2e-readme" }) });
+    await run.waitFor();
+    await expect.poll(() => run.locator(".badge").allTextContents()).toContain("completed");
+    expect(await run.locator('.stats-bar [data-field="changesets"] dd').textContent()).toBe("1");
+    await capture("batches");
+  });
+
+  it("disables a provider in settings, and says so plainly when the file changed meanwhile", async () => {
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Settings" })
+      .click();
+    await page.getByRole("heading", { name: "Settings" }).waitFor();
+    const scripted = page.getByRole("listitem", { name: "Provider Scripted ACP agent" });
+    await scripted.waitFor();
+    await scripted.getByRole("button", { name: "Disable Scripted ACP agent" }).click();
+    await page.getByRole("status").getByText("Scripted ACP agent is disabled.").waitFor();
+    await expect.poll(() => scripted.locator(".badge").textContent()).toBe("disabled");
+    const config = JSON.parse(readFileSync(join(up.dataDir, "providers.json"), "utf8"));
+    expect(config.providers.scripted.enabled).toBe(false);
+
+    await page.getByLabel("Job id").fill("no-such-job");
+    await page.getByRole("button", { name: "Show usage" }).click();
+    await page.getByText(/^0 requests/).waitFor();
+    await capture("settings");
+
+    // Someone else edits providers.json: the page's ETag is stale, the server answers 412.
+    config.providers.scripted.label = "Scripted ACP agent";
+    config.providers.scripted.env = { EDITED_ELSEWHERE: "1" };
+    writeFileSync(join(up.dataDir, "providers.json"), JSON.stringify(config, null, 2));
+    await scripted.getByRole("button", { name: "Enable Scripted ACP agent" }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/Someone else changed providers\.json/)
+      .waitFor();
+    // The page reloaded the file's version: trying again works.
+    await scripted.getByRole("button", { name: "Enable Scripted ACP agent" }).click();
+    await page.getByRole("status").getByText("Scripted ACP agent is enabled.").waitFor();
+    const after = JSON.parse(readFileSync(join(up.dataDir, "providers.json"), "utf8"));
+    expect(after.providers.scripted).toMatchObject({
+      enabled: true,
+      env: { EDITED_ELSEWHERE: "1" },
+    });
+  });
+
+  it("offers the JSON Schema's fields as completions in the spec editor", async () => {
+    await page.goto(`${up.server.url}/batches/new`);
+    await page.locator(".cm-content").waitFor();
+    await typeSpec("version: 3\nname: completing\nchangesetTem");
+    await page.keyboard.press("Control+Space");
+    const completions = page.locator(".cm-tooltip-autocomplete");
+    await completions.getByText("changesetTemplate").first().waitFor();
+    await page.keyboard.press("Escape");
+  });
+
+  it("retries the failed workspaces of a run, and cancels a running one", async () => {
+    await typeSpec(
+      SPEC.replace("name: e2e-readme", "name: e2e-failing").replace(
+        /- run: .*/,
+        () => `- run: test "\${{ repository.name }}" != "acme/web" && echo ok >> README.md`,
+      ),
+    );
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.getByRole("heading", { name: "e2e-failing" }).waitFor();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
+      .toBe("failed");
+    const web = page.getByRole("listitem", { name: "Workspace acme/web" });
+    await expect.poll(() => web.locator(".card-header .badge").textContent()).toBe("failed");
+    await page.getByRole("button", { name: "Retry all failed (1)" }).click();
+    await web.getByText(/attempt 2/).waitFor({ timeout: 60_000 });
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
+      .toBe("failed");
+
+    await page.goto(`${up.server.url}/batches/new`);
+    await page.locator(".cm-content").waitFor();
+    await typeSpec(
+      SPEC.replace("name: e2e-readme", "name: e2e-slow").replace(/- run: .*/, "- run: sleep 30"),
+    );
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.getByRole("heading", { name: "e2e-slow" }).waitFor();
+    const step = page.locator(".step-row .badge", { hasText: "running" }).first();
+    await step.waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 30_000 })
+      .toBe("cancelled");
+    await page.getByRole("button", { name: "Cancel run" }).waitFor({ state: "detached" });
+  }, 150_000);
+
+  it("raised no error in the page on the way", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
