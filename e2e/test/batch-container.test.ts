@@ -168,7 +168,13 @@ describe.skipIf(setup.runtime === null)("a container step runs in Podman", () =>
     // user, so the git work that follows a step (staging, diffing, removing the worktree) and a
     // person taking the workspace over can change them.
     for (const workspace of workspaces) {
-      const checkout = join(deckhand.dataDir, "workspaces", "batches", workspace.id);
+      // Each attempt checks out into <workspace id>.<attempt>.
+      const checkout = join(
+        deckhand.dataDir,
+        "workspaces",
+        "batches",
+        `${workspace.id}.${workspace.attempts}`,
+      );
       const made = readdirSync(join(checkout, "generated"), { recursive: true }).map((entry) =>
         join(checkout, "generated", String(entry)),
       );

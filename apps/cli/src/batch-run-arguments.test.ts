@@ -1,3 +1,4 @@
+import { WireEnv } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import { parseBatchRunArguments, parseDuration, specDirectoryOf } from "./batch-run-arguments.ts";
 import { UsageError } from "./usage-error.ts";
@@ -105,7 +106,7 @@ describe("parseBatchRunArguments", () => {
       { kind: "server", url: "http://deckhand:7420", token: "t0k" },
     );
     const fromEnvironment = parse(["s.yaml", "--server", "https://d.example"], "preview", {
-      DECKHAND_ADMIN_TOKEN: "from-env",
+      [WireEnv.adminToken]: "from-env",
     });
     expect(fromEnvironment.target).toEqual({
       kind: "server",

@@ -1,4 +1,9 @@
-import type { BatchRunEvent, StoredBatchRunEvent } from "@deckhand/wire";
+import {
+  type BatchRunEvent,
+  type StoredBatchRunEvent,
+  WireHeader,
+  WireSubprotocol,
+} from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import { BatchApiError, BatchRunClient } from "./batch-run-client.ts";
 
@@ -129,11 +134,11 @@ describe("BatchRunClient.follow", () => {
     expect(streams.connections).toEqual([
       {
         url: `ws://deckhand.test:7420/api/batch-runs/${RUN_ID}/stream`,
-        protocols: ["deckhand.batch-run-stream.v1", "bearer.s3cret"],
+        protocols: [WireSubprotocol.batchRunStream, "bearer.s3cret"],
       },
       {
         url: `ws://deckhand.test:7420/api/batch-runs/${RUN_ID}/stream?after=2`,
-        protocols: ["deckhand.batch-run-stream.v1", "bearer.s3cret"],
+        protocols: [WireSubprotocol.batchRunStream, "bearer.s3cret"],
       },
     ]);
   });
@@ -152,7 +157,7 @@ describe("BatchRunClient.follow", () => {
     const failure = await client.follow(RUN_ID, { onEvent: () => {} }).catch((error) => error);
     expect(failure).toBeInstanceOf(BatchApiError);
     expect(failure).toMatchObject({ status: 404, code: "not_found" });
-    expect(streams.connections[0]!.protocols).toEqual(["deckhand.batch-run-stream.v1"]);
+    expect(streams.connections[0]!.protocols).toEqual([WireSubprotocol.batchRunStream]);
   });
 
   it("gives up when the server stays away", async () => {
@@ -174,7 +179,7 @@ describe("BatchRunClient requests", () => {
     let authorization: string | null = null;
     const client = new BatchRunClient("http://deckhand.test", "t0ken", {
       fetch: (async (_input: string | URL | Request, init?: RequestInit) => {
-        authorization = new Headers(init?.headers).get("authorization");
+        authorization = new Headers(init?.headers).get(WireHeader.authorization);
         return new Response(
           JSON.stringify({
             error: { code: "invalid_request", message: "spec.yaml is invalid:\nx" },

@@ -131,7 +131,7 @@ describe("deckhand executor arguments", () => {
     );
     expect(await usageError([...base, "--log-level", "loud"])).toMatch(/not a log level/);
     expect(await usageError(base, { [WireEnv.serverLogLevel]: "loud" })).toMatch(
-      /DECKHAND_LOG_LEVEL "loud" is not a log level/,
+      new RegExp(`${WireEnv.serverLogLevel} "loud" is not a log level`),
     );
     expect(await usageError([...base, "--server-url", "deckhand:7420"])).toMatch(
       /not an http:\/\/ or https:\/\/ URL/,
