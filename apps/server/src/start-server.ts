@@ -2,7 +2,14 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { BatchRunService, createRunEventHub } from "@deckhand/batches";
+import {
+  BatchRunService,
+  ChangesetPublisher,
+  CodeHostAccess,
+  codingAgentOptions,
+  createHookRunner,
+  createRunEventHub,
+} from "@deckhand/batches";
 import {
   createDb,
   DataDirLockedError,
@@ -209,6 +216,38 @@ export async function startServer(
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
       worktreesDir: join(workspacesRoot, "sessions"),
     });
+    // Publishing: code host connections from config.json, their tokens read from the
+    // environment at each use (never stored, never handed to an agent: see config.ts).
+    const codeHostAccess = new CodeHostAccess({
+      connections: () => config.codeHostConnections,
+      environment: process.env,
+    });
+    const modelProvider = {
+      lease: (jobId: string) =>
+        leaseModelProvider(
+          { modelTokens, serverUrl: () => listeningUrl },
+          { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
+        ),
+    };
+    let retryWorkspace: (workspaceId: string) => Promise<unknown> = async () => {};
+    const publishing = new ChangesetPublisher({
+      database,
+      access: codeHostAccess,
+      hooks: createHookRunner({
+        access: codeHostAccess,
+        codeHosts: () => config.codeHosts,
+        cacheDirectory: join(config.dataDir, "cache", "repositories"),
+        workDirectory: join(workspacesRoot, "hooks"),
+        environmentPolicy: agentPolicy,
+        outerEnvironment: process.env,
+        modelProvider,
+        codingAgent: codingAgentOptions(config.codingAgent, undefined),
+      }),
+      retryWorkspace: (workspaceId) => retryWorkspace(workspaceId),
+      trackingIntervalMs: config.changesetTrackingIntervalMs,
+      onError: (error, context) =>
+        logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
+    });
     const batches = new BatchRunService({
       database,
       codeHosts: () => config.codeHosts,
@@ -218,15 +257,11 @@ export async function startServer(
       outerEnvironment: process.env,
       containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
       // codingAgent steps reach this server's model proxy with a token bound to their job.
-      modelProvider: {
-        lease: (jobId) =>
-          leaseModelProvider(
-            { modelTokens, serverUrl: () => listeningUrl },
-            { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
-          ),
-      },
+      modelProvider,
       codingAgent: config.codingAgent,
+      publishing,
     });
+    retryWorkspace = (workspaceId) => batches.retryWorkspace(workspaceId);
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
@@ -327,6 +362,7 @@ export async function startServer(
     // run never takes the slots agent turns wait in, and its concurrency follows the CPUs.
     const batchTasks = new TaskRegistry();
     batches.register(batchTasks);
+    publishing.register(batchTasks);
     let workerStopped = false;
     let worker: TaskWorker | null = null;
     let batchWorker: TaskWorker | null = null;
@@ -341,6 +377,7 @@ export async function startServer(
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
       batches,
+      publishing,
       modelUpstreams: config.modelUpstreams,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
@@ -434,6 +471,8 @@ export async function startServer(
         shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
       });
       await batchWorker.start();
+      // Tracking runs where batch jobs run; the first refresh is due one interval from now.
+      if (config.codeHostConnections.length > 0) await publishing.scheduleTracking();
       const startedBatchWorker = batchWorker;
       cleanups.push(() => startedBatchWorker.stop());
     }
