@@ -18,7 +18,7 @@ import type { CodeHost } from "../code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "../coding-agent-step.ts";
 import { locateRepository } from "../repositories.ts";
 import type { Workspace } from "../resolve-workspaces.ts";
-import { runWorkspace } from "../run-workspace.ts";
+import { runWorkspace, type StepRuntimeChoice } from "../run-workspace.ts";
 import { MemoryStepCache } from "../step-cache.ts";
 import { StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import type { CodeHostAccess } from "./code-host-access.ts";
@@ -49,6 +49,8 @@ export interface HookRunInput {
   /** The pull request's head commit as the host reported it. */
   headSha: string | null;
   attempt: number;
+  /** Where the steps run: the runtime choice of the run that made the changeset. */
+  runtime: StepRuntimeChoice;
 }
 
 export interface HookRunner {
@@ -116,7 +118,7 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
           spec: { ...input.spec, steps: [...input.steps] },
           checkout,
           ...(input.specDirectory !== null ? { specDirectory: input.specDirectory } : {}),
-          runtime: "auto",
+          runtime: input.runtime,
           ...(options.containerRuntime !== undefined
             ? { containerRuntime: options.containerRuntime }
             : {}),

@@ -33,6 +33,7 @@ import type {
   BatchChangeBurndownPoint,
   BatchChangeStats,
   BatchRunEvent,
+  BatchRunOptions,
   BulkChangesetOperationRequest,
   BulkChangesetOperationResult,
   ChangesetEvent,
@@ -63,6 +64,7 @@ interface LoadedChangeset {
   specSource: string;
   specFile: string | null;
   specDirectory: string | null;
+  runOptions: BatchRunOptions;
 }
 
 export interface ChangesetPublisherOptions {
@@ -119,20 +121,21 @@ export class ChangesetPublisher {
 
   async #load(where: ReturnType<typeof and>): Promise<LoadedChangeset[]> {
     const rows = await this.#db
-      .select({ row: changesets, workspace: workspaces, spec: batchSpecs })
+      .select({ row: changesets, workspace: workspaces, spec: batchSpecs, run: batchRuns })
       .from(changesets)
       .innerJoin(workspaces, eq(workspaces.id, changesets.workspaceId))
       .innerJoin(batchRuns, eq(batchRuns.id, changesets.batchRunId))
       .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
       .where(where)
       .orderBy(asc(workspaces.position), asc(changesets.createdAt));
-    return rows.map(({ row, workspace, spec }) => ({
+    return rows.map(({ row, workspace, spec, run }) => ({
       row,
       workspace,
       batchChange: spec.name,
       specSource: spec.source,
       specFile: spec.file,
       specDirectory: spec.specDirectory,
+      runOptions: StoredRunOptionsSchema.parse(run.options),
     }));
   }
 
@@ -526,6 +529,7 @@ export class ChangesetPublisher {
         repositoryOnHost: repository,
         headSha: status.pullRequest.headSha ?? null,
         attempt,
+        runtime: item.runOptions.runtime ?? "auto",
       });
       pushedCommit = outcome.commit;
       event = {
