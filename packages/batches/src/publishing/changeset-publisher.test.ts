@@ -64,6 +64,7 @@ beforeEach(async () => {
       containerRuntime: null,
     }),
     retryWorkspace: (id) => service.retryWorkspace(id),
+    trackingIntervalMs: 300,
   });
   service = new BatchRunService({
     database,
@@ -76,6 +77,7 @@ beforeEach(async () => {
   });
   const registry = new TaskRegistry();
   service.register(registry);
+  publisher.register(registry);
   worker = new TaskWorker({ database, registry, concurrency: 2, pollIntervalMs: 50 });
   void worker.start();
 });
@@ -269,4 +271,48 @@ describe("publishing changesets", () => {
       unpublished: 3,
     });
   }, 90_000);
+  it("refreshes on a schedule, and reports a failing onMergeConflict hook on the changeset", async () => {
+    const hooks = `changesetHooks:
+  onMergeConflict:
+    steps:
+      - run: echo cannot resolve >&2; exit 4
+        container: alpine:3
+        maxAttempts: 1
+`;
+    const run = await apply(spec("Greet", hooks));
+    expect(run.status).toBe("completed");
+    const pr = gitlab.pullRequests("tools/cli")[0]!;
+    gitlab.setMergeable("tools/cli", pr.number, false);
+    // Nobody asks: the tracking task, scheduled once, refreshes and schedules itself again.
+    await publisher.scheduleTracking();
+    const deadline = Date.now() + 30_000;
+    let cli: Awaited<ReturnType<typeof publisher.getBatchChange>>["changesets"][number] | undefined;
+    for (;;) {
+      const change = await publisher.getBatchChange("hello");
+      cli = change.changesets.find((changeset) => changeset.repository.endsWith("tools/cli"));
+      if (cli?.publish_error) break;
+      if (Date.now() > deadline) throw new Error("tracking did not run the hook");
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+    }
+    expect(cli!.mergeable).toBe("conflicting");
+    expect(cli!.publish_error).toMatch(/^onMergeConflict \(attempt 1\) failed: .*cannot resolve/);
+    const history = (await publisher.listEvents(cli!.id)).map((event) => event.type);
+    expect(history).toContain("hook_exhausted");
+    const events = await readRunEvents(database.db, run.id, 0);
+    expect(events.map((entry) => entry.event)).toContainEqual(
+      expect.objectContaining({
+        type: "changeset_hook",
+        hook: "onMergeConflict",
+        status: "exhausted",
+      }),
+    );
+    // It keeps running on its schedule: a merge on the host is seen without asking.
+    gitlab.merge("tools/lib", gitlab.pullRequests("tools/lib")[0]!.number);
+    for (;;) {
+      const change = await publisher.getBatchChange("hello");
+      if (change.stats.merged === 1) break;
+      if (Date.now() > deadline) throw new Error("tracking did not see the merge");
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+    }
+  }, 120_000);
 });

@@ -507,10 +507,22 @@ export class ChangesetPublisher {
     if (done >= limit) return;
     const attempt = done + 1;
     const runner = this.#options.hooks;
-    await this.#db
+    // Claimed by compare-and-set: a refresh on demand and the tracking task seeing the same
+    // failure at once run the hook once.
+    const [claimed] = await this.#db
       .update(changesets)
-      .set({ hookAttempts: { ...attempts, [hook]: attempt }, updatedAt: new Date() })
-      .where(eq(changesets.id, item.row.id));
+      .set({
+        hookAttempts: sql`coalesce(${changesets.hookAttempts}, '{}'::jsonb) || jsonb_build_object(${hook}::text, ${attempt}::int)`,
+        updatedAt: new Date(),
+      })
+      .where(
+        and(
+          eq(changesets.id, item.row.id),
+          sql`coalesce((${changesets.hookAttempts} ->> ${hook}::text)::int, 0) = ${done}`,
+        ),
+      )
+      .returning({ id: changesets.id });
+    if (claimed === undefined) return;
     let event: Extract<BatchRunEvent, { type: "changeset_hook" }>;
     let pushedCommit: string | null = null;
     try {
