@@ -53,7 +53,7 @@ description: Publishing end to end
 on:
   - repositoriesMatchingQuery: repo:svc-
 steps:
-  - run: echo "hello from \${{ repository.name }}" > HELLO.md
+  - run: echo "hello from \${{ repository.name }}" > HELLO.md && env | cut -d= -f1 | sort > ENV.txt
     container: alpine:3
 changesetTemplate:
   title: ${title} (\${{ repository.name }})
@@ -148,6 +148,13 @@ describe("publishing a batch change over two code hosts", () => {
       serverPath(ServerPath.batchRunChangesets, { batch_run_id: first.id }),
     );
     expect(changesets).toHaveLength(10);
+    // Steps never see a code host token: neither its variable nor its value is in any change.
+    for (const changeset of changesets) {
+      expect(changeset.diff).toContain("ENV.txt");
+      for (const secret of [GH_TOKEN_ENV, GL_TOKEN_ENV, github.token, gitlab.token]) {
+        expect(changeset.diff).not.toContain(secret);
+      }
+    }
     // Ten pull requests, five on each host, with the rendered titles and bodies.
     expect(github.pullRequests()).toHaveLength(5);
     expect(gitlab.pullRequests()).toHaveLength(5);
@@ -207,5 +214,9 @@ describe("publishing a batch change over two code hosts", () => {
     const merged = await api<BatchChange>("POST", refreshPath);
     expect(merged.stats).toMatchObject({ total: 10, open: 9, merged: 1 });
     expect(merged.burndown.at(-1)).toMatchObject({ open: 9, merged: 1 });
+    // The tokens were only ever in the server's environment: not in its output.
+    for (const secret of [github.token, gitlab.token]) {
+      expect(server.output.join("\n")).not.toContain(secret);
+    }
   }, 400_000);
 });

@@ -152,10 +152,18 @@ describe("publishing changesets", () => {
     const events = await readRunEvents(database.db, first.id, 0);
     expect(events.filter((entry) => entry.event.type === "changeset_published")).toHaveLength(4);
 
-    // A template change: every pull request gets the new title, none is opened.
+    // A person adds a commit to one branch; a template change then updates every pull request
+    // in place (none is opened) and keeps that commit on top of Deckhand's new one.
+    github.commitToBranch("acme/api", "say-hello", { "PERSON.md": "mine\n" });
     const creates = github.requestsTo("POST", /\/pulls$/).length;
     const second = await apply(spec("Wave at"));
     expect(second.status).toBe("completed");
+    const applied = (await readRunEvents(database.db, second.id, 0))
+      .map((entry) => entry.event)
+      .filter((event) => event.type === "changeset_applied");
+    expect(
+      applied.find((event) => event.workspace.repository.endsWith("acme/api"))?.kept_commits,
+    ).toHaveLength(1);
     expect(github.requestsTo("POST", /\/pulls$/).length).toBe(creates);
     expect(allPullRequests()).toHaveLength(4);
     expect(allPullRequests().every((pr) => pr.title.startsWith("Wave at "))).toBe(true);

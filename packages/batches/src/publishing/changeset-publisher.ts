@@ -732,6 +732,13 @@ export class ChangesetPublisher {
       if (this.#options.retryWorkspace === undefined) {
         throw new BatchesError("conflict", "retrying workspaces is not available here");
       }
+      // Running a workspace again replaces its changesets: never one a pull request tracks.
+      if (row.externalId !== null) {
+        throw new BatchesError(
+          "conflict",
+          `changeset ${row.repository}@${row.branch} is published; apply the spec again to change it`,
+        );
+      }
       await this.#options.retryWorkspace(row.workspaceId);
       return;
     }
