@@ -143,6 +143,9 @@ export async function startServer(
     config.adminToken,
     config.databaseUrl,
     ...databasePasswords(config.databaseUrl),
+    // Code host tokens as they are now (they are read again at each use, so a rotated one is
+    // remembered then): redacted everywhere, and no variable holding one reaches an agent.
+    ...config.codeHostConnections.map((connection) => process.env[connection.tokenEnv] || null),
   ];
   rememberSecrets(ownSecrets);
   const agentPolicy = agentEnvironmentPolicy({
