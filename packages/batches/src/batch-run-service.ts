@@ -291,6 +291,7 @@ export class BatchRunService {
     const spec = this.#parse(request);
     const options = request.options ?? {};
     const { workspaces: resolved, warnings } = await this.#resolve(spec, options);
+    const applyEmpty = request.action === "apply" && this.#options.publishing !== undefined;
     const runId = await this.#db.transaction(async (transaction) => {
       const [specRow] = await transaction
         .insert(batchSpecs)
@@ -310,14 +311,20 @@ export class BatchRunService {
           action: request.action ?? "preview",
           options,
           warnings,
-          status: resolved.length === 0 ? "completed" : "queued",
-          finishedAt: resolved.length === 0 ? new Date() : null,
+          // An apply that produces nothing still runs its apply job when publishing is set
+          // up: it closes the pull requests of the batch change the spec no longer produces.
+          status: resolved.length === 0 ? (applyEmpty ? "running" : "completed") : "queued",
+          finishedAt: resolved.length === 0 && !applyEmpty ? new Date() : null,
         })
         .returning({ id: batchRuns.id });
       const run = runRow!.id;
       await appendRunEvents(transaction, run, [
         { type: "run_started", workspaces: resolved.length },
       ]);
+      if (resolved.length === 0 && applyEmpty) {
+        await this.#enqueueApply(transaction, run);
+        return run;
+      }
       if (resolved.length === 0) {
         await appendRunEvents(transaction, run, [
           { type: "run_finished", status: "completed", error: null, summary: emptySummary() },

@@ -182,6 +182,11 @@ describe("publishing changesets", () => {
     expect(github.branchSha("acme/web", "say-hello")).toBeUndefined();
     const after = await publisher.getBatchChange("hello");
     expect(after.stats).toMatchObject({ open: 3, closed: 1 });
+
+    // A spec that reaches no repository at all closes the rest.
+    const none = await apply(spec("Wave at").replace("repo:.", "repo:^nothing-matches$"));
+    expect(none.status).toBe("completed");
+    expect((await publisher.getBatchChange("hello")).stats).toMatchObject({ open: 0, closed: 4 });
   }, 180_000);
 
   it("tracks state, runs onCIFailure on failing checks and pushes its commit, reports merges", async () => {
