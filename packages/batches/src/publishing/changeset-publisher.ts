@@ -190,8 +190,11 @@ export class ChangesetPublisher {
       }
     }
     if (result.stopped !== null) {
+      // Named up to a point: a rollout of thousands says how many more.
+      const named = left.slice(0, 20).join(", ");
+      const more = left.length > 20 ? ` and ${left.length - 20} more` : "";
       result.stopped += left.length
-        ? `; not yet published: ${left.join(", ")}; apply the run again to resume there`
+        ? `; not yet published: ${named}${more}; apply the run again to resume there`
         : "; apply the run again to resume there";
       return result;
     }
