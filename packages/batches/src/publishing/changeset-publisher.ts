@@ -198,7 +198,12 @@ export class ChangesetPublisher {
         : "; apply the run again to resume there";
       return result;
     }
-    result.closed = await this.#closeDropped(runId, loaded, options.delete_branches === true);
+    result.closed = await this.#closeDropped(
+      runId,
+      loaded,
+      options.delete_branches === true,
+      options.publish_rate,
+    );
     return result;
   }
 
@@ -317,6 +322,7 @@ export class ChangesetPublisher {
     runId: string,
     produced: readonly LoadedChangeset[],
     deleteBranches: boolean,
+    perMinute: number | undefined,
   ): Promise<number> {
     const name = produced[0]?.batchChange ?? (await this.#batchChangeOfRun(runId));
     if (name === undefined) return 0;
@@ -334,7 +340,7 @@ export class ChangesetPublisher {
       if (keep.has(`${item.row.repository}\u0000${item.row.branch}`)) continue;
       try {
         const { connection, repository } = this.#connectionOf(item);
-        const client = this.access.client(connection);
+        const client = this.access.client(connection, perMinute);
         const pullRequest = await client.closePullRequest(repository, Number(item.row.externalId));
         if (deleteBranches) await client.deleteBranch(repository, item.row.branch);
         closed += 1;
