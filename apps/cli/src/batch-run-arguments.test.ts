@@ -127,6 +127,11 @@ describe("parseBatchRunArguments", () => {
       on_conflict: "refuse",
     });
     expect(parse(["s.yaml", "--rebase"], "apply").options.on_conflict).toBe("rebase");
+    expect(
+      parse(["s.yaml", "--publish-rate", "12", "--delete-branches"], "apply").options,
+    ).toMatchObject({ publish_rate: 12, delete_branches: true });
+    expect(usageError(["s.yaml", "--publish-rate", "0"], "apply")).toMatch(/--publish-rate/);
+    expect(usageError(["s.yaml", "--publish-rate", "5"])).toMatch(/batch apply/);
     expect(usageError(["s.yaml", "--push"])).toMatch(/^Unknown option '--push'/);
   });
 

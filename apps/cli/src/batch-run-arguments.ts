@@ -31,6 +31,10 @@ the default) or refusing to touch such a branch (--refuse).`;
   --rebase                 replay a person's commits on the branch onto the new commit
                            (the default)
   --refuse                 fail a changeset whose branch has a person's commits instead
+  --publish-rate N         pull request changes sent to each code host per minute (default:
+                           the connection's publishRate, else 30)
+  --delete-branches        delete the branch of each pull request closed because the spec
+                           no longer produces it
 `
       : "";
   return `Usage: deckhand batch ${action} <spec> [options]
@@ -211,6 +215,16 @@ export function parseBatchRunArguments(
   if (values.push) options.push = true;
   if (values.rebase) options.on_conflict = "rebase";
   if (values.refuse) options.on_conflict = "refuse";
+  if (values["delete-branches"]) options.delete_branches = true;
+  if (values["publish-rate"] !== undefined) {
+    const rate = Number(values["publish-rate"]);
+    if (!Number.isFinite(rate) || rate <= 0 || rate > 6_000) {
+      throw new UsageError(
+        `--publish-rate must be a number of changes per minute above 0 and at most 6000, not "${values["publish-rate"]}"`,
+      );
+    }
+    options.publish_rate = rate;
+  }
 
   const specFile = resolve(context.cwd, specPath);
   return {
@@ -244,6 +258,8 @@ function parseOwn(action: BatchRunAction, argv: string[]) {
     push: { type: "boolean" },
     rebase: { type: "boolean" },
     refuse: { type: "boolean" },
+    "publish-rate": { type: "string" },
+    "delete-branches": { type: "boolean" },
   } as const;
   const { values, positionals } = parseArgs({
     args: argv,

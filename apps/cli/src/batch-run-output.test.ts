@@ -348,6 +348,16 @@ describe("the terminal view", () => {
       applied_at: "2025-01-01T00:00:00.000Z",
       pushed: false,
       error: null,
+      code_host: null,
+      external_id: null,
+      external_url: null,
+      external_state: null,
+      review_state: null,
+      checks_state: null,
+      mergeable: null,
+      synced_at: null,
+      tracked: false,
+      publish_error: null,
     };
     const before = stdout.chunks.length;
     view.finished({
@@ -393,6 +403,16 @@ describe("changesetTable and summaryText", () => {
       applied_at: null,
       pushed: false,
       error: null,
+      code_host: null,
+      external_id: null,
+      external_url: null,
+      external_state: null,
+      review_state: null,
+      checks_state: null,
+      mergeable: null,
+      synced_at: null,
+      tracked: false,
+      publish_error: null,
     };
     expect(changesetTable([preview], "preview")).toEqual([
       "REPOSITORY           PATH        BRANCH       FILES  +  -  TITLE",

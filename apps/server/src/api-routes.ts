@@ -1,4 +1,4 @@
-import type { BatchRunService } from "@deckhand/batches";
+import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
 import { HttpError } from "@deckhand/http-kit";
 import type { AgentTurns, SessionService } from "@deckhand/sessions";
 import {
@@ -42,6 +42,8 @@ export interface ApiRouteServices {
   apiTokens: ApiTokenStore;
   usage: Pick<DbUsageRecorder, "forJob">;
   batches: BatchRunService;
+  /** Pull requests of batch changes: state, stats, bulk operations; absent in some tests. */
+  publishing?: ChangesetPublisher;
 }
 
 /** A path parameter that must be a step index: anything else names no step (404). */
@@ -69,7 +71,28 @@ function handlers(services: ApiRouteServices): RouteHandlers {
   const { sessions, apiTokens, usage, agentTurns, batches } = services;
   const run = (id: string) => idOf(id, "batch run");
   const workspace = (id: string) => idOf(id, "workspace");
+  const publishing = () => {
+    if (services.publishing === undefined) {
+      throw new HttpError(503, "internal", "publishing is not set up in this server");
+    }
+    return services.publishing;
+  };
   return {
+    getBatchChange: ({ params }) => publishing().getBatchChange(params.name),
+    refreshBatchChange: async ({ params }) => {
+      const service = publishing();
+      await service.getBatchChange(params.name);
+      await service.refresh({ batchChange: params.name });
+      return service.getBatchChange(params.name);
+    },
+    bulkBatchChangeChangesets: async ({ params, body }) => {
+      const service = publishing();
+      await service.getBatchChange(params.name);
+      return service.bulk(params.name, body);
+    },
+    listChangesetEvents: async ({ params }) => ({
+      events: await publishing().listEvents(idOf(params.changeset_id, "changeset")),
+    }),
     createBatchRun: ({ body }) => batches.createRun(body),
     listBatchRuns: async ({ query }) => ({ batch_runs: await batches.listRuns(query) }),
     getBatchRun: ({ params }) => batches.getRun(run(params.batch_run_id)),

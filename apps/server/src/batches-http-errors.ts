@@ -32,6 +32,8 @@ const WIRE_CODE: Record<BatchesErrorCode, ErrorCode | null> = {
   branch_checked_out: "conflict",
   push_failed: "upstream_unavailable",
   coding_agent_unavailable: "invalid_request",
+  publish_failed: "invalid_request",
+  hook_failed: null,
 };
 
 /** A BatchesError as the HttpError the routes answer with; any other value as it is. */

@@ -204,6 +204,50 @@ describe("resolveServerConfig", () => {
     expect(error.message).toContain("codeHosts");
   });
 
+  it("reads codeHostConnections and withholds every connection's token variable from agents", () => {
+    const dir = dataDir({
+      agentEnvironment: { deny: ["CORP_*"] },
+      codeHostConnections: [
+        { type: "github", url: "https://github.com", tokenEnv: "GH_PUBLISH_TOKEN" },
+        { type: "gitlab", url: "https://gitlab.example.com", tokenEnv: "GL_PUBLISH_TOKEN" },
+      ],
+      changesetTracking: { intervalSeconds: 60 },
+    });
+    const config = resolveServerConfig({ dataDir: dir }, { environment: {} });
+    expect(config.codeHostConnections.map((connection) => connection.tokenEnv)).toEqual([
+      "GH_PUBLISH_TOKEN",
+      "GL_PUBLISH_TOKEN",
+    ]);
+    expect(config.agentEnvironment.deny).toEqual([
+      "CORP_*",
+      "GH_PUBLISH_TOKEN",
+      "GL_PUBLISH_TOKEN",
+    ]);
+    expect(config.withheldEnv).toEqual(["GH_PUBLISH_TOKEN", "GL_PUBLISH_TOKEN"]);
+    expect(config.changesetTrackingIntervalMs).toBe(60_000);
+    const allowed = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            agentEnvironment: { allow: ["GH_PUBLISH_TOKEN"] },
+            codeHostConnections: [
+              { type: "github", url: "https://github.com", tokenEnv: "GH_PUBLISH_TOKEN" },
+            ],
+          }),
+        },
+        { environment: {} },
+      ),
+    );
+    expect(allowed.message).toContain("agentEnvironment.allow");
+    const bad = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ codeHostConnections: [{ type: "svn", url: "https://x" }] }) },
+        { environment: {} },
+      ),
+    );
+    expect(bad.message).toContain("codeHostConnections");
+  });
+
   it("names the entry for an agentEnvironment name that is no variable name", () => {
     const denied = configError(() =>
       resolveServerConfig(

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
+import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import {
@@ -52,7 +53,10 @@ export interface ServerConfig {
   resetAdminToken: boolean;
   /** Agent type → model upstream, with the key already read from its environment variable. */
   modelUpstreams: Record<string, UpstreamConfig>;
-  /** The variables holding upstream keys: never passed on to an agent process. */
+  /**
+   * The variables holding upstream keys and code host tokens: never passed on to an agent
+   * process, whatever `agentEnvironment.allow` says.
+   */
   withheldEnv: string[];
   /**
    * Variables (names or `*` patterns) agent processes do not inherit on top of the default deny
@@ -72,6 +76,13 @@ export interface ServerConfig {
   batchConcurrency: number;
   /** Where batch specs find repositories (`codeHosts` of config.json). */
   codeHosts: CodeHost[];
+  /**
+   * Where changesets are published (`codeHostConnections` of config.json): each host, its kind
+   * and the variable holding its token.
+   */
+  codeHostConnections: CodeHostConnection[];
+  /** How often published changesets are read back from their hosts. */
+  changesetTrackingIntervalMs: number;
   /**
    * How container steps find their runtime: `restrictedHost` runs Podman with runc, cgroupfs and
    * fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed.
@@ -169,6 +180,15 @@ export const ServerConfigFileSchema = z.strictObject({
     .optional(),
   /** Where batch changes find repositories; `deckhand batch workspaces` reads it too. */
   codeHosts: CodeHostsSchema.optional(),
+  /**
+   * Code hosts changesets are published to (docs/code-hosts.md): `[{"type": "github", "url":
+   * "https://github.com", "tokenEnv": "GITHUB_TOKEN"}]`. Only the token's variable is named here.
+   */
+  codeHostConnections: CodeHostConnectionsSchema.optional(),
+  /** Published changesets are read back from their hosts this often; 300 seconds by default. */
+  changesetTracking: z
+    .strictObject({ intervalSeconds: z.number().int().min(5).max(86_400).optional() })
+    .optional(),
   containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
   /**
    * Agent versions, models and install source for batch `codingAgent` steps, e.g.
@@ -325,6 +345,18 @@ export function resolveServerConfig(
     modelUpstreams[agentType] = { kind: upstream.kind, baseUrl: upstream.baseUrl, apiKey };
   }
 
+  // Code host tokens are for Deckhand's publishing only: no agent inherits them.
+  const tokenEnv = [
+    ...new Set((file.codeHostConnections ?? []).map((connection) => connection.tokenEnv)),
+  ];
+  const allowedToken = tokenEnv.find((name) => file.agentEnvironment?.allow?.includes(name));
+  if (allowedToken !== undefined) {
+    throw new ServerError(
+      "invalid_config",
+      `agentEnvironment.allow in ${CONFIG_FILE_NAME} names ${allowedToken}, the token of a code host connection; agents never get code host tokens, so remove it`,
+    );
+  }
+
   return {
     host: listen.host,
     port: listen.port,
@@ -334,15 +366,20 @@ export function resolveServerConfig(
     requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
-    withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+    withheldEnv: [
+      ...Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+      ...tokenEnv,
+    ],
     agentEnvironment: {
-      deny: file.agentEnvironment?.deny ?? [],
+      deny: [...(file.agentEnvironment?.deny ?? []), ...tokenEnv],
       allow: file.agentEnvironment?.allow ?? [],
     },
     nativeModel: file.nativeModel ?? null,
     taskConcurrency: file.taskConcurrency ?? 8,
     batchConcurrency: file.batchConcurrency ?? availableParallelism(),
     codeHosts: file.codeHosts ?? [],
+    codeHostConnections: file.codeHostConnections ?? [],
+    changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,

@@ -1,4 +1,4 @@
-import type { BatchRunService } from "@deckhand/batches";
+import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
 import type { DbHandle } from "@deckhand/db";
 import {
   bearerAuth,
@@ -43,6 +43,8 @@ export interface ServerAppOptions {
   adminToken: string | null;
   sessions: SessionService;
   batches: BatchRunService;
+  /** Publishing and tracking of batch changes' pull requests. */
+  publishing?: ChangesetPublisher;
   apiTokens: ApiTokenStore;
   /** Agent turns: cancel and permission answers, and the backends' health. */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool" | "health">;
@@ -196,6 +198,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
 
   registerApiRoutes(app, {
     batches: options.batches,
+    ...(options.publishing ? { publishing: options.publishing } : {}),
     sessions: options.sessions,
     agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,

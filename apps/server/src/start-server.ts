@@ -5,7 +5,11 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
+  ChangesetPublisher,
+  CodeHostAccess,
+  codingAgentOptions,
   createBatchRunService,
+  createHookRunner,
   createRunEventHub,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -155,6 +159,9 @@ export async function startServer(
     config.adminToken,
     config.databaseUrl,
     ...databasePasswords(config.databaseUrl),
+    // Code host tokens as they are now (they are read again at each use, so a rotated one is
+    // remembered then): redacted everywhere, and no variable holding one reaches an agent.
+    ...config.codeHostConnections.map((connection) => process.env[connection.tokenEnv] || null),
   ];
   rememberSecrets(ownSecrets);
   const agentPolicy = agentEnvironmentPolicy({
@@ -228,6 +235,38 @@ export async function startServer(
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
       worktreesDir: join(workspacesRoot, "sessions"),
     });
+    // Publishing: code host connections from config.json, their tokens read from the
+    // environment at each use (never stored, never handed to an agent: see config.ts).
+    const codeHostAccess = new CodeHostAccess({
+      connections: () => config.codeHostConnections,
+      environment: process.env,
+    });
+    const modelProvider = {
+      lease: (jobId: string) =>
+        leaseModelProvider(
+          { modelTokens, serverUrl: () => listeningUrl },
+          { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
+        ),
+    };
+    let retryWorkspace: (workspaceId: string) => Promise<unknown> = async () => {};
+    const publishing = new ChangesetPublisher({
+      database,
+      access: codeHostAccess,
+      hooks: createHookRunner({
+        access: codeHostAccess,
+        codeHosts: () => config.codeHosts,
+        cacheDirectory: join(config.dataDir, "cache", "repositories"),
+        workDirectory: join(workspacesRoot, "hooks"),
+        environmentPolicy: agentPolicy,
+        outerEnvironment: process.env,
+        modelProvider,
+        codingAgent: codingAgentOptions(config.codingAgent, undefined),
+      }),
+      retryWorkspace: (workspaceId) => retryWorkspace(workspaceId),
+      trackingIntervalMs: config.changesetTrackingIntervalMs,
+      onError: (error, context) =>
+        logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
+    });
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
@@ -237,19 +276,15 @@ export async function startServer(
       outerEnvironment: process.env,
       containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
       // codingAgent steps reach this server's model proxy with a token bound to their job.
-      modelProvider: {
-        lease: (jobId) =>
-          leaseModelProvider(
-            { modelTokens, serverUrl: () => listeningUrl },
-            { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
-          ),
-      },
+      modelProvider,
       codingAgent: config.codingAgent,
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
       // Local agent installs belong to this server's data, not to its user's home directory.
       agentInstallDirectory: join(config.dataDir, "agents"),
+      publishing,
     });
+    retryWorkspace = (workspaceId) => batches.retryWorkspace(workspaceId);
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
@@ -360,6 +395,7 @@ export async function startServer(
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
       batches,
+      publishing,
       modelUpstreams: config.modelUpstreams,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
@@ -459,6 +495,8 @@ export async function startServer(
           logger.warn(recovered, "failed batch jobs the queue gave up on (see their errors)"),
         shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
       });
+      // Tracking runs where batch jobs run; the first refresh is due one interval from now.
+      if (config.codeHostConnections.length > 0) await publishing.scheduleTracking();
       const startedBatchWorker = batchWorker;
       cleanups.push(() => startedBatchWorker.stop());
     } else {

@@ -208,6 +208,9 @@ export const changesetStatuses = [
 ] as const;
 export type ChangesetStatus = (typeof changesetStatuses)[number];
 
+export const changesetExternalStates = ["open", "draft", "merged", "closed", "deleted"] as const;
+export type ChangesetExternalState = (typeof changesetExternalStates)[number];
+
 export const changesetApplyOperations = ["created", "updated", "unchanged"] as const;
 export type ChangesetApplyOperation = (typeof changesetApplyOperations)[number];
 
@@ -245,6 +248,25 @@ export const changesets = pgTable(
     appliedAt: timestampColumn("applied_at"),
     pushed: boolean("pushed").notNull().default(false),
     externalUrl: text("external_url"),
+    /** The code host connection's name and the pull request's number there, once published. */
+    codeHost: text("code_host"),
+    externalId: text("external_id"),
+    /** What the host says, as last read: open, draft, merged, closed or deleted. */
+    externalState: text("external_state").$type<ChangesetExternalState>(),
+    reviewState: text("review_state"),
+    checksState: text("checks_state"),
+    mergeable: text("mergeable"),
+    /** When the host's state was last read (by publishing, a refresh or the tracking task). */
+    syncedAt: timestampColumn("synced_at"),
+    /**
+     * The changeset the batch change tracks for its repository and branch: the newest published
+     * one. A later run's changeset of the same branch takes over, and this one is retired.
+     */
+    tracked: boolean("tracked").notNull().default(false),
+    /** Why publishing (or a hook) failed; null when it did not. Apply failures stay in `error`. */
+    publishError: text("publish_error"),
+    /** Hook runs per hook (`onCIFailure`, `onMergeConflict`) for this branch's current head. */
+    hookAttempts: jsonb("hook_attempts").notNull().default(sql`'{}'::jsonb`),
     error: text("error"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -260,10 +282,40 @@ export const changesets = pgTable(
     index("changesets_workspace_idx").on(table.workspaceId),
     // The last apply of a branch is what the next apply must keep a person's commits against.
     index("changesets_repository_branch_idx").on(table.repository, table.branch, table.appliedAt),
+    index("changesets_tracked_idx").on(table.tracked, table.syncedAt),
+    check("changesets_external_state_check", oneOf(table.externalState, changesetExternalStates)),
     unique("changesets_run_repository_branch_unique").on(
       table.batchRunId,
       table.repository,
       table.branch,
     ),
+  ],
+);
+
+/**
+ * A changeset's history on its code host: each publication, update, close, state change seen by
+ * tracking, and hook run, in order. Stats over time (the burndown) are read from it.
+ */
+export const changesetEvents = pgTable(
+  "changeset_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    changesetId: uuid("changeset_id")
+      .notNull()
+      .references(() => changesets.id, { onDelete: "cascade" }),
+    /** The batch change (the spec's name) the changeset belongs to, for stats across runs. */
+    batchChange: text("batch_change").notNull(),
+    /** The repository and branch: one line of the burndown across the runs that carry it. */
+    repository: text("repository").notNull(),
+    branch: text("branch").notNull(),
+    type: text("type").notNull(),
+    /** The external state after the event (null when the event does not change it). */
+    externalState: text("external_state"),
+    payload: jsonb("payload").notNull().default(sql`'{}'::jsonb`),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index("changeset_events_changeset_idx").on(table.changesetId, table.id),
+    index("changeset_events_batch_change_idx").on(table.batchChange, table.id),
   ],
 );

@@ -39,6 +39,12 @@ export interface ApplyChangesetOptions {
    * origin is the URL) and false for a directory host, which is pushed only when asked.
    */
   push?: boolean;
+  /**
+   * Variables for the git commands that reach origin (reading, fetching and pushing the branch):
+   * a code host connection's token as an `http.<url>.extraHeader`, so the token is never in the
+   * URL, a command line or a config file.
+   */
+  remoteEnvironment?: Readonly<Record<string, string>>;
   signal?: AbortSignal;
 }
 
@@ -83,6 +89,7 @@ interface Context {
   branch: string;
   ref: string;
   signal: AbortSignal | undefined;
+  remoteEnvironment: Readonly<Record<string, string>> | undefined;
 }
 
 // Hooks are the user's, for their own commands: Deckhand's worktree, cherry-picks and pushes
@@ -124,6 +131,7 @@ export async function applyChangeset(options: ApplyChangesetOptions): Promise<Ap
     branch: changeset.branch,
     ref: `refs/heads/${changeset.branch}`,
     signal: options.signal,
+    remoteEnvironment: options.remoteEnvironment,
   };
   await validate(context, changeset);
   const push = options.push ?? repository.host.type === "git";
@@ -342,6 +350,7 @@ async function fetchRemoteTip(context: Context, remote: Remote): Promise<string 
       cwd: context.cwd,
       timeoutMs: remoteTimeoutMs,
       ...(context.signal ? { signal: context.signal } : {}),
+      ...(context.remoteEnvironment ? { environment: context.remoteEnvironment } : {}),
     });
   const advice = "check the network, the URL and the credentials, then apply again";
   let listed: string | undefined;
@@ -742,6 +751,7 @@ async function pushBranch(
         cwd: context.cwd,
         timeoutMs: remoteTimeoutMs,
         ...(context.signal ? { signal: context.signal } : {}),
+        ...(context.remoteEnvironment ? { environment: context.remoteEnvironment } : {}),
       },
     );
   } catch (error) {

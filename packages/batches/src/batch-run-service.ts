@@ -56,6 +56,8 @@ import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
+import { toStoredChangeset } from "./publishing/stored-changeset.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
 import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
@@ -128,6 +130,11 @@ export interface BatchRunServiceOptions {
    * data directory; without it, `$HOME/.deckhand/agents` of the environment steps run in.
    */
   agentInstallDirectory?: string;
+  /**
+   * Publishes applied changesets to their code hosts at the end of the apply job, and gives git
+   * the code host connections' tokens for cloning, fetching and pushing their repositories.
+   */
+  publishing?: ChangesetPublisher;
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
   /**
@@ -141,7 +148,6 @@ export interface BatchRunServiceOptions {
 type RunRow = typeof batchRuns.$inferSelect;
 type WorkspaceRow = typeof workspaces.$inferSelect;
 type StepRow = typeof workspaceSteps.$inferSelect;
-type ChangesetRow = typeof changesets.$inferSelect;
 
 function iso(date: Date | null): string | null {
   return date === null ? null : date.toISOString();
@@ -191,39 +197,7 @@ function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspa
   };
 }
 
-const CommitAuthorSchema = z.object({ name: z.string(), email: z.string() }).nullable();
-const PublishedSchema = z.union([z.boolean(), z.literal("draft"), z.null()]);
-const StatsSchema = z.object({
-  files: z.int().min(0),
-  insertions: z.int().min(0),
-  deletions: z.int().min(0),
-});
-
-function toChangeset(row: ChangesetRow): StoredBatchChangeset {
-  return {
-    id: row.id,
-    batch_run_id: row.batchRunId,
-    workspace_id: row.workspaceId,
-    repository: row.repository,
-    base_branch: row.baseBranch,
-    base_revision: row.baseRevision,
-    path: row.path,
-    branch: row.branch,
-    title: row.title,
-    body: row.body,
-    commit_message: row.commitMessage,
-    commit_author: CommitAuthorSchema.parse(row.commitAuthor ?? null),
-    published: PublishedSchema.parse(row.published ?? null),
-    diff: row.diff,
-    stats: StatsSchema.parse(row.stats),
-    state: row.status,
-    applied_commit: row.appliedCommit,
-    apply_operation: row.applyOperation,
-    applied_at: iso(row.appliedAt),
-    pushed: row.pushed,
-    error: row.error,
-  };
-}
+const toChangeset = toStoredChangeset;
 
 /**
  * The batch-run domain: create runs from specs, run their workspace jobs (register them on a
@@ -244,6 +218,12 @@ export class BatchRunService {
 
   get #db() {
     return this.#options.database.db;
+  }
+
+  /** Credentials for git URLs of configured code host connections (none without publishing). */
+  get #git() {
+    const publishing = this.#options.publishing;
+    return publishing === undefined ? {} : { gitEnvironment: publishing.access.gitEnvironment };
   }
 
   /** Detected once per process: `info` takes a while, and the answer does not change. */
@@ -291,6 +271,7 @@ export class BatchRunService {
       codeHosts: this.#options.codeHosts(),
       extraDirectories: options.code_host_directories ?? [],
       cacheDirectory: this.#options.cacheDirectory,
+      ...this.#git,
       ...(signal ? { signal } : {}),
     });
     const result = await resolveWorkspaces(spec, {
@@ -356,6 +337,7 @@ export class BatchRunService {
     // Workspaces whose latest earlier run was taken over take the session's work instead.
     const continued = await this.#takeovers.continuations(spec.name, resolved);
     const warnings = [...resolveWarnings, ...continued.warnings];
+    const applyEmpty = request.action === "apply" && this.#options.publishing !== undefined;
     const runId = await this.#db.transaction(async (transaction) => {
       const [specRow] = await transaction
         .insert(batchSpecs)
@@ -375,14 +357,20 @@ export class BatchRunService {
           action: request.action ?? "preview",
           options,
           warnings,
-          status: resolved.length === 0 ? "completed" : "queued",
-          finishedAt: resolved.length === 0 ? new Date() : null,
+          // An apply that produces nothing still runs its apply job when publishing is set
+          // up: it closes the pull requests of the batch change the spec no longer produces.
+          status: resolved.length === 0 ? (applyEmpty ? "running" : "completed") : "queued",
+          finishedAt: resolved.length === 0 && !applyEmpty ? new Date() : null,
         })
         .returning({ id: batchRuns.id });
       const run = runRow!.id;
       await appendRunEvents(transaction, run, [
         { type: "run_started", workspaces: resolved.length },
       ]);
+      if (resolved.length === 0 && applyEmpty) {
+        await this.#enqueueApply(transaction, run);
+        return run;
+      }
       if (resolved.length === 0) {
         await appendRunEvents(transaction, run, [
           { type: "run_finished", status: "completed", error: null, summary: emptySummary() },
@@ -878,7 +866,7 @@ export class BatchRunService {
     return { workspaces: failedWorkspaces, runs: failedRuns };
   }
 
-  /** Registers the workspace job and the apply job on a worker's registry. */
+  /** Registers the workspace job, the apply job and publishing's tasks on a worker's registry. */
   register(tasks: TaskRegistry): void {
     tasks.register(BATCH_WORKSPACE_TASK, {
       schema: WorkspaceTaskPayloadSchema,
@@ -888,6 +876,8 @@ export class BatchRunService {
       schema: ApplyTaskPayloadSchema,
       handle: (payload, context) => this.#runApply(payload.batch_run_id, context),
     });
+    // Tracking and hooks run wherever batch jobs run (the server's batch worker, executors).
+    this.#options.publishing?.register(tasks);
   }
 
   /**
@@ -896,7 +886,10 @@ export class BatchRunService {
    */
   async applyRun(runId: string): Promise<BatchRun> {
     const run = await this.getRun(runId);
-    if (run.status !== "completed") {
+    // An apply that failed part-way (a changeset, or a host refusing publication) is resumed:
+    // what was applied and published is skipped.
+    const resumable = run.action === "apply" && run.status === "failed" && run.stats.failed === 0;
+    if (run.status !== "completed" && !resumable) {
       throw new BatchesError(
         "conflict",
         run.status === "queued" || run.status === "running"
@@ -908,7 +901,7 @@ export class BatchRunService {
       const [updated] = await transaction
         .update(batchRuns)
         .set({ action: "apply", status: "running", finishedAt: null, error: null })
-        .where(and(eq(batchRuns.id, runId), eq(batchRuns.status, "completed")))
+        .where(and(eq(batchRuns.id, runId), eq(batchRuns.status, run.status)))
         .returning({ id: batchRuns.id });
       if (updated === undefined) {
         throw new BatchesError("conflict", `batch run ${runId} is being applied already`);
@@ -965,8 +958,13 @@ export class BatchRunService {
         const path = await locateRepository(definition.repository, row.baseRevision, {
           codeHosts: this.#options.codeHosts(),
           cacheDirectory: this.#options.cacheDirectory,
+          ...this.#git,
           signal: context.signal,
         });
+        const remoteEnvironment =
+          definition.repository.url === null
+            ? undefined
+            : this.#options.publishing?.access.gitEnvironment(definition.repository.url);
         const applied = await applyChangeset({
           repository: {
             ...definition.repository,
@@ -977,6 +975,7 @@ export class BatchRunService {
           previousCommit: previous?.createdCommit ?? null,
           onConflict: options.on_conflict ?? "rebase",
           ...(options.push !== undefined ? { push: options.push } : {}),
+          ...(remoteEnvironment ? { remoteEnvironment } : {}),
           signal: context.signal,
         });
         await this.#db.transaction(async (transaction) => {
@@ -1018,17 +1017,30 @@ export class BatchRunService {
         });
       }
     }
+    // Pull requests for the applied changesets (publishing/), resumable as applying is.
+    const published = await this.#options.publishing?.publishRun(runId, context.signal);
     await this.#db.transaction(async (transaction) => {
       const [failed] = await transaction
         .select({ count: sql<number>`count(*)::int` })
         .from(changesets)
         .where(and(eq(changesets.batchRunId, runId), sql`${changesets.appliedAt} is null`));
       const failures = Number(failed?.count ?? 0);
-      const status = failures > 0 ? "failed" : "completed";
-      const error =
-        failures > 0
-          ? `${failures} changeset${failures === 1 ? "" : "s"} could not be applied; each changeset's error says why`
-          : null;
+      const publishFailures = published?.failed ?? 0;
+      const status = failures + publishFailures > 0 ? "failed" : "completed";
+      const problems = [
+        ...(failures > 0
+          ? [
+              `${failures} changeset${failures === 1 ? "" : "s"} could not be applied; each changeset's error says why`,
+            ]
+          : []),
+        ...(published?.stopped ? [published.stopped] : []),
+        ...(publishFailures > 0 && !published?.stopped
+          ? [
+              `${publishFailures} changeset${publishFailures === 1 ? "" : "s"} could not be published; each changeset's publish_error says why; apply the run again to retry`,
+            ]
+          : []),
+      ];
+      const error = problems.length > 0 ? problems.join("; ") : null;
       const [updated] = await transaction
         .update(batchRuns)
         .set({ status, error, finishedAt: new Date() })
@@ -1131,6 +1143,7 @@ export class BatchRunService {
         const repositoryPath = await locateRepository(workspace.repository, row.revision, {
           codeHosts: this.#options.codeHosts(),
           cacheDirectory: this.#options.cacheDirectory,
+          ...this.#git,
           signal: stopped,
         });
         workspace.repository = { ...workspace.repository, path: repositoryPath };
@@ -1478,7 +1491,7 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
 }
 
 /** The service's agent settings with a run's own on top, per agent type. */
-function codingAgentOptions(
+export function codingAgentOptions(
   defaults: BatchCodingAgentOptions | undefined,
   run: BatchCodingAgentOptions | undefined,
 ): CodingAgentOptions {

@@ -56,7 +56,11 @@ export type BatchesErrorCode =
    * install source configured, the run has no model-provider access or job id, or the step does
    * not render. The message names what to set.
    */
-  | "coding_agent_unavailable";
+  | "coding_agent_unavailable"
+  /** A changeset cannot be published: its repository matches no code host connection. */
+  | "publish_failed"
+  /** A changeset hook could not run, or its steps failed. */
+  | "hook_failed";
 
 /**
  * The one error type @deckhand/batches throws. `code` is stable for callers to branch on; the

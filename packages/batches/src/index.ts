@@ -26,6 +26,7 @@ export {
   BATCH_WORKSPACE_TASK,
   BatchRunService,
   type BatchRunServiceOptions,
+  codingAgentOptions,
 } from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
@@ -39,6 +40,24 @@ export {
 } from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
 export {
+  type ChangesetHookName,
+  createHookRunner,
+  DEFAULT_HOOK_ATTEMPTS,
+  type HookRunInput,
+  type HookRunner,
+  type HookRunnerOptions,
+  hookLimit,
+} from "./publishing/changeset-hooks.ts";
+export {
+  CHANGESET_TRACKING_TASK,
+  ChangesetPublisher,
+  type ChangesetPublisherOptions,
+  DEFAULT_TRACKING_INTERVAL_MS,
+  type PublishRunResult,
+} from "./publishing/changeset-publisher.ts";
+export { CodeHostAccess, type CodeHostAccessOptions } from "./publishing/code-host-access.ts";
+export {
+  type GitEnvironmentFor,
   type LoadRepositoriesOptions,
   loadRepositories,
   locateRepository,

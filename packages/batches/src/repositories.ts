@@ -37,8 +37,16 @@ export interface LoadRepositoriesOptions {
   cacheDirectory?: string;
   /** Fetch cached clones before answering (default true): a run sees the remote as it is now. */
   refresh?: boolean;
+  /**
+   * Variables for git when it clones or fetches a URL (the code host connection's token, as an
+   * `http.<url>.extraHeader`); undefined for a URL that needs none.
+   */
+  gitEnvironment?: GitEnvironmentFor;
   signal?: AbortSignal;
 }
+
+/** Git's environment for commands that reach `url` (credentials for a code host), if any. */
+export type GitEnvironmentFor = (url: string) => Readonly<Record<string, string>> | undefined;
 
 /** How many git commands run at once while loading (the machine may be small and shared). */
 const parallelism = 4;
@@ -156,10 +164,15 @@ function cloneFailure(action: string, url: string, error: unknown): BatchesError
 }
 
 /** Points the mirror's HEAD at the remote's default branch, which may have changed. */
-async function followRemoteHead(path: string, signal: AbortSignal | undefined): Promise<void> {
+async function followRemoteHead(
+  path: string,
+  signal: AbortSignal | undefined,
+  environment?: Readonly<Record<string, string>>,
+): Promise<void> {
   const { stdout } = await runGit(["ls-remote", "--symref", "origin", "HEAD"], {
     cwd: path,
     ...(signal ? { signal } : {}),
+    ...(environment ? { environment } : {}),
   });
   const head = /^ref: (refs\/heads\/\S+)\tHEAD$/m.exec(stdout)?.[1];
   if (head !== undefined) await runGit(["symbolic-ref", "HEAD", head], { cwd: path });
@@ -170,7 +183,9 @@ async function gitUrlRepository(
   cacheDirectory: string | undefined,
   refresh: boolean,
   signal: AbortSignal | undefined,
+  gitEnvironment?: GitEnvironmentFor,
 ): Promise<Repository> {
+  const environment = gitEnvironment?.(host.url);
   const name = host.name ?? repositoryNameFromUrl(host.url);
   if (name === undefined) {
     throw new BatchesError(
@@ -195,6 +210,7 @@ async function gitUrlRepository(
         cwd: resolve(cacheDirectory),
         timeoutMs: 30 * 60_000,
         ...runOptions,
+        ...(environment ? { environment } : {}),
       });
       await rename(staging, path).catch(async (error: unknown) => {
         // Another run cloned it meanwhile: theirs is as good as ours.
@@ -211,8 +227,9 @@ async function gitUrlRepository(
         cwd: path,
         timeoutMs: 30 * 60_000,
         ...runOptions,
+        ...(environment ? { environment } : {}),
       });
-      await followRemoteHead(path, signal);
+      await followRemoteHead(path, signal, environment);
     } catch (error) {
       throw cloneFailure("fetching", host.url, error);
     }
@@ -243,7 +260,15 @@ export async function loadRepositories(options: LoadRepositoriesOptions): Promis
   const perHost = await mapLimited(hosts, parallelism, async (host) =>
     host.type === "directory"
       ? directoryRepositories(host, options.signal)
-      : [await gitUrlRepository(host, options.cacheDirectory, refresh, options.signal)],
+      : [
+          await gitUrlRepository(
+            host,
+            options.cacheDirectory,
+            refresh,
+            options.signal,
+            options.gitEnvironment,
+          ),
+        ],
   );
   const repositories: Repository[] = [];
   const seen = new Set<string>();
@@ -276,7 +301,12 @@ async function hasCommit(path: string, revision: string): Promise<boolean> {
 export async function locateRepository(
   repository: Pick<Repository, "id" | "name" | "host" | "path">,
   revision: string,
-  options: { codeHosts: readonly CodeHost[]; cacheDirectory: string; signal?: AbortSignal },
+  options: {
+    codeHosts: readonly CodeHost[];
+    cacheDirectory: string;
+    gitEnvironment?: GitEnvironmentFor;
+    signal?: AbortSignal;
+  },
 ): Promise<string> {
   if (await hasCommit(repository.path, revision)) return repository.path;
   if (repository.host.type === "directory") {
@@ -296,7 +326,13 @@ export async function locateRepository(
       `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
     );
   }
-  const found = await gitUrlRepository(host, options.cacheDirectory, true, options.signal);
+  const found = await gitUrlRepository(
+    host,
+    options.cacheDirectory,
+    true,
+    options.signal,
+    options.gitEnvironment,
+  );
   if (!(await hasCommit(found.path, revision))) {
     throw new BatchesError(
       "revision_not_found",

@@ -14,7 +14,7 @@ import type {
 import { combineChecks, combineReviews } from "./code-host-client.ts";
 import { apiBase, type CodeHostConnection, connectionName } from "./connection.ts";
 import { readDraftTitle, writeDraftTitle } from "./draft-title.ts";
-import { hostFailure } from "./host-failure.ts";
+import { hostFailure, isResponse } from "./host-failure.ts";
 import type { FetchFunction } from "./host-fetch.ts";
 
 function split(repository: string): { owner: string; repo: string } {
@@ -55,7 +55,7 @@ function statusOutcome(state: string | undefined) {
 
 /** gitea-js throws the Response of a failed request, with the parsed body as `error`. */
 function answerOf(error: unknown): { status?: number; body?: unknown } {
-  if (error instanceof Response)
+  if (isResponse(error))
     return { status: error.status, body: (error as { error?: unknown }).error };
   return {};
 }

@@ -4,6 +4,22 @@ import { errorMessage } from "@deckhand/errors";
 import { CodeHostError, type CodeHostErrorCode } from "./code-host-error.ts";
 import { type CodeHostConnection, connectionName } from "./connection.ts";
 
+/**
+ * Whether a value is a fetch Response. Not `instanceof Response`: a server in the same process
+ * may replace the global `Response` (`@hono/node-server` does, for speed), and then the native
+ * fetch's answers are no instance of the global class.
+ */
+export function isResponse(value: unknown): value is Response {
+  if (value instanceof Response) return true;
+  if (typeof value !== "object" || value === null || value instanceof Error) return false;
+  const candidate = value as { status?: unknown; headers?: { get?: unknown }; text?: unknown };
+  return (
+    typeof candidate.status === "number" &&
+    typeof candidate.headers?.get === "function" &&
+    typeof candidate.text === "function"
+  );
+}
+
 /** The error code for an HTTP status that the policy did not retry away. */
 export function codeForStatus(status: number): CodeHostErrorCode {
   if (status === 401 || status === 403) return "unauthorized";

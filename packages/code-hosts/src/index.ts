@@ -40,7 +40,12 @@ export {
   type PublishPullRequestInput,
   publishPullRequest,
 } from "./publish-pull-request.ts";
-export { type PushBranchOptions, type PushBranchResult, pushBranch } from "./push-branch.ts";
+export {
+  gitAuthEnvironment,
+  type PushBranchOptions,
+  type PushBranchResult,
+  pushBranch,
+} from "./push-branch.ts";
 export { cloneUrl, type RepositoryOnHost, resolveRepository } from "./remote-url.ts";
 export {
   type Clock,

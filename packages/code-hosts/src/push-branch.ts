@@ -43,9 +43,11 @@ export interface PushBranchResult {
 /**
  * The environment that hands git the token for one URL only: an `Authorization` header for
  * requests under the repository's URL (not for a redirect elsewhere), and no credential helper,
- * so a stored credential is neither used nor overwritten.
+ * so a stored credential is neither used nor overwritten. Exported for the other git commands
+ * that reach a connection's repositories (cloning and fetching a mirror, a leased push of one's
+ * own); throws `token_missing` when the variable is unset.
  */
-function pushEnvironment(
+export function gitAuthEnvironment(
   connection: CodeHostConnection,
   url: string,
   environment: Readonly<Record<string, string | undefined>> | undefined,
@@ -130,7 +132,7 @@ async function foreignCommits(
 export async function pushBranch(options: PushBranchOptions): Promise<PushBranchResult> {
   const name = connectionName(options.connection);
   const url = options.remoteUrl ?? cloneUrl(options.connection, options.repository);
-  const environment = pushEnvironment(options.connection, url, options.environment);
+  const environment = gitAuthEnvironment(options.connection, url, options.environment);
   const ref = `refs/heads/${options.branch}`;
   const lease = `--force-with-lease=${ref}:${options.expectedRemoteCommit ?? ""}`;
   let result: Awaited<ReturnType<typeof git>>;

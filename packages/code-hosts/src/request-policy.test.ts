@@ -49,6 +49,25 @@ function scripted(answers: (Response | Error)[], options: RequestPolicyOptions =
 }
 
 describe("RequestPolicy", () => {
+  it("takes fetch's answers when another server replaced the global Response (as @hono/node-server does)", async () => {
+    const native = answer(200, {}, '{"ok":true}');
+    const original = globalThis.Response;
+    // A stand-in global class, as the server's HTTP layer installs: native answers are no
+    // instances of it.
+    globalThis.Response = class StandIn {} as unknown as typeof Response;
+    try {
+      const policy = new RequestPolicy({ clock: virtualClock().clock });
+      const response = await policy.send(
+        { method: "GET", url: "https://host/x" },
+        async () => native,
+      );
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ ok: true });
+    } finally {
+      globalThis.Response = original;
+    }
+  });
+
   it("waits out a 429's Retry-After and sends again", async () => {
     const run = scripted([answer(429, { "retry-after": "7" }), answer(200)]);
     const response = await run.send("POST");

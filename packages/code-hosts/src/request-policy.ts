@@ -5,6 +5,7 @@
 import { errorMessage } from "@deckhand/errors";
 import { CodeHostError } from "./code-host-error.ts";
 import { DEFAULT_PUBLISH_RATE } from "./connection.ts";
+import { isResponse } from "./host-failure.ts";
 
 /** Time as the policy sees it; tests pass one that records waits instead of sleeping. */
 export interface Clock {
@@ -222,7 +223,7 @@ export class RequestPolicy {
       const response = await this.attempt(MUTATING.has(method), send).catch(
         (error: unknown) => error,
       );
-      if (!(response instanceof Response)) {
+      if (!isResponse(response)) {
         const error = response;
         if (this.signal?.aborted) throw error;
         if (CodeHostError.isInstance(error)) throw error;

@@ -71,6 +71,16 @@ export const BatchRunOptionsSchema = z.strictObject({
    * too (refused for a working copy without an `origin`), false pushes none.
    */
   push: z.boolean().optional(),
+  /**
+   * Apply only: changes (creates, updates, comments, closes) sent to each code host per minute
+   * while publishing; the connection's `publishRate` (or 30) when absent.
+   */
+  publish_rate: z.number().positive().max(6_000).optional(),
+  /**
+   * Apply only: delete the branch of each changeset that is closed because the spec no longer
+   * produces it.
+   */
+  delete_branches: z.boolean().optional(),
   coding_agent: BatchCodingAgentOptionsSchema.optional(),
 });
 export type BatchRunOptions = z.infer<typeof BatchRunOptionsSchema>;
@@ -239,6 +249,21 @@ export const StoredBatchChangesetSchema = BatchChangesetSchema.extend({
   pushed: z.boolean(),
   /** Why applying it failed; null otherwise. */
   error: z.string().nullable(),
+  /** The code host connection's name, once published. */
+  code_host: z.string().nullable(),
+  /** The pull request's number on its host, once published. */
+  external_id: z.string().nullable(),
+  external_url: z.string().nullable(),
+  /** What the host said when last read. */
+  external_state: z.enum(["open", "draft", "merged", "closed", "deleted"]).nullable(),
+  review_state: z.enum(["approved", "changes_requested", "pending"]).nullable(),
+  checks_state: z.enum(["failing", "none", "passing", "pending"]).nullable(),
+  mergeable: z.enum(["conflicting", "mergeable", "unknown"]).nullable(),
+  synced_at: Timestamp.nullable(),
+  /** The batch change tracks it: the newest published changeset of its repository and branch. */
+  tracked: z.boolean(),
+  /** Why publishing it, or its last hook, failed; null otherwise. */
+  publish_error: z.string().nullable(),
 });
 export type StoredBatchChangeset = z.infer<typeof StoredBatchChangesetSchema>;
 
@@ -301,3 +326,92 @@ export type BatchRunStreamFrame = z.infer<typeof BatchRunStreamFrameSchema>;
 export const BatchRunStreamQuerySchema = z.strictObject({
   after: z.coerce.number().int().nonnegative().optional(),
 });
+
+/** A batch change's changesets by state: the tracked (published) ones and the rest. */
+export const BatchChangeStatsSchema = z.object({
+  /** Changesets the batch change tracks or its newest applied run holds. */
+  total: z.int().min(0),
+  unpublished: z.int().min(0),
+  draft: z.int().min(0),
+  open: z.int().min(0),
+  merged: z.int().min(0),
+  closed: z.int().min(0),
+  deleted: z.int().min(0),
+  /** Of the open and draft ones: checks failing, not mergeable, approved. */
+  checks_failing: z.int().min(0),
+  conflicting: z.int().min(0),
+  approved: z.int().min(0),
+});
+export type BatchChangeStats = z.infer<typeof BatchChangeStatsSchema>;
+
+/** The counts of published changesets per state after each change: the burndown chart's points. */
+export const BatchChangeBurndownPointSchema = z.object({
+  at: Timestamp,
+  draft: z.int().min(0),
+  open: z.int().min(0),
+  merged: z.int().min(0),
+  closed: z.int().min(0),
+  deleted: z.int().min(0),
+});
+export type BatchChangeBurndownPoint = z.infer<typeof BatchChangeBurndownPointSchema>;
+
+/** `GET /api/batch-changes/:name`: a batch change (every run of one spec name) as it stands. */
+export const BatchChangeSchema = z.object({
+  name: z.string(),
+  stats: BatchChangeStatsSchema,
+  burndown: z.array(BatchChangeBurndownPointSchema),
+  /** The tracked changesets, each with its host state. */
+  changesets: z.array(StoredBatchChangesetSchema),
+});
+export type BatchChange = z.infer<typeof BatchChangeSchema>;
+
+/** One entry of a changeset's history on its code host. */
+export const ChangesetEventSchema = z.object({
+  id: z.number().int().positive(),
+  changeset_id: Id,
+  type: z.string(),
+  external_state: z.string().nullable(),
+  payload: z.record(z.string(), z.unknown()),
+  created_at: Timestamp,
+});
+export type ChangesetEvent = z.infer<typeof ChangesetEventSchema>;
+export const ChangesetEventListSchema = z.object({ events: z.array(ChangesetEventSchema) });
+
+/** `POST /api/batch-changes/:name/changesets/bulk`: one operation on selected changesets. */
+export const BulkChangesetOperationRequestSchema = z.discriminatedUnion("operation", [
+  z.strictObject({
+    operation: z.literal("publish"),
+    changeset_ids: z.array(Id).min(1).max(10_000),
+    /** Publish as drafts (where the host has them); ready for review otherwise. */
+    draft: z.boolean().optional(),
+  }),
+  z.strictObject({ operation: z.literal("close"), changeset_ids: z.array(Id).min(1).max(10_000) }),
+  z.strictObject({
+    operation: z.literal("comment"),
+    changeset_ids: z.array(Id).min(1).max(10_000),
+    body: z.string().min(1).max(65_536),
+  }),
+  z.strictObject({
+    operation: z.literal("merge"),
+    changeset_ids: z.array(Id).min(1).max(10_000),
+    method: z.enum(["merge", "squash", "rebase"]).optional(),
+  }),
+  /** Runs the failed workspace of each changeset again (the workspace job). */
+  z.strictObject({
+    operation: z.literal("retry"),
+    changeset_ids: z.array(Id).min(1).max(10_000),
+  }),
+]);
+export type BulkChangesetOperationRequest = z.infer<typeof BulkChangesetOperationRequestSchema>;
+
+export const BulkChangesetOperationResultSchema = z.object({
+  results: z.array(
+    z.object({
+      changeset_id: Id,
+      ok: z.boolean(),
+      /** Why the operation failed for this changeset; null when it succeeded. */
+      error: z.string().nullable(),
+    }),
+  ),
+});
+export type BulkChangesetOperationResult = z.infer<typeof BulkChangesetOperationResultSchema>;

@@ -157,6 +157,55 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     branch: z.string(),
     error: z.string(),
   }),
+  /** Publishing made the changeset's pull request say what the changeset says. */
+  z.object({
+    type: z.literal("changeset_published"),
+    repository: z.string(),
+    branch: z.string(),
+    /** The pull request's web address. */
+    url: z.string(),
+    /** `created` (opened now), `updated` (title, body, draft or state changed), `unchanged`. */
+    action: z.enum(["created", "updated", "unchanged"]),
+    state: z.enum(["open", "draft", "merged", "closed"]),
+  }),
+  /** Publishing a changeset failed; the apply stopped there or goes on (see `error`). */
+  z.object({
+    type: z.literal("changeset_publish_failed"),
+    repository: z.string(),
+    branch: z.string(),
+    error: z.string(),
+  }),
+  /** A changeset of an earlier run that this run no longer produces was closed on its host. */
+  z.object({
+    type: z.literal("changeset_closed"),
+    repository: z.string(),
+    branch: z.string(),
+    url: z.string().nullable(),
+    /** Whether its branch was deleted too (the run's `delete_branches`). */
+    branch_deleted: z.boolean(),
+  }),
+  /** Tracking read a published changeset's state from its host and it changed. */
+  z.object({
+    type: z.literal("changeset_status"),
+    repository: z.string(),
+    branch: z.string(),
+    state: z.enum(["open", "draft", "merged", "closed", "deleted"]),
+    review: z.string().nullable(),
+    checks: z.string().nullable(),
+    mergeable: z.string().nullable(),
+  }),
+  /** A changeset hook ran (`onCIFailure`, `onMergeConflict`) on a published changeset. */
+  z.object({
+    type: z.literal("changeset_hook"),
+    repository: z.string(),
+    branch: z.string(),
+    hook: z.enum(["onCIFailure", "onMergeConflict"]),
+    attempt: z.int().min(1),
+    status: z.enum(["pushed", "unchanged", "failed", "exhausted"]),
+    /** The commit pushed, when `pushed`. */
+    commit: z.string().nullable(),
+    error: z.string().nullable(),
+  }),
   /** The last event of a run. */
   z.object({
     type: z.literal("run_finished"),

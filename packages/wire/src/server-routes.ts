@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  BatchChangeSchema,
   BatchChangesetListSchema,
   BatchRunListQuerySchema,
   BatchRunListSchema,
@@ -10,6 +11,9 @@ import {
   BatchTakeoverResponseSchema,
   BatchWorkspaceListSchema,
   BatchWorkspaceSchema,
+  BulkChangesetOperationRequestSchema,
+  BulkChangesetOperationResultSchema,
+  ChangesetEventListSchema,
   CreateBatchRunRequestSchema,
   ResolveBatchWorkspacesRequestSchema,
   ResolvedBatchWorkspacesSchema,
@@ -116,6 +120,10 @@ export const ServerPath = {
   batchWorkspaceStep: `${api}/batch-workspaces/:workspace_id/steps/:step_index`,
   batchWorkspaceRetry: `${api}/batch-workspaces/:workspace_id/retry`,
   batchWorkspaceTakeover: `${api}/batch-workspaces/:workspace_id/takeover`,
+  batchChange: `${api}/batch-changes/:name`,
+  batchChangeRefresh: `${api}/batch-changes/:name/refresh`,
+  batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
+  changesetEvents: `${api}/changesets/:changeset_id/events`,
 } as const;
 
 /** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
@@ -535,6 +543,46 @@ export const serverRoutes = [
       404: "no such workspace",
       409: "the workspace is still pending or running, or its revision is not in the repository any more",
     },
+  },
+  {
+    operationId: "getBatchChange",
+    method: "get",
+    path: ServerPath.batchChange,
+    summary:
+      "A batch change (every run of one spec name): its tracked changesets with their code host state, counts per state and the burndown",
+    success: { status: 200, schema: BatchChangeSchema, description: "the batch change" },
+    errors: { 404: "no run has that spec name" },
+  },
+  {
+    operationId: "refreshBatchChange",
+    method: "post",
+    path: ServerPath.batchChangeRefresh,
+    summary:
+      "Read every tracked changeset's state, review, checks and mergeability from its code host now (and run due changeset hooks)",
+    success: { status: 200, schema: BatchChangeSchema, description: "the batch change, refreshed" },
+    errors: { 404: "no run has that spec name" },
+  },
+  {
+    operationId: "bulkBatchChangeChangesets",
+    method: "post",
+    path: ServerPath.batchChangeBulk,
+    summary:
+      "Publish, close, comment on, merge or retry selected changesets of a batch change; each reports its own result",
+    body: BulkChangesetOperationRequestSchema,
+    success: {
+      status: 200,
+      schema: BulkChangesetOperationResultSchema,
+      description: "one result per changeset",
+    },
+    errors: { 404: "no run has that spec name" },
+  },
+  {
+    operationId: "listChangesetEvents",
+    method: "get",
+    path: ServerPath.changesetEvents,
+    summary: "A changeset's history on its code host, oldest first",
+    success: { status: 200, schema: ChangesetEventListSchema, description: "the events" },
+    errors: { 404: "no such changeset" },
   },
 ] as const satisfies readonly ServerRoute[];
 
