@@ -167,6 +167,9 @@ describe("deckhand executor arguments", () => {
       codeHosts: [{ type: "directory", path: "/srv/src" }],
       agentEnvironment: { deny: ["CORP_*"], allow: ["CORP_PROXY"] },
       withheldEnv: ["OPENAI_KEY"],
+      codeHostConnections: [],
+      changesetTrackingIntervalMs: 300_000,
+      codingAgent: {},
     });
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(

@@ -300,6 +300,16 @@ export async function runExecutorCommand(
       codeHosts: () => config.codeHosts,
       environmentPolicy: policy,
       outerEnvironment: io.environment,
+      codingAgent: config.codingAgent,
+      // The apply job and changeset tracking run on whichever batch worker claims them, so an
+      // executor publishes with the same connections (and its own environment's tokens).
+      publishing: {
+        connections: () => config.codeHostConnections,
+        environment: io.environment,
+        trackingIntervalMs: config.changesetTrackingIntervalMs,
+        onError: (error, context) =>
+          logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
+      },
     });
     worker = await startBatchWorker({
       database,
@@ -314,6 +324,8 @@ export async function runExecutorCommand(
       onRecovered: (recovered) =>
         logger.warn(recovered, "failed batch jobs the queue gave up on (see their errors)"),
     });
+    // Published changesets are refreshed where batch jobs run (queued once per interval).
+    if (config.codeHostConnections.length > 0) await service.publishing?.scheduleTracking();
   } catch (error) {
     forget();
     await database?.close().catch(() => {});

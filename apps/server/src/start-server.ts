@@ -237,10 +237,6 @@ export async function startServer(
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).
-    const codeHostAccess = new CodeHostAccess({
-      connections: () => config.codeHostConnections,
-      environment: process.env,
-    });
     const modelProvider = {
       lease: (jobId: string) =>
         leaseModelProvider(
@@ -248,25 +244,6 @@ export async function startServer(
           { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
         ),
     };
-    let retryWorkspace: (workspaceId: string) => Promise<unknown> = async () => {};
-    const publishing = new ChangesetPublisher({
-      database,
-      access: codeHostAccess,
-      hooks: createHookRunner({
-        access: codeHostAccess,
-        codeHosts: () => config.codeHosts,
-        cacheDirectory: join(config.dataDir, "cache", "repositories"),
-        workDirectory: join(workspacesRoot, "hooks"),
-        environmentPolicy: agentPolicy,
-        outerEnvironment: process.env,
-        modelProvider,
-        codingAgent: codingAgentOptions(config.codingAgent, undefined),
-      }),
-      retryWorkspace: (workspaceId) => retryWorkspace(workspaceId),
-      trackingIntervalMs: config.changesetTrackingIntervalMs,
-      onError: (error, context) =>
-        logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
-    });
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
@@ -282,9 +259,17 @@ export async function startServer(
       sessions: workspaceSessions(sessions),
       // Local agent installs belong to this server's data, not to its user's home directory.
       agentInstallDirectory: join(config.dataDir, "agents"),
-      publishing,
+      // Publishing: code host connections from config.json, their tokens read from the
+      // environment at each use (never stored, never handed to an agent: see config.ts).
+      publishing: {
+        connections: () => config.codeHostConnections,
+        environment: process.env,
+        trackingIntervalMs: config.changesetTrackingIntervalMs,
+        onError: (error, context) =>
+          logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
+      },
     });
-    retryWorkspace = (workspaceId) => batches.retryWorkspace(workspaceId);
+    const publishing = batches.publishing;
     let generatedAdminToken: string | null = null;
     if (config.requireAuth && config.adminToken === null) {
       generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
@@ -395,7 +380,7 @@ export async function startServer(
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
       batches,
-      publishing,
+      ...(publishing ? { publishing } : {}),
       modelUpstreams: config.modelUpstreams,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
@@ -496,7 +481,7 @@ export async function startServer(
         shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
       });
       // Tracking runs where batch jobs run; the first refresh is due one interval from now.
-      if (config.codeHostConnections.length > 0) await publishing.scheduleTracking();
+      if (config.codeHostConnections.length > 0) await publishing?.scheduleTracking();
       const startedBatchWorker = batchWorker;
       cleanups.push(() => startedBatchWorker.stop());
     } else {

@@ -4,14 +4,23 @@
 // environment; a task worker of its own claims only the batch job types from the shared queue.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
+import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
 import { z } from "zod";
-import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
+import {
+  BatchRunService,
+  type BatchRunServiceOptions,
+  codingAgentOptions,
+} from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
+import { createHookRunner } from "./publishing/changeset-hooks.ts";
+import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
+import { CodeHostAccess } from "./publishing/code-host-access.ts";
 
 /** Where a data directory keeps what batch jobs need on disk. */
 export function batchDirectories(dataDir: string): {
@@ -32,22 +41,67 @@ export function batchDirectories(dataDir: string): {
  */
 export type CreateBatchRunServiceOptions = Omit<
   BatchRunServiceOptions,
-  "cacheDirectory" | "workDirectory" | "environmentPolicy"
+  "cacheDirectory" | "workDirectory" | "environmentPolicy" | "publishing"
 > & {
   /** The process's data directory (see `batchDirectories`). */
   dataDir: string;
   /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
   environmentPolicy: AgentEnvironmentPolicy;
+  /**
+   * Publishing to code hosts (`codeHostConnections` of config.json): tokens are read from
+   * `environment` at each use. Without connections nothing is published.
+   */
+  publishing?: {
+    connections: () => readonly CodeHostConnection[];
+    environment: Readonly<Record<string, string | undefined>>;
+    trackingIntervalMs?: number;
+    onError?: (error: unknown, context: { changesetId: string }) => void;
+  };
 };
 
-/** The batch-run service of a process with a data directory, as the server and executors make it. */
+/**
+ * The batch-run service of a process with a data directory, as the server and executors make it:
+ * with its publisher (pull requests, tracking, hooks) when code host connections are configured,
+ * since the apply job and tracking run on whichever batch worker claims them.
+ */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { dataDir, ...rest } = options;
-  return new BatchRunService({
+  const { dataDir, publishing: publishingOptions, ...rest } = options;
+  const directories = batchDirectories(dataDir);
+  const outerEnvironment = options.outerEnvironment ?? process.env;
+  let service: BatchRunService | null = null;
+  let publishing: ChangesetPublisher | undefined;
+  if (publishingOptions !== undefined) {
+    const access = new CodeHostAccess({
+      connections: publishingOptions.connections,
+      environment: publishingOptions.environment,
+    });
+    publishing = new ChangesetPublisher({
+      database: options.database,
+      access,
+      hooks: createHookRunner({
+        access,
+        codeHosts: options.codeHosts,
+        cacheDirectory: directories.cacheDirectory,
+        workDirectory: join(dataDir, "workspaces", "hooks"),
+        environmentPolicy: options.environmentPolicy,
+        outerEnvironment,
+        ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
+        codingAgent: codingAgentOptions(options.codingAgent, undefined),
+      }),
+      retryWorkspace: async (workspaceId) => service?.retryWorkspace(workspaceId),
+      ...(publishingOptions.trackingIntervalMs !== undefined
+        ? { trackingIntervalMs: publishingOptions.trackingIntervalMs }
+        : {}),
+      ...(publishingOptions.onError ? { onError: publishingOptions.onError } : {}),
+    });
+  }
+  service = new BatchRunService({
     ...rest,
-    ...batchDirectories(dataDir),
-    outerEnvironment: options.outerEnvironment ?? process.env,
+    ...directories,
+    outerEnvironment,
+    ...(publishing ? { publishing } : {}),
   });
+  return service;
 }
 
 /** How often a batch worker ends jobs the queue gave up on, by default. */
@@ -153,6 +207,9 @@ const ExecutorConfigFileSchema = z.object({
     })
     .optional(),
   modelUpstreams: z.record(z.string(), z.object({ apiKeyEnv: z.string() })).optional(),
+  codeHostConnections: CodeHostConnectionsSchema.optional(),
+  changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
+  codingAgent: BatchCodingAgentOptionsSchema.optional(),
 });
 
 export interface ExecutorConfig {
@@ -162,8 +219,17 @@ export interface ExecutorConfig {
   codeHosts: CodeHost[];
   /** `agentEnvironment`: what steps may inherit beyond the default rules. */
   agentEnvironment: { deny: string[]; allow: string[] };
-  /** The upstreams' `apiKeyEnv` names: Deckhand's secrets, never passed to a step. */
+  /**
+   * The upstreams' `apiKeyEnv` and the code host connections' `tokenEnv` names: Deckhand's
+   * secrets, never passed to a step.
+   */
   withheldEnv: string[];
+  /** `codeHostConnections`: where applied changesets are published (the server's list). */
+  codeHostConnections: CodeHostConnection[];
+  /** How often published changesets are refreshed, when this process tracks them. */
+  changesetTrackingIntervalMs: number;
+  /** `codingAgent`: agent versions, models and install source (the server's). */
+  codingAgent: BatchCodingAgentOptions;
 }
 
 /**
@@ -183,6 +249,9 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         codeHosts: [],
         agentEnvironment: { deny: [], allow: [] },
         withheldEnv: [],
+        codeHostConnections: [],
+        changesetTrackingIntervalMs: DEFAULT_TRACKING_INTERVAL_MS,
+        codingAgent: {},
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -212,6 +281,16 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
       deny: file.agentEnvironment?.deny ?? [],
       allow: file.agentEnvironment?.allow ?? [],
     },
-    withheldEnv: Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+    withheldEnv: [
+      ...Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
+      ...(file.codeHostConnections ?? []).map((connection) => connection.tokenEnv),
+    ],
+    codeHostConnections: file.codeHostConnections ?? [],
+    changesetTrackingIntervalMs:
+      (file.changesetTracking?.intervalSeconds ?? DEFAULT_TRACKING_INTERVAL_MS / 1_000) * 1_000,
+    codingAgent: file.codingAgent ?? {},
   };
 }
+
+/** How often published changesets are refreshed unless config.json says otherwise: 5 minutes. */
+const DEFAULT_TRACKING_INTERVAL_MS = 300_000;

@@ -220,6 +220,11 @@ export class BatchRunService {
     return this.#options.database.db;
   }
 
+  /** The publisher of applied changesets, when this service publishes (for its API routes). */
+  get publishing(): ChangesetPublisher | undefined {
+    return this.#options.publishing;
+  }
+
   /** Credentials for git URLs of configured code host connections (none without publishing). */
   get #git() {
     const publishing = this.#options.publishing;

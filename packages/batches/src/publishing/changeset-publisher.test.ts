@@ -76,8 +76,8 @@ beforeEach(async () => {
     publishing: publisher,
   });
   const registry = new TaskRegistry();
+  // The service registers its publisher's tasks (tracking, hooks) with its own.
   service.register(registry);
-  publisher.register(registry);
   worker = new TaskWorker({ database, registry, concurrency: 2, pollIntervalMs: 50 });
   void worker.start();
 });
