@@ -37,6 +37,7 @@ describe.each(backends)("database on %s", (kind) => {
       "batch_run_events",
       "batch_runs",
       "batch_specs",
+      "changeset_events",
       "changesets",
       "chats",
       "message_parts",
