@@ -58,7 +58,7 @@ function stepIndexOf(value: string): number {
   return Number(value);
 }
 
-/** Run and workspace ids are UUIDs; anything else names none (404, not a database error). */
+/** Changeset ids are UUIDs; anything else names none (404, not a database error). */
 function idOf(value: string, what: string): string {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
     throw new HttpError(404, "not_found", `no ${what} with id ${JSON.stringify(value)}`);
@@ -69,8 +69,6 @@ function idOf(value: string, what: string): string {
 /** Every route in `serverRoutes` except health and the WebSocket stream, by operation id. */
 function handlers(services: ApiRouteServices): RouteHandlers {
   const { sessions, apiTokens, usage, agentTurns, batches } = services;
-  const run = (id: string) => idOf(id, "batch run");
-  const workspace = (id: string) => idOf(id, "workspace");
   const publishing = () => {
     if (services.publishing === undefined) {
       throw new HttpError(503, "internal", "publishing is not set up in this server");
@@ -95,23 +93,22 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     }),
     createBatchRun: ({ body }) => batches.createRun(body),
     listBatchRuns: async ({ query }) => ({ batch_runs: await batches.listRuns(query) }),
-    getBatchRun: ({ params }) => batches.getRun(run(params.batch_run_id)),
+    getBatchRun: ({ params }) => batches.getRun(params.batch_run_id),
     listBatchRunWorkspaces: async ({ params }) => ({
-      workspaces: await batches.listWorkspaces(run(params.batch_run_id)),
+      workspaces: await batches.listWorkspaces(params.batch_run_id),
     }),
     listBatchRunChangesets: async ({ params }) => ({
-      changesets: await batches.listChangesets(run(params.batch_run_id)),
+      changesets: await batches.listChangesets(params.batch_run_id),
     }),
-    cancelBatchRun: ({ params }) => batches.cancelRun(run(params.batch_run_id)),
-    applyBatchRun: ({ params }) => batches.applyRun(run(params.batch_run_id)),
-    retryBatchRun: ({ params }) => batches.retryRun(run(params.batch_run_id)),
+    cancelBatchRun: ({ params }) => batches.cancelRun(params.batch_run_id),
+    applyBatchRun: ({ params }) => batches.applyRun(params.batch_run_id),
+    retryBatchRun: ({ params }) => batches.retryRun(params.batch_run_id),
     resolveBatchWorkspaces: ({ body }) => batches.resolve(body),
-    getBatchWorkspace: ({ params }) => batches.getWorkspace(workspace(params.workspace_id)),
+    getBatchWorkspace: ({ params }) => batches.getWorkspace(params.workspace_id),
     getBatchWorkspaceStep: ({ params }) =>
-      batches.getStep(workspace(params.workspace_id), stepIndexOf(params.step_index)),
-    retryBatchWorkspace: ({ params }) => batches.retryWorkspace(workspace(params.workspace_id)),
-    takeOverBatchWorkspace: ({ params }) =>
-      batches.takeOverWorkspace(workspace(params.workspace_id)),
+      batches.getStep(params.workspace_id, stepIndexOf(params.step_index)),
+    retryBatchWorkspace: ({ params }) => batches.retryWorkspace(params.workspace_id),
+    takeOverBatchWorkspace: ({ params }) => batches.takeOverWorkspace(params.workspace_id),
     createProject: ({ body }) => sessions.createProject(body),
     listProjects: async () => ({ projects: await sessions.listProjects() }),
     getProject: ({ params }) => sessions.getProject(params.project_id),

@@ -5,11 +5,7 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
-  ChangesetPublisher,
-  CodeHostAccess,
-  codingAgentOptions,
   createBatchRunService,
-  createHookRunner,
   createRunEventHub,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -20,7 +16,7 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
-import { HttpError, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import { leaseModelProvider, leaseModelProxy } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
@@ -58,8 +54,6 @@ import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -425,8 +419,6 @@ export async function startServer(
       logger: logger.child({ component: "batch-run-stream" }),
       authorize,
       check: async (runId) => {
-        if (!UUID.test(runId))
-          throw new HttpError(404, "not_found", `no batch run with id ${JSON.stringify(runId)}`);
         await batches.getRun(runId).catch((error: unknown) => {
           throw batchesErrorToHttp(error);
         });

@@ -5,7 +5,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
-import type { ContainerRuntime } from "@deckhand/container-runtime";
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";

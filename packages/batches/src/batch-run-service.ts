@@ -57,7 +57,7 @@ import type { CodeHost } from "./code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
-import { toStoredChangeset } from "./publishing/stored-changeset.ts";
+import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
 import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
@@ -149,10 +149,6 @@ type RunRow = typeof batchRuns.$inferSelect;
 type WorkspaceRow = typeof workspaces.$inferSelect;
 type StepRow = typeof workspaceSteps.$inferSelect;
 
-function iso(date: Date | null): string | null {
-  return date === null ? null : date.toISOString();
-}
-
 function specError(request: { file?: string | undefined }, diagnostics: string[]): BatchesError {
   return new BatchesError(
     "invalid_spec",
@@ -196,8 +192,6 @@ function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspa
     finished_at: iso(row.finishedAt),
   };
 }
-
-const toChangeset = toStoredChangeset;
 
 /**
  * The batch-run domain: create runs from specs, run their workspace jobs (register them on a
@@ -441,6 +435,7 @@ export class BatchRunService {
   }
 
   async getRun(runId: string): Promise<BatchRun> {
+    knownId(runId, "batch run");
     const [row] = await this.#db
       .select({ run: batchRuns, name: batchSpecs.name })
       .from(batchRuns)
@@ -534,6 +529,7 @@ export class BatchRunService {
   }
 
   async #workspaceRow(workspaceId: string): Promise<WorkspaceRow> {
+    knownId(workspaceId, "workspace");
     const [row] = await this.#db.select().from(workspaces).where(eq(workspaces.id, workspaceId));
     if (row === undefined) throw notFound("workspace", workspaceId);
     return row;
@@ -570,7 +566,7 @@ export class BatchRunService {
       .innerJoin(workspaces, eq(workspaces.id, changesets.workspaceId))
       .where(eq(changesets.batchRunId, runId))
       .orderBy(asc(workspaces.position), asc(changesets.createdAt));
-    return rows.map((row) => toChangeset(row.changeset));
+    return rows.map((row) => toStoredChangeset(row.changeset));
   }
 
   /** Cancels waiting workspaces now; running ones notice within a second and stop. */
@@ -682,7 +678,7 @@ export class BatchRunService {
    * What is applied in the session becomes the workspace's result in the spec's next run.
    */
   async takeOverWorkspace(workspaceId: string): Promise<BatchTakeoverResponse> {
-    return this.#takeovers.takeOver(workspaceId);
+    return this.#takeovers.takeOver(knownId(workspaceId, "workspace"));
   }
 
   /**
@@ -976,7 +972,7 @@ export class BatchRunService {
             url: definition.repository.url ?? undefined,
             path,
           },
-          changeset: toChangeset(row),
+          changeset: toStoredChangeset(row),
           previousCommit: previous?.createdCommit ?? null,
           onConflict: options.on_conflict ?? "rebase",
           ...(options.push !== undefined ? { push: options.push } : {}),
@@ -1569,6 +1565,15 @@ function claimedBy(workspaceId: string, claim: WorkspaceClaim) {
 
 function rowRef(row: WorkspaceRow) {
   return { repository: row.repository, branch: row.branch, path: row.path, revision: row.revision };
+}
+
+/**
+ * Run and workspace ids are UUIDs: anything else names none, and is `not_found` here rather than
+ * a database error for whoever asked (a route, a stream, an executor).
+ */
+function knownId(id: string, what: string): string {
+  if (!z.uuid().safeParse(id).success) throw notFound(what, id);
+  return id;
 }
 
 function notFound(what: string, id: string): BatchesError {

@@ -17,7 +17,8 @@ const ReviewSchema = z.enum(["approved", "changes_requested", "pending"]).nullab
 const ChecksSchema = z.enum(["failing", "none", "passing", "pending"]).nullable();
 const MergeableSchema = z.enum(["conflicting", "mergeable", "unknown"]).nullable();
 
-function iso(date: Date | null): string | null {
+/** A timestamp column as the API writes it. */
+export function iso(date: Date | null): string | null {
   return date === null ? null : date.toISOString();
 }
 
