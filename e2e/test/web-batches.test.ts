@@ -3,20 +3,18 @@
 // writes a spec, previews its workspaces, runs a preview, watches it finish, reads and applies
 // its changeset, and disables a provider.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { type BrowserContext, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.ts";
+import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
+import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(repositoryRoot, "e2e/screenshots");
 const ADMIN_TOKEN = "e2e-admin-token-batches-0123456789";
 /** The budget for the JavaScript a first visit loads, gzipped. */
 const INITIAL_JS_BUDGET = 300 * 1024;
-const webBuilt = existsSync(join(repositoryRoot, "apps/web/dist/index.html"));
 
 const SPEC = `version: 3
 name: e2e-readme
@@ -36,10 +34,8 @@ changesetTemplate:
 
 let up: DeckhandUp;
 let codeHost: string;
-let browser: BrowserContext;
-let profileDir: string;
+let browser: OpenedBrowser;
 let page: Page;
-const pageErrors: string[] = [];
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -75,10 +71,6 @@ function branchExists(repository: string, branch: string): boolean {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does so)`);
-  }
-  if (!webBuilt) throw new Error("apps/web/dist is missing: run pnpm build first");
   codeHost = mkdtempSync(join(tmpdir(), "deckhand-code-host-"));
   makeRepository("acme/api", { "README.md": "# api\n" });
   makeRepository("acme/web", { "README.md": "# web\n" });
@@ -88,63 +80,17 @@ beforeAll(async () => {
     adminToken: ADMIN_TOKEN,
     config: { codeHosts: [{ type: "directory", path: codeHost }] },
   });
-  profileDir = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1440, height: 900 },
-  });
-  // Signed in from the start: the token prompt is web-ui.test.ts's subject.
-  await browser.addInitScript(
-    `sessionStorage.setItem("deckhand.token", ${JSON.stringify(ADMIN_TOKEN)});`,
-  );
-  page = browser.pages()[0] ?? (await browser.newPage());
-  page.setDefaultTimeout(15_000);
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  page.on("console", (message) => {
-    // The settings test provokes a 412 on purpose; the browser logs the failed request.
-    if (message.type() === "error" && !/status of 412/.test(message.text()))
-      pageErrors.push(`console: ${message.text()}`);
-  });
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  // Signed in from the start: the token prompt is web-ui.test.ts's subject. The settings test
+  // provokes a 412 on purpose; the browser logs the failed request.
+  browser = await openBrowser({ token: ADMIN_TOKEN, allowConsoleErrors: /status of 412/ });
+  page = browser.page;
 });
 
 afterAll(async () => {
   await browser?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   await up?.close();
   if (codeHost) rmSync(codeHost, { recursive: true, force: true });
 });
-
-/** Screenshots at phone and desktop width; at 360 px nothing may scroll sideways. */
-async function capture(name: string): Promise<void> {
-  for (const width of [360, 1440]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
-    const overflow = Number(
-      await page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-      ),
-    );
-    expect(
-      overflow,
-      `${name} at ${width} px scrolls sideways by ${overflow} px`,
-    ).toBeLessThanOrEqual(0);
-  }
-  await page.emulateMedia({ colorScheme: "dark" });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}-1440-dark.png`), fullPage: true });
-  await page.emulateMedia({ colorScheme: "light" });
-}
 
 /** Replaces the spec editor's text, as a paste would. */
 async function typeSpec(text: string): Promise<void> {
@@ -222,7 +168,7 @@ describe("batch changes and settings in the web UI", () => {
     await expect
       .poll(() => page.getByRole("button", { name: "Preview", exact: true }).isDisabled())
       .toBe(true);
-    await capture("batch-new-problems");
+    await capture(page, "batch-new-problems");
 
     await typeSpec(SPEC);
     await page.getByText("The spec is valid.").waitFor();
@@ -244,7 +190,7 @@ describe("batch changes and settings in the web UI", () => {
 
     await page.getByLabel("Include acme/web").uncheck();
     await page.getByText("1 of 2 workspaces will run.").waitFor();
-    await capture("batch-new");
+    await capture(page, "batch-new");
   });
 
   let runUrl: string;
@@ -284,7 +230,7 @@ describe("batch changes and settings in the web UI", () => {
     await workspace.getByText(/^Timeline \(\d+\)$/).click();
     await workspace.getByText(/step 0 run \(exit 0\)/).waitFor();
     await workspace.getByText("finished: completed").waitFor();
-    await capture("batch-run");
+    await capture(page, "batch-run");
   }, 150_000);
 
   it("takes a workspace over: the button opens an interactive session on it", async () => {
@@ -333,7 +279,7 @@ describe("batch changes and settings in the web UI", () => {
       .poll(() => changeset.locator(".diff-code-insert").allTextContents())
       .toEqual(["Maintained by the platform team."]);
     expect(branchExists("acme/api", "batch/e2e-readme")).toBe(false);
-    await capture("batch-changesets");
+    await capture(page, "batch-changesets");
 
     await page.getByRole("button", { name: "Apply changesets" }).click();
     await expect
@@ -358,7 +304,7 @@ describe("batch changes and settings in the web UI", () => {
     await run.waitFor();
     await expect.poll(() => run.locator(".badge").allTextContents()).toContain("completed");
     expect(await run.locator('.stats-bar [data-field="changesets"] dd').textContent()).toBe("1");
-    await capture("batches");
+    await capture(page, "batches");
   });
 
   it("disables a provider in settings, and says so plainly when the file changed meanwhile", async () => {
@@ -378,7 +324,7 @@ describe("batch changes and settings in the web UI", () => {
     await page.getByLabel("Job id").fill("no-such-job");
     await page.getByRole("button", { name: "Show usage" }).click();
     await page.getByText(/^0 requests/).waitFor();
-    await capture("settings");
+    await capture(page, "settings");
 
     // Someone else edits providers.json: the page's ETag is stale, the server answers 412.
     config.providers.scripted.label = "Scripted ACP agent";
@@ -450,6 +396,6 @@ describe("batch changes and settings in the web UI", () => {
   }, 150_000);
 
   it("raised no error in the page on the way", () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });

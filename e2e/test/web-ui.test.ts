@@ -2,88 +2,31 @@
 // (Debian's, driven by playwright-core) uses it as a person would: add a project, start a
 // session, chat with the native agent (fake model) and the scripted ACP agent, answer a
 // permission, review and apply the change, and survive a dropped stream mid-turn.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { turn } from "@deckhand/testkit";
 import { WirePath } from "@deckhand/wire";
-import { type BrowserContext, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DeckhandUp, repositoryRoot, startDeckhandUp } from "./deckhand-up.ts";
+import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
+import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(repositoryRoot, "e2e/screenshots");
 /** The server wants a token, as beyond loopback: every screen below runs with one. */
 const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
-const webBuilt = existsSync(join(repositoryRoot, "apps/web/dist/index.html"));
 
 let up: DeckhandUp;
-let browser: BrowserContext;
-let profileDir: string;
+let browser: OpenedBrowser;
 let page: Page;
-/** Uncaught errors in the page: any fails the suite. */
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does so)`);
-  }
-  if (!webBuilt) throw new Error("apps/web/dist is missing: run pnpm build first");
   up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
-  profileDir = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1440, height: 900 },
-  });
-  page = browser.pages()[0] ?? (await browser.newPage());
-  page.setDefaultTimeout(15_000);
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  page.on("console", (message) => {
-    // The browser logs each 401 the token test provokes on purpose; anything else counts.
-    if (message.type() === "error" && !/status of 401/.test(message.text()))
-      pageErrors.push(`console: ${message.text()}`);
-  });
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  // The browser logs each 401 the token test provokes on purpose; anything else counts.
+  browser = await openBrowser({ allowConsoleErrors: /status of 401/ });
+  page = browser.page;
 });
 
 afterAll(async () => {
   await browser?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   await up?.close();
 });
-
-/** Screenshots at phone and desktop width; at 360 px nothing may scroll sideways. */
-async function capture(name: string): Promise<void> {
-  for (const width of [360, 1440]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
-    // A string: this package's types have no DOM, and the expression runs in the page.
-    const overflow = Number(
-      await page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-      ),
-    );
-    expect(
-      overflow,
-      `${name} at ${width} px scrolls sideways by ${overflow} px`,
-    ).toBeLessThanOrEqual(0);
-  }
-  // The dark theme follows the system setting.
-  await page.emulateMedia({ colorScheme: "dark" });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}-1440-dark.png`), fullPage: true });
-  await page.emulateMedia({ colorScheme: "light" });
-}
 
 describe("the web UI served by deckhand up", () => {
   it("serves the app at / with cache headers, falls back to index.html, and leaves /api alone", async () => {
@@ -117,7 +60,7 @@ describe("the web UI served by deckhand up", () => {
   it("asks for the token when the API answers 401, and refuses a wrong one", async () => {
     await page.goto(up.server.url);
     await page.getByRole("heading", { name: "Token required" }).waitFor();
-    await capture("token");
+    await capture(page, "token");
     await page.getByLabel("Token").fill("not-the-token-at-all");
     await page.getByRole("button", { name: "Continue" }).click();
     await page.getByText("The server refused the token you gave.").waitFor();
@@ -130,7 +73,7 @@ describe("the web UI served by deckhand up", () => {
 
   it("adds a project from a local path and starts a session with a ready agent", async () => {
     await page.getByRole("heading", { name: "Projects" }).waitFor();
-    await capture("projects-empty");
+    await capture(page, "projects-empty");
     await page.getByLabel("Repository path on the server").fill(up.repository.path);
     await page.getByRole("button", { name: "Add project" }).click();
     const newSession = page.getByRole("link", { name: /^New session in / });
@@ -143,7 +86,7 @@ describe("the web UI served by deckhand up", () => {
         timeout: 20_000,
       })
       .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
-    await capture("new-session");
+    await capture(page, "new-session");
     await page.getByLabel("Title").fill("browser e2e");
     await page.getByLabel("Agent").selectOption("deckhand");
     await page.getByRole("button", { name: "Start session" }).click();
@@ -162,7 +105,7 @@ describe("the web UI served by deckhand up", () => {
     await answer.locator("strong", { hasText: "bold" }).waitFor();
     await answer.getByRole("listitem").filter({ hasText: "second item" }).waitFor();
     await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
-    await capture("chat");
+    await capture(page, "chat");
   });
 
   it("draws the native agent's command as a command card: the command, its exit code and output", async () => {
@@ -214,7 +157,7 @@ describe("the web UI served by deckhand up", () => {
     await card.waitFor();
     // The agent's own options, each with its shortcut.
     await expect.poll(() => card.getByRole("button").count()).toBe(4);
-    await capture("permission");
+    await capture(page, "permission");
     await page.locator("body").click({ position: { x: 1, y: 1 } });
     await page.keyboard.press("y");
     await card.waitFor({ state: "detached" });
@@ -229,7 +172,7 @@ describe("the web UI served by deckhand up", () => {
     await expect
       .poll(() => change.locator(".diff-code-insert").allTextContents())
       .toEqual(["written from the browser"]);
-    await capture("review");
+    await capture(page, "review");
     await change.getByRole("button", { name: "Apply web.txt" }).click();
     await change.waitFor({ state: "detached" });
     const session = /\/sessions\/([0-9a-f-]+)/.exec(sessionUrl)![1]!;
@@ -264,7 +207,7 @@ describe("the web UI served by deckhand up", () => {
     await tool.locator(".badge", { hasText: "completed" }).waitFor();
     await tool.getByText("looked").waitFor();
     await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
-    await capture("tools");
+    await capture(page, "tools");
   });
 
   it("cancels a running turn from its Cancel button", async () => {
@@ -310,6 +253,6 @@ describe("the web UI served by deckhand up", () => {
   });
 
   it("raised no error in the page on the way", () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });
