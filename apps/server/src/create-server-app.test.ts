@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
 import { BatchRunService } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
-import { mintModelToken } from "@deckhand/model-proxy";
+import { DbModelTokenStore, mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
 import { SessionService } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
@@ -18,7 +18,7 @@ import {
   MODEL_PROXY_MAX_BODY_BYTES,
   type ServerAppOptions,
 } from "./create-server-app.ts";
-import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbUsageRecorder } from "./db-stores.ts";
 
 const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const UPSTREAM_KEY = "sk-upstream-key-0123456789";

@@ -17,7 +17,11 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
-import { leaseModelProvider, leaseModelProxy } from "@deckhand/model-proxy";
+import {
+  batchJobModelProviderAccess,
+  DbModelTokenStore,
+  leaseModelProxy,
+} from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
@@ -49,7 +53,7 @@ import { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -123,11 +127,6 @@ export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** What shutdown gives HTTP requests still in flight once no task runs any more. */
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
-/**
- * A batch job's model token: revoked when the job ends; the TTL only bounds a token whose job
- * died with its executor. Longer than the default workspace timeout.
- */
-const BATCH_MODEL_TOKEN_TTL_MS = 2 * 60 * 60_000;
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
 /** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
@@ -231,13 +230,10 @@ export async function startServer(
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).
-    const modelProvider = {
-      lease: (jobId: string) =>
-        leaseModelProvider(
-          { modelTokens, serverUrl: () => listeningUrl },
-          { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
-        ),
-    };
+    const modelProvider = batchJobModelProviderAccess({
+      modelTokens,
+      serverUrl: () => listeningUrl,
+    });
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,

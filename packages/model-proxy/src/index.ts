@@ -1,7 +1,9 @@
+export { DbModelTokenStore } from "./db-model-token-store.ts";
 export type { LogFields, ModelProxyLogger } from "./logger.ts";
 export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
 export { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
 export {
+  batchJobModelProviderAccess,
   type LeasedModelProxy,
   leaseModelProvider,
   leaseModelProxy,
