@@ -247,8 +247,6 @@ export async function startServer(
       codingAgent: config.codingAgent,
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
-      // Local agent installs belong to this server's data, not to its user's home directory.
-      agentInstallDirectory: join(config.dataDir, "agents"),
       // Publishing: code host connections from config.json, their tokens read from the
       // environment at each use (never stored, never handed to an agent: see config.ts).
       publishing: {
