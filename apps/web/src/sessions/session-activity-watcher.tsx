@@ -54,24 +54,32 @@ export function SessionActivityWatcher() {
       rememberBaseline(list.sessions);
       setSessions(new Map(list.sessions.map((session) => [session.id, session])));
     };
-    const stream = new SessionActivityStream({
-      onState: (state) => {
-        if (state === "live") relist().catch(() => {});
-      },
-      onEvent: ({ session }) => {
-        const before = sessions.get(session.id);
-        // A session first heard of here is new since the list: all of it is news.
-        if (before === undefined) rememberBaseline([{ ...session, last_event_id: 0 }]);
-        const news = newsOf(before?.activity ?? "idle", session.activity);
-        if (news !== null && sessionOnScreen(locationRef.current) !== session.id) {
-          announce(session, news, () => navigateRef.current(`/sessions/${session.id}`));
-        }
-        setSessions(new Map(sessions).set(session.id, session));
-      },
-    });
+    let stream: SessionActivityStream | null = null;
+    // The list first: without a token it is refused (and the token prompt shows), and a stream
+    // opened then would only retry against a 401.
+    relist()
+      .then(() => {
+        if (stopped) return;
+        stream = new SessionActivityStream({
+          onState: (state) => {
+            if (state === "live") relist().catch(() => {});
+          },
+          onEvent: ({ session }) => {
+            const before = sessions.get(session.id);
+            // A session first heard of here is new since the list: all of it is news.
+            if (before === undefined) rememberBaseline([{ ...session, last_event_id: 0 }]);
+            const news = newsOf(before?.activity ?? "idle", session.activity);
+            if (news !== null && sessionOnScreen(locationRef.current) !== session.id) {
+              announce(session, news, () => navigateRef.current(`/sessions/${session.id}`));
+            }
+            setSessions(new Map(sessions).set(session.id, session));
+          },
+        });
+      })
+      .catch(() => {});
     return () => {
       stopped = true;
-      stream.close();
+      stream?.close();
     };
   }, []);
 
