@@ -252,6 +252,98 @@ describe("the web UI served by deckhand up", () => {
     await page.unrouteAll();
   });
 
+  it("lists sessions with live status, unread markers, search and archive, and notifies when a session off screen finishes", async () => {
+    // The page's Notification records what it is asked to show; the permission is granted.
+    await browser.context.grantPermissions(["notifications"]);
+    await browser.context.addInitScript(`
+      window.shownNotifications = [];
+      class RecordingNotification {
+        static permission = "granted";
+        static requestPermission = async () => "granted";
+        onclick = null;
+        constructor(title, options) {
+          window.shownNotifications.push({ title, body: options?.body });
+        }
+      }
+      Object.defineProperty(window, "Notification", { value: RecordingNotification });
+    `);
+    const shown = () => page.evaluate("window.shownNotifications");
+    const nav = page.getByRole("navigation", { name: "Main" });
+    const rows = page.getByRole("list", { name: "Sessions" }).getByRole("listitem");
+    const row = (title: string) => rows.filter({ has: page.getByRole("link", { name: title }) });
+
+    await page.goto(`${up.server.url}/settings`);
+    const desktop = page.getByLabel("Desktop notification");
+    await desktop.check();
+    await expect.poll(() => desktop.isChecked()).toBe(true);
+
+    await nav.getByRole("link", { name: "Projects" }).click();
+    await page.getByRole("link", { name: /^New session in / }).click();
+    await page.getByLabel("Title").fill("second e2e");
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.getByRole("heading", { name: "second e2e" }).waitFor();
+    const secondUrl = page.url();
+
+    // The second session's turn runs on while the first one is on screen, and finishes there.
+    await page.getByRole("textbox", { name: "Message" }).fill("slow 6000");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page
+      .getByRole("article", { name: "scripted answer" })
+      .last()
+      .getByText(/tick 1\b/)
+      .waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").locator(".badge", { hasText: "Running" }).waitFor();
+    await row("browser e2e").getByRole("link", { name: "browser e2e" }).click();
+    await page.getByRole("heading", { name: "browser e2e" }).waitFor();
+    await expect
+      .poll(shown, { timeout: 30_000 })
+      .toEqual([{ title: "second e2e", body: "The agent finished its turn." }]);
+    await nav.getByText("1 unread").waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").getByText("Unread").waitFor();
+    await row("second e2e").locator(".badge", { hasText: "Idle" }).waitFor();
+    expect(await row("browser e2e").getByText("Unread").count()).toBe(0);
+    await capture(page, "sessions");
+
+    // Opening it marks it read.
+    await row("second e2e").getByRole("link", { name: "second e2e" }).click();
+    await page.getByRole("heading", { name: "second e2e" }).waitFor();
+    expect(page.url()).toBe(secondUrl.replace(/\?.*$/, ""));
+    await nav.getByText("1 unread").waitFor({ state: "detached" });
+
+    // A permission waiting for an answer shows as "Needs input".
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("edit list.txt from the list");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("region", { name: /^Permission requested/ }).waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").locator(".badge", { hasText: "Needs input" }).waitFor();
+
+    // Search runs on the server: title, branch or project name.
+    await page.getByLabel("Search title, branch or project").fill("second");
+    await expect.poll(() => rows.count()).toBe(1);
+    await page.getByLabel("Search title, branch or project").fill("");
+    await expect.poll(() => rows.count()).toBe(2);
+
+    // Archived sessions hide until "Show archived".
+    await page.getByRole("button", { name: "Archive browser e2e" }).click();
+    await expect.poll(() => rows.count()).toBe(1);
+    await page.getByLabel("Show archived").check();
+    await row("browser e2e").getByText("Archived").waitFor();
+    await page.getByRole("button", { name: "Unarchive browser e2e" }).click();
+    await expect.poll(() => row("browser e2e").getByText("Archived").count()).toBe(0);
+
+    // The waiting turn is answered, so the session ends idle.
+    await row("second e2e").getByRole("link", { name: "second e2e" }).click();
+    const card = page.getByRole("region", { name: /^Permission requested/ });
+    await card.waitFor();
+    await page.locator("body").click({ position: { x: 1, y: 1 } });
+    await page.keyboard.press("n");
+    await card.waitFor({ state: "detached" });
+  });
+
   it("raised no error in the page on the way", () => {
     expect(browser.pageErrors).toEqual([]);
   });

@@ -18,6 +18,7 @@ const SERVED_ELSEWHERE = [
   "getHealth",
   "streamSession",
   "streamBatchRun",
+  "streamSessionActivity",
   // The providers router from @deckhand/providers serves these under ServerPath.providers.
   "getProvidersSnapshot",
   "getProvidersConfig",
@@ -117,6 +118,8 @@ function handlers(services: ApiRouteServices): RouteHandlers {
       sessions: await sessions.listSessions(params.project_id),
     }),
     getSession: ({ params }) => sessions.getSession(params.session_id),
+    listAllSessions: async ({ query }) => ({ sessions: await sessions.listAllSessions(query) }),
+    updateSession: ({ params, body }) => sessions.updateSession(params.session_id, body),
     closeSession: async ({ params, query }) => {
       const closed = await sessions.closeSession(params.session_id, query.force ?? false);
       await agentTurns.pool.closeSession(closed.id);

@@ -215,6 +215,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
       "this is a WebSocket endpoint; connect with a WebSocket client",
     );
   });
+  app.get(ServerPath.sessionActivity, () => {
+    throw new HttpError(
+      426,
+      "invalid_request",
+      "this is a WebSocket endpoint; connect with a WebSocket client",
+    );
+  });
   app.get(ServerPath.sessionStream, () => {
     throw new HttpError(
       426,

@@ -36,12 +36,14 @@ import {
   type BackendFactory,
   DbPermissionMemory,
   NATIVE_AGENT_TYPE,
+  SessionActivityHub,
   SessionService,
   SessionStreamHub,
   SessionsError,
 } from "@deckhand/sessions";
 import {
   ServerPath,
+  type SessionActivityEvent,
   type SessionEvent,
   type StoredBatchRunEvent,
   WireHeader,
@@ -322,6 +324,11 @@ export async function startServer(
     const hub = new SessionStreamHub(database);
     await hub.start();
     cleanups.push(() => hub.stop());
+    const activityHub = new SessionActivityHub(database, {
+      sessionsById: (ids) => sessions.sessionsById(ids),
+    });
+    await activityHub.start();
+    cleanups.push(() => activityHub.stop());
     const runHub = createRunEventHub(database);
     await runHub.start();
     cleanups.push(() => runHub.stop());
@@ -418,10 +425,19 @@ export async function startServer(
         });
       },
     });
+    const activityStreams = new EventStreamSocket<SessionActivityEvent>({
+      path: ServerPath.sessionActivity,
+      subprotocol: WireSubprotocol.sessionActivity,
+      hub: activityHub,
+      logger: logger.child({ component: "session-activity" }),
+      authorize,
+      check: async () => {},
+    });
     server.on("upgrade", (request, socket, head) => {
       if (
         !streams.handleUpgrade(request, socket, head) &&
-        !runStreams.handleUpgrade(request, socket, head)
+        !runStreams.handleUpgrade(request, socket, head) &&
+        !activityStreams.handleUpgrade(request, socket, head)
       ) {
         refuseUpgrade(
           socket,
@@ -524,6 +540,7 @@ export async function startServer(
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
         await streams.close();
         await runStreams.close();
+        await activityStreams.close();
         if ("closeIdleConnections" in server) server.closeIdleConnections();
         const grace = new Promise<void>((resolveGrace) =>
           setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),

@@ -19,13 +19,17 @@ import {
   ServerPath,
   type ServerRoute,
   type Session,
+  type SessionActivityEvent,
+  SessionActivityEventSchema,
   serverPath,
   serverRoutes,
   type UsageResponse,
   WireHeader,
   WirePath,
+  WireSubprotocol,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { sessionsErrorToHttp } from "../src/sessions-http-errors.ts";
 import {
   backends,
@@ -262,6 +266,75 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
         { body: {} },
       );
       expect(chat.status).toBe(409);
+    });
+
+    it("archives and unarchives a session, refusing a body that is not exactly {archived: boolean} with a 400", async () => {
+      const { session } = await newSession();
+      const path = serverPath(ServerPath.session, { session_id: session.id });
+      for (const body of [{}, { archived: "yes" }, { archived: true, title: "x" }]) {
+        const refused = await harness.api<{ error: { code: string } }>("PATCH", path, { body });
+        expect(refused.status, JSON.stringify(body)).toBe(400);
+        expect(refused.body.error.code).toBe("invalid_request");
+      }
+      const missing = await harness.api(
+        "PATCH",
+        serverPath(ServerPath.session, { session_id: "nope" }),
+        {
+          body: { archived: true },
+        },
+      );
+      expect(missing.status).toBe(404);
+
+      const archived = await harness.api<Session>("PATCH", path, { body: { archived: true } });
+      expect(archived.status).toBe(200);
+      expect(archived.body.archived_at).not.toBeNull();
+      const listed = async (query: string) =>
+        (
+          await harness.api<{ sessions: Session[] }>("GET", `${ServerPath.sessions}${query}`)
+        ).body.sessions.map((listedSession) => listedSession.id);
+      expect(await listed("")).not.toContain(session.id);
+      expect(await listed("?archived=true")).toContain(session.id);
+      expect(await listed(`?archived=any&q=${encodeURIComponent(session.branch)}`)).toEqual([
+        session.id,
+      ]);
+      expect((await harness.api("GET", `${ServerPath.sessions}?archived=maybe`)).status).toBe(400);
+
+      const restored = await harness.api<Session>("PATCH", path, { body: { archived: false } });
+      expect(restored.body.archived_at).toBeNull();
+      expect(await listed("")).toContain(session.id);
+    });
+
+    it("pushes a session on the activity stream when a new event is stored and when it is archived", async () => {
+      const { session, chat } = await newSession();
+      const socket = new WebSocket(
+        `${harness.server.url.replace(/^http/, "ws")}${ServerPath.sessionActivity}`,
+        [WireSubprotocol.sessionActivity],
+      );
+      cleanups.add(() => socket.close());
+      const frames: { type: string; event?: SessionActivityEvent }[] = [];
+      socket.on("message", (data) => frames.push(JSON.parse(data.toString())));
+      const framesOf = () =>
+        frames.flatMap((frame) =>
+          frame.event?.session.id === session.id
+            ? [SessionActivityEventSchema.parse(frame.event)]
+            : [],
+        );
+      await waitUntil(() => frames.some((frame) => frame.type === "ready"));
+
+      const published = await publishSessionEvent(harness.server.database.db, session.id, chat.id, {
+        type: "plan",
+        message_id: crypto.randomUUID(),
+        entries: [],
+      });
+      await waitUntil(() =>
+        framesOf().some((event) => event.session.last_event_id === published.id),
+      );
+      await harness.api("PATCH", serverPath(ServerPath.session, { session_id: session.id }), {
+        body: { archived: true },
+      });
+      await waitUntil(() => framesOf().some((event) => event.session.archived_at !== null));
+      const ids = frames.flatMap((frame) => (frame.event ? [frame.event.id] : []));
+      expect(ids).toEqual(ids.map((_, index) => index + 1));
     });
 
     it("closes a clean session without force", async () => {

@@ -9,6 +9,7 @@ import {
 } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, api, messageOf } from "../api.ts";
+import { NotificationSettings } from "../sessions/notification-settings.tsx";
 
 const MERGE_PATCH = "application/merge-patch+json";
 
@@ -258,6 +259,7 @@ export function SettingsScreen() {
         </p>
       </section>
       <UsageSection />
+      <NotificationSettings />
     </main>
   );
 }
