@@ -7,7 +7,7 @@ import type {
 } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -104,10 +104,16 @@ export class DbUsageRecorder implements UsageRecorder {
 
   /** Every usage row of one job, oldest first. */
   async forJob(jobId: string): Promise<ModelUsageRow[]> {
+    return this.forJobs([jobId]);
+  }
+
+  /** The rows of any of `jobIds`, oldest first. */
+  async forJobs(jobIds: readonly string[]): Promise<ModelUsageRow[]> {
+    if (jobIds.length === 0) return [];
     return this.#db
       .select()
       .from(modelUsage)
-      .where(eq(modelUsage.jobId, jobId))
+      .where(inArray(modelUsage.jobId, [...jobIds]))
       .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
   }
 }

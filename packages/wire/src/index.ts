@@ -281,6 +281,10 @@ export {
   UsageQuerySchema,
   type UsageResponse,
   UsageResponseSchema,
+  type UsageRow,
+  UsageRowSchema,
+  type UsageTotals,
+  UsageTotalsSchema,
 } from "./server-api.ts";
 export type {
   PathParameterNames,
@@ -318,3 +322,15 @@ export {
   ToolCallStatusSchema,
   ToolKindSchema,
 } from "./session-stream.ts";
+export {
+  type CodeHostConnectionList,
+  CodeHostConnectionListSchema,
+  type CodeHostConnectionView,
+  CodeHostConnectionViewSchema,
+  type ModelUpstreamList,
+  ModelUpstreamListSchema,
+  type ModelUpstreamView,
+  ModelUpstreamViewSchema,
+  type SessionUsageResponse,
+  SessionUsageResponseSchema,
+} from "./settings-api.ts";
