@@ -116,7 +116,9 @@ describe("the settings screen", () => {
     await page.getByRole("status").getByText("Scripted ACP agent checked again.").waitFor();
     await expect.poll(() => scripted.locator(".badge").textContent()).toBe("Ready");
 
-    await scripted.getByText("Diagnostic", { exact: true }).click();
+    // A <summary>, reached by keyboard like a button.
+    await scripted.locator("summary", { hasText: "Diagnostic" }).focus();
+    await page.keyboard.press("Enter");
     const diagnostic = scripted.locator(".diagnostic-output");
     await diagnostic.waitFor();
     const text = (await diagnostic.textContent()) ?? "";
