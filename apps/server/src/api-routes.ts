@@ -166,7 +166,9 @@ function handlers(services: ApiRouteServices): RouteHandlers {
       const rows = await usage.forJobs(jobs.map((job) => job.jobId));
       return sessionUsageReport(params.session_id, jobs, rows);
     },
-    listModelUpstreams: async () => ({ model_upstreams: describeUpstreams(services.modelUpstreams) }),
+    listModelUpstreams: async () => ({
+      model_upstreams: describeUpstreams(services.modelUpstreams),
+    }),
     listCodeHostConnections: async () => ({
       code_host_connections: services
         .codeHostConnections()
