@@ -617,6 +617,11 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
         serverPath(ServerPath.sessionUsage, { session_id: "00000000-0000-4000-8000-000000000000" }),
       );
       expect(unknown.status).toBe(404);
+      const malformed = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: "not-a-session" }),
+      );
+      expect(malformed.status).toBe(404);
     });
   });
 
