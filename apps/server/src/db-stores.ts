@@ -2,7 +2,7 @@ import { type Database, modelUsage, providerProbes } from "@deckhand/db";
 import type { ModelUsageEntry, UsageRecorder } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 
 /** One stored usage row, as the API will read it back. */
 export type ModelUsageRow = typeof modelUsage.$inferSelect;
@@ -35,10 +35,16 @@ export class DbUsageRecorder implements UsageRecorder {
 
   /** Every usage row of one job, oldest first. */
   async forJob(jobId: string): Promise<ModelUsageRow[]> {
+    return this.forJobs([jobId]);
+  }
+
+  /** The rows of any of `jobIds`, oldest first. */
+  async forJobs(jobIds: readonly string[]): Promise<ModelUsageRow[]> {
+    if (jobIds.length === 0) return [];
     return this.#db
       .select()
       .from(modelUsage)
-      .where(eq(modelUsage.jobId, jobId))
+      .where(inArray(modelUsage.jobId, [...jobIds]))
       .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
   }
 }

@@ -377,6 +377,7 @@ export async function startServer(
       batches,
       ...(publishing ? { publishing } : {}),
       modelUpstreams: config.modelUpstreams,
+      codeHostConnections: config.codeHostConnections,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,

@@ -21,6 +21,7 @@ import {
   type Session,
   type SessionActivityEvent,
   SessionActivityEventSchema,
+  type SessionUsageResponse,
   serverPath,
   serverRoutes,
   type UsageResponse,
@@ -644,6 +645,56 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
       });
       const missing = await harness.api<{ error: { code: string } }>("GET", ServerPath.usage);
       expect(missing.status).toBe(400);
+
+      // Per session: every agent the session ran, each under its own job, with the same rows.
+      const quietAgent = await harness.server.sessions.ensureAgentSession(
+        session.id,
+        "claude",
+        null,
+      );
+      const bySession = await harness.api<SessionUsageResponse>(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: session.id }),
+      );
+      expect(bySession.status).toBe(200);
+      expect(bySession.body.session_id).toBe(session.id);
+      expect(bySession.body.jobs).toEqual([
+        { job_id: jobId, agent: "codex", chat_id: chat.id, totals: usage!.body.totals },
+        {
+          job_id: `agent-session:${quietAgent}`,
+          agent: "claude",
+          chat_id: null,
+          totals: other.body.totals,
+        },
+      ]);
+      expect(bySession.body.totals).toEqual(usage!.body.totals);
+      expect(
+        [...bySession.body.usage].sort((left, right) =>
+          left.created_at.localeCompare(right.created_at),
+        ),
+      ).toEqual(rows);
+      // Another session's usage is its own; a session that does not exist is a 404.
+      const { session: otherSession } = await newSession();
+      const elsewhere = await harness.api<SessionUsageResponse>(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: otherSession.id }),
+      );
+      expect(elsewhere.body).toEqual({
+        session_id: otherSession.id,
+        jobs: [],
+        usage: [],
+        totals: other.body.totals,
+      });
+      const unknown = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: "00000000-0000-4000-8000-000000000000" }),
+      );
+      expect(unknown.status).toBe(404);
+      const malformed = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: "not-a-session" }),
+      );
+      expect(malformed.status).toBe(404);
     });
   });
 

@@ -25,5 +25,15 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
-export type { UpstreamConfig } from "./upstreams.ts";
-export { InMemoryUsageRecorder, type ModelUsageEntry, type UsageRecorder } from "./usage.ts";
+export { describeUpstreams, type UpstreamConfig, upstreamEndpoints } from "./upstreams.ts";
+export {
+  InMemoryUsageRecorder,
+  jobUsageReport,
+  type ModelUsageEntry,
+  type SessionUsageJob,
+  type StoredModelUsage,
+  sessionUsageReport,
+  type UsageRecorder,
+  usageRow,
+  usageTotals,
+} from "./usage.ts";

@@ -52,3 +52,4 @@ export {
   type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
+export { agentSessionJobId } from "./usage-job.ts";

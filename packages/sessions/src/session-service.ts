@@ -12,6 +12,7 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
+import type { SessionUsageJob } from "@deckhand/model-proxy";
 import { redactSecrets } from "@deckhand/secrets";
 import type {
   Chat,
@@ -77,6 +78,7 @@ import {
   type SessionWorktreeRow,
 } from "./session-repository.ts";
 import { SessionsError } from "./sessions-error.ts";
+import { agentSessionJobId } from "./usage-job.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";
@@ -691,6 +693,28 @@ export class SessionService {
   }
 
   // Agent sessions
+
+  /**
+   * The jobs a session's model usage is recorded under: one per agent session it ran (closed
+   * ones too, their usage stays theirs), oldest first. A `not_found` when there is no such session.
+   */
+  async usageJobs(sessionId: string): Promise<SessionUsageJob[]> {
+    await this.#sessionRows(sessionId);
+    const rows = await this.#db
+      .select({
+        id: agentSessions.id,
+        agent: agentSessions.agentType,
+        chatId: agentSessions.chatId,
+      })
+      .from(agentSessions)
+      .where(eq(agentSessions.sessionId, sessionId))
+      .orderBy(asc(agentSessions.createdAt), asc(agentSessions.id));
+    return rows.map((row) => ({
+      jobId: agentSessionJobId(row.id),
+      agent: row.agent,
+      chatId: row.chatId,
+    }));
+  }
 
   /** The live agent session of (session, agent, chat), created on first use. */
   async ensureAgentSession(

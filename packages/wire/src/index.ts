@@ -289,6 +289,10 @@ export {
   UsageQuerySchema,
   type UsageResponse,
   UsageResponseSchema,
+  type UsageRow,
+  UsageRowSchema,
+  type UsageTotals,
+  UsageTotalsSchema,
 } from "./server-api.ts";
 export type {
   PathParameterNames,
@@ -326,3 +330,15 @@ export {
   ToolCallStatusSchema,
   ToolKindSchema,
 } from "./session-stream.ts";
+export {
+  type CodeHostConnectionList,
+  CodeHostConnectionListSchema,
+  type CodeHostConnectionView,
+  CodeHostConnectionViewSchema,
+  type ModelUpstreamList,
+  ModelUpstreamListSchema,
+  type ModelUpstreamView,
+  ModelUpstreamViewSchema,
+  type SessionUsageResponse,
+  SessionUsageResponseSchema,
+} from "./settings-api.ts";

@@ -269,17 +269,25 @@ export const RejectPendingChangeResponseSchema = z.object({ pending_change: Pend
 
 export const UsageQuerySchema = z.strictObject({ job_id: z.string().min(1) });
 
+/** Sums of a set of usage rows. */
+export const UsageTotalsSchema = z.object({
+  requests: z.number().int().nonnegative(),
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+  request_bytes: z.number().int().nonnegative(),
+  response_bytes: z.number().int().nonnegative(),
+});
+export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
+
+/** One request the model proxy forwarded, as the usage routes list it. */
+export const UsageRowSchema = ModelUsageSchema.extend({ created_at: Timestamp });
+export type UsageRow = z.infer<typeof UsageRowSchema>;
+
 export const UsageResponseSchema = z.object({
   job_id: z.string(),
-  usage: z.array(ModelUsageSchema.extend({ created_at: Timestamp })),
-  totals: z.object({
-    requests: z.number().int().nonnegative(),
-    input_tokens: z.number().int().nonnegative(),
-    output_tokens: z.number().int().nonnegative(),
-    total_tokens: z.number().int().nonnegative(),
-    request_bytes: z.number().int().nonnegative(),
-    response_bytes: z.number().int().nonnegative(),
-  }),
+  usage: z.array(UsageRowSchema),
+  totals: UsageTotalsSchema,
 });
 export type UsageResponse = z.infer<typeof UsageResponseSchema>;
 

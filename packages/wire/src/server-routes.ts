@@ -58,6 +58,11 @@ import {
   UsageResponseSchema,
 } from "./server-api.ts";
 import { SessionStreamFrameSchema, SessionStreamQuerySchema } from "./session-stream.ts";
+import {
+  CodeHostConnectionListSchema,
+  ModelUpstreamListSchema,
+  SessionUsageResponseSchema,
+} from "./settings-api.ts";
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
@@ -103,6 +108,9 @@ export const ServerPath = {
   applyPendingChange: `${api}/pending-changes/:pending_change_id/apply`,
   rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
   usage: `${api}/usage`,
+  sessionUsage: `${api}/sessions/:session_id/usage`,
+  modelUpstreams: `${api}/model-upstreams`,
+  codeHostConnections: `${api}/code-host-connections`,
   apiTokens: `${api}/tokens`,
   apiToken: `${api}/tokens/:token_id`,
   agentCancel: `${api}/sessions/:session_id/agents/:agent/cancel`,
@@ -366,6 +374,35 @@ export const serverRoutes = [
     query: UsageQuerySchema,
     success: { status: 200, schema: UsageResponseSchema, description: "the usage" },
     errors: { 400: "job_id is missing" },
+  },
+  {
+    operationId: "getSessionUsage",
+    method: "get",
+    path: ServerPath.sessionUsage,
+    summary:
+      "Model usage of every agent a session ran (each under its own job), with totals per job and in all",
+    success: { status: 200, schema: SessionUsageResponseSchema, description: "the usage" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "listModelUpstreams",
+    method: "get",
+    path: ServerPath.modelUpstreams,
+    summary:
+      "The configured model upstreams: the agent type each serves, its wire format, base URL and the name of its key's variable (never the key)",
+    success: { status: 200, schema: ModelUpstreamListSchema, description: "the upstreams" },
+  },
+  {
+    operationId: "listCodeHostConnections",
+    method: "get",
+    path: ServerPath.codeHostConnections,
+    summary:
+      "The code hosts changesets are published to: type, URL, publication rate and the name of the token's variable with whether it is set (never the token)",
+    success: {
+      status: 200,
+      schema: CodeHostConnectionListSchema,
+      description: "the connections",
+    },
   },
   {
     operationId: "createApiToken",
