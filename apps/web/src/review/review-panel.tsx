@@ -137,7 +137,7 @@ function Code({ side }: { side: DiffSide }) {
       <span className="diff-sign" aria-hidden="true">
         {SIGN[side.type]}
       </span>
-      {side.content}
+      <span className="diff-text">{side.content}</span>
     </span>
   );
 }
@@ -195,7 +195,7 @@ const FileDiff = memo(function FileDiff({
   wrap: boolean;
   onComment: (side: DiffSide) => void;
 }) {
-  const scrollRef = useRef<HTMLDivElement>(null);
+  const scrollRef = useRef<HTMLElement>(null);
   const rows = view === "split" ? model.split : model.unified;
   const virtualizer = useVirtualizer({
     count: rows.length,
@@ -217,14 +217,13 @@ const FileDiff = memo(function FileDiff({
   }, [shown, path]);
   if (model.binary) return <p className="muted">Binary file: no lines to show.</p>;
   return (
-    <div
+    <section
       ref={scrollRef}
       className="diff-viewport"
       data-view={view}
       data-wrap={wrap}
       // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to scroll it
       tabIndex={0}
-      role="region"
       aria-label={`Diff of ${path}, ${model.additions} added and ${model.deletions} removed lines`}
     >
       <div className="diff-rows" style={{ height: virtualizer.getTotalSize() }}>
@@ -244,7 +243,7 @@ const FileDiff = memo(function FileDiff({
           );
         })}
       </div>
-    </div>
+    </section>
   );
 });
 
