@@ -271,11 +271,10 @@ describe("the web UI served by deckhand up", () => {
     await page.getByRole("textbox", { name: "Message" }).fill("please look");
     await page.getByRole("button", { name: "Send" }).click();
     await queued.waitFor({ state: "detached" });
-    await page
-      .getByRole("article", { name: "deckhand answer" })
-      .last()
-      .getByText("noted")
-      .waitFor();
+    const noted = page.getByRole("article", { name: "deckhand answer" }).last();
+    await noted.getByText("noted").waitFor();
+    // Changes cannot be resolved while the session's turn still runs (the server answers 409).
+    await expect.poll(() => noted.getAttribute("data-status")).toBe("complete");
     const sent = up.model.requests
       .slice(before)
       .map((request) => request.body)
