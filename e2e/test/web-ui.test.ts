@@ -274,7 +274,9 @@ describe("the web UI served by deckhand up", () => {
     const noted = page.getByRole("article", { name: "deckhand answer" }).last();
     await noted.getByText("noted").waitFor();
     // Changes cannot be resolved while the session's turn still runs (the server answers 409).
-    await expect.poll(() => noted.getAttribute("data-status")).toBe("complete");
+    await expect
+      .poll(() => noted.getAttribute("data-status"), { timeout: 20_000 })
+      .toBe("complete");
     const sent = up.model.requests
       .slice(before)
       .map((request) => request.body)

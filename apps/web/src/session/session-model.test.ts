@@ -1,4 +1,4 @@
-import { type AgentEvent, collectParts, type SessionEvent } from "@deckhand/wire";
+import { type AgentEvent, collectParts, type Message, type SessionEvent } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import { SessionModel } from "./session-model.ts";
 
@@ -106,5 +106,35 @@ describe("SessionModel", () => {
     expect(after[1]).toBe(before[1]);
     expect(after[2]).not.toBe(before[2]);
     expect(after[2]?.content.status).toBe("in_progress");
+  });
+
+  it("keeps the objects of stored messages and parts that a refetch did not change", async () => {
+    const model = new SessionModel(CHAT);
+    const stored = (text: string): Message => ({
+      id: MESSAGE,
+      chat_id: CHAT,
+      role: "assistant",
+      agent: "scripted",
+      status: "complete",
+      error: null,
+      created_at: "2026-01-01T00:00:00.000Z",
+      completed_at: "2026-01-01T00:00:01.000Z",
+      parts: [
+        { position: 0, kind: "text", content: { text: "same" } },
+        { position: 1, kind: "text", content: { text } },
+      ],
+    });
+    model.setStoredMessages([stored("first")]);
+    await changed(model);
+    const before = model.messages()[0]!;
+    model.setStoredMessages([stored("first")]);
+    await changed(model);
+    expect(model.messages()[0]).toBe(before);
+    model.setStoredMessages([stored("second")]);
+    await changed(model);
+    const after = model.messages()[0]!;
+    expect(after).not.toBe(before);
+    expect(after.parts[0]).toBe(before.parts[0]);
+    expect(after.parts[1]?.content.text).toBe("second");
   });
 });

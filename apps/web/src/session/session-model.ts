@@ -32,6 +32,10 @@ export interface PendingPermission {
 
 type Listener = () => void;
 
+function sameContent(left: Record<string, unknown>, right: Record<string, unknown>): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
+}
+
 /**
  * What the chat screen shows of one chat, kept current by the session's events.
  *
@@ -100,19 +104,38 @@ export class SessionModel {
     if (!this.#order.includes(id)) this.#order.push(id);
   }
 
+  /**
+   * Takes the server's messages. A part equal to the one already shown (stored, or streamed
+   * live) keeps its object, and an unchanged message keeps its own, so refetching a long chat
+   * re-renders only what changed.
+   */
   setStoredMessages(messages: Message[]): void {
     for (const message of messages) {
-      this.#stored.set(message.id, {
-        id: message.id,
-        role: message.role,
-        agent: message.agent,
-        status: message.status,
-        error: message.error,
-        parts: message.parts.map((part) => ({
-          kind: part.kind,
-          content: (part.content ?? {}) as Record<string, unknown>,
-        })),
+      const previous = this.#stored.get(message.id);
+      const shown = previous ?? this.#live.get(message.id);
+      const parts = message.parts.map((part, index): ViewPart => {
+        const content = (part.content ?? {}) as Record<string, unknown>;
+        const old = shown?.parts[index];
+        return old && old.kind === part.kind && sameContent(old.content, content)
+          ? old
+          : { kind: part.kind, content };
       });
+      const unchanged =
+        previous !== undefined &&
+        previous.status === message.status &&
+        previous.error === message.error &&
+        previous.agent === message.agent &&
+        previous.parts.length === parts.length &&
+        parts.every((part, index) => part === previous.parts[index]);
+      if (!unchanged)
+        this.#stored.set(message.id, {
+          id: message.id,
+          role: message.role,
+          agent: message.agent,
+          status: message.status,
+          error: message.error,
+          parts,
+        });
       this.#remember(message.id);
     }
     this.#changed();
