@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
 import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
@@ -8,6 +8,13 @@ import { NewSessionScreen } from "./screens/new-session-screen.tsx";
 import { ProjectsScreen } from "./screens/projects-screen.tsx";
 import { SessionScreen } from "./screens/session-screen.tsx";
 import { SettingsScreen } from "./screens/settings-screen.tsx";
+
+// Loaded on its screen only: the first visit's JavaScript stays in budget.
+const BatchChangeScreen = lazy(() =>
+  import("./batches/batch-change-screen.tsx").then((module) => ({
+    default: module.BatchChangeScreen,
+  })),
+);
 
 const SECTIONS = [
   {
@@ -124,6 +131,13 @@ export function App() {
           <Route path="/batches/new">{() => <NewBatchScreen />}</Route>
           <Route path="/batches/runs/:runId">
             {(params) => <BatchRunScreen key={params.runId} runId={params.runId} />}
+          </Route>
+          <Route path="/batches/changes/:name">
+            {(params) => (
+              <Suspense fallback={<p className="muted">Loading…</p>}>
+                <BatchChangeScreen key={params.name} name={decodeURIComponent(params.name)} />
+              </Suspense>
+            )}
           </Route>
           <Route path="/settings">{() => <SettingsScreen />}</Route>
           <Route>
