@@ -45,6 +45,7 @@ on:
   - repositoriesMatchingQuery: repo:svc-
 steps:
   - run: echo "$GREETING from \${{ repository.name }}" > HELLO.md
+    container: alpine:3
     env:
       GREETING: hello
       SERVICE_TOKEN: e2e-step-secret-0123456789
@@ -468,7 +469,7 @@ describe("batch changes and settings in the web UI", () => {
     await page.getByRole("tab", { name: /^Changesets \(3\)$/ }).click();
     const operations = page.locator('.changeset-card [data-field="operation"]');
     await expect
-      .poll(() => operations.allTextContents())
+      .poll(() => operations.allTextContents(), { timeout: 30_000 })
       .toEqual([
         "push branch, create pull request",
         "push branch, create pull request",
@@ -496,7 +497,9 @@ describe("batch changes and settings in the web UI", () => {
     await page.getByRole("button", { name: "Refresh from code hosts" }).click();
     const card = (path: string) => page.getByRole("listitem", { name: new RegExp(`${path}$`) });
     await expect
-      .poll(() => card("fleet/svc-0").locator('[data-field="checks"]').textContent())
+      .poll(() => card("fleet/svc-0").locator('[data-field="checks"]').textContent(), {
+        timeout: 30_000,
+      })
       .toBe("checks passed");
     expect(await card("fleet/svc-1").locator('[data-field="checks"]').textContent()).toBe(
       "checks failed",
@@ -517,13 +520,13 @@ describe("batch changes and settings in the web UI", () => {
 
     // A filter narrows the list; select all matching picks every match.
     const selection = page.getByTestId("selection");
-    await page.getByLabel("Repository").fill("svc-1");
-    await expect.poll(() => page.locator(".changeset-card").count()).toBe(1);
+    await page.getByLabel("Repository", { exact: true }).fill("svc-1");
+    await expect.poll(() => page.locator(".changeset-card").count(), { timeout: 30_000 }).toBe(1);
     expect(await selection.textContent()).toContain("1 of 3 changesets match");
-    await page.getByLabel("Repository").fill("");
-    await page.getByLabel("State").selectOption("open");
+    await page.getByLabel("Repository", { exact: true }).fill("");
+    await page.getByLabel("State", { exact: true }).selectOption("open");
     await page.getByRole("button", { name: "Select all 3 matching" }).click();
-    await expect.poll(() => selection.textContent()).toContain("3 selected");
+    await expect.poll(() => selection.textContent(), { timeout: 30_000 }).toContain("3 selected");
     await page.getByLabel("Comment", { exact: true }).fill("Merging this on Friday.");
     await page.getByRole("button", { name: "Comment on selected" }).click();
     await page.getByRole("status").getByText("comment: 3 of 3 succeeded").waitFor();
@@ -541,12 +544,16 @@ describe("batch changes and settings in the web UI", () => {
     await page.getByRole("button", { name: "Close selected" }).click();
     await page.getByRole("status").getByText("close: 1 of 1 succeeded").waitFor();
     expect(github.pullRequests("fleet/svc-2")[0]!.state).toBe("closed");
-    await page.getByLabel("State").selectOption("");
+    await page.getByLabel("State", { exact: true }).selectOption("");
     await expect
-      .poll(() => card("fleet/svc-2").locator('[data-field="state"]').textContent())
+      .poll(() => card("fleet/svc-2").locator('[data-field="state"]').textContent(), {
+        timeout: 30_000,
+      })
       .toBe("closed");
     await expect
-      .poll(() => page.locator('.burndown-legend [data-series="closed"]').textContent())
+      .poll(() => page.locator('.burndown-legend [data-series="closed"]').textContent(), {
+        timeout: 30_000,
+      })
       .toBe("1");
     await card("fleet/svc-2")
       .getByText(/^Events of /)

@@ -168,9 +168,10 @@ export function BatchChangeScreen({ name }: { name: string }) {
         <h2 id="changesets-heading">Changesets</h2>
         <fieldset className="filters">
           <legend className="visually-hidden">Filter changesets</legend>
-          <label>
-            State{" "}
+          <span>
+            <label htmlFor="changeset-state-filter">State</label>{" "}
             <select
+              id="changeset-state-filter"
               value={state}
               onChange={(event) => {
                 setState(event.target.value);
@@ -184,10 +185,11 @@ export function BatchChangeScreen({ name }: { name: string }) {
                 </option>
               ))}
             </select>
-          </label>
-          <label>
-            Repository{" "}
+          </span>
+          <span>
+            <label htmlFor="changeset-repository-filter">Repository</label>{" "}
             <input
+              id="changeset-repository-filter"
               type="search"
               value={repository}
               onChange={(event) => {
@@ -195,7 +197,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
                 setShown(PAGE);
               }}
             />
-          </label>
+          </span>
         </fieldset>
         <p aria-live="polite" data-testid="selection">
           {matching.length} of {change.changesets.length} changesets match · {selected.size}{" "}
@@ -233,14 +235,13 @@ export function BatchChangeScreen({ name }: { name: string }) {
           </button>
         </div>
         <form className="inline-form" onSubmit={onComment} aria-label="Comment on selected">
-          <label>
-            Comment{" "}
-            <textarea
-              value={comment}
-              rows={2}
-              onChange={(event) => setComment(event.target.value)}
-            />
-          </label>
+          <label htmlFor="changeset-comment">Comment</label>{" "}
+          <textarea
+            id="changeset-comment"
+            value={comment}
+            rows={2}
+            onChange={(event) => setComment(event.target.value)}
+          />
           <button type="submit" disabled={busy || selected.size === 0 || comment.trim() === ""}>
             Comment on selected
           </button>

@@ -76,29 +76,32 @@ export function BurndownChart({ points }: { points: readonly BatchChangeBurndown
           ))}
         </ul>
       </figcaption>
-      <table className="visually-hidden">
-        <caption>Pull requests per state after each change</caption>
-        <thead>
-          <tr>
-            <th scope="col">time</th>
-            {SERIES.map((series) => (
-              <th key={series.key} scope="col">
-                {series.label}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {points.map((point) => (
-            <tr key={point.at}>
-              <th scope="row">{new Date(point.at).toLocaleString()}</th>
+      {/* A table is never narrower than its content: the wrapper is what is hidden. */}
+      <div className="visually-hidden">
+        <table>
+          <caption>Pull requests per state after each change</caption>
+          <thead>
+            <tr>
+              <th scope="col">time</th>
               {SERIES.map((series) => (
-                <td key={series.key}>{point[series.key]}</td>
+                <th key={series.key} scope="col">
+                  {series.label}
+                </th>
               ))}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {points.map((point) => (
+              <tr key={point.at}>
+                <th scope="row">{new Date(point.at).toLocaleString()}</th>
+                {SERIES.map((series) => (
+                  <td key={series.key}>{point[series.key]}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </figure>
   );
 }

@@ -112,6 +112,12 @@ function StepDetail({
   const stderr = step.outcome === "running" && liveLog ? liveLog.stderr : (detail?.stderr ?? "");
   return (
     <div className="step-detail">
+      {detail?.command != null && (
+        <details className="step-command">
+          <summary>Command</summary>
+          <pre className="output">{detail.command}</pre>
+        </details>
+      )}
       <div role="tablist" aria-label={`Step ${step.step_index}`} className="tabs">
         {tabs.map((entry) => (
           <button
@@ -129,12 +135,6 @@ function StepDetail({
       </div>
       <div role="tabpanel" id={`${prefix}-panel`} aria-labelledby={`${prefix}-${tab}`}>
         {error && <p className="error">{error}</p>}
-        {detail?.command != null && (
-          <details className="step-command">
-            <summary>Command</summary>
-            <pre className="output">{detail.command}</pre>
-          </details>
-        )}
         {tab === "transcript" && detail?.agent && (
           <AgentTranscript agent={detail.agent} jobId={detail.job_id} />
         )}
