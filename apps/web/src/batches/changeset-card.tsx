@@ -135,6 +135,7 @@ export function ChangesetCard({
         {selection && (
           <input
             type="checkbox"
+            className="select-changeset"
             aria-label={`Select ${where}`}
             checked={selection.selected}
             onChange={(event) => selection.onChange(event.target.checked)}
