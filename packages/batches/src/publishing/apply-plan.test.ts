@@ -62,9 +62,14 @@ describe("planApply", () => {
     ).toMatchObject({ pull_request: "create", pull_request_number: null });
   });
 
-  it("publishes nothing for an unpublished changeset, a branch not pushed or no connection", () => {
+  it("plans no pull request for an unpublished changeset, and says why for a branch not pushed or no connection", () => {
     expect(plan({ changeset: { ...changeset, published: false } }).summary).toBe("push branch");
-    expect(plan({ push: false }).summary).toBe("create local branch");
-    expect(plan({ connected: false }).pull_request).toBe("none");
+    expect(plan({ push: false }).summary).toBe(
+      "create local branch, no pull request: the branch is not pushed",
+    );
+    expect(plan({ connected: false })).toMatchObject({
+      pull_request: "none",
+      summary: "push branch, no pull request: no code host connection matches the repository",
+    });
   });
 });

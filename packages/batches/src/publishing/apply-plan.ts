@@ -47,10 +47,8 @@ export function planApply(input: ApplyPlanInput): ChangesetApplyPlan {
       : previous.diff === changeset.diff && previous.commitMessage === changeset.commitMessage
         ? "none"
         : "update";
-  const publishes =
-    (changeset.published === true || changeset.published === "draft") &&
-    input.push &&
-    input.connected;
+  const wanted = changeset.published === true || changeset.published === "draft";
+  const publishes = wanted && input.push && input.connected;
   const live = tracked !== null && (tracked.state === "open" || tracked.state === "draft");
   const pullRequest: ChangesetApplyPlan["pull_request"] = !publishes
     ? "none"
@@ -68,6 +66,11 @@ export function planApply(input: ApplyPlanInput): ChangesetApplyPlan {
           : "push branch update"
         : `${branch} local branch`,
     );
+  }
+  // Said, so that a spec asking for pull requests it will not get is noticed before applying.
+  if (wanted && !input.push) parts.push("no pull request: the branch is not pushed");
+  else if (wanted && !input.connected) {
+    parts.push("no pull request: no code host connection matches the repository");
   }
   if (pullRequest === "create") parts.push("create pull request");
   if (pullRequest === "create_draft") parts.push("create draft pull request");
