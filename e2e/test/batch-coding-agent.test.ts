@@ -26,6 +26,7 @@ import {
   type StoredBatchChangeset,
   serverPath,
   type UsageResponse,
+  WireEnv,
   WireHeader,
   WirePath,
 } from "@deckhand/wire";
@@ -228,6 +229,21 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     expect(detail.stdout).toContain('"type":"turn.completed"');
     // The token the agent printed is in the step's log as the marker.
     expect(detail.stderr).toContain(`fake codex: using token ${MARKER}`);
+    // The step detail names the job its usage is under, its environment with the token redacted,
+    // and the agent's transcript read from its JSON lines.
+    expect(detail.job_id).toBe(jobId);
+    expect(detail.env).toMatchObject({
+      FAKE_CODEX_RECORD_REQUEST: recordFile,
+      // Its name says it may hold a credential: redacted whatever its value.
+      FAKE_CODEX_PRINT_TOKEN: MARKER,
+      [WireEnv.modelProviderToken]: MARKER,
+    });
+    expect(detail.command).toContain("codex");
+    expect(detail.agent).toMatchObject({
+      type: "codex",
+      usage: { input_tokens: 10, output_tokens: 5 },
+    });
+    expect(detail.agent!.entries.map((entry) => entry.kind)).toContain("tool_call");
     const [changeset] = (
       await deckhand.api<{ changesets: StoredBatchChangeset[] }>(
         "GET",

@@ -1,12 +1,14 @@
 // Batch changes in the browser, end to end: `deckhand up` with a directory code
-// host of generated repositories, and a real Chromium (Debian's, through playwright-core) that
-// writes a spec, previews its workspaces, runs a preview, watches it finish, reads and applies
-// its changeset.
+// host of generated repositories and a fake GitHub (its API and git remotes), and a real
+// Chromium (Debian's, through playwright-core) that writes a spec, previews its workspaces, runs
+// a preview, watches it finish, reads and applies its changeset, publishes pull requests and
+// operates on them in bulk.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { type FakeCodeHost, startFakeCodeHost } from "@deckhand/testkit";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
@@ -32,7 +34,32 @@ changesetTemplate:
     message: Note the maintainers
 `;
 
+const GITHUB_TOKEN_ENV = "E2E_WEB_GITHUB_TOKEN";
+/** On the fake GitHub; no README, so the directory host's specs never reach them. */
+const FLEET = ["fleet/svc-0", "fleet/svc-1", "fleet/svc-2"];
+
+const PUBLISH_SPEC = `version: 3
+name: e2e-publish-ui
+description: Pull requests from the web UI
+on:
+  - repositoriesMatchingQuery: repo:svc-
+steps:
+  - run: echo "$GREETING from \${{ repository.name }}" > HELLO.md
+    container: alpine:3
+    env:
+      GREETING: hello
+      SERVICE_TOKEN: e2e-step-secret-0123456789
+changesetTemplate:
+  title: Say hello
+  body: Adds **HELLO.md** to \${{ repository.name }}.
+  branch: e2e/hello
+  commit:
+    message: Add HELLO.md
+  published: true
+`;
+
 let up: DeckhandUp;
+let github: FakeCodeHost;
 let codeHost: string;
 let browser: OpenedBrowser;
 let page: Page;
@@ -76,9 +103,22 @@ beforeAll(async () => {
   makeRepository("acme/web", { "README.md": "# web\n" });
   // No README: the spec's query does not reach it.
   makeRepository("acme/tools", { "package.json": '{"name": "tools"}\n' });
+  github = await startFakeCodeHost({ type: "github" });
+  for (const path of FLEET)
+    github.createRepository(path, { files: { "main.go": "package main\n" } });
+  // The server reads the connection's token from its environment (the spawned server inherits it).
+  process.env[GITHUB_TOKEN_ENV] = github.token;
   up = await startDeckhandUp({
     adminToken: ADMIN_TOKEN,
-    config: { codeHosts: [{ type: "directory", path: codeHost }] },
+    config: {
+      codeHosts: [
+        { type: "directory", path: codeHost },
+        ...FLEET.map((path) => ({ type: "git", url: github.cloneUrl(path) })),
+      ],
+      codeHostConnections: [
+        { type: "github", url: github.url, apiUrl: github.apiUrl, tokenEnv: GITHUB_TOKEN_ENV },
+      ],
+    },
   });
   // Signed in from the start: the token prompt is web-ui.test.ts's subject.
   browser = await openBrowser({ token: ADMIN_TOKEN });
@@ -88,6 +128,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await up?.close();
+  await github?.close();
+  delete process.env[GITHUB_TOKEN_ENV];
   if (codeHost) rmSync(codeHost, { recursive: true, force: true });
 });
 
@@ -355,6 +397,133 @@ describe("batch changes in the web UI", () => {
       .toBe("cancelled");
     await page.getByRole("button", { name: "Cancel run" }).waitFor({ state: "detached" });
   }, 150_000);
+
+  it("says what apply will do, publishes pull requests, and operates on them in bulk", async () => {
+    await page.goto(`${up.server.url}/batches/new`);
+    await page.locator(".cm-content").waitFor();
+    await typeSpec(PUBLISH_SPEC);
+    await page.getByText("The spec is valid.").waitFor();
+    await page.getByLabel("Runtime").selectOption("local");
+    await page.getByRole("button", { name: "Preview", exact: true }).click();
+    await page.getByRole("heading", { name: "e2e-publish-ui" }).waitFor();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 90_000 })
+      .toBe("completed");
+
+    // The step's environment, its secret redacted by the server, and its command.
+    const workspace = page.getByRole("listitem", { name: /^Workspace .*fleet\/svc-0$/ });
+    await workspace.getByRole("button", { name: /^Details of step 0 in / }).click();
+    await workspace.getByRole("tab", { name: "Environment" }).click();
+    const environment = workspace.locator(".env-table");
+    await environment.getByText("GREETING").waitFor();
+    expect(await environment.locator("tr", { hasText: "GREETING" }).textContent()).toContain(
+      "hello",
+    );
+    expect(await environment.locator("tr", { hasText: "SERVICE_TOKEN" }).textContent()).toContain(
+      "[REDACTED]",
+    );
+    expect(await page.content()).not.toContain("e2e-step-secret-0123456789");
+    await workspace.getByText("Command").click();
+    await workspace.locator(".step-command pre", { hasText: "HELLO.md" }).waitFor();
+
+    // Before applying: each changeset says what apply will do with it.
+    await page.getByRole("tab", { name: /^Changesets \(3\)$/ }).click();
+    const operations = page.locator('.changeset-card [data-field="operation"]');
+    await expect
+      .poll(() => operations.allTextContents(), { timeout: 30_000 })
+      .toEqual([
+        "push branch, create pull request",
+        "push branch, create pull request",
+        "push branch, create pull request",
+      ]);
+    expect(github.pullRequests()).toHaveLength(0);
+
+    await page.getByRole("button", { name: "Apply changesets" }).click();
+    const states = page.locator('.changeset-card [data-field="state"]');
+    await expect
+      .poll(() => states.allTextContents(), { timeout: 90_000 })
+      .toEqual(["open", "open", "open"]);
+    expect(await operations.count()).toBe(0);
+    expect(github.pullRequests()).toHaveLength(3);
+    for (const pullRequest of github.pullRequests()) {
+      expect(pullRequest).toMatchObject({ title: "Say hello", head: "e2e/hello", state: "open" });
+    }
+
+    // The host reports checks; the batch change screen reads them back on refresh.
+    github.setChecks("fleet/svc-0", github.pullRequests("fleet/svc-0")[0]!.number, "passing");
+    github.setChecks("fleet/svc-1", github.pullRequests("fleet/svc-1")[0]!.number, "failing");
+    github.setChecks("fleet/svc-2", github.pullRequests("fleet/svc-2")[0]!.number, "pending");
+    await page.getByRole("link", { name: "Open the batch change e2e-publish-ui" }).click();
+    await page.getByRole("heading", { name: "e2e-publish-ui", level: 1 }).waitFor();
+    await page.getByRole("button", { name: "Refresh from code hosts" }).click();
+    const card = (path: string) => page.getByRole("listitem", { name: new RegExp(`${path}$`) });
+    await expect
+      .poll(() => card("fleet/svc-0").locator('[data-field="checks"]').textContent(), {
+        timeout: 30_000,
+      })
+      .toBe("checks passed");
+    expect(await card("fleet/svc-1").locator('[data-field="checks"]').textContent()).toBe(
+      "checks failed",
+    );
+    expect(await card("fleet/svc-2").locator('[data-field="checks"]').textContent()).toBe(
+      "checks pending",
+    );
+    expect(
+      await card("fleet/svc-0")
+        .getByRole("link", { name: /^#\d+ of / })
+        .getAttribute("href"),
+    ).toBe(`${github.url}/fleet/svc-0/pull/${github.pullRequests("fleet/svc-0")[0]!.number}`);
+
+    // The burndown: three open pull requests, named for screen readers.
+    const chart = page.getByRole("img", { name: /^Burndown: pull requests per state/ });
+    await chart.waitFor();
+    expect(await page.locator('.burndown-legend [data-series="open"]').textContent()).toBe("3");
+
+    // A filter narrows the list; select all matching picks every match.
+    const selection = page.getByTestId("selection");
+    await page.getByLabel("Repository", { exact: true }).fill("svc-1");
+    await expect.poll(() => page.locator(".changeset-card").count(), { timeout: 30_000 }).toBe(1);
+    expect(await selection.textContent()).toContain("1 of 3 changesets match");
+    await page.getByLabel("Repository", { exact: true }).fill("");
+    await page.getByLabel("State", { exact: true }).selectOption("open");
+    await page.getByRole("button", { name: "Select all 3 matching" }).click();
+    await expect.poll(() => selection.textContent(), { timeout: 30_000 }).toContain("3 selected");
+    await page.getByLabel("Comment", { exact: true }).fill("Merging this on Friday.");
+    await page.getByRole("button", { name: "Comment on selected" }).click();
+    await page.getByRole("status").getByText("comment: 3 of 3 succeeded").waitFor();
+    for (const path of FLEET) {
+      expect(github.pullRequests(path)[0]!.comments.map((comment) => comment.body)).toEqual([
+        "Merging this on Friday.",
+      ]);
+    }
+
+    // Bulk close of one: its state, the host and the burndown follow.
+    await page.getByRole("button", { name: "Clear selection" }).click();
+    await card("fleet/svc-2")
+      .getByRole("checkbox", { name: /^Select / })
+      .check();
+    await page.getByRole("button", { name: "Close selected" }).click();
+    await page.getByRole("status").getByText("close: 1 of 1 succeeded").waitFor();
+    expect(github.pullRequests("fleet/svc-2")[0]!.state).toBe("closed");
+    await page.getByLabel("State", { exact: true }).selectOption("");
+    await expect
+      .poll(() => card("fleet/svc-2").locator('[data-field="state"]').textContent(), {
+        timeout: 30_000,
+      })
+      .toBe("closed");
+    await expect
+      .poll(() => page.locator('.burndown-legend [data-series="closed"]').textContent(), {
+        timeout: 30_000,
+      })
+      .toBe("1");
+    await card("fleet/svc-2")
+      .getByText(/^Events of /)
+      .click();
+    await card("fleet/svc-2")
+      .getByText(/pull request created #\d+/)
+      .waitFor();
+    await capture(page, "batch-change");
+  }, 240_000);
 
   it("raised no error in the page on the way", () => {
     expect(browser.pageErrors).toEqual([]);

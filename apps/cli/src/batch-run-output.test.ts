@@ -358,6 +358,7 @@ describe("the terminal view", () => {
       synced_at: null,
       tracked: false,
       publish_error: null,
+      apply_plan: null,
     };
     const before = stdout.chunks.length;
     view.finished({
@@ -413,6 +414,7 @@ describe("changesetTable and summaryText", () => {
       synced_at: null,
       tracked: false,
       publish_error: null,
+      apply_plan: null,
     };
     expect(changesetTable([preview], "preview")).toEqual([
       "REPOSITORY           PATH        BRANCH       FILES  +  -  TITLE",

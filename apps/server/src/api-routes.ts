@@ -110,9 +110,7 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     listBatchRunWorkspaces: async ({ params }) => ({
       workspaces: await batches.listWorkspaces(params.batch_run_id),
     }),
-    listBatchRunChangesets: async ({ params }) => ({
-      changesets: await batches.listChangesets(params.batch_run_id),
-    }),
+    listBatchRunChangesets: ({ params }) => batches.listChangesetsWithDropped(params.batch_run_id),
     cancelBatchRun: ({ params }) => batches.cancelRun(params.batch_run_id),
     applyBatchRun: ({ params }) => batches.applyRun(params.batch_run_id),
     retryBatchRun: ({ params }) => batches.retryRun(params.batch_run_id),

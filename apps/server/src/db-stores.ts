@@ -2,7 +2,7 @@ import { type Database, modelUsage, providerProbes } from "@deckhand/db";
 import type { ModelUsageEntry, UsageRecorder } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { asc, eq, inArray } from "drizzle-orm";
 
 /** One stored usage row, as the API will read it back. */
 export type ModelUsageRow = typeof modelUsage.$inferSelect;

@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
 import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
@@ -13,6 +13,13 @@ import {
   SessionActivityWatcher,
   useSessionActivity,
 } from "./sessions/session-activity-watcher.tsx";
+
+// Loaded on its screen only: the first visit's JavaScript stays in budget.
+const BatchChangeScreen = lazy(() =>
+  import("./batches/batch-change-screen.tsx").then((module) => ({
+    default: module.BatchChangeScreen,
+  })),
+);
 
 const SECTIONS = [
   {
@@ -144,6 +151,13 @@ export function App() {
           <Route path="/batches/new">{() => <NewBatchScreen />}</Route>
           <Route path="/batches/runs/:runId">
             {(params) => <BatchRunScreen key={params.runId} runId={params.runId} />}
+          </Route>
+          <Route path="/batches/changes/:name">
+            {(params) => (
+              <Suspense fallback={<p className="muted">Loading…</p>}>
+                <BatchChangeScreen key={params.name} name={decodeURIComponent(params.name)} />
+              </Suspense>
+            )}
           </Route>
           <Route path="/settings">{() => <SettingsScreen />}</Route>
           <Route>

@@ -147,6 +147,10 @@ export const workspaceSteps = pgTable(
     /** Bounded and redacted output of a step that ran (kept for failed steps too). */
     stdout: text("stdout").notNull().default(""),
     stderr: text("stderr").notNull().default(""),
+    /** The rendered script as it started, secrets redacted; null for steps that did not start. */
+    command: text("command"),
+    /** The step's own rendered environment as it started, secret values redacted. */
+    env: jsonb("env").$type<Record<string, string>>(),
     startedAt: timestampColumn("started_at"),
     finishedAt: timestampColumn("finished_at"),
   },

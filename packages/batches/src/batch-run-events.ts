@@ -98,6 +98,8 @@ export function runEventWriter(
           outcome: "running" as const,
           runtime: event.runtime,
           image: event.image,
+          command: event.command ?? null,
+          env: event.env ?? null,
           startedAt: new Date(),
         };
         await transaction

@@ -49,6 +49,7 @@ import type {
 } from "@deckhand/wire";
 import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
+import { parseAgentTranscript } from "./agent-transcript.ts";
 import { applyChangeset } from "./apply-changeset.ts";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
 import { BatchesError } from "./batches-error.ts";
@@ -57,6 +58,7 @@ import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import { changesetsWithPlans } from "./publishing/apply-plan.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
@@ -156,6 +158,16 @@ function specError(request: { file?: string | undefined }, diagnostics: string[]
     `${request.file ?? "the batch spec"} is invalid:\n${diagnostics.join("\n")}`,
   );
 }
+
+/** The job id a workspace's model usage is recorded under. */
+function workspaceJobId(workspaceId: string): string {
+  return `batch-workspace:${workspaceId}`;
+}
+
+/** Of a stored spec, only what tells a `codingAgent` step from a `run` step. */
+const StoredStepKindsSchema = z.object({
+  steps: z.array(z.object({ codingAgent: z.object({ type: z.string() }).optional() })),
+});
 
 function toStep(row: StepRow): BatchWorkspaceStep {
   return {
@@ -490,7 +502,7 @@ export class BatchRunService {
   }
 
   async getStep(workspaceId: string, stepIndex: number): Promise<BatchStepDetail> {
-    await this.#workspaceRow(workspaceId);
+    const workspace = await this.#workspaceRow(workspaceId);
     const [step] = await this.#db
       .select()
       .from(workspaceSteps)
@@ -502,25 +514,39 @@ export class BatchRunService {
       step.cacheKey === null
         ? []
         : await this.#db.select().from(stepResults).where(eq(stepResults.cacheKey, step.cacheKey));
+    // A cached step did not run here: its logs are the run's that produced the result.
+    const stdout = step.outcome === "cached" ? (result?.stdout ?? "") : step.stdout;
+    const [spec] = await this.#db
+      .select({ spec: batchSpecs.spec })
+      .from(batchRuns)
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(batchRuns.id, workspace.batchRunId));
+    const agentType = StoredStepKindsSchema.safeParse(spec?.spec).data?.steps[stepIndex]
+      ?.codingAgent?.type;
     return {
       step: toStep(step),
-      // A cached step did not run here: its logs are the run's that produced the result.
-      stdout: step.outcome === "cached" ? (result?.stdout ?? "") : step.stdout,
+      command: step.command,
+      env: step.env,
+      job_id: workspaceJobId(workspaceId),
+      agent: agentType === undefined ? null : parseAgentTranscript(agentType, stdout),
+      stdout,
       stderr: step.outcome === "cached" ? (result?.stderr ?? "") : step.stderr,
       outputs: z.record(z.string(), z.unknown()).parse(result?.outputs ?? {}),
       diff: result?.diff ?? "",
     };
   }
 
+  /** A run's changesets, each with what applying the run will do with it. */
   async listChangesets(runId: string): Promise<StoredBatchChangeset[]> {
+    return (await this.listChangesetsWithDropped(runId)).changesets;
+  }
+
+  /** A run's changesets, and the open pull requests applying it closes (it no longer makes them). */
+  async listChangesetsWithDropped(
+    runId: string,
+  ): Promise<{ changesets: StoredBatchChangeset[]; dropped: StoredBatchChangeset[] }> {
     await this.getRun(runId);
-    const rows = await this.#db
-      .select({ changeset: changesets })
-      .from(changesets)
-      .innerJoin(workspaces, eq(workspaces.id, changesets.workspaceId))
-      .where(eq(changesets.batchRunId, runId))
-      .orderBy(asc(workspaces.position), asc(changesets.createdAt));
-    return rows.map((row) => toStoredChangeset(row.changeset));
+    return changesetsWithPlans(this.#options.database, runId, this.#options.publishing?.access);
   }
 
   /** Cancels waiting workspaces now; running ones notice within a second and stop. */
@@ -1128,7 +1154,7 @@ export class BatchRunService {
         cache: this.#cache,
         clearCache: options.clear_cache ?? false,
         // The job, as model usage and its token name it: one per workspace (and attempt).
-        jobId: `batch-workspace:${workspaceId}`,
+        jobId: workspaceJobId(workspaceId),
         ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
         codingAgent: {
           ...codingAgentOptions(this.#options.codingAgent, options.coding_agent),

@@ -338,6 +338,18 @@ steps:
     expect(JSON.stringify(events)).not.toContain("s3cr3t-value-123");
   });
 
+  it("tells the step's command and environment as it starts, secrets redacted", async () => {
+    const { events } = await run(
+      `${onApi}\nsteps:\n  - run: echo "$GREETING"\n    env:\n      GREETING: hello\n      MY_TOKEN: s3cr3t-value-123\n      HEADER: "Bearer s3cr3t-value-123"\n`,
+      { cache: new MemoryStepCache() },
+    );
+    const started = events.find((event) => event.type === "step_started");
+    expect(started).toMatchObject({
+      command: 'echo "$GREETING"',
+      env: { GREETING: "hello", MY_TOKEN: "[REDACTED]", HEADER: "Bearer [REDACTED]" },
+    });
+  });
+
   it("reports a step's container as not used when the runtime is local", async () => {
     const { result, events } = await run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
       cache: new MemoryStepCache(),

@@ -36,6 +36,7 @@ import {
   agentEnvironment,
   agentEnvironmentPolicy,
   looksLikeSecretName,
+  redactEnv,
   redactSecrets,
 } from "@deckhand/secrets";
 import type {
@@ -604,6 +605,11 @@ async function runSteps(
         step_index: stepIndex,
         runtime,
         image: runtime === "container" ? step.container! : null,
+        command: redact(script),
+        env: redactEnv(env, {
+          secretNames: Object.keys(env).filter(looksLikeSecretName),
+          secretValues: secrets,
+        }),
       });
       let exitCode: number | null;
       if (runtime === "container") {

@@ -215,9 +215,47 @@ export type BatchWorkspace = z.infer<typeof BatchWorkspaceSchema>;
 
 export const BatchWorkspaceListSchema = z.object({ workspaces: z.array(BatchWorkspaceSchema) });
 
+/** One entry of a `codingAgent` step's transcript, read from the agent's JSON lines output. */
+export const AgentTranscriptEntrySchema = z.object({
+  /** `message`: the agent's reply; `tool_call`: a command, file change or tool it used. */
+  kind: z.enum(["message", "reasoning", "tool_call", "tool_result", "error"]),
+  /** The message, or what the tool call did (`npm test`, `update README.md`). */
+  text: z.string(),
+  /** The command's output or exit code, a tool's result; null when there is none. */
+  detail: z.string().nullable(),
+});
+export type AgentTranscriptEntry = z.infer<typeof AgentTranscriptEntrySchema>;
+
+/** A `codingAgent` step's agent run as it reported it. */
+export const AgentStepTranscriptSchema = z.object({
+  /** The agent type (`codex`, `claude-code`, …). */
+  type: z.string(),
+  entries: z.array(AgentTranscriptEntrySchema),
+  /** The tokens the agent reported using; null when it reported none. */
+  usage: z
+    .object({
+      input_tokens: z.int().min(0),
+      cached_input_tokens: z.int().min(0),
+      output_tokens: z.int().min(0),
+    })
+    .nullable(),
+});
+export type AgentStepTranscript = z.infer<typeof AgentStepTranscriptSchema>;
+
 /** A step's logs, outputs and the workspace diff after it (`GET …/steps/:step_index`). */
 export const BatchStepDetailSchema = z.object({
   step: BatchWorkspaceStepSchema,
+  /** The rendered script the step ran, secrets redacted; null until it started. */
+  command: z.string().nullable(),
+  /** The step's own rendered environment, secret values redacted; null until it started. */
+  env: z.record(z.string(), z.string()).nullable(),
+  /**
+   * The workspace job's id: the model usage of its `codingAgent` steps is recorded under it
+   * (`GET /api/usage?job_id=…`).
+   */
+  job_id: z.string(),
+  /** A `codingAgent` step's transcript and token usage; null for `run` steps. */
+  agent: AgentStepTranscriptSchema.nullable(),
   stdout: z.string(),
   stderr: z.string(),
   /** Every output set up to this step; empty until it finished. */
@@ -235,6 +273,31 @@ export const BatchChangesetStateSchema = z.enum([
   "closed",
   "failed",
 ]);
+
+/**
+ * What applying a changeset's run will do with it, computed by the server from its `published`
+ * field, the run's push option, the changeset last applied for the same repository and branch,
+ * and the pull request the batch change tracks for them (with its state on the host).
+ */
+export const ChangesetApplyPlanSchema = z.object({
+  /**
+   * `create`: the branch is new; `update`: it moves to the new commit; `none`: the last applied
+   * changeset of the branch had the same diff and commit message.
+   */
+  branch: z.enum(["create", "update", "none"]),
+  /** The branch is pushed to the repository's remote. */
+  push: z.boolean(),
+  /**
+   * `update` edits the tracked pull request in place; `close` closes one the run no longer
+   * produces; `none` leaves pull requests alone.
+   */
+  pull_request: z.enum(["create", "create_draft", "update", "close", "none"]),
+  /** The number of the pull request `update` or `close` acts on; null otherwise. */
+  pull_request_number: z.string().nullable(),
+  /** The plan in words: "push branch, create draft pull request", "no change". */
+  summary: z.string(),
+});
+export type ChangesetApplyPlan = z.infer<typeof ChangesetApplyPlanSchema>;
 
 /** A stored changeset: what the run built, and what applying it did. */
 export const StoredBatchChangesetSchema = BatchChangesetSchema.extend({
@@ -264,11 +327,18 @@ export const StoredBatchChangesetSchema = BatchChangesetSchema.extend({
   tracked: z.boolean(),
   /** Why publishing it, or its last hook, failed; null otherwise. */
   publish_error: z.string().nullable(),
+  /** What applying it will do; null once it is applied. */
+  apply_plan: ChangesetApplyPlanSchema.nullable(),
 });
 export type StoredBatchChangeset = z.infer<typeof StoredBatchChangesetSchema>;
 
 export const BatchChangesetListSchema = z.object({
   changesets: z.array(StoredBatchChangesetSchema),
+  /**
+   * Open pull requests the batch change tracks that this run does not produce: applying the run
+   * closes them (each with `apply_plan.summary` "close pull request #N").
+   */
+  dropped: z.array(StoredBatchChangesetSchema),
 });
 
 /** `POST /api/batch-workspaces/resolve`'s answer. */

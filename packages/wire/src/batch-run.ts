@@ -98,6 +98,10 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     runtime: BatchStepRuntimeSchema,
     /** The image the step runs in; null when it runs locally. */
     image: z.string().nullable(),
+    /** The rendered script, secrets redacted (absent from executors older than it). */
+    command: z.string().optional(),
+    /** The step's own rendered environment, secret values redacted. */
+    env: z.record(z.string(), z.string()).optional(),
   }),
   z.object({
     /** `runtime: auto` found no working container runtime: a step naming an image runs locally. */

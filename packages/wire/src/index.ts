@@ -1,4 +1,8 @@
 export {
+  type AgentStepTranscript,
+  AgentStepTranscriptSchema,
+  type AgentTranscriptEntry,
+  AgentTranscriptEntrySchema,
   type BatchApplyConflict,
   BatchApplyConflictSchema,
   type BatchChange,
@@ -42,6 +46,8 @@ export {
   BulkChangesetOperationRequestSchema,
   type BulkChangesetOperationResult,
   BulkChangesetOperationResultSchema,
+  type ChangesetApplyPlan,
+  ChangesetApplyPlanSchema,
   type ChangesetEvent,
   ChangesetEventListSchema,
   ChangesetEventSchema,

@@ -11,12 +11,12 @@ import {
   serverPath,
 } from "@deckhand/wire";
 import { useCallback, useEffect, useRef, useState } from "react";
-import ReactMarkdown from "react-markdown";
-import remarkGfm from "remark-gfm";
 import { Link, useLocation } from "wouter";
 import { type Answer, api, messageOf } from "../api.ts";
 import { BatchRunStream } from "../batches/batch-run-stream.ts";
+import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
+import { AgentTranscript, StepEnvironment } from "../batches/step-panels.tsx";
 import { DiffView } from "../components/diff-view.tsx";
 import type { StreamState } from "../session/session-stream.ts";
 
@@ -68,7 +68,7 @@ function stepElapsed(step: BatchWorkspaceStep, now: number): number {
   return step.duration_ms;
 }
 
-type StepTab = "logs" | "outputs" | "diff";
+type StepTab = "logs" | "outputs" | "diff" | "environment" | "transcript";
 
 /** A step's logs, outputs and diff, loaded when opened and again as the step moves on. */
 function StepDetail({
@@ -101,15 +101,23 @@ function StepDetail({
     };
   }, [workspaceId, step.step_index, step.outcome]);
   const tabs: { id: StepTab; label: string }[] = [
+    ...(detail?.agent ? [{ id: "transcript" as const, label: "Transcript" }] : []),
     { id: "logs", label: "Logs" },
     { id: "outputs", label: "Outputs" },
     { id: "diff", label: "Diff" },
+    { id: "environment", label: "Environment" },
   ];
   const prefix = `step-${workspaceId}-${step.step_index}`;
   const stdout = step.outcome === "running" && liveLog ? liveLog.stdout : (detail?.stdout ?? "");
   const stderr = step.outcome === "running" && liveLog ? liveLog.stderr : (detail?.stderr ?? "");
   return (
     <div className="step-detail">
+      {detail?.command != null && (
+        <details className="step-command">
+          <summary>Command</summary>
+          <pre className="output">{detail.command}</pre>
+        </details>
+      )}
       <div role="tablist" aria-label={`Step ${step.step_index}`} className="tabs">
         {tabs.map((entry) => (
           <button
@@ -127,6 +135,10 @@ function StepDetail({
       </div>
       <div role="tabpanel" id={`${prefix}-panel`} aria-labelledby={`${prefix}-${tab}`}>
         {error && <p className="error">{error}</p>}
+        {tab === "transcript" && detail?.agent && (
+          <AgentTranscript agent={detail.agent} jobId={detail.job_id} />
+        )}
+        {tab === "environment" && <StepEnvironment env={detail?.env ?? null} />}
         {tab === "logs" && (
           <>
             <h4>stdout</h4>
@@ -280,50 +292,6 @@ function WorkspaceCard({
   );
 }
 
-function ChangesetCard({ changeset }: { changeset: StoredBatchChangeset }) {
-  const where = `${changeset.repository}${changeset.path ? `/${changeset.path}` : ""}`;
-  return (
-    <li className="card changeset-card" aria-label={`Changeset ${where}`}>
-      <div className="card-header">
-        <h3>{changeset.title}</h3>
-        <span className="badge" data-status={changeset.state}>
-          {changeset.state}
-        </span>
-      </div>
-      <dl className="facts">
-        <dt>repository</dt>
-        <dd>{where}</dd>
-        <dt>branch</dt>
-        <dd>
-          <code>{changeset.branch}</code> onto <code>{changeset.base_branch}</code>
-        </dd>
-        <dt>changes</dt>
-        <dd>
-          {changeset.stats.files} files, +{changeset.stats.insertions} −{changeset.stats.deletions}
-        </dd>
-        <dt>applied</dt>
-        <dd data-field="applied">
-          {changeset.apply_operation
-            ? `${changeset.apply_operation} at ${changeset.applied_commit?.slice(0, 10) ?? "?"}${changeset.pushed ? ", pushed" : ""}`
-            : "not yet"}
-        </dd>
-      </dl>
-      {changeset.error && (
-        <p className="error" role="alert">
-          {changeset.error}
-        </p>
-      )}
-      <div className="markdown">
-        <ReactMarkdown remarkPlugins={[remarkGfm]}>{changeset.body}</ReactMarkdown>
-      </div>
-      <details>
-        <summary>Diff of {where}</summary>
-        <DiffView diff={changeset.diff} />
-      </details>
-    </li>
-  );
-}
-
 type RunTab = "workspaces" | "changesets";
 
 /** A run: its stats, each workspace live from the run stream, and its changesets. */
@@ -331,6 +299,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   const [run, setRun] = useState<BatchRun | null>(null);
   const [workspaces, setWorkspaces] = useState<BatchWorkspace[]>([]);
   const [changesets, setChangesets] = useState<StoredBatchChangeset[]>([]);
+  const [dropped, setDropped] = useState<StoredBatchChangeset[]>([]);
   const [timelines, setTimelines] = useState<ReadonlyMap<string, TimelineEntry[]>>(new Map());
   const [liveLogs, setLiveLogs] = useState<ReadonlyMap<string, { stdout: string; stderr: string }>>(
     new Map(),
@@ -361,6 +330,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
     setRun(loadedRun);
     setWorkspaces(loadedWorkspaces.workspaces as BatchWorkspace[]);
     setChangesets(loadedChangesets.changesets as StoredBatchChangeset[]);
+    setDropped(loadedChangesets.dropped as StoredBatchChangeset[]);
   }, [runId]);
 
   const reload = useCallback(() => {
@@ -565,16 +535,37 @@ export function BatchRunScreen({ runId }: { runId: string }) {
             ))}
           </ul>
         )}
-        {tab === "changesets" &&
-          (changesets.length === 0 ? (
-            <p className="muted">No changesets yet.</p>
-          ) : (
-            <ul className="changeset-list">
-              {changesets.map((changeset) => (
-                <ChangesetCard key={changeset.id} changeset={changeset} />
-              ))}
-            </ul>
-          ))}
+        {tab === "changesets" && (
+          <>
+            {changesets.some((changeset) => changeset.tracked || changeset.external_id) && (
+              <p>
+                <Link href={`/batches/changes/${encodeURIComponent(run.name)}`}>
+                  Open the batch change {run.name}
+                </Link>{" "}
+                to follow, comment on or close its pull requests.
+              </p>
+            )}
+            {changesets.length === 0 ? (
+              <p className="muted">No changesets yet.</p>
+            ) : (
+              <ul className="changeset-list">
+                {changesets.map((changeset) => (
+                  <ChangesetCard key={changeset.id} changeset={changeset} />
+                ))}
+              </ul>
+            )}
+            {dropped.length > 0 && (
+              <section aria-labelledby="dropped-heading">
+                <h2 id="dropped-heading">No longer produced</h2>
+                <ul className="changeset-list">
+                  {dropped.map((changeset) => (
+                    <ChangesetCard key={changeset.id} changeset={changeset} />
+                  ))}
+                </ul>
+              </section>
+            )}
+          </>
+        )}
       </div>
     </main>
   );

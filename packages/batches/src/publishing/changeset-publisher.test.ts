@@ -152,6 +152,34 @@ describe("publishing changesets", () => {
     const events = await readRunEvents(database.db, first.id, 0);
     expect(events.filter((entry) => entry.event.type === "changeset_published")).toHaveLength(4);
 
+    // Before applying, a preview says what apply would do: update each open pull request in
+    // place, and close the one of the repository the spec no longer reaches.
+    const web = changesets.find((changeset) => changeset.repository.endsWith("acme/web"))!;
+    const preview = await finished(
+      (
+        await service.createRun({
+          source: spec("Greet").replace("echo hello", "echo hi"),
+          options: { runtime: "local", exclude_repositories: [web.repository] },
+        })
+      ).id,
+    );
+    const planned = await service.listChangesetsWithDropped(preview.id);
+    expect(planned.changesets).toHaveLength(3);
+    for (const changeset of planned.changesets) {
+      const number = changesets.find((old) => old.repository === changeset.repository)!.external_id;
+      expect(changeset.apply_plan).toEqual({
+        branch: "update",
+        push: true,
+        pull_request: "update",
+        pull_request_number: number,
+        summary: `push branch update, update pull request #${number}`,
+      });
+    }
+    expect(planned.dropped.map((changeset) => changeset.apply_plan?.summary)).toEqual([
+      `close pull request #${web.external_id}`,
+    ]);
+    expect(changesets.every((changeset) => changeset.apply_plan === null)).toBe(true);
+
     // A person adds a commit to one branch; a template change then updates every pull request
     // in place (none is opened) and keeps that commit on top of Deckhand's new one.
     github.commitToBranch("acme/api", "say-hello", { "PERSON.md": "mine\n" });

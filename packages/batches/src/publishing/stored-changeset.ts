@@ -55,5 +55,7 @@ export function toStoredChangeset(row: ChangesetRow): StoredBatchChangeset {
     synced_at: iso(row.syncedAt),
     tracked: row.tracked,
     publish_error: row.publishError,
+    // Planned by apply-plan.ts where a list asks for it.
+    apply_plan: null,
   };
 }

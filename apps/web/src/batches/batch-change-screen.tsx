@@ -1,0 +1,298 @@
+import {
+  type BatchChange,
+  type BulkChangesetOperationRequest,
+  type BulkChangesetOperationResult,
+  ServerPath,
+  type StoredBatchChangeset,
+  serverPath,
+} from "@deckhand/wire";
+import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react";
+import { Link } from "wouter";
+import { api, messageOf } from "../api.ts";
+import { BurndownChart } from "./burndown-chart.tsx";
+import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
+
+/** Changesets shown at once; "select all matching" reaches the rest too. */
+const PAGE = 25;
+const STATES = ["unpublished", "draft", "open", "merged", "closed", "failed"] as const;
+
+type BulkOperation = "publish" | "close" | "comment";
+
+/**
+ * A batch change (every run of one spec name): its counts, burndown, and its changesets, which
+ * can be filtered, picked (all that match, not just those on screen) and published, closed or
+ * commented on in bulk, each changeset's result shown.
+ */
+export function BatchChangeScreen({ name }: { name: string }) {
+  const [change, setChange] = useState<BatchChange | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [state, setState] = useState<string>("");
+  const [repository, setRepository] = useState("");
+  const [shown, setShown] = useState(PAGE);
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [comment, setComment] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [results, setResults] = useState<{
+    operation: BulkOperation;
+    results: BulkChangesetOperationResult["results"];
+  } | null>(null);
+
+  const path = serverPath(ServerPath.batchChange, { name });
+  const load = useCallback(
+    async (refresh: boolean) => {
+      setChange(
+        await api<BatchChange>(
+          refresh ? "POST" : "GET",
+          refresh ? serverPath(ServerPath.batchChangeRefresh, { name }) : path,
+        ),
+      );
+    },
+    [name, path],
+  );
+  useEffect(() => {
+    load(false).catch((failure: unknown) => setError(messageOf(failure)));
+  }, [load]);
+
+  const matching = useMemo(() => {
+    const needle = repository.trim().toLowerCase();
+    return (change?.changesets ?? []).filter(
+      (changeset) =>
+        (state === "" || changeset.state === state) &&
+        (needle === "" || changesetPlace(changeset).toLowerCase().includes(needle)),
+    );
+  }, [change, state, repository]);
+  const byId = useMemo(
+    () => new Map((change?.changesets ?? []).map((changeset) => [changeset.id, changeset])),
+    [change],
+  );
+
+  const toggle = (changeset: StoredBatchChangeset, on: boolean) => {
+    const next = new Set(selected);
+    if (on) next.add(changeset.id);
+    else next.delete(changeset.id);
+    setSelected(next);
+  };
+
+  const run = async (operation: BulkOperation) => {
+    const changesetIds = [...selected];
+    if (changesetIds.length === 0) return;
+    const request: BulkChangesetOperationRequest =
+      operation === "comment"
+        ? { operation, changeset_ids: changesetIds, body: comment }
+        : { operation, changeset_ids: changesetIds };
+    setBusy(true);
+    setError(null);
+    try {
+      const answer = await api<BulkChangesetOperationResult>(
+        "POST",
+        serverPath(ServerPath.batchChangeBulk, { name }),
+        request,
+      );
+      setResults({ operation, results: answer.results });
+      if (operation === "comment") setComment("");
+      await load(false);
+    } catch (failure) {
+      setError(messageOf(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const refresh = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await load(true);
+    } catch (failure) {
+      setError(messageOf(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const onComment = (event: FormEvent) => {
+    event.preventDefault();
+    if (comment.trim() !== "") void run("comment");
+  };
+
+  if (!change) {
+    return (
+      <main>
+        {error ? (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        ) : (
+          <p className="muted">Loading…</p>
+        )}
+      </main>
+    );
+  }
+
+  const failedResults = results?.results.filter((result) => !result.ok) ?? [];
+  return (
+    <main>
+      <nav className="breadcrumb" aria-label="Breadcrumb">
+        <Link href="/batches">Batch changes</Link> / {name}
+      </nav>
+      <header className="screen-header">
+        <h1>{name}</h1>
+        <button type="button" disabled={busy} onClick={refresh}>
+          Refresh from code hosts
+        </button>
+      </header>
+      <dl className="stats-bar" aria-label="Changeset counts">
+        {(
+          [
+            "total",
+            "unpublished",
+            "draft",
+            "open",
+            "merged",
+            "closed",
+            "checks_failing",
+            "approved",
+          ] as const
+        ).map((key) => (
+          <div key={key} data-field={key}>
+            <dt>{key.replace("_", " ")}</dt>
+            <dd>{change.stats[key]}</dd>
+          </div>
+        ))}
+      </dl>
+      <section aria-labelledby="burndown-heading">
+        <h2 id="burndown-heading">Burndown</h2>
+        <BurndownChart points={change.burndown} />
+      </section>
+      <section aria-labelledby="changesets-heading">
+        <h2 id="changesets-heading">Changesets</h2>
+        <fieldset className="filters">
+          <legend className="visually-hidden">Filter changesets</legend>
+          <span>
+            <label htmlFor="changeset-state-filter">State</label>{" "}
+            <select
+              id="changeset-state-filter"
+              value={state}
+              onChange={(event) => {
+                setState(event.target.value);
+                setShown(PAGE);
+              }}
+            >
+              <option value="">any</option>
+              {STATES.map((option) => (
+                <option key={option} value={option}>
+                  {option}
+                </option>
+              ))}
+            </select>
+          </span>
+          <span>
+            <label htmlFor="changeset-repository-filter">Repository</label>{" "}
+            <input
+              id="changeset-repository-filter"
+              type="search"
+              value={repository}
+              onChange={(event) => {
+                setRepository(event.target.value);
+                setShown(PAGE);
+              }}
+            />
+          </span>
+        </fieldset>
+        <p aria-live="polite" data-testid="selection">
+          {matching.length} of {change.changesets.length} changesets match · {selected.size}{" "}
+          selected
+        </p>
+        <div className="actions">
+          <button
+            type="button"
+            onClick={() => setSelected(new Set(matching.map((changeset) => changeset.id)))}
+            disabled={matching.length === 0}
+          >
+            Select all {matching.length} matching
+          </button>
+          <button
+            type="button"
+            onClick={() => setSelected(new Set())}
+            disabled={selected.size === 0}
+          >
+            Clear selection
+          </button>
+          <button
+            type="button"
+            disabled={busy || selected.size === 0}
+            onClick={() => run("publish")}
+          >
+            Publish selected
+          </button>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy || selected.size === 0}
+            onClick={() => run("close")}
+          >
+            Close selected
+          </button>
+        </div>
+        <form className="inline-form" onSubmit={onComment} aria-label="Comment on selected">
+          <label htmlFor="changeset-comment">Comment</label>{" "}
+          <textarea
+            id="changeset-comment"
+            value={comment}
+            rows={2}
+            onChange={(event) => setComment(event.target.value)}
+          />
+          <button type="submit" disabled={busy || selected.size === 0 || comment.trim() === ""}>
+            Comment on selected
+          </button>
+        </form>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        {results && (
+          <div role="status" className="bulk-results">
+            <p>
+              {results.operation}: {results.results.length - failedResults.length} of{" "}
+              {results.results.length} succeeded
+            </p>
+            {failedResults.length > 0 && (
+              <ul>
+                {failedResults.map((result) => {
+                  const changeset = byId.get(result.changeset_id);
+                  return (
+                    <li key={result.changeset_id} className="error">
+                      {changeset ? changesetPlace(changeset) : result.changeset_id}: {result.error}
+                    </li>
+                  );
+                })}
+              </ul>
+            )}
+          </div>
+        )}
+        {matching.length === 0 ? (
+          <p className="muted">No changeset matches.</p>
+        ) : (
+          <ul className="changeset-list">
+            {matching.slice(0, shown).map((changeset) => (
+              <ChangesetCard
+                key={changeset.id}
+                changeset={changeset}
+                selection={{
+                  selected: selected.has(changeset.id),
+                  onChange: (on) => toggle(changeset, on),
+                }}
+              />
+            ))}
+          </ul>
+        )}
+        {matching.length > shown && (
+          <button type="button" onClick={() => setShown(shown + PAGE)}>
+            Show more ({matching.length - shown} left)
+          </button>
+        )}
+      </section>
+    </main>
+  );
+}
