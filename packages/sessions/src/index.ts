@@ -32,6 +32,7 @@ export {
   SessionStreamHub,
 } from "./session-events.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
+export { SessionProcesses, type SessionProcessesOptions } from "./session-processes.ts";
 export {
   type ChatRow,
   type PendingChangeRow,
