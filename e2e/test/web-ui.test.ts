@@ -124,6 +124,41 @@ describe("the web UI served by deckhand up", () => {
     expect(await card.locator(".output").textContent()).toBe("hello from execute\n");
   });
 
+  it("shows the agent's background process with live output, and ends it with SIGTERM", async () => {
+    up.model.script([
+      turn.functionCall("execute", {
+        command: "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done",
+        run_in_background: true,
+      }),
+      turn.text("Started the ticker."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("start a ticker");
+    await page.getByRole("button", { name: "Send" }).click();
+    // A loop is no command known to be safe: the session's on-request policy asks first.
+    const permission = page.getByRole("region", { name: /^Permission requested/ });
+    await permission.waitFor();
+    await page.locator("body").click({ position: { x: 1, y: 1 } });
+    await page.keyboard.press("y");
+    await permission.waitFor({ state: "detached" });
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("Started the ticker.").waitFor();
+    const panel = page.getByRole("region", { name: /^Processes \(/ });
+    const card = panel.getByRole("region", { name: /^Process i=0; while true/ });
+    await card.locator(".badge", { hasText: "running" }).waitFor();
+    const output = card.getByLabel(/^Output of /);
+    // Live: ticks keep arriving while the page follows the output.
+    await output.getByText(/tick 3\b/).waitFor();
+    await output.getByText(/tick 6\b/).waitFor();
+    await capture(page, "processes");
+    await card.getByRole("button", { name: "Terminate (SIGTERM)" }).click();
+    await card.locator(".badge", { hasText: "exited by SIGTERM" }).waitFor();
+    // Nothing is left to signal, so the buttons go; the output ends where the process stopped.
+    await expect.poll(() => card.getByRole("button").count()).toBe(0);
+    const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
+    expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
+  });
+
   it("draws the native agent's apply_patch edit as added and removed lines", async () => {
     up.model.script([
       turn.functionCall("apply_patch", {

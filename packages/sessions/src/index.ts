@@ -51,3 +51,8 @@ export {
   type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
+export {
+  type AgentCatalog,
+  type AgentChoice,
+  checkAgentChoice,
+} from "./agent-choice.ts";

@@ -49,6 +49,9 @@ export function sessionResource(
     base_commit: worktree?.baseCommit ?? null,
     created_at: row.createdAt.toISOString(),
     closed_at: iso(row.closedAt),
+    agent: row.agent,
+    model: row.model,
+    mode: row.mode,
   };
 }
 

@@ -17,6 +17,7 @@ import { api, messageOf } from "../api.ts";
 import { DiffView } from "../components/diff-view.tsx";
 import { MessageView } from "../components/message-view.tsx";
 import { PermissionCard } from "../components/permission-card.tsx";
+import { ProcessesPanel } from "../components/processes-panel.tsx";
 import { SessionModel, type ViewMessage } from "../session/session-model.ts";
 import { SessionStream, type StreamState } from "../session/session-stream.ts";
 
@@ -311,6 +312,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           </form>
         </section>
         <PendingChanges sessionId={sessionId} version={model?.pendingChangesVersion ?? 0} />
+        <ProcessesPanel sessionId={sessionId} />
       </div>
     </main>
   );
