@@ -4,6 +4,11 @@ export {
   DEFAULT_NATIVE_MODEL,
 } from "./agent-backend-factory.ts";
 export {
+  type AgentCatalog,
+  type AgentChoice,
+  checkAgentChoice,
+} from "./agent-choice.ts";
+export {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
   AgentTurnPayloadSchema,
@@ -51,8 +56,3 @@ export {
   type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
-export {
-  type AgentCatalog,
-  type AgentChoice,
-  checkAgentChoice,
-} from "./agent-choice.ts";
