@@ -287,6 +287,42 @@ describe("the web UI served by deckhand up", () => {
     await page.unrouteAll();
   });
 
+  it("starts a session with the agent, model and mode chosen, and the agent's turns use them", async () => {
+    await page.goto(up.server.url);
+    await page
+      .getByRole("link", { name: /^New session in / })
+      .first()
+      .click();
+    await page.getByRole("heading", { name: /^New session in / }).waitFor();
+    await expect
+      .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
+        timeout: 20_000,
+      })
+      .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
+    await page.getByLabel("Title").fill("chosen settings");
+    await page.getByLabel("Agent").selectOption({ label: "Scripted ACP agent" });
+    // The chosen agent's own models and modes, from the providers snapshot.
+    const model = page.getByLabel("Model", { exact: true });
+    expect(await model.locator("option").allTextContents()).toEqual([
+      "Default (Scripted Large)",
+      "Scripted Large",
+      "Scripted Small",
+    ]);
+    await model.selectOption({ label: "Scripted Small" });
+    await page.getByLabel("Mode", { exact: true }).selectOption({ label: "Code" });
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.getByRole("heading", { name: "chosen settings" }).waitFor();
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("settings");
+    await page.getByRole("button", { name: "Send" }).click();
+    // The scripted agent reports what session/set_mode and its model option last set.
+    await page
+      .getByRole("article", { name: "scripted answer" })
+      .last()
+      .getByText("mode code model scripted-small")
+      .waitFor();
+  });
+
   it("raised no error in the page on the way", () => {
     expect(browser.pageErrors).toEqual([]);
   });
