@@ -302,14 +302,13 @@ describe("the web UI served by deckhand up", () => {
     await page.getByLabel("Title").fill("chosen settings");
     await page.getByLabel("Agent").selectOption({ label: "Scripted ACP agent" });
     // The chosen agent's own models and modes, from the providers snapshot.
-    const model = page.getByLabel("Model", { exact: true });
-    expect(await model.locator("option").allTextContents()).toEqual([
-      "Default (Scripted Large)",
-      "Scripted Large",
-      "Scripted Small",
-    ]);
+    // A label's name runs on into its select's text: "Model" is matched as its start.
+    const model = page.getByRole("combobox", { name: /^Model/ });
+    await expect
+      .poll(() => model.locator("option").allTextContents())
+      .toEqual(["Default (Scripted Large)", "Scripted Large", "Scripted Small"]);
     await model.selectOption({ label: "Scripted Small" });
-    await page.getByLabel("Mode", { exact: true }).selectOption({ label: "Code" });
+    await page.getByRole("combobox", { name: /^Mode(?!l)/ }).selectOption({ label: "Code" });
     await page.getByRole("button", { name: "Start session" }).click();
     await page.getByRole("heading", { name: "chosen settings" }).waitFor();
     await page.getByLabel("Agent").selectOption("scripted");
