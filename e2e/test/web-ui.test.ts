@@ -104,7 +104,9 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.locator("strong", { hasText: "bold" }).waitFor();
     await answer.getByRole("listitem").filter({ hasText: "second item" }).waitFor();
-    await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .toBe("complete");
     await capture(page, "chat");
   });
 
@@ -154,7 +156,7 @@ describe("the web UI served by deckhand up", () => {
     await card.getByRole("button", { name: "Terminate (SIGTERM)" }).click();
     await card.locator(".badge", { hasText: "exited by SIGTERM" }).waitFor();
     // Nothing is left to signal, so the buttons go; the output ends where the process stopped.
-    await expect.poll(() => card.getByRole("button").count()).toBe(0);
+    await expect.poll(() => card.getByRole("button").count(), { timeout: 10_000 }).toBe(0);
     const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
     expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
   });
@@ -252,7 +254,10 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "scripted answer" }).last();
     await answer.getByText(/tick 2\b/).waitFor();
     await page.getByRole("button", { name: "Cancel scripted" }).click();
-    await expect.poll(() => answer.getAttribute("data-status")).toBe("cancelled");
+    // On a loaded machine the cancel takes more than the poll's default second to land.
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .toBe("cancelled");
     await page.getByRole("button", { name: "Cancel scripted" }).waitFor({ state: "detached" });
   });
 
