@@ -3,7 +3,7 @@
 // session, chat with the native agent (fake model) and the scripted ACP agent, answer a
 // permission, review and apply the change, and survive a dropped stream mid-turn.
 import { turn } from "@deckhand/testkit";
-import { WirePath } from "@deckhand/wire";
+import { ServerPath, serverPath, WirePath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
@@ -17,7 +17,8 @@ let browser: OpenedBrowser;
 let page: Page;
 
 beforeAll(async () => {
-  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
+  // A second model for the native agent, so a message can choose it.
+  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN, config: { nativeModels: ["gpt-5-mini"] } });
   // The browser logs each 401 the token test provokes on purpose; anything else counts.
   browser = await openBrowser({ allowConsoleErrors: /status of 401/ });
   page = browser.page;
@@ -325,6 +326,41 @@ describe("the web UI served by deckhand up", () => {
       .last()
       .getByText("mode code model scripted-small")
       .waitFor();
+
+    // A message may choose its own model: the native agent asks the model proxy for it.
+    const sessionId = /\/sessions\/([0-9a-f-]+)/.exec(page.url())![1]!;
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${up.server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const chats = (await (
+      await call("GET", serverPath(ServerPath.sessionChats, { session_id: sessionId }))
+    ).json()) as { chats: { id: string }[] };
+    const messages = serverPath(ServerPath.chatMessages, { chat_id: chats.chats[0]!.id });
+    const refused = await call("POST", messages, {
+      agent: "deckhand",
+      text: "hi",
+      model: "gpt-nothing",
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'model "gpt-nothing" is not one of deckhand\'s models: "gpt-5.1-codex", "gpt-5-mini"',
+    );
+    up.model.script([turn.text("answered by mini")]);
+    const sent = await call("POST", messages, {
+      agent: "deckhand",
+      text: "hi",
+      model: "gpt-5-mini",
+    });
+    expect(sent.status).toBe(202);
+    await page
+      .getByRole("article", { name: "deckhand answer" })
+      .last()
+      .getByText("answered by mini")
+      .waitFor();
+    expect((up.model.requests.at(-1)!.json as { model: string }).model).toBe("gpt-5-mini");
   });
 
   it("raised no error in the page on the way", () => {
