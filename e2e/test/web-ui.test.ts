@@ -317,6 +317,9 @@ describe("the web UI served by deckhand up", () => {
     await page.getByRole("combobox", { name: /^Mode(?!l)/ }).selectOption({ label: "Code" });
     await page.getByRole("button", { name: "Start session" }).click();
     await page.getByRole("heading", { name: "chosen settings" }).waitFor();
+    expect(await page.locator(".session-settings").textContent()).toBe(
+      " · scripted · model scripted-small · mode code",
+    );
     await page.getByLabel("Agent").selectOption("scripted");
     await page.getByRole("textbox", { name: "Message" }).fill("settings");
     await page.getByRole("button", { name: "Send" }).click();

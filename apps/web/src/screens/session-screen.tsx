@@ -248,6 +248,14 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           <p className="muted">
             branch <code>{session.branch}</code> · {session.status} ·{" "}
             <span data-stream-state={streamState}>stream {streamState}</span>
+            {session.agent && (
+              <span className="session-settings">
+                {" "}
+                · {session.agent}
+                {session.model && <> · model {session.model}</>}
+                {session.mode && <> · mode {session.mode}</>}
+              </span>
+            )}
           </p>
         )}
       </header>
