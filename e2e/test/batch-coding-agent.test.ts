@@ -6,7 +6,9 @@
 // token minted for the workspace job. The CLI writes the request it sent to a file outside the
 // workspace: that is how the test learns the token, to hunt it through every log line, stream
 // frame, API response, database table and the changeset, and to see it refused after the run.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -34,6 +36,7 @@ import {
   generateRepositories,
   startBatchServer,
 } from "./batch-server.ts";
+import { repositoryRoot } from "./deckhand-up.ts";
 
 const VERSION = "0.0.1-fake";
 const MODEL = "gpt-5.5";
@@ -298,3 +301,137 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     expect(rows[0]!.revoked_at).not.toBeNull();
   });
 });
+
+// The same step on a `deckhand executor` (issue #13's follow-up): the server runs no workspace
+// job itself (batchConcurrency 0); an executor on the shared PostgreSQL, given --server-url,
+// mints the job's token into the shared database, and the server's proxy accepts it.
+describe.runIf(databaseBackends.includes("postgres"))(
+  "a codingAgent step on a deckhand executor with --server-url",
+  () => {
+    let model: FakeModel;
+    let release: FakeCodexRelease;
+    let code: string;
+    let records: string;
+    let executorDir: string;
+    let deckhand: BatchServer;
+    let executor: ChildProcess | undefined;
+    const executorOutput: string[] = [];
+
+    beforeAll(async () => {
+      model = await startFakeModel();
+      release = await startFakeCodexRelease({ version: VERSION });
+      code = generateRepositories([REPOSITORY]);
+      records = mkdtempSync(join(tmpdir(), "deckhand-e2e-records-"));
+      executorDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-executor-"));
+      const codingAgent = {
+        versions: { codex: VERSION },
+        models: { codex: MODEL },
+        install_source: { kind: "release", base_url: release.baseUrl },
+      };
+      deckhand = await startBatchServer({
+        backend: "postgres",
+        config: {
+          workspaceAgent: false,
+          codeHosts: [{ type: "directory", path: code }],
+          batchConcurrency: 0,
+          modelUpstreams: {
+            codex: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
+          },
+          codingAgent,
+        },
+        env: { [UPSTREAM_KEY_ENV]: UPSTREAM_KEY },
+      });
+      writeFileSync(
+        join(executorDir, "config.json"),
+        JSON.stringify({ codeHosts: [{ type: "directory", path: code }], codingAgent }),
+      );
+      const environment: NodeJS.ProcessEnv = { ...process.env };
+      delete environment[UPSTREAM_KEY_ENV];
+      executor = spawn(
+        process.execPath,
+        [
+          "--conditions=source",
+          join(repositoryRoot, "apps/cli/src/bin.ts"),
+          "executor",
+          "--database-url",
+          deckhand.databaseUrl!,
+          "--server-url",
+          deckhand.server.url,
+          "--data-dir",
+          executorDir,
+          "-j",
+          "1",
+        ],
+        { cwd: repositoryRoot, env: environment, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      for (const stream of [executor.stdout!, executor.stderr!]) {
+        stream.setEncoding("utf8");
+        stream.on("data", (chunk: string) => executorOutput.push(chunk));
+      }
+      const deadline = Date.now() + 60_000;
+      while (!executorOutput.join("").includes("deckhand executor ready")) {
+        if (executor.exitCode !== null || Date.now() > deadline) {
+          throw new Error(`the executor did not start:\n${executorOutput.join("")}`);
+        }
+        await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      }
+    });
+
+    afterAll(async () => {
+      if (executor && executor.exitCode === null && executor.signalCode === null) {
+        const exited = once(executor, "exit");
+        executor.kill("SIGTERM");
+        await exited;
+      }
+      await deckhand?.close();
+      await release?.close();
+      await model?.close();
+      for (const directory of [code, records, executorDir]) {
+        if (directory) rmSync(directory, { recursive: true, force: true });
+      }
+    });
+
+    it("runs the agent through the server's proxy with a token the executor minted, revoked after", async () => {
+      model.script([
+        turn.text(`${fakeCodexDirective.write("GREETING.md", `hello ${REPOSITORY}\n`)}\nDone.`),
+      ]);
+      const recordFile = join(records, "request.json");
+      const { run } = await deckhand.runToEnd(
+        { source: spec(recordFile), file: "agent.yaml", options: { runtime: "local" } },
+        100_000,
+      );
+      expect(run.error, executorOutput.join("")).toBeNull();
+      expect(run.status).toBe("completed");
+      expect(run.stats).toMatchObject({ workspaces: 1, completed: 1, changesets: 1 });
+      const [workspace] = (
+        await deckhand.api<{ workspaces: BatchWorkspace[] }>(
+          "GET",
+          serverPath(ServerPath.batchRunWorkspaces, { batch_run_id: run.id }),
+        )
+      ).body.workspaces;
+      // The executor, not the server, ran it; the agent was installed in the executor's data dir.
+      expect(workspace!.executor).not.toBeNull();
+      expect(existsSync(join(executorDir, "agents", "codex", VERSION, "bin", "codex"))).toBe(true);
+      const sent = JSON.parse(readFileSync(recordFile, "utf8")) as RecordedRequest;
+      expect(sent.url).toBe(`${deckhand.server.url}${WirePath.modelProvider}/codex/responses`);
+      const minted = /^Bearer (dhmp_\S+)$/.exec(sent.headers.authorization ?? "")?.[1] ?? "";
+      expect(minted).toMatch(/^dhmp_/);
+      // The server's proxy accepted it: the model saw the request with the upstream key.
+      expect(model.requests).toHaveLength(1);
+      expect(model.requests[0]!.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+      // Revoked when the executor's job ended.
+      const refused = await fetch(sent.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          [WireHeader.authorization]: `Bearer ${minted}`,
+          [WireHeader.jobId]: `batch-workspace:${workspace!.id}`,
+        },
+        body: JSON.stringify({ model: MODEL, input: "hi", stream: true }),
+      });
+      await refused.text();
+      expect(refused.status).toBe(401);
+      expect(executorOutput.join("")).not.toContain(minted);
+    }, 120_000);
+  },
+);

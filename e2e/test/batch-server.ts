@@ -100,6 +100,8 @@ export interface BatchServer {
   backend: DatabaseBackend;
   server: SpawnedService;
   dataDir: string;
+  /** The server's own PostgreSQL database (for `deckhand executor`s), null on PGlite. */
+  databaseUrl: string | null;
   /** Every response body the suite received, in order. */
   responses: string[];
   api: ApiCall;
@@ -171,6 +173,7 @@ export async function startBatchServer(options: StartBatchServerOptions): Promis
     backend: options.backend,
     server,
     dataDir,
+    databaseUrl: database?.url ?? null,
     responses,
     api,
     streams,

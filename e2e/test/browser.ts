@@ -1,7 +1,7 @@
 // One Chromium for the browser suites: Debian's binary driven by playwright-core (never
 // `playwright install`), the screenshots every main screen writes at phone and desktop width,
 // and the axe-core accessibility check each of them passes. Shared so the suites cannot drift.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -142,4 +142,18 @@ export async function capture(page: Page, name: string): Promise<void> {
   await expectAccessible(page, `${name} (dark)`);
   await page.emulateMedia({ colorScheme: "light" });
   if (viewport) await page.setViewportSize(viewport);
+}
+
+/**
+ * Records measured budgets (printed, and merged into e2e/screenshots/budgets.json): timings are
+ * measured and kept, never asserted, as a shared CI machine makes them noisy.
+ */
+export function recordBudgets(values: Record<string, number>): void {
+  const path = join(SCREENSHOTS, "budgets.json");
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const current = existsSync(path)
+    ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>)
+    : {};
+  writeFileSync(path, `${JSON.stringify({ ...current, ...values }, null, 2)}\n`);
+  for (const [name, value] of Object.entries(values)) console.log(`budget ${name}: ${value}`);
 }

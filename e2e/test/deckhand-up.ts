@@ -47,6 +47,8 @@ export interface DeckhandUpOptions {
   adminToken?: string;
   /** More top-level fields of `<data-dir>/config.json` (`codeHosts`, say). */
   config?: Record<string, unknown>;
+  /** More environment for the server (a code host token, say). */
+  env?: Record<string, string>;
 }
 
 /** `deckhand up` from source on a free loopback port over `dataDir`, with `env` as its environment. */
@@ -148,6 +150,7 @@ export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<
   const server = await spawnDeckhandUp(dataDir, {
     ...serverEnvironment,
     [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
+    ...options.env,
     ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
   });
   return {

@@ -6,7 +6,7 @@ import { turn } from "@deckhand/testkit";
 import { ServerPath, serverPath, WirePath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
+import { capture, type OpenedBrowser, openBrowser, recordBudgets } from "./browser.ts";
 import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
 /** The server wants a token, as beyond loopback: every screen below runs with one. */
@@ -28,6 +28,15 @@ afterAll(async () => {
   await browser?.close();
   await up?.close();
 });
+
+/** Allows the permission the agent asks next (its `y` shortcut: allow once). */
+async function allowNextPermission(): Promise<void> {
+  const card = page.getByRole("region", { name: /^Permission requested/ });
+  await card.waitFor();
+  await page.locator("body").click({ position: { x: 1, y: 1 } });
+  await page.keyboard.press("y");
+  await card.waitFor({ state: "detached" });
+}
 
 describe("the web UI served by deckhand up", () => {
   it("serves the app at / with cache headers, falls back to index.html, and leaves /api alone", async () => {
@@ -208,7 +217,7 @@ describe("the web UI served by deckhand up", () => {
     const change = page.getByRole("region", { name: "Change to web.txt" });
     await change.waitFor();
     await expect
-      .poll(() => change.locator(".diff-code-insert").allTextContents())
+      .poll(() => change.locator('.diff-row[data-kind="insert"] .diff-text').allTextContents())
       .toEqual(["written from the browser"]);
     await capture(page, "review");
     await change.getByRole("button", { name: "Apply web.txt" }).click();
@@ -229,6 +238,122 @@ describe("the web UI served by deckhand up", () => {
     await page.getByRole("heading", { name: "Pending changes (0)" }).waitFor();
     // Rejected, not applied: the session branch never gets it.
     expect(up.repository.git("ls-tree", "--name-only", branch.trim())).not.toContain("native.txt");
+  });
+
+  it("reviews a 50,000-line change in a virtualised diff, unified and split, and rejects all", async () => {
+    up.model.script([
+      turn.functionCall("execute", {
+        command: "seq 1 50000 > big.txt && printf 'one\\ntwo\\n' > small.txt",
+      }),
+      turn.text("wrote big.txt"),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("write big.txt");
+    await page.getByRole("button", { name: "Send" }).click();
+    await allowNextPermission();
+    await page
+      .getByRole("article", { name: "deckhand answer" })
+      .last()
+      .getByText("wrote big.txt")
+      .waitFor();
+    const big = page.getByRole("region", { name: "Change to big.txt" });
+    await big.waitFor({ timeout: 30_000 });
+    const tree = page.getByRole("navigation", { name: "Changed files" });
+    expect(await tree.getByRole("button", { name: /^big\.txt/ }).textContent()).toContain("+50000");
+
+    // First paint from navigation: the app marks when a file's first diff rows are on screen.
+    await page.reload();
+    await big.locator(".diff-row").first().waitFor({ timeout: 30_000 });
+    const firstRowMs = Number(
+      await page.evaluate(
+        `performance.getEntriesByName("deckhand:diff-first-row").find((mark) => mark.detail === "big.txt")?.startTime ?? -1`,
+      ),
+    );
+    expect(firstRowMs).toBeGreaterThan(0);
+    recordBudgets({ review_50000_line_diff_first_row_ms: Math.round(firstRowMs) });
+
+    // Virtualised: a few dozen rows in the DOM, never the 50,000, wherever the scroll is.
+    expect(await big.locator(".diff-row").count()).toBeLessThan(500);
+    const viewport = big.getByRole("region", { name: /^Diff of big\.txt, 50000 added/ });
+    // The diff scrolls by keyboard: End goes to its last line.
+    await viewport.focus();
+    await page.keyboard.press("End");
+    await viewport
+      .locator(".diff-text")
+      .filter({ hasText: /^50000$/ })
+      .waitFor();
+    expect(await big.locator(".diff-row").count()).toBeLessThan(500);
+
+    await page.getByRole("radio", { name: "Split" }).check();
+    await page.getByRole("checkbox", { name: "Wrap lines" }).check();
+    const small = page.getByRole("region", { name: "Change to small.txt" });
+    await expect
+      .poll(() => small.locator('.diff-half[data-side="right"] .diff-text').allTextContents())
+      .toEqual(["one", "two"]);
+    await capture(page, "review-split");
+    await page.getByRole("radio", { name: "Unified" }).check();
+
+    // A comment per line, queued in the page (and removable) until the next message is sent.
+    await small.getByRole("button", { name: "Comment on small.txt line 2" }).click();
+    await small.getByLabel("Comment on small.txt:2").fill("say three instead");
+    await small.getByRole("button", { name: "Add comment" }).click();
+    await big.getByRole("button", { name: "Comment on big.txt line 50000" }).click();
+    await big.getByLabel("Comment on big.txt:50000").fill("drop the last line");
+    await big.getByRole("button", { name: "Add comment" }).click();
+    const queued = page.getByRole("region", { name: "Review comments for the next message" });
+    await expect.poll(() => queued.getByRole("listitem").count()).toBe(2);
+    await queued.getByRole("button", { name: "Remove comment on big.txt:50000" }).click();
+    await expect.poll(() => queued.getByRole("listitem").count()).toBe(1);
+    up.model.script([turn.text("noted")]);
+    const before = up.model.requests.length;
+    await page.getByRole("textbox", { name: "Message" }).fill("please look");
+    await page.getByRole("button", { name: "Send" }).click();
+    await queued.waitFor({ state: "detached" });
+    const noted = page.getByRole("article", { name: "deckhand answer" }).last();
+    await noted.getByText("noted").waitFor();
+    // Changes cannot be resolved while the session's turn still runs (the server answers 409).
+    await expect
+      .poll(() => noted.getAttribute("data-status"), { timeout: 20_000 })
+      .toBe("complete");
+    const sent = up.model.requests
+      .slice(before)
+      .map((request) => request.body)
+      .join("\n");
+    expect(sent).toContain("> small.txt:2 — say three instead");
+    expect(sent).toContain("please look");
+    expect(sent).not.toContain("drop the last line");
+
+    await page.getByRole("button", { name: "Reject all" }).click();
+    await page.getByRole("heading", { name: "Pending changes (0)" }).waitFor();
+    const branch = up.repository
+      .git("for-each-ref", "--format=%(refname:short)", "refs/heads/deckhand/")
+      .trim();
+    expect(up.repository.git("ls-tree", "--name-only", branch)).not.toContain("big.txt");
+  });
+
+  it("applies every pending change at once, listed in a file tree by directory", async () => {
+    up.model.script([
+      turn.functionCall("execute", {
+        command: "mkdir -p notes && printf 'a\\n' > one.txt && printf 'b\\n' > notes/two.txt",
+      }),
+      turn.text("wrote two files"),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("write two files");
+    await page.getByRole("button", { name: "Send" }).click();
+    await allowNextPermission();
+    await page.getByRole("region", { name: "Change to notes/two.txt" }).waitFor();
+    await page.getByRole("region", { name: "Change to one.txt" }).waitFor();
+    const tree = page.getByRole("navigation", { name: "Changed files" });
+    expect(await tree.textContent()).toContain("notes/");
+    await tree.getByRole("button", { name: /^two\.txt/ }).click();
+    await page.getByRole("button", { name: "Apply all" }).click();
+    await page.getByRole("heading", { name: "Pending changes (0)" }).waitFor();
+    const branch = up.repository
+      .git("for-each-ref", "--format=%(refname:short)", "refs/heads/deckhand/")
+      .trim();
+    expect(up.repository.git("show", `${branch}:one.txt`)).toBe("a");
+    expect(up.repository.git("show", `${branch}:notes/two.txt`)).toBe("b");
   });
 
   it("shows the scripted agent's reasoning collapsed, its plan and a card per tool call", async () => {
@@ -292,6 +417,137 @@ describe("the web UI served by deckhand up", () => {
       .toBe("complete");
     await page.unrouteAll();
   });
+
+  it("lists sessions with live status, unread markers, search and archive, and notifies when a session off screen finishes", async () => {
+    // The page's Notification records what it is asked to show; the permission is granted.
+    await browser.context.grantPermissions(["notifications"]);
+    await browser.context.addInitScript(`
+      window.shownNotifications = [];
+      class RecordingNotification {
+        static permission = "granted";
+        static requestPermission = async () => "granted";
+        onclick = null;
+        constructor(title, options) {
+          window.shownNotifications.push({ title, body: options?.body });
+        }
+      }
+      Object.defineProperty(window, "Notification", { value: RecordingNotification });
+    `);
+    const shown = () => page.evaluate("window.shownNotifications");
+    const nav = page.getByRole("navigation", { name: "Main" });
+    const rows = page.getByRole("list", { name: "Sessions" }).getByRole("listitem");
+    const row = (title: string) => rows.filter({ has: page.getByRole("link", { name: title }) });
+
+    await page.goto(`${up.server.url}/settings`);
+    const desktop = page.getByLabel("Desktop notification");
+    await desktop.check();
+    await expect.poll(() => desktop.isChecked()).toBe(true);
+
+    await nav.getByRole("link", { name: "Projects" }).click();
+    await page.getByRole("link", { name: /^New session in / }).click();
+    await page.getByLabel("Title").fill("second e2e");
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.getByRole("heading", { name: "second e2e" }).waitFor();
+    const secondUrl = page.url();
+
+    // The second session's turn runs on while the first one is on screen, and finishes there.
+    await page.getByRole("textbox", { name: "Message" }).fill("slow 6000");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page
+      .getByRole("article", { name: "scripted answer" })
+      .last()
+      .getByText(/tick 1\b/)
+      .waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").locator(".badge", { hasText: "Running" }).waitFor();
+    await row("browser e2e").getByRole("link", { name: "browser e2e" }).click();
+    await page.getByRole("heading", { name: "browser e2e" }).waitFor();
+    await expect
+      .poll(shown, { timeout: 30_000 })
+      .toEqual([{ title: "second e2e", body: "The agent finished its turn." }]);
+    await nav.getByText("1 unread").waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").getByText("Unread").waitFor();
+    await row("second e2e").locator(".badge", { hasText: "Idle" }).waitFor();
+    expect(await row("browser e2e").getByText("Unread").count()).toBe(0);
+    await capture(page, "sessions");
+
+    // Opening it marks it read.
+    await row("second e2e").getByRole("link", { name: "second e2e" }).click();
+    await page.getByRole("heading", { name: "second e2e" }).waitFor();
+    expect(page.url()).toBe(secondUrl.replace(/\?.*$/, ""));
+    await nav.getByText("1 unread").waitFor({ state: "detached" });
+
+    // A permission waiting for an answer shows as "Needs input".
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("edit list.txt from the list");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("region", { name: /^Permission requested/ }).waitFor();
+    await nav.getByRole("link", { name: /^Sessions/ }).click();
+    await row("second e2e").locator(".badge", { hasText: "Needs input" }).waitFor();
+
+    // Search runs on the server: title, branch or project name.
+    await page.getByLabel("Search title, branch or project").fill("second");
+    await expect.poll(() => rows.count()).toBe(1);
+    await page.getByLabel("Search title, branch or project").fill("");
+    await expect.poll(() => rows.count()).toBe(2);
+
+    // Archived sessions hide until "Show archived".
+    await page.getByRole("button", { name: "Archive browser e2e" }).click();
+    await expect.poll(() => rows.count()).toBe(1);
+    await page.getByLabel("Show archived").check();
+    await row("browser e2e").getByText("Archived").waitFor();
+    await page.getByRole("button", { name: "Unarchive browser e2e" }).click();
+    await expect.poll(() => row("browser e2e").getByText("Archived").count()).toBe(0);
+
+    // The waiting turn is answered, so the session ends idle.
+    await row("second e2e").getByRole("link", { name: "second e2e" }).click();
+    const card = page.getByRole("region", { name: /^Permission requested/ });
+    await card.waitFor();
+    await page.locator("body").click({ position: { x: 1, y: 1 } });
+    await page.keyboard.press("n");
+    await card.waitFor({ state: "detached" });
+  });
+
+  // Last but one: the events of a 5,000-delta answer make every later page load replay them.
+  it("streams a 5,000-delta answer whole, rendering once per frame (long tasks and layout shift recorded)", async () => {
+    const words = Array.from({ length: 5000 }, (_, index) =>
+      index % 100 === 99 ? `word${index + 1}\n\n` : `word${index + 1}`,
+    );
+    up.model.script([turn.text(words.join(" "))]);
+    await page.evaluate(`(() => {
+      window.deckhandBudget = { longestTask: 0, layoutShift: 0 };
+      new PerformanceObserver((list) => {
+        for (const entry of list.getEntries())
+          window.deckhandBudget.longestTask = Math.max(window.deckhandBudget.longestTask, entry.duration);
+      }).observe({ type: "longtask" });
+      new PerformanceObserver((list) => {
+        for (const entry of list.getEntries())
+          if (!entry.hadRecentInput) window.deckhandBudget.layoutShift += entry.value;
+      }).observe({ type: "layout-shift" });
+    })()`);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("a long answer");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    // The server takes tens of seconds to store and fan out 5,000 events on a shared machine.
+    await answer.getByText("word5000", { exact: false }).waitFor({ timeout: 150_000 });
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 30_000 })
+      .toBe("complete");
+    // Every delta arrived once, in order: no word lost or repeated.
+    const shown = ((await answer.locator(".markdown").textContent()) ?? "").match(/word\d+/g);
+    expect(shown).toEqual(words.map((word) => word.trim()));
+    const budget = (await page.evaluate("window.deckhandBudget")) as {
+      longestTask: number;
+      layoutShift: number;
+    };
+    recordBudgets({
+      chat_5000_delta_longest_task_ms: Math.round(budget.longestTask),
+      chat_5000_delta_layout_shift: Number(budget.layoutShift.toFixed(4)),
+    });
+  }, 180_000);
 
   it("starts a session with the agent, model and mode chosen, and the agent's turns use them", async () => {
     await page.goto(up.server.url);

@@ -16,6 +16,7 @@ import {
 } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
+import { batchJobModelProviderAccess, DbModelTokenStore } from "@deckhand/model-proxy";
 import { agentEnvironmentPolicy, redactSecrets, rememberSecrets } from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import pino from "pino";
@@ -43,8 +44,9 @@ Options:
   --data-dir DIR       clone cache and checkouts, and config.json, whose codeHosts and
                        agentEnvironment are read (default $${WireEnv.serverDataDir}, else ~/.deckhand)
   -j, --concurrency N  workspace jobs run at once (default: the CPU count, here ${availableParallelism()})
-  --server-url URL     the Deckhand server whose model proxy codingAgent steps talk to
-                       (for now only checked and logged)
+  --server-url URL     the Deckhand server whose model proxy codingAgent steps talk to;
+                       their tokens go to the shared database, where its proxy checks
+                       them (without it, codingAgent steps fail saying so)
   --id NAME            this executor's name in the queue and on workspaces (default
                        host:pid:random); unique per running executor
   --log-level LEVEL    fatal|error|warn|info|debug|silent (default $${WireEnv.serverLogLevel}, else info)
@@ -301,6 +303,14 @@ export async function runExecutorCommand(
       environmentPolicy: policy,
       outerEnvironment: io.environment,
       codingAgent: config.codingAgent,
+      ...(settings.serverUrl !== null
+        ? {
+            modelProvider: batchJobModelProviderAccess({
+              modelTokens: new DbModelTokenStore(database.db),
+              serverUrl: () => settings.serverUrl as string,
+            }),
+          }
+        : {}),
       // The apply job and changeset tracking run on whichever batch worker claims them, so an
       // executor publishes with the same connections (and its own environment's tokens).
       publishing: {

@@ -1,12 +1,18 @@
 import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
+import { type CodeHostConnection, describeConnection } from "@deckhand/code-hosts";
 import { HttpError } from "@deckhand/http-kit";
+import {
+  describeUpstreams,
+  jobUsageReport,
+  sessionUsageReport,
+  type UpstreamConfig,
+} from "@deckhand/model-proxy";
 import type { AgentTurns, SessionProcesses, SessionService } from "@deckhand/sessions";
 import {
   type ServerOperationId,
   type ServerRouteEntry,
   type ServerRouteOf,
   serverRoutes,
-  type UsageResponse,
 } from "@deckhand/wire";
 import type { Hono } from "hono";
 import type { ApiTokenStore } from "./api-tokens.ts";
@@ -18,6 +24,7 @@ const SERVED_ELSEWHERE = [
   "getHealth",
   "streamSession",
   "streamBatchRun",
+  "streamSessionActivity",
   // The providers router from @deckhand/providers serves these under ServerPath.providers.
   "getProvidersSnapshot",
   "getProvidersConfig",
@@ -40,7 +47,13 @@ export interface ApiRouteServices {
   /** Runs agent turns; absent when this process runs none (cancel and answers still go out). */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool">;
   apiTokens: ApiTokenStore;
-  usage: Pick<DbUsageRecorder, "forJob">;
+  usage: Pick<DbUsageRecorder, "forJob" | "forJobs">;
+  /** The model proxy's upstreams by agent type, for the read-only view (never their keys). */
+  modelUpstreams: Record<string, UpstreamConfig>;
+  /** Where changesets are published, for the read-only view (never their tokens). */
+  codeHostConnections: () => readonly CodeHostConnection[];
+  /** Where code host tokens are read from: whether each is set is reported, never its value. */
+  environment: Readonly<Record<string, string | undefined>>;
   batches: BatchRunService;
   /** Pull requests of batch changes: state, stats, bulk operations; absent in some tests. */
   publishing?: ChangesetPublisher;
@@ -119,6 +132,8 @@ function handlers(services: ApiRouteServices): RouteHandlers {
       sessions: await sessions.listSessions(params.project_id),
     }),
     getSession: ({ params }) => sessions.getSession(params.session_id),
+    listAllSessions: async ({ query }) => ({ sessions: await sessions.listAllSessions(query) }),
+    updateSession: ({ params, body }) => sessions.updateSession(params.session_id, body),
     closeSession: async ({ params, query }) => {
       const closed = await sessions.closeSession(params.session_id, query.force ?? false);
       await agentTurns.pool.closeSession(closed.id);
@@ -157,40 +172,20 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     rejectPendingChange: async ({ params }) => ({
       pending_change: await sessions.rejectPendingChange(params.pending_change_id),
     }),
-    getUsage: async ({ query }) => {
-      const jobId = query.job_id;
-      const rows = await usage.forJob(jobId);
-      const sum = (pick: (row: (typeof rows)[number]) => number | null) =>
-        rows.reduce((total, row) => total + (pick(row) ?? 0), 0);
-      const answer: UsageResponse = {
-        job_id: jobId,
-        usage: rows.map((row) => ({
-          job_id: row.jobId,
-          agent_type: row.agentType,
-          upstream: row.upstream,
-          upstream_kind: row.upstreamKind,
-          endpoint: row.endpoint,
-          model: row.model,
-          input_tokens: row.inputTokens,
-          output_tokens: row.outputTokens,
-          total_tokens: row.totalTokens,
-          request_bytes: row.requestBytes,
-          response_bytes: row.responseBytes,
-          status: row.status,
-          outcome: row.outcome,
-          created_at: row.createdAt.toISOString(),
-        })),
-        totals: {
-          requests: rows.length,
-          input_tokens: sum((row) => row.inputTokens),
-          output_tokens: sum((row) => row.outputTokens),
-          total_tokens: sum((row) => row.totalTokens),
-          request_bytes: sum((row) => row.requestBytes),
-          response_bytes: sum((row) => row.responseBytes),
-        },
-      };
-      return answer;
+    getUsage: async ({ query }) => jobUsageReport(query.job_id, await usage.forJob(query.job_id)),
+    getSessionUsage: async ({ params }) => {
+      const jobs = await sessions.usageJobs(params.session_id);
+      const rows = await usage.forJobs(jobs.map((job) => job.jobId));
+      return sessionUsageReport(params.session_id, jobs, rows);
     },
+    listModelUpstreams: async () => ({
+      model_upstreams: describeUpstreams(services.modelUpstreams),
+    }),
+    listCodeHostConnections: async () => ({
+      code_host_connections: services
+        .codeHostConnections()
+        .map((connection) => describeConnection(connection, services.environment)),
+    }),
     createApiToken: async ({ body }) => {
       const { apiToken, token } = await apiTokens.create(body.name);
       return { api_token: apiToken, token };

@@ -156,7 +156,13 @@ describe("resolveServerConfig", () => {
       { environment: { OPENAI_KEY: "sk-secret" } },
     );
     expect(config.modelUpstreams).toEqual({
-      codex: { kind: "openai", baseUrl: "https://api.openai.com/v1", apiKey: "sk-secret" },
+      codex: {
+        kind: "openai",
+        baseUrl: "https://api.openai.com/v1",
+        apiKey: "sk-secret",
+        // Kept so the settings can name the variable where the key itself is never shown.
+        apiKeyEnv: "OPENAI_KEY",
+      },
     });
   });
 

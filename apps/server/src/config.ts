@@ -346,7 +346,12 @@ export function resolveServerConfig(
         `modelUpstreams.${agentType}.apiKeyEnv in ${CONFIG_FILE_NAME} names ${upstream.apiKeyEnv}, which is not set; export it with the provider's API key`,
       );
     }
-    modelUpstreams[agentType] = { kind: upstream.kind, baseUrl: upstream.baseUrl, apiKey };
+    modelUpstreams[agentType] = {
+      kind: upstream.kind,
+      baseUrl: upstream.baseUrl,
+      apiKey,
+      apiKeyEnv: upstream.apiKeyEnv,
+    };
   }
 
   // Code host tokens are for Deckhand's publishing only: no agent inherits them.

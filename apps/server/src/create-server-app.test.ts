@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
 import { BatchRunService } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
-import { mintModelToken } from "@deckhand/model-proxy";
+import { DbModelTokenStore, mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
 import { SessionService } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
@@ -18,7 +18,7 @@ import {
   MODEL_PROXY_MAX_BODY_BYTES,
   type ServerAppOptions,
 } from "./create-server-app.ts";
-import { DbModelTokenStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbUsageRecorder } from "./db-stores.ts";
 
 const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const UPSTREAM_KEY = "sk-upstream-key-0123456789";
@@ -317,5 +317,108 @@ describe("model-provider proxy", () => {
     expect(await statuses(app({ modelTokens: tokens, modelProxyRateLimit: false }))).toEqual([
       200, 200, 200,
     ]);
+  });
+});
+
+describe("read-only settings views", () => {
+  const KEY_CANARY = "sk-canary-upstream-key-settings-9f8e7d";
+  const TOKEN_CANARY = "ghp_canaryCodeHostToken0123456789abcdef";
+
+  function settingsApp(): Hono {
+    return app({
+      modelUpstreams: {
+        codex: {
+          kind: "openai",
+          baseUrl: "https://models.example.com/v1",
+          apiKey: KEY_CANARY,
+          apiKeyEnv: "CANARY_OPENAI_KEY",
+        },
+        claude: {
+          kind: "anthropic",
+          baseUrl: "https://anthropic.example.com",
+          apiKey: KEY_CANARY,
+          apiKeyEnv: "CANARY_ANTHROPIC_KEY",
+        },
+      },
+      codeHostConnections: [
+        { type: "github", url: "https://github.com", tokenEnv: "CANARY_GITHUB_TOKEN" },
+        {
+          type: "gitlab",
+          url: "https://gitlab.example.com/",
+          tokenEnv: "CANARY_GITLAB_TOKEN",
+          name: "work",
+          publishRate: { perMinute: 12 },
+        },
+      ],
+      environment: {
+        CANARY_OPENAI_KEY: KEY_CANARY,
+        CANARY_ANTHROPIC_KEY: KEY_CANARY,
+        CANARY_GITHUB_TOKEN: TOKEN_CANARY,
+      },
+    });
+  }
+
+  it("lists each model upstream's agent type, format, endpoints and key variable, never the key", async () => {
+    const response = await settingsApp().request(`${WirePath.serverApi}/model-upstreams`);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).not.toContain(KEY_CANARY);
+    expect(JSON.parse(text)).toEqual({
+      model_upstreams: [
+        {
+          agent_type: "claude",
+          kind: "anthropic",
+          base_url: "https://anthropic.example.com",
+          endpoints: ["messages", "count_tokens", "models"],
+          api_key_env: "CANARY_ANTHROPIC_KEY",
+          api_key_set: true,
+        },
+        {
+          agent_type: "codex",
+          kind: "openai",
+          base_url: "https://models.example.com/v1",
+          endpoints: ["responses", "chat_completions", "models"],
+          api_key_env: "CANARY_OPENAI_KEY",
+          api_key_set: true,
+        },
+      ],
+    });
+  });
+
+  it("lists each code host connection with its token variable and whether it is set, never the token", async () => {
+    const response = await settingsApp().request(`${WirePath.serverApi}/code-host-connections`);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).not.toContain(TOKEN_CANARY);
+    expect(JSON.parse(text)).toEqual({
+      code_host_connections: [
+        {
+          name: "github.com",
+          type: "github",
+          url: "https://github.com",
+          api_url: "https://api.github.com",
+          token_env: "CANARY_GITHUB_TOKEN",
+          token_set: true,
+          publish_rate_per_minute: 30,
+        },
+        {
+          name: "work",
+          type: "gitlab",
+          url: "https://gitlab.example.com",
+          api_url: "https://gitlab.example.com/api/v4",
+          token_env: "CANARY_GITLAB_TOKEN",
+          token_set: false,
+          publish_rate_per_minute: 12,
+        },
+      ],
+    });
+  });
+
+  it("answers empty lists when nothing is configured", async () => {
+    const plain = app({ modelUpstreams: {} });
+    const upstreams = await plain.request(`${WirePath.serverApi}/model-upstreams`);
+    const connections = await plain.request(`${WirePath.serverApi}/code-host-connections`);
+    expect(await upstreams.json()).toEqual({ model_upstreams: [] });
+    expect(await connections.json()).toEqual({ code_host_connections: [] });
   });
 });

@@ -1,4 +1,5 @@
 import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
+import type { CodeHostConnection } from "@deckhand/code-hosts";
 import type { DbHandle } from "@deckhand/db";
 import {
   bearerAuth,
@@ -55,12 +56,16 @@ export interface ServerAppOptions {
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** Where changesets are published, listed read-only at /api/code-host-connections. */
+  codeHostConnections?: readonly CodeHostConnection[];
+  /** Where code host tokens are read from; process.env when absent. */
+  environment?: Readonly<Record<string, string | undefined>>;
   /** The largest `/api` request body accepted; http-kit's default (10 MiB) when absent. */
   maxRequestBodyBytes?: number;
   /** Per-token request limit of the model proxy; its default when null or absent. */
   modelProxyRateLimit?: ServerConfig["modelProxyRateLimit"];
   modelTokens: ModelTokenStore;
-  modelUsage: UsageRecorder & Pick<DbUsageRecorder, "forJob">;
+  modelUsage: UsageRecorder & Pick<DbUsageRecorder, "forJob" | "forJobs">;
   logger: Logger;
   /** How long the agent health check may take before the agent counts as unreachable. */
   agentHealthTimeoutMs?: number;
@@ -203,6 +208,9 @@ export function createServerApp(options: ServerAppOptions): Hono {
     agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,
     usage: options.modelUsage,
+    modelUpstreams: options.modelUpstreams,
+    codeHostConnections: () => options.codeHostConnections ?? [],
+    environment: options.environment ?? process.env,
     processes: new SessionProcesses({ sessions: options.sessions, workspaceAgent: options.agent }),
   });
   if (options.providers) {
@@ -210,6 +218,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
   }
   // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
   app.get(ServerPath.batchRunStream, () => {
+    throw new HttpError(
+      426,
+      "invalid_request",
+      "this is a WebSocket endpoint; connect with a WebSocket client",
+    );
+  });
+  app.get(ServerPath.sessionActivity, () => {
     throw new HttpError(
       426,
       "invalid_request",

@@ -1,77 +1,8 @@
-import { type Database, modelTokens, modelUsage, providerProbes } from "@deckhand/db";
-import type {
-  ModelTokenRecord,
-  ModelTokenStore,
-  ModelUsageEntry,
-  UsageRecorder,
-} from "@deckhand/model-proxy";
+import { type Database, modelUsage, providerProbes } from "@deckhand/db";
+import type { ModelUsageEntry, UsageRecorder } from "@deckhand/model-proxy";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { and, asc, eq, sql } from "drizzle-orm";
-
-const HASH_PATTERN = /^[0-9a-f]{64}$/;
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-type TokenRow = typeof modelTokens.$inferSelect;
-
-function toRecord(row: TokenRow): ModelTokenRecord {
-  return {
-    id: row.id,
-    hash: row.tokenHash,
-    jobId: row.jobId,
-    expiresAt: row.expiresAt,
-    revokedAt: row.revokedAt,
-  };
-}
-
-/** Scoped model tokens in the `model_tokens` table: only hashes are ever written. */
-export class DbModelTokenStore implements ModelTokenStore {
-  readonly #db: Database;
-
-  constructor(db: Database) {
-    this.#db = db;
-  }
-
-  async insert(token: { hash: string; jobId: string; expiresAt: Date }): Promise<ModelTokenRecord> {
-    const [row] = await this.#db
-      .insert(modelTokens)
-      .values({ tokenHash: token.hash, jobId: token.jobId, expiresAt: token.expiresAt })
-      .returning();
-    return toRecord(row!);
-  }
-
-  async findByHash(hash: string): Promise<ModelTokenRecord | undefined> {
-    const [row] = await this.#db.select().from(modelTokens).where(eq(modelTokens.tokenHash, hash));
-    return row ? toRecord(row) : undefined;
-  }
-
-  /** Moves a live token's expiry (a busy agent keeps its token; a revoked one stays revoked). */
-  async extend(id: string, expiresAt: Date): Promise<boolean> {
-    if (!UUID_PATTERN.test(id)) return false;
-    const rows = await this.#db
-      .update(modelTokens)
-      .set({ expiresAt })
-      .where(and(eq(modelTokens.id, id), sql`${modelTokens.revokedAt} is null`))
-      .returning({ id: modelTokens.id });
-    return rows.length > 0;
-  }
-
-  async revoke(idOrHash: string): Promise<boolean> {
-    // Anything else would make PostgreSQL reject the uuid cast; it names no token either way.
-    const where = HASH_PATTERN.test(idOrHash)
-      ? eq(modelTokens.tokenHash, idOrHash)
-      : UUID_PATTERN.test(idOrHash)
-        ? eq(modelTokens.id, idOrHash)
-        : undefined;
-    if (!where) return false;
-    const rows = await this.#db
-      .update(modelTokens)
-      .set({ revokedAt: sql`coalesce(${modelTokens.revokedAt}, now())` })
-      .where(where)
-      .returning({ id: modelTokens.id });
-    return rows.length > 0;
-  }
-}
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 
 /** One stored usage row, as the API will read it back. */
 export type ModelUsageRow = typeof modelUsage.$inferSelect;
@@ -104,10 +35,16 @@ export class DbUsageRecorder implements UsageRecorder {
 
   /** Every usage row of one job, oldest first. */
   async forJob(jobId: string): Promise<ModelUsageRow[]> {
+    return this.forJobs([jobId]);
+  }
+
+  /** The rows of any of `jobIds`, oldest first. */
+  async forJobs(jobIds: readonly string[]): Promise<ModelUsageRow[]> {
+    if (jobIds.length === 0) return [];
     return this.#db
       .select()
       .from(modelUsage)
-      .where(eq(modelUsage.jobId, jobId))
+      .where(inArray(modelUsage.jobId, [...jobIds]))
       .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
   }
 }

@@ -15,7 +15,10 @@ import { z } from "zod";
 const HIGH_WATER_BYTES = 1024 * 1024;
 
 export interface EventStreamSocketOptions<Event extends FeedEvent> {
-  /** The route, as a ServerPath template with one `:param` naming whose events to stream. */
+  /**
+   * The route, as a ServerPath template with one `:param` naming whose events to stream, or
+   * none for a stream of one feed (its key is then "").
+   */
   path: string;
   /** The WebSocket subprotocol clients offer, e.g. `deckhand.session-stream.v1`. */
   subprotocol: string;
@@ -71,7 +74,7 @@ export class EventStreamSocket<Event extends FeedEvent> {
     const url = new URL(request.url ?? "/", "http://localhost");
     const match = this.#pattern.exec(url.pathname);
     if (!match) return false;
-    const key = decodeURIComponent(match[1]!).toLowerCase();
+    const key = match[1] === undefined ? "" : decodeURIComponent(match[1]).toLowerCase();
     socket.on("error", () => socket.destroy());
     void (async () => {
       if (!(await this.#options.authorize(upgradeBearerToken(request)))) {

@@ -33,7 +33,7 @@ export {
   type ServerLogLevel,
 } from "./config.ts";
 export { createServerApp, type ServerAppOptions } from "./create-server-app.ts";
-export { DbModelTokenStore, DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
+export { DbUsageRecorder, type ModelUsageRow } from "./db-stores.ts";
 export { runServerUntilSignalled } from "./run.ts";
 export { ServerError, type ServerErrorCode } from "./server-error.ts";
 export { type RunningServer, type StartServerOptions, startServer } from "./start-server.ts";

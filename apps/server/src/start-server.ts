@@ -17,7 +17,11 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
-import { leaseModelProvider, leaseModelProxy } from "@deckhand/model-proxy";
+import {
+  batchJobModelProviderAccess,
+  DbModelTokenStore,
+  leaseModelProxy,
+} from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import {
   agentEnvironment,
@@ -33,12 +37,14 @@ import {
   DbPermissionMemory,
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
+  SessionActivityHub,
   SessionService,
   SessionStreamHub,
   SessionsError,
 } from "@deckhand/sessions";
 import {
   ServerPath,
+  type SessionActivityEvent,
   type SessionEvent,
   type StoredBatchRunEvent,
   WireHeader,
@@ -50,7 +56,7 @@ import { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import { DbModelTokenStore, DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -124,11 +130,6 @@ export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** What shutdown gives HTTP requests still in flight once no task runs any more. */
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
-/**
- * A batch job's model token: revoked when the job ends; the TTL only bounds a token whose job
- * died with its executor. Longer than the default workspace timeout.
- */
-const BATCH_MODEL_TOKEN_TTL_MS = 2 * 60 * 60_000;
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
 /** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
@@ -239,13 +240,10 @@ export async function startServer(
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).
-    const modelProvider = {
-      lease: (jobId: string) =>
-        leaseModelProvider(
-          { modelTokens, serverUrl: () => listeningUrl },
-          { jobId, ttlMs: BATCH_MODEL_TOKEN_TTL_MS },
-        ),
-    };
+    const modelProvider = batchJobModelProviderAccess({
+      modelTokens,
+      serverUrl: () => listeningUrl,
+    });
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
@@ -259,8 +257,6 @@ export async function startServer(
       codingAgent: config.codingAgent,
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
-      // Local agent installs belong to this server's data, not to its user's home directory.
-      agentInstallDirectory: join(config.dataDir, "agents"),
       // Publishing: code host connections from config.json, their tokens read from the
       // environment at each use (never stored, never handed to an agent: see config.ts).
       publishing: {
@@ -340,6 +336,11 @@ export async function startServer(
     const hub = new SessionStreamHub(database);
     await hub.start();
     cleanups.push(() => hub.stop());
+    const activityHub = new SessionActivityHub(database, {
+      sessionsById: (ids) => sessions.sessionsById(ids),
+    });
+    await activityHub.start();
+    cleanups.push(() => activityHub.stop());
     const runHub = createRunEventHub(database);
     await runHub.start();
     cleanups.push(() => runHub.stop());
@@ -388,6 +389,7 @@ export async function startServer(
       batches,
       ...(publishing ? { publishing } : {}),
       modelUpstreams: config.modelUpstreams,
+      codeHostConnections: config.codeHostConnections,
       modelProxyRateLimit: config.modelProxyRateLimit,
       maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,
@@ -436,10 +438,19 @@ export async function startServer(
         });
       },
     });
+    const activityStreams = new EventStreamSocket<SessionActivityEvent>({
+      path: ServerPath.sessionActivity,
+      subprotocol: WireSubprotocol.sessionActivity,
+      hub: activityHub,
+      logger: logger.child({ component: "session-activity" }),
+      authorize,
+      check: async () => {},
+    });
     server.on("upgrade", (request, socket, head) => {
       if (
         !streams.handleUpgrade(request, socket, head) &&
-        !runStreams.handleUpgrade(request, socket, head)
+        !runStreams.handleUpgrade(request, socket, head) &&
+        !activityStreams.handleUpgrade(request, socket, head)
       ) {
         refuseUpgrade(
           socket,
@@ -542,6 +553,7 @@ export async function startServer(
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
         await streams.close();
         await runStreams.close();
+        await activityStreams.close();
         if ("closeIdleConnections" in server) server.closeIdleConnections();
         const grace = new Promise<void>((resolveGrace) =>
           setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),

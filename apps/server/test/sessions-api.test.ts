@@ -19,13 +19,18 @@ import {
   ServerPath,
   type ServerRoute,
   type Session,
+  type SessionActivityEvent,
+  SessionActivityEventSchema,
+  type SessionUsageResponse,
   serverPath,
   serverRoutes,
   type UsageResponse,
   WireHeader,
   WirePath,
+  WireSubprotocol,
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { sessionsErrorToHttp } from "../src/sessions-http-errors.ts";
 import {
   backends,
@@ -262,6 +267,75 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
         { body: {} },
       );
       expect(chat.status).toBe(409);
+    });
+
+    it("archives and unarchives a session, refusing a body that is not exactly {archived: boolean} with a 400", async () => {
+      const { session } = await newSession();
+      const path = serverPath(ServerPath.session, { session_id: session.id });
+      for (const body of [{}, { archived: "yes" }, { archived: true, title: "x" }]) {
+        const refused = await harness.api<{ error: { code: string } }>("PATCH", path, { body });
+        expect(refused.status, JSON.stringify(body)).toBe(400);
+        expect(refused.body.error.code).toBe("invalid_request");
+      }
+      const missing = await harness.api(
+        "PATCH",
+        serverPath(ServerPath.session, { session_id: "nope" }),
+        {
+          body: { archived: true },
+        },
+      );
+      expect(missing.status).toBe(404);
+
+      const archived = await harness.api<Session>("PATCH", path, { body: { archived: true } });
+      expect(archived.status).toBe(200);
+      expect(archived.body.archived_at).not.toBeNull();
+      const listed = async (query: string) =>
+        (
+          await harness.api<{ sessions: Session[] }>("GET", `${ServerPath.sessions}${query}`)
+        ).body.sessions.map((listedSession) => listedSession.id);
+      expect(await listed("")).not.toContain(session.id);
+      expect(await listed("?archived=true")).toContain(session.id);
+      expect(await listed(`?archived=any&q=${encodeURIComponent(session.branch)}`)).toEqual([
+        session.id,
+      ]);
+      expect((await harness.api("GET", `${ServerPath.sessions}?archived=maybe`)).status).toBe(400);
+
+      const restored = await harness.api<Session>("PATCH", path, { body: { archived: false } });
+      expect(restored.body.archived_at).toBeNull();
+      expect(await listed("")).toContain(session.id);
+    });
+
+    it("pushes a session on the activity stream when a new event is stored and when it is archived", async () => {
+      const { session, chat } = await newSession();
+      const socket = new WebSocket(
+        `${harness.server.url.replace(/^http/, "ws")}${ServerPath.sessionActivity}`,
+        [WireSubprotocol.sessionActivity],
+      );
+      cleanups.add(() => socket.close());
+      const frames: { type: string; event?: SessionActivityEvent }[] = [];
+      socket.on("message", (data) => frames.push(JSON.parse(data.toString())));
+      const framesOf = () =>
+        frames.flatMap((frame) =>
+          frame.event?.session.id === session.id
+            ? [SessionActivityEventSchema.parse(frame.event)]
+            : [],
+        );
+      await waitUntil(() => frames.some((frame) => frame.type === "ready"));
+
+      const published = await publishSessionEvent(harness.server.database.db, session.id, chat.id, {
+        type: "plan",
+        message_id: crypto.randomUUID(),
+        entries: [],
+      });
+      await waitUntil(() =>
+        framesOf().some((event) => event.session.last_event_id === published.id),
+      );
+      await harness.api("PATCH", serverPath(ServerPath.session, { session_id: session.id }), {
+        body: { archived: true },
+      });
+      await waitUntil(() => framesOf().some((event) => event.session.archived_at !== null));
+      const ids = frames.flatMap((frame) => (frame.event ? [frame.event.id] : []));
+      expect(ids).toEqual(ids.map((_, index) => index + 1));
     });
 
     it("closes a clean session without force", async () => {
@@ -571,6 +645,56 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
       });
       const missing = await harness.api<{ error: { code: string } }>("GET", ServerPath.usage);
       expect(missing.status).toBe(400);
+
+      // Per session: every agent the session ran, each under its own job, with the same rows.
+      const quietAgent = await harness.server.sessions.ensureAgentSession(
+        session.id,
+        "claude",
+        null,
+      );
+      const bySession = await harness.api<SessionUsageResponse>(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: session.id }),
+      );
+      expect(bySession.status).toBe(200);
+      expect(bySession.body.session_id).toBe(session.id);
+      expect(bySession.body.jobs).toEqual([
+        { job_id: jobId, agent: "codex", chat_id: chat.id, totals: usage!.body.totals },
+        {
+          job_id: `agent-session:${quietAgent}`,
+          agent: "claude",
+          chat_id: null,
+          totals: other.body.totals,
+        },
+      ]);
+      expect(bySession.body.totals).toEqual(usage!.body.totals);
+      expect(
+        [...bySession.body.usage].sort((left, right) =>
+          left.created_at.localeCompare(right.created_at),
+        ),
+      ).toEqual(rows);
+      // Another session's usage is its own; a session that does not exist is a 404.
+      const { session: otherSession } = await newSession();
+      const elsewhere = await harness.api<SessionUsageResponse>(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: otherSession.id }),
+      );
+      expect(elsewhere.body).toEqual({
+        session_id: otherSession.id,
+        jobs: [],
+        usage: [],
+        totals: other.body.totals,
+      });
+      const unknown = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: "00000000-0000-4000-8000-000000000000" }),
+      );
+      expect(unknown.status).toBe(404);
+      const malformed = await harness.api(
+        "GET",
+        serverPath(ServerPath.sessionUsage, { session_id: "not-a-session" }),
+      );
+      expect(malformed.status).toBe(404);
     });
   });
 

@@ -52,13 +52,13 @@ export interface ApiOptions {
   contentType?: string;
 }
 
-/** Calls the server API on this origin, with the stored token as a bearer token. */
-export async function api<Body>(
+/** Sends a request to the server API on this origin, with the stored token as a bearer token. */
+async function send(
   method: string,
   path: string,
-  body?: unknown,
-  options: ApiOptions = {},
-): Promise<Body> {
+  body: unknown,
+  options: ApiOptions,
+): Promise<{ ok: boolean; status: number; text: string }> {
   const headers: Record<string, string> = { ...options.headers };
   const token = storedToken();
   if (token) headers[WireHeader.authorization] = `Bearer ${token}`;
@@ -69,17 +69,37 @@ export async function api<Body>(
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await response.text();
-  const parsed: unknown = text ? JSON.parse(text) : null;
   if (!response.ok) {
     if (response.status === 401) announceUnauthorized();
-    const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
+    let error: { code?: string; message?: string } | undefined;
+    try {
+      error = (JSON.parse(text) as { error?: { code?: string; message?: string } } | null)?.error;
+    } catch {
+      error = undefined;
+    }
     throw new ApiError(
       response.status,
       error?.code ?? "http_error",
       error?.message ?? `${method} ${path} answered ${response.status}`,
     );
   }
-  return parsed as Body;
+  return { ok: response.ok, status: response.status, text };
+}
+
+/** Calls a JSON route of the server API. */
+export async function api<Body>(
+  method: string,
+  path: string,
+  body?: unknown,
+  options: ApiOptions = {},
+): Promise<Body> {
+  const { text } = await send(method, path, body, options);
+  return (text ? JSON.parse(text) : null) as Body;
+}
+
+/** Calls a route that answers plain text (a provider's diagnostic, say). */
+export async function apiText(path: string, options: ApiOptions = {}): Promise<string> {
+  return (await send("GET", path, undefined, options)).text;
 }
 
 /** One helper turns any thrown value into text, in the browser as on the server. */

@@ -7,13 +7,23 @@ import { NewBatchScreen } from "./screens/new-batch-screen.tsx";
 import { NewSessionScreen } from "./screens/new-session-screen.tsx";
 import { ProjectsScreen } from "./screens/projects-screen.tsx";
 import { SessionScreen } from "./screens/session-screen.tsx";
+import { SessionsScreen } from "./screens/sessions-screen.tsx";
 import { SettingsScreen } from "./screens/settings-screen.tsx";
+import {
+  SessionActivityWatcher,
+  useSessionActivity,
+} from "./sessions/session-activity-watcher.tsx";
 
 const SECTIONS = [
   {
     href: "/",
     label: "Projects",
-    matches: (path: string) => path === "/" || /^\/(projects|sessions)\//.test(path),
+    matches: (path: string) => path === "/" || /^\/projects\//.test(path),
+  },
+  {
+    href: "/sessions",
+    label: "Sessions",
+    matches: (path: string) => /^\/sessions(\/|$)/.test(path),
   },
   {
     href: "/batches",
@@ -22,6 +32,13 @@ const SECTIONS = [
   },
   { href: "/settings", label: "Settings", matches: (path: string) => path.startsWith("/settings") },
 ] as const;
+
+/** How many sessions have news since they were last opened, beside the Sessions link. */
+function UnreadCount() {
+  const { unreadCount } = useSessionActivity();
+  if (unreadCount === 0) return null;
+  return <span className="badge nav-unread" data-status="unread">{`${unreadCount} unread`}</span>;
+}
 
 /** The top bar's sections; the current one is marked for assistive technology too. */
 function MainNav() {
@@ -33,6 +50,7 @@ function MainNav() {
           <li key={section.href}>
             <Link href={section.href} aria-current={section.matches(location) ? "page" : undefined}>
               {section.label}
+              {section.href === "/sessions" && <UnreadCount />}
             </Link>
           </li>
         ))}
@@ -102,6 +120,7 @@ export function App() {
     );
   return (
     <div key={generation} className="app">
+      <SessionActivityWatcher />
       <a className="skip-link" href="#content">
         Skip to content
       </a>
@@ -117,6 +136,7 @@ export function App() {
           <Route path="/projects/:projectId/new-session">
             {(params) => <NewSessionScreen projectId={params.projectId} />}
           </Route>
+          <Route path="/sessions">{() => <SessionsScreen />}</Route>
           <Route path="/sessions/:sessionId">
             {(params) => <SessionScreen key={params.sessionId} sessionId={params.sessionId} />}
           </Route>

@@ -54,6 +54,8 @@ export const sessions = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     closedAt: timestampColumn("closed_at"),
+    /** Set while the session is archived: hidden from the session list unless asked for. */
+    archivedAt: timestampColumn("archived_at"),
   },
   (table) => [
     check("sessions_status_check", oneOf(table.status, sessionStatuses)),

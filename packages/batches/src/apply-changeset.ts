@@ -8,11 +8,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { errorMessage } from "@deckhand/errors";
-import { GitError, runGit } from "@deckhand/git";
+import { GitError, redactUrl, runGit } from "@deckhand/git";
 import type { BatchChangeset } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import { type RepositoryGitOptions, remoteFailure, repositoryGit } from "./repository-git.ts";
-import { redactUrl } from "./repository-name.ts";
 import type { WorkspaceRepository } from "./resolve-workspaces.ts";
 
 /** What to do with commits a person made on the branch on top of Deckhand's commit. */

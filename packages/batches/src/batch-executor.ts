@@ -27,20 +27,23 @@ export function batchDirectories(dataDir: string): {
   cacheDirectory: string;
   /** Workspace checkouts while their job runs: `<data-dir>/workspaces/batches`. */
   workDirectory: string;
+  /** Agent CLIs codingAgent steps install when run locally: `<data-dir>/agents`, not the home. */
+  agentInstallDirectory: string;
 } {
   return {
     cacheDirectory: join(dataDir, "cache", "repositories"),
     workDirectory: join(dataDir, "workspaces", "batches"),
+    agentInstallDirectory: join(dataDir, "agents"),
   };
 }
 
 /**
  * What a process with a data directory gives its batch-run service: everything the service
- * takes, with the clone cache and the checkouts placed in the data directory.
+ * takes, with the clone cache, the checkouts and agent installs placed in the data directory.
  */
 export type CreateBatchRunServiceOptions = Omit<
   BatchRunServiceOptions,
-  "cacheDirectory" | "workDirectory" | "environmentPolicy" | "publishing"
+  "cacheDirectory" | "workDirectory" | "agentInstallDirectory" | "environmentPolicy" | "publishing"
 > & {
   /** The process's data directory (see `batchDirectories`). */
   dataDir: string;

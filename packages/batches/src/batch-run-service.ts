@@ -16,6 +16,7 @@ import {
   batchRuns,
   batchSpecs,
   changesets,
+  type Database,
   type DbHandle,
   enqueue,
   stepResults,
@@ -431,7 +432,11 @@ export class BatchRunService {
       .where(query.name === undefined ? undefined : eq(batchSpecs.name, query.name))
       .orderBy(desc(batchRuns.createdAt))
       .limit(query.limit ?? 100);
-    return Promise.all(rows.map(({ run, name }) => this.#toRun(run, name)));
+    const stats = await runStats(
+      this.#db,
+      rows.map(({ run }) => run.id),
+    );
+    return rows.map(({ run, name }) => toRun(run, name, stats.get(run.id) ?? emptyStats()));
   }
 
   async getRun(runId: string): Promise<BatchRun> {
@@ -442,59 +447,8 @@ export class BatchRunService {
       .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
       .where(eq(batchRuns.id, runId));
     if (row === undefined) throw notFound("batch run", runId);
-    return this.#toRun(row.run, row.name);
-  }
-
-  async #toRun(run: RunRow, name: string): Promise<BatchRun> {
-    return {
-      id: run.id,
-      batch_spec_id: run.batchSpecId,
-      name,
-      action: run.action,
-      status: run.status,
-      options: StoredOptions.parse(run.options),
-      warnings: z.array(z.string()).parse(run.warnings),
-      error: run.error,
-      stats: await this.#stats(run.id),
-      created_at: run.createdAt.toISOString(),
-      started_at: iso(run.startedAt),
-      finished_at: iso(run.finishedAt),
-    };
-  }
-
-  async #stats(runId: string): Promise<BatchRunStats> {
-    const counts = await this.#db
-      .select({ status: workspaces.status, count: sql<number>`count(*)::int` })
-      .from(workspaces)
-      .where(eq(workspaces.batchRunId, runId))
-      .groupBy(workspaces.status);
-    const count = (...statuses: WorkspaceStatus[]) =>
-      counts
-        .filter((entry) => statuses.includes(entry.status))
-        .reduce((sum, entry) => sum + Number(entry.count), 0);
-    const [steps] = await this.#db
-      .select({
-        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
-        cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
-      })
-      .from(workspaceSteps)
-      .innerJoin(workspaces, eq(workspaces.id, workspaceSteps.workspaceId))
-      .where(eq(workspaces.batchRunId, runId));
-    const [changesetCount] = await this.#db
-      .select({ count: sql<number>`count(*)::int` })
-      .from(changesets)
-      .where(eq(changesets.batchRunId, runId));
-    return {
-      workspaces: count(...workspaceStatusList),
-      pending: count("pending"),
-      running: count("running"),
-      completed: count("completed", "skipped"),
-      failed: count("failed", "timed_out"),
-      cancelled: count("cancelled"),
-      changesets: Number(changesetCount?.count ?? 0),
-      steps_run: Number(steps?.run ?? 0),
-      steps_cached: Number(steps?.cached ?? 0),
-    };
+    const stats = await runStats(this.#db, [runId]);
+    return toRun(row.run, row.name, stats.get(runId) ?? emptyStats());
   }
 
   async listWorkspaces(runId: string): Promise<BatchWorkspace[]> {
@@ -1448,46 +1402,119 @@ export class BatchRunService {
   }
 }
 
-const workspaceStatusList: WorkspaceStatus[] = [
-  "pending",
-  "running",
-  "completed",
-  "failed",
-  "timed_out",
-  "skipped",
-  "cancelled",
-];
-
 function emptySummary(): BatchRunSummary {
   return { workspaces: 0, changesets: 0, steps_run: 0, steps_cached: 0, failed: 0 };
 }
 
-async function summaryOf(transaction: Transaction, runId: string): Promise<BatchRunSummary> {
-  const [counts] = await transaction
-    .select({
-      workspaces: sql<number>`count(*)::int`,
-      failed: sql<number>`count(*) filter (where ${workspaces.status} in ('failed', 'timed_out', 'cancelled'))::int`,
-    })
-    .from(workspaces)
-    .where(eq(workspaces.batchRunId, runId));
-  const [steps] = await transaction
-    .select({
-      run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
-      cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
-    })
-    .from(workspaceSteps)
-    .innerJoin(workspaces, eq(workspaces.id, workspaceSteps.workspaceId))
-    .where(eq(workspaces.batchRunId, runId));
-  const [changesetCount] = await transaction
-    .select({ count: sql<number>`count(*)::int` })
-    .from(changesets)
-    .where(eq(changesets.batchRunId, runId));
+function toRun(run: RunRow, name: string, stats: BatchRunStats): BatchRun {
   return {
-    workspaces: Number(counts?.workspaces ?? 0),
-    changesets: Number(changesetCount?.count ?? 0),
-    steps_run: Number(steps?.run ?? 0),
-    steps_cached: Number(steps?.cached ?? 0),
-    failed: Number(counts?.failed ?? 0),
+    id: run.id,
+    batch_spec_id: run.batchSpecId,
+    name,
+    action: run.action,
+    status: run.status,
+    options: StoredOptions.parse(run.options),
+    warnings: z.array(z.string()).parse(run.warnings),
+    error: run.error,
+    stats,
+    created_at: run.createdAt.toISOString(),
+    started_at: iso(run.startedAt),
+    finished_at: iso(run.finishedAt),
+  };
+}
+
+function emptyStats(): BatchRunStats {
+  return {
+    workspaces: 0,
+    pending: 0,
+    running: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    changesets: 0,
+    steps_run: 0,
+    steps_cached: 0,
+  };
+}
+
+/**
+ * The counts of each run (workspaces by state, changesets, steps run and cached): three grouped
+ * queries for any number of runs, so listing runs costs the same for one run as for a hundred.
+ */
+async function runStats(
+  executor: Database | Transaction,
+  runIds: readonly string[],
+): Promise<Map<string, BatchRunStats>> {
+  const stats = new Map<string, BatchRunStats>(runIds.map((id) => [id, emptyStats()]));
+  if (runIds.length === 0) return stats;
+  const ids = [...runIds];
+  const [workspaceCounts, stepCounts, changesetCounts] = await Promise.all([
+    executor
+      .select({
+        runId: workspaces.batchRunId,
+        status: workspaces.status,
+        count: sql<number>`count(*)::int`,
+      })
+      .from(workspaces)
+      .where(inArray(workspaces.batchRunId, ids))
+      .groupBy(workspaces.batchRunId, workspaces.status),
+    executor
+      .select({
+        runId: workspaces.batchRunId,
+        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
+        cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
+      })
+      .from(workspaceSteps)
+      .innerJoin(workspaces, eq(workspaces.id, workspaceSteps.workspaceId))
+      .where(inArray(workspaces.batchRunId, ids))
+      .groupBy(workspaces.batchRunId),
+    executor
+      .select({ runId: changesets.batchRunId, count: sql<number>`count(*)::int` })
+      .from(changesets)
+      .where(inArray(changesets.batchRunId, ids))
+      .groupBy(changesets.batchRunId),
+  ]);
+  const bucket: Record<
+    WorkspaceStatus,
+    "pending" | "running" | "completed" | "failed" | "cancelled"
+  > = {
+    pending: "pending",
+    running: "running",
+    completed: "completed",
+    skipped: "completed",
+    failed: "failed",
+    timed_out: "failed",
+    cancelled: "cancelled",
+  };
+  for (const entry of workspaceCounts) {
+    const run = stats.get(entry.runId);
+    if (run === undefined) continue;
+    const count = Number(entry.count);
+    run.workspaces += count;
+    run[bucket[entry.status]] += count;
+  }
+  for (const entry of stepCounts) {
+    const run = stats.get(entry.runId);
+    if (run === undefined) continue;
+    run.steps_run = Number(entry.run);
+    run.steps_cached = Number(entry.cached);
+  }
+  for (const entry of changesetCounts) {
+    const run = stats.get(entry.runId ?? "");
+    if (run !== undefined) run.changesets = Number(entry.count);
+  }
+  return stats;
+}
+
+/** The summary a finished run's event carries: its stats, failures counted with cancellations. */
+async function summaryOf(transaction: Transaction, runId: string): Promise<BatchRunSummary> {
+  const stats = (await runStats(transaction, [runId])).get(runId) ?? emptyStats();
+  return {
+    workspaces: stats.workspaces,
+    changesets: stats.changesets,
+    steps_run: stats.steps_run,
+    steps_cached: stats.steps_cached,
+    failed: stats.failed + stats.cancelled,
   };
 }
 

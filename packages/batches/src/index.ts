@@ -64,7 +64,6 @@ export {
   type Repository,
   type RepositoryHost,
 } from "./repositories.ts";
-export { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
 export {
   type ContentPattern,
   type ParseRepositoryQueryOptions,

@@ -5,11 +5,10 @@ import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { errnoCode } from "@deckhand/errors";
-import { runGit } from "@deckhand/git";
+import { redactUrl, repositoryNameFromUrl, runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
 import { mapLimited, remoteFailure, repositoryGit } from "./repository-git.ts";
-import { redactUrl, repositoryNameFromUrl } from "./repository-name.ts";
 
 export type RepositoryHost =
   | { type: "directory"; root: string }

@@ -52,6 +52,15 @@ describe("collectWorkspaceDiff", () => {
     expect(diff).toContain("--- a/README.md\n+++ b/README.md\n");
   });
 
+  it("keeps file names with tabs, newlines and spaces whole, and counts their lines", async () => {
+    const odd = "odd\tname\nwith space.txt";
+    writeFileSync(join(repository.path, odd), "a\nb\n");
+    const { diff, files } = await collectWorkspaceDiff(repository.path, base);
+    expect(files).toEqual([{ status: "added", path: odd, insertions: 2, deletions: 0 }]);
+    expect(diff.startsWith("diff --git ")).toBe(true);
+    expect(splitDiffSections(diff)).toHaveLength(1);
+  });
+
   it("gives an empty diff when nothing changed", async () => {
     expect(await collectWorkspaceDiff(repository.path, base)).toEqual({ diff: "", files: [] });
   });

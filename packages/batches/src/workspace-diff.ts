@@ -3,7 +3,7 @@
 // src-cli. The list of files comes from the same comparison, in the same order as the diff's
 // file sections, so a diff can later be split per file without parsing its headers.
 import type { TemplateChangedFiles } from "@deckhand/batch-spec";
-import { nulSeparated, repositoryGit } from "./repository-git.ts";
+import { repositoryGit } from "./repository-git.ts";
 
 export type ChangedFileStatus = "added" | "modified" | "deleted" | "renamed";
 
@@ -40,60 +40,82 @@ export async function collectWorkspaceDiff(
 ): Promise<WorkspaceDiff> {
   const what = `collecting the changes in ${checkoutDirectory}`;
   await repositoryGit(checkoutDirectory, ["add", "-A"], what, { writes: true, signal });
-  const [diff, numstat, nameStatus] = await Promise.all(
+  // One git process for the file list, the line counts and the patch (a step used to pay for
+  // three): with -z, `--raw` and `--numstat` records come first, NUL-terminated, then one empty
+  // record, then the patch as `git diff` prints it.
+  const { stdout } = await repositoryGit(
+    checkoutDirectory,
     [
+      "diff",
+      ...comparison,
+      "--raw",
+      "--numstat",
+      "-z",
+      "--patch",
       // a/ and b/ whatever diff.noprefix or diff.mnemonicPrefix say: `git apply` expects them.
-      ["diff", ...comparison, "--binary", "--full-index", ...prefixes, baseRevision],
-      ["diff", ...comparison, "--numstat", "-z", baseRevision],
-      ["diff", ...comparison, "--name-status", "-z", baseRevision],
-    ].map(
-      async (args) =>
-        (
-          await repositoryGit(checkoutDirectory, args, what, {
-            signal,
-            maxOutputBytes: maximumDiffBytes,
-          })
-        ).stdout,
-    ),
+      "--binary",
+      "--full-index",
+      ...prefixes,
+      baseRevision,
+    ],
+    what,
+    { signal, maxOutputBytes: maximumDiffBytes },
   );
-  return { diff: diff!, files: parseFiles(nameStatus!, numstat!) };
+  return parseCombinedDiff(stdout);
 }
 
-function parseFiles(nameStatus: string, numstat: string): ChangedFile[] {
+/** Reads NUL-terminated records from the start of git's -z output. */
+class Records {
+  position = 0;
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+  next(): string {
+    const end = this.text.indexOf("\0", this.position);
+    if (end < 0) throw new Error("git diff -z output ended inside a record");
+    const record = this.text.slice(this.position, end);
+    this.position = end + 1;
+    return record;
+  }
+}
+
+/** Splits `git diff --raw --numstat -z --patch` output into the file list and the patch. */
+export function parseCombinedDiff(output: string): WorkspaceDiff {
+  if (output === "") return { diff: "", files: [] };
+  const records = new Records(output);
   const files: ChangedFile[] = [];
-  const names = nulSeparated(nameStatus);
-  for (let index = 0; index < names.length; ) {
-    const letter = names[index]![0];
+  // `--raw -z`: ":mode mode sha sha STATUS\0path\0", renames and copies with a second path.
+  while (output.startsWith(":", records.position)) {
+    const letter = records.next().split(" ").at(-1)?.[0];
     if (letter === "R" || letter === "C") {
+      const previousPath = records.next();
       files.push({
         status: letter === "R" ? "renamed" : "added",
-        previousPath: names[index + 1]!,
-        path: names[index + 2]!,
+        previousPath,
+        path: records.next(),
         insertions: 0,
         deletions: 0,
       });
-      index += 3;
     } else {
       const status = letter === "A" ? "added" : letter === "D" ? "deleted" : "modified";
-      files.push({ status, path: names[index + 1]!, insertions: 0, deletions: 0 });
-      index += 2;
+      files.push({ status, path: records.next(), insertions: 0, deletions: 0 });
     }
   }
   // `--numstat -z`: "added\tdeleted\tpath\0", or for a rename "added\tdeleted\t\0old\0new\0".
-  const counts = numstat.split("\0");
-  let file = 0;
-  for (let index = 0; index < counts.length && file < files.length; index += 1) {
-    const entry = counts[index]!;
-    if (entry === "") continue;
-    const [added, deleted, path] = entry.split("\t");
-    if (path === "") index += 2;
-    const target = files[file]!;
+  for (const file of files) {
+    const [added, deleted, path] = records.next().split("\t");
+    if (path === "") {
+      records.next();
+      records.next();
+    }
     // Binary files count "-" lines.
-    target.insertions = added === "-" ? 0 : Number(added);
-    target.deletions = deleted === "-" ? 0 : Number(deleted);
-    file += 1;
+    file.insertions = added === "-" ? 0 : Number(added);
+    file.deletions = deleted === "-" ? 0 : Number(deleted);
   }
-  return files;
+  // The empty record between the summary and the patch.
+  if (records.position < output.length) records.next();
+  return { diff: output.slice(records.position), files };
 }
 
 /** The file lists templates see as `modified_files`, `added_files`, …. */

@@ -5,6 +5,8 @@ import {
   type CodeHostConnection,
   CodeHostConnectionsSchema,
   connectionName,
+  DEFAULT_PUBLISH_RATE,
+  describeConnection,
   parseCodeHostConnection,
 } from "./connection.ts";
 import { cloneUrl, resolveRepository } from "./remote-url.ts";
@@ -121,5 +123,31 @@ describe("resolveRepository", () => {
     expect(cloneUrl(gitlab, "group/sub/api")).toBe(
       "https://gitlab.example.com/gitlab/group/sub/api.git",
     );
+  });
+});
+
+describe("describeConnection", () => {
+  it("names the token's variable and whether it is set, never the token", () => {
+    const token = "ghp_describeCanary0123456789";
+    const described = describeConnection(github, { GH: token });
+    expect(described).toEqual({
+      name: "github.com",
+      type: "github",
+      url: "https://github.com",
+      api_url: "https://api.github.com",
+      token_env: "GH",
+      token_set: true,
+      publish_rate_per_minute: DEFAULT_PUBLISH_RATE.perMinute,
+    });
+    expect(JSON.stringify(described)).not.toContain(token);
+  });
+
+  it("counts a blank variable as unset and keeps a configured publication rate", () => {
+    const paced: CodeHostConnection = { ...github, publishRate: { perMinute: 6 } };
+    expect(describeConnection(paced, { GH: "  " })).toMatchObject({
+      token_set: false,
+      publish_rate_per_minute: 6,
+    });
+    expect(describeConnection(paced, {}).token_set).toBe(false);
   });
 });

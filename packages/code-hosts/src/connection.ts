@@ -1,6 +1,7 @@
 // Code host connections: where pull requests are published and with which token. The server
 // reads a list of them from `<data-dir>/config.json`; the token itself is never in the file,
 // only the name of the environment variable that holds it.
+import type { CodeHostConnectionView } from "@deckhand/wire";
 import { z } from "zod";
 import { CodeHostError } from "./code-host-error.ts";
 
@@ -171,6 +172,26 @@ export function gitUserOf(connection: CodeHostConnection): string {
     case "gitea":
       return "deckhand";
   }
+}
+
+/**
+ * What the settings screen shows of a connection: everything but the token, which is only named
+ * by its variable, with whether that variable is set now (tokens are read at each request).
+ */
+export function describeConnection(
+  connection: CodeHostConnection,
+  environment: Readonly<Record<string, string | undefined>> = process.env,
+): CodeHostConnectionView {
+  const token = environment[connection.tokenEnv];
+  return {
+    name: connectionName(connection),
+    type: connection.type,
+    url: webBase(connection),
+    api_url: apiBase(connection),
+    token_env: connection.tokenEnv,
+    token_set: token !== undefined && token.trim() !== "",
+    publish_rate_per_minute: connection.publishRate?.perMinute ?? DEFAULT_PUBLISH_RATE.perMinute,
+  };
 }
 
 /** Parses one connection, throwing a CodeHostError that names every problem. */

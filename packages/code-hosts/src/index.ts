@@ -27,6 +27,7 @@ export {
   type CodeHostType,
   connectionName,
   DEFAULT_PUBLISH_RATE,
+  describeConnection,
   parseCodeHostConnection,
 } from "./connection.ts";
 export {

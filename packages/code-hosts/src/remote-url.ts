@@ -1,62 +1,7 @@
 // Which connection a repository's clone or origin URL belongs to, and the repository's path on
-// that host. @deckhand/batches' `repositoryNameFromUrl` names a repository `host/path` for
-// matching `on:` entries; this needs the parts it folds together (scheme, port, the path below a
-// connection's web prefix), so it parses the URL itself.
+// that host: the URL's parts (from @deckhand/git) matched against each connection's web address.
+import { parseRemoteUrl, type RemoteUrlParts } from "@deckhand/git";
 import { type CodeHostConnection, webBase } from "./connection.ts";
-
-/** A remote URL taken apart; `path` has no leading or trailing slash and no `.git`. */
-export interface RemoteUrlParts {
-  /** `https`, `http`, `ssh`, `git`; scp-like `git@host:path` addresses are `ssh`. */
-  scheme: string;
-  /** Lower case, without user or port. */
-  hostname: string;
-  /** The port as written; undefined when the URL gives none. */
-  port: string | undefined;
-  path: string;
-}
-
-const scpLike = /^(?:[^@/]+@)?([^:/]+):(?!\/\/)(.+)$/;
-const withScheme = /^([a-z][a-z0-9+.-]*):\/\//i;
-
-function cleanPath(path: string): string {
-  return path
-    .replace(/\/+$/, "")
-    .replace(/\.git$/, "")
-    .replace(/^\/+/, "")
-    .replace(/\/{2,}/g, "/");
-}
-
-/** Takes a remote URL apart: `https://`, `http://`, `ssh://`, `git://` or `git@host:path`. */
-export function parseRemoteUrl(url: string): RemoteUrlParts | undefined {
-  const text = url.trim();
-  const scheme = withScheme.exec(text)?.[1]?.toLowerCase();
-  if (scheme !== undefined) {
-    let parsed: URL;
-    try {
-      parsed = new URL(text);
-    } catch {
-      return undefined;
-    }
-    if (parsed.hostname === "") return undefined;
-    const normalised = scheme === "git+ssh" || scheme === "ssh+git" ? "ssh" : scheme;
-    return {
-      scheme: normalised,
-      hostname: parsed.hostname.toLowerCase(),
-      port: parsed.port === "" ? undefined : parsed.port,
-      path: cleanPath(decodeURIComponent(parsed.pathname)),
-    };
-  }
-  const scp = scpLike.exec(text);
-  if (scp) {
-    return {
-      scheme: "ssh",
-      hostname: scp[1]!.toLowerCase(),
-      port: undefined,
-      path: cleanPath(scp[2]!),
-    };
-  }
-  return undefined;
-}
 
 /** A repository on a connection: `owner/name`, or `group/subgroup/name` on GitLab. */
 export interface RepositoryOnHost {
@@ -84,16 +29,16 @@ interface Candidate {
 }
 
 function matchOne(connection: CodeHostConnection, remote: RemoteUrlParts): Candidate | undefined {
-  const web = new URL(webBase(connection));
-  if (web.hostname.toLowerCase() !== remote.hostname) return undefined;
-  const prefix = cleanPath(web.pathname);
+  const web = parseRemoteUrl(webBase(connection));
+  if (web === undefined || web.hostname !== remote.hostname) return undefined;
+  const prefix = web.path;
   let path = remote.path;
   let score = 1;
   const isWeb = remote.scheme === "https" || remote.scheme === "http";
   if (isWeb) {
     // Over http(s) the clone URL is under the web address: same port, same path prefix.
     const remotePort = remote.port ?? defaultPort(`${remote.scheme}:`);
-    const webPort = web.port === "" ? defaultPort(web.protocol) : web.port;
+    const webPort = web.port ?? defaultPort(`${web.scheme}:`);
     if (remotePort !== webPort) return undefined;
     if (prefix !== "") {
       if (!path.startsWith(`${prefix}/`)) return undefined;

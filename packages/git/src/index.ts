@@ -1,5 +1,11 @@
 export { GitError, type GitErrorCode, type GitErrorDetails } from "./git-error.ts";
 export {
+  parseRemoteUrl,
+  type RemoteUrlParts,
+  redactUrl,
+  repositoryNameFromUrl,
+} from "./remote-url.ts";
+export {
   type GitEnvironmentOptions,
   type GitResult,
   type GitRunOptions,

@@ -1,7 +1,9 @@
+export { DbModelTokenStore } from "./db-model-token-store.ts";
 export type { LogFields, ModelProxyLogger } from "./logger.ts";
 export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
 export { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
 export {
+  batchJobModelProviderAccess,
   type LeasedModelProxy,
   leaseModelProvider,
   leaseModelProxy,
@@ -23,5 +25,15 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
-export type { UpstreamConfig } from "./upstreams.ts";
-export { InMemoryUsageRecorder, type ModelUsageEntry, type UsageRecorder } from "./usage.ts";
+export { describeUpstreams, type UpstreamConfig, upstreamEndpoints } from "./upstreams.ts";
+export {
+  InMemoryUsageRecorder,
+  jobUsageReport,
+  type ModelUsageEntry,
+  type SessionUsageJob,
+  type StoredModelUsage,
+  sessionUsageReport,
+  type UsageRecorder,
+  usageRow,
+  usageTotals,
+} from "./usage.ts";

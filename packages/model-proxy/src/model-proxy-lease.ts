@@ -66,6 +66,25 @@ export async function leaseModelProvider(
 }
 
 /**
+ * A batch job's model token: revoked when the job ends; the TTL only bounds a token whose job
+ * died with its executor. Longer than the default workspace timeout.
+ */
+export const BATCH_JOB_MODEL_TOKEN_TTL_MS = 2 * 60 * 60_000;
+
+/**
+ * Model-proxy access for batch jobs, one lease per job id. The server's own batch worker and
+ * `deckhand executor` processes on the same database both lend it to codingAgent steps: the
+ * tokens go to the shared store, and the server's proxy verifies them.
+ */
+export function batchJobModelProviderAccess(options: ModelProxyLeaseOptions): {
+  lease(jobId: string): Promise<ModelProviderLease>;
+} {
+  return {
+    lease: (jobId) => leaseModelProvider(options, { jobId, ttlMs: BATCH_JOB_MODEL_TOKEN_TTL_MS }),
+  };
+}
+
+/**
  * Gives an agent access to the model proxy for its agent type: the route
  * `<server>/model-provider/<agent-type>` and a scoped token minted for `jobId`. Sessions and
  * provider probes both launch agents with what this returns, so a probe sees what a session

@@ -2,6 +2,7 @@ import { MODEL_TOKEN_PREFIX, WireHeader } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import {
   agentResponseHeaders,
+  describeUpstreams,
   matchEndpoint,
   scrubSearch,
   upstreamRequestHeaders,
@@ -91,5 +92,34 @@ describe("upstream requests", () => {
     expect(scrubSearch(`?key=${token}&beta=true`, token)).toBe("?beta=true");
     expect(scrubSearch(`?key=${token}`, token)).toBe("");
     expect(scrubSearch("?beta=true", token)).toBe("?beta=true");
+  });
+});
+
+describe("describeUpstreams", () => {
+  it("lists each agent type's upstream with its endpoints and key variable, never the key", () => {
+    const key = "sk-describe-canary-0123456789";
+    const described = describeUpstreams({
+      codex: { kind: "openai", baseUrl: "https://a.example.com/v1", apiKey: key, apiKeyEnv: "A" },
+      claude: { kind: "anthropic", baseUrl: "https://b.example.com", apiKey: key },
+    });
+    expect(described).toEqual([
+      {
+        agent_type: "claude",
+        kind: "anthropic",
+        base_url: "https://b.example.com",
+        endpoints: ["messages", "count_tokens", "models"],
+        api_key_env: null,
+        api_key_set: true,
+      },
+      {
+        agent_type: "codex",
+        kind: "openai",
+        base_url: "https://a.example.com/v1",
+        endpoints: ["responses", "chat_completions", "models"],
+        api_key_env: "A",
+        api_key_set: true,
+      },
+    ]);
+    expect(JSON.stringify(described)).not.toContain(key);
   });
 });

@@ -1,4 +1,4 @@
-import type { ModelEndpoint, ModelUpstreamKind } from "@deckhand/wire";
+import type { ModelEndpoint, ModelUpstreamKind, ModelUpstreamView } from "@deckhand/wire";
 import { ModelUpstreamKindSchema, WireHeader } from "@deckhand/wire";
 import { z } from "zod";
 
@@ -13,12 +13,15 @@ export interface UpstreamConfig {
   baseUrl: string;
   /** The real key. Agents never see it. */
   apiKey: string;
+  /** The environment variable the key was read from, to name it where the key cannot be shown. */
+  apiKeyEnv?: string;
 }
 
 export const UpstreamConfigSchema = z.strictObject({
   kind: ModelUpstreamKindSchema,
   baseUrl: z.url({ protocol: /^https?$/ }),
   apiKey: z.string().min(1),
+  apiKeyEnv: z.string().min(1).optional(),
 });
 
 /** Agent-type names are path segments: keep them boring. */
@@ -84,6 +87,28 @@ export function matchEndpoint(
 ): ModelEndpoint | undefined {
   return ENDPOINTS[kind].find((rule) => rule.method === method && rule.pattern.test(path))
     ?.endpoint;
+}
+
+/** The endpoints an upstream kind forwards. */
+export function upstreamEndpoints(kind: ModelUpstreamKind): ModelEndpoint[] {
+  return [...new Set(ENDPOINTS[kind].map((rule) => rule.endpoint))];
+}
+
+/**
+ * What the settings screen shows of the configured upstreams, by agent type: everything but the
+ * key, which is only named by its variable.
+ */
+export function describeUpstreams(upstreams: Record<string, UpstreamConfig>): ModelUpstreamView[] {
+  return Object.entries(upstreams)
+    .sort(([left], [right]) => left.localeCompare(right))
+    .map(([agentType, upstream]) => ({
+      agent_type: agentType,
+      kind: upstream.kind,
+      base_url: upstream.baseUrl,
+      endpoints: upstreamEndpoints(upstream.kind),
+      api_key_env: upstream.apiKeyEnv ?? null,
+      api_key_set: upstream.apiKey.length > 0,
+    }));
 }
 
 /** The endpoints an upstream kind forwards, for error messages. */

@@ -1,7 +1,12 @@
 import { SseParser } from "@deckhand/sse";
 import { anthropicMessagesStream, chatCompletionsStream, responsesStream } from "@deckhand/testkit";
 import { describe, expect, it } from "vitest";
-import { UsageAccumulator } from "./usage.ts";
+import {
+  type StoredModelUsage,
+  sessionUsageReport,
+  UsageAccumulator,
+  usageTotals,
+} from "./usage.ts";
 
 function countsOf(chunks: string[]) {
   const parser = new SseParser();
@@ -79,6 +84,63 @@ describe("UsageAccumulator", () => {
       inputTokens: 1,
       outputTokens: 2,
       totalTokens: 3,
+    });
+  });
+});
+
+describe("usage reports", () => {
+  const row = (
+    jobId: string,
+    minute: number,
+    tokens: [number, number] | null,
+  ): StoredModelUsage => ({
+    jobId,
+    agentType: "codex",
+    upstream: "https://models.example.com/v1",
+    upstreamKind: "openai",
+    endpoint: "responses",
+    model: "gpt-5",
+    inputTokens: tokens?.[0] ?? null,
+    outputTokens: tokens?.[1] ?? null,
+    totalTokens: tokens ? tokens[0] + tokens[1] : null,
+    requestBytes: 100,
+    responseBytes: 1_000,
+    status: tokens ? 200 : 503,
+    outcome: tokens ? "completed" : "upstream_unavailable",
+    createdAt: new Date(Date.UTC(2026, 0, 1, 0, minute)),
+  });
+
+  it("sums a session's rows per job and in all, in time order, missing counts adding nothing", () => {
+    const rows = [row("job-b", 3, [5, 1]), row("job-a", 1, [10, 2]), row("job-a", 2, null)];
+    const report = sessionUsageReport(
+      "session-1",
+      [
+        { jobId: "job-a", agent: "codex", chatId: "chat-1" },
+        { jobId: "job-b", agent: "claude", chatId: null },
+        { jobId: "job-c", agent: "deckhand", chatId: null },
+      ],
+      rows,
+    );
+    expect(
+      report.jobs.map((job) => [job.job_id, job.totals.requests, job.totals.total_tokens]),
+    ).toEqual([
+      ["job-a", 2, 12],
+      ["job-b", 1, 6],
+      ["job-c", 0, 0],
+    ]);
+    expect(report.usage.map((entry) => entry.created_at)).toEqual([
+      "2026-01-01T00:01:00.000Z",
+      "2026-01-01T00:02:00.000Z",
+      "2026-01-01T00:03:00.000Z",
+    ]);
+    expect(report.totals).toEqual(usageTotals(rows));
+    expect(report.totals).toEqual({
+      requests: 3,
+      input_tokens: 15,
+      output_tokens: 3,
+      total_tokens: 18,
+      request_bytes: 300,
+      response_bytes: 3_000,
     });
   });
 });

@@ -1,4 +1,12 @@
-import type { ModelEndpoint, ModelUpstreamKind, ModelUsageOutcome } from "@deckhand/wire";
+import type {
+  ModelEndpoint,
+  ModelUpstreamKind,
+  ModelUsageOutcome,
+  SessionUsageResponse,
+  UsageResponse,
+  UsageRow,
+  UsageTotals,
+} from "@deckhand/wire";
 
 /** One forwarded request, attributed to the job its token was minted for. */
 export interface ModelUsageEntry {
@@ -107,4 +115,93 @@ export class UsageAccumulator {
       this.counts.totalTokens = this.counts.inputTokens + this.counts.outputTokens;
     }
   }
+}
+
+/** A stored usage row as the usage routes read it back (the `model_usage` table's shape). */
+export interface StoredModelUsage {
+  jobId: string;
+  agentType: string;
+  upstream: string;
+  upstreamKind: ModelUpstreamKind;
+  endpoint: ModelEndpoint;
+  model: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  totalTokens: number | null;
+  requestBytes: number;
+  responseBytes: number;
+  status: number;
+  outcome: ModelUsageOutcome;
+  createdAt: Date;
+}
+
+/** A stored row in the API's shape. */
+export function usageRow(row: StoredModelUsage): UsageRow {
+  return {
+    job_id: row.jobId,
+    agent_type: row.agentType,
+    upstream: row.upstream,
+    upstream_kind: row.upstreamKind,
+    endpoint: row.endpoint,
+    model: row.model,
+    input_tokens: row.inputTokens,
+    output_tokens: row.outputTokens,
+    total_tokens: row.totalTokens,
+    request_bytes: row.requestBytes,
+    response_bytes: row.responseBytes,
+    status: row.status,
+    outcome: row.outcome,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** Sums of rows; a count the provider did not report adds nothing. */
+export function usageTotals(rows: readonly StoredModelUsage[]): UsageTotals {
+  const sum = (pick: (row: StoredModelUsage) => number | null) =>
+    rows.reduce((total, row) => total + (pick(row) ?? 0), 0);
+  return {
+    requests: rows.length,
+    input_tokens: sum((row) => row.inputTokens),
+    output_tokens: sum((row) => row.outputTokens),
+    total_tokens: sum((row) => row.totalTokens),
+    request_bytes: sum((row) => row.requestBytes),
+    response_bytes: sum((row) => row.responseBytes),
+  };
+}
+
+/** `GET /api/usage?job_id=`: one job's rows and their totals. */
+export function jobUsageReport(jobId: string, rows: readonly StoredModelUsage[]): UsageResponse {
+  return { job_id: jobId, usage: rows.map(usageRow), totals: usageTotals(rows) };
+}
+
+/** One job of a session: the agent it ran and, for a chat's own agent, the chat. */
+export interface SessionUsageJob {
+  jobId: string;
+  agent: string;
+  chatId: string | null;
+}
+
+/**
+ * `GET /api/sessions/:id/usage`: each of the session's jobs with its totals, and every row of
+ * them in time order with the totals of all.
+ */
+export function sessionUsageReport(
+  sessionId: string,
+  jobs: readonly SessionUsageJob[],
+  rows: readonly StoredModelUsage[],
+): SessionUsageResponse {
+  const ordered = [...rows].sort(
+    (left, right) => left.createdAt.getTime() - right.createdAt.getTime(),
+  );
+  return {
+    session_id: sessionId,
+    jobs: jobs.map((job) => ({
+      job_id: job.jobId,
+      agent: job.agent,
+      chat_id: job.chatId,
+      totals: usageTotals(ordered.filter((row) => row.jobId === job.jobId)),
+    })),
+    usage: ordered.map(usageRow),
+    totals: usageTotals(ordered),
+  };
 }

@@ -44,6 +44,7 @@ import { resolveCommit } from "./git.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { ABORTED } from "./session-lock.ts";
 import type { SessionService } from "./session-service.ts";
+import { agentSessionJobId } from "./usage-job.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
 export const AGENT_CONTROL_CHANNEL = "deckhand_agent_control";
@@ -438,7 +439,7 @@ export class AgentTurns {
     let modelProxy: AgentSessionContext["modelProxy"] = null;
     let provider = plain;
     if (agentType !== null && this.#options.hasUpstream(agentType)) {
-      const jobId = `agent-session:${context.agentSessionRowId}`;
+      const jobId = agentSessionJobId(context.agentSessionRowId);
       // Revoked when the backend goes (see onDisposed), not when this call ends.
       const lease = await leaseModelProxy({ modelTokens, serverUrl }, agentType, {
         jobId,

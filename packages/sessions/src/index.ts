@@ -25,6 +25,8 @@ export {
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
 export { DbPermissionMemory } from "./permission-memory.ts";
+export { type SessionState, sessionStates } from "./session-activity.ts";
+export { SessionActivityHub, type SessionActivityHubOptions } from "./session-activity-hub.ts";
 export {
   appendSessionEvent,
   appendSessionEvents,
@@ -56,3 +58,4 @@ export {
   type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
+export { agentSessionJobId } from "./usage-job.ts";

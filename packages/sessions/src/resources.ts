@@ -16,6 +16,7 @@ import {
   type Project,
   type Session,
 } from "@deckhand/wire";
+import type { SessionState } from "./session-activity.ts";
 
 /** Database rows to the API's snake_case resources (the shapes in @deckhand/wire). */
 
@@ -37,6 +38,7 @@ export function projectResource(row: typeof projects.$inferSelect): Project {
 export function sessionResource(
   row: typeof sessions.$inferSelect,
   worktree: typeof sessionWorktrees.$inferSelect | undefined,
+  state: SessionState,
 ): Session {
   return {
     id: row.id,
@@ -49,6 +51,9 @@ export function sessionResource(
     base_commit: worktree?.baseCommit ?? null,
     created_at: row.createdAt.toISOString(),
     closed_at: iso(row.closedAt),
+    activity: state.activity,
+    last_event_id: state.lastEventId,
+    archived_at: iso(row.archivedAt),
     agent: row.agent,
     model: row.model,
     mode: row.mode,

@@ -12,6 +12,7 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
+import type { SessionUsageJob } from "@deckhand/model-proxy";
 import { redactSecrets } from "@deckhand/secrets";
 import type {
   Chat,
@@ -24,8 +25,22 @@ import type {
   PendingChange,
   Project,
   Session,
+  SessionListQuery,
+  UpdateSessionRequest,
 } from "@deckhand/wire";
-import { and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  ilike,
+  inArray,
+  isNotNull,
+  isNull,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import { type AgentCatalog, type AgentChoice, checkAgentChoice } from "./agent-choice.ts";
 import { enqueueAgentTurn } from "./agent-turn-task.ts";
 import {
@@ -52,7 +67,8 @@ import {
   projectResource,
   sessionResource,
 } from "./resources.ts";
-import { appendSessionEvent } from "./session-events.ts";
+import { NEW_SESSION_STATE, sessionStates } from "./session-activity.ts";
+import { appendSessionEvent, SESSION_EVENTS_CHANNEL } from "./session-events.ts";
 import { SessionLock } from "./session-lock.ts";
 import {
   type ChatRow,
@@ -63,6 +79,7 @@ import {
   type SessionWorktreeRow,
 } from "./session-repository.ts";
 import { SessionsError } from "./sessions-error.ts";
+import { agentSessionJobId } from "./usage-job.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";
@@ -378,7 +395,7 @@ export class SessionService {
           .insert(sessionWorktrees)
           .values({ sessionId, path, branch, baseCommit })
           .returning();
-        return sessionResource(session!, worktree);
+        return sessionResource(session!, worktree, NEW_SESSION_STATE);
       });
     } catch (error) {
       await this.#removeWorktree(repository, path, branch, true);
@@ -462,8 +479,77 @@ export class SessionService {
       .from(sessions)
       .where(eq(sessions.projectId, projectId))
       .orderBy(desc(sessions.createdAt));
-    const worktrees = await this.repository.worktreesOf(rows.map((row) => row.id));
-    return rows.map((row) => sessionResource(row, worktrees.get(row.id)));
+    return this.#sessionResources(rows);
+  }
+
+  /**
+   * Sessions of every project, newest first. Archived ones only when `archived` asks; each word
+   * of `q` must appear (case-insensitively) in the title, the branch or the project's name.
+   */
+  async listAllSessions(query: SessionListQuery): Promise<Session[]> {
+    const archived = query.archived ?? "false";
+    const words = (query.q ?? "").split(/\s+/).filter((word) => word !== "");
+    const rows = await this.#db
+      .select({ session: sessions })
+      .from(sessions)
+      .innerJoin(projects, eq(projects.id, sessions.projectId))
+      .where(
+        and(
+          archived === "any"
+            ? undefined
+            : archived === "true"
+              ? isNotNull(sessions.archivedAt)
+              : isNull(sessions.archivedAt),
+          ...words.map((word) => {
+            // The words are the user's text, not patterns.
+            const pattern = `%${word.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+            return or(
+              ilike(sessions.title, pattern),
+              ilike(sessions.branch, pattern),
+              ilike(projects.name, pattern),
+            );
+          }),
+        ),
+      )
+      .orderBy(desc(sessions.createdAt));
+    return this.#sessionResources(rows.map((row) => row.session));
+  }
+
+  /** Archives or unarchives a session; telling the activity feed, as a stream event would. */
+  async updateSession(sessionId: string, request: UpdateSessionRequest): Promise<Session> {
+    await this.#sessionRows(sessionId);
+    await this.#db.transaction(async (transaction) => {
+      await transaction
+        .update(sessions)
+        .set({
+          // Archiving again keeps the first time it was archived.
+          archivedAt: request.archived ? sql`coalesce(${sessions.archivedAt}, now())` : null,
+          updatedAt: new Date(),
+        })
+        .where(eq(sessions.id, sessionId));
+      await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
+    });
+    return this.getSession(sessionId);
+  }
+
+  /** Rows to resources, with each session's activity and latest event id. */
+  async #sessionResources(rows: (typeof sessions.$inferSelect)[]): Promise<Session[]> {
+    const [worktrees, states] = await Promise.all([
+      this.repository.worktreesOf(rows.map((row) => row.id)),
+      sessionStates(
+        this.#db,
+        rows.map((row) => ({ id: row.id, open: row.status === "open" })),
+      ),
+    ]);
+    return rows.map((row) => sessionResource(row, worktrees.get(row.id), states.get(row.id)!));
+  }
+
+  /** Sessions by id, as `getSession` gives them; ids naming no session are left out. */
+  async sessionsById(sessionIds: readonly string[]): Promise<Session[]> {
+    const ids = sessionIds.filter((id) => UUID_PATTERN.test(id));
+    if (ids.length === 0) return [];
+    const rows = await this.#db.select().from(sessions).where(inArray(sessions.id, ids));
+    return this.#sessionResources(rows);
   }
 
   async #sessionRows(sessionId: string): Promise<SessionWithWorktree> {
@@ -479,8 +565,9 @@ export class SessionService {
   }
 
   async getSession(sessionId: string): Promise<Session> {
-    const { session, worktree } = await this.#sessionRows(sessionId);
-    return sessionResource(session, worktree);
+    const { session } = await this.#sessionRows(sessionId);
+    const [resource] = await this.#sessionResources([session]);
+    return resource!;
   }
 
   /** The active worktree of an open session; a `conflict` when the session is closed. */
@@ -495,7 +582,7 @@ export class SessionService {
   async closeSession(sessionId: string, force: boolean): Promise<Session> {
     return this.lock.git(sessionId, async () => {
       const { session, worktree } = await this.#sessionRows(sessionId);
-      if (session.status === "closed") return sessionResource(session, worktree);
+      if (session.status === "closed") return this.getSession(sessionId);
       const project = await this.#projectRow(session.projectId);
       if (worktree && worktree.status === "active") {
         const changes = await changedPaths(worktree.path).catch(() => []);
@@ -514,13 +601,12 @@ export class SessionService {
         }
         await this.#removeWorktree(project.repositoryPath!, worktree.path, worktree.branch, false);
       }
-      const closed = await this.#db.transaction(async (transaction) => {
-        const [row] = await transaction
+      await this.#db.transaction(async (transaction) => {
+        await transaction
           .update(sessions)
           .set({ status: "closed", closedAt: new Date(), updatedAt: new Date() })
-          .where(eq(sessions.id, sessionId))
-          .returning();
-        const [worktreeRow] = await transaction
+          .where(eq(sessions.id, sessionId));
+        await transaction
           .update(sessionWorktrees)
           .set({ status: "removed", removedAt: new Date() })
           .where(
@@ -538,9 +624,8 @@ export class SessionService {
           .set({ status: "closed", updatedAt: new Date() })
           .where(eq(agentSessions.sessionId, sessionId));
         await appendSessionEvent(transaction, sessionId, null, { type: "session_closed" });
-        return sessionResource(row!, worktreeRow ?? worktree);
       });
-      return closed;
+      return this.getSession(sessionId);
     });
   }
 
@@ -658,6 +743,28 @@ export class SessionService {
   }
 
   // Agent sessions
+
+  /**
+   * The jobs a session's model usage is recorded under: one per agent session it ran (closed
+   * ones too, their usage stays theirs), oldest first. A `not_found` when there is no such session.
+   */
+  async usageJobs(sessionId: string): Promise<SessionUsageJob[]> {
+    await this.#sessionRows(sessionId);
+    const rows = await this.#db
+      .select({
+        id: agentSessions.id,
+        agent: agentSessions.agentType,
+        chatId: agentSessions.chatId,
+      })
+      .from(agentSessions)
+      .where(eq(agentSessions.sessionId, sessionId))
+      .orderBy(asc(agentSessions.createdAt), asc(agentSessions.id));
+    return rows.map((row) => ({
+      jobId: agentSessionJobId(row.id),
+      agent: row.agent,
+      chatId: row.chatId,
+    }));
+  }
 
   /** The live agent session of (session, agent, chat), created on first use. */
   async ensureAgentSession(

@@ -55,6 +55,7 @@ export const WirePath = {
 export const WireSubprotocol = {
   sessionStream: "deckhand.session-stream.v1",
   batchRunStream: "deckhand.batch-run-stream.v1",
+  sessionActivity: "deckhand.session-activity.v1",
   gitWatch: "deckhand.git-watch.v1",
   bearerPrefix: "bearer.",
 } as const;

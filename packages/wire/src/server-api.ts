@@ -96,6 +96,14 @@ export const SessionStatusSchema = z.enum(["open", "closed"]);
 export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "on-failure", "never"]);
 export type ApprovalPolicyName = z.infer<typeof ApprovalPolicySchema>;
 
+/**
+ * What a session's agents are doing, derived from stored state: `running` while a turn is in
+ * progress, `needs_input` while a permission request of a running turn awaits an answer,
+ * `failed` when the session's last turn failed, `idle` otherwise.
+ */
+export const SessionActivitySchema = z.enum(["running", "needs_input", "failed", "idle"]);
+export type SessionActivity = z.infer<typeof SessionActivitySchema>;
+
 export const SessionSchema = z.object({
   id: Id,
   project_id: Id,
@@ -109,6 +117,11 @@ export const SessionSchema = z.object({
   base_commit: z.string().nullable(),
   created_at: Timestamp,
   closed_at: Timestamp.nullable(),
+  activity: SessionActivitySchema,
+  /** The id of the latest event on the session's stream (0 when none): a client that saw less has unread events. */
+  last_event_id: z.number().int().nonnegative(),
+  /** When the session was archived; null when it is not. Archiving only hides it from lists. */
+  archived_at: Timestamp.nullable(),
   /** The agent chosen when the session was opened; null when none was. */
   agent: z.string().nullable(),
   /** The model its turns ask that agent for, unless a message names another; null: its default. */
@@ -140,6 +153,32 @@ export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
 export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) });
 export type SessionList = z.infer<typeof SessionListSchema>;
+
+export const SessionListQuerySchema = z.strictObject({
+  /** `false` (the default) lists sessions that are not archived, `true` only archived ones, `any` both. */
+  archived: z.enum(["true", "false", "any"]).optional(),
+  /** Words to find, case-insensitively, in the session's title or branch or its project's name. */
+  q: z.string().max(200).optional(),
+});
+export type SessionListQuery = z.infer<typeof SessionListQuerySchema>;
+
+export const UpdateSessionRequestSchema = z.strictObject({
+  /** Archive (true) or unarchive (false) the session. */
+  archived: z.boolean(),
+});
+export type UpdateSessionRequest = z.infer<typeof UpdateSessionRequestSchema>;
+
+/**
+ * One frame of the session activity stream: a session whose activity, latest event or archived
+ * state changed, whole. `id` counts the frames of one connection, continuing from the `after`
+ * the client gave, so a resumed stream client keeps them in order; the stream holds no backlog
+ * (a client lists sessions again once it is `ready`).
+ */
+export const SessionActivityEventSchema = z.object({
+  id: z.number().int().positive(),
+  session: SessionSchema,
+});
+export type SessionActivityEvent = z.infer<typeof SessionActivityEventSchema>;
 
 export const CloseSessionQuerySchema = z.strictObject({
   /** Close even when the worktree has unapplied changes; they are discarded. */
@@ -251,17 +290,25 @@ export const RejectPendingChangeResponseSchema = z.object({ pending_change: Pend
 
 export const UsageQuerySchema = z.strictObject({ job_id: z.string().min(1) });
 
+/** Sums of a set of usage rows. */
+export const UsageTotalsSchema = z.object({
+  requests: z.number().int().nonnegative(),
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+  request_bytes: z.number().int().nonnegative(),
+  response_bytes: z.number().int().nonnegative(),
+});
+export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
+
+/** One request the model proxy forwarded, as the usage routes list it. */
+export const UsageRowSchema = ModelUsageSchema.extend({ created_at: Timestamp });
+export type UsageRow = z.infer<typeof UsageRowSchema>;
+
 export const UsageResponseSchema = z.object({
   job_id: z.string(),
-  usage: z.array(ModelUsageSchema.extend({ created_at: Timestamp })),
-  totals: z.object({
-    requests: z.number().int().nonnegative(),
-    input_tokens: z.number().int().nonnegative(),
-    output_tokens: z.number().int().nonnegative(),
-    total_tokens: z.number().int().nonnegative(),
-    request_bytes: z.number().int().nonnegative(),
-    response_bytes: z.number().int().nonnegative(),
-  }),
+  usage: z.array(UsageRowSchema),
+  totals: UsageTotalsSchema,
 });
 export type UsageResponse = z.infer<typeof UsageResponseSchema>;
 

@@ -50,8 +50,11 @@ import {
   ProjectSchema,
   RejectPendingChangeResponseSchema,
   ServerHealthSchema,
+  SessionActivityEventSchema,
+  SessionListQuerySchema,
   SessionListSchema,
   SessionSchema,
+  UpdateSessionRequestSchema,
   UsageQuerySchema,
   UsageResponseSchema,
 } from "./server-api.ts";
@@ -61,6 +64,11 @@ import {
   SessionProcessSignalRequestSchema,
 } from "./session-processes.ts";
 import { SessionStreamFrameSchema, SessionStreamQuerySchema } from "./session-stream.ts";
+import {
+  CodeHostConnectionListSchema,
+  ModelUpstreamListSchema,
+  SessionUsageResponseSchema,
+} from "./settings-api.ts";
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
@@ -96,6 +104,8 @@ export const ServerPath = {
   projects: `${api}/projects`,
   project: `${api}/projects/:project_id`,
   projectSessions: `${api}/projects/:project_id/sessions`,
+  sessions: `${api}/sessions`,
+  sessionActivity: `${api}/session-activity`,
   session: `${api}/sessions/:session_id`,
   sessionStream: `${api}/sessions/:session_id/stream`,
   sessionChats: `${api}/sessions/:session_id/chats`,
@@ -107,6 +117,9 @@ export const ServerPath = {
   applyPendingChange: `${api}/pending-changes/:pending_change_id/apply`,
   rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
   usage: `${api}/usage`,
+  sessionUsage: `${api}/sessions/:session_id/usage`,
+  modelUpstreams: `${api}/model-upstreams`,
+  codeHostConnections: `${api}/code-host-connections`,
   apiTokens: `${api}/tokens`,
   apiToken: `${api}/tokens/:token_id`,
   agentCancel: `${api}/sessions/:session_id/agents/:agent/cancel`,
@@ -201,6 +214,36 @@ export const serverRoutes = [
     summary: "A project's sessions, newest first",
     success: { status: 200, schema: SessionListSchema, description: "the sessions" },
     errors: { 404: "no such project" },
+  },
+  {
+    operationId: "listAllSessions",
+    method: "get",
+    path: ServerPath.sessions,
+    summary:
+      "Sessions of every project, newest first: not archived by default; `q` searches title, branch and project name",
+    query: SessionListQuerySchema,
+    success: { status: 200, schema: SessionListSchema, description: "the sessions" },
+    errors: { 400: "a bad query parameter" },
+  },
+  {
+    operationId: "updateSession",
+    method: "patch",
+    path: ServerPath.session,
+    summary: "Archive or unarchive a session",
+    body: UpdateSessionRequestSchema,
+    success: { status: 200, schema: SessionSchema, description: "the session" },
+    errors: { 400: "a bad field", 404: "no such session" },
+  },
+  {
+    operationId: "streamSessionActivity",
+    method: "get",
+    path: ServerPath.sessionActivity,
+    summary:
+      "WebSocket: a session, whole, each time its activity, latest event id or archived state changes; `ready` first",
+    query: SessionStreamQuerySchema,
+    websocket: true,
+    success: { status: 101, schema: SessionActivityEventSchema, description: "one frame" },
+    errors: { 426: "not a WebSocket upgrade request" },
   },
   {
     operationId: "getSession",
@@ -375,6 +418,35 @@ export const serverRoutes = [
     query: UsageQuerySchema,
     success: { status: 200, schema: UsageResponseSchema, description: "the usage" },
     errors: { 400: "job_id is missing" },
+  },
+  {
+    operationId: "getSessionUsage",
+    method: "get",
+    path: ServerPath.sessionUsage,
+    summary:
+      "Model usage of every agent a session ran (each under its own job), with totals per job and in all",
+    success: { status: 200, schema: SessionUsageResponseSchema, description: "the usage" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "listModelUpstreams",
+    method: "get",
+    path: ServerPath.modelUpstreams,
+    summary:
+      "The configured model upstreams: the agent type each serves, its wire format, base URL and the name of its key's variable (never the key)",
+    success: { status: 200, schema: ModelUpstreamListSchema, description: "the upstreams" },
+  },
+  {
+    operationId: "listCodeHostConnections",
+    method: "get",
+    path: ServerPath.codeHostConnections,
+    summary:
+      "The code hosts changesets are published to: type, URL, publication rate and the name of the token's variable with whether it is set (never the token)",
+    success: {
+      status: 200,
+      schema: CodeHostConnectionListSchema,
+      description: "the connections",
+    },
   },
   {
     operationId: "createApiToken",

@@ -56,7 +56,8 @@ const PartView = memo(function PartView({ part }: { part: ViewPart }) {
   }
 });
 
-export function MessageView({ message }: { message: ViewMessage }) {
+/** Memoised: the chat re-renders once per frame while a message streams, and only it changed. */
+export const MessageView = memo(function MessageView({ message }: { message: ViewMessage }) {
   return (
     <article
       className={`message message-${message.role}`}
@@ -84,4 +85,4 @@ export function MessageView({ message }: { message: ViewMessage }) {
       )}
     </article>
   );
-}
+});

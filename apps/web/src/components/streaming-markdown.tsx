@@ -1,5 +1,5 @@
 import { marked } from "marked";
-import { memo, useMemo } from "react";
+import { memo, useRef } from "react";
 import ReactMarkdown from "react-markdown";
 import remarkGfm from "remark-gfm";
 
@@ -12,8 +12,27 @@ const Block = memo(function Block({ source }: { source: string }) {
   return <ReactMarkdown remarkPlugins={[remarkGfm]}>{source}</ReactMarkdown>;
 });
 
+function lexBlocks(text: string): string[] {
+  return marked.lexer(text).map((token) => token.raw);
+}
+
+/**
+ * The blocks of `text`, given those of the text it grew from: every block but the last is
+ * finished (another began after it), so only the text from the last block on is lexed again.
+ * A 5,000-delta answer thus costs a short lex per frame rather than one of the whole answer.
+ */
+export function growBlocks(previous: { text: string; blocks: string[] }, text: string): string[] {
+  if (previous.blocks.length < 2 || !text.startsWith(previous.text)) return lexBlocks(text);
+  const finished = previous.blocks.slice(0, -1);
+  const offset = finished.reduce((length, block) => length + block.length, 0);
+  return [...finished, ...lexBlocks(text.slice(offset))];
+}
+
 export function StreamingMarkdown({ text }: { text: string }) {
-  const blocks = useMemo(() => marked.lexer(text).map((token) => token.raw), [text]);
+  const last = useRef<{ text: string; blocks: string[] }>({ text: "", blocks: [] });
+  if (last.current.text !== text || last.current.blocks.length === 0)
+    last.current = { text, blocks: growBlocks(last.current, text) };
+  const { blocks } = last.current;
   return (
     <div className="markdown">
       {blocks.map((block, index) => (

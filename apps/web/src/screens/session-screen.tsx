@@ -3,96 +3,36 @@ import {
   type ChatList,
   type CreateMessageResponse,
   type MessageList,
-  type PendingChange,
-  type PendingChangeList,
   type PermissionOptionKind,
   type ProvidersSnapshot,
   ServerPath,
   type Session,
   serverPath,
 } from "@deckhand/wire";
-import { useCallback, useEffect, useMemo, useState, useSyncExternalStore } from "react";
+import {
+  lazy,
+  Suspense,
+  useCallback,
+  useEffect,
+  useMemo,
+  useState,
+  useSyncExternalStore,
+} from "react";
 import { Link, useSearchParams } from "wouter";
 import { api, messageOf } from "../api.ts";
-import { DiffView } from "../components/diff-view.tsx";
 import { MessageView } from "../components/message-view.tsx";
 import { PermissionCard } from "../components/permission-card.tsx";
 import { ProcessesPanel } from "../components/processes-panel.tsx";
+import {
+  messageWithReviewComments,
+  QueuedReviewComments,
+  useReviewComments,
+} from "../review/review-comments.tsx";
 import { SessionModel, type ViewMessage } from "../session/session-model.ts";
 import { SessionStream, type StreamState } from "../session/session-stream.ts";
 
-function PendingChanges({ sessionId, version }: { sessionId: string; version: number }) {
-  const [changes, setChanges] = useState<PendingChange[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const load = useCallback(async () => {
-    const list = await api<PendingChangeList>(
-      "GET",
-      `${serverPath(ServerPath.sessionPendingChanges, { session_id: sessionId })}?status=pending`,
-    );
-    setChanges(list.pending_changes);
-  }, [sessionId]);
-  useEffect(() => {
-    void version;
-    load().catch((failure: unknown) => setError(messageOf(failure)));
-  }, [load, version]);
-  const resolve = async (change: PendingChange, action: "apply" | "reject") => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api(
-        "POST",
-        serverPath(
-          action === "apply" ? ServerPath.applyPendingChange : ServerPath.rejectPendingChange,
-          { pending_change_id: change.id },
-        ),
-      );
-      await load();
-    } catch (failure) {
-      setError(messageOf(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <section className="review" aria-labelledby="review-heading">
-      <h2 id="review-heading">Pending changes ({changes.length})</h2>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {changes.length === 0 && <p className="muted">No changes waiting for review.</p>}
-      {changes.map((change) => (
-        <section key={change.id} className="card change" aria-label={`Change to ${change.path}`}>
-          <header className="card-header">
-            <strong className="path">{change.path}</strong>
-            <span className="muted">by {change.agent}</span>
-          </header>
-          <DiffView diff={change.diff} />
-          <div className="actions">
-            <button
-              type="button"
-              className="primary"
-              disabled={busy}
-              onClick={() => void resolve(change, "apply")}
-            >
-              Apply {change.path}
-            </button>
-            <button
-              type="button"
-              className="danger"
-              disabled={busy}
-              onClick={() => void resolve(change, "reject")}
-            >
-              Reject {change.path}
-            </button>
-          </div>
-        </section>
-      ))}
-    </section>
-  );
-}
+/** The review (a virtualised diff viewer) loads in its own chunk, after the chat. */
+const ReviewPanel = lazy(() => import("../review/review-panel.tsx"));
 
 /** One empty list: useSyncExternalStore needs the same snapshot until something changes. */
 const NO_MESSAGES: ViewMessage[] = [];
@@ -119,6 +59,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
   const [error, setError] = useState<string | null>(null);
   const [streamState, setStreamState] = useState<StreamState>("connecting");
   const [, setTick] = useState(0);
+  const reviewComments = useReviewComments(sessionId);
 
   useEffect(() => {
     let cancelled = false;
@@ -192,15 +133,18 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
 
   const send = async (event: React.FormEvent) => {
     event.preventDefault();
-    if (!chat || !agent || !text.trim()) return;
+    const comments = reviewComments.comments;
+    if (!chat || !agent || (!text.trim() && comments.length === 0)) return;
     setError(null);
     try {
       await api<CreateMessageResponse>(
         "POST",
         serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-        { agent, text },
+        { agent, text: messageWithReviewComments(text, comments) },
       );
       setText("");
+      // Only once sent: a failed send keeps them queued.
+      for (const comment of comments) reviewComments.remove(comment.id);
     } catch (failure) {
       setError(messageOf(failure));
     }
@@ -279,6 +223,10 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
               onAnswer={(outcome) => answer(permission, outcome)}
             />
           ))}
+          <QueuedReviewComments
+            comments={reviewComments.comments}
+            onRemove={reviewComments.remove}
+          />
           <form className="composer" onSubmit={send}>
             <label>
               Agent
@@ -303,7 +251,11 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
               />
             </label>
             <div className="actions">
-              <button type="submit" className="primary" disabled={!agent || !text.trim()}>
+              <button
+                type="submit"
+                className="primary"
+                disabled={!agent || (!text.trim() && reviewComments.comments.length === 0)}
+              >
                 Send
               </button>
               {running.map((turnAgent) => (
@@ -319,7 +271,13 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
             </div>
           </form>
         </section>
-        <PendingChanges sessionId={sessionId} version={model?.pendingChangesVersion ?? 0} />
+        <Suspense fallback={<p className="muted">Loading the review…</p>}>
+          <ReviewPanel
+            sessionId={sessionId}
+            version={model?.pendingChangesVersion ?? 0}
+            onComment={reviewComments.add}
+          />
+        </Suspense>
         <ProcessesPanel sessionId={sessionId} />
       </div>
     </main>

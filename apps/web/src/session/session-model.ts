@@ -1,4 +1,10 @@
-import type { AgentEvent, Message, PermissionOptionKind, SessionEvent } from "@deckhand/wire";
+import {
+  type AgentEvent,
+  type Message,
+  PartCollector,
+  type PermissionOptionKind,
+  type SessionEvent,
+} from "@deckhand/wire";
 
 /** A message part as the server stores it (`kind` + JSON content), positionless. */
 export interface ViewPart {
@@ -26,21 +32,24 @@ export interface PendingPermission {
 
 type Listener = () => void;
 
+function sameContent(left: Record<string, unknown>, right: Record<string, unknown>): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
+}
+
 /**
  * What the chat screen shows of one chat, kept current by the session's events.
  *
  * Finished messages are the server's stored parts (`GET /api/chats/:id/messages`). A message
- * still streaming is rebuilt from its live events by `#fold`, a display-only preview that the
- * stored parts replace once its turn finishes. The server's PartCollector does the authoritative
- * fold; when it moves into @deckhand/wire (in progress on another branch), `#fold` should become
- * a call to it so the two can never disagree.
+ * still streaming is rebuilt from its live events with @deckhand/wire's PartCollector (the fold
+ * the server stores), a display-only preview that the stored parts replace once its turn
+ * finishes.
  */
 export class SessionModel {
   readonly chatId: string;
   #stored = new Map<string, ViewMessage>();
   #live = new Map<string, ViewMessage>();
-  /** Text/reasoning parts begun since the last other event, per live message. */
-  #openPart = new Map<string, ViewPart>();
+  /** The fold of each live message's events. */
+  #collectors = new Map<string, PartCollector>();
   #order: string[] = [];
   readonly activeTurns = new Map<string, string>();
   readonly permissions = new Map<string, PendingPermission>();
@@ -50,6 +59,7 @@ export class SessionModel {
   messagesVersion = 0;
   #listeners = new Set<Listener>();
   #snapshot: ViewMessage[] = [];
+  #flushScheduled = false;
 
   constructor(chatId: string) {
     this.chatId = chatId;
@@ -60,7 +70,23 @@ export class SessionModel {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Listeners hear of changes at most once per animation frame: an answer streams as thousands
+   * of small deltas, and rendering after each one would make long tasks of what one frame's
+   * render does once.
+   */
   #changed(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    const flush = () => {
+      this.#flushScheduled = false;
+      this.#flush();
+    };
+    if (typeof requestAnimationFrame === "function") requestAnimationFrame(flush);
+    else setTimeout(flush, 0);
+  }
+
+  #flush(): void {
     this.#snapshot = this.#order.map((id) => {
       const stored = this.#stored.get(id);
       const live = this.#live.get(id);
@@ -78,19 +104,38 @@ export class SessionModel {
     if (!this.#order.includes(id)) this.#order.push(id);
   }
 
+  /**
+   * Takes the server's messages. A part equal to the one already shown (stored, or streamed
+   * live) keeps its object, and an unchanged message keeps its own, so refetching a long chat
+   * re-renders only what changed.
+   */
   setStoredMessages(messages: Message[]): void {
     for (const message of messages) {
-      this.#stored.set(message.id, {
-        id: message.id,
-        role: message.role,
-        agent: message.agent,
-        status: message.status,
-        error: message.error,
-        parts: message.parts.map((part) => ({
-          kind: part.kind,
-          content: (part.content ?? {}) as Record<string, unknown>,
-        })),
+      const previous = this.#stored.get(message.id);
+      const shown = previous ?? this.#live.get(message.id);
+      const parts = message.parts.map((part, index): ViewPart => {
+        const content = (part.content ?? {}) as Record<string, unknown>;
+        const old = shown?.parts[index];
+        return old && old.kind === part.kind && sameContent(old.content, content)
+          ? old
+          : { kind: part.kind, content };
       });
+      const unchanged =
+        previous !== undefined &&
+        previous.status === message.status &&
+        previous.error === message.error &&
+        previous.agent === message.agent &&
+        previous.parts.length === parts.length &&
+        parts.every((part, index) => part === previous.parts[index]);
+      if (!unchanged)
+        this.#stored.set(message.id, {
+          id: message.id,
+          role: message.role,
+          agent: message.agent,
+          status: message.status,
+          error: message.error,
+          parts,
+        });
       this.#remember(message.id);
     }
     this.#changed();
@@ -156,54 +201,29 @@ export class SessionModel {
   }
 
   /**
-   * Folds one agent event into its live message. Parts and messages are replaced, never
-   * changed in place, so memoised views see each change.
+   * Folds one agent event into its live message with wire's PartCollector, the fold the server
+   * stores, so the preview and the stored parts cannot disagree. The collector changes its parts
+   * in place; each part it reports changed is copied, so memoised views see exactly the parts
+   * that changed and no others.
    */
   #fold(event: AgentEvent): void {
     if (!("message_id" in event) || event.message_id === null) return;
     const message = this.#live.get(event.message_id);
     if (!message) return;
-    const parts = [...message.parts];
-    let { status, error } = message;
-    const open = this.#openPart.get(message.id);
-    const replace = (old: ViewPart, next: ViewPart) => {
-      parts[parts.indexOf(old)] = next;
-      return next;
-    };
-    if (event.type === "text" || event.type === "reasoning") {
-      if (open?.kind === event.type && parts.includes(open)) {
-        const text = `${String(open.content.text ?? "")}${event.delta}`;
-        this.#openPart.set(message.id, replace(open, { kind: event.type, content: { text } }));
-      } else {
-        const part = { kind: event.type, content: { text: event.delta } };
-        parts.push(part);
-        this.#openPart.set(message.id, part);
-      }
-    } else {
-      this.#openPart.delete(message.id);
-      if (event.type === "tool_call" || event.type === "tool_update") {
-        const { type: _type, message_id: _message, ...fields } = event;
-        const defined = Object.fromEntries(
-          Object.entries(fields).filter(([, value]) => value !== undefined),
-        );
-        const existing = parts.find(
-          (part) => part.kind === "tool_call" && part.content.tool_call_id === event.tool_call_id,
-        );
-        if (existing)
-          replace(existing, { kind: "tool_call", content: { ...existing.content, ...defined } });
-        else parts.push({ kind: "tool_call", content: defined });
-      } else if (event.type === "plan") {
-        const plan = parts.find((part) => part.kind === "plan");
-        const next = { kind: "plan", content: { entries: event.entries } };
-        if (plan) replace(plan, next);
-        else parts.push(next);
-      } else if (event.type === "error") {
-        error = event.message;
-        parts.push({ kind: "error", content: { message: event.message } });
-      } else if (event.type === "turn_end" && event.stop_reason === "cancelled") {
-        status = "cancelled";
-      }
+    let collector = this.#collectors.get(message.id);
+    if (!collector) {
+      collector = new PartCollector();
+      this.#collectors.set(message.id, collector);
     }
-    this.#live.set(message.id, { ...message, parts, status, error });
+    collector.add(event);
+    const changes = collector.takeChanges();
+    let { status } = message;
+    if (event.type === "turn_end" && event.stop_reason === "cancelled") status = "cancelled";
+    if (changes.truncateFrom === null && changes.put.length === 0 && status === message.status)
+      return;
+    const parts = message.parts.slice(0, changes.truncateFrom ?? undefined);
+    for (const { position, part } of changes.put)
+      parts[position] = { kind: part.kind, content: { ...part.content } };
+    this.#live.set(message.id, { ...message, parts, status, error: collector.lastError });
   }
 }

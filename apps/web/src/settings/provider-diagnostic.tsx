@@ -1,0 +1,43 @@
+import { ServerPath, serverPath } from "@deckhand/wire";
+import { useState } from "react";
+import { apiText, messageOf } from "../api.ts";
+
+/**
+ * A provider's diagnostic (resolved command, version output, last probe error), fetched when
+ * opened and again each time it is reopened, so it shows the provider as it is now.
+ */
+export function ProviderDiagnostic({ providerId, label }: { providerId: string; label: string }) {
+  const [text, setText] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const load = async () => {
+    setError(null);
+    try {
+      setText(
+        await apiText(serverPath(ServerPath.providerDiagnostic, { provider_id: providerId })),
+      );
+    } catch (failure) {
+      setError(messageOf(failure));
+    }
+  };
+
+  return (
+    <details
+      className="diagnostic"
+      onToggle={(event) => {
+        if (event.currentTarget.open) load();
+      }}
+    >
+      <summary>
+        Diagnostic<span className="visually-hidden"> of {label}</span>
+      </summary>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {text === null && !error && <p className="muted">Loading…</p>}
+      {text !== null && <pre className="diagnostic-output">{text}</pre>}
+    </details>
+  );
+}

@@ -1,0 +1,7 @@
+/**
+ * The job an agent session's model usage is recorded under. The turn runner leases model tokens
+ * for it and the session usage route reads it back, so both must spell it the same way.
+ */
+export function agentSessionJobId(agentSessionRowId: string): string {
+  return `agent-session:${agentSessionRowId}`;
+}
