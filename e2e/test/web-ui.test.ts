@@ -3,7 +3,7 @@
 // session, chat with the native agent (fake model) and the scripted ACP agent, answer a
 // permission, review and apply the change, and survive a dropped stream mid-turn.
 import { turn } from "@deckhand/testkit";
-import { WirePath } from "@deckhand/wire";
+import { ServerPath, serverPath, WirePath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capture, type OpenedBrowser, openBrowser, recordBudgets } from "./browser.ts";
@@ -17,7 +17,8 @@ let browser: OpenedBrowser;
 let page: Page;
 
 beforeAll(async () => {
-  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
+  // A second model for the native agent, so a message can choose it.
+  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN, config: { nativeModels: ["gpt-5-mini"] } });
   // The browser logs each 401 the token test provokes on purpose; anything else counts.
   browser = await openBrowser({ allowConsoleErrors: /status of 401/ });
   page = browser.page;
@@ -113,7 +114,9 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.locator("strong", { hasText: "bold" }).waitFor();
     await answer.getByRole("listitem").filter({ hasText: "second item" }).waitFor();
-    await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .toBe("complete");
     await capture(page, "chat");
   });
 
@@ -131,6 +134,41 @@ describe("the web UI served by deckhand up", () => {
     await card.locator(".command", { hasText: "echo hello from execute" }).waitFor();
     expect(await card.locator(".facts").textContent()).toContain("exit code0");
     expect(await card.locator(".output").textContent()).toBe("hello from execute\n");
+  });
+
+  it("shows the agent's background process with live output, and ends it with SIGTERM", async () => {
+    up.model.script([
+      turn.functionCall("execute", {
+        command: "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done",
+        run_in_background: true,
+      }),
+      turn.text("Started the ticker."),
+    ]);
+    await page.getByLabel("Agent").selectOption("deckhand");
+    await page.getByRole("textbox", { name: "Message" }).fill("start a ticker");
+    await page.getByRole("button", { name: "Send" }).click();
+    // A loop is no command known to be safe: the session's on-request policy asks first.
+    const permission = page.getByRole("region", { name: /^Permission requested/ });
+    await permission.waitFor();
+    await page.locator("body").click({ position: { x: 1, y: 1 } });
+    await page.keyboard.press("y");
+    await permission.waitFor({ state: "detached" });
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    await answer.getByText("Started the ticker.").waitFor();
+    const panel = page.getByRole("region", { name: /^Processes \(/ });
+    const card = panel.getByRole("region", { name: /^Process i=0; while true/ });
+    await card.locator(".badge", { hasText: "running" }).waitFor();
+    const output = card.getByLabel(/^Output of /);
+    // Live: ticks keep arriving while the page follows the output.
+    await output.getByText(/tick 3\b/).waitFor();
+    await output.getByText(/tick 6\b/).waitFor();
+    await capture(page, "processes");
+    await card.getByRole("button", { name: "Terminate (SIGTERM)" }).click();
+    await card.locator(".badge", { hasText: "exited by SIGTERM" }).waitFor();
+    // Nothing is left to signal, so the buttons go; the output ends where the process stopped.
+    await expect.poll(() => card.getByRole("button").count(), { timeout: 10_000 }).toBe(0);
+    const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
+    expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
   });
 
   it("draws the native agent's apply_patch edit as added and removed lines", async () => {
@@ -342,7 +380,10 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "scripted answer" }).last();
     await answer.getByText(/tick 2\b/).waitFor();
     await page.getByRole("button", { name: "Cancel scripted" }).click();
-    await expect.poll(() => answer.getAttribute("data-status")).toBe("cancelled");
+    // On a loaded machine the cancel takes more than the poll's default second to land.
+    await expect
+      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .toBe("cancelled");
     await page.getByRole("button", { name: "Cancel scripted" }).waitFor({ state: "detached" });
   });
 
@@ -507,6 +548,79 @@ describe("the web UI served by deckhand up", () => {
       chat_5000_delta_layout_shift: Number(budget.layoutShift.toFixed(4)),
     });
   }, 180_000);
+
+  it("starts a session with the agent, model and mode chosen, and the agent's turns use them", async () => {
+    await page.goto(up.server.url);
+    await page
+      .getByRole("link", { name: /^New session in / })
+      .first()
+      .click();
+    await page.getByRole("heading", { name: /^New session in / }).waitFor();
+    await expect
+      .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
+        timeout: 20_000,
+      })
+      .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
+    await page.getByLabel("Title").fill("chosen settings");
+    await page.getByLabel("Agent").selectOption({ label: "Scripted ACP agent" });
+    // The chosen agent's own models and modes, from the providers snapshot.
+    // A label's name runs on into its select's text: "Model" is matched as its start.
+    const model = page.getByRole("combobox", { name: /^Model/ });
+    await expect
+      .poll(() => model.locator("option").allTextContents())
+      .toEqual(["Default (Scripted Large)", "Scripted Large", "Scripted Small"]);
+    await model.selectOption({ label: "Scripted Small" });
+    await page.getByRole("combobox", { name: /^Mode(?!l)/ }).selectOption({ label: "Code" });
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.getByRole("heading", { name: "chosen settings" }).waitFor();
+    expect(await page.locator(".session-settings").textContent()).toBe(
+      " · scripted · model scripted-small · mode code",
+    );
+    await page.getByLabel("Agent").selectOption("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("settings");
+    await page.getByRole("button", { name: "Send" }).click();
+    // The scripted agent reports what session/set_mode and its model option last set.
+    await page
+      .getByRole("article", { name: "scripted answer" })
+      .last()
+      .getByText("mode code model scripted-small")
+      .waitFor();
+
+    // A message may choose its own model: the native agent asks the model proxy for it.
+    const sessionId = /\/sessions\/([0-9a-f-]+)/.exec(page.url())![1]!;
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${up.server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const chats = (await (
+      await call("GET", serverPath(ServerPath.sessionChats, { session_id: sessionId }))
+    ).json()) as { chats: { id: string }[] };
+    const messages = serverPath(ServerPath.chatMessages, { chat_id: chats.chats[0]!.id });
+    const refused = await call("POST", messages, {
+      agent: "deckhand",
+      text: "hi",
+      model: "gpt-nothing",
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'model "gpt-nothing" is not one of deckhand\'s models: "gpt-5.1-codex", "gpt-5-mini"',
+    );
+    up.model.script([turn.text("answered by mini")]);
+    const sent = await call("POST", messages, {
+      agent: "deckhand",
+      text: "hi",
+      model: "gpt-5-mini",
+    });
+    expect(sent.status).toBe(202);
+    await page
+      .getByRole("article", { name: "deckhand answer" })
+      .last()
+      .getByText("answered by mini")
+      .waitFor();
+    expect((up.model.requests.at(-1)!.json as { model: string }).model).toBe("gpt-5-mini");
+  });
 
   it("raised no error in the page on the way", () => {
     expect(browser.pageErrors).toEqual([]);

@@ -7,7 +7,7 @@ import {
   sessionUsageReport,
   type UpstreamConfig,
 } from "@deckhand/model-proxy";
-import type { AgentTurns, SessionService } from "@deckhand/sessions";
+import type { AgentTurns, SessionProcesses, SessionService } from "@deckhand/sessions";
 import {
   type ServerOperationId,
   type ServerRouteEntry,
@@ -57,6 +57,8 @@ export interface ApiRouteServices {
   batches: BatchRunService;
   /** Pull requests of batch changes: state, stats, bulk operations; absent in some tests. */
   publishing?: ChangesetPublisher;
+  /** The processes of sessions, through the workspace agent. */
+  processes: SessionProcesses;
 }
 
 /** A path parameter that must be a step index: anything else names no step (404). */
@@ -81,7 +83,7 @@ function idOf(value: string, what: string): string {
 
 /** Every route in `serverRoutes` except health and the WebSocket stream, by operation id. */
 function handlers(services: ApiRouteServices): RouteHandlers {
-  const { sessions, apiTokens, usage, agentTurns, batches } = services;
+  const { sessions, apiTokens, usage, agentTurns, batches, processes } = services;
   const publishing = () => {
     if (services.publishing === undefined) {
       throw new HttpError(503, "internal", "publishing is not set up in this server");
@@ -154,6 +156,13 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     listPendingChanges: async ({ params, query }) => ({
       pending_changes: await sessions.listPendingChanges(params.session_id, query.status),
     }),
+    listSessionProcesses: async ({ params }) => ({
+      processes: await processes.list(params.session_id),
+    }),
+    getSessionProcessOutput: ({ params, query, context }) =>
+      processes.output(params.session_id, params.process_id, query, context.req.raw.signal),
+    signalSessionProcess: ({ params, body }) =>
+      processes.signal(params.session_id, params.process_id, body.signal),
     applyPendingChange: async ({ params }) => {
       const { pendingChange, commit } = await sessions.applyPendingChange(params.pending_change_id);
       return { pending_change: pendingChange, commit };

@@ -67,6 +67,8 @@ export interface ServerConfig {
   providersConfigPath: string;
   /** The model the native agent uses; the built-in default when null. */
   nativeModel: string | null;
+  /** Further models a session or message may ask the native agent for. */
+  nativeModels: string[];
   /** Tasks (agent turns) run at once by this process. */
   taskConcurrency: number;
   /**
@@ -158,6 +160,8 @@ export const ServerConfigFileSchema = z.strictObject({
   providersConfig: z.string().min(1).optional(),
   /** The model Deckhand's native agent asks its upstream for. */
   nativeModel: z.string().min(1).optional(),
+  /** Further models a session or a message may choose for the native agent (besides nativeModel). */
+  nativeModels: z.array(z.string().min(1)).optional(),
   /** Tasks (agent turns) this server runs at once; 8 by default. */
   taskConcurrency: z.number().int().min(1).max(256).optional(),
   /** Batch workspace jobs this server runs at once; the CPU count by default, 0 for none. */
@@ -380,6 +384,7 @@ export function resolveServerConfig(
       allow: file.agentEnvironment?.allow ?? [],
     },
     nativeModel: file.nativeModel ?? null,
+    nativeModels: file.nativeModels ?? [],
     taskConcurrency: file.taskConcurrency ?? 8,
     batchConcurrency: file.batchConcurrency ?? availableParallelism(),
     codeHosts: file.codeHosts ?? [],

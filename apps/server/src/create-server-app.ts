@@ -20,7 +20,7 @@ import {
 } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import type { AgentTurns, SessionService } from "@deckhand/sessions";
+import { type AgentTurns, SessionProcesses, type SessionService } from "@deckhand/sessions";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
@@ -51,7 +51,7 @@ export interface ServerAppOptions {
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool" | "health">;
   /** The provider registry; its routes are served when given. */
   providers?: ProviderService;
-  /** The local workspace agent and its bearer token, for the health check. */
+  /** The local workspace agent and its bearer token: the health check and session processes. */
   agent: { url: string; token: string | null } | null;
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
@@ -211,6 +211,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     modelUpstreams: options.modelUpstreams,
     codeHostConnections: () => options.codeHostConnections ?? [],
     environment: options.environment ?? process.env,
+    processes: new SessionProcesses({ sessions: options.sessions, workspaceAgent: options.agent }),
   });
   if (options.providers) {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));

@@ -35,6 +35,7 @@ import {
   agentBackendFactory,
   type BackendFactory,
   DbPermissionMemory,
+  DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
   SessionActivityHub,
   SessionService,
@@ -224,11 +225,18 @@ export async function startServer(
     const modelTokens = new DbModelTokenStore(database.db);
     const modelUsage = new DbUsageRecorder(database.db);
     const apiTokens = new ApiTokenStore(database.db);
+    // The providers are made below (their snapshot looks projects up in the sessions); a
+    // session's agent, model and mode are checked against the snapshot when they are chosen.
+    let providerCatalog: ProviderService | null = null;
     const sessions = new SessionService({
       database,
       projectsDir: join(config.dataDir, "projects"),
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
       worktreesDir: join(workspacesRoot, "sessions"),
+      agentCatalog: (projectId) => {
+        if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
+        return providerCatalog.snapshot({ projectId });
+      },
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).
@@ -288,6 +296,9 @@ export async function startServer(
       probeStore: new DbProbeStore(database.db),
       // The native agent talks to the upstream configured for its own agent type.
       modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
+      nativeModels: [
+        ...new Set([config.nativeModel ?? DEFAULT_NATIVE_MODEL, ...config.nativeModels]),
+      ],
       // Probes start an agent as sessions do: pointed at the proxy with a token of its own,
       // revoked once the probe ends.
       modelProxy: {
@@ -315,6 +326,7 @@ export async function startServer(
         warn: (message, fields) => logger.warn({ component: "providers", ...fields }, message),
       },
     });
+    providerCatalog = providers;
     cleanups.push(() => providers.close());
     // Runs before providers.close(): a probe waiting for a server that never listened gives up.
     cleanups.push(async () => notListening(new Error("the server stopped before it listened")));

@@ -47,6 +47,10 @@ export const sessions = pgTable(
       .$type<ApprovalPolicyName>()
       .notNull()
       .default("on-request"),
+    /** The agent chosen at creation, and the model and mode its turns use unless a message says. */
+    agent: text("agent"),
+    model: text("model"),
+    mode: text("mode"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     closedAt: timestampColumn("closed_at"),

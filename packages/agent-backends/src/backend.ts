@@ -38,6 +38,13 @@ export interface PromptInput {
   /** Called for each event, in order; awaited, so a slow consumer slows the turn. */
   onEvent(event: AgentEvent): Promise<void> | void;
   signal?: AbortSignal;
+  /**
+   * The model this turn asks for (an id from the provider's snapshot); the agent's current one
+   * when absent. It stays the agent's model for later turns that name none.
+   */
+  model?: string | null;
+  /** The mode this turn runs in (an id from the provider's snapshot); kept like `model`. */
+  mode?: string | null;
 }
 
 export interface PromptResult {

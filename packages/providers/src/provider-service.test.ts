@@ -80,6 +80,21 @@ describe("the snapshot", () => {
     expect(entryOf(await ready.snapshot(), "deckhand")!.status).toBe("ready");
   });
 
+  it("lists the native agent's models as configured, the first as current, without probing", async () => {
+    const service = createTestService({
+      modelUpstreamConfigured: true,
+      nativeModels: ["gpt-5.1-codex", "gpt-5-mini"],
+    });
+    const native = entryOf(await service.snapshot(), "deckhand")!;
+    expect(native.models).toEqual([
+      { id: "gpt-5.1-codex", name: "gpt-5.1-codex", description: null },
+      { id: "gpt-5-mini", name: "gpt-5-mini", description: null },
+    ]);
+    expect(native.current_model).toBe("gpt-5.1-codex");
+    expect(native.modes).toEqual([]);
+    expect(service.store.saves).toBe(0);
+  });
+
   it("finds a built-in's command in the project's node_modules/.bin and probes it", async () => {
     const project = temporaryDirectory();
     mkdirSync(join(project, "node_modules", ".bin"), { recursive: true });

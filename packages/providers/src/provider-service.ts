@@ -72,6 +72,11 @@ export interface ProviderServiceOptions {
   /** Whether the native agent has a model upstream; a function when it can change at runtime. */
   modelUpstreamConfigured: boolean | (() => boolean);
   /**
+   * The models Deckhand's native agent may be asked for, its default first: they are its
+   * `models` in the snapshot (it has no probe to learn them from).
+   */
+  nativeModels?: readonly string[];
+  /**
    * Lends probes the model proxy for agent types it serves. Without it, agents are probed as
    * sessions start them when no upstream serves their type: with their own login.
    */
@@ -490,6 +495,11 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     };
     if (!provider.enabled) return { ...base, status: "disabled" };
     if (provider.transport === "native") {
+      const models = options.nativeModels ?? [];
+      if (models.length > 0) {
+        base.models = models.map((id) => ({ id, name: id, description: null }));
+        base.current_model = models[0]!;
+      }
       return upstreamConfigured()
         ? base
         : {

@@ -13,6 +13,9 @@ export const AgentTurnPayloadSchema = z.object({
   chat_id: z.uuid(),
   user_message_id: z.uuid(),
   agent: z.string().min(1),
+  /** The model and mode the turn asks the agent for (the message's, else the session's). */
+  model: z.string().min(1).nullable().optional(),
+  mode: z.string().min(1).nullable().optional(),
 });
 export type AgentTurnPayload = z.infer<typeof AgentTurnPayloadSchema>;
 

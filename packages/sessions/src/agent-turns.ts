@@ -667,6 +667,8 @@ export class AgentTurns {
                   rowId,
                   chatId,
                   text,
+                  model: payload.model ?? null,
+                  mode: payload.mode ?? null,
                   hadPrevious: resumeSessionId !== null,
                   onEvent,
                 }),
@@ -738,6 +740,8 @@ export class AgentTurns {
       rowId: string;
       chatId: string;
       text: string;
+      model: string | null;
+      mode: string | null;
       hadPrevious: boolean;
       onEvent(event: AgentEvent): Promise<void>;
     },
@@ -793,7 +797,14 @@ export class AgentTurns {
       };
       signal.addEventListener("abort", onAbort, { once: true });
       try {
-        ({ stopReason } = await backend.prompt({ messageId, text: turn.text, onEvent, signal }));
+        ({ stopReason } = await backend.prompt({
+          messageId,
+          text: turn.text,
+          onEvent,
+          signal,
+          model: turn.model,
+          mode: turn.mode,
+        }));
       } finally {
         signal.removeEventListener("abort", onAbort);
       }

@@ -4,6 +4,11 @@ export {
   DEFAULT_NATIVE_MODEL,
 } from "./agent-backend-factory.ts";
 export {
+  type AgentCatalog,
+  type AgentChoice,
+  checkAgentChoice,
+} from "./agent-choice.ts";
+export {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
   AgentTurnPayloadSchema,
@@ -34,6 +39,7 @@ export {
   SessionStreamHub,
 } from "./session-events.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
+export { SessionProcesses, type SessionProcessesOptions } from "./session-processes.ts";
 export {
   type ChatRow,
   type PendingChangeRow,

@@ -54,6 +54,9 @@ export function sessionResource(
     activity: state.activity,
     last_event_id: state.lastEventId,
     archived_at: iso(row.archivedAt),
+    agent: row.agent,
+    model: row.model,
+    mode: row.mode,
   };
 }
 

@@ -41,6 +41,7 @@ import {
   type SQL,
   sql,
 } from "drizzle-orm";
+import { type AgentCatalog, type AgentChoice, checkAgentChoice } from "./agent-choice.ts";
 import { enqueueAgentTurn } from "./agent-turn-task.ts";
 import {
   branchExists,
@@ -144,6 +145,11 @@ export interface SessionServiceOptions {
   worktreesDir: string;
   /** The process's session lock; the turn runner shares it through `lock`. A new one by default. */
   lock?: SessionLock;
+  /**
+   * The providers snapshot, to check a session's or a message's agent, model and mode against.
+   * Without it, requests that choose a model or mode (or a session's agent) are refused.
+   */
+  agentCatalog?: AgentCatalog;
 }
 
 /**
@@ -154,6 +160,7 @@ export class SessionService {
   readonly #database: DbHandle;
   readonly #projectsDir: string;
   readonly #worktreesDir: string;
+  readonly #agentCatalog: AgentCatalog | null;
   /** Serialises git work on a session with this process's other git work and turns on it. */
   readonly lock: SessionLock;
   /** Typed reads of the domain's rows, shared with the turn runner. */
@@ -163,6 +170,7 @@ export class SessionService {
     this.#database = options.database;
     this.#projectsDir = options.projectsDir;
     this.#worktreesDir = options.worktreesDir;
+    this.#agentCatalog = options.agentCatalog ?? null;
     this.lock = options.lock ?? new SessionLock();
     this.repository = new SessionRepository(options.database.db);
   }
@@ -315,15 +323,33 @@ export class SessionService {
   ): Promise<Session> {
     const project = await this.#projectRow(projectId);
     const repository = project.repositoryPath!;
+    if (request.agent !== undefined) {
+      await this.#checkChoice(projectId, { ...request, agent: request.agent });
+    } else if (request.model !== undefined || request.mode !== undefined) {
+      throw new SessionsError(
+        "invalid_request",
+        "model and mode belong to an agent: give agent too",
+      );
+    }
     const sessionId = crypto.randomUUID();
     const branch = request.branch ?? `deckhand/${sessionId.slice(0, 8)}`;
     if (await branchExists(repository, branch)) {
       throw new SessionsError("conflict", `branch ${branch} exists already; choose another name`);
     }
-    const baseCommit =
-      options.baseCommit === undefined
-        ? await resolveCommit(repository, project.defaultBranch)
-        : await this.#commitInProject(project, options.baseCommit);
+    let baseCommit: string | null;
+    if (options.baseCommit !== undefined) {
+      baseCommit = await this.#commitInProject(project, options.baseCommit);
+    } else if (request.base_branch !== undefined) {
+      baseCommit = await resolveCommit(repository, request.base_branch);
+      if (baseCommit === null) {
+        throw new SessionsError(
+          "invalid_request",
+          `base_branch ${JSON.stringify(request.base_branch)} is no branch or commit in ${repository}; name one it has, or leave base_branch out for ${project.defaultBranch}`,
+        );
+      }
+    } else {
+      baseCommit = await resolveCommit(repository, project.defaultBranch);
+    }
     if (baseCommit === null) {
       throw new SessionsError(
         "conflict",
@@ -360,6 +386,9 @@ export class SessionService {
             title: redactSecrets(request.title ?? ""),
             branch,
             approvalPolicy: request.approval_policy ?? "on-request",
+            agent: request.agent ?? null,
+            model: request.model ?? null,
+            mode: request.mode ?? null,
           })
           .returning();
         const [worktree] = await transaction
@@ -391,6 +420,17 @@ export class SessionService {
       );
     }
     return found;
+  }
+
+  /** A `invalid_request` unless the agent is ready and offers the model and mode chosen. */
+  async #checkChoice(projectId: string, choice: AgentChoice): Promise<void> {
+    if (this.#agentCatalog === null) {
+      throw new SessionsError(
+        "invalid_request",
+        "this server has no provider registry to check an agent, model or mode against; leave them out",
+      );
+    }
+    checkAgentChoice(await this.#agentCatalog(projectId), choice);
   }
 
   async #removeWorktree(
@@ -637,6 +677,14 @@ export class SessionService {
   ): Promise<CreateMessageResponse> {
     const chat = await this.#chatRow(chatId);
     await this.activeWorktree(chat.sessionId);
+    const { session } = await this.#sessionRows(chat.sessionId);
+    if (request.model !== undefined || request.mode !== undefined) {
+      await this.#checkChoice(session.projectId, request);
+    }
+    // The session's model and mode are its own agent's; another agent keeps its defaults.
+    const ownAgent = session.agent === request.agent;
+    const model = request.model ?? (ownAgent ? session.model : null);
+    const mode = request.mode ?? (ownAgent ? session.mode : null);
     return this.#db.transaction(async (transaction) => {
       const [row] = await transaction
         .insert(messages)
@@ -657,6 +705,8 @@ export class SessionService {
         chat_id: chatId,
         user_message_id: row!.id,
         agent: request.agent,
+        model,
+        mode,
       });
       const message = messageResource(row!, [part!]);
       await appendSessionEvent(transaction, chat.sessionId, chatId, {

@@ -316,6 +316,16 @@ export {
   serverRoutes,
 } from "./server-routes.ts";
 export {
+  PROCESS_SIGNAL_POSIX_NAMES,
+  SESSION_PROCESS_WAIT_CAP_MS,
+  type SessionProcessList,
+  SessionProcessListSchema,
+  type SessionProcessOutputQuery,
+  SessionProcessOutputQuerySchema,
+  type SessionProcessSignalRequest,
+  SessionProcessSignalRequestSchema,
+} from "./session-processes.ts";
+export {
   type AgentEvent,
   AgentEventSchema,
   type AgentEventType,

@@ -122,8 +122,17 @@ export const SessionSchema = z.object({
   last_event_id: z.number().int().nonnegative(),
   /** When the session was archived; null when it is not. Archiving only hides it from lists. */
   archived_at: Timestamp.nullable(),
+  /** The agent chosen when the session was opened; null when none was. */
+  agent: z.string().nullable(),
+  /** The model its turns ask that agent for, unless a message names another; null: its default. */
+  model: z.string().nullable(),
+  /** The mode its turns put that agent in, unless a message names another; null: its default. */
+  mode: z.string().nullable(),
 });
 export type Session = z.infer<typeof SessionSchema>;
+
+/** A model or mode id as a provider's snapshot lists it. */
+const OptionId = z.string().min(1).max(200);
 
 export const CreateSessionRequestSchema = z.strictObject({
   title: z.string().max(500).optional(),
@@ -131,6 +140,14 @@ export const CreateSessionRequestSchema = z.strictObject({
   branch: BranchName.optional(),
   /** When the native agent asks before acting; `on-request` when absent. */
   approval_policy: ApprovalPolicySchema.optional(),
+  /** The branch (or any commit) the session starts from; the project's default branch when absent. */
+  base_branch: BranchName.optional(),
+  /** The session's agent: a provider id that is enabled and ready. Needed for `model` and `mode`. */
+  agent: AgentIdSchema.optional(),
+  /** One of the agent's models in the providers snapshot. */
+  model: OptionId.optional(),
+  /** One of the agent's modes in the providers snapshot. */
+  mode: OptionId.optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
@@ -217,6 +234,10 @@ export const CreateMessageRequestSchema = z.strictObject({
   /** The agent that should answer: a provider id such as `deckhand` or `codex`. */
   agent: AgentIdSchema,
   text: z.string().min(1).max(1_000_000),
+  /** This turn's model, one the agent offers; the session's (for its own agent) when absent. */
+  model: OptionId.optional(),
+  /** This turn's mode, one the agent offers; the session's (for its own agent) when absent. */
+  mode: OptionId.optional(),
 });
 export type CreateMessageRequest = z.infer<typeof CreateMessageRequestSchema>;
 

@@ -20,6 +20,7 @@ import {
 } from "./batch-api.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
+import { ProcessOutputResponseSchema, SignalProcessResponseSchema } from "./process-api.ts";
 import {
   ProvidersConfigPatchSchema,
   ProvidersConfigResponseSchema,
@@ -57,6 +58,11 @@ import {
   UsageQuerySchema,
   UsageResponseSchema,
 } from "./server-api.ts";
+import {
+  SessionProcessListSchema,
+  SessionProcessOutputQuerySchema,
+  SessionProcessSignalRequestSchema,
+} from "./session-processes.ts";
 import { SessionStreamFrameSchema, SessionStreamQuerySchema } from "./session-stream.ts";
 import {
   CodeHostConnectionListSchema,
@@ -104,6 +110,9 @@ export const ServerPath = {
   sessionStream: `${api}/sessions/:session_id/stream`,
   sessionChats: `${api}/sessions/:session_id/chats`,
   sessionPendingChanges: `${api}/sessions/:session_id/pending-changes`,
+  sessionProcesses: `${api}/sessions/:session_id/processes`,
+  sessionProcessOutput: `${api}/sessions/:session_id/processes/:process_id/output`,
+  sessionProcessSignal: `${api}/sessions/:session_id/processes/:process_id/signal`,
   chatMessages: `${api}/chats/:chat_id/messages`,
   applyPendingChange: `${api}/pending-changes/:pending_change_id/apply`,
   rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
@@ -365,6 +374,41 @@ export const serverRoutes = [
     body: AnswerPermissionRequestSchema,
     success: { status: 202, schema: AgentControlResponseSchema, description: "sent" },
     errors: { 404: "no such session" },
+  },
+  {
+    operationId: "listSessionProcesses",
+    method: "get",
+    path: ServerPath.sessionProcesses,
+    summary: "The processes the session's agents started (every chat of it), newest first",
+    success: { status: 200, schema: SessionProcessListSchema, description: "the processes" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "getSessionProcessOutput",
+    method: "get",
+    path: ServerPath.sessionProcessOutput,
+    summary:
+      "A session process's output: all that is kept (head and tail), or with `cursor` only what came after it; `wait=true` long-polls",
+    query: SessionProcessOutputQuerySchema,
+    success: { status: 200, schema: ProcessOutputResponseSchema, description: "the output" },
+    errors: {
+      400: "a bad query parameter",
+      404: "no such session, or no such process in it",
+    },
+  },
+  {
+    operationId: "signalSessionProcess",
+    method: "post",
+    path: ServerPath.sessionProcessSignal,
+    summary:
+      "Send a session process (its whole process group) interrupt (SIGINT), terminate (SIGTERM) or kill (SIGKILL)",
+    body: SessionProcessSignalRequestSchema,
+    success: { status: 200, schema: SignalProcessResponseSchema, description: "sent" },
+    errors: {
+      400: "a bad field",
+      404: "no such session, or no such process in it",
+      409: "the process and everything it started have exited",
+    },
   },
   {
     operationId: "getUsage",

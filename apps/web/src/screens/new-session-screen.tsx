@@ -11,9 +11,9 @@ import { Link, useLocation } from "wouter";
 import { api, messageOf } from "../api.ts";
 
 /**
- * A new session in a project: its title and branch, and the agent to talk to first (only
- * providers that are enabled and ready). The session starts from the project's base branch;
- * model and mode are the agent's current ones from the providers snapshot.
+ * A new session in a project: its title, branch and base branch, and the agent to talk to first
+ * (only providers that are enabled and ready) with the model and mode its turns use, chosen
+ * from that agent's entry in the providers snapshot (its own defaults unless chosen).
  */
 export function NewSessionScreen({ projectId }: { projectId: string }) {
   const [, navigate] = useLocation();
@@ -22,6 +22,9 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
   const [agent, setAgent] = useState("");
   const [title, setTitle] = useState("");
   const [branch, setBranch] = useState("");
+  const [baseBranch, setBaseBranch] = useState("");
+  const [model, setModel] = useState("");
+  const [mode, setMode] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -38,6 +41,7 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
         (provider) => provider.enabled && provider.status === "ready",
       );
       setProject(loaded);
+      setBaseBranch(loaded.default_branch);
       setProviders(ready);
       setAgent(ready[0]?.id ?? "");
     })().catch((failure: unknown) => setError(messageOf(failure)));
@@ -45,7 +49,13 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
 
   const chosen = providers.find((provider) => provider.id === agent);
   const optionName = (options: ProviderEntry["models"], id: string | null) =>
-    options.find((option) => option.id === id)?.name ?? id ?? "the agent's default";
+    options.find((option) => option.id === id)?.name ?? id ?? "none";
+  const chooseAgent = (id: string) => {
+    setAgent(id);
+    // Models and modes are the agent's own: another agent's choice means nothing to it.
+    setModel("");
+    setMode("");
+  };
 
   const create = async (event: React.FormEvent) => {
     event.preventDefault();
@@ -58,6 +68,12 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
         {
           ...(title.trim() ? { title: title.trim() } : {}),
           ...(branch.trim() ? { branch: branch.trim() } : {}),
+          ...(baseBranch.trim() && baseBranch.trim() !== project?.default_branch
+            ? { base_branch: baseBranch.trim() }
+            : {}),
+          ...(agent ? { agent } : {}),
+          ...(model ? { model } : {}),
+          ...(mode ? { mode } : {}),
         },
       );
       navigate(`/sessions/${session.id}?agent=${encodeURIComponent(agent)}`);
@@ -78,9 +94,6 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
         <h1>New session{project ? ` in ${project.name}` : ""}</h1>
       </header>
       <form className="card stacked-form" onSubmit={create} aria-label="New session">
-        <p className="muted">
-          Starts from base branch <code>{project?.default_branch ?? "…"}</code>
-        </p>
         <label>
           Title
           <input value={title} onChange={(event) => setTitle(event.target.value)} />
@@ -94,8 +107,20 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
           />
         </label>
         <label>
+          Base branch
+          <input
+            value={baseBranch}
+            onChange={(event) => setBaseBranch(event.target.value)}
+            aria-describedby="base-branch-hint"
+          />
+        </label>
+        <p className="muted" id="base-branch-hint">
+          The branch (or commit) the session starts from; the project's default is{" "}
+          <code>{project?.default_branch ?? "…"}</code>.
+        </p>
+        <label>
           Agent
-          <select value={agent} onChange={(event) => setAgent(event.target.value)} required>
+          <select value={agent} onChange={(event) => chooseAgent(event.target.value)} required>
             {providers.map((provider) => (
               <option key={provider.id} value={provider.id}>
                 {provider.label}
@@ -107,12 +132,40 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
           <p className="muted">No agent is ready: see `deckhand providers`.</p>
         )}
         {chosen && (
-          <dl className="facts">
-            <dt>Model</dt>
-            <dd>{optionName(chosen.models, chosen.current_model)}</dd>
-            <dt>Mode</dt>
-            <dd>{optionName(chosen.modes, chosen.current_mode)}</dd>
-          </dl>
+          <>
+            <label>
+              Model
+              <select
+                value={model}
+                onChange={(event) => setModel(event.target.value)}
+                disabled={chosen.models.length === 0}
+              >
+                <option value="">
+                  Default ({optionName(chosen.models, chosen.current_model)})
+                </option>
+                {chosen.models.map((option) => (
+                  <option key={option.id} value={option.id}>
+                    {option.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Mode
+              <select
+                value={mode}
+                onChange={(event) => setMode(event.target.value)}
+                disabled={chosen.modes.length === 0}
+              >
+                <option value="">Default ({optionName(chosen.modes, chosen.current_mode)})</option>
+                {chosen.modes.map((option) => (
+                  <option key={option.id} value={option.id}>
+                    {option.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </>
         )}
         {error && (
           <p className="error" role="alert">

@@ -22,6 +22,7 @@ import { Link, useSearchParams } from "wouter";
 import { api, messageOf } from "../api.ts";
 import { MessageView } from "../components/message-view.tsx";
 import { PermissionCard } from "../components/permission-card.tsx";
+import { ProcessesPanel } from "../components/processes-panel.tsx";
 import {
   messageWithReviewComments,
   QueuedReviewComments,
@@ -191,6 +192,14 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           <p className="muted">
             branch <code>{session.branch}</code> · {session.status} ·{" "}
             <span data-stream-state={streamState}>stream {streamState}</span>
+            {session.agent && (
+              <span className="session-settings">
+                {" "}
+                · {session.agent}
+                {session.model && <> · model {session.model}</>}
+                {session.mode && <> · mode {session.mode}</>}
+              </span>
+            )}
           </p>
         )}
       </header>
@@ -269,6 +278,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
             onComment={reviewComments.add}
           />
         </Suspense>
+        <ProcessesPanel sessionId={sessionId} />
       </div>
     </main>
   );

@@ -134,6 +134,44 @@ async function run(backend: AgentBackend, text: string) {
 }
 
 describe("the ACP backend with the scripted agent", () => {
+  it("puts the agent in a turn's mode (session/set_mode) and model (its model option), and keeps them", async () => {
+    const backend = backendFor();
+    expect((await run(backend, "settings")).text).toBe("mode ask model scripted-large");
+    const events: AgentEvent[] = [];
+    const chosen = await backend.prompt({
+      messageId: randomUUID(),
+      text: "settings",
+      model: "scripted-small",
+      mode: "code",
+      onEvent: (event) => {
+        events.push(event);
+      },
+    });
+    expect(chosen.text).toBe("mode code model scripted-small");
+    // The browser learns the new mode as it learns a mode the agent changed itself.
+    expect(events).toContainEqual({ type: "mode", agent: "scripted", mode_id: "code" });
+    // A turn naming neither leaves them as they are.
+    expect((await run(backend, "settings")).text).toBe("mode code model scripted-small");
+  });
+
+  it("fails the turn with the agent's refusal when it rejects a mode", async () => {
+    const backend = backendFor();
+    const events: AgentEvent[] = [];
+    const refused = await backend.prompt({
+      messageId: randomUUID(),
+      text: "settings",
+      mode: "yolo",
+      onEvent: (event) => {
+        events.push(event);
+      },
+    });
+    expect(refused.stopReason).toBe("error");
+    const error = events.find((event) => event.type === "error");
+    expect(error).toMatchObject({
+      message: expect.stringContaining("scripted refused the turn's settings"),
+    });
+  });
+
   it("keeps secrets from the agent: withheld from its environment, redacted in terminal output", async () => {
     const operatorKey = "sk-operator-key-in-the-server-env";
     const before = process.env.OPENAI_API_KEY;

@@ -104,6 +104,19 @@ interface Live {
   stopping: boolean;
   sessionId: string | null;
   resumed: boolean;
+  /** The session's modes as the agent announced them (`session/set_mode` picks among them). */
+  modeId: string | null;
+  hasModes: boolean;
+  /** The session's config options (a model or mode selector among them, for current agents). */
+  configOptions: acp.SessionConfigOption[];
+  /** The model last chosen here; null until a turn names one. */
+  modelId: string | null;
+}
+
+/** What an agent answers `session/new`, `load` or `resume` with that settings depend on. */
+interface OpenedSession {
+  modes?: acp.SessionModeState | null | undefined;
+  configOptions?: acp.SessionConfigOption[] | null | undefined;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -208,6 +221,14 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
 
   function onUpdate(notification: acp.SessionNotification): void {
     const { update } = notification;
+    // The agent may change its mode itself; a turn that asks for another must still switch.
+    if (
+      update.sessionUpdate === "current_mode_update" &&
+      live !== null &&
+      notification.sessionId === live.sessionId
+    ) {
+      live.modeId = update.currentModeId;
+    }
     const state =
       update.sessionUpdate === "available_commands_update" ||
       update.sessionUpdate === "current_mode_update";
@@ -397,6 +418,10 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         stopping: false,
         sessionId: null,
         resumed: false,
+        modeId: null,
+        hasModes: false,
+        configOptions: [],
+        modelId: null,
       };
       void agentProcess.exited.then((exit) => onExit(started, exit));
       return started;
@@ -414,7 +439,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   async function resume(
     current: Live,
     sessionId: string,
-  ): Promise<{ sessionId: string; modes: acp.SessionModeState | null | undefined } | null> {
+  ): Promise<({ sessionId: string } & OpenedSession) | null> {
     const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
     try {
       // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
@@ -424,7 +449,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
           "session/resume",
           current.connection.agent.request(acp.methods.agent.session.resume, request),
         );
-        return { sessionId, modes: resumed.modes };
+        return { sessionId, modes: resumed.modes, configOptions: resumed.configOptions };
       }
       if (current.capabilities.loadSession) {
         loadingSessionId = sessionId;
@@ -437,7 +462,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
           // Replayed notifications read before the answer are still on their way in, and
           // the mode event goes out after them.
           await new Promise((resolve) => setImmediate(resolve));
-          return { sessionId, modes: loaded.modes };
+          return { sessionId, modes: loaded.modes, configOptions: loaded.configOptions };
         } finally {
           loadingSessionId = null;
         }
@@ -457,11 +482,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     const current = live;
     try {
       const resumed = resumeSessionId === null ? null : await resume(current, resumeSessionId);
-      let modes: acp.SessionModeState | null | undefined;
+      let opened: OpenedSession;
       if (resumed !== null) {
         current.sessionId = resumed.sessionId;
         current.resumed = true;
-        modes = resumed.modes;
+        opened = resumed;
       } else {
         const created = await bounded(
           current.process,
@@ -473,8 +498,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         );
         current.sessionId = created.sessionId;
         current.resumed = false;
-        modes = created.modes;
+        opened = created;
       }
+      const modes = opened.modes;
+      current.hasModes = modes != null;
+      current.modeId = modes?.currentModeId ?? null;
+      current.configOptions = opened.configOptions ?? [];
+      current.modelId = null;
       if (modes) emit({ type: "mode", agent, mode_id: modes.currentModeId });
     } catch (error) {
       const failure = startFailure(current.process, error);
@@ -503,6 +533,67 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     await current.process.exited;
   }
 
+  /** A select config option of the category, as current ACP agents offer models and modes. */
+  function selector(current: Live, category: "model" | "mode"): acp.SessionConfigOption | null {
+    return (
+      current.configOptions.find(
+        (option) => option.category === category && option.type === "select",
+      ) ?? null
+    );
+  }
+
+  /**
+   * Puts the agent in the turn's mode and model when they differ from what it has: modes with
+   * `session/set_mode` (or a mode config option), models with a model config option
+   * (`session/set_config_option`) or, for agents on older SDKs, the unstable `session/set_model`.
+   */
+  async function applySettings(current: Live, sessionId: string, input: PromptInput) {
+    const { mode, model } = input;
+    if (mode != null && mode !== current.modeId) {
+      const option = selector(current, "mode");
+      if (current.hasModes || option === null) {
+        await connection(current).request(acp.methods.agent.session.setMode, {
+          sessionId,
+          modeId: mode,
+        });
+      } else {
+        await setOption(current, sessionId, option, mode);
+      }
+      current.modeId = mode;
+      emit({ type: "mode", agent, mode_id: mode });
+    }
+    if (model != null && model !== current.modelId) {
+      const option = selector(current, "model");
+      if (option !== null) {
+        if (String(option.currentValue) !== model) {
+          await setOption(current, sessionId, option, model);
+        }
+      } else {
+        await connection(current).request("session/set_model", { sessionId, modelId: model });
+      }
+      current.modelId = model;
+    }
+  }
+
+  function connection(current: Live) {
+    return current.connection.agent;
+  }
+
+  async function setOption(
+    current: Live,
+    sessionId: string,
+    option: acp.SessionConfigOption,
+    value: string,
+  ): Promise<void> {
+    const answer = await connection(current).request(acp.methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: option.id,
+      value,
+    });
+    // The agent answers with every option as it now is: later turns compare against those.
+    if (answer?.configOptions) current.configOptions = answer.configOptions;
+  }
+
   async function runTurn(current: Turn, input: PromptInput): Promise<StopReason> {
     let session: EnsureSessionResult;
     try {
@@ -523,6 +614,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     }
     const agentProcess = live.process;
     const connection = live.connection;
+    try {
+      await applySettings(live, session.agentSessionId, input);
+    } catch (error) {
+      const message = redact(`${agent} refused the turn's settings: ${errorMessage(error)}`);
+      emit({ type: "error", message_id: current.messageId, message });
+      return "error";
+    }
     try {
       const response = await connection.agent.request(acp.methods.agent.session.prompt, {
         sessionId: session.agentSessionId,

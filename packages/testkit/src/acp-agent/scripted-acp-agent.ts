@@ -33,6 +33,9 @@ interface SessionState {
   history: HistoryEntry[];
   /** Set by `session/cancel`, cleared when the next prompt starts. */
   cancelled: boolean;
+  /** What `session/set_mode` and the model option last chose; the script's defaults before. */
+  modeId?: string;
+  modelId?: string;
 }
 
 /** What a prompt turn answers: a stop reason and, for `showcase`, token usage. */
@@ -326,6 +329,13 @@ async function runPrompt(
           .join("\n"),
       );
       return done;
+    case "settings": {
+      const model = script.configOptions.find((option) => option.category === "model");
+      await turn.say(
+        `mode ${turn.session.modeId ?? script.modes.currentModeId} model ${turn.session.modelId ?? String(model?.currentValue ?? "none")}`,
+      );
+      return done;
+    }
     case "reply":
       await turn.say(script.reply);
       return done;
@@ -453,7 +463,36 @@ function run(options: ScriptedAgentOptions): void {
       sessions.delete(params.sessionId);
       return {};
     })
-    .onRequest(acp.methods.agent.session.setMode, async () => ({}))
+    .onRequest(acp.methods.agent.session.setMode, async ({ params }) => {
+      const session = sessions.get(params.sessionId);
+      if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
+      if (!script.modes.availableModes.some((mode) => mode.id === params.modeId)) {
+        throw acp.RequestError.invalidParams(undefined, `no mode ${params.modeId}`);
+      }
+      session.modeId = params.modeId;
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
+      const session = sessions.get(params.sessionId);
+      if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
+      const option = script.configOptions.find((candidate) => candidate.id === params.configId);
+      const value = "value" in params ? String(params.value) : "";
+      if (
+        option?.type !== "select" ||
+        !option.options.some((entry) => "value" in entry && entry.value === value)
+      ) {
+        throw acp.RequestError.invalidParams(undefined, `no ${params.configId} ${value}`);
+      }
+      session.modelId = value;
+      return {
+        configOptions: script.configOptions.map(
+          (candidate): acp.SessionConfigOption =>
+            candidate.id === option.id && candidate.type === "select"
+              ? { ...candidate, currentValue: value }
+              : candidate,
+        ),
+      };
+    })
     .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
       const session = sessions.get(params.sessionId);
       if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);

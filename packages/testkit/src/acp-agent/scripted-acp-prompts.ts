@@ -30,6 +30,8 @@
  *   test can tell a resumed session (which remembers) from a new one.
  * - `env`: replies with the agent process's own environment, one `NAME=value` per line, so a
  *   test can check what an agent inherits.
+ * - `settings`: replies `mode <id> model <id>`: the session's mode and model as `session/set_mode`
+ *   and `session/set_config_option` last set them, so a test can see a choice arrive.
  * - anything else: replies with the script's fixed reply.
  */
 export type ScriptedPrompt =
@@ -45,6 +47,7 @@ export type ScriptedPrompt =
   | { kind: "showcase" }
   | { kind: "history" }
   | { kind: "env" }
+  | { kind: "settings" }
   | { kind: "reply" };
 
 /** How long `slow` and `stubborn` stream when no duration is given. */
@@ -99,6 +102,8 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
       return { kind: "history" };
     case "env":
       return { kind: "env" };
+    case "settings":
+      return { kind: "settings" };
     default:
       return { kind: "reply" };
   }
@@ -134,6 +139,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
     case "showcase":
     case "history":
     case "env":
+    case "settings":
       return prompt.kind;
     case "reply":
       return "hello";

@@ -620,6 +620,24 @@ describe("native agent", () => {
     });
   });
 
+  it("asks the model proxy for a turn's model, and keeps it for later turns that name none", async () => {
+    fake.script([turn.text("one"), turn.text("two"), turn.text("three")]);
+    const backend = nativeBackend();
+    await run(backend, "first");
+    await backend.prompt({
+      messageId: randomUUID(),
+      text: "second",
+      model: "gpt-5-mini",
+      onEvent: () => {},
+    });
+    await run(backend, "third");
+    expect(fake.requests.map((request) => (request.json as { model: string }).model)).toEqual([
+      "gpt-5-codex",
+      "gpt-5-mini",
+      "gpt-5-mini",
+    ]);
+  });
+
   it("applies configure to the next request, and refuses without a model proxy", async () => {
     fake.script([turn.text("one"), turn.text("two")]);
     const backend = nativeBackend();

@@ -304,6 +304,10 @@ export class NativeAgent implements NativeBackend {
 
   async prompt(input: PromptInput): Promise<PromptResult> {
     await this.ensureSession();
+    // The model is the name asked of the model proxy; a turn naming another switches to it.
+    if (input.model != null && input.model !== this.#config.model) {
+      this.submit({ type: "configure", model: input.model });
+    }
     const turn = this.#dispatch(
       { type: "user_input", message_id: input.messageId, text: input.text },
       input.onEvent,

@@ -1,0 +1,55 @@
+import type { ProviderEntry, ProviderOption, ProvidersSnapshot } from "@deckhand/wire";
+import { SessionsError } from "./sessions-error.ts";
+
+/** Where the agents a session may choose come from: the providers snapshot (for a project). */
+export type AgentCatalog = (projectId: string) => Promise<ProvidersSnapshot>;
+
+/** What a session or a message asks of an agent. */
+export interface AgentChoice {
+  agent: string;
+  model?: string | undefined;
+  mode?: string | undefined;
+}
+
+function listed(options: readonly ProviderOption[]): string {
+  return options.map((option) => JSON.stringify(option.id)).join(", ");
+}
+
+function checkOption(
+  entry: ProviderEntry,
+  field: "model" | "mode",
+  value: string | undefined,
+): void {
+  if (value === undefined) return;
+  const options = field === "model" ? entry.models : entry.modes;
+  if (options.some((option) => option.id === value)) return;
+  throw new SessionsError(
+    "invalid_request",
+    options.length === 0
+      ? `${field} ${JSON.stringify(value)}: ${entry.id} offers no ${field}s to choose from${entry.probed_at === null ? " (it has not been probed yet; refresh the providers)" : ""}; leave ${field} out`
+      : `${field} ${JSON.stringify(value)} is not one of ${entry.id}'s ${field}s: ${listed(options)}`,
+  );
+}
+
+/**
+ * Checks a choice against the providers snapshot: the agent is a provider that is enabled and
+ * ready, and the model and mode are ones it offers. A `invalid_request` names what is wrong.
+ */
+export function checkAgentChoice(snapshot: ProvidersSnapshot, choice: AgentChoice): ProviderEntry {
+  const entry = snapshot.providers.find((provider) => provider.id === choice.agent);
+  if (entry === undefined) {
+    throw new SessionsError(
+      "invalid_request",
+      `agent ${JSON.stringify(choice.agent)} is not a provider; choose one of ${snapshot.providers.map((provider) => provider.id).join(", ")}`,
+    );
+  }
+  if (!entry.enabled || entry.status !== "ready") {
+    throw new SessionsError(
+      "invalid_request",
+      `agent ${entry.id} is ${entry.enabled ? entry.status : "disabled"}${entry.last_error ? ` (${entry.last_error})` : ""}; choose a ready, enabled agent`,
+    );
+  }
+  checkOption(entry, "model", choice.model);
+  checkOption(entry, "mode", choice.mode);
+  return entry;
+}
