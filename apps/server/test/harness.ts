@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
-import type { TaskRegistry } from "@deckhand/db";
+import { createDb, type TaskRegistry } from "@deckhand/db";
 import type { BackendFactory } from "@deckhand/sessions";
 import {
   createPostgresTestDatabase,
@@ -68,6 +68,26 @@ export function makeRepository(
   return repository.path;
 }
 
+let pgliteTemplate: Promise<string> | undefined;
+
+/**
+ * A PGlite data directory with every migration applied, made once per test file. Creating
+ * PGlite's files (initdb, in WebAssembly) and migrating them cost more than the rest of a test
+ * server's start; a test server on PGlite starts from a copy instead, which is what the server
+ * would have made itself. The server still opens, locks and migrates it (a no-op), and
+ * start-server.test.ts and the e2e suites keep starting from empty data directories.
+ */
+function migratedPgliteTemplate(): Promise<string> {
+  pgliteTemplate ??= (async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-server-test-pglite-"));
+    process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
+    const database = await createDb({ dataDir: join(directory, "db") });
+    await database.close();
+    return join(directory, "db");
+  })();
+  return pgliteTemplate;
+}
+
 export interface TestServer {
   server: RunningServer;
   config: ServerConfig;
@@ -112,6 +132,10 @@ export async function startTestServer(
     ),
     ...options.config,
   };
+  const databaseDirectory = join(config.dataDir, "db");
+  if (config.databaseUrl === null && !existsSync(databaseDirectory)) {
+    cpSync(await migratedPgliteTemplate(), databaseDirectory, { recursive: true });
+  }
   const server = await startServer(config, {
     logDestination: destination,
     announce: (line) => {
