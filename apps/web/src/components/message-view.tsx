@@ -3,11 +3,7 @@ import type { ViewMessage, ViewPart } from "../session/session-model.ts";
 import { StreamingMarkdown } from "./streaming-markdown.tsx";
 import { ToolCallCard } from "./tool-call-card.tsx";
 
-interface PlanEntry {
-  content: string;
-  priority: string;
-  status: string;
-}
+type PlanEntry = Extract<ViewPart, { kind: "plan" }>["content"]["entries"][number];
 
 export function PlanView({ entries }: { entries: PlanEntry[] }) {
   return (
@@ -30,25 +26,24 @@ export function PlanView({ entries }: { entries: PlanEntry[] }) {
 }
 
 const PartView = memo(function PartView({ part }: { part: ViewPart }) {
-  const text = typeof part.content.text === "string" ? part.content.text : "";
   switch (part.kind) {
     case "text":
-      return <StreamingMarkdown text={text} />;
+      return <StreamingMarkdown text={part.content.text} />;
     case "reasoning":
       return (
         <details className="reasoning">
           <summary>Reasoning</summary>
-          <StreamingMarkdown text={text} />
+          <StreamingMarkdown text={part.content.text} />
         </details>
       );
     case "tool_call":
       return <ToolCallCard content={part.content} />;
     case "plan":
-      return <PlanView entries={(part.content.entries ?? []) as PlanEntry[]} />;
+      return <PlanView entries={part.content.entries} />;
     case "error":
       return (
         <p className="error" role="alert">
-          {String(part.content.message ?? "the agent reported an error")}
+          {part.content.message || "the agent reported an error"}
         </p>
       );
     default:

@@ -1,3 +1,4 @@
+import type { ToolCallPartContent } from "@deckhand/wire";
 import { DiffView, isUnifiedDiff } from "./diff-view.tsx";
 
 type Fields = Record<string, unknown>;
@@ -19,10 +20,33 @@ function asText(value: unknown): string | undefined {
   return JSON.stringify(value, null, 2);
 }
 
-function CommandBody({ content }: { content: Fields }) {
+/** "1.2 s" or "340 ms": how long a command ran, as the agent measured it. */
+export function formatDuration(milliseconds: number): string {
+  return milliseconds < 1000
+    ? `${Math.round(milliseconds)} ms`
+    : `${(milliseconds / 1000).toFixed(1)} s`;
+}
+
+/**
+ * What the agent cut from a command's output before the model saw it: head+tail truncation
+ * reports bytes (`omitted_bytes` of `original_bytes`), other agents only a flag.
+ */
+export function truncationNote(truncated: unknown): string | undefined {
+  if (truncated === true) return "output truncated by the agent";
+  const omitted = field(truncated, "omitted_bytes");
+  const original = field(truncated, "original_bytes");
+  if (typeof omitted === "number" && typeof original === "number") {
+    return `${omitted.toLocaleString("en")} of ${original.toLocaleString("en")} bytes omitted from the middle`;
+  }
+  return undefined;
+}
+
+function CommandBody({ content }: { content: ToolCallPartContent }) {
   const command = asText(field(content.input, "command", "cmd", "argv"));
   const cwd = asText(field(content.input, "cwd", "workdir"));
   const exitCode = field(content.output, "exit_code", "exitCode");
+  const duration = field(content.output, "wall_duration_ms", "duration_ms");
+  const truncated = truncationNote(field(content.output, "truncated"));
   // The structured result's output when there is one: `content` may be the whole result as JSON.
   const output = asText(field(content.output, "output", "stdout") ?? content.content);
   return (
@@ -46,8 +70,66 @@ function CommandBody({ content }: { content: Fields }) {
             <dd>{String(exitCode)}</dd>
           </>
         )}
+        {typeof duration === "number" && (
+          <>
+            <dt>duration</dt>
+            <dd>{formatDuration(duration)}</dd>
+          </>
+        )}
       </dl>
       {output !== undefined && <pre className="output">{output}</pre>}
+      {truncated !== undefined && <p className="muted">{truncated}</p>}
+    </div>
+  );
+}
+
+/** A file read: which lines of how many, and the text itself. */
+function ReadBody({ content }: { content: ToolCallPartContent }) {
+  const text = asText(field(content.output, "content") ?? content.content);
+  const offset = field(content.output, "offset");
+  const lines = field(content.output, "lines");
+  const total = field(content.output, "total_lines");
+  const range =
+    typeof offset === "number" && typeof lines === "number" && typeof total === "number"
+      ? `lines ${offset}–${offset + Math.max(lines - 1, 0)} of ${total}`
+      : undefined;
+  return (
+    <div className="tool-body">
+      {range !== undefined && <p className="muted">{range}</p>}
+      {text !== undefined && (
+        <details>
+          <summary>File content</summary>
+          <pre className="output">{text}</pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
+/** A search: what was looked for, where, and the matches. */
+function SearchBody({ content }: { content: ToolCallPartContent }) {
+  const query = asText(field(content.input, "query", "pattern", "regex", "q"));
+  const scope = asText(field(content.input, "path", "glob", "include"));
+  const results = asText(field(content.output, "matches", "results") ?? content.content);
+  return (
+    <div className="tool-body">
+      <dl className="facts">
+        {query !== undefined && (
+          <>
+            <dt>query</dt>
+            <dd>
+              <code>{query}</code>
+            </dd>
+          </>
+        )}
+        {scope !== undefined && (
+          <>
+            <dt>in</dt>
+            <dd>{scope}</dd>
+          </>
+        )}
+      </dl>
+      {results !== undefined && <pre className="output">{results}</pre>}
     </div>
   );
 }
@@ -80,7 +162,7 @@ function lineClass(line: string): string {
   return "patch-context";
 }
 
-function EditBody({ content }: { content: Fields }) {
+function EditBody({ content }: { content: ToolCallPartContent }) {
   const diff = [content.content, field(content.output, "diff"), field(content.input, "diff")]
     .filter((value): value is string => typeof value === "string")
     .find(isUnifiedDiff);
@@ -98,7 +180,7 @@ function EditBody({ content }: { content: Fields }) {
   return <GenericBody content={content} />;
 }
 
-function GenericBody({ content }: { content: Fields }) {
+function GenericBody({ content }: { content: ToolCallPartContent }) {
   const input = asText(content.input);
   const output = asText(content.content ?? content.output);
   return (
@@ -115,11 +197,11 @@ function GenericBody({ content }: { content: Fields }) {
 }
 
 /** One tool call: its title, kind and status, and a body drawn for its kind. */
-export function ToolCallCard({ content }: { content: Fields }) {
-  const kind = typeof content.kind === "string" ? content.kind : "other";
-  const status = typeof content.status === "string" ? content.status : "pending";
-  const title = typeof content.title === "string" ? content.title : "tool call";
-  const locations = Array.isArray(content.locations) ? (content.locations as string[]) : [];
+export function ToolCallCard({ content }: { content: ToolCallPartContent }) {
+  const kind = content.kind ?? "other";
+  const status = content.status ?? "pending";
+  const title = content.title ?? "tool call";
+  const locations = content.locations ?? [];
   return (
     <section className={`card tool-call status-${status}`} aria-label={`Tool call: ${title}`}>
       <header className="card-header">
@@ -134,6 +216,10 @@ export function ToolCallCard({ content }: { content: Fields }) {
         <CommandBody content={content} />
       ) : kind === "edit" ? (
         <EditBody content={content} />
+      ) : kind === "read" ? (
+        <ReadBody content={content} />
+      ) : kind === "search" ? (
+        <SearchBody content={content} />
       ) : (
         <GenericBody content={content} />
       )}

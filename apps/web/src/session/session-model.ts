@@ -1,15 +1,18 @@
 import {
   type AgentEvent,
+  type CollectedPart,
   type Message,
   PartCollector,
   type PermissionOptionKind,
   type SessionEvent,
 } from "@deckhand/wire";
 
-/** A message part as the server stores it (`kind` + JSON content), positionless. */
-export interface ViewPart {
-  kind: string;
-  content: Record<string, unknown>;
+/** A message part as the server stores it, positionless: wire's typed union by `kind`. */
+export type ViewPart = CollectedPart;
+
+/** A copy of a part with its own content object, so memoised views see that it changed. */
+function copyPart(part: CollectedPart): ViewPart {
+  return { ...part, content: { ...part.content } } as ViewPart;
 }
 
 export interface ViewMessage {
@@ -32,7 +35,7 @@ export interface PendingPermission {
 
 type Listener = () => void;
 
-function sameContent(left: Record<string, unknown>, right: Record<string, unknown>): boolean {
+function sameContent(left: ViewPart["content"], right: ViewPart["content"]): boolean {
   return JSON.stringify(left) === JSON.stringify(right);
 }
 
@@ -114,11 +117,11 @@ export class SessionModel {
       const previous = this.#stored.get(message.id);
       const shown = previous ?? this.#live.get(message.id);
       const parts = message.parts.map((part, index): ViewPart => {
-        const content = (part.content ?? {}) as Record<string, unknown>;
+        const { position: _position, ...positionless } = part;
         const old = shown?.parts[index];
-        return old && old.kind === part.kind && sameContent(old.content, content)
+        return old && old.kind === part.kind && sameContent(old.content, part.content)
           ? old
-          : { kind: part.kind, content };
+          : positionless;
       });
       const unchanged =
         previous !== undefined &&
@@ -222,8 +225,7 @@ export class SessionModel {
     if (changes.truncateFrom === null && changes.put.length === 0 && status === message.status)
       return;
     const parts = message.parts.slice(0, changes.truncateFrom ?? undefined);
-    for (const { position, part } of changes.put)
-      parts[position] = { kind: part.kind, content: { ...part.content } };
+    for (const { position, part } of changes.put) parts[position] = copyPart(part);
     this.#live.set(message.id, { ...message, parts, status, error: collector.lastError });
   }
 }
