@@ -9,6 +9,7 @@ import {
 import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 import { BurndownChart } from "./burndown-chart.tsx";
 import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
 
@@ -118,13 +119,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
   if (!change) {
     return (
       <main>
-        {error ? (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        ) : (
-          <p className="muted">Loading…</p>
-        )}
+        <LoadState error={error} loading />
       </main>
     );
   }

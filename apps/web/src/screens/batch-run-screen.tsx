@@ -18,6 +18,7 @@ import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
 import { AgentTranscript, StepEnvironment } from "../batches/step-panels.tsx";
 import { DiffView } from "../components/diff-view.tsx";
+import { LoadState } from "../components/load-state.tsx";
 import type { StreamState } from "../session/session-stream.ts";
 
 /** Workspaces are told apart in events by repository, branch and path. */
@@ -430,13 +431,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   if (!run) {
     return (
       <main>
-        {error ? (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        ) : (
-          <p className="muted">Loading…</p>
-        )}
+        <LoadState error={error} loading />
       </main>
     );
   }

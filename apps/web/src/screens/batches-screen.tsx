@@ -3,6 +3,7 @@ import { useEffect, useState } from "react";
 import { Link } from "wouter";
 import { type Answer, api, messageOf } from "../api.ts";
 import { StatsBar } from "../batches/stats-bar.tsx";
+import { LoadState } from "../components/load-state.tsx";
 
 /** Every batch run, newest first: name, action, status and counts. */
 export function BatchesScreen() {
@@ -34,12 +35,7 @@ export function BatchesScreen() {
           New batch change
         </Link>
       </header>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {runs === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={runs === null} />
       {runs?.length === 0 && (
         <p className="card">
           No batch runs yet. <Link href="/batches/new">Write a spec</Link> to start one.

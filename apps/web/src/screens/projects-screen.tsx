@@ -9,6 +9,7 @@ import {
 import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 
 interface ProjectWithSessions {
   project: Project;
@@ -76,12 +77,7 @@ export function ProjectsScreen() {
           Add project
         </button>
       </form>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {projects === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={projects === null} />
       {projects?.length === 0 && <p className="muted">No projects yet: add a git repository.</p>}
       {projects?.map(({ project, sessions }) => (
         <section key={project.id} className="card project" aria-labelledby={`p-${project.id}`}>

@@ -10,6 +10,7 @@ import {
 import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 import { useSessionActivity } from "../sessions/session-activity-watcher.tsx";
 import { isUnread } from "../sessions/session-preferences.ts";
 
@@ -105,12 +106,7 @@ export function SessionsScreen() {
           Show archived
         </label>
       </form>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {listed === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={listed === null} />
       {listed !== null && rows.length === 0 && (
         <p className="muted">
           {query.trim() === ""

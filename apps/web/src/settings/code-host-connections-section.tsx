@@ -1,6 +1,7 @@
 import { type CodeHostConnectionList, ServerPath } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 
 /** Where changesets are published, read-only: tokens are named by their variable, never shown. */
 export function CodeHostConnectionsSection() {
@@ -20,12 +21,7 @@ export function CodeHostConnectionsSection() {
         Where batch changes publish pull requests; set in the server's config.json (
         <code>codeHostConnections</code>).
       </p>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {list === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={list === null} />
       {list?.code_host_connections.length === 0 && (
         <p className="muted">None is configured: changesets can be applied as branches only.</p>
       )}

@@ -1,6 +1,7 @@
 import { type ModelUpstreamList, ServerPath } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 
 const KIND_TEXT = { openai: "OpenAI-compatible", anthropic: "Anthropic-compatible" } as const;
 
@@ -22,12 +23,7 @@ export function ModelUpstreamsSection() {
         Where the model proxy sends each agent type's requests; set in the server's config.json (
         <code>modelUpstreams</code>).
       </p>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {list === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={list === null} />
       {list?.model_upstreams.length === 0 && (
         <p className="muted">None is configured: agents reach no model through Deckhand.</p>
       )}

@@ -1,6 +1,7 @@
 import { ServerPath, serverPath } from "@deckhand/wire";
 import { useState } from "react";
 import { apiText, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 
 /**
  * A provider's diagnostic (resolved command, version output, last probe error), fetched when
@@ -31,12 +32,7 @@ export function ProviderDiagnostic({ providerId, label }: { providerId: string; 
       <summary>
         Diagnostic<span className="visually-hidden"> of {label}</span>
       </summary>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      {text === null && !error && <p className="muted">Loading…</p>}
+      <LoadState error={error} loading={text === null} />
       {text !== null && <pre className="diagnostic-output">{text}</pre>}
     </details>
   );
