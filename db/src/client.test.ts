@@ -158,6 +158,27 @@ describe.each(backends)("database on %s", (kind) => {
 });
 
 describe("embedded database", () => {
+  it("starts each in-memory database migrated, empty and its own, even while another is open", async () => {
+    const first = await createDb({ dataDir: "memory://" });
+    const second = await createDb({ dataDir: "memory://" });
+    try {
+      await first.db.insert(projects).values({ name: "only-first", repositoryPath: "/srv/a" });
+      expect(await second.db.select().from(projects)).toEqual([]);
+      await second.db.insert(projects).values({ name: "only-second", repositoryPath: "/srv/b" });
+      expect((await first.db.select().from(projects)).map((row) => row.name)).toEqual([
+        "only-first",
+      ]);
+      const applied = await second.query<{ count: number }>(
+        "select count(*)::int as count from drizzle.__drizzle_migrations",
+      );
+      const journal = await readdir(migrationsFolder);
+      expect(applied.rows[0]!.count).toBe(journal.filter((name) => name.endsWith(".sql")).length);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  }, 60_000);
+
   it("keeps its data in the data directory across restarts", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
     try {
