@@ -29,7 +29,7 @@ describe("ToolCallCard", () => {
     expect(html).toContain("70,000 of 90,000 bytes omitted from the middle");
   });
 
-  it("draws a read with its line window and the text behind a disclosure", () => {
+  it("draws a read with its line window and the text", () => {
     const html = render({
       tool_call_id: "call-2",
       kind: "read",
@@ -39,8 +39,7 @@ describe("ToolCallCard", () => {
       output: { content: "export {};\n", offset: 11, lines: 20, total_lines: 300 },
     });
     expect(html).toContain("lines 11–30 of 300");
-    expect(html).toContain("<summary>File content</summary>");
-    expect(html).toContain("export {};");
+    expect(html).toContain('<pre class="output">export {};');
   });
 
   it("draws a search with its query, scope and matches", () => {

@@ -83,7 +83,7 @@ function CommandBody({ content }: { content: ToolCallPartContent }) {
   );
 }
 
-/** A file read: which lines of how many, and the text itself. */
+/** A file read: which lines of how many, and the text itself (scrolling past 20 rem). */
 function ReadBody({ content }: { content: ToolCallPartContent }) {
   const text = asText(field(content.output, "content") ?? content.content);
   const offset = field(content.output, "offset");
@@ -96,12 +96,7 @@ function ReadBody({ content }: { content: ToolCallPartContent }) {
   return (
     <div className="tool-body">
       {range !== undefined && <p className="muted">{range}</p>}
-      {text !== undefined && (
-        <details>
-          <summary>File content</summary>
-          <pre className="output">{text}</pre>
-        </details>
-      )}
+      {text !== undefined && <pre className="output">{text}</pre>}
     </div>
   );
 }
