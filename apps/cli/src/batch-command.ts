@@ -19,6 +19,7 @@ import type { CodeHost, Workspace } from "@deckhand/batches";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { WireEnv, WirePath } from "@deckhand/wire";
 import { batchRunUsage } from "./batch-run-arguments.ts";
+import { unreadableFileReason } from "./unreadable-file.ts";
 import { UsageError } from "./usage-error.ts";
 
 export interface BatchCommandIo {
@@ -105,14 +106,11 @@ function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof pars
   try {
     text = readFileSync(absolute, "utf8");
   } catch (error) {
-    const code = errnoCode(error);
-    const reason =
-      code === "ENOENT"
-        ? "no such file"
-        : code === "EISDIR"
-          ? "it is a directory"
-          : (errorMessage(error) ?? String(error));
-    throw new BatchSpecError("unreadable_spec", `cannot read ${path}: ${reason}`, { cause: error });
+    throw new BatchSpecError(
+      "unreadable_spec",
+      `cannot read ${path}: ${unreadableFileReason(error)}`,
+      { cause: error },
+    );
   }
   return parseBatchSpec(text, { file: path, specDirectory: dirname(absolute) });
 }

@@ -2,7 +2,7 @@
 // API (the one named by --server, or one started in this process), the run's stream is followed
 // to its end and shown; the work itself is @deckhand/batches', behind the server.
 import { readFileSync } from "node:fs";
-import { errnoCode, errorMessage } from "@deckhand/errors";
+import { errorMessage } from "@deckhand/errors";
 import type { BatchRun, BatchRunAction, CreateBatchRunRequest } from "@deckhand/wire";
 import {
   type BatchRunArguments,
@@ -18,6 +18,7 @@ import {
   EmbeddedServerConfigError,
   startEmbeddedServer,
 } from "./embedded-server.ts";
+import { unreadableFileReason } from "./unreadable-file.ts";
 
 export type StopSignal = "SIGINT" | "SIGTERM";
 
@@ -55,14 +56,7 @@ function readSpec(parsed: BatchRunArguments): string {
   try {
     return readFileSync(parsed.specFile, "utf8");
   } catch (error) {
-    const code = errnoCode(error);
-    const reason =
-      code === "ENOENT"
-        ? "no such file"
-        : code === "EISDIR"
-          ? "it is a directory"
-          : (errorMessage(error) ?? String(error));
-    throw new CommandError(`cannot read ${parsed.specPath}: ${reason}`);
+    throw new CommandError(`cannot read ${parsed.specPath}: ${unreadableFileReason(error)}`);
   }
 }
 
