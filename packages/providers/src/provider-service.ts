@@ -32,7 +32,7 @@ import { applyMergePatch } from "./merge-patch.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
 import { ProvidersError } from "./providers-error.ts";
 import type { ModelProxyContext } from "./registry.ts";
-import { resolveExecutable } from "./resolve-executable.ts";
+import { resolveExecutable } from "@deckhand/sandbox";
 
 export type LogFields = Record<string, unknown>;
 

@@ -121,4 +121,6 @@ export {
   type SpawnedService,
   spawnService,
 } from "./process/spawn-service.ts";
+// Whether bubblewrap sandboxes work here (an error in CI, where they must).
+export { type SandboxTestSetup, sandboxTestSetup } from "./sandbox/sandbox-test-setup.ts";
 export { SessionStreamClient } from "./session-stream/session-stream-client.ts";

@@ -1,0 +1,293 @@
+// The one way Deckhand starts a process for an agent or a step: an environment the policy has
+// been applied to, and, where bubblewrap works, a sandbox in which the process sees its own
+// processes only, writes only where its profile says, never sees Deckhand's data or the user's
+// credentials, and reaches the network only as its profile allows.
+import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type AgentEnvironmentPolicy,
+  agentEnvironment,
+  agentEnvironmentPolicy,
+} from "@deckhand/secrets";
+import { bubblewrapArguments, type SandboxBind, type SandboxView } from "./bubblewrap-arguments.ts";
+import type { SandboxCapability } from "./detect-sandbox.ts";
+import { worktreeGitDirectories } from "./git-directories.ts";
+import { defaultHiddenPaths, existingHiddenPaths } from "./hidden-paths.ts";
+import {
+  FORWARDER_SOURCE,
+  type ForwarderConfig,
+  INNER_SOCKET_DIRECTORY,
+} from "./network-forwarder.ts";
+import { type ModelProxyEndpoint, SandboxEndpoints } from "./sandbox-endpoints.ts";
+import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from "./sandbox-settings.ts";
+import { attachSlirpNetwork } from "./slirp-network.ts";
+
+/** What confined a process: bubblewrap, or nothing but the environment policy. */
+export type SandboxKind = "bubblewrap" | "none";
+
+/** What a process may reach over the network. */
+export interface NetworkAccess {
+  /** The internet, never the machine's loopback services (batch `run:` steps). */
+  internet: boolean;
+  /** The model proxy, on the sandbox's loopback at the port the server listens on. */
+  modelProxy: boolean;
+  /** Hosts reachable through the sandbox's HTTP proxy besides the configured `allowHosts`. */
+  allowHosts?: readonly string[];
+}
+
+/** Where a process may write and what it may reach. */
+export interface LaunchProfile {
+  /** Writable directories: the worktree or workspace, the agent's state; made when missing. */
+  writable: readonly string[];
+  /** Shown read-only even where a hidden path holds them (a repository's git directory). */
+  readable?: readonly string[];
+  network: NetworkAccess;
+}
+
+export interface LaunchRequest {
+  executable: string;
+  args: readonly string[];
+  cwd: string;
+  /**
+   * The process's environment, usually `inheritedEnvironment()` with the caller's variables on
+   * top. Deckhand's own secrets are removed from it again here, by name and by value.
+   */
+  environment: Readonly<Record<string, string>>;
+  /** Set after the policy: the only credentials a process is given (its scoped model token). */
+  grants?: Readonly<Record<string, string>>;
+  profile: LaunchProfile;
+  /** stdin, stdout, stderr and any further descriptors, as `child_process.spawn` takes them. */
+  stdio?: readonly ("pipe" | "ignore" | "inherit")[];
+  /** Its own process group, so a group signal reaches everything it started. */
+  detached?: boolean;
+}
+
+/** Something to tell an operator once (a sandbox that could not be set up for one process). */
+export type LaunchWarning = (message: string, error: unknown) => void;
+
+export interface ProcessLauncherOptions {
+  capability: SandboxCapability;
+  settings?: SandboxSettings;
+  policy?: AgentEnvironmentPolicy;
+  /** What processes inherit before the policy; this process's environment by default. */
+  sourceEnvironment?: Readonly<Record<string, string | undefined>>;
+  /** Deckhand's own places no sandboxed process sees (the data directory, config files). */
+  hidden?: readonly string[];
+  /** The user's home, for the built-in list of credential paths. */
+  home?: string;
+  modelProxy?: ModelProxyEndpoint | null;
+  /** The Node.js that runs the network forwarder inside sandboxes; this one by default. */
+  nodeExecutable?: string;
+  onWarning?: LaunchWarning;
+}
+
+/** How long slirp4netns may take to give a sandbox its network on a busy machine. */
+const NETWORK_TIMEOUT_MS = 30_000;
+
+export class ProcessLauncher {
+  readonly #capability: SandboxCapability;
+  readonly #settings: SandboxSettings;
+  readonly #policy: AgentEnvironmentPolicy;
+  readonly #source: Readonly<Record<string, string | undefined>>;
+  readonly #hidden: readonly string[];
+  readonly #endpoints: SandboxEndpoints;
+  readonly #node: string;
+  readonly #onWarning: LaunchWarning;
+
+  constructor(options: ProcessLauncherOptions) {
+    this.#capability = options.capability;
+    this.#settings = options.settings ?? DEFAULT_SANDBOX_SETTINGS;
+    this.#policy = options.policy ?? agentEnvironmentPolicy();
+    this.#source = options.sourceEnvironment ?? process.env;
+    this.#hidden = [
+      ...(options.hidden ?? []),
+      ...this.#settings.hide,
+      ...defaultHiddenPaths(options.home),
+    ];
+    this.#endpoints = new SandboxEndpoints({
+      modelProxy: options.modelProxy ?? null,
+      allowHosts: this.#settings.allowHosts,
+    });
+    this.#node = options.nodeExecutable ?? process.execPath;
+    this.#onWarning = options.onWarning ?? (() => {});
+  }
+
+  /**
+   * A launcher that confines nothing and applies the default environment policy: what a package
+   * used on its own starts its processes with. Deckhand's apps give theirs a sandbox.
+   */
+  static unconfined(policy?: AgentEnvironmentPolicy): ProcessLauncher {
+    return new ProcessLauncher({
+      capability: { kind: "none", reason: "no sandbox was configured for this launcher" },
+      ...(policy ? { policy } : {}),
+    });
+  }
+
+  get sandbox(): SandboxKind {
+    return this.#capability.kind;
+  }
+
+  /** Why processes run unconfined, or null when they are sandboxed. */
+  get unconfinedReason(): string | null {
+    return this.#capability.kind === "none" ? this.#capability.reason : null;
+  }
+
+  /** The environment policy every launch applies. */
+  get policy(): AgentEnvironmentPolicy {
+    return this.#policy;
+  }
+
+  /** What a process inherits of the server's environment once the policy is applied. */
+  inheritedEnvironment(): Record<string, string> {
+    return agentEnvironment(this.#policy, this.#source);
+  }
+
+  /** `environment` without Deckhand's secrets (by name or by value), then the grants on top. */
+  #environment(request: LaunchRequest): Record<string, string> {
+    const environment: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.environment)) {
+      if (this.#policy.secretNames.has(name)) continue;
+      if (this.#policy.secretValues.some((secret) => value.includes(secret))) continue;
+      environment[name] = value;
+    }
+    return { ...environment, ...request.grants };
+  }
+
+  spawn(request: LaunchRequest): ChildProcess {
+    const environment = this.#environment(request);
+    const stdio = [...(request.stdio ?? ["pipe", "pipe", "pipe"])];
+    if (this.#capability.kind === "none") {
+      return spawn(request.executable, [...request.args], {
+        cwd: request.cwd,
+        env: environment,
+        stdio,
+        detached: request.detached ?? false,
+      });
+    }
+    return this.#spawnSandboxed(request, environment, stdio, this.#capability);
+  }
+
+  #spawnSandboxed(
+    request: LaunchRequest,
+    environment: Record<string, string>,
+    stdio: ("pipe" | "ignore" | "inherit")[],
+    capability: Extract<SandboxCapability, { kind: "bubblewrap" }>,
+  ): ChildProcess {
+    const { network } = request.profile;
+    for (const path of request.profile.writable) {
+      if (!existsSync(path)) mkdirSync(path, { recursive: true });
+    }
+    const binds: SandboxBind[] = [];
+    const listen: ForwarderConfig["listen"] = [];
+    const proxyPort = this.#endpoints.modelProxyPort;
+    const modelSocket = network.modelProxy ? this.#endpoints.modelProxySocket() : null;
+    const slirp = network.internet ? capability.slirp4netns : null;
+    // Without slirp4netns a sandbox with the internet shares the machine's network, and reaches
+    // the model proxy on loopback as it is.
+    const isolated = !network.internet || slirp !== null;
+    if (isolated && modelSocket !== null && proxyPort !== null) {
+      const inner = join(INNER_SOCKET_DIRECTORY, "model-proxy.sock");
+      binds.push({ outer: modelSocket, inner, writable: true });
+      listen.push({ port: proxyPort, socket: inner });
+    }
+    const egress = network.internet ? null : this.#endpoints.egressSocket(network.allowHosts);
+    if (egress !== null) {
+      const inner = join(INNER_SOCKET_DIRECTORY, "egress.sock");
+      const port = egressPort(proxyPort);
+      binds.push({ outer: egress, inner, writable: true });
+      listen.push({ port, socket: inner });
+      const proxyUrl = `http://127.0.0.1:${port}`;
+      for (const name of ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"]) {
+        environment[name] = proxyUrl;
+      }
+      environment.NO_PROXY = environment.no_proxy = "127.0.0.1,localhost,::1";
+    }
+    if (slirp !== null) {
+      binds.push({
+        outer: this.#endpoints.resolvConf(),
+        inner: "/etc/resolv.conf",
+        writable: false,
+      });
+    }
+    const hidden = existingHiddenPaths(this.#hidden);
+    const extraFds = stdio.length - 3;
+    const infoFd = slirp !== null ? stdio.length : undefined;
+    const blockFd = slirp !== null ? stdio.length + 1 : undefined;
+    const view: SandboxView = {
+      writable: request.profile.writable,
+      readable: [
+        ...(request.profile.readable ?? []),
+        ...request.profile.writable.flatMap(worktreeGitDirectories),
+      ],
+      hiddenDirectories: hidden.directories,
+      hiddenFiles: hidden.files,
+      emptyFile: this.#endpoints.emptyFile(),
+      protectedPaths: request.profile.writable
+        .map((path) => join(path, ".git"))
+        .filter((path) => existsSync(path)),
+      binds,
+      network: isolated ? "isolated" : "host",
+      cwd: request.cwd,
+      ...(infoFd !== undefined ? { infoFd } : {}),
+      ...(blockFd !== undefined ? { blockFd } : {}),
+    };
+    const command =
+      listen.length === 0
+        ? [request.executable, ...request.args]
+        : [
+            this.#node,
+            "-e",
+            FORWARDER_SOURCE,
+            JSON.stringify({
+              listen,
+              extraFds,
+              nodeOptions: environment.NODE_OPTIONS ?? null,
+            } satisfies ForwarderConfig),
+            request.executable,
+            ...request.args,
+          ];
+    if (listen.length > 0) delete environment.NODE_OPTIONS;
+    const options: SpawnOptions = {
+      cwd: request.cwd,
+      env: environment,
+      stdio: slirp !== null ? [...stdio, "pipe", "pipe"] : stdio,
+      detached: request.detached ?? false,
+    };
+    const child = spawn(
+      capability.bubblewrap,
+      [...bubblewrapArguments(view), "--", ...command],
+      options,
+    );
+    if (slirp !== null) this.#attachNetwork(child, slirp, infoFd!, blockFd!);
+    return child;
+  }
+
+  #attachNetwork(child: ChildProcess, slirp4netns: string, infoFd: number, blockFd: number): void {
+    if (child.pid === undefined) return;
+    attachSlirpNetwork(child, {
+      slirp4netns,
+      infoFd,
+      blockFd,
+      timeoutMs: NETWORK_TIMEOUT_MS,
+    }).catch((error: unknown) => {
+      // The command never ran: stop the sandbox waiting for its network.
+      this.#onWarning("a sandbox's network could not be set up; its process was stopped", error);
+      try {
+        process.kill(child.pid!, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    });
+  }
+
+  /** Stops the sockets sandboxes reach the model proxy and allowed hosts through. */
+  close(): Promise<void> {
+    return this.#endpoints.close();
+  }
+}
+
+/** The sandbox's HTTP proxy port: any port but the model proxy's, on the sandbox's own loopback. */
+function egressPort(modelProxyPort: number | null): number {
+  return modelProxyPort === 3128 ? 3129 : 3128;
+}

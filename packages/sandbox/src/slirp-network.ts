@@ -1,0 +1,118 @@
+// The internet for a sandbox, without the machine's loopback services: slirp4netns gives the
+// sandbox's own network namespace a user-mode TCP/IP stack (as rootless Podman does), and
+// `--disable-host-loopback` keeps 10.0.2.2 from reaching the host's 127.0.0.1, so a step cannot
+// drive the Deckhand server or a database listening on loopback.
+import { type ChildProcess, spawn } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import { SandboxError } from "./sandbox-error.ts";
+
+/** The address slirp4netns answers DNS on; the sandbox's resolv.conf names it. */
+export const SLIRP_NAMESERVER = "10.0.2.3";
+
+export interface SlirpAttachOptions {
+  slirp4netns: string;
+  /** The descriptor (of `child`'s stdio) bubblewrap writes `{"child-pid": N}` to. */
+  infoFd: number;
+  /** The descriptor bubblewrap waits on before it runs the command. */
+  blockFd: number;
+  timeoutMs: number;
+}
+
+export interface SlirpNetwork {
+  /** Stops slirp4netns; the sandbox's network goes with it. */
+  stop(): void;
+}
+
+function readChildPid(info: Readable, timeoutMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const timer = setTimeout(
+      () => fail(`bubblewrap did not report its child within ${timeoutMs} ms`),
+      timeoutMs,
+    );
+    const fail = (message: string) => {
+      clearTimeout(timer);
+      info.off("data", onData);
+      reject(new SandboxError("network_failed", message));
+    };
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (match === null) return;
+      clearTimeout(timer);
+      info.off("data", onData);
+      info.resume();
+      resolve(Number(match[1]));
+    };
+    info.on("data", onData);
+    info.once("end", () => fail("bubblewrap exited before it reported its child"));
+  });
+}
+
+function waitReady(slirp: ChildProcess, timeoutMs: number): Promise<void> {
+  const ready = slirp.stdio[3] as Readable;
+  let stderr = "";
+  slirp.stderr?.on("data", (chunk: Buffer) => {
+    if (stderr.length < 2_000) stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(`it was not ready within ${timeoutMs} ms`), timeoutMs);
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      reject(new SandboxError("network_failed", `slirp4netns failed: ${why}`));
+    };
+    ready.once("data", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    slirp.once("error", (error) => fail(error.message));
+    slirp.once("exit", (code) =>
+      fail(stderr.trim() || `it exited with code ${code} before it was ready`),
+    );
+  });
+}
+
+/**
+ * Gives the sandbox `child` (started with `--unshare-net --info-fd --block-fd`) its network, then
+ * lets it run. Throws SandboxError `network_failed` (the caller stops the sandbox, which never ran
+ * its command).
+ */
+export async function attachSlirpNetwork(
+  child: ChildProcess,
+  options: SlirpAttachOptions,
+): Promise<SlirpNetwork> {
+  const pid = await readChildPid(child.stdio[options.infoFd] as Readable, options.timeoutMs);
+  const slirp = spawn(
+    options.slirp4netns,
+    [
+      "--configure",
+      "--mtu=65520",
+      "--disable-host-loopback",
+      "--ready-fd=3",
+      // Closed when this process goes, however it goes, so slirp4netns never outlives it.
+      "--exit-fd=4",
+      String(pid),
+      "tap0",
+    ],
+    { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] },
+  );
+  const exitPipe = slirp.stdio[4] as Writable;
+  exitPipe.on("error", () => {});
+  const stop = () => {
+    exitPipe.destroy();
+    if (slirp.exitCode === null && slirp.signalCode === null) slirp.kill("SIGKILL");
+  };
+  try {
+    await waitReady(slirp, options.timeoutMs);
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  slirp.removeAllListeners("exit");
+  slirp.on("error", () => {});
+  const block = child.stdio[options.blockFd] as Writable;
+  block.on("error", () => {});
+  block.end("1");
+  child.once("exit", stop);
+  return { stop };
+}
