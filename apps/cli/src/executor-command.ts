@@ -17,6 +17,7 @@ import {
 import { createDb, type DbHandle } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
 import { batchJobModelProviderAccess, DbModelTokenStore } from "@deckhand/model-proxy";
+import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
 import { agentEnvironmentPolicy, redactSecrets, rememberSecrets } from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import pino from "pino";
@@ -288,6 +289,7 @@ export async function runExecutorCommand(
   );
 
   let database: DbHandle | null = null;
+  let launcher: ProcessLauncher | null = null;
   let worker: BatchWorker;
   try {
     await mkdir(settings.dataDir, { recursive: true });
@@ -296,12 +298,30 @@ export async function runExecutorCommand(
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
     });
+    // Local steps and hooks start through the same launcher as on the server: the environment
+    // policy and, where bubblewrap works, its sandbox (no view of this process or its secrets).
+    const capability = await detectSandbox(config.sandbox.mode);
+    if (capability.kind === "none" && config.sandbox.mode === "auto") {
+      logger.warn(
+        { sandbox: "none", reason: capability.reason },
+        "local batch steps run UNSANDBOXED, as this executor's user; see docs/operations/security.md",
+      );
+    }
+    launcher = new ProcessLauncher({
+      capability,
+      settings: config.sandbox,
+      policy,
+      sourceEnvironment: io.environment,
+      hidden: [settings.dataDir],
+      onWarning: (message, error) => logger.warn({ err: error }, message),
+    });
     const service = createBatchRunService({
       database,
       dataDir: settings.dataDir,
       codeHosts: () => config.codeHosts,
       environmentPolicy: policy,
       outerEnvironment: io.environment,
+      launcher,
       codingAgent: config.codingAgent,
       ...(settings.serverUrl !== null
         ? {
@@ -338,6 +358,7 @@ export async function runExecutorCommand(
     if (config.codeHostConnections.length > 0) await service.publishing?.scheduleTracking();
   } catch (error) {
     forget();
+    await launcher?.close().catch(() => {});
     await database?.close().catch(() => {});
     logger.error({ err: error }, "the executor could not start");
     logger.flush();
@@ -358,6 +379,7 @@ export async function runExecutorCommand(
   );
   const running = worker;
   const handle = database;
+  const processLauncher = launcher;
   return new Promise<number>((resolveExit) => {
     const stop = () => {
       process.off("SIGTERM", stop);
@@ -368,6 +390,7 @@ export async function runExecutorCommand(
       );
       running
         .stop()
+        .then(() => processLauncher?.close())
         .then(() => handle.close())
         .then(
           () => {

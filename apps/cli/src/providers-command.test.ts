@@ -108,6 +108,7 @@ const snapshot: ProvidersSnapshot = {
     }),
   ],
   diagnostics: [{ file: "/data/providers.json", field: "providers.x", message: "entry ignored" }],
+  sandbox: { kind: "bubblewrap", reason: null },
 };
 
 describe("deckhand providers", () => {
@@ -172,7 +173,11 @@ describe("deckhand providers", () => {
 
   it("adds a custom ACP agent with If-Match, then probes it", async () => {
     const server = fakeServer(
-      { providers: [entry("mine", { builtin: false })], diagnostics: [] },
+      {
+        providers: [entry("mine", { builtin: false })],
+        diagnostics: [],
+        sandbox: { kind: "bubblewrap", reason: null },
+      },
       // Not there before the patch; the refresh after it shows it.
       {
         "GET /snapshot": () =>

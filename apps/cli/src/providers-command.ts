@@ -248,6 +248,11 @@ function printSnapshot(
   }
   io.stdout.write(`${pad("ID", 12)}${pad("STATUS", 14)}${pad("VERSION", 12)}LABEL\n`);
   for (const entry of snapshot.providers) io.stdout.write(`${formatEntry(entry)}\n`);
+  io.stdout.write(
+    snapshot.sandbox.kind === "none"
+      ? `\nsandbox: none (${snapshot.sandbox.reason ?? "not configured"}); agents run as the server's user\n`
+      : `\nsandbox: ${snapshot.sandbox.kind}\n`,
+  );
   io.stderr.write(formatDiagnostics(snapshot.diagnostics));
   return 0;
 }

@@ -6,6 +6,11 @@ import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/co
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import {
+  type SandboxSettings,
+  SandboxSettingsFileSchema,
+  sandboxSettings,
+} from "@deckhand/sandbox";
+import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
   WireEnv,
@@ -99,6 +104,11 @@ export interface ServerConfig {
   modelProxyRateLimit: { burst: number; perSecond: number } | false | null;
   /** Start a local workspace agent for the projects on this machine. */
   workspaceAgent: boolean;
+  /**
+   * How agents, their commands, local steps, hooks and probes are confined (see
+   * docs/operations/security.md): bubblewrap where it works by default.
+   */
+  sandbox: SandboxSettings;
   /** The largest request body `/api` and the local workspace agent accept (413 beyond it). */
   maxRequestBodyBytes: number;
   logLevel: ServerLogLevel;
@@ -199,6 +209,11 @@ export const ServerConfigFileSchema = z.strictObject({
    * `{"versions": {"codex": "0.169.0"}, "models": {"codex": "gpt-5.5"}}`.
    */
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
+  /**
+   * `"auto"` (bubblewrap where it works), `"bubblewrap"` or `"none"`, or `{"mode", "allowHosts",
+   * "stepNetwork", "hide"}` (docs/operations/security.md).
+   */
+  sandbox: SandboxSettingsFileSchema.optional(),
 });
 export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
@@ -397,6 +412,7 @@ export function resolveServerConfig(
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
+    sandbox: sandboxSettings(file.sandbox),
     maxRequestBodyBytes: file.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     logLevel: input.logLevel ?? envLogLevel ?? file.logLevel ?? "info",
     webDir: fromEnv(WEB_DIR_ENV)

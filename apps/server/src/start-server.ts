@@ -23,6 +23,7 @@ import {
   leaseModelProxy,
 } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
+import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
 import {
   agentEnvironment,
   agentEnvironmentPolicy,
@@ -48,6 +49,7 @@ import {
   type SessionEvent,
   type StoredBatchRunEvent,
   WireHeader,
+  WirePath,
   WireSubprotocol,
 } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
@@ -195,6 +197,38 @@ export async function startServer(
     cleanups.push(() => database.close());
     logger.info({ kind: database.kind }, "database ready (migrations applied)");
 
+    // One launcher for every process started for an agent or a step: the environment policy
+    // and, where bubblewrap works, the sandbox. A server without one says so once, here.
+    const capability = await detectSandbox(config.sandbox.mode);
+    if (capability.kind === "none" && config.sandbox.mode === "auto") {
+      logger.warn(
+        { sandbox: "none", reason: capability.reason },
+        "agents, their commands and local batch steps run UNSANDBOXED, as this server's user: they can read what this user can; see docs/operations/security.md",
+      );
+    } else if (capability.kind === "bubblewrap" && capability.internetFallback !== null) {
+      logger.warn({ reason: capability.internetFallback }, "sandboxed steps share the network");
+    }
+    let appFetch: ((request: Request) => Response | Promise<Response>) | null = null;
+    let serverPort: number | null = null;
+    const launcher = new ProcessLauncher({
+      capability,
+      settings: config.sandbox,
+      policy: agentPolicy,
+      sourceEnvironment: process.env,
+      hidden: [config.dataDir, config.providersConfigPath],
+      // Sandboxed agents reach the model proxy through a socket that serves nothing else.
+      modelProxy: {
+        pathPrefix: WirePath.modelProvider,
+        port: () => serverPort,
+        fetch: (request) => {
+          if (appFetch === null) return new Response("the server is starting", { status: 503 });
+          return appFetch(request);
+        },
+      },
+      onWarning: (message, error) => logger.warn({ err: error }, message),
+    });
+    cleanups.push(() => launcher.close());
+
     const workspacesRoot = join(config.dataDir, "workspaces");
     await mkdir(workspacesRoot, { recursive: true });
     let agent: RunningAgent | null = null;
@@ -216,7 +250,11 @@ export async function startServer(
           logLevel: config.logLevel,
           maxRequestBodyBytes: config.maxRequestBodyBytes,
         },
-        { logger: logger.child({ component: "workspace-agent" }), environment: agentEnv },
+        {
+          logger: logger.child({ component: "workspace-agent" }),
+          environment: agentEnv,
+          launcher,
+        },
       );
       const started = agent;
       cleanups.push(() => started.close());
@@ -251,6 +289,7 @@ export async function startServer(
       codeHosts: () => config.codeHosts,
       environmentPolicy: agentPolicy,
       outerEnvironment: process.env,
+      launcher,
       containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
@@ -312,6 +351,7 @@ export async function startServer(
       withheldEnv: config.withheldEnv,
       env: agentEnv,
       agentEnvironment: agentPolicy,
+      launcher,
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {
@@ -363,6 +403,7 @@ export async function startServer(
           permissionMemory: new DbPermissionMemory(database.db),
           dataDir: config.dataDir,
           agentEnvironment: agentEnv,
+          launcher,
           ...(config.nativeModel ? { nativeModel: config.nativeModel } : {}),
         }),
       logger,
@@ -462,6 +503,8 @@ export async function startServer(
     });
     cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
     serverUrl = url;
+    serverPort = port;
+    appFetch = (request) => app.fetch(request);
     listening(url);
 
     // The worker starts once the server listens: agent turns reach the model proxy through it.
@@ -565,6 +608,7 @@ export async function startServer(
         await runHub.stop();
         // 4. The workspace agent (whatever processes it still runs), then the database.
         await agent?.close();
+        await launcher.close();
         await database.close();
         logger.info("stopped");
         logger.flush?.();

@@ -7,6 +7,11 @@ import { join } from "node:path";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import {
+  type SandboxSettings,
+  SandboxSettingsFileSchema,
+  sandboxSettings,
+} from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
 import { z } from "zod";
@@ -87,6 +92,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         workDirectory: join(dataDir, "workspaces", "hooks"),
         environmentPolicy: options.environmentPolicy,
         outerEnvironment,
+        ...(options.launcher ? { launcher: options.launcher } : {}),
         ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
         codingAgent: codingAgentOptions(options.codingAgent, undefined),
       }),
@@ -212,6 +218,7 @@ const ExecutorConfigFileSchema = z.object({
   codeHostConnections: CodeHostConnectionsSchema.optional(),
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
+  sandbox: SandboxSettingsFileSchema.optional(),
 });
 
 export interface ExecutorConfig {
@@ -232,6 +239,8 @@ export interface ExecutorConfig {
   changesetTrackingIntervalMs: number;
   /** `codingAgent`: agent versions, models and install source (the server's). */
   codingAgent: BatchCodingAgentOptions;
+  /** `sandbox`: how local steps and hooks are confined (the server's setting). */
+  sandbox: SandboxSettings;
 }
 
 /**
@@ -254,6 +263,7 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         codeHostConnections: [],
         changesetTrackingIntervalMs: DEFAULT_TRACKING_INTERVAL_MS,
         codingAgent: {},
+        sandbox: sandboxSettings(undefined),
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -291,6 +301,7 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
     changesetTrackingIntervalMs:
       (file.changesetTracking?.intervalSeconds ?? DEFAULT_TRACKING_INTERVAL_MS / 1_000) * 1_000,
     codingAgent: file.codingAgent ?? {},
+    sandbox: sandboxSettings(file.sandbox),
   };
 }
 

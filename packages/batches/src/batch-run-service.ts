@@ -28,6 +28,7 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
   BatchChangeset,
@@ -110,6 +111,8 @@ export interface BatchRunServiceOptions {
   /** What of the outer environment steps inherit (Deckhand's secrets never). */
   environmentPolicy?: AgentEnvironmentPolicy;
   outerEnvironment?: Readonly<Record<string, string | undefined>>;
+  /** Starts local steps: the process's environment policy and sandbox (unconfined without one). */
+  launcher?: ProcessLauncher;
   /**
    * The container runtime for container steps (null for none). When absent it is detected once,
    * at the first job that needs one, with `containerDetection` (e.g. `restrictedHost` for Podman
@@ -322,6 +325,7 @@ export class BatchRunService {
             ...(this.#options.outerEnvironment
               ? { outerEnvironment: this.#options.outerEnvironment }
               : {}),
+            ...(this.#options.launcher ? { launcher: this.#options.launcher } : {}),
           }),
     );
     return {
@@ -1150,6 +1154,7 @@ export class BatchRunService {
         ...(this.#options.outerEnvironment
           ? { outerEnvironment: this.#options.outerEnvironment }
           : {}),
+        ...(this.#options.launcher ? { launcher: this.#options.launcher } : {}),
         ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
         cache: this.#cache,
         clearCache: options.clear_cache ?? false,

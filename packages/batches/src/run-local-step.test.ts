@@ -2,11 +2,13 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ProcessLauncher } from "@deckhand/sandbox";
 import { afterEach, describe, expect, it } from "vitest";
 import { runLocalStep } from "./run-local-step.ts";
 import { temporaryDirectory } from "./test-fixtures.ts";
 
 const moduleUrl = new URL("./run-local-step.ts", import.meta.url).href;
+const sandboxUrl = new URL("../../sandbox/src/index.ts", import.meta.url).href;
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 afterEach(() => scratch?.remove());
@@ -42,6 +44,8 @@ describe("runLocalStep", () => {
       script: 'echo "$0 in $(basename "$PWD")"; exit 3',
       cwd: scratch.path,
       env: { PATH: process.env.PATH ?? "" },
+      launcher: ProcessLauncher.unconfined(),
+      profile: { writable: [scratch.path], network: { internet: true, modelProxy: false } },
       signal: new AbortController().signal,
       onOutput: (stream, data) => {
         if (stream === "stdout") stdout += data.toString("utf8");
@@ -62,8 +66,11 @@ describe("runLocalStep", () => {
     writeFileSync(
       runner,
       `import { runLocalStep } from ${JSON.stringify(moduleUrl)};
+import { ProcessLauncher } from ${JSON.stringify(sandboxUrl)};
 await runLocalStep({ script: ${JSON.stringify(script)}, cwd: ${JSON.stringify(scratch.path)},
-  env: { PATH: process.env.PATH }, signal: new AbortController().signal, onOutput() {} });`,
+  env: { PATH: process.env.PATH }, launcher: ProcessLauncher.unconfined(),
+  profile: { writable: [${JSON.stringify(scratch.path)}], network: { internet: true, modelProxy: false } },
+  signal: new AbortController().signal, onOutput() {} });`,
     );
     const child = spawn(process.execPath, ["--conditions=source", runner], { stdio: "ignore" });
     await waitFor(

@@ -1,14 +1,18 @@
-// Runs a step's script on this machine with `sh`, in its own process group, so a timeout or an
-// abort kills everything the script started, not only the shell; and so the step dies with the
-// process that runs it, even one killed with SIGKILL, instead of working on as an orphan.
-import { spawn } from "node:child_process";
+// Runs a step's script on this machine with `sh`, through the one launcher (its environment
+// policy and sandbox), in its own process group, so a timeout or an abort kills everything the
+// script started, not only the shell; and so the step dies with the process that runs it, even
+// one killed with SIGKILL, instead of working on as an orphan.
 import type { Readable } from "node:stream";
 import { errnoCode } from "@deckhand/errors";
+import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 
 export interface LocalStepOptions {
   script: string;
   cwd: string;
   env: Readonly<Record<string, string>>;
+  launcher: ProcessLauncher;
+  /** Where the step may write (its checkout) and what it may reach. */
+  profile: LaunchProfile;
   signal: AbortSignal;
   onOutput: (stream: "stdout" | "stderr", data: Buffer) => void;
 }
@@ -43,9 +47,12 @@ export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult
       resolve({ exitCode: null });
       return;
     }
-    const child = spawn("sh", ["-c", WATCHED, "sh", options.script], {
+    const child = options.launcher.spawn({
+      executable: "sh",
+      args: ["-c", WATCHED, "sh", options.script],
       cwd: options.cwd,
-      env: options.env,
+      environment: options.env,
+      profile: options.profile,
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe"],
     });

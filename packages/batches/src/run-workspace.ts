@@ -31,9 +31,9 @@ import {
 } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
 import { HeadTailBuffer } from "@deckhand/headtail";
+import { ProcessLauncher } from "@deckhand/sandbox";
 import {
   type AgentEnvironmentPolicy,
-  agentEnvironment,
   agentEnvironmentPolicy,
   looksLikeSecretName,
   redactEnv,
@@ -111,6 +111,11 @@ export interface RunWorkspaceOptions {
   environmentPolicy?: AgentEnvironmentPolicy;
   /** The environment steps start from (before the policy); default this process's. */
   outerEnvironment?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Starts local steps: its environment policy and sandbox. Without one, steps run unconfined
+   * with `environmentPolicy` over `outerEnvironment`.
+   */
+  launcher?: ProcessLauncher;
   /** For the whole workspace; default 60 minutes. */
   timeoutMs?: number;
   cache: StepCache;
@@ -169,6 +174,20 @@ interface StepPlan {
   cacheKey: string;
 }
 
+/** The launcher a run's local steps start through: the given one, or an unconfined one. */
+function stepLauncher(
+  options: Pick<RunWorkspaceOptions, "launcher" | "environmentPolicy" | "outerEnvironment">,
+): ProcessLauncher {
+  return (
+    options.launcher ??
+    new ProcessLauncher({
+      capability: { kind: "none", reason: "no sandbox was configured for this run" },
+      policy: options.environmentPolicy ?? agentEnvironmentPolicy(),
+      sourceEnvironment: options.outerEnvironment ?? process.env,
+    })
+  );
+}
+
 /** How events name a workspace. */
 export function workspaceRef(workspace: Workspace): BatchWorkspaceRef {
   return {
@@ -202,12 +221,17 @@ async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]>
 export async function cachedStepCount(
   options: Pick<
     RunWorkspaceOptions,
-    "workspace" | "spec" | "specDirectory" | "environmentPolicy" | "outerEnvironment" | "cache"
+    | "workspace"
+    | "spec"
+    | "specDirectory"
+    | "environmentPolicy"
+    | "outerEnvironment"
+    | "launcher"
+    | "cache"
   >,
 ): Promise<number> {
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
-  const policy = options.environmentPolicy ?? agentEnvironmentPolicy();
-  const runnerEnv = agentEnvironment(policy, options.outerEnvironment ?? process.env);
+  const runnerEnv = stepLauncher(options).inheritedEnvironment();
   const plans = await planSteps(options, runnerEnv, specDirectory);
   for (let position = plans.length - 1; position >= 0; position -= 1) {
     if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
@@ -431,8 +455,9 @@ async function runSteps(
   const ref = workspaceRef(workspace);
   const emit = (event: BatchRunEvent) => options.onEvent?.(event);
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
-  const policy = options.environmentPolicy ?? agentEnvironmentPolicy();
-  const runnerEnv = agentEnvironment(policy, options.outerEnvironment ?? process.env);
+  const launcher = stepLauncher(options);
+  const policy = launcher.policy;
+  const runnerEnv = launcher.inheritedEnvironment();
   const timeoutMs = options.timeoutMs ?? DEFAULT_WORKSPACE_TIMEOUT_MS;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -654,6 +679,14 @@ async function runSteps(
           script,
           cwd: here.workspaceDirectory,
           env: { ...runnerEnv, ...env },
+          launcher,
+          profile: {
+            writable: [here.directory],
+            // Placed files live in this machine's temporary directory, which a sandbox replaces
+            // with its own: they are shown at their paths, read-only.
+            readable: [...files, ...mounts].map((placed) => placed.target),
+            network: launcher.stepNetwork({ modelProxy: step.codingAgent !== undefined }),
+          },
           signal,
           onOutput: (stream, data) => output.write(stream, data),
         });

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { homedir, constants as osConstants } from "node:os";
@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { HeadTailBuffer, type HeadTailOptions } from "@deckhand/headtail";
 import { describeZodError } from "@deckhand/http-kit";
+import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import {
   ChatIdSchema,
   type ProcessInfo,
@@ -34,6 +35,16 @@ export interface ProcessManagerOptions {
    */
   envHook?: (env: Environment) => Environment | Promise<Environment>;
   onWarning?: (message: string, details: Record<string, unknown>) => void;
+  /**
+   * Starts every process: the environment policy and the sandbox. Unconfined by default; the
+   * workspace agent gives it the one its process was configured with.
+   */
+  launcher?: ProcessLauncher;
+  /**
+   * Where a process started in `workdir` may write and what it may reach; by default `workdir`
+   * itself, with no network.
+   */
+  profile?: (workdir: string) => LaunchProfile;
   /** Most processes running at once; starting one more fails with `too_many_processes`. */
   maxRunning?: number;
   /**
@@ -226,6 +237,8 @@ export class ProcessManager {
   readonly #baseEnv: Record<string, string | undefined>;
   readonly #envHook: ProcessManagerOptions["envHook"];
   readonly #onWarning: ProcessManagerOptions["onWarning"];
+  readonly #launcher: ProcessLauncher;
+  readonly #profile: (workdir: string) => LaunchProfile;
   readonly #maxRunning: number;
   readonly #reapAfterMs: number;
   readonly #terminateGraceMs: number;
@@ -244,6 +257,10 @@ export class ProcessManager {
     this.#baseEnv = options.baseEnv ?? process.env;
     this.#envHook = options.envHook;
     this.#onWarning = options.onWarning;
+    this.#launcher = options.launcher ?? ProcessLauncher.unconfined();
+    this.#profile =
+      options.profile ??
+      ((workdir) => ({ writable: [workdir], network: { internet: false, modelProxy: false } }));
     this.#maxRunning = options.maxRunning ?? DEFAULTS.maxRunning;
     this.#reapAfterMs = options.reapAfterMs ?? DEFAULTS.reapAfterMs;
     this.#terminateGraceMs = options.terminateGraceMs ?? DEFAULTS.terminateGraceMs;
@@ -302,9 +319,12 @@ export class ProcessManager {
     this.#assertCapacity();
     this.#assertAcceptingStarts();
 
-    const child = spawn("/bin/sh", ["-c", `${STDERR_TO_STDOUT}${request.command}`], {
+    const child = this.#launcher.spawn({
+      executable: "/bin/sh",
+      args: ["-c", `${STDERR_TO_STDOUT}${request.command}`],
       cwd: workdir,
-      env,
+      environment: env,
+      profile: this.#profile(workdir),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });

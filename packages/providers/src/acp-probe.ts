@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import type { ProviderCommand, ProviderOption } from "@deckhand/wire";
 import type { ProbeResult } from "./probe-store.ts";
 
@@ -24,6 +25,17 @@ export interface ProbeOptions {
   clientVersion?: string;
   /** What the error says to do when the agent refuses a session for want of a login. */
   loginAdvice?: string;
+  /** Starts the agent: the environment policy and sandbox; unconfined by default. */
+  launcher?: ProcessLauncher;
+  /** Its sandbox besides the probe's own directory (state directories, network). */
+  profile?: LaunchProfile;
+}
+
+/** The variables of `env` that are set. */
+function definedEnvironment(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 export type ProbeOutcome =
@@ -243,9 +255,15 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
 
   let child: ChildProcess;
   try {
-    child = spawn(options.executable, [...options.args], {
+    child = (options.launcher ?? ProcessLauncher.unconfined()).spawn({
+      executable: options.executable,
+      args: options.args,
       cwd,
-      env: options.env,
+      environment: definedEnvironment(options.env),
+      profile: {
+        ...(options.profile ?? { network: { internet: false, modelProxy: true } }),
+        writable: [cwd, ...(options.profile?.writable ?? [])],
+      },
       stdio: ["pipe", "pipe", "pipe"],
       // Its own process group, so stopping it reaches everything it started.
       detached: process.platform !== "win32",
@@ -445,15 +463,22 @@ export async function versionOutput(
   versionArgs: readonly string[],
   env: Record<string, string | undefined>,
   timeoutMs = 3_000,
+  launch: { launcher?: ProcessLauncher; profile?: LaunchProfile } = {},
 ): Promise<VersionOutput> {
   const cwd = await mkdtemp(join(tmpdir(), "deckhand-version-"));
   const output = new TailBuffer(2048);
   try {
     let child: ChildProcess;
     try {
-      child = spawn(executable, [...versionArgs], {
+      child = (launch.launcher ?? ProcessLauncher.unconfined()).spawn({
+        executable,
+        args: versionArgs,
         cwd,
-        env,
+        environment: definedEnvironment(env),
+        profile: {
+          ...(launch.profile ?? { network: { internet: false, modelProxy: false } }),
+          writable: [cwd, ...(launch.profile?.writable ?? [])],
+        },
         stdio: ["ignore", "pipe", "pipe"],
         detached: process.platform !== "win32",
       });

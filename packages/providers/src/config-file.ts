@@ -147,6 +147,8 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
         command: (valid.command as string[] | undefined) ?? current.command,
         env: { ...current.env, ...(valid.env as Record<string, string> | undefined) },
         versionArgs: versionArgsOf(valid.versionArgs, current.versionArgs),
+        stateDirectories:
+          (valid.stateDirectories as string[] | undefined) ?? current.stateDirectories,
       };
       continue;
     }
@@ -179,6 +181,8 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
       // An agent's own CLI may refuse any extra argument: none is tried unless configured.
       versionArgs: versionArgsOf(valid.versionArgs, null),
       modelProxy: null,
+      stateDirectories: (valid.stateDirectories as string[] | undefined) ?? [],
+      loginFiles: [],
       enabled: (valid.enabled as boolean | undefined) ?? true,
     });
   }

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
+import { homedir } from "node:os";
 import { dirname } from "node:path";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import { type LaunchProfile, ProcessLauncher, resolveExecutable } from "@deckhand/sandbox";
 import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
@@ -32,7 +34,7 @@ import { applyMergePatch } from "./merge-patch.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
 import { ProvidersError } from "./providers-error.ts";
 import type { ModelProxyContext } from "./registry.ts";
-import { resolveExecutable } from "@deckhand/sandbox";
+import { providerSandboxProfile } from "./sandbox-profile.ts";
 
 export type LogFields = Record<string, unknown>;
 
@@ -93,6 +95,8 @@ export interface ProviderServiceOptions {
   projectDirectory?: (projectId: string) => Promise<string | null>;
   /** The environment agents inherit and PATH is read from; `process.env` by default. */
   env?: Record<string, string | undefined>;
+  /** Starts probes: the server's environment policy and sandbox; unconfined by default. */
+  launcher?: ProcessLauncher;
   /**
    * Variables never passed to a probed agent, on top of Deckhand's own tokens: pass the names
    * of the model upstreams' key variables, so agents never see a real API key.
@@ -133,6 +137,11 @@ export interface ResolvedProvider {
    * null when the agent cannot be pointed at the proxy.
    */
   agentType: string | null;
+  /**
+   * Its sandbox before the worktree is added: state directories, login files and network (see
+   * `providerSandboxProfile`).
+   */
+  profile: LaunchProfile;
 }
 
 export interface SnapshotOptions {
@@ -236,6 +245,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const store = options.probeStore ?? new MemoryProbeStore();
   const logger = options.logger ?? silentLogger;
   const env = options.env ?? process.env;
+  const home = env.HOME || homedir();
+  const launcher = options.launcher ?? ProcessLauncher.unconfined();
+  const sandboxStatus = { kind: launcher.sandbox, reason: launcher.unconfinedReason };
   const policy =
     options.agentEnvironment ?? agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
   const withheld = new Set<string>([
@@ -417,6 +429,8 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         executable: launch.executable,
         args: launch.args,
         env: environmentOf(launch),
+        launcher,
+        profile: providerSandboxProfile(provider, lease !== null, home),
         timeoutMs: probeTimeoutMs,
         commandsWaitMs,
         signal: lifetime.signal,
@@ -547,7 +561,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         return entry(item, await probe(item));
       }),
     );
-    return { providers: entries, diagnostics: config.diagnostics };
+    return { providers: entries, diagnostics: config.diagnostics, sandbox: sandboxStatus };
   }
 
   function configResponse(config: ConfigSnapshot): ProvidersConfigResponse {
@@ -708,6 +722,15 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           executable,
           provider.versionArgs,
           environmentOf(launch),
+          undefined,
+          {
+            launcher,
+            // Printing a version needs no network and no login.
+            profile: {
+              writable: providerSandboxProfile(provider, true, home).writable,
+              network: { internet: false, modelProxy: false },
+            },
+          },
         );
         const status = version.timedOut
           ? "timed out"
@@ -773,6 +796,8 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           env: {},
           unset: [],
           agentType,
+          // The native agent runs in the server; its commands get the workspace agent's sandbox.
+          profile: { writable: [], network: { internet: false, modelProxy: false } },
         };
       }
       if (executable === null) {
@@ -787,6 +812,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         transport: "acp",
         ...launchOf(provider, executable, proxy),
         agentType,
+        profile: providerSandboxProfile(provider, proxy !== undefined, home),
       };
     },
 

@@ -54,6 +54,16 @@ export interface ProviderDefinition {
   versionArgs: readonly string[] | null;
   /** Null when Deckhand cannot point the agent at its proxy; it then uses its own login. */
   modelProxy: ModelProxySupport | null;
+  /**
+   * Where the agent keeps its own state (settings, sessions it resumes, caches), relative to the
+   * home directory: writable in its sandbox, where the rest of the home is read-only.
+   */
+  stateDirectories: readonly string[];
+  /**
+   * Its login files, relative to the home directory: hidden from every sandbox, and shown to
+   * this agent only when it keeps its own login (no model proxy serves it).
+   */
+  loginFiles: readonly string[];
 }
 
 /** Both values travel in the environment, where every launcher below reads them from. */
@@ -203,6 +213,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: null,
     versionArgs: null,
     modelProxy: null,
+    stateDirectories: [],
+    loginFiles: [],
   },
   {
     id: "codex",
@@ -214,6 +226,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("@zed-industries/codex-acp"),
     versionArgs: null,
     modelProxy: codexModelProxy,
+    stateDirectories: [".codex"],
+    loginFiles: [".codex/auth.json"],
   },
   {
     id: "claude",
@@ -225,6 +239,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("@agentclientprotocol/claude-agent-acp"),
     versionArgs: null,
     modelProxy: claudeModelProxy,
+    stateDirectories: [".claude"],
+    loginFiles: [".claude/.credentials.json"],
   },
   {
     id: "gemini",
@@ -238,6 +254,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     // its own login.
     versionArgs: ["--version"],
     modelProxy: null,
+    stateDirectories: [".gemini"],
+    loginFiles: [".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
   },
   {
     id: "opencode",
@@ -249,6 +267,13 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("opencode-ai"),
     versionArgs: ["--version"],
     modelProxy: opencodeModelProxy,
+    stateDirectories: [
+      ".local/share/opencode",
+      ".local/state/opencode",
+      ".config/opencode",
+      ".cache/opencode",
+    ],
+    loginFiles: [".local/share/opencode/auth.json"],
   },
   {
     id: "goose",
@@ -261,6 +286,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
       "install goose from https://block.github.io/goose/docs/getting-started/installation",
     versionArgs: ["--version"],
     modelProxy: gooseModelProxy,
+    stateDirectories: [".config/goose", ".local/share/goose", ".local/state/goose"],
+    loginFiles: [".config/goose/secrets.yaml"],
   },
   {
     id: "qwen",
@@ -275,6 +302,8 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     // its own login.
     versionArgs: ["--version"],
     modelProxy: null,
+    stateDirectories: [".qwen"],
+    loginFiles: [".qwen/oauth_creds.json"],
   },
 ];
 

@@ -12,7 +12,6 @@ export {
   type NetworkAccess,
   ProcessLauncher,
   type ProcessLauncherOptions,
-  type SandboxKind,
 } from "./process-launcher.ts";
 export { type ResolveExecutableOptions, resolveExecutable } from "./resolve-executable.ts";
 export type { ModelProxyEndpoint } from "./sandbox-endpoints.ts";

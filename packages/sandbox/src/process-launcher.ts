@@ -10,6 +10,7 @@ import {
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
+import type { SandboxKind } from "@deckhand/wire";
 import { bubblewrapArguments, type SandboxBind, type SandboxView } from "./bubblewrap-arguments.ts";
 import type { SandboxCapability } from "./detect-sandbox.ts";
 import { worktreeGitDirectories } from "./git-directories.ts";
@@ -22,9 +23,6 @@ import {
 import { type ModelProxyEndpoint, SandboxEndpoints } from "./sandbox-endpoints.ts";
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from "./sandbox-settings.ts";
 import { attachSlirpNetwork } from "./slirp-network.ts";
-
-/** What confined a process: bubblewrap, or nothing but the environment policy. */
-export type SandboxKind = "bubblewrap" | "none";
 
 /** What a process may reach over the network. */
 export interface NetworkAccess {
@@ -51,7 +49,8 @@ export interface LaunchRequest {
   cwd: string;
   /**
    * The process's environment, usually `inheritedEnvironment()` with the caller's variables on
-   * top. Deckhand's own secrets are removed from it again here, by name and by value.
+   * top. Any variable holding one of Deckhand's own secret values is removed again here, whatever
+   * its name, so a caller that passes too much still passes no secret.
    */
   environment: Readonly<Record<string, string>>;
   /** Set after the policy: the only credentials a process is given (its scoped model token). */
@@ -138,16 +137,23 @@ export class ProcessLauncher {
     return this.#policy;
   }
 
+  /**
+   * The network of a local batch step: `run:` steps get the internet unless `stepNetwork` is
+   * `none`; `codingAgent:` steps get the model proxy as well.
+   */
+  stepNetwork(options: { modelProxy: boolean }): NetworkAccess {
+    return { internet: this.#settings.stepNetwork === "full", modelProxy: options.modelProxy };
+  }
+
   /** What a process inherits of the server's environment once the policy is applied. */
   inheritedEnvironment(): Record<string, string> {
     return agentEnvironment(this.#policy, this.#source);
   }
 
-  /** `environment` without Deckhand's secrets (by name or by value), then the grants on top. */
+  /** `environment` without Deckhand's secret values, then the grants on top. */
   #environment(request: LaunchRequest): Record<string, string> {
     const environment: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.environment)) {
-      if (this.#policy.secretNames.has(name)) continue;
       if (this.#policy.secretValues.some((secret) => value.includes(secret))) continue;
       environment[name] = value;
     }

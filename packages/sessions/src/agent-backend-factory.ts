@@ -6,6 +6,7 @@ import {
   FileSessionRecorder,
   type PermissionMemory,
 } from "@deckhand/agent-backends";
+import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { BackendFactory, BackendRequest } from "./agent-turns.ts";
 
 /** The model the native agent asks for unless the server's config names another. */
@@ -18,6 +19,8 @@ export interface AgentBackendFactoryOptions {
   dataDir: string;
   /** What ACP agent processes inherit: the server's environment as its agent policy leaves it. */
   agentEnvironment?: Readonly<Record<string, string>>;
+  /** Starts ACP agents: the server's environment policy and sandbox; unconfined when absent. */
+  launcher?: ProcessLauncher;
   nativeModel?: string;
 }
 
@@ -60,6 +63,8 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
         env: provider.env,
         unset: provider.unset,
         ...(options.agentEnvironment ? { inherit: options.agentEnvironment } : {}),
+        profile: provider.profile,
+        ...(options.launcher ? { launcher: options.launcher } : {}),
       },
       permissionMemory: options.permissionMemory,
       onIdleEvent: request.publishIdleEvent,

@@ -49,6 +49,7 @@ const snapshot: ProvidersSnapshot = {
     provider({ id: "off", enabled: false, status: "disabled" }),
   ],
   diagnostics: [],
+  sandbox: { kind: "none", reason: "not configured in this test" },
 };
 
 let database: DbHandle;

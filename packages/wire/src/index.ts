@@ -225,6 +225,12 @@ export {
   ProviderTransportSchema,
 } from "./providers.ts";
 export {
+  type SandboxKind,
+  SandboxKindSchema,
+  type SandboxStatus,
+  SandboxStatusSchema,
+} from "./sandbox.ts";
+export {
   type AgentControlResponse,
   AgentControlResponseSchema,
   AgentIdSchema,

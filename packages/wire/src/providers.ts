@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SandboxStatusSchema } from "./sandbox.ts";
 
 /**
  * Providers API contracts (`/api/providers/...`): the snapshot of every agent a user can pick,
@@ -99,6 +100,8 @@ export type ProvidersSnapshotQuery = z.infer<typeof ProvidersSnapshotQuerySchema
 export const ProvidersSnapshotSchema = z.object({
   providers: z.array(ProviderEntrySchema),
   diagnostics: z.array(ProvidersDiagnosticSchema),
+  /** How the agents are confined on this server. */
+  sandbox: SandboxStatusSchema,
 });
 export type ProvidersSnapshot = z.infer<typeof ProvidersSnapshotSchema>;
 
@@ -117,6 +120,21 @@ export const ProviderConfigEntrySchema = z.looseObject({
    * command's own arguments (`[]`: it has none); the diagnostic runs them.
    */
   versionArgs: z.array(z.string().min(1)).optional(),
+  /**
+   * Where the agent keeps its state, relative to the home directory (`.my-agent`): writable in
+   * its sandbox, where the rest of the home is read-only. Replaces a built-in's list.
+   */
+  stateDirectories: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine(
+          (path) => !path.startsWith("/") && !path.split("/").includes(".."),
+          "must be a path inside the home directory, such as .my-agent or .config/my-agent",
+        ),
+    )
+    .optional(),
 });
 export type ProviderConfigEntry = z.infer<typeof ProviderConfigEntrySchema>;
 

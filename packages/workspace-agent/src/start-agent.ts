@@ -1,5 +1,6 @@
 import { listen } from "@deckhand/http-kit";
 import { ProcessManager } from "@deckhand/process-manager";
+import type { ProcessLauncher } from "@deckhand/sandbox";
 import { agentEnvironment, agentEnvironmentPolicy } from "@deckhand/secrets";
 import { WorkspaceFiles } from "@deckhand/workspace-files";
 import pino, { type Logger } from "pino";
@@ -7,6 +8,7 @@ import { AgentError } from "./agent-error.ts";
 import type { AgentConfig } from "./config.ts";
 import { createAgentApp } from "./create-agent-app.ts";
 import { GitWatchSocket } from "./git-watch-socket.ts";
+import { workspaceProcessProfile } from "./sandbox-profile.ts";
 
 export interface RunningAgent {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -29,6 +31,11 @@ export interface StartAgentOptions {
    * process's environment, with the agent's own token withheld wherever it appears.
    */
   environment?: Readonly<Record<string, string>>;
+  /**
+   * Starts every process (commands, terminals) with the environment policy and sandbox of the
+   * process that runs the agent; unconfined without one.
+   */
+  launcher?: ProcessLauncher;
 }
 
 export async function startAgent(
@@ -47,6 +54,8 @@ export async function startAgent(
         agentEnvironment(agentEnvironmentPolicy({ secretValues: [config.token] }))),
     },
     defaultWorkdir: config.root,
+    ...(options.launcher ? { launcher: options.launcher } : {}),
+    profile: (workdir) => workspaceProcessProfile(config.root, workdir),
     maxRunning: config.maxRunningProcesses,
     terminateGraceMs: config.terminateGraceMs,
     onWarning: (message, details) => logger.warn({ details }, message),

@@ -1,4 +1,5 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import {
   agentEnvironmentPolicy,
   agentEnvironment as inheritedEnvironment,
@@ -20,6 +21,13 @@ export interface AcpLaunch {
    * environment, so an agent never inherits Deckhand's own credentials or well-known keys.
    */
   inherit?: Readonly<Record<string, string>>;
+  /**
+   * Its sandbox besides the worktree it works in (state directories, login, network), as the
+   * providers resolve it; no network at all when absent.
+   */
+  profile?: LaunchProfile;
+  /** Starts it: the server's environment policy and sandbox; unconfined when absent. */
+  launcher?: ProcessLauncher;
 }
 
 export interface AgentExit {
@@ -71,9 +79,17 @@ export function describeExit(exit: AgentExit): string {
 /** Starts the agent in `cwd`, in its own process group, with piped stdio. */
 export function spawnAgentProcess(launch: AcpLaunch, cwd: string): AgentProcess {
   const stderr = new TailBuffer();
-  const child = spawn(launch.executable, [...launch.args], {
+  const profile = launch.profile ?? {
+    writable: [],
+    network: { internet: false, modelProxy: false },
+  };
+  const child = (launch.launcher ?? ProcessLauncher.unconfined()).spawn({
+    executable: launch.executable,
+    args: launch.args,
     cwd,
-    env: agentEnvironment(launch),
+    environment: agentEnvironment(launch),
+    // The worktree is the one place of the project it may change.
+    profile: { ...profile, writable: [cwd, ...profile.writable] },
     stdio: ["pipe", "pipe", "pipe"],
     // Its own process group, so stopping it reaches everything it started.
     detached: process.platform !== "win32",

@@ -11,6 +11,7 @@ import { type CodeHostConnection, pushBranch } from "@deckhand/code-hosts";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
 import type { changesets, workspaces } from "@deckhand/db";
 import { runGit } from "@deckhand/git";
+import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { BatchesError } from "../batches-error.ts";
 import { checkoutWorkspace } from "../checkout-workspace.ts";
@@ -66,6 +67,8 @@ export interface HookRunnerOptions {
   workDirectory: string;
   environmentPolicy?: AgentEnvironmentPolicy;
   outerEnvironment?: Readonly<Record<string, string | undefined>>;
+  /** Starts the hook's local steps: the environment policy and sandbox of the process. */
+  launcher?: ProcessLauncher;
   containerRuntime?: ContainerRuntime | null;
   modelProvider?: ModelProviderAccess;
   codingAgent?: CodingAgentOptions;
@@ -123,6 +126,7 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
             ? { containerRuntime: options.containerRuntime }
             : {}),
           ...(options.environmentPolicy ? { environmentPolicy: options.environmentPolicy } : {}),
+          ...(options.launcher ? { launcher: options.launcher } : {}),
           ...(options.outerEnvironment ? { outerEnvironment: options.outerEnvironment } : {}),
           ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
           // Each attempt runs its steps afresh: a hook reacts to the branch as it is now.
