@@ -98,6 +98,8 @@ describe("interpretProvidersConfig", () => {
         // No version command is tried on an agent that did not name one.
         versionArgs: null,
         modelProxy: null,
+        stateDirectories: [],
+        loginFiles: [],
         enabled: true,
       },
       expect.objectContaining({
@@ -105,6 +107,30 @@ describe("interpretProvidersConfig", () => {
         label: "Other",
         enabled: false,
         versionArgs: ["version", "--short"],
+      }),
+    ]);
+  });
+
+  it("takes an agent's state directories for its sandbox, refusing paths that leave the home", () => {
+    const config = interpretProvidersConfig(
+      "/data/providers.json",
+      JSON.stringify({
+        providers: {
+          codex: { stateDirectories: [".codex", ".cache/codex"] },
+          mine: { extends: "acp", command: ["mine"], stateDirectories: ["../elsewhere"] },
+        },
+      }),
+    );
+    const codex = config.providers.find((provider) => provider.id === "codex");
+    expect(codex?.stateDirectories).toEqual([".codex", ".cache/codex"]);
+    expect(codex?.loginFiles).toEqual([".codex/auth.json"]);
+    expect(config.providers.find((provider) => provider.id === "mine")?.stateDirectories).toEqual(
+      [],
+    );
+    expect(config.diagnostics).toEqual([
+      expect.objectContaining({
+        field: "providers.mine.stateDirectories[0]",
+        message: expect.stringMatching(/must be a path inside the home directory/),
       }),
     ]);
   });

@@ -719,6 +719,8 @@ describe("resolve", () => {
       env: { A: "1" },
       unset: [...DECKHAND_SECRET_ENVIRONMENT],
       agentType: null,
+      // No proxy support: it keeps its own login, so it gets the internet, not loopback.
+      profile: { writable: [], readable: [], network: { internet: true, modelProxy: false } },
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
     await expect(service.resolve("claude")).rejects.toMatchObject({

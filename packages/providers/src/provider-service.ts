@@ -812,7 +812,11 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         transport: "acp",
         ...launchOf(provider, executable, proxy),
         agentType,
-        profile: providerSandboxProfile(provider, proxy !== undefined, home),
+        profile: providerSandboxProfile(
+          provider,
+          proxy !== undefined && provider.modelProxy !== null,
+          home,
+        ),
       };
     },
 
