@@ -599,11 +599,17 @@ describe("agent turns: the scripted ACP agent between turns", () => {
   beforeAll(async () => {
     const dataDir = tempDir(cleanups);
     const stateDir = tempDir(cleanups);
+    // The agent keeps its sessions in its state directory, which its sandbox must keep writable.
     writeProviders(dataDir, {
-      scripted: { extends: "acp", command: scriptedAcpAgentCommand("normal", { stateDir }) },
+      scripted: {
+        extends: "acp",
+        command: scriptedAcpAgentCommand("normal", { stateDir }),
+        stateDirectories: [stateDir],
+      },
       forgetful: {
         extends: "acp",
         command: scriptedAcpAgentCommand("normal", { stateDir, noLoad: true }),
+        stateDirectories: [stateDir],
       },
     });
     client = new Client(await startTestServer(cleanups, { dataDir }));

@@ -130,7 +130,7 @@ describe("interpretProvidersConfig", () => {
     expect(config.diagnostics).toEqual([
       expect.objectContaining({
         field: "providers.mine.stateDirectories[0]",
-        message: expect.stringMatching(/must be a path inside the home directory/),
+        message: expect.stringMatching(/must be a path inside the home directory .* without \.\./),
       }),
     ]);
   });

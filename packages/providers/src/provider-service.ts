@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { type LaunchProfile, ProcessLauncher, resolveExecutable } from "@deckhand/sandbox";
 import {
@@ -287,6 +287,18 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     );
     return { ...inherited, ...launch.env };
   };
+  /**
+   * A provider's sandbox; an agent installed in the project (`node_modules/.bin`) is shown its
+   * packages, wherever the project lives.
+   */
+  const profileOf = (installed: Installed, proxied: boolean): LaunchProfile => {
+    const profile = providerSandboxProfile(installed.provider, proxied, home);
+    const { executable, projectDir } = installed;
+    if (executable === null || projectDir === undefined) return profile;
+    const modules = join(projectDir, "node_modules");
+    if (!executable.startsWith(`${modules}/`)) return profile;
+    return { ...profile, readable: [...(profile.readable ?? []), modules] };
+  };
   const proxiedType = (provider: ConfiguredProvider): string | null => {
     const agentType = provider.modelProxy?.agentType ?? null;
     return agentType !== null && options.modelProxy?.configured(agentType) ? agentType : null;
@@ -430,7 +442,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         args: launch.args,
         env: environmentOf(launch),
         launcher,
-        profile: providerSandboxProfile(provider, lease !== null, home),
+        profile: profileOf(installed, lease !== null),
         timeoutMs: probeTimeoutMs,
         commandsWaitMs,
         signal: lifetime.signal,
@@ -812,11 +824,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         transport: "acp",
         ...launchOf(provider, executable, proxy),
         agentType,
-        profile: providerSandboxProfile(
-          provider,
-          proxy !== undefined && provider.modelProxy !== null,
-          home,
-        ),
+        profile: profileOf(installed, proxy !== undefined && provider.modelProxy !== null),
       };
     },
 

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { LaunchProfile } from "@deckhand/sandbox";
 import type { ProviderDefinition } from "./registry.ts";
 
@@ -14,7 +14,7 @@ export function providerSandboxProfile(
   home: string,
 ): LaunchProfile {
   return {
-    writable: provider.stateDirectories.map((path) => join(home, path)),
+    writable: provider.stateDirectories.map((path) => resolve(home, path)),
     readable: proxied ? [] : provider.loginFiles.map((path) => join(home, path)),
     network: proxied
       ? { internet: false, modelProxy: true }

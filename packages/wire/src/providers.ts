@@ -121,8 +121,8 @@ export const ProviderConfigEntrySchema = z.looseObject({
    */
   versionArgs: z.array(z.string().min(1)).optional(),
   /**
-   * Where the agent keeps its state, relative to the home directory (`.my-agent`): writable in
-   * its sandbox, where the rest of the home is read-only. Replaces a built-in's list.
+   * Where the agent keeps its state, relative to the home directory (`.my-agent`) or absolute:
+   * writable in its sandbox, where the rest of the home is read-only. Replaces a built-in's list.
    */
   stateDirectories: z
     .array(
@@ -130,8 +130,8 @@ export const ProviderConfigEntrySchema = z.looseObject({
         .string()
         .min(1)
         .refine(
-          (path) => !path.startsWith("/") && !path.split("/").includes(".."),
-          "must be a path inside the home directory, such as .my-agent or .config/my-agent",
+          (path) => !path.split("/").includes(".."),
+          "must be a path inside the home directory (such as .my-agent or .config/my-agent) or an absolute path, without ..",
         ),
     )
     .optional(),
