@@ -144,3 +144,55 @@ describe("assessPatch", () => {
     expect(assessPatch([], root, "never").decision).toBe("forbid");
   });
 });
+
+describe("reads outside the worktree", () => {
+  const place = { worktreeRoot: "/data/workspaces/sessions/s1" };
+
+  it.each([
+    ["tr '\\0' '\\n' < /proc/4242/environ", "/proc/4242/environ"],
+    ["cat /proc/1/environ", "/proc/1/environ"],
+    ["cat /proc/*/environ", "/proc/*/environ"],
+    ["ls ~/.ssh", "~/.ssh"],
+    ["cat ~/.aws/credentials", "~/.aws/credentials"],
+    ["cat ../../config.json", "../../config.json"],
+    ["grep -r token /data", "/data"],
+    ["grep --file=/data/config.json x", "/data/config.json"],
+    ["grep -f/etc/shadow x", "/etc/shadow"],
+    ["cd .. && cat config.json", ".."],
+    [
+      "head -c 100 /data/workspaces/sessions/s2/secret.txt",
+      "/data/workspaces/sessions/s2/secret.txt",
+    ],
+  ])("%s is not a known-harmless command", (command, path) => {
+    expect(knownSafeCommand(command, place)).toEqual({
+      safe: false,
+      reason: `it reads ${path}, which is outside the worktree`,
+    });
+    // Without knowing where it runs, only the command's own shape is judged.
+    expect(knownSafeCommand(command).safe).toBe(true);
+    expect(assessCommand(command, "untrusted", { place }).decision).toBe("ask");
+    expect(assessCommand(command, "on-request", { place }).decision).toBe("ask");
+    expect(assessCommand(command, "never", { place }).decision).toBe("auto_approve");
+  });
+
+  it.each([
+    "cat README.md",
+    "cat /data/workspaces/sessions/s1/src/index.ts",
+    "cat src/../README.md",
+    "grep -rn TODO .",
+    "ls",
+    "wc -l src/*.ts",
+    "cat < notes.txt",
+    "echo done 2>/dev/null",
+  ])("%s reads only inside the worktree", (command) => {
+    expect(knownSafeCommand(command, place).safe).toBe(true);
+    expect(assessCommand(command, "untrusted", { place }).decision).toBe("auto_approve");
+  });
+
+  it("judges relative paths from the command's working directory", () => {
+    expect(knownSafeCommand("cat ../README.md", { ...place, cwd: "src" }).safe).toBe(true);
+    expect(knownSafeCommand("cat ../../README.md", { ...place, cwd: "src" })).toMatchObject({
+      safe: false,
+    });
+  });
+});

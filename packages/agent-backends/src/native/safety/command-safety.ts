@@ -1,3 +1,4 @@
+import { isAbsolute, resolve } from "node:path";
 import { ApprovalPolicySchema } from "@deckhand/wire";
 import type { z } from "zod";
 import { parseShellScript, type ShellWord, type SimpleCommand } from "./shell-words.ts";
@@ -22,6 +23,11 @@ export interface SafetyAssessment {
 }
 
 export interface AssessCommandOptions {
+  /**
+   * Where the command runs: a read outside the worktree is then not known to be harmless, so
+   * `untrusted` and `on-request` ask before it.
+   */
+  place?: CommandPlace;
   /**
    * The model asked for the user's approval itself (execute's `with_approval`, after Codex's
    * `with_escalated_permissions`): under `on-request` the command asks even when it is known
@@ -235,6 +241,57 @@ function redirectionProblem(redirection: SimpleCommand["redirections"][number]):
   return `redirection ${operator} ${target.text} writes to a file`;
 }
 
+/** Where a command runs: what a path it reads is checked against. */
+export interface CommandPlace {
+  /** The worktree: a read of anything outside it is not known to be harmless. */
+  worktreeRoot: string;
+  /** The command's working directory; the worktree root by default. */
+  cwd?: string;
+}
+
+/**
+ * The path a word may name, for the read check: the word itself, the value of `--option=value`,
+ * or of a short option written together with it (`-f/etc/passwd`).
+ */
+function pathCandidates(text: string): string[] {
+  if (!text.startsWith("-")) return [text];
+  const equals = text.indexOf("=");
+  if (equals !== -1) return [text.slice(equals + 1)];
+  return text.length > 2 && !text.startsWith("--") ? [text.slice(2)] : [];
+}
+
+/**
+ * A path a read-only command would read (or `cd` into) outside the worktree, or null: absolute
+ * paths and `~` outside it (/proc, the server's data directory, the home's dot-directories), and
+ * relative ones whose `..` climb out of it. Such a read is not a known-harmless command: under
+ * `untrusted` and `on-request` the user is asked first.
+ */
+function outsideRead(command: SimpleCommand, place: CommandPlace): string | null {
+  const root = resolve(place.worktreeRoot);
+  const cwd = place.cwd === undefined ? root : resolve(root, place.cwd);
+  const words = [
+    ...command.words.slice(1),
+    // What it reads from; writes were judged already (only to /dev/null is harmless).
+    ...command.redirections.flatMap((redirection) =>
+      redirection.operator !== "<" || redirection.target === null ? [] : [redirection.target],
+    ),
+  ];
+  for (const word of words) {
+    for (const candidate of pathCandidates(word.text)) {
+      if (
+        candidate === "" ||
+        (!candidate.includes("/") && candidate !== ".." && !candidate.startsWith("~"))
+      ) {
+        continue;
+      }
+      if (candidate.startsWith("~")) return candidate;
+      const absolute = isAbsolute(candidate) ? candidate : resolve(cwd, candidate);
+      if (!isInsideWorktree(root, absolute, { allowAbsolute: true })) return candidate;
+    }
+  }
+  return null;
+}
+
 function commandProblem(command: SimpleCommand): string | null {
   if (command.assignments.length > 0) return "it sets environment variables for the command";
   for (const redirection of command.redirections) {
@@ -261,8 +318,11 @@ export interface CommandSafety {
   reason: string;
 }
 
-/** Whether a shell command is known to only read, after Codex's `is_known_safe_command`. */
-export function knownSafeCommand(command: string): CommandSafety {
+/**
+ * Whether a shell command is known to only read, after Codex's `is_known_safe_command`; with a
+ * `place`, also that it reads nothing outside the worktree.
+ */
+export function knownSafeCommand(command: string, place?: CommandPlace): CommandSafety {
   if (command.trim().length === 0) return { safe: false, reason: "the command is empty" };
   const script = parseShellScript(command);
   if (script.unsupported.length > 0) {
@@ -274,6 +334,10 @@ export function knownSafeCommand(command: string): CommandSafety {
   for (const part of script.commands) {
     const problem = commandProblem(part);
     if (problem !== null) return { safe: false, reason: `not known to be read-only: ${problem}` };
+    const outside = place === undefined ? null : outsideRead(part, place);
+    if (outside !== null) {
+      return { safe: false, reason: `it reads ${outside}, which is outside the worktree` };
+    }
   }
   return {
     safe: true,
@@ -317,7 +381,7 @@ export function assessCommand(
       askOnFailure: false,
     };
   }
-  const known = knownSafeCommand(command);
+  const known = knownSafeCommand(command, options.place);
   if (known.safe) return { decision: "auto_approve", reason: known.reason, askOnFailure: false };
   switch (policy) {
     case "untrusted":

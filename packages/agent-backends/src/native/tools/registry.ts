@@ -201,7 +201,12 @@ export function assessToolCall(
       }
       const embedded = patchFromCommand(command);
       if (embedded !== null) return assessPatchText(embedded, worktreeRoot, policy);
-      return assessCommand(foreground, policy);
+      return assessCommand(foreground, policy, {
+        place: {
+          worktreeRoot,
+          ...(typeof args.workdir === "string" ? { cwd: args.workdir } : {}),
+        },
+      });
     }
     case "write_file":
     case "edit_file":

@@ -631,6 +631,19 @@ describe("apply_patch", () => {
     expect(assessToolCall("execute", { command }, "untrusted", worktree).decision).toBe("ask");
   });
 
+  it("asks before a read-only command that reads outside the worktree (another process's environ)", () => {
+    const command = `tr '\\0' '\\n' < /proc/${process.pid}/environ | tr a-z n-za-m`;
+    for (const policy of ["untrusted", "on-request"] as const) {
+      expect(assessToolCall("execute", { command }, policy, worktree)).toMatchObject({
+        decision: "ask",
+        reason: expect.stringContaining("outside the worktree"),
+      });
+    }
+    expect(
+      assessToolCall("execute", { command: "cat README.md" }, "untrusted", worktree),
+    ).toMatchObject({ decision: "auto_approve" });
+  });
+
   it("refuses absolute paths and paths outside the worktree", async () => {
     for (const path of ["../escape.txt", join(worktree, "abs.txt"), "/tmp/escape.txt"]) {
       const refused = failure(
