@@ -178,6 +178,7 @@ function toStep(row: StepRow): BatchWorkspaceStep {
     outcome: row.outcome,
     runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
     image: row.image,
+    sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
     exit_code: row.exitCode,
     duration_ms: row.durationMs,
     started_at: iso(row.startedAt),

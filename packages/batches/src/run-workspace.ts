@@ -630,6 +630,7 @@ async function runSteps(
         step_index: stepIndex,
         runtime,
         image: runtime === "container" ? step.container! : null,
+        ...(runtime === "local" ? { sandbox: launcher.sandbox } : {}),
         command: redact(script),
         env: redactEnv(env, {
           secretNames: Object.keys(env).filter(looksLikeSecretName),

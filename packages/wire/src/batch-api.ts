@@ -5,6 +5,7 @@ import {
   BatchStepOutcomeSchema,
   BatchStepRuntimeSchema,
 } from "./batch-run.ts";
+import { SandboxKindSchema } from "./sandbox.ts";
 
 /**
  * The server API of batch runs: a spec is submitted as a run, its workspaces run as queue jobs
@@ -181,6 +182,11 @@ export const BatchWorkspaceStepSchema = z.object({
   outcome: z.enum(["running", ...BatchStepOutcomeSchema.options]),
   runtime: BatchStepRuntimeSchema.nullable(),
   image: z.string().nullable(),
+  /**
+   * What confined a local step: `bubblewrap` or `none` (docs/operations/security.md); null for a
+   * container step, one that did not run, and results older than the field.
+   */
+  sandbox: SandboxKindSchema.nullable(),
   exit_code: z.int().nullable(),
   duration_ms: z.int().min(0),
   started_at: Timestamp.nullable(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SandboxKindSchema } from "./sandbox.ts";
 
 /**
  * Progress of a batch run, one event per frame of a run's stream in the API and per JSON line of
@@ -98,6 +99,11 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     runtime: BatchStepRuntimeSchema,
     /** The image the step runs in; null when it runs locally. */
     image: z.string().nullable(),
+    /**
+     * What confined a local step (`bubblewrap` or `none`); absent for container steps, whose
+     * container confines them, and from executors older than it.
+     */
+    sandbox: SandboxKindSchema.optional(),
     /** The rendered script, secrets redacted (absent from executors older than it). */
     command: z.string().optional(),
     /** The step's own rendered environment, secret values redacted. */
