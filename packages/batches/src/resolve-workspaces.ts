@@ -194,6 +194,17 @@ async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): 
   return /^\d+ blob /.test(stdout);
 }
 
+/** A `workspaces[].in` glob; a malformed one is the spec's to fix. */
+function workspaceGlob(pattern: string): ReturnType<typeof compileGlob> {
+  try {
+    return compileGlob(pattern);
+  } catch (error) {
+    throw new BatchesError("invalid_workspace_configuration", errorMessage(error), {
+      cause: error,
+    });
+  }
+}
+
 function configurationFor(
   configurations: readonly WorkspaceConfiguration[],
   repository: Repository,
@@ -201,15 +212,8 @@ function configurationFor(
   const names = [repository.name, ...(repository.originName ? [repository.originName] : [])];
   const applying = configurations.filter((configuration) => {
     if (configuration.in === undefined) return true;
-    let glob: RegExp;
-    try {
-      glob = compileGlob(configuration.in);
-    } catch (error) {
-      throw new BatchesError("invalid_workspace_configuration", errorMessage(error), {
-        cause: error,
-      });
-    }
-    return names.some((name) => glob.test(name));
+    const glob = workspaceGlob(configuration.in);
+    return names.some((name) => glob.matches(name));
   });
   if (applying.length > 1) {
     throw new BatchesError(
