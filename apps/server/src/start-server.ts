@@ -59,6 +59,7 @@ import { createServerApp } from "./create-server-app.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
+import { serverPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
 
@@ -377,6 +378,7 @@ export async function startServer(
     let worker: TaskWorker | null = null;
     let batchWorker: BatchWorker | null = null;
     const app = createServerApp({
+      serverPaths: serverPaths(config.dataDir),
       database,
       requireAuth: config.requireAuth,
       sessions,

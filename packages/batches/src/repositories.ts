@@ -153,11 +153,23 @@ function cachePathFor(cacheDirectory: string, url: string, name: string): string
   return join(cacheDirectory, `${readable}-${digest}.git`);
 }
 
-function cloneFailure(action: string, url: string, error: unknown): BatchesError {
+/**
+ * `hidden` are this machine's paths git may name (the mirror, its staging directory, the cache):
+ * the message says "the repository cache" instead, so no server path reaches an API client.
+ */
+function cloneFailure(
+  action: string,
+  url: string,
+  error: unknown,
+  hidden: readonly string[],
+): BatchesError {
   const { detail, cause } = remoteFailure([url], error);
+  const shown = [...hidden]
+    .sort((left, right) => right.length - left.length)
+    .reduce((text, path) => text.replaceAll(path, "the repository cache"), detail);
   return new BatchesError(
     "clone_failed",
-    `${action} ${redactUrl(url)} failed: ${detail}; check the URL, the network and the credentials`,
+    `${action} ${redactUrl(url)} failed: ${shown}; check the URL, the network and the credentials`,
     cause === undefined ? {} : { cause },
   );
 }
@@ -216,7 +228,7 @@ async function gitUrlRepository(
         if (!(await isDirectory(path))) throw error;
       });
     } catch (error) {
-      throw cloneFailure("cloning", host.url, error);
+      throw cloneFailure("cloning", host.url, error, [staging, path, resolve(cacheDirectory)]);
     } finally {
       await rm(staging, { recursive: true, force: true });
     }
@@ -230,7 +242,7 @@ async function gitUrlRepository(
       });
       await followRemoteHead(path, signal, environment);
     } catch (error) {
-      throw cloneFailure("fetching", host.url, error);
+      throw cloneFailure("fetching", host.url, error, [path, resolve(cacheDirectory)]);
     }
   }
   return {
