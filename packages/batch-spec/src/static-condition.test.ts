@@ -35,6 +35,14 @@ describe("evaluateStaticCondition", () => {
     expect(evaluateStaticCondition(`\${{ matches "${text}b" "${pattern}" }}`, input)).toBe(true);
   });
 
+  it("leaves a condition that does too much work to run time, deciding it as dynamic", () => {
+    // 4,000,000 steps: seconds of work, once per step and repository, while the server
+    // resolving the spec answers nothing else. Ahead of time it stops after the budget.
+    const heavy = "${{ range $i := 2000 }}${{ range $j := 2000 }}${{ end }}${{ end }}false";
+    expect(evaluateStaticCondition(heavy, input)).toBe("dynamic");
+    expect(evaluateStaticCondition("${{ range $i := 10 }}${{ end }}true", input)).toBe(true);
+  });
+
   it("says dynamic for conditions on outputs or step results", () => {
     expect(evaluateStaticCondition('${{ eq outputs.x "y" }}', input)).toBe("dynamic");
     expect(evaluateStaticCondition('${{ eq previous_step.stdout "ok" }}', input)).toBe("dynamic");
