@@ -55,7 +55,8 @@ describe("resolving a spec with heavy conditions", () => {
         codeHosts: [{ type: "directory", path: root }],
       },
     });
-  });
+    // Three repositories and a server: generous, for a loaded machine.
+  }, 120_000);
   afterAll(() => cleanups.run());
 
   it("keeps answering health while the spec resolves, and leaves the conditions to run time", async () => {
