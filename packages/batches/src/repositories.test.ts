@@ -7,7 +7,7 @@ import { REDACTED, redactSecrets } from "@deckhand/secrets";
 import { type GitHttpServer, startGitHttpServer } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BatchesError } from "./batches-error.ts";
-import { loadRepositories, type Repository } from "./repositories.ts";
+import { loadRepositories, locateRepository, type Repository } from "./repositories.ts";
 import { resolveDefaultBranch } from "./revisions.ts";
 import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
 
@@ -276,5 +276,31 @@ describe("git URL code hosts with a password", () => {
     ]);
     // Its objects were kept and it was fetched with the password from the configuration.
     expect((await resolveDefaultBranch(repository!)).revision).toBe(commit);
+  });
+
+  it("a job on such a mirror that already has its commit cleans it too, without fetching", async () => {
+    const cacheDirectory = join(scratch.path, "cache");
+    const name = "127.0.0.1/acme/api";
+    const digest = createHash("sha256").update(hostUrl()).digest("hex").slice(0, 12);
+    const legacy = join(cacheDirectory, `${name.replaceAll("/", "-")}-${digest}.git`);
+    mkdirSync(cacheDirectory, { recursive: true });
+    await runGit(["clone", "--mirror", "--quiet", "--", hostUrl(), legacy], {
+      cwd: cacheDirectory,
+    });
+    const requests = server.requests.length;
+    // A workspace an earlier version resolved names the mirror by its old path.
+    const path = await locateRepository(
+      {
+        id: `git:${storedUrl()}`,
+        name,
+        host: { type: "git", url: storedUrl(), cachePath: legacy },
+        path: legacy,
+      },
+      upstream.git("rev-parse", "main"),
+      { codeHosts: [{ type: "git", url: hostUrl() }], cacheDirectory },
+    );
+    expect(path).not.toBe(legacy);
+    expect(filesWithPassword(cacheDirectory)).toEqual([]);
+    expect(server.requests.length).toBe(requests);
   });
 });

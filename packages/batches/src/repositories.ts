@@ -345,6 +345,8 @@ async function hasCommit(path: string, revision: string): Promise<boolean> {
  * another executor than the one that resolved it: a directory host must be at the same path there
  * (a shared file system), and a git URL host is cloned or fetched into this process's own cache
  * from its own configuration (which holds the URL's credentials, never stored with the job).
+ * A mirror found is cleaned of a password an earlier version put in its config even when it
+ * already has the commit, since the steps about to run can read that config.
  */
 export async function locateRepository(
   repository: Pick<Repository, "id" | "name" | "host" | "path">,
@@ -356,31 +358,25 @@ export async function locateRepository(
     signal?: AbortSignal;
   },
 ): Promise<string> {
-  if (await hasCommit(repository.path, revision)) return repository.path;
-  if (repository.host.type === "directory") {
-    throw new BatchesError(
-      "repository_not_found",
-      `repository ${repository.name} is not at ${repository.path} on this machine, or lacks commit ${revision}; executors need the directory code hosts at the same paths (a shared file system)`,
-    );
-  }
-  const hostUrl = repository.host.url;
+  const hostUrl = repository.host.type === "git" ? repository.host.url : undefined;
   const host = options.codeHosts.find(
     (candidate): candidate is GitUrlCodeHost =>
       candidate.type === "git" && redactUrl(candidate.url) === hostUrl,
   );
   if (host === undefined) {
+    if (await hasCommit(repository.path, revision)) return repository.path;
     throw new BatchesError(
       "repository_not_found",
-      `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
+      hostUrl === undefined
+        ? `repository ${repository.name} is not at ${repository.path} on this machine, or lacks commit ${revision}; executors need the directory code hosts at the same paths (a shared file system)`
+        : `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
     );
   }
-  const found = await gitUrlRepository(
-    host,
-    options.cacheDirectory,
-    true,
-    options.signal,
-    options.gitEnvironment,
-  );
+  const mirror = (refresh: boolean) =>
+    gitUrlRepository(host, options.cacheDirectory, refresh, options.signal, options.gitEnvironment);
+  // The mirror as it is first (no network); fetched only when it lacks the commit.
+  let found = await mirror(false);
+  if (!(await hasCommit(found.path, revision))) found = await mirror(true);
   if (!(await hasCommit(found.path, revision))) {
     throw new BatchesError(
       "revision_not_found",
