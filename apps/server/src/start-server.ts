@@ -5,6 +5,7 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
+  codeHostSecrets,
   createBatchRunService,
   createRunEventHub,
   startBatchWorker,
@@ -159,6 +160,8 @@ export async function startServer(
     // Code host tokens as they are now (they are read again at each use, so a rotated one is
     // remembered then): redacted everywhere, and no variable holding one reaches an agent.
     ...config.codeHostConnections.map((connection) => process.env[connection.tokenEnv] || null),
+    // Passwords in git URL code hosts: git gets them per command, and they are secrets alike.
+    ...codeHostSecrets(config.codeHosts),
   ];
   rememberSecrets(ownSecrets);
   const agentPolicy = agentEnvironmentPolicy({

@@ -56,6 +56,7 @@ import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
+import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
@@ -232,10 +233,17 @@ export class BatchRunService {
     return this.#options.publishing;
   }
 
-  /** Credentials for git URLs of configured code host connections (none without publishing). */
-  get #git() {
-    const publishing = this.#options.publishing;
-    return publishing === undefined ? {} : { gitEnvironment: publishing.access.gitEnvironment };
+  /**
+   * Credentials for git commands that reach a code host: a git URL host's own password, else the
+   * token of the code host connection the URL belongs to (none without publishing).
+   */
+  get #git(): { gitEnvironment: GitEnvironmentFor } {
+    return {
+      gitEnvironment: codeHostGitEnvironment(
+        this.#options.codeHosts,
+        this.#options.publishing?.access.gitEnvironment,
+      ),
+    };
   }
 
   /** Detected once per process: `info` takes a while, and the answer does not change. */
@@ -945,7 +953,7 @@ export class BatchRunService {
         const remoteEnvironment =
           definition.repository.url === null
             ? undefined
-            : this.#options.publishing?.access.gitEnvironment(definition.repository.url);
+            : this.#git.gitEnvironment(definition.repository.url);
         const applied = await applyChangeset({
           repository: {
             ...definition.repository,

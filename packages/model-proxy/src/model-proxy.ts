@@ -8,6 +8,7 @@ import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } 
 import { ModelProxyError } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
+import { upstreamRequestBody } from "./request-body.ts";
 import {
   AgentTypeSchema,
   agentResponseHeaders,
@@ -176,11 +177,29 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       );
     }
 
-    const body =
+    const received =
       method === "GET" || method === "HEAD"
         ? undefined
         : new Uint8Array(await context.req.raw.arrayBuffer());
-    const requestBytes = body?.byteLength ?? 0;
+    const requestBytes = received?.byteLength ?? 0;
+    // The job's id goes too: the upstream has no use for it (its header is not forwarded either),
+    // and beside the token it is what an environment dump shows of the job.
+    const forwarded =
+      received === undefined
+        ? undefined
+        : upstreamRequestBody(received, context.req.header("content-encoding"), [
+            ...secretsOf(context),
+            record.jobId,
+          ]);
+    if (forwarded !== undefined && forwarded.redactions > 0) {
+      logger.warn("secrets replaced in a model-provider request body", {
+        agentType,
+        jobId: record.jobId,
+        tokenId: record.id,
+        redactions: forwarded.redactions,
+      });
+    }
+    const body = forwarded?.body;
     const target = upstreamUrl(upstream.baseUrl, restPath, scrubSearch(url.search, token));
     const upstreamName = upstream.baseUrl.replace(/\/+$/, "");
 
@@ -249,6 +268,8 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       );
     };
     const requestHeaders = upstreamRequestHeaders(context.req.raw.headers, upstream, token);
+    // The body goes upstream as the proxy read it: uncompressed.
+    if (forwarded?.decoded) requestHeaders.delete("content-encoding");
     const upstreamBrokeOff = (error: unknown) =>
       logger.warn("model-provider upstream broke off mid-stream", {
         agentType,
