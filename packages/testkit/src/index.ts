@@ -63,7 +63,7 @@ export {
   fakeCodexScript,
   startFakeCodexRelease,
 } from "./fake-codex/fake-codex-release.ts";
-// Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages).
+// Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages, Gemini).
 export {
   type CapturedRequest,
   defaultResponder,
@@ -99,6 +99,12 @@ export {
   chatCompletionsStream,
   renderChatCompletionsTurn,
 } from "./fake-model/render-chat-completions.ts";
+export {
+  geminiStream,
+  geminiUsageMetadata,
+  renderGeminiResponse,
+  renderGeminiTurn,
+} from "./fake-model/render-gemini.ts";
 export {
   type RenderContext,
   renderResponsesTurn,
