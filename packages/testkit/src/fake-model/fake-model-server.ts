@@ -201,6 +201,11 @@ export interface FakeModel {
   nextEarlyClose(): Promise<CapturedRequest>;
   /** Resolves once `count` requests in all have been received. */
   waitForRequests(count: number): Promise<CapturedRequest[]>;
+  /**
+   * Holds every answer from now on until the returned function is called, so a test can have
+   * several clients waiting on the model at once.
+   */
+  hold(): () => void;
   /** Forgets the script, the responder and the captured requests. */
   reset(): void;
   /** Stops the server and destroys open connections, hung streams included. */
@@ -263,7 +268,9 @@ export async function startFakeModel(): Promise<FakeModel> {
     return defaultResponder(captured);
   };
 
+  let gate: Promise<void> | undefined;
   const answer = async (captured: CapturedRequest, response: ServerResponse) => {
+    if (gate !== undefined) await gate;
     const script = choose(captured);
     let finished = false;
     response.on("close", () => {
@@ -339,7 +346,19 @@ export async function startFakeModel(): Promise<FakeModel> {
       if (requests.length >= count) return Promise.resolve(requests.slice());
       return new Promise((resolve) => requestWaiters.push({ count, resolve }));
     },
+    hold() {
+      let open = () => {};
+      const held = new Promise<void>((resolveGate) => {
+        open = resolveGate;
+      });
+      gate = held;
+      return () => {
+        if (gate === held) gate = undefined;
+        open();
+      };
+    },
     reset() {
+      gate = undefined;
       queue = [];
       scripted = false;
       responder = undefined;
