@@ -3,6 +3,7 @@
 // bundle, its headless auth and trust checks; opencode's state under the XDG directories and its
 // outside lookups), are installed from loopback release servers by the renderer's own install
 // lines and talk through a real model-provider proxy to the testkit's fake model.
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -13,10 +14,12 @@ import {
   leaseModelProvider,
 } from "@deckhand/model-proxy";
 import {
+  defaultResponder,
   type FakeGeminiRelease,
   type FakeModel,
   type FakeOpencodeRelease,
   fakeCodexDirective,
+  renderTurn,
   startFakeGeminiRelease,
   startFakeModel,
   startFakeOpencodeRelease,
@@ -303,4 +306,80 @@ describe("an opencode codingAgent step", () => {
     expect(existsSync(join(scratch.path, ".local"))).toBe(false);
     expect(readdirSync(scratch.path).filter((name) => name.startsWith("."))).toEqual([]);
   });
+});
+
+// The real Gemini CLI, opt-in: it is not a dependency of the repository. Install it anywhere and
+// name its bundle directory, e.g.
+//   npm install --prefix /tmp/gemini @google/gemini-cli@0.61.0
+//   DECKHAND_TEST_GEMINI_BUNDLE=/tmp/gemini/node_modules/@google/gemini-cli/bundle
+// The bundle is served as a release (`gemini-cli-bundle.zip`) and installed by the step like any
+// gemini release; it then talks to the fake model through the proxy.
+const geminiBundle = process.env.DECKHAND_TEST_GEMINI_BUNDLE;
+
+describe.skipIf(geminiBundle === undefined)("a codingAgent step with the real Gemini CLI", () => {
+  let real: FakeGeminiRelease;
+
+  beforeAll(async () => {
+    const version = spawnSync(process.execPath, [join(geminiBundle!, "gemini.js"), "--version"], {
+      encoding: "utf8",
+    }).stdout.trim();
+    if (!/^\d+\.\d+\.\d+/.test(version)) {
+      throw new Error(`${geminiBundle}/gemini.js --version printed no version`);
+    }
+    real = await startFakeGeminiRelease({ version, bundleDirectory: geminiBundle! });
+  });
+  afterAll(() => real?.close());
+
+  it("installs the release bundle and writes the model's file through the proxy", async () => {
+    fake.respondWith(undefined);
+    const seen: string[] = [];
+    const answers = [
+      turn.functionCall("write_file", { file_path: "GREETING.md", content: "hello from gemini\n" }),
+      turn.text("Added GREETING.md."),
+    ];
+    let next = 0;
+    fake.respondWith((request) => {
+      seen.push(`${request.method} ${request.url}`);
+      if (request.api === "gemini_stream_generate_content" && next < answers.length) {
+        return renderTurn(request.api, answers[next++]!, {
+          model: "gemini-2.5-pro",
+          sequence: next,
+        });
+      }
+      return defaultResponder(request);
+    });
+    const parsed = specFrom(spec("gemini"));
+    const repositories = await loadRepositories({
+      codeHosts: [{ type: "directory", path: root }],
+    });
+    const { workspaces } = await resolveWorkspaces(parsed, { repositories });
+    const workspace = workspaces.find(
+      (candidate) => candidate.repository.name === "github.com/acme/api",
+    )!;
+    const checkout = await checkoutWorkspace(workspace, join(scratch.path, "checkout-real"));
+    const result = await runWorkspace({
+      workspace,
+      spec: parsed,
+      checkout,
+      runtime: "local",
+      outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+      jobId: "job-real-gemini",
+      modelProvider,
+      codingAgent: {
+        ...options(),
+        versions: { gemini: real.version },
+        installSources: { gemini: { kind: "release", baseUrl: real.baseUrl } },
+      },
+      cache: new MemoryStepCache(),
+      timeoutMs: 240_000,
+    });
+    expect(result.error, seen.join("\n")).toBeNull();
+    expect(result.result!.diff).toContain("+hello from gemini");
+    expect(real.requests).toEqual([`/v${real.version}/gemini-cli-bundle.zip`]);
+    for (const request of fake.requests) {
+      expect(request.headers["x-goog-api-key"]).toBe(UPSTREAM_KEY);
+      expect(request.headers["x-gemini-api-privileged-user-id"]).toBeUndefined();
+    }
+    expect(existsSync(join(scratch.path, ".gemini"))).toBe(false);
+  }, 300_000);
 });

@@ -354,11 +354,13 @@ function renderScript(
   ]);
   return [
     ...preambleLines(definition, context, install.origin, parts, binaries),
+    ...stateLines(run, parts.state),
+    ...environmentLines(run),
     ...versionCheckLines(definition, context, install.origin),
     ...install.lines,
     'deckhand_check_version "$deckhand_agent"',
     "",
-    ...runLines(definition, run, parts.state),
+    ...runLines(definition, run),
     "",
   ].join("\n");
 }
@@ -436,7 +438,7 @@ function versionCheckLines(
     "",
     "# True when $1 --version prints the pinned version's line; keeps the output for messages.",
     "deckhand_reports_version() {",
-    '  deckhand_version_output=$("$1" --version 2>&1 </dev/null) || return 1',
+    '  deckhand_version_output=$(deckhand_agent_environment; "$1" --version 2>&1 </dev/null) || return 1',
     "  while IFS= read -r deckhand_line; do",
     '    if [ "$deckhand_line" = "$deckhand_expected_version" ]; then return 0; fi',
     "  done <<DECKHAND_VERSION_OUTPUT",
@@ -600,44 +602,59 @@ function usesState(run: AgentRunPlan): boolean {
 
 const stateVariable = (AGENT_STATE_DIRECTORY as { env: string }).env;
 
-/** The state directory, its files, the environment and the `exec` of the agent. */
-function runLines(
-  definition: AgentTypeDefinition,
-  run: AgentRunPlan,
-  state: string | undefined,
-): string[] {
+/**
+ * The step's own state directory and the files the agent reads there, made before anything
+ * runs the agent (its `--version` included: some agents write to their home even then).
+ */
+function stateLines(run: AgentRunPlan, state: string | undefined): string[] {
+  if (!usesState(run)) return [];
   const lines = [
-    `# Run ${definition.type} non-interactively on the prompt, pointed at the model-provider proxy.`,
+    "# The step's own agent state (configuration, caches, databases), apart from every other job's.",
   ];
-  if (usesState(run)) {
-    lines.push(
-      "# The step's own agent state (configuration, caches, databases), apart from every other job's.",
-    );
-    if (state === undefined) {
-      lines.push(`${stateVariable}=$(mktemp -d "\${TMPDIR:-/tmp}/deckhand-agent-state.XXXXXX")`);
-    } else {
-      lines.push(`${stateVariable}=${state}`, `mkdir -p "$${stateVariable}"`);
-    }
-    for (const file of run.stateFiles ?? []) {
-      if (!STATE_FILE.test(file.path) || file.path.split("/").includes("..")) {
-        throw new BatchSpecError(
-          "invalid_stage_path",
-          `"${file.path}" is not a plain relative path`,
-        );
-      }
-      const slash = file.path.lastIndexOf("/");
-      if (slash > 0) lines.push(`mkdir -p "$${stateVariable}/${file.path.slice(0, slash)}"`);
-      lines.push(`printf '%s\\n' ${shellQuote(file.content)} >"$${stateVariable}/${file.path}"`);
-    }
+  if (state === undefined) {
+    lines.push(`${stateVariable}=$(mktemp -d "\${TMPDIR:-/tmp}/deckhand-agent-state.XXXXXX")`);
+  } else {
+    lines.push(`${stateVariable}=${state}`, `mkdir -p "$${stateVariable}"`);
   }
-  for (const name of run.unset) lines.push(`unset ${name}`);
+  for (const file of run.stateFiles ?? []) {
+    if (!STATE_FILE.test(file.path) || file.path.split("/").includes("..")) {
+      throw new BatchSpecError("invalid_stage_path", `"${file.path}" is not a plain relative path`);
+    }
+    const slash = file.path.lastIndexOf("/");
+    if (slash > 0) lines.push(`mkdir -p "$${stateVariable}/${file.path.slice(0, slash)}"`);
+    lines.push(`printf '%s\\n' ${shellQuote(file.content)} >"$${stateVariable}/${file.path}"`);
+  }
+  lines.push("");
+  return lines;
+}
+
+/**
+ * `deckhand_agent_environment`: the variables the agent runs with, set for its version checks
+ * (in their subshell) and for its run alike, so neither reads the runner's own agent state.
+ */
+function environmentLines(run: AgentRunPlan): string[] {
+  const lines = [
+    "# The agent's environment, for its version checks and its run alike.",
+    "deckhand_agent_environment() {",
+  ];
+  for (const name of run.unset) lines.push(`  unset ${name}`);
   for (const assignment of run.environment) {
     if (!isEnvName(assignment.name)) {
       throw new BatchSpecError("invalid_env_name", `"${assignment.name}" is not a valid name`);
     }
-    lines.push(`export ${assignment.name}=${shellValue(assignment.value)}`);
+    lines.push(`  export ${assignment.name}=${shellValue(assignment.value)}`);
   }
-  lines.push(`exec "$deckhand_agent" \\`);
+  lines.push("  :", "}", "");
+  return lines;
+}
+
+/** The `exec` of the agent, in its environment, on the prompt. */
+function runLines(definition: AgentTypeDefinition, run: AgentRunPlan): string[] {
+  const lines = [
+    `# Run ${definition.type} non-interactively on the prompt, pointed at the model-provider proxy.`,
+    "deckhand_agent_environment",
+    `exec "$deckhand_agent" \\`,
+  ];
   for (const group of argumentLines(run.arguments)) lines.push(`  ${group} \\`);
   lines.push("  </dev/null");
   return lines;

@@ -18,7 +18,8 @@
 //   under the working directory, `fail <message>` exits 1; other lines are the reply;
 // - `--output-format=stream-json` prints `init`, `message`, `tool_use`, `tool_result` and
 //   `result` events as JSON lines, as gemini does.
-// It keeps its own files (installation id, project list) under `<home>/.gemini`, as gemini does.
+// It keeps its own files (installation id, project list) under `<home>/.gemini`, as gemini does,
+// writing there on every start, `--version` included.
 "use strict";
 
 const { existsSync, mkdirSync, readFileSync, writeFileSync } = require("node:fs");
@@ -94,15 +95,16 @@ function sseEvents(text) {
 
 async function main() {
   const args = process.argv.slice(2);
+  // Gemini registers the working directory in its home on every start, `--version` included.
+  const home = geminiHome();
+  mkdirSync(home, { recursive: true });
+  writeFileSync(join(home, "projects.json"), JSON.stringify({ projects: [process.cwd()] }));
   if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
     console.log(VERSION);
     return;
   }
   const options = parseArguments(args);
   json = options.format === "stream-json";
-  const home = geminiHome();
-  mkdirSync(home, { recursive: true });
-  writeFileSync(join(home, "projects.json"), JSON.stringify({ projects: [process.cwd()] }));
   const settings = userSettings();
   if (!options.skipTrust && process.env.GEMINI_CLI_TRUST_WORKSPACE !== "true") {
     fail(
