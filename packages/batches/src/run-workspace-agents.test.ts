@@ -383,3 +383,80 @@ describe.skipIf(geminiBundle === undefined)("a codingAgent step with the real Ge
     expect(existsSync(join(scratch.path, ".gemini"))).toBe(false);
   }, 300_000);
 });
+
+// The real opencode, opt-in: it is not a dependency of the repository. Install it anywhere and
+// name its binary, e.g.
+//   npm install --prefix /tmp/opencode opencode-ai@1.18.33
+//   DECKHAND_TEST_OPENCODE_BIN=/tmp/opencode/node_modules/opencode-linux-x64/bin/opencode
+// The step takes it as an installed binary (install source `installed`), checks its version and
+// runs it, two jobs at once, against the fake model through the proxy.
+const opencodeBinary = process.env.DECKHAND_TEST_OPENCODE_BIN;
+
+describe.skipIf(opencodeBinary === undefined)("codingAgent steps with the real opencode", () => {
+  it("runs two jobs at once, each with its own state, and writes the model's files", async () => {
+    const version = spawnSync(opencodeBinary!, ["--version"], { encoding: "utf8" }).stdout.trim();
+    const answers = new Map<string, number>();
+    fake.respondWith((request) => {
+      if (request.api !== "chat_completions") return defaultResponder(request);
+      const body = JSON.stringify(request.json);
+      // opencode asks for a title for the session on the side.
+      if (body.includes("title generator")) {
+        return renderTurn("chat_completions", turn.text("Greeting"), { model: "m", sequence: 0 });
+      }
+      // Each job's conversation: first the write, then the closing words.
+      const repository = body.includes("acme/web") ? "web" : "api";
+      const step = answers.get(repository) ?? 0;
+      answers.set(repository, step + 1);
+      const answer =
+        step === 0
+          ? // With a gpt-5 model opencode offers bash and apply_patch rather than write.
+            turn.functionCall("bash", {
+              command: `echo 'hello from opencode (${repository})' > GREETING.md`,
+              description: "Writes the greeting",
+            })
+          : turn.text("Added GREETING.md.");
+      return renderTurn("chat_completions", answer, { model: "gpt-5.5", sequence: step + 1 });
+    });
+    const runReal = async (repository: string) => {
+      const parsed = specFrom(spec("opencode"));
+      const repositories = await loadRepositories({
+        codeHosts: [{ type: "directory", path: root }],
+      });
+      const { workspaces } = await resolveWorkspaces(parsed, { repositories });
+      const workspace = workspaces.find((candidate) => candidate.repository.name === repository)!;
+      runs += 1;
+      const checkout = await checkoutWorkspace(workspace, join(scratch.path, `checkout-${runs}`));
+      return runWorkspace({
+        workspace,
+        spec: parsed,
+        checkout,
+        runtime: "local",
+        outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+        jobId: `job-real-opencode-${runs}`,
+        modelProvider,
+        codingAgent: {
+          ...options(),
+          versions: { opencode: version },
+          installSources: { opencode: { kind: "installed", path: opencodeBinary! } },
+        },
+        cache: new MemoryStepCache(),
+        timeoutMs: 240_000,
+      });
+    };
+    const results = await Promise.all([
+      runReal("github.com/acme/api"),
+      runReal("github.com/acme/web"),
+    ]);
+    for (const [index, result] of results.entries()) {
+      expect(result.error).toBeNull();
+      expect(result.result!.diff).toContain(`+hello from opencode (${["api", "web"][index]})`);
+      const transcript = parseAgentTranscript("opencode", result.steps[0]!.stdout);
+      expect(transcript.entries.map((entry) => entry.kind)).toContain("tool_call");
+      expect(transcript.usage).not.toBeNull();
+    }
+    for (const request of fake.requests) {
+      expect(request.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    }
+    expect(existsSync(join(scratch.path, ".local"))).toBe(false);
+  }, 300_000);
+});
