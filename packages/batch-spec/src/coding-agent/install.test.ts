@@ -486,6 +486,18 @@ describe("offline install sources", () => {
     expect(lstatSync(agentPath(space)).isSymbolicLink()).toBe(true);
   });
 
+  it("uses an executable placed by hand at <install dir>/bin/<binary>, downloading nothing", async () => {
+    const space = workspace();
+    mkdirSync(join(space.installDirectory, "bin"), { recursive: true });
+    writeFileSync(agentPath(space), fakeCodex(`codex-cli ${VERSION}`), { mode: 0o755 });
+    const result = await run(renderCodex(), space);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      `deckhand: codex ${VERSION} already installed at ${agentPath(space)}`,
+    );
+    expect(requests).toBe(0);
+  });
+
   it("runs a binary already installed at a path, checking its version, downloading nothing", async () => {
     const bin = mkdtempSync(join(root, "installed-"));
     writeFileSync(join(bin, "codex"), fakeCodex(`codex-cli ${VERSION}`), { mode: 0o755 });
