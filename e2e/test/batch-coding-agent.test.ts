@@ -115,7 +115,8 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
         codingAgent: {
           versions: { codex: VERSION },
           models: { codex: MODEL },
-          install_source: { kind: "release", base_url: release.baseUrl },
+          // Per agent type, as an operator with a mirror for one agent sets it.
+          install_sources: { codex: { kind: "release", base_url: release.baseUrl } },
         },
       },
       env: { [UPSTREAM_KEY_ENV]: UPSTREAM_KEY, HOME: home },

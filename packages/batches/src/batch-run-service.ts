@@ -6,7 +6,12 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
+import {
+  type BatchSpec,
+  formatDiagnostic,
+  type InstallSource,
+  parseBatchSpec,
+} from "@deckhand/batch-spec";
 import {
   type ContainerRuntime,
   type DetectContainerRuntimeOptions,
@@ -1552,22 +1557,39 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
   };
 }
 
-/** The service's agent settings with a run's own on top, per agent type. */
+type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;
+
+/** An install source as config.json and the API spell it, as the renderer takes it. */
+function installSourceOf(source: WireInstallSource): InstallSource {
+  if (source.kind === "release") return { kind: "release", baseUrl: source.base_url };
+  if (source.kind === "npm") {
+    return { kind: "npm", ...(source.registry ? { registry: source.registry } : {}) };
+  }
+  return { kind: "installed", ...(source.path ? { path: source.path } : {}) };
+}
+
+/**
+ * The service's agent settings with a run's own on top, per agent type. A run's
+ * `install_source` replaces the service's default one but not the service's per-type
+ * `install_sources` (an operator's offline mirror for one agent stays in force); a run's
+ * per-type entries replace the service's for those types.
+ */
 export function codingAgentOptions(
   defaults: BatchCodingAgentOptions | undefined,
   run: BatchCodingAgentOptions | undefined,
 ): CodingAgentOptions {
   const source = run?.install_source ?? defaults?.install_source;
+  const perType = { ...defaults?.install_sources, ...run?.install_sources };
   return {
     versions: { ...defaults?.versions, ...run?.versions },
     models: { ...defaults?.models, ...run?.models },
-    ...(source === undefined
+    ...(source === undefined ? {} : { installSource: installSourceOf(source) }),
+    ...(Object.keys(perType).length === 0
       ? {}
       : {
-          installSource:
-            source.kind === "release"
-              ? { kind: "release" as const, baseUrl: source.base_url }
-              : { kind: "npm" as const, ...(source.registry ? { registry: source.registry } : {}) },
+          installSources: Object.fromEntries(
+            Object.entries(perType).map(([type, given]) => [type, installSourceOf(given)]),
+          ),
         }),
   };
 }

@@ -13,7 +13,8 @@
 //     fail <message>               exits 1 with the message on stderr
 //   other lines are the agent's reply;
 // - with `--json` it prints JSON lines shaped like codex's (`thread.started`, `turn.started`,
-//   `item.completed`, `turn.completed`; `error` and `turn.failed` when it fails).
+//   `item.completed` with each item's `id`, `turn.completed`; `error` and `turn.failed` when it
+//   fails).
 // Stdin is never read. FAKE_CODEX_PRINT_TOKEN=1 makes it print the token on stderr, as a
 // careless agent might, for tests of redaction. FAKE_CODEX_RECORD_REQUEST=<file> makes it write
 // the request it is about to send (`{url, headers}`, the token included) as JSON to that file,
@@ -219,7 +220,12 @@ async function main() {
         writeFileSync(target, JSON.parse(write[2]));
         emit({
           type: "item.completed",
-          item: { type: "file_change", status: "completed", changes: [{ path: target, kind }] },
+          item: {
+            id: `item_${items.indexOf(item)}_${target}`,
+            type: "file_change",
+            status: "completed",
+            changes: [{ path: target, kind }],
+          },
         });
         continue;
       }
@@ -229,7 +235,10 @@ async function main() {
     }
     const message = reply.join("\n").trim();
     if (message !== "") {
-      emit({ type: "item.completed", item: { type: "agent_message", text: message } });
+      emit({
+        type: "item.completed",
+        item: { id: `item_${items.indexOf(item)}`, type: "agent_message", text: message },
+      });
       if (!json) console.log(message);
     }
   }
