@@ -73,6 +73,8 @@ steps:
       FAKE_CODEX_RECORD_REQUEST: ${recordFile}
       # ...and prints the token on stderr, as a careless agent might: what redaction must catch.
       FAKE_CODEX_PRINT_TOKEN: "1"
+      # ...and sends its DECKHAND_* variables to the model, as an agent that ran env would.
+      FAKE_CODEX_SEND_ENVIRONMENT: "1"
 changesetTemplate:
   title: Greet \${{ repository.name }}
   body: Written by a coding agent
@@ -113,7 +115,8 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
         codingAgent: {
           versions: { codex: VERSION },
           models: { codex: MODEL },
-          install_source: { kind: "release", base_url: release.baseUrl },
+          // Per agent type, as an operator with a mirror for one agent sets it.
+          install_sources: { codex: { kind: "release", base_url: release.baseUrl } },
         },
       },
       env: { [UPSTREAM_KEY_ENV]: UPSTREAM_KEY, HOME: home },
@@ -195,6 +198,10 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
     expect(JSON.stringify(upstream!.json)).toContain(
       `Write a greeting for ${REPOSITORY} in GREETING.md`,
     );
+    // The environment the agent sent the model: the proxy replaced the token and the job id.
+    expect(upstream!.body).toContain(`${WireEnv.modelProviderToken}=${MARKER}`);
+    expect(upstream!.body).toContain(`${WireEnv.jobId}=${MARKER}`);
+    expect(upstream!.body).not.toContain(jobId);
 
     // Usage is the job's.
     const usagePath = `${ServerPath.usage}?job_id=${encodeURIComponent(jobId)}`;

@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import {
   BatchesError,
   type BatchWorker,
+  codeHostSecrets,
   createBatchRunService,
   type ExecutorConfig,
   readExecutorConfig,
@@ -271,6 +272,8 @@ export async function runExecutorCommand(
     ...databasePasswords(settings.databaseUrl),
     io.environment[WireEnv.adminToken],
     ...config.withheldEnv.map((name) => io.environment[name]),
+    // Passwords in git URL code hosts: git gets them per command, and they are secrets alike.
+    ...codeHostSecrets(config.codeHosts),
   ].filter((value): value is string => typeof value === "string" && value !== "");
   rememberSecrets(ownSecrets);
   const policy = agentEnvironmentPolicy({

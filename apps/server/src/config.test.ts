@@ -202,6 +202,47 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("reads codingAgent install sources per agent type: a file mirror, npm, an installed binary", () => {
+    const codingAgent = {
+      versions: { codex: "0.169.0", gemini: "0.61.0", "claude-code": "2.0.14" },
+      install_source: { kind: "release", base_url: "https://mirror.internal/agents" },
+      install_sources: {
+        codex: { kind: "release", base_url: "file:///srv/mirror/codex" },
+        gemini: { kind: "npm", registry: "http://127.0.0.1:4873" },
+        "claude-code": { kind: "installed", path: "/opt/claude/bin/claude" },
+        opencode: { kind: "installed" },
+      },
+    };
+    const dir = dataDir({ codingAgent });
+    expect(resolveServerConfig({ dataDir: dir }, { environment: {} }).codingAgent).toEqual(
+      codingAgent,
+    );
+  });
+
+  it("names the agent type and field of a bad codingAgent install source", () => {
+    const wrongKind = dataDir({
+      codingAgent: { install_sources: { gemini: { kind: "ftp", base_url: "ftp://x/" } } },
+    });
+    expect(
+      configError(() => resolveServerConfig({ dataDir: wrongKind }, { environment: {} })).message,
+    ).toContain("codingAgent.install_sources.gemini.kind");
+    const relative = dataDir({
+      codingAgent: { install_sources: { codex: { kind: "installed", path: "bin/codex" } } },
+    });
+    const error = configError(() =>
+      resolveServerConfig({ dataDir: relative }, { environment: {} }),
+    );
+    expect(error.message).toContain(
+      "codingAgent.install_sources.codex.path: must be an absolute path",
+    );
+    const badUrl = dataDir({
+      codingAgent: { install_source: { kind: "release", base_url: "ftp://mirror/agents" } },
+    });
+    expect(
+      configError(() => resolveServerConfig({ dataDir: badUrl }, { environment: {} })).message,
+    ).toContain("codingAgent.install_source.base_url");
+  });
+
   it("accepts batch codeHosts in config.json and names a bad entry", () => {
     const hosts = dataDir({ codeHosts: [{ type: "directory", path: "/srv/code" }] });
     expect(() => resolveServerConfig({ dataDir: hosts }, { environment: {} })).not.toThrow();

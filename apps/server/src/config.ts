@@ -13,6 +13,7 @@ import {
 import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
+  ModelUpstreamKindSchema,
   WireEnv,
 } from "@deckhand/wire";
 import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
@@ -130,7 +131,7 @@ export type ServerFlags = z.infer<typeof ServerFlagsSchema>;
 const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const ModelUpstreamFileSchema = z.strictObject({
-  kind: z.enum(["openai", "anthropic"]),
+  kind: ModelUpstreamKindSchema,
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** The name of the environment variable holding the key: keys never live in the file. */
   apiKeyEnv: z.string().regex(ENVIRONMENT_NAME, "must be an environment variable name"),

@@ -30,6 +30,7 @@ import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { type ServerDirectory, withoutServerPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { serveWebUi } from "./web-ui.ts";
 
@@ -73,6 +74,8 @@ export interface ServerAppOptions {
   webDir?: string | null;
   /** The fetch used for the agent health check and model upstreams, for tests. */
   fetch?: typeof globalThis.fetch;
+  /** The server's own directories (data, working): replaced by their names in API errors. */
+  serverPaths?: readonly ServerDirectory[];
 }
 
 /**
@@ -102,7 +105,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
   const app = new Hono();
   const errorHandling: ErrorHandlingOptions = {
-    redact: (message) => redactSecrets(message),
+    redact: (message) => withoutServerPaths(redactSecrets(message), options.serverPaths ?? []),
     onUnexpectedError: (error, context) =>
       logger.error(
         { err: error, method: context.req.method, path: context.req.path },

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
+  codeHostSecrets,
   createBatchRunService,
   createRunEventHub,
   startBatchWorker,
@@ -61,6 +62,7 @@ import { createServerApp } from "./create-server-app.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
+import { serverPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
 
@@ -160,6 +162,8 @@ export async function startServer(
     // Code host tokens as they are now (they are read again at each use, so a rotated one is
     // remembered then): redacted everywhere, and no variable holding one reaches an agent.
     ...config.codeHostConnections.map((connection) => process.env[connection.tokenEnv] || null),
+    // Passwords in git URL code hosts: git gets them per command, and they are secrets alike.
+    ...codeHostSecrets(config.codeHosts),
   ];
   rememberSecrets(ownSecrets);
   const agentPolicy = agentEnvironmentPolicy({
@@ -418,6 +422,7 @@ export async function startServer(
     let worker: TaskWorker | null = null;
     let batchWorker: BatchWorker | null = null;
     const app = createServerApp({
+      serverPaths: serverPaths(config.dataDir),
       database,
       requireAuth: config.requireAuth,
       sessions,

@@ -41,6 +41,7 @@ export type BatchSpecDiagnosticCode =
   | "on_branch_and_branches"
   | "on_branch_without_repository"
   | "invalid_path_character"
+  | "invalid_image"
   | "mount_outside_spec_directory"
   | "mount_not_found"
   | "unknown_agent_type"

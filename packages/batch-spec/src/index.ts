@@ -30,15 +30,19 @@ export {
   renderCodingAgentStep,
 } from "./coding-agent/render.ts";
 export type { ShellValuePart } from "./coding-agent/shell-quote.ts";
-export type {
-  AgentEnvironmentAssignment,
-  AgentInstallContext,
-  AgentInstallPlan,
-  AgentRunContext,
-  AgentRunPlan,
-  AgentTypeDefinition,
-  CodingAgentResult,
-  InstallSource,
+export {
+  AGENT_STATE_DIRECTORY,
+  type AgentDownloadContext,
+  type AgentEnvironmentAssignment,
+  type AgentInstallContext,
+  type AgentInstallPlan,
+  type AgentRunContext,
+  type AgentRunPlan,
+  type AgentStateFile,
+  type AgentTypeDefinition,
+  type CodingAgentResult,
+  type DownloadSource,
+  type InstallSource,
 } from "./coding-agent/types.ts";
 export {
   type BatchSpecDiagnostic,

@@ -186,6 +186,32 @@ ${template}`),
 });
 
 describe("parseBatchSpec: versions and step kinds", () => {
+  it("refuses an image reference that starts with -, where it is written", () => {
+    // `--privileged` reached `podman image inspect` as an option.
+    expect(
+      problems(`version: 3
+name: x
+steps:
+  - run: echo
+    image: --privileged
+  - run: echo
+    image: "-v/:/host"
+${template}`),
+    ).toEqual([
+      '5:12: steps[0].image: image reference "--privileged" starts with "-", so the container runtime would read it as an option; no image name starts with "-": name an image such as alpine:3',
+      '7:12: steps[1].image: image reference "-v/:/host" starts with "-", so the container runtime would read it as an option; no image name starts with "-": name an image such as alpine:3',
+    ]);
+    expect(
+      problems(`name: x
+steps:
+  - run: echo
+    container: -it
+${template}`),
+    ).toEqual([
+      '4:16: steps[0].container: image reference "-it" starts with "-", so the container runtime would read it as an option; no image name starts with "-": name an image such as alpine:3',
+    ]);
+  });
+
   it("accepts a version 3 step with run and image, canonicalised to container", () => {
     const result = parseBatchSpec(
       `version: 3

@@ -10,6 +10,15 @@ import {
 import { DynamicValueReached, renderWithDynamicRoots } from "./template/template-evaluate.ts";
 import { containsTemplate, parseTemplate } from "./template/template-syntax.ts";
 
+/**
+ * The template steps a condition may take to be decided ahead of time (a comparison takes a
+ * handful; this is some tens of milliseconds of work). Past it the condition is "dynamic" and
+ * is decided when the step runs, so a spec's conditions cannot hold up the server that resolves
+ * it (a full template budget is seconds of work, and there is one condition per step and
+ * repository).
+ */
+export const STATIC_CONDITION_STEP_BUDGET = 100_000;
+
 /** Context roots whose values exist only once steps have run. */
 const dynamicRoots: ReadonlySet<string> = new Set(["outputs", "previous_step", "step", "steps"]);
 
@@ -20,7 +29,8 @@ export interface StaticConditionInput {
 
 /**
  * True or false when the condition can be decided from the repository and batch change alone,
- * "dynamic" when it reads step results or outputs. No condition means true; like src-cli, a
+ * "dynamic" when it reads step results or outputs, or takes more than
+ * STATIC_CONDITION_STEP_BUDGET template steps. No condition means true; like src-cli, a
  * condition holds when it renders to "true" (surrounding whitespace ignored). A template error
  * other than reading a dynamic value is thrown as `BatchSpecError`.
  */
@@ -36,7 +46,10 @@ export function evaluateStaticCondition(
   const { repository, batch_change } = createStepTemplateContext(input);
   const context = { repository: repository!, batch_change: batch_change! };
   try {
-    return renderWithDynamicRoots(parsed, context, dynamicRoots).trim() === "true";
+    return (
+      renderWithDynamicRoots(parsed, context, dynamicRoots, STATIC_CONDITION_STEP_BUDGET).trim() ===
+      "true"
+    );
   } catch (error) {
     if (error instanceof DynamicValueReached) return "dynamic";
     // `.outputs` and `$.steps` reach step results through the root; those are dynamic too.

@@ -255,6 +255,18 @@ class RuleChecker {
       }
     }
 
+    for (const field of ["image", "container"] as const) {
+      const reference = step[field];
+      if (typeof reference === "string" && reference.startsWith("-")) {
+        this.add(
+          [...path, field],
+          "invalid_image",
+          `image reference ${JSON.stringify(reference)} starts with "-", so the container runtime would read it as an option; no image name starts with "-": name an image such as alpine:3`,
+          "value",
+        );
+      }
+    }
+
     const agent = step.codingAgent;
     if (
       isRecord(agent) &&

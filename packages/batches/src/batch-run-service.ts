@@ -6,7 +6,12 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
+import {
+  type BatchSpec,
+  formatDiagnostic,
+  type InstallSource,
+  parseBatchSpec,
+} from "@deckhand/batch-spec";
 import {
   type ContainerRuntime,
   type DetectContainerRuntimeOptions,
@@ -57,6 +62,7 @@ import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
+import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
@@ -236,10 +242,17 @@ export class BatchRunService {
     return this.#options.publishing;
   }
 
-  /** Credentials for git URLs of configured code host connections (none without publishing). */
-  get #git() {
-    const publishing = this.#options.publishing;
-    return publishing === undefined ? {} : { gitEnvironment: publishing.access.gitEnvironment };
+  /**
+   * Credentials for git commands that reach a code host: a git URL host's own password, else the
+   * token of the code host connection the URL belongs to (none without publishing).
+   */
+  get #git(): { gitEnvironment: GitEnvironmentFor } {
+    return {
+      gitEnvironment: codeHostGitEnvironment(
+        this.#options.codeHosts,
+        this.#options.publishing?.access.gitEnvironment,
+      ),
+    };
   }
 
   /** Detected once per process: `info` takes a while, and the answer does not change. */
@@ -950,7 +963,7 @@ export class BatchRunService {
         const remoteEnvironment =
           definition.repository.url === null
             ? undefined
-            : this.#options.publishing?.access.gitEnvironment(definition.repository.url);
+            : this.#git.gitEnvironment(definition.repository.url);
         const applied = await applyChangeset({
           repository: {
             ...definition.repository,
@@ -1550,22 +1563,39 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
   };
 }
 
-/** The service's agent settings with a run's own on top, per agent type. */
+type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;
+
+/** An install source as config.json and the API spell it, as the renderer takes it. */
+function installSourceOf(source: WireInstallSource): InstallSource {
+  if (source.kind === "release") return { kind: "release", baseUrl: source.base_url };
+  if (source.kind === "npm") {
+    return { kind: "npm", ...(source.registry ? { registry: source.registry } : {}) };
+  }
+  return { kind: "installed", ...(source.path ? { path: source.path } : {}) };
+}
+
+/**
+ * The service's agent settings with a run's own on top, per agent type. A run's
+ * `install_source` replaces the service's default one but not the service's per-type
+ * `install_sources` (an operator's offline mirror for one agent stays in force); a run's
+ * per-type entries replace the service's for those types.
+ */
 export function codingAgentOptions(
   defaults: BatchCodingAgentOptions | undefined,
   run: BatchCodingAgentOptions | undefined,
 ): CodingAgentOptions {
   const source = run?.install_source ?? defaults?.install_source;
+  const perType = { ...defaults?.install_sources, ...run?.install_sources };
   return {
     versions: { ...defaults?.versions, ...run?.versions },
     models: { ...defaults?.models, ...run?.models },
-    ...(source === undefined
+    ...(source === undefined ? {} : { installSource: installSourceOf(source) }),
+    ...(Object.keys(perType).length === 0
       ? {}
       : {
-          installSource:
-            source.kind === "release"
-              ? { kind: "release" as const, baseUrl: source.base_url }
-              : { kind: "npm" as const, ...(source.registry ? { registry: source.registry } : {}) },
+          installSources: Object.fromEntries(
+            Object.entries(perType).map(([type, given]) => [type, installSourceOf(given)]),
+          ),
         }),
   };
 }

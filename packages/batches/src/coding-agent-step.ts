@@ -153,13 +153,13 @@ export function codingAgentSettings(
   }
   if (installSource === undefined) {
     missing.push(
-      `codingAgent.installSource or codingAgent.installSources[${key}] (a release base URL or an npm registry to install ${type} from)`,
+      `codingAgent.install_source or codingAgent.install_sources[${key}] (a release mirror, an npm registry or an installed binary to take ${type} from)`,
     );
   }
   if (version === undefined || model === undefined || installSource === undefined) {
     throw new BatchesError(
       "coding_agent_unavailable",
-      `the ${type} coding agent is not configured for this run: set ${missing.join(", ")} in runWorkspace's options`,
+      `the ${type} coding agent is not configured for this run: set ${missing.join(", ")} in config.json or the run's coding_agent options`,
     );
   }
   return { version, model, installSource };
@@ -223,6 +223,11 @@ export interface CodingAgentScriptInput {
   image: string | undefined;
   /** The step's own environment, rendered. */
   env: Readonly<Record<string, string>>;
+  /**
+   * For a local step: the step's own agent state directory (the runner removes it with the
+   * step's other temporary files). A container step makes one inside its container.
+   */
+  stateDirectory?: string;
   lease: ModelProviderJobLease;
   jobId: string;
   options: CodingAgentOptions | undefined;
@@ -255,6 +260,9 @@ export function codingAgentScript(input: CodingAgentScriptInput): {
       ...(root === undefined
         ? {}
         : { installDirectory: `${root.replace(/\/+$/, "")}/${type}/${settings.version}` }),
+      ...(input.runtime === "local" && input.stateDirectory !== undefined
+        ? { stateDirectory: input.stateDirectory }
+        : {}),
       env: input.env,
     },
     options?.registry === undefined ? {} : { registry: options.registry },

@@ -1,6 +1,6 @@
 // A stand-in container CLI for tests of how steps are handed to a runtime, on machines without
 // Podman: `node fake-container-cli.cjs --log <file> <subcommand> ...`. It answers `image inspect`
-// as if the image were present, and runs `run ... --entrypoint <shell> <image> -c <script>` on
+// as if the image were present, and runs `run ... --entrypoint <shell> [--] <image> -c <script>` on
 // this machine: the script through the shell's name on PATH, with only the `-e` variables (and
 // PATH), in the host directory the `-w` workdir maps to through the `--mount`s. `kill <name>`
 // kills that run's process group. Every invocation is appended to the log as one JSON line
@@ -62,6 +62,11 @@ let index = 1;
 for (; index < args.length; index += 1) {
   const argument = args[index];
   if (argument === "--rm") continue;
+  // `--` ends the options; the image follows it.
+  if (argument === "--") {
+    index += 1;
+    break;
+  }
   if (!WITH_VALUE.has(argument)) break;
   const value = args[index + 1];
   index += 1;

@@ -32,6 +32,7 @@ export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
+export { codeHostSecrets, type GitEnvironmentFor } from "./code-host-credentials.ts";
 export {
   type CodingAgentOptions,
   DEFAULT_CONTAINER_INSTALL_DIRECTORY,
@@ -57,7 +58,6 @@ export {
 } from "./publishing/changeset-publisher.ts";
 export { CodeHostAccess, type CodeHostAccessOptions } from "./publishing/code-host-access.ts";
 export {
-  type GitEnvironmentFor,
   type LoadRepositoriesOptions,
   loadRepositories,
   locateRepository,

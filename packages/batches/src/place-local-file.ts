@@ -1,19 +1,39 @@
 // A local step has no container to mount `files` and `mount` into, so they are placed on this
 // machine at the path the spec gives. Only paths inside the system's temporary directory are
 // allowed (the common `/tmp/script.py`), never an existing file, so a spec cannot overwrite
-// anything; steps of workspaces running side by side that use the same path take turns.
-import { constants } from "node:fs";
-import { copyFile, mkdir, rm, symlink } from "node:fs/promises";
+// anything; steps of workspaces running side by side that use the same path take turns. Files
+// are placed through the file API's guard (@deckhand/workspace-files `placeNewEntry`): a
+// symlink anywhere on the path that leads out of the temporary directory is refused, and the
+// file is created through its checked, open directory, never through a link.
 import { tmpdir } from "node:os";
-import { dirname, isAbsolute, relative, resolve } from "node:path";
-import { errnoCode } from "@deckhand/errors";
+import { isAbsolute, resolve } from "node:path";
+import { type PlacedEntry, placeNewEntry, WorkspaceFilesError } from "@deckhand/workspace-files";
 import { BatchesError } from "./batches-error.ts";
 
 const holders = new Map<string, Promise<void>>();
 
-function inside(directory: string, path: string): boolean {
-  const inner = relative(directory, path);
-  return inner !== "" && !inner.startsWith("..") && !isAbsolute(inner);
+function refused(
+  target: string,
+  stepIndex: number,
+  temporaryDirectory: string,
+  error: unknown,
+): unknown {
+  if (!WorkspaceFilesError.isInstance(error)) return error;
+  if (error.code === "path_outside_root") {
+    return new BatchesError(
+      "invalid_step_file",
+      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}, and it leads outside (by its own path, or through a symbolic link on the way): use a path there whose directories are not links elsewhere, or run the step in a container`,
+      { cause: error },
+    );
+  }
+  if (error.code === "conflict") {
+    return new BatchesError(
+      "invalid_step_file",
+      `step ${stepIndex + 1} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
+      { cause: error },
+    );
+  }
+  return error;
 }
 
 /**
@@ -28,10 +48,10 @@ export async function placeLocalFile(
 ): Promise<() => Promise<void>> {
   const path = resolve(target);
   const temporaryDirectory = resolve(tmpdir());
-  if (!isAbsolute(target) || !inside(temporaryDirectory, path)) {
+  if (!isAbsolute(target)) {
     throw new BatchesError(
       "invalid_step_file",
-      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}; use a path there or run the step in a container`,
+      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}; use an absolute path there or run the step in a container`,
     );
   }
   // Wait for any other step using the same path, then hold it.
@@ -43,25 +63,24 @@ export async function placeLocalFile(
       release = resolvePromise;
     }),
   );
-  const free = async () => {
-    await rm(path, { force: true });
-    holders.delete(path);
-    release();
-  };
+  let placed: PlacedEntry;
   try {
-    await mkdir(dirname(path), { recursive: true });
-    if (kind === "copy") await copyFile(source, path, constants.COPYFILE_EXCL);
-    else await symlink(source, path);
+    placed = await placeNewEntry({
+      root: temporaryDirectory,
+      path,
+      content: kind === "copy" ? { copyOf: source } : { linkTo: source },
+    });
   } catch (error) {
     holders.delete(path);
     release();
-    if (errnoCode(error) === "EEXIST") {
-      throw new BatchesError(
-        "invalid_step_file",
-        `step ${stepIndex + 1} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
-      );
-    }
-    throw error;
+    throw refused(target, stepIndex, temporaryDirectory, error);
   }
-  return free;
+  return async () => {
+    try {
+      await placed.remove();
+    } finally {
+      holders.delete(path);
+      release();
+    }
+  };
 }

@@ -1,9 +1,13 @@
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { inspect } from "node:util";
+import { runGit } from "@deckhand/git";
+import { REDACTED, redactSecrets } from "@deckhand/secrets";
+import { type GitHttpServer, startGitHttpServer } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BatchesError } from "./batches-error.ts";
-import { loadRepositories, type Repository } from "./repositories.ts";
+import { loadRepositories, locateRepository, type Repository } from "./repositories.ts";
 import { resolveDefaultBranch } from "./revisions.ts";
 import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
 
@@ -178,5 +182,125 @@ describe("git URL code hosts", () => {
     );
     expect(error.code).toBe("invalid_code_host");
     expect(error.message).toContain("needs a cache directory");
+  });
+});
+
+describe("git URL code hosts with a password", () => {
+  // Characters a URL must percent-encode, so both spellings of the password are hunted for.
+  const PASSWORD = "pa ss/w@rd-7c1e9d0b";
+  const WRITTEN = encodeURIComponent(PASSWORD);
+  const ENCODED = Buffer.from(`deckhand:${PASSWORD}`).toString("base64");
+  let server: GitHttpServer;
+  let upstream: ReturnType<typeof repositoryAt>;
+
+  beforeEach(async () => {
+    const source = repositoryAt(join(scratch.path, "source"));
+    const bare = join(scratch.path, "served/acme/api.git");
+    source.git("clone", "--bare", "--quiet", source.path, bare);
+    upstream = { path: bare, git: (...args) => source.git("-C", bare, ...args) };
+    server = await startGitHttpServer({
+      projectRoot: join(scratch.path, "served"),
+      token: PASSWORD,
+    });
+  });
+  afterEach(() => server.close());
+
+  const hostUrl = () => `${server.url.replace("://", `://deckhand:${WRITTEN}@`)}/acme/api.git`;
+  const storedUrl = () => `${server.url.replace("://", "://deckhand@")}/acme/api.git`;
+
+  /** Every file below `directory` that holds a form of the password. */
+  function filesWithPassword(directory: string): string[] {
+    return readdirSync(directory, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name))
+      .filter((file) => {
+        const bytes = readFileSync(file);
+        return [PASSWORD, WRITTEN, ENCODED].some((secret) => bytes.includes(secret));
+      });
+  }
+
+  /** A commit pushed to the served repository, as someone else would. */
+  function upstreamCommit(): string {
+    const tree = upstream.git("rev-parse", "main^{tree}");
+    const commit = upstream.git("commit-tree", tree, "-p", "main", "-m", "upstream");
+    upstream.git("update-ref", "refs/heads/main", commit);
+    return commit;
+  }
+
+  it("clones and fetches with the password given per command, never written to the cache", async () => {
+    const cacheDirectory = join(scratch.path, "cache");
+    const codeHosts = [{ type: "git" as const, url: hostUrl() }];
+    const [repository] = await loadRepositories({ codeHosts, cacheDirectory });
+    expect(repository).toMatchObject({
+      id: `git:${storedUrl()}`,
+      url: storedUrl(),
+      host: { type: "git", url: storedUrl() },
+    });
+    const config = (await runGit(["config", "-l"], { cwd: repository!.path })).stdout;
+    expect(config).toContain(`remote.origin.url=${storedUrl()}`);
+    expect(filesWithPassword(cacheDirectory)).toEqual([]);
+
+    // The fetch of the next run reaches the host with the password it was not given in a file.
+    const commit = upstreamCommit();
+    const [fresh] = await loadRepositories({ codeHosts, cacheDirectory });
+    expect((await resolveDefaultBranch(fresh!)).revision).toBe(commit);
+    expect(filesWithPassword(cacheDirectory)).toEqual([]);
+    // The password is a secret of the process from now on: any output that holds it is redacted.
+    expect(redactSecrets(`url ${hostUrl()} password ${PASSWORD}`)).not.toMatch(/pa ss|pa%20ss/);
+    expect(redactSecrets(`Authorization: Basic ${ENCODED}`)).toBe(
+      `Authorization: Basic ${REDACTED}`,
+    );
+  });
+
+  it("cleans a mirror an earlier version cloned with the password in its origin URL", async () => {
+    const cacheDirectory = join(scratch.path, "cache");
+    const name = "127.0.0.1/acme/api";
+    // Where and how earlier versions cloned it: named after a digest of the URL as configured.
+    const digest = createHash("sha256").update(hostUrl()).digest("hex").slice(0, 12);
+    const legacy = join(cacheDirectory, `${name.replaceAll("/", "-")}-${digest}.git`);
+    mkdirSync(cacheDirectory, { recursive: true });
+    await runGit(["clone", "--mirror", "--quiet", "--", hostUrl(), legacy], {
+      cwd: cacheDirectory,
+    });
+    expect(filesWithPassword(cacheDirectory)).toEqual([join(legacy, "config")]);
+
+    const commit = upstreamCommit();
+    const [repository] = await loadRepositories({
+      codeHosts: [{ type: "git", url: hostUrl() }],
+      cacheDirectory,
+    });
+    expect(filesWithPassword(cacheDirectory)).toEqual([]);
+    expect(existsSync(legacy)).toBe(false);
+    expect(readdirSync(cacheDirectory)).toEqual([
+      repository!.path.slice(cacheDirectory.length + 1),
+    ]);
+    // Its objects were kept and it was fetched with the password from the configuration.
+    expect((await resolveDefaultBranch(repository!)).revision).toBe(commit);
+  });
+
+  it("a job on such a mirror that already has its commit cleans it too, without fetching", async () => {
+    const cacheDirectory = join(scratch.path, "cache");
+    const name = "127.0.0.1/acme/api";
+    const digest = createHash("sha256").update(hostUrl()).digest("hex").slice(0, 12);
+    const legacy = join(cacheDirectory, `${name.replaceAll("/", "-")}-${digest}.git`);
+    mkdirSync(cacheDirectory, { recursive: true });
+    await runGit(["clone", "--mirror", "--quiet", "--", hostUrl(), legacy], {
+      cwd: cacheDirectory,
+    });
+    const requests = server.requests.length;
+    // A workspace an earlier version resolved names the mirror by its old path.
+    const path = await locateRepository(
+      {
+        id: `git:${storedUrl()}`,
+        name,
+        host: { type: "git", url: storedUrl(), cachePath: legacy },
+        path: legacy,
+      },
+      upstream.git("rev-parse", "main"),
+      { codeHosts: [{ type: "git", url: hostUrl() }], cacheDirectory },
+    );
+    expect(path).not.toBe(legacy);
+    expect(filesWithPassword(cacheDirectory)).toEqual([]);
+    expect(server.requests.length).toBe(requests);
   });
 });

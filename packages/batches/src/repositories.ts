@@ -1,5 +1,6 @@
 // Finds the repositories the configured code hosts offer: directory hosts are scanned for git
-// repositories, git URL hosts are cloned into the cache (as mirrors) and fetched.
+// repositories, git URL hosts are cloned into the cache (as mirrors) and fetched. A URL's password
+// never reaches the disk: git gets it per command (see code-host-credentials.ts).
 import { createHash, randomUUID } from "node:crypto";
 import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
@@ -8,6 +9,7 @@ import { errnoCode } from "@deckhand/errors";
 import { redactUrl, repositoryNameFromUrl, runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
+import { type GitEnvironmentFor, gitUrlAccess } from "./code-host-credentials.ts";
 import { mapLimited, remoteFailure, repositoryGit } from "./repository-git.ts";
 
 export type RepositoryHost =
@@ -37,15 +39,12 @@ export interface LoadRepositoriesOptions {
   /** Fetch cached clones before answering (default true): a run sees the remote as it is now. */
   refresh?: boolean;
   /**
-   * Variables for git when it clones or fetches a URL (the code host connection's token, as an
-   * `http.<url>.extraHeader`); undefined for a URL that needs none.
+   * Variables for git when it clones or fetches a URL without a password of its own (the code
+   * host connection's token, as an `http.<url>.extraHeader`); undefined for a URL that needs none.
    */
   gitEnvironment?: GitEnvironmentFor;
   signal?: AbortSignal;
 }
-
-/** Git's environment for commands that reach `url` (credentials for a code host), if any. */
-export type GitEnvironmentFor = (url: string) => Readonly<Record<string, string>> | undefined;
 
 /** How many git commands run at once while loading (the machine may be small and shared). */
 const parallelism = 4;
@@ -146,18 +145,33 @@ async function directoryRepositories(
   });
 }
 
-/** The cache entry for a URL: readable, and unique per URL even when names collide. */
+/**
+ * The cache entry for a URL (without its password: neither a password nor a digest of one is
+ * written to disk): readable, and unique per URL even when names collide.
+ */
 function cachePathFor(cacheDirectory: string, url: string, name: string): string {
   const digest = createHash("sha256").update(url).digest("hex").slice(0, 12);
   const readable = name.replaceAll(/[^A-Za-z0-9._-]+/g, "-").slice(0, 80);
   return join(cacheDirectory, `${readable}-${digest}.git`);
 }
 
-function cloneFailure(action: string, url: string, error: unknown): BatchesError {
+/**
+ * `hidden` are this machine's paths git may name (the mirror, its staging directory, the cache):
+ * the message says "the repository cache" instead, so no server path reaches an API client.
+ */
+function cloneFailure(
+  action: string,
+  url: string,
+  error: unknown,
+  hidden: readonly string[],
+): BatchesError {
   const { detail, cause } = remoteFailure([url], error);
+  const shown = [...hidden]
+    .sort((left, right) => right.length - left.length)
+    .reduce((text, path) => text.replaceAll(path, "the repository cache"), detail);
   return new BatchesError(
     "clone_failed",
-    `${action} ${redactUrl(url)} failed: ${detail}; check the URL, the network and the credentials`,
+    `${action} ${redactUrl(url)} failed: ${shown}; check the URL, the network and the credentials`,
     cause === undefined ? {} : { cause },
   );
 }
@@ -177,6 +191,47 @@ async function followRemoteHead(
   if (head !== undefined) await runGit(["symbolic-ref", "HEAD", head], { cwd: path });
 }
 
+/**
+ * Where the mirror of a URL host is: its cache entry, named after the URL without its password.
+ * A mirror an earlier version cloned under the name of the URL with its password is moved
+ * there, so it is cleaned (below) rather than left behind with the password in its config.
+ */
+async function mirrorPath(
+  cacheDirectory: string,
+  configuredUrl: string,
+  storedUrl: string,
+  name: string,
+): Promise<string> {
+  const path = cachePathFor(cacheDirectory, storedUrl, name);
+  if (configuredUrl === storedUrl || (await isDirectory(path))) return path;
+  const legacy = cachePathFor(cacheDirectory, configuredUrl, name);
+  if (!(await isDirectory(legacy))) return path;
+  await rename(legacy, path).catch(async (error: unknown) => {
+    // Another job moved or cloned it meanwhile; the old entry must not linger either way.
+    if (!(await isDirectory(path))) throw error;
+    await rm(legacy, { recursive: true, force: true });
+  });
+  return path;
+}
+
+/**
+ * Makes the mirror's origin the URL without a password. Mirrors cloned by earlier versions had
+ * the password in `remote.origin.url`, readable by every step the cache is mounted into.
+ */
+async function cleanOrigin(path: string, url: string): Promise<void> {
+  const origin = async () =>
+    (
+      await runGit(["config", "--get", "remote.origin.url"], { cwd: path, allowedExitCodes: [1] })
+    ).stdout.trim();
+  if ((await origin()) === url) return;
+  try {
+    await runGit(["config", "remote.origin.url", url], { cwd: path });
+  } catch (error) {
+    // Two jobs cleaning at once: the config lock lets one write, and the other finds it done.
+    if ((await origin()) !== url) throw error;
+  }
+}
+
 async function gitUrlRepository(
   host: GitUrlCodeHost,
   cacheDirectory: string | undefined,
@@ -184,28 +239,31 @@ async function gitUrlRepository(
   signal: AbortSignal | undefined,
   gitEnvironment?: GitEnvironmentFor,
 ): Promise<Repository> {
-  const environment = gitEnvironment?.(host.url);
-  const name = host.name ?? repositoryNameFromUrl(host.url);
+  // git only ever sees the URL without its password, which travels in its environment instead.
+  const access = gitUrlAccess(host.url);
+  const url = access.url;
+  const environment = access.environment ?? gitEnvironment?.(url);
+  const name = host.name ?? repositoryNameFromUrl(url);
   if (name === undefined) {
     throw new BatchesError(
       "invalid_code_host",
-      `code host URL ${redactUrl(host.url)} is not a git URL; use https://, ssh://, git@host:path or file://`,
+      `code host URL ${url} is not a git URL; use https://, ssh://, git@host:path or file://`,
     );
   }
   if (cacheDirectory === undefined) {
     throw new BatchesError(
       "invalid_code_host",
-      `code host ${redactUrl(host.url)} needs a cache directory to clone into, and none was given`,
+      `code host ${url} needs a cache directory to clone into, and none was given`,
     );
   }
-  const path = cachePathFor(resolve(cacheDirectory), host.url, name);
+  const path = await mirrorPath(resolve(cacheDirectory), host.url, url, name);
   const runOptions = signal ? { signal } : {};
   if (!(await isDirectory(path))) {
     await mkdir(resolve(cacheDirectory), { recursive: true });
     // Cloned next to its place and moved in, so a clone cut short never looks like a cache.
     const staging = `${path}.${randomUUID()}.partial`;
     try {
-      await runGit(["clone", "--mirror", "--quiet", "--", host.url, staging], {
+      await runGit(["clone", "--mirror", "--quiet", "--", url, staging], {
         cwd: resolve(cacheDirectory),
         timeoutMs: 30 * 60_000,
         ...runOptions,
@@ -216,30 +274,33 @@ async function gitUrlRepository(
         if (!(await isDirectory(path))) throw error;
       });
     } catch (error) {
-      throw cloneFailure("cloning", host.url, error);
+      throw cloneFailure("cloning", host.url, error, [staging, path, resolve(cacheDirectory)]);
     } finally {
       await rm(staging, { recursive: true, force: true });
     }
-  } else if (refresh) {
-    try {
-      await runGit(["fetch", "--prune", "--quiet", "origin"], {
-        cwd: path,
-        timeoutMs: 30 * 60_000,
-        ...runOptions,
-        ...(environment ? { environment } : {}),
-      });
-      await followRemoteHead(path, signal, environment);
-    } catch (error) {
-      throw cloneFailure("fetching", host.url, error);
+  } else {
+    await cleanOrigin(path, url);
+    if (refresh) {
+      try {
+        await runGit(["fetch", "--prune", "--quiet", "origin"], {
+          cwd: path,
+          timeoutMs: 30 * 60_000,
+          ...runOptions,
+          ...(environment ? { environment } : {}),
+        });
+        await followRemoteHead(path, signal, environment);
+      } catch (error) {
+        throw cloneFailure("fetching", host.url, error, [path, resolve(cacheDirectory)]);
+      }
     }
   }
   return {
-    id: `git:${redactUrl(host.url)}`,
+    id: `git:${url}`,
     name,
-    originName: repositoryNameFromUrl(host.url),
-    host: { type: "git", url: redactUrl(host.url), cachePath: path },
+    originName: repositoryNameFromUrl(url),
+    host: { type: "git", url, cachePath: path },
     path,
-    url: redactUrl(host.url),
+    url,
   };
 }
 
@@ -296,6 +357,8 @@ async function hasCommit(path: string, revision: string): Promise<boolean> {
  * another executor than the one that resolved it: a directory host must be at the same path there
  * (a shared file system), and a git URL host is cloned or fetched into this process's own cache
  * from its own configuration (which holds the URL's credentials, never stored with the job).
+ * A mirror found is cleaned of a password an earlier version put in its config even when it
+ * already has the commit, since the steps about to run can read that config.
  */
 export async function locateRepository(
   repository: Pick<Repository, "id" | "name" | "host" | "path">,
@@ -307,31 +370,25 @@ export async function locateRepository(
     signal?: AbortSignal;
   },
 ): Promise<string> {
-  if (await hasCommit(repository.path, revision)) return repository.path;
-  if (repository.host.type === "directory") {
-    throw new BatchesError(
-      "repository_not_found",
-      `repository ${repository.name} is not at ${repository.path} on this machine, or lacks commit ${revision}; executors need the directory code hosts at the same paths (a shared file system)`,
-    );
-  }
-  const hostUrl = repository.host.url;
+  const hostUrl = repository.host.type === "git" ? repository.host.url : undefined;
   const host = options.codeHosts.find(
     (candidate): candidate is GitUrlCodeHost =>
       candidate.type === "git" && redactUrl(candidate.url) === hostUrl,
   );
   if (host === undefined) {
+    if (await hasCommit(repository.path, revision)) return repository.path;
     throw new BatchesError(
       "repository_not_found",
-      `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
+      hostUrl === undefined
+        ? `repository ${repository.name} is not at ${repository.path} on this machine, or lacks commit ${revision}; executors need the directory code hosts at the same paths (a shared file system)`
+        : `repository ${repository.name} comes from ${hostUrl}, which is not among this executor's code hosts; give the executor the same codeHosts in its config.json`,
     );
   }
-  const found = await gitUrlRepository(
-    host,
-    options.cacheDirectory,
-    true,
-    options.signal,
-    options.gitEnvironment,
-  );
+  const mirror = (refresh: boolean) =>
+    gitUrlRepository(host, options.cacheDirectory, refresh, options.signal, options.gitEnvironment);
+  // The mirror as it is first (no network); fetched only when it lacks the commit.
+  let found = await mirror(false);
+  if (!(await hasCommit(found.path, revision))) found = await mirror(true);
   if (!(await hasCommit(found.path, revision))) {
     throw new BatchesError(
       "revision_not_found",

@@ -1,7 +1,7 @@
 // Git in the repositories of code hosts: every command goes through @deckhand/git, and a
 // failure becomes a BatchesError that names the repository.
 import { errorMessage } from "@deckhand/errors";
-import { GitError, type GitResult, runGit } from "@deckhand/git";
+import { GitError, type GitResult, remoteUrlPasswords, runGit } from "@deckhand/git";
 import { REDACTED } from "@deckhand/secrets";
 import { BatchesError } from "./batches-error.ts";
 
@@ -59,28 +59,11 @@ export function remoteFailure(
   urls: readonly string[],
   error: unknown,
 ): { detail: string; cause?: unknown } {
-  const secrets = urls.flatMap(urlPassword);
+  const secrets = urls.flatMap(remoteUrlPasswords);
   let detail =
     error instanceof GitError ? error.stderr.trim() || error.message : errorMessage(error);
   for (const secret of secrets) detail = detail.replaceAll(secret, REDACTED);
   return secrets.length === 0 ? { detail, cause: error } : { detail };
-}
-
-/** The URL's password as written (percent-encoded) and decoded; none without a password. */
-function urlPassword(url: string): string[] {
-  let password: string;
-  try {
-    password = new URL(url).password;
-  } catch {
-    return [];
-  }
-  if (password === "") return [];
-  let decoded = password;
-  try {
-    decoded = decodeURIComponent(password);
-  } catch {}
-  // The longer first, so a decoded form inside the written one cannot leave a piece behind.
-  return [...new Set([password, decoded])].sort((left, right) => right.length - left.length);
 }
 
 /** Splits NUL-separated git output (`-z`) into its entries. */

@@ -1,6 +1,8 @@
 // From a batch spec's `on:` and `workspaces:` to the list of workspaces a run executes: one per
 // repository, branch and (for monorepos) project directory, each at a fixed commit, with the
 // steps that apply to it.
+
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import {
   type BatchSpec,
   BatchSpecError,
@@ -194,6 +196,17 @@ async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): 
   return /^\d+ blob /.test(stdout);
 }
 
+/** A `workspaces[].in` glob; a malformed one is the spec's to fix. */
+function workspaceGlob(pattern: string): ReturnType<typeof compileGlob> {
+  try {
+    return compileGlob(pattern);
+  } catch (error) {
+    throw new BatchesError("invalid_workspace_configuration", errorMessage(error), {
+      cause: error,
+    });
+  }
+}
+
 function configurationFor(
   configurations: readonly WorkspaceConfiguration[],
   repository: Repository,
@@ -201,15 +214,8 @@ function configurationFor(
   const names = [repository.name, ...(repository.originName ? [repository.originName] : [])];
   const applying = configurations.filter((configuration) => {
     if (configuration.in === undefined) return true;
-    let glob: RegExp;
-    try {
-      glob = compileGlob(configuration.in);
-    } catch (error) {
-      throw new BatchesError("invalid_workspace_configuration", errorMessage(error), {
-        cause: error,
-      });
-    }
-    return names.some((name) => glob.test(name));
+    const glob = workspaceGlob(configuration.in);
+    return names.some((name) => glob.matches(name));
   });
   if (applying.length > 1) {
     throw new BatchesError(
@@ -245,14 +251,20 @@ function inside(path: string, directory: string): boolean {
   return directory === "" || path.startsWith(`${directory}/`);
 }
 
-function applicableSteps(
+/**
+ * The steps whose `if:` does not rule them out ahead of time. Each templated condition is
+ * bounded (STATIC_CONDITION_STEP_BUDGET) and followed by a turn of the event loop, so a spec
+ * with many conditions over many repositories never holds up the server's other requests.
+ */
+async function applicableSteps(
   spec: BatchSpec,
   repository: Repository,
   branch: string,
   searchResultPaths: readonly string[],
-): WorkspaceStep[] {
+): Promise<WorkspaceStep[]> {
   const steps: WorkspaceStep[] = [];
   for (const [index, step] of (spec.steps ?? []).entries()) {
+    if (typeof step.if === "string") await yieldToEventLoop();
     let applies: boolean | "dynamic";
     try {
       applies = evaluateStaticCondition(step.if, {
@@ -325,7 +337,7 @@ export async function resolveWorkspaces(
     const workspaces: Workspace[] = [];
     for (const path of directories) {
       const paths = searchResultPaths.filter((file) => inside(file, path));
-      const steps = applicableSteps(spec, target.repository, target.branch, paths);
+      const steps = await applicableSteps(spec, target.repository, target.branch, paths);
       const where = `${target.repository.name}@${target.branch}${path === "" ? "" : ` in ${path}`}`;
       // As in src-cli, a workspace where every step is skipped has nothing to run. A spec
       // without steps keeps its workspaces, so a draft shows where it would run.

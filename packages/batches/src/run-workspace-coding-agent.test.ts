@@ -367,14 +367,14 @@ describe("codingAgent steps", () => {
     });
     expect(result.status).toBe("failed");
     expect(result.error).toBe(
-      `step 1 failed: the codex coding agent is not configured for this run: set codingAgent.versions["codex"] (the codex version to install, e.g. 0.169.0), codingAgent.models["codex"] (the model codex asks the proxy for) in runWorkspace's options`,
+      `step 1 failed: the codex coding agent is not configured for this run: set codingAgent.versions["codex"] (the codex version to install, e.g. 0.169.0), codingAgent.models["codex"] (the model codex asks the proxy for) in config.json or the run's coding_agent options`,
     );
     expect(leases).toEqual([]);
     expect(fake.requests).toEqual([]);
 
     const unconfigured = await run(agentSpec(), { codingAgent: undefined });
     expect(unconfigured.result.error).toContain('codingAgent.versions["codex"]');
-    expect(unconfigured.result.error).toContain('codingAgent.installSources["codex"]');
+    expect(unconfigured.result.error).toContain('codingAgent.install_sources["codex"]');
   });
 
   it("fail, naming what to pass, without model-provider access or a job id", async () => {

@@ -600,7 +600,7 @@ async function runSteps(
       if (step.codingAgent === undefined) {
         script = renderTemplate(step.run ?? "", stepContext);
       } else {
-        ({ script, env } = await prepareCodingAgent(step, runtime, stepContext, env));
+        ({ script, env } = await prepareCodingAgent(step, runtime, stepContext, env, temporary));
       }
       const secrets = [
         ...policy.secretValues,
@@ -783,6 +783,7 @@ async function runSteps(
     runtime: BatchStepRuntime,
     stepContext: TemplateContext,
     env: Record<string, string>,
+    temporary: string,
   ): Promise<{ script: string; env: Record<string, string> }> {
     const { type, prompt } = step.codingAgent!;
     const settings = codingAgentSettings(options.codingAgent, type);
@@ -808,6 +809,9 @@ async function runSteps(
       runtime,
       image: runtime === "container" ? step.container : undefined,
       env,
+      // The agent's own home for its state, removed with the step's temporary files: two
+      // jobs' agents never share (and race on) state under the runner's HOME.
+      stateDirectory: join(temporary, "agent-state"),
       lease,
       jobId,
       options: options.codingAgent,

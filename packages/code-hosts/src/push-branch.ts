@@ -2,7 +2,7 @@
 // `http.<url>.extraHeader`, set through GIT_CONFIG_COUNT/KEY/VALUE in git's environment: never in
 // argv (which `ps` shows every user), in the URL (which git prints and stores) or in a config
 // file. The push is leased, so commits a person added to the branch are never overwritten.
-import { GitError, runGit } from "@deckhand/git";
+import { basicAuthGitEnvironment, GitError, runGit } from "@deckhand/git";
 import { rememberSecrets } from "@deckhand/secrets";
 import { CodeHostError, type RemoteCommit } from "./code-host-error.ts";
 import { type CodeHostConnection, connectionName, gitUserOf } from "./connection.ts";
@@ -53,17 +53,9 @@ export function gitAuthEnvironment(
   environment: Readonly<Record<string, string | undefined>> | undefined,
 ): Record<string, string> {
   const token = readConnectionToken(connection, environment);
-  const credentials = Buffer.from(`${gitUserOf(connection)}:${token}`).toString("base64");
-  rememberSecrets([credentials]);
-  return {
-    GIT_CONFIG_COUNT: "2",
-    GIT_CONFIG_KEY_0: `http.${url}.extraHeader`,
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${credentials}`,
-    GIT_CONFIG_KEY_1: "credential.helper",
-    GIT_CONFIG_VALUE_1: "",
-    // Should someone trace git's HTTP traffic, git still hides the header.
-    GIT_TRACE_REDACT: "1",
-  };
+  const credentials = basicAuthGitEnvironment(url, gitUserOf(connection), token);
+  rememberSecrets([credentials.encoded]);
+  return credentials.environment;
 }
 
 /** The lines of `git push --porcelain` for one ref: `<flag>\t<from>:<to>\t<summary>`. */

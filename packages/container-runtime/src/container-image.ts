@@ -23,7 +23,8 @@ export async function inspectImage(
   reference: string,
   options: { timeoutMs?: number } = {},
 ): Promise<ContainerImage | null> {
-  const result = await runCli(runtime, ["image", "inspect", reference], {
+  // `--` ends the options: a reference such as `--privileged` is an image name, never a flag.
+  const result = await runCli(runtime, ["image", "inspect", "--", reference], {
     timeoutMs: options.timeoutMs ?? 15_000,
   });
   if (result.spawnError !== null || result.timedOut) {
@@ -75,7 +76,7 @@ export async function ensureImage(
       `image ${reference} is not present locally and pulling is off; ${hint}`,
     );
   }
-  const pulled = await runCli(runtime, ["pull", reference], {
+  const pulled = await runCli(runtime, ["pull", "--", reference], {
     timeoutMs: options.pullTimeoutMs ?? 600_000,
   });
   if (pulled.exitCode !== 0) {

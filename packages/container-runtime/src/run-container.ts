@@ -105,7 +105,9 @@ async function killContainer(runtime: ContainerRuntime, name: string, exited: ()
   // The container may not exist yet when a timeout fires right after the start; keep trying
   // until it is killed or the run ends by itself.
   for (let attempt = 0; attempt < 50 && !exited(); attempt += 1) {
-    const killed = await runCli(runtime, ["kill", "--signal", "KILL", name], { timeoutMs: 15_000 });
+    const killed = await runCli(runtime, ["kill", "--signal", "KILL", "--", name], {
+      timeoutMs: 15_000,
+    });
     if (killed.exitCode === 0) return;
     await delay(100);
   }
@@ -140,6 +142,7 @@ async function restoreOwnership(
       ...mountArguments(writable),
       "--entrypoint",
       "chown",
+      "--",
       image,
       "-Rh",
       target,
@@ -193,11 +196,13 @@ export async function runContainer(
   ];
   if (options.workdir !== undefined)
     args.push("-w", checkContainerPath("workdir", options.workdir));
+  // `--` ends the options, so the image is read as an image whatever it starts with (a spec's
+  // `--privileged` would otherwise be a flag); Docker's and Podman's CLIs both accept it.
   if (options.script !== undefined) {
     const shell = checkContainerPath("shell", options.shell ?? "/bin/sh");
-    args.push("--entrypoint", shell, options.image, "-c", options.script);
+    args.push("--entrypoint", shell, "--", options.image, "-c", options.script);
   } else {
-    args.push(options.image, ...(options.command ?? []));
+    args.push("--", options.image, ...(options.command ?? []));
   }
 
   const image = await ensureImage(runtime, options.image, { pull: options.pull ?? "missing" });

@@ -1,5 +1,12 @@
 export { GitError, type GitErrorCode, type GitErrorDetails } from "./git-error.ts";
 export {
+  basicAuthGitEnvironment,
+  type GitCredentialEnvironment,
+  type RemoteUrlCredentials,
+  remoteUrlPasswords,
+  separateRemoteCredentials,
+} from "./remote-credentials.ts";
+export {
   parseRemoteUrl,
   type RemoteUrlParts,
   redactUrl,

@@ -154,8 +154,10 @@ describe("running", () => {
     expect(error.code).toBe("git_failed");
     expect(error.exitCode).toBe(128);
     expect(error.stderr).toContain("fatal: Needed a single revision");
-    expect(error.message).toContain("git rev-parse failed in");
-    expect(error.message).toContain("Needed a single revision");
+    expect(error.message).toBe("git rev-parse failed: fatal: Needed a single revision");
+    // The directory is for logs (error.cwd), never in the message: messages reach API clients,
+    // and the directory is the server's own (its working directory, its data directory).
+    expect(error.message).not.toContain(here);
     expect(error.args).toEqual(["rev-parse", "--verify", "no-such-ref"]);
     expect(error.cwd).toBe(here);
 

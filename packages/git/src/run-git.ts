@@ -89,19 +89,24 @@ export interface GitResult {
   exitCode: number;
 }
 
-function failureMessage(code: GitErrorCode, args: readonly string[], cwd: string, detail: string) {
+/**
+ * The message names the command, never the directory it ran in: messages travel to API
+ * clients, and the directory is the server's own (its working directory, a path in its data
+ * directory). The directory stays on the error (`cwd`) for logs.
+ */
+function failureMessage(code: GitErrorCode, args: readonly string[], detail: string) {
   const command = `git ${args[0] ?? ""}`.trimEnd();
   switch (code) {
     case "git_not_found":
       return `${command} could not start: git is not installed or not on PATH; install git`;
     case "timed_out":
-      return `${command} in ${cwd} did not finish in time and was stopped`;
+      return `${command} did not finish in time and was stopped`;
     case "aborted":
-      return `${command} in ${cwd} was aborted`;
+      return `${command} was aborted`;
     case "output_too_large":
-      return `${command} in ${cwd} wrote more output than allowed and was stopped`;
+      return `${command} wrote more output than allowed and was stopped`;
     default:
-      return `${command} failed in ${cwd}: ${detail}`;
+      return `${command} failed: ${detail}`;
   }
 }
 
@@ -117,7 +122,7 @@ function gitError(
     stderr.trim() || (cause === undefined ? `exit code ${exitCode}` : errorMessage(cause));
   return new GitError(
     code,
-    failureMessage(code, args, options.cwd, detail),
+    failureMessage(code, args, detail),
     { args, cwd: options.cwd, exitCode, stderr },
     { cause },
   );

@@ -22,8 +22,9 @@ export class BodyObserver {
   constructor(options: BodyObserverOptions) {
     this.#options = options;
     const streaming = options.contentType.includes("text/event-stream");
-    // Most events are deltas; only the ones that mention usage are worth parsing.
-    this.#events = streaming ? new SseEventFilter('"usage"') : undefined;
+    // Most events are deltas; only the ones that mention usage are worth parsing: `"usage"`
+    // (OpenAI, Anthropic) or `"usageMetadata"` (Gemini).
+    this.#events = streaming ? new SseEventFilter('"usage') : undefined;
     this.#jsonChunks = !streaming && options.contentType.includes("json") ? [] : undefined;
   }
 

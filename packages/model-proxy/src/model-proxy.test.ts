@@ -126,7 +126,7 @@ describe("limits and routing", () => {
   it("answers 404 naming the configured agent types for an unknown one", async () => {
     const proxy = await harness();
     const token = await proxy.mint();
-    const response = await fetch(`${proxy.baseUrl("gemini")}/responses`, {
+    const response = await fetch(`${proxy.baseUrl("goose")}/responses`, {
       method: "POST",
       headers: proxy.agentHeaders(token),
       body: "{}",
@@ -134,7 +134,7 @@ describe("limits and routing", () => {
     expect(response.status).toBe(404);
     const body = (await response.json()) as ErrorBody;
     expect(body.error.code).toBe("not_found");
-    expect(body.error.message).toContain("claude-code, codex");
+    expect(body.error.message).toContain("claude-code, codex, gemini");
   });
 
   it("answers 404 for an endpoint the upstream kind does not forward", async () => {

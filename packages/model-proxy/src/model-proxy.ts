@@ -8,6 +8,7 @@ import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } 
 import { ModelProxyError } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
+import { upstreamRequestBody } from "./request-body.ts";
 import {
   AgentTypeSchema,
   agentResponseHeaders,
@@ -39,15 +40,28 @@ export interface ModelProxyOptions {
 
 type ProxyEnvironment = { Variables: { secrets: string[] } };
 
-const UNAUTHORIZED_MESSAGE = `missing or invalid model-provider token; send the token from ${WireEnv.modelProviderToken} as "${WireHeader.authorization}: Bearer <token>" or "x-api-key: <token>", with ${WireHeader.jobId} set to the job it was minted for`;
+const UNAUTHORIZED_MESSAGE = `missing or invalid model-provider token; send the token from ${WireEnv.modelProviderToken} as "${WireHeader.authorization}: Bearer <token>", "x-api-key: <token>" or "x-goog-api-key: <token>", with ${WireHeader.jobId} set to the job it was minted for`;
 
-/** The token an agent presented: OpenAI SDKs send a bearer token, Anthropic SDKs `x-api-key`. */
-function presentedCredentials(headers: Headers): { token: string | undefined; raw: string[] } {
+/**
+ * The token an agent presented, in the form its provider's SDK sends an API key: OpenAI SDKs a
+ * bearer token, Anthropic SDKs `x-api-key`, Google's `x-goog-api-key` or the `key` query
+ * parameter. An SDK may send the same key in two of these; that is one credential.
+ */
+function presentedCredentials(
+  headers: Headers,
+  search: URLSearchParams,
+): { token: string | undefined; raw: string[] } {
   const authorization = headers.get(WireHeader.authorization);
   const apiKey = headers.get("x-api-key");
-  const raw = [authorization, apiKey].filter((value): value is string => !!value);
+  const googleKey = headers.get("x-goog-api-key");
+  const queryKey = search.get("key");
+  const raw = [authorization, apiKey, googleKey, queryKey].filter(
+    (value): value is string => !!value,
+  );
   const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-  const candidates = [bearer, apiKey?.trim()].filter((value): value is string => !!value);
+  const candidates = [bearer, apiKey?.trim(), googleKey?.trim(), queryKey?.trim()].filter(
+    (value): value is string => !!value,
+  );
   // Two different credentials at once is ambiguous; refuse rather than pick one.
   if (new Set(candidates).size !== 1) return { token: undefined, raw };
   return { token: candidates[0], raw };
@@ -73,7 +87,7 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       const fields = parsed.error.issues.map((issue) => issue.path.join(".")).join(", ");
       throw new ModelProxyError(
         "invalid_request",
-        `the upstream for agent type "${agentType}" is invalid (${fields}); give kind "openai" or "anthropic", an http(s) baseUrl and a non-empty apiKey`,
+        `the upstream for agent type "${agentType}" is invalid (${fields}); give kind "openai", "anthropic" or "gemini", an http(s) baseUrl and a non-empty apiKey`,
       );
     }
     upstreams.set(agentType, parsed.data);
@@ -116,7 +130,10 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
 
   app.all("/:agentType/*", async (context) => {
     const started = now();
-    const { token, raw } = presentedCredentials(context.req.raw.headers);
+    const { token, raw } = presentedCredentials(
+      context.req.raw.headers,
+      new URL(context.req.url).searchParams,
+    );
     // Whatever the agent sent as a credential is a secret from here on, even if malformed.
     context.set("secrets", raw);
     const logger = loggerFor(context);
@@ -176,11 +193,29 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       );
     }
 
-    const body =
+    const received =
       method === "GET" || method === "HEAD"
         ? undefined
         : new Uint8Array(await context.req.raw.arrayBuffer());
-    const requestBytes = body?.byteLength ?? 0;
+    const requestBytes = received?.byteLength ?? 0;
+    // The job's id goes too: the upstream has no use for it (its header is not forwarded either),
+    // and beside the token it is what an environment dump shows of the job.
+    const forwarded =
+      received === undefined
+        ? undefined
+        : upstreamRequestBody(received, context.req.header("content-encoding"), [
+            ...secretsOf(context),
+            record.jobId,
+          ]);
+    if (forwarded !== undefined && forwarded.redactions > 0) {
+      logger.warn("secrets replaced in a model-provider request body", {
+        agentType,
+        jobId: record.jobId,
+        tokenId: record.id,
+        redactions: forwarded.redactions,
+      });
+    }
+    const body = forwarded?.body;
     const target = upstreamUrl(upstream.baseUrl, restPath, scrubSearch(url.search, token));
     const upstreamName = upstream.baseUrl.replace(/\/+$/, "");
 
@@ -249,6 +284,8 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       );
     };
     const requestHeaders = upstreamRequestHeaders(context.req.raw.headers, upstream, token);
+    // The body goes upstream as the proxy read it: uncompressed.
+    if (forwarded?.decoded) requestHeaders.delete("content-encoding");
     const upstreamBrokeOff = (error: unknown) =>
       logger.warn("model-provider upstream broke off mid-stream", {
         agentType,

@@ -7,8 +7,9 @@ export interface UpstreamConfig {
   kind: ModelUpstreamKind;
   /**
    * The base URL exactly as the provider's SDK takes it: OpenAI-compatible ones include the
-   * version (`https://api.openai.com/v1`), Anthropic's does not (`https://api.anthropic.com`),
-   * since its SDK appends `/v1/messages` itself.
+   * version (`https://api.openai.com/v1`), Anthropic's and Gemini's do not
+   * (`https://api.anthropic.com`, `https://generativelanguage.googleapis.com`), since their SDKs
+   * append `/v1/messages` and `/v1beta/models/…` themselves.
    */
   baseUrl: string;
   /** The real key. Agents never see it. */
@@ -75,6 +76,34 @@ const ENDPOINTS: Record<ModelUpstreamKind, EndpointRule[]> = {
       pattern: /^(?:\/v1)?\/models(?:\/[^/]+)?$/,
       endpoint: "models",
       label: "GET /v1/models",
+    },
+  ],
+  // Google's Generative Language API: the version is in the path the SDK sends (`v1beta` for
+  // the Gemini CLI), the model and the method in its last segment.
+  gemini: [
+    {
+      method: "POST",
+      pattern: /^\/v1(?:alpha|beta)?\/models\/[^/:]+:generateContent$/,
+      endpoint: "generate_content",
+      label: "POST /v1beta/models/<model>:generateContent",
+    },
+    {
+      method: "POST",
+      pattern: /^\/v1(?:alpha|beta)?\/models\/[^/:]+:streamGenerateContent$/,
+      endpoint: "stream_generate_content",
+      label: "POST /v1beta/models/<model>:streamGenerateContent",
+    },
+    {
+      method: "POST",
+      pattern: /^\/v1(?:alpha|beta)?\/models\/[^/:]+:countTokens$/,
+      endpoint: "count_tokens",
+      label: "POST /v1beta/models/<model>:countTokens",
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1(?:alpha|beta)?\/models(?:\/[^/:]+)?$/,
+      endpoint: "models",
+      label: "GET /v1beta/models",
     },
   ],
 };
@@ -150,6 +179,7 @@ function hopByHop(headers: Headers): Set<string> {
 const AGENT_CREDENTIAL_HEADERS = new Set([
   WireHeader.authorization.toLowerCase(),
   "x-api-key",
+  "x-goog-api-key",
   "api-key",
   "cookie",
 ]);
@@ -158,7 +188,8 @@ const DECKHAND_HEADERS = new Set(Object.values(WireHeader).map((name) => name.to
 /**
  * The headers sent upstream: the agent's own, minus hop-by-hop headers, its credentials,
  * Deckhand's headers and anything else carrying the scoped token; plus the upstream key in the
- * form its provider expects. `anthropic-version` and `anthropic-beta` pass through untouched.
+ * form its provider expects (`Authorization: Bearer`, Anthropic's `x-api-key`, Google's
+ * `x-goog-api-key`). `anthropic-version` and `anthropic-beta` pass through untouched.
  */
 export function upstreamRequestHeaders(
   incoming: Headers,
@@ -179,6 +210,8 @@ export function upstreamRequestHeaders(
   }
   if (upstream.kind === "anthropic") {
     headers.set("x-api-key", upstream.apiKey);
+  } else if (upstream.kind === "gemini") {
+    headers.set("x-goog-api-key", upstream.apiKey);
   } else {
     headers.set(WireHeader.authorization, `Bearer ${upstream.apiKey}`);
   }
@@ -201,12 +234,17 @@ export function agentResponseHeaders(upstream: Headers, secrets: readonly string
   return headers;
 }
 
-/** Drops query parameters that carry the scoped token, should an agent put it there. */
+/**
+ * Drops the `key` query parameter (Google's API-key parameter, which an agent may use for the
+ * scoped token; the upstream key goes in a header) and any other parameter carrying the token.
+ */
 export function scrubSearch(search: string, scopedToken: string): string {
-  if (!search.includes(scopedToken)) return search;
   const parameters = new URLSearchParams(search);
+  if (!search.includes(scopedToken) && !parameters.has("key")) return search;
   for (const [name, value] of [...parameters]) {
-    if (value.includes(scopedToken) || name.includes(scopedToken)) parameters.delete(name);
+    if (name === "key" || value.includes(scopedToken) || name.includes(scopedToken)) {
+      parameters.delete(name);
+    }
   }
   const rest = parameters.toString();
   return rest ? `?${rest}` : "";

@@ -79,10 +79,11 @@ const count = (value: unknown): number | undefined =>
   typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined;
 
 /**
- * Reads usage from any of the three wire formats. Responses puts it at `response.usage`
+ * Reads usage from any of the wire formats. Responses puts it at `response.usage`
  * (`input_tokens`/`output_tokens`/`total_tokens`), Chat Completions at `usage`
  * (`prompt_tokens`/`completion_tokens`), Anthropic at `message.usage` (`message_start`) and
- * `usage` (`message_delta`, cumulative). Later reports override earlier ones field by field.
+ * `usage` (`message_delta`, cumulative), Gemini at `usageMetadata` of every streamed chunk
+ * (cumulative). Later reports override earlier ones field by field.
  */
 export class UsageAccumulator {
   readonly counts: TokenCounts = {};
@@ -99,6 +100,25 @@ export class UsageAccumulator {
     else if (typeof value.model === "string") this.counts.model = value.model;
     if (isObject(container.usage)) this.#usage(container.usage);
     if (container !== value && isObject(value.usage)) this.#usage(value.usage);
+    if (isObject(value.usageMetadata)) this.#usageMetadata(value.usageMetadata);
+    if (typeof value.modelVersion === "string") this.counts.model = value.modelVersion;
+  }
+
+  /**
+   * Gemini's `usageMetadata`: `promptTokenCount` includes the cached part
+   * (`cachedContentTokenCount`); the output is the answer (`candidatesTokenCount`) plus the
+   * thinking (`thoughtsTokenCount`), both billed as output.
+   */
+  #usageMetadata(usage: JsonObject): void {
+    const input = count(usage.promptTokenCount);
+    const candidates = count(usage.candidatesTokenCount);
+    const thoughts = count(usage.thoughtsTokenCount);
+    if (input !== undefined) this.counts.inputTokens = input;
+    if (candidates !== undefined || thoughts !== undefined) {
+      this.counts.outputTokens = (candidates ?? 0) + (thoughts ?? 0);
+    }
+    const total = count(usage.totalTokenCount);
+    if (total !== undefined) this.counts.totalTokens = total;
   }
 
   #usage(usage: JsonObject): void {

@@ -95,5 +95,15 @@ describe("matchesEnvironmentPattern", () => {
     expect(matchesEnvironmentPattern("A.B", "A.B")).toBe(true);
     expect(matchesEnvironmentPattern("AXB", "A.B")).toBe(false);
     expect(matchesEnvironmentPattern("AXB", "A*B")).toBe(true);
+    expect(matchesEnvironmentPattern("A?[B]", "A?[B]*")).toBe(true);
+    expect(matchesEnvironmentPattern("AXB", "A?B*")).toBe(false);
+  });
+
+  it("answers a pathological deny pattern at once (no backtracking)", () => {
+    // As the `^.*A.*A…B$` regular expression it was, a deny entry like this one took longer
+    // than the test timeout for a 48-character name, blocking whatever started an agent.
+    const pattern = "*A*A*A*A*A*A*A*A*B";
+    expect(matchesEnvironmentPattern("A".repeat(48), pattern)).toBe(false);
+    expect(matchesEnvironmentPattern(`${"A".repeat(48)}B`, pattern)).toBe(true);
   });
 });

@@ -1,3 +1,4 @@
+import { matchesGlob } from "@deckhand/glob";
 import { WireEnv } from "@deckhand/wire";
 import { MIN_SECRET_LENGTH } from "./redaction.ts";
 
@@ -66,14 +67,14 @@ export function agentEnvironmentPolicy(
   };
 }
 
-/** Whether `name` matches a deny entry: an exact name, or a pattern where `*` is any run. */
+/**
+ * Whether `name` matches a deny entry: an exact name, or a pattern where `*` is any run (and
+ * nothing else is special). Matched by @deckhand/glob in time linear in the name, so a deny
+ * entry like `*A*A*A*A*B` cannot stall the process that starts agents.
+ */
 export function matchesEnvironmentPattern(name: string, pattern: string): boolean {
   if (!pattern.includes("*")) return name === pattern;
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`).test(name);
+  return matchesGlob(pattern, name, { syntax: "wildcard" });
 }
 
 /** Why a variable is withheld from agents, or null when it is passed on. */

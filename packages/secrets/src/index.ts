@@ -6,6 +6,7 @@ export {
   DECKHAND_SECRET_ENVIRONMENT,
   DEFAULT_AGENT_ENVIRONMENT_DENY,
 } from "./agent-environment.ts";
+export { redactBytes } from "./redact-bytes.ts";
 export {
   describeError,
   looksLikeSecretName,

@@ -34,8 +34,11 @@ export function looksLikeSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
-/** The values to search for: long enough, without repeats, longest first. */
-function searchable(secrets: Iterable<string | null | undefined>): string[] {
+/**
+ * The values to search for: the process's remembered secrets and `secrets`, long enough,
+ * without repeats, longest first.
+ */
+export function searchableSecrets(secrets: Iterable<string | null | undefined>): string[] {
   const values = new Set(processSecrets);
   for (const secret of secrets) {
     if (typeof secret === "string" && secret.length >= MIN_SECRET_LENGTH) values.add(secret);
@@ -61,7 +64,7 @@ export function redactSecrets(
   text: string,
   secrets: Iterable<string | null | undefined> = [],
 ): string {
-  return replaceAll(text, searchable(secrets));
+  return replaceAll(text, searchableSecrets(secrets));
 }
 
 /** Redacts every string inside a JSON-like value (log fields, events), keeping its shape. */
@@ -69,7 +72,7 @@ export function redactValue<Value>(
   value: Value,
   secrets: Iterable<string | null | undefined> = [],
 ): Value {
-  const known = searchable(secrets);
+  const known = searchableSecrets(secrets);
   const walk = (inner: unknown): unknown => {
     if (typeof inner === "string") return replaceAll(inner, known);
     if (inner instanceof Error) return replaceAll(describeError(inner), known);
@@ -126,7 +129,7 @@ export function redactEnv(
   for (const [name, value] of Object.entries(env)) {
     if (names.has(name) && value !== undefined) values.push(value);
   }
-  const secrets = searchable(values);
+  const secrets = searchableSecrets(values);
   const result: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
@@ -146,7 +149,7 @@ export function redactArgs(args: readonly string[], options: RedactNamedOptions 
   const values = [...(options.secretValues ?? [])];
   const assignments = args.map((argument) => secretAssignment(argument, names));
   for (const assignment of assignments) if (assignment) values.push(assignment.value);
-  const secrets = searchable(values);
+  const secrets = searchableSecrets(values);
   return args.map((argument, index) => {
     const assignment = assignments[index];
     if (assignment) return `${assignment.prefix}${REDACTED}`;

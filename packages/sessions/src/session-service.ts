@@ -235,9 +235,14 @@ export class SessionService {
         });
       } catch (error) {
         await rm(repositoryPath, { recursive: true, force: true });
+        // Git may name the clone's directory (in the server's data directory); the client
+        // sees "the project directory" instead, the log keeps the path (cause).
+        const reason = (error as Error).message
+          .replaceAll(repositoryPath, "the project directory")
+          .replaceAll(this.#projectsDir, "the projects directory");
         throw new SessionsError(
           "invalid_request",
-          `could not clone repository_url: ${(error as Error).message}; check the URL and that this machine can reach it`,
+          `could not clone repository_url: ${reason}; check the URL and that this machine can reach it`,
           { cause: error },
         );
       }

@@ -54,6 +54,24 @@ export {
   ensureBusyboxTestImage,
   type TestContainerCli,
 } from "./container/busybox-test-image.ts";
+// Fake Gemini CLI and opencode honouring their codingAgent contracts, served as their releases.
+export {
+  type FakeGeminiRelease,
+  type FakeGeminiReleaseOptions,
+  fakeGeminiBundle,
+  startFakeGeminiRelease,
+} from "./fake-agents/fake-gemini-release.ts";
+export {
+  type FakeOpencodeRelease,
+  fakeOpencodeScript,
+  startFakeOpencodeRelease,
+} from "./fake-agents/fake-opencode-release.ts";
+export {
+  type FakeReleaseServer,
+  startFakeReleaseServer,
+  tarGzArchive,
+  zipArchive,
+} from "./fake-agents/fake-release-server.ts";
 // A fake Codex CLI honouring the codingAgent contract, served as codex release archives.
 export {
   type FakeCodexRelease,
@@ -63,7 +81,7 @@ export {
   fakeCodexScript,
   startFakeCodexRelease,
 } from "./fake-codex/fake-codex-release.ts";
-// Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages).
+// Scripted fake model server (OpenAI Responses, Chat Completions, Anthropic Messages, Gemini).
 export {
   type CapturedRequest,
   defaultResponder,
@@ -99,6 +117,12 @@ export {
   chatCompletionsStream,
   renderChatCompletionsTurn,
 } from "./fake-model/render-chat-completions.ts";
+export {
+  geminiStream,
+  geminiUsageMetadata,
+  renderGeminiResponse,
+  renderGeminiTurn,
+} from "./fake-model/render-gemini.ts";
 export {
   type RenderContext,
   renderResponsesTurn,

@@ -23,19 +23,52 @@ export type BatchRuntimeChoice = z.infer<typeof BatchRuntimeChoiceSchema>;
 export const BatchApplyConflictSchema = z.enum(["rebase", "refuse"]);
 export type BatchApplyConflict = z.infer<typeof BatchApplyConflictSchema>;
 
+/**
+ * Where a `codingAgent` step's agent comes from:
+ * - `release`: the vendor's release assets or a mirror of them, `http(s)://` or `file:///`
+ *   (a directory laid out like the release);
+ * - `npm`: the agent's npm package, from `registry` or npm's configured one;
+ * - `installed`: a binary already on the machine (or in the image) at `path`, or found on `PATH`
+ *   when no path is given.
+ */
+export const BatchAgentInstallSourceSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("release"),
+    base_url: z.url({ protocol: /^(?:https?|file)$/ }).max(2048),
+  }),
+  z.strictObject({
+    kind: z.literal("npm"),
+    registry: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .optional(),
+  }),
+  z.strictObject({
+    kind: z.literal("installed"),
+    path: z
+      .string()
+      .max(4096)
+      .regex(/^\/[^\u0000-\u001f\u007f]*$/, "must be an absolute path")
+      .optional(),
+  }),
+]);
+export type BatchAgentInstallSource = z.infer<typeof BatchAgentInstallSourceSchema>;
+
+/** A `codingAgent.type` as a key: a lower-case word, as agent types are. */
+const AgentTypeKey = z
+  .string()
+  .regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/, "must be an agent type such as codex or claude-code");
+
 /** Per-run inputs of `codingAgent` steps, by agent type (`codex`, `claude-code`). */
 export const BatchCodingAgentOptionsSchema = z.strictObject({
   /** The agent version to install, e.g. `{"codex": "0.169.0"}`. */
   versions: z.record(z.string(), z.string().max(100)).optional(),
   /** The model each agent type asks the proxy for. */
   models: z.record(z.string(), z.string().max(200)).optional(),
-  /** Where agents are installed from: a release mirror's base URL, or an npm registry. */
-  install_source: z
-    .discriminatedUnion("kind", [
-      z.strictObject({ kind: z.literal("release"), base_url: z.url().max(2048) }),
-      z.strictObject({ kind: z.literal("npm"), registry: z.url().max(2048).optional() }),
-    ])
-    .optional(),
+  /** Where agents are installed from, for every type without an entry in `install_sources`. */
+  install_source: BatchAgentInstallSourceSchema.optional(),
+  /** Where each agent type is installed from, e.g. `{"gemini": {"kind": "npm"}}`. */
+  install_sources: z.record(AgentTypeKey, BatchAgentInstallSourceSchema).optional(),
 });
 export type BatchCodingAgentOptions = z.infer<typeof BatchCodingAgentOptionsSchema>;
 

@@ -17,8 +17,11 @@ export const ModelProxyErrorCodeSchema = ErrorCodeSchema.extract([
 ]);
 export type ModelProxyErrorCode = z.infer<typeof ModelProxyErrorCodeSchema>;
 
-/** The wire protocol an upstream speaks. */
-export const ModelUpstreamKindSchema = z.enum(["openai", "anthropic"]);
+/**
+ * The wire protocol an upstream speaks: OpenAI-compatible (Responses, Chat Completions),
+ * Anthropic Messages, or Google's Generative Language API (Gemini).
+ */
+export const ModelUpstreamKindSchema = z.enum(["openai", "anthropic", "gemini"]);
 export type ModelUpstreamKind = z.infer<typeof ModelUpstreamKindSchema>;
 
 /** The upstream endpoints the proxy forwards; every other path is refused. */
@@ -28,6 +31,10 @@ export const ModelEndpointSchema = z.enum([
   "messages",
   "count_tokens",
   "models",
+  /** Gemini `POST /v1beta/models/{model}:generateContent`. */
+  "generate_content",
+  /** Gemini `POST /v1beta/models/{model}:streamGenerateContent` (SSE with `?alt=sse`). */
+  "stream_generate_content",
 ]);
 export type ModelEndpoint = z.infer<typeof ModelEndpointSchema>;
 

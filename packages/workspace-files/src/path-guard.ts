@@ -50,7 +50,8 @@ export function workspaceRootSync(root: string): WorkspaceRoot {
   return { configured, real };
 }
 
-async function workspaceRoot(root: string): Promise<WorkspaceRoot> {
+/** Resolves a root: its real path, which must be an existing directory. */
+export async function workspaceRoot(root: string): Promise<WorkspaceRoot> {
   const configured = resolve(root);
   try {
     const real = await realpath(configured);

@@ -1,6 +1,5 @@
 import { constants, type Stats } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, unlink } from "node:fs/promises";
-import { basename, dirname } from "node:path";
+import { type FileHandle, lstat, open, unlink } from "node:fs/promises";
 import { errnoCode } from "@deckhand/errors";
 import { describeZodError } from "@deckhand/http-kit";
 import { quoteShellWord } from "@deckhand/shell";
@@ -37,9 +36,9 @@ import {
 import {
   type Confinement,
   LINUX_DESCRIPTOR_DIRECTORY,
-  PinnedDirectory,
   probeDescriptorDirectory,
 } from "./pinned-directory.ts";
+import { openEntry, openOrCreateParent, type PinnedEntry } from "./pinned-entry.ts";
 import { BINARY_SNIFF_BYTES, readLineWindow } from "./read-lines.ts";
 import {
   changedMeanwhile,
@@ -69,13 +68,6 @@ export interface WorkspaceFilesOptions {
    * only the path guard applies.
    */
   descriptorDirectory?: string | null;
-}
-
-/** A directory entry reached through its open, checked directory. */
-interface PinnedEntry {
-  directory: PinnedDirectory;
-  /** The entry's name in it; `.` when the entry is the limit itself. */
-  name: string;
 }
 
 interface EditPlan extends PinnedEntry {
@@ -212,21 +204,6 @@ export class WorkspaceFiles {
   }
 
   /**
-   * Opens the directory holding `target` (a path the guard returned) and checks where it
-   * really is; the root itself is answered as entry `.` of itself. Throws the file system's
-   * error when the directory cannot be opened.
-   */
-  async #openEntry(confinement: Confinement, target: string): Promise<PinnedEntry> {
-    if (target === confinement.limit.real) {
-      return { directory: await PinnedDirectory.open(target, confinement), name: "." };
-    }
-    return {
-      directory: await PinnedDirectory.open(dirname(target), confinement),
-      name: basename(target),
-    };
-  }
-
-  /**
    * Opens `target` for reading, through its checked directory and never through a link, checks
    * the file's own descriptor is inside the limit, and turns what goes wrong into the errors a
    * reader sees; `hints` say what to do instead. The caller closes the handle and directory.
@@ -239,7 +216,7 @@ export class WorkspaceFiles {
   ): Promise<OpenedFile> {
     let entry: PinnedEntry;
     try {
-      entry = await this.#openEntry(await this.#confinement(limit, requested), target);
+      entry = await openEntry(await this.#confinement(limit, requested), target);
     } catch (error) {
       throw readFailure(requested, target, hints, error);
     }
@@ -340,7 +317,7 @@ export class WorkspaceFiles {
     const request = parseRequest(WriteFileRequestSchema, input);
     const limit = await this.#rootFor(request.root);
     const target = await resolveInsideRoot(limit, request.path);
-    const { directory, name } = await this.#openOrCreateParent(
+    const { directory, name } = await openOrCreateParent(
       await this.#confinement(limit, request.path),
       target,
     );
@@ -449,7 +426,7 @@ export class WorkspaceFiles {
       "delete the files inside it one by one, or remove it with a process such as `rm -r`";
     let entry: PinnedEntry;
     try {
-      entry = await this.#openEntry(await this.#confinement(limit, request.path), target);
+      entry = await openEntry(await this.#confinement(limit, request.path), target);
     } catch (error) {
       if (error instanceof WorkspaceFilesError) throw error;
       const code = errnoCode(error);
@@ -525,82 +502,6 @@ export class WorkspaceFiles {
       await directory.close();
       throw error;
     }
-  }
-
-  /**
-   * Opens the directory `target` goes in, creating missing directories top-down: each is made
-   * inside its checked parent and opened by name without following a link, so none can land
-   * outside the root. A removed root is not recreated.
-   */
-  async #openOrCreateParent(confinement: Confinement, target: string): Promise<PinnedEntry> {
-    const { limit, requested } = confinement;
-    if (target === limit.real) return this.#openEntry(confinement, target);
-    const missing: string[] = [];
-    let directory: PinnedDirectory;
-    for (let current = dirname(target); ; current = dirname(current)) {
-      try {
-        directory = await PinnedDirectory.open(current, confinement);
-        break;
-      } catch (error) {
-        if (error instanceof WorkspaceFilesError) throw error;
-        const code = errnoCode(error);
-        if (code !== "ENOENT" && code !== "ENOTDIR") {
-          throw unexpectedFileSystemError(error, "create the directory", current);
-        }
-        // Creating the root itself would quietly recreate a workspace that was removed.
-        if (current === limit.real || !isPathInsideRoot(limit.real, current)) {
-          throw new WorkspaceFilesError(
-            "file_not_found",
-            `the workspace root ${limit.real} no longer exists; recreate it or restart the agent`,
-            { cause: error },
-          );
-        }
-        missing.unshift(basename(current));
-      }
-    }
-    for (const name of missing) {
-      const created = directory.pathOf(name);
-      try {
-        try {
-          await mkdir(directory.entry(name));
-        } catch (error) {
-          if (errnoCode(error) !== "EEXIST") throw error;
-        }
-        const child = await directory.child(name);
-        await directory.close();
-        directory = child;
-      } catch (error) {
-        if (error instanceof WorkspaceFilesError) {
-          await directory.close();
-          throw error;
-        }
-        const code = errnoCode(error);
-        // A link refused by O_NOFOLLOW gives ENOTDIR rather than ELOOP along with O_DIRECTORY.
-        const isLink =
-          code === "ENOTDIR" &&
-          (await lstat(directory.entry(name)).then(
-            (stats) => stats.isSymbolicLink(),
-            () => false,
-          ));
-        await directory.close();
-        if (code === "ENOTDIR" && !isLink) {
-          throw new WorkspaceFilesError(
-            "not_a_file",
-            `${created} is a file, so "${requested}" cannot be created below it; choose another path or remove that file first`,
-          );
-        }
-        if (code === "ELOOP" || isLink) {
-          throw changedMeanwhile(
-            "create the directory",
-            created,
-            "it became a symbolic link, which is never followed there; nothing was written",
-            error,
-          );
-        }
-        throw unexpectedFileSystemError(error, "create the directory", created);
-      }
-    }
-    return { directory, name: basename(target) };
   }
 
   /**

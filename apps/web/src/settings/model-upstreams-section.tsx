@@ -1,9 +1,13 @@
-import { type ModelUpstreamList, ServerPath } from "@deckhand/wire";
+import { type ModelUpstreamKind, type ModelUpstreamList, ServerPath } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
 
-const KIND_TEXT = { openai: "OpenAI-compatible", anthropic: "Anthropic-compatible" } as const;
+const KIND_TEXT: Readonly<Record<ModelUpstreamKind, string>> = {
+  openai: "OpenAI-compatible",
+  anthropic: "Anthropic-compatible",
+  gemini: "Gemini (Generative Language API)",
+};
 
 /** The model upstreams of config.json, read-only: keys are named by their variable, never shown. */
 export function ModelUpstreamsSection() {

@@ -37,8 +37,16 @@ const PROMPT =
 let root: string;
 let server: Server;
 let serverUrl: string;
-/** What the release server answers: the archive, or the first half of it and a dropped connection. */
-let mode: "ok" | "truncate" = "ok";
+/**
+ * What the release server answers: the archive, the first half of it and a dropped connection,
+ * or the archive once the test lets go of it (`letGo`).
+ */
+let mode: "ok" | "truncate" | "hold" = "ok";
+/** Answers the server holds back in "hold" mode. */
+let held: (() => void)[] = [];
+function letGo(): void {
+  for (const answer of held.splice(0)) answer();
+}
 let archive: Buffer;
 let requests = 0;
 const children = new Set<ChildProcess>();
@@ -106,11 +114,15 @@ interface Run {
   stderr: string;
 }
 
-/** Runs a script with /bin/sh; stdin stays an open pipe, so an agent reading it would hang. */
+/**
+ * Runs a script with /bin/sh; stdin stays an open pipe, so an agent reading it would hang.
+ * `onStderr` sees the standard error as it comes.
+ */
 function run(
   script: string,
   space: Workspace,
   environment: Record<string, string> = {},
+  onStderr: (text: string) => void = () => {},
 ): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn("/bin/sh", ["-c", script], {
@@ -132,8 +144,9 @@ function run(
     });
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
+      onStderr(stderr);
     });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
@@ -166,6 +179,10 @@ beforeAll(async () => {
       "content-type": "application/gzip",
       "content-length": String(archive.length),
     });
+    if (mode === "hold") {
+      held.push(() => response.end(archive));
+      return;
+    }
     if (mode === "truncate") {
       // Half the body, then the connection drops: curl sees a short transfer.
       response.write(archive.subarray(0, Math.floor(archive.length / 2)), () => {
@@ -181,11 +198,13 @@ beforeAll(async () => {
 
 beforeEach(() => {
   mode = "ok";
+  held = [];
   requests = 0;
   archive = buildArchive(`codex-cli ${VERSION}`);
 });
 
 afterEach(() => {
+  letGo();
   for (const child of children) child.kill("SIGKILL");
   children.clear();
 });
@@ -301,7 +320,7 @@ describe("rendered codex install", () => {
     const space = workspace();
     // An image without curl and tar: every other tool the script needs is there.
     const bin = mkdtempSync(join(root, "bin-"));
-    for (const tool of ["gzip", "chmod", "mktemp", "mkdir", "mv", "ln", "rm"]) {
+    for (const tool of ["gzip", "chmod", "mktemp", "mkdir", "mv", "ln", "rm", "sleep"]) {
       const found = spawnSync("/bin/sh", ["-c", `command -v ${tool}`])
         .stdout.toString()
         .trim();
@@ -311,7 +330,7 @@ describe("rendered codex install", () => {
     const result = await run(renderCodex(), space, { PATH: bin });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
-      `deckhand: curl, tar not found in image ${IMAGE}; use an image that has them (codex needs: curl tar gzip chmod mktemp mkdir mv ln rm)\n`,
+      `deckhand: curl, tar not found in image ${IMAGE}; use an image that has them (codex needs: curl tar gzip chmod mktemp mkdir mv ln rm sleep)\n`,
     );
     expect(requests).toBe(0);
     expect(existsSync(space.installDirectory)).toBe(false);
@@ -359,5 +378,160 @@ describe("rendered codex install", () => {
     expect(lstatSync(agentPath(space)).isSymbolicLink()).toBe(true);
     expect(leftovers(space.installDirectory)).toEqual([]);
     expect(existsSync(join(space.output, "args"))).toBe(true);
+  });
+});
+
+/** Resolves once `check` holds, checking on every tick of `subscribe`; fails after a deadline. */
+function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
+    const poll = () => {
+      if (check()) resolve();
+      else if (Date.now() > deadline) reject(new Error(`timed out waiting for ${what}`));
+      else setImmediate(poll);
+    };
+    poll();
+  });
+}
+
+/** A directory of links to the tools the script uses, without flock: the lock's fallback. */
+function pathWithoutFlock(): string {
+  const bin = mkdtempSync(join(root, "no-flock-"));
+  const tools = ["curl", "tar", "gzip", "chmod", "mktemp", "mkdir", "mv", "ln", "rm", "sleep"];
+  for (const tool of [...tools, "readlink", "cat"]) {
+    const found = spawnSync("/bin/sh", ["-c", `command -v ${tool}`])
+      .stdout.toString()
+      .trim();
+    expect(found, tool).not.toBe("");
+    symlinkSync(found, join(bin, tool));
+  }
+  return bin;
+}
+
+describe("one install per version per machine", () => {
+  const flock = spawnSync("/bin/sh", ["-c", "command -v flock"]).stdout.toString().trim();
+
+  it.each([
+    { lock: "flock", path: () => process.env.PATH ?? "" },
+    { lock: "a lock directory", path: pathWithoutFlock },
+  ])(
+    "two steps installing the same version at once download it once ($lock)",
+    async ({ lock, path }) => {
+      if (lock === "flock") expect(flock, "flock is on this machine").not.toBe("");
+      const first = workspace();
+      const second = workspace();
+      const shared = join(root, `shared-${lock.replaceAll(" ", "-")}`);
+      const script = renderCodex({ installDirectory: shared });
+      const environment = { PATH: path() };
+      mode = "hold";
+      let secondStderr = "";
+      const running = [run(script, first, environment)];
+      // The first step is downloading; the second starts while it does.
+      await until(() => held.length === 1, "the first download");
+      running.push(
+        run(script, second, environment, (text) => {
+          secondStderr = text;
+        }),
+      );
+      await until(
+        () =>
+          secondStderr.includes("deckhand: waiting for another step installing") || held.length > 1,
+        "the second step to wait or download",
+      );
+      letGo();
+      const [one, two] = await Promise.all(running);
+      expect(one!.code, one!.stderr).toBe(0);
+      expect(two!.code, two!.stderr).toBe(0);
+      expect(requests).toBe(1);
+      expect(two!.stderr).toContain(
+        `deckhand: waiting for another step installing codex ${VERSION} into ${shared}`,
+      );
+      expect(two!.stderr).toContain(
+        `deckhand: codex ${VERSION} was installed by another step at ${shared}/bin/codex`,
+      );
+      expect(existsSync(join(second.output, "args"))).toBe(true);
+      expect(existsSync(join(shared, ".install.lock.d"))).toBe(false);
+    },
+  );
+
+  it("takes over a lock directory whose holder died mid-install", async () => {
+    const space = workspace();
+    const shared = join(root, "shared-stale");
+    mkdirSync(join(shared, ".install.lock.d"), { recursive: true });
+    // A pid that is surely gone: a child that has already exited.
+    const gone = spawnSync("/bin/sh", ["-c", "echo $$"]).stdout.toString().trim();
+    writeFileSync(join(shared, ".install.lock.d", "pid"), `${gone}\n`);
+    const result = await run(renderCodex({ installDirectory: shared }), space, {
+      PATH: pathWithoutFlock(),
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`deckhand: installing codex ${VERSION}`);
+    expect(existsSync(join(shared, ".install.lock.d"))).toBe(false);
+  });
+});
+
+describe("offline install sources", () => {
+  it("installs from a file:// mirror laid out like the release", async () => {
+    const mirror = mkdtempSync(join(root, "mirror-"));
+    mkdirSync(join(mirror, `rust-v${VERSION}`));
+    writeFileSync(join(mirror, `rust-v${VERSION}`, `codex-${TARGET}.tar.gz`), archive);
+    const space = workspace();
+    const result = await run(
+      renderCodex({ installSource: { kind: "release", baseUrl: `file://${mirror}` } }),
+      space,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`deckhand: installing codex ${VERSION} from file://${mirror}/`);
+    expect(requests).toBe(0);
+    expect(lstatSync(agentPath(space)).isSymbolicLink()).toBe(true);
+  });
+
+  it("uses an executable placed by hand at <install dir>/bin/<binary>, downloading nothing", async () => {
+    const space = workspace();
+    mkdirSync(join(space.installDirectory, "bin"), { recursive: true });
+    writeFileSync(agentPath(space), fakeCodex(`codex-cli ${VERSION}`), { mode: 0o755 });
+    const result = await run(renderCodex(), space);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      `deckhand: codex ${VERSION} already installed at ${agentPath(space)}`,
+    );
+    expect(requests).toBe(0);
+  });
+
+  it("runs a binary already installed at a path, checking its version, downloading nothing", async () => {
+    const bin = mkdtempSync(join(root, "installed-"));
+    writeFileSync(join(bin, "codex"), fakeCodex(`codex-cli ${VERSION}`), { mode: 0o755 });
+    const space = workspace();
+    const result = await run(
+      renderCodex({ installSource: { kind: "installed", path: join(bin, "codex") } }),
+      space,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(existsSync(join(space.output, "args"))).toBe(true);
+    expect(requests).toBe(0);
+    expect(existsSync(space.installDirectory)).toBe(false);
+
+    writeFileSync(join(bin, "codex"), fakeCodex("codex-cli 0.1.0"), { mode: 0o755 });
+    const stale = await run(
+      renderCodex({ installSource: { kind: "installed", path: join(bin, "codex") } }),
+      workspace(),
+    );
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(`printed "codex-cli 0.1.0", expected "codex-cli ${VERSION}"`);
+  });
+
+  it("finds an installed binary on PATH, and names PATH when it is not there", async () => {
+    const bin = mkdtempSync(join(root, "on-path-"));
+    writeFileSync(join(bin, "codex"), fakeCodex(`codex-cli ${VERSION}`), { mode: 0o755 });
+    const script = renderCodex({ installSource: { kind: "installed" } });
+    const found = await run(script, workspace(), {
+      PATH: `${bin}:${process.env.PATH ?? ""}`,
+    });
+    expect(found.code, found.stderr).toBe(0);
+    const missing = await run(script, workspace(), { PATH: "/nonexistent" });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(
+      `deckhand: codex is not on PATH (/nonexistent); install codex ${VERSION} or give its path in codingAgent.install_sources.codex\n`,
+    );
   });
 });

@@ -157,7 +157,21 @@ describe("renderCodingAgentStep", () => {
       "model-provider URL must not contain credentials; the script carrying it is shown in logs",
     );
     expect(renderError({ installSource: { kind: "release", baseUrl: "nope" } }).message).toBe(
-      'release base URL "nope" is not a URL; give an http:// or https:// URL',
+      'release base URL "nope" is not a URL; give an http://, https:// or file:// URL',
+    );
+    expect(
+      renderError({ installSource: { kind: "release", baseUrl: "file://host/x" } }).message,
+    ).toBe(
+      'release base URL "file://host/x" names a host; a file:// URL is a local path, file:///…',
+    );
+    expect(renderError({ installSource: { kind: "npm", registry: "file:///x" } }).message).toBe(
+      'npm registry "file:///x" is not an http:// or https:// URL',
+    );
+    expect(renderError({ installSource: { kind: "installed", path: "bin/codex" } }).message).toBe(
+      'installed agent path "bin/codex" must be an absolute path without control characters',
+    );
+    expect(renderError({ stateDirectory: "state" }).message).toBe(
+      'state directory "state" must be absolute or start with $HOME/',
     );
     expect(renderError({ installDirectory: "relative/dir" }).message).toBe(
       'install directory "relative/dir" must be absolute or start with $HOME/',
@@ -230,21 +244,94 @@ describe("renderCodingAgentStep", () => {
     );
     expect(opencode).toContain("/v1.0.10/opencode-linux-x64.tar.gz");
 
-    const gemini = render({ type: "gemini", version: "0.9.0", model: "gemini-2.5-pro" }).script;
+    // Its own XDG directories in the step's state directory, and no outside lookups.
+    for (const [name, directory] of [
+      ["XDG_DATA_HOME", "data"],
+      ["XDG_STATE_HOME", "state"],
+      ["XDG_CONFIG_HOME", "config"],
+      ["XDG_CACHE_HOME", "cache"],
+    ]) {
+      expect(opencode).toContain(`export ${name}="\${deckhand_state}"/${directory}\n`);
+    }
+    for (const name of [
+      "OPENCODE_DISABLE_MODELS_FETCH",
+      "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+      "OPENCODE_DISABLE_AUTOUPDATE",
+      "OPENCODE_DISABLE_SHARE",
+      "OPENCODE_DISABLE_LSP_DOWNLOAD",
+    ]) {
+      expect(opencode).toContain(`export ${name}=1\n`);
+    }
+    expect(opencode).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+      'deckhand_state=$(mktemp -d "${TMPDIR:-/tmp}/deckhand-agent-state.XXXXXX")\n',
+    );
+  });
+
+  it("installs gemini's whole code-split bundle and runs it headless with API-key auth, trust and no usage statistics", () => {
+    const release = render({ type: "gemini", version: "0.61.0", model: "gemini-2.5-pro" }).script;
+    expect(release).toContain("/v0.61.0/gemini-cli-bundle.zip");
+    expect(release).toContain('unzip -q "$deckhand_stage/download" -d "$deckhand_stage/package"');
+    expect(release).toContain('ln -s "../$deckhand_tree/package/gemini.js"');
+    expect(release).not.toMatch(/\/gemini\.js'? \|\|/);
+    const npm = render({
+      type: "gemini",
+      version: "0.61.0",
+      model: "gemini-2.5-pro",
+      installSource: { kind: "npm" },
+    }).script;
+    expect(npm).toContain("npm install --prefix");
+    expect(npm).toContain(" @google/gemini-cli@0.61.0 ");
+
+    const gemini = render({
+      type: "gemini",
+      version: "0.61.0",
+      model: "gemini-2.5-pro",
+      stateDirectory: "/work/steps/7/agent-state",
+    }).script;
+    expect(gemini).toContain("deckhand_state=/work/steps/7/agent-state\n");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+    expect(gemini).toContain('export GEMINI_CLI_HOME="${deckhand_state}"\n');
+    const settings = /printf '%s\\n' '([^']*)' >"\$deckhand_state\/\.gemini\/settings\.json"/.exec(
+      gemini,
+    );
+    expect(JSON.parse(settings?.[1] ?? "null")).toEqual({
+      security: { auth: { selectedType: "gemini-api-key" } },
+      privacy: { usageStatisticsEnabled: false },
+      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+    });
     expect(gemini).toContain(`export GOOGLE_GEMINI_BASE_URL=${providerUrl}/gemini\n`);
     expect(gemini).toContain(`export GEMINI_API_KEY="\${${WireEnv.modelProviderToken}}"\n`);
-    expect(gemini).toContain(`'${WireHeader.jobId}: '"\${${WireEnv.jobId}}"`);
     expect(gemini).toContain(
-      "  --yolo \\\n  --output-format=stream-json \\\n  '--prompt=Rename foo to bar' \\\n  </dev/null\n",
+      `export GEMINI_CLI_CUSTOM_HEADERS='${WireHeader.jobId}: '"\${${WireEnv.jobId}}"\n`,
     );
-    expect(gemini).toContain("/v0.9.0/gemini.js");
+    // The token goes out once, as the API key; never in a header variable of its own.
+    expect(gemini).not.toMatch(new RegExp(`CUSTOM_HEADERS=.*${WireEnv.modelProviderToken}`));
+    expect(gemini).toContain("unset GOOGLE_GENAI_USE_VERTEXAI\n");
+    expect(gemini).toContain(
+      "  --skip-trust \\\n  --model=gemini-2.5-pro \\\n  --yolo \\\n  --output-format=stream-json \\\n  '--prompt=Rename foo to bar' \\\n  </dev/null\n",
+    );
+  });
+
+  it("uses an agent already installed, by path or on PATH, without a download or install lock", () => {
+    const byPath = render({ installSource: { kind: "installed", path: "/opt/codex/bin/codex" } });
+    expect(byPath.script).toContain("deckhand_agent=/opt/codex/bin/codex\n");
+    expect(byPath.script).not.toContain("curl");
+    expect(byPath.script).not.toContain("deckhand_lock_install");
+    expect(byPath.agentPath).toBe("/opt/codex/bin/codex");
+    const onPath = render({ installSource: { kind: "installed" } }).script;
+    expect(onPath).toContain("if ! deckhand_agent=$(command -v codex); then\n");
+    expect(onPath).toContain('deckhand_check_version "$deckhand_agent"\n');
   });
 
   it("sh -n accepts every rendered script for every agent type, platform and install source", () => {
     const sources: InstallSource[] = [
       { kind: "release", baseUrl: "https://downloads.example.com/releases" },
+      { kind: "release", baseUrl: "file:///srv/mirror/agents" },
       { kind: "npm" },
       { kind: "npm", registry: "http://127.0.0.1:4873" },
+      { kind: "installed" },
+      { kind: "installed", path: "/opt/agents/bin/agent" },
     ];
     const prompt = "multi\nline 'quoted' \"double\" $(x) `y` # not a comment \\ ! * é";
     let checked = 0;
@@ -268,6 +355,6 @@ describe("renderCodingAgentStep", () => {
         }
       }
     }
-    expect(checked).toBe(4 * 4 * 2 * 3);
+    expect(checked).toBe(4 * 4 * 2 * 6);
   });
 });

@@ -4,11 +4,13 @@ import { BatchSpecError } from "../batch-spec-error.ts";
 import { type AgentPlatform, platformName, resolvePlatform } from "./platform.ts";
 import { type AgentTypeRegistry, defaultAgentRegistry } from "./registry.ts";
 import { isEnvName, shellQuote, shellValue } from "./shell-quote.ts";
-import type {
-  AgentInstallContext,
-  AgentTypeDefinition,
-  CodingAgentResult,
-  InstallSource,
+import {
+  AGENT_STATE_DIRECTORY,
+  type AgentInstallContext,
+  type AgentRunPlan,
+  type AgentTypeDefinition,
+  type CodingAgentResult,
+  type InstallSource,
 } from "./types.ts";
 
 /**
@@ -35,8 +37,16 @@ export interface RenderCodingAgentStepInput {
   /**
    * Deckhand-owned directory for this agent version: an absolute path, or one under `$HOME/`
    * (expanded when the script runs). Defaults to `$HOME/.deckhand/agents/<type>/<version>`.
+   * Steps on one machine that share it download the version once: an install holds a lock
+   * there that every other step's install waits for.
    */
   installDirectory?: string;
+  /**
+   * The step's own agent state directory (the agent's home for configuration, caches and
+   * databases): absolute or under `$HOME/`, made if missing, and the caller's to remove. By
+   * default the script makes a fresh one with `mktemp -d` under `$TMPDIR` (or `/tmp`).
+   */
+  stateDirectory?: string;
   /** Further environment for the step, passed by the runner (not written into the script). */
   env?: Readonly<Record<string, string>>;
   /** Names in `env` whose values are secret, hidden in `redactedScript` and logs. */
@@ -76,16 +86,21 @@ function invalid(message: string): { ok: false; error: BatchSpecError } {
   return { ok: false, error: new BatchSpecError("invalid_render_input", message) };
 }
 
-/** An http(s) base URL without a trailing slash, or why it is not one. */
-function baseUrl(value: string, what: string): CodingAgentResult<string> {
+/** An http(s) (or, where allowed, file) base URL without a trailing slash, or why not. */
+function baseUrl(value: string, what: string, allowFile = false): CodingAgentResult<string> {
+  const kinds = allowFile ? "an http://, https:// or file:// URL" : "an http:// or https:// URL";
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return invalid(`${what} "${value}" is not a URL; give an http:// or https:// URL`);
+    return invalid(`${what} "${value}" is not a URL; give ${kinds}`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return invalid(`${what} "${value}" is not an http:// or https:// URL`);
+  const file = allowFile && url.protocol === "file:";
+  if (url.protocol !== "http:" && url.protocol !== "https:" && !file) {
+    return invalid(`${what} "${value}" is not ${kinds}`);
+  }
+  if (file && url.host !== "") {
+    return invalid(`${what} "${value}" names a host; a file:// URL is a local path, file:///…`);
   }
   if (url.username !== "" || url.password !== "") {
     // The URL is written into the script, which is shown and logged.
@@ -99,18 +114,18 @@ function baseUrl(value: string, what: string): CodingAgentResult<string> {
   return { ok: true, value: url.href.replace(/\/+$/, "") };
 }
 
-/** The install directory as a shell word: `"$HOME"'/rest'` or a quoted absolute path. */
-function installDirectoryWord(path: string): CodingAgentResult<string> {
+/** A directory as a shell word: `"$HOME"'/rest'` or a quoted absolute path. */
+function directoryWord(path: string, what = "install directory"): CodingAgentResult<string> {
   const trimmed = path.length > 1 ? path.replace(/\/+$/, "") : path;
   const relative = trimmed.startsWith(HOME_PREFIX) ? trimmed.slice(HOME_PREFIX.length) : undefined;
   if (relative === undefined && !trimmed.startsWith("/")) {
-    return invalid(`install directory "${path}" must be absolute or start with $HOME/`);
+    return invalid(`${what} "${path}" must be absolute or start with $HOME/`);
   }
   if (CONTROL.test(trimmed) || trimmed.split("/").some((segment) => segment === "..")) {
-    return invalid(`install directory "${path}" must not contain ".." or control characters`);
+    return invalid(`${what} "${path}" must not contain ".." or control characters`);
   }
   if (relative?.includes("$")) {
-    return invalid(`install directory "${path}" may use $HOME only as its start`);
+    return invalid(`${what} "${path}" may use $HOME only as its start`);
   }
   return {
     ok: true,
@@ -208,41 +223,35 @@ export function renderCodingAgentStep(
   const providerUrl = baseUrl(input.modelProviderUrl, "model-provider URL");
   if (!providerUrl.ok) return providerUrl;
 
-  let source: InstallSource;
-  if (input.installSource.kind === "release") {
-    const releaseUrl = baseUrl(input.installSource.baseUrl, "release base URL");
-    if (!releaseUrl.ok) return releaseUrl;
-    source = { kind: "release", baseUrl: releaseUrl.value };
-  } else if (input.installSource.kind === "npm") {
-    source = { kind: "npm" };
-    if (input.installSource.registry !== undefined) {
-      const registryUrl = baseUrl(input.installSource.registry, "npm registry");
-      if (!registryUrl.ok) return registryUrl;
-      source = { kind: "npm", registry: `${registryUrl.value}/` };
-    }
-  } else {
-    return invalid(
-      `install source kind "${(input.installSource as { kind: string }).kind}" is unknown; use "release" or "npm"`,
-    );
-  }
+  const source = installSource(input.installSource);
+  if (!source.ok) return source;
 
-  const directory = installDirectoryWord(
+  const directory = directoryWord(
     input.installDirectory ?? defaultInstallDirectory(input.type, input.version),
   );
   if (!directory.ok) return directory;
+  const state =
+    input.stateDirectory === undefined
+      ? undefined
+      : directoryWord(input.stateDirectory, "state directory");
+  if (state !== undefined && !state.ok) return state;
 
   const env = input.env ?? {};
   const secretEnvNames = [...(input.secretEnvNames ?? [])];
   const envError = checkEnv(env, secretEnvNames);
   if (envError) return { ok: false, error: envError };
 
-  const context: AgentInstallContext = { version: input.version, platform: platform.value, source };
+  const context: AgentInstallContext = {
+    version: input.version,
+    platform: platform.value,
+    source: source.value,
+  };
   let script: string;
   try {
     script = renderScript(definition, context, {
       image: input.image,
       directory: directory.value,
-      usesHome: directory.value.startsWith('"$HOME"'),
+      state: state?.value,
       prompt: input.prompt,
       model: input.model,
       baseUrl: `${providerUrl.value}/${definition.type}`,
@@ -265,15 +274,49 @@ export function renderCodingAgentStep(
       env: { ...env, [WireEnv.modelProviderUrl]: providerUrl.value },
       forwardedEnv: [...FORWARDED_ENV],
       secretEnvNames,
-      agentPath: `${directory.value}/bin/${definition.binary}`,
+      agentPath:
+        source.value.kind === "installed"
+          ? source.value.path === undefined
+            ? definition.binary
+            : shellQuote(source.value.path)
+          : `${directory.value}/bin/${definition.binary}`,
     },
   };
 }
 
+/** The install source with its URLs checked and normalised, or why it cannot be used. */
+function installSource(given: InstallSource): CodingAgentResult<InstallSource> {
+  if (given.kind === "release") {
+    const releaseUrl = baseUrl(given.baseUrl, "release base URL", true);
+    if (!releaseUrl.ok) return releaseUrl;
+    return { ok: true, value: { kind: "release", baseUrl: releaseUrl.value } };
+  }
+  if (given.kind === "npm") {
+    if (given.registry === undefined) return { ok: true, value: { kind: "npm" } };
+    const registryUrl = baseUrl(given.registry, "npm registry");
+    if (!registryUrl.ok) return registryUrl;
+    return { ok: true, value: { kind: "npm", registry: `${registryUrl.value}/` } };
+  }
+  if (given.kind === "installed") {
+    if (given.path === undefined) return { ok: true, value: { kind: "installed" } };
+    if (!given.path.startsWith("/") || CONTROL.test(given.path)) {
+      return invalid(
+        `installed agent path "${given.path}" must be an absolute path without control characters`,
+      );
+    }
+    return { ok: true, value: { kind: "installed", path: given.path } };
+  }
+  return invalid(
+    `install source kind "${(given as { kind: string }).kind}" is unknown; use "release", "npm" or "installed"`,
+  );
+}
+
 interface ScriptParts {
   image: string;
+  /** The install directory as a shell word. */
   directory: string;
-  usesHome: boolean;
+  /** The state directory as a shell word; a fresh temporary one when undefined. */
+  state: string | undefined;
   prompt: string;
   model: string;
   baseUrl: string;
@@ -283,28 +326,61 @@ function unique(values: readonly string[]): string[] {
   return [...new Set(values)];
 }
 
+/**
+ * The script: the preamble (failure helper, binaries, forwarded values), the install (or the
+ * lookup of an installed binary) and its version check, then the agent's run.
+ */
 function renderScript(
   definition: AgentTypeDefinition,
   context: AgentInstallContext,
   parts: ScriptParts,
 ): string {
-  const { type, binary } = definition;
-  const platform = platformName(context.platform);
-  const describe = `${type} ${context.version}`;
-  const binaries = unique(definition.requiredBinaries(context));
-  const install = definition.install(context);
   const run = definition.run({
     prompt: parts.prompt,
     model: parts.model,
     version: context.version,
     baseUrl: parts.baseUrl,
   });
-  const expected = definition.expectedVersionOutput(context.version);
-  const libc = context.platform.os === "linux" ? `, ${context.platform.libc}` : "";
+  const source = context.source;
+  const install =
+    source.kind === "installed"
+      ? installedLines(definition, context, source.path)
+      : downloadLines(definition, { ...context, source }, parts.directory);
+  const binaries = unique([
+    ...definition.requiredBinaries(context),
+    ...(source.kind === "installed" ? [] : LOCK_BINARIES),
+    ...(usesState(run) ? (parts.state === undefined ? ["mktemp"] : ["mkdir"]) : []),
+    ...(run.stateFiles?.length ? ["mkdir"] : []),
+  ]);
+  return [
+    ...preambleLines(definition, context, install.origin, parts, binaries),
+    ...stateLines(run, parts.state),
+    ...environmentLines(run),
+    ...versionCheckLines(definition, context, install.origin),
+    ...install.lines,
+    'deckhand_check_version "$deckhand_agent"',
+    "",
+    ...runLines(definition, run),
+    "",
+  ].join("\n");
+}
 
-  const lines: string[] = [
+/** Binaries the install lock needs besides the staging ones (`flock` is used when present). */
+const LOCK_BINARIES: readonly string[] = ["mkdir", "rm", "sleep"];
+
+function preambleLines(
+  definition: AgentTypeDefinition,
+  context: AgentInstallContext,
+  origin: string,
+  parts: ScriptParts,
+  binaries: readonly string[],
+): string[] {
+  const { type } = definition;
+  const platform = platformName(context.platform);
+  const libc = context.platform.os === "linux" ? `, ${context.platform.libc}` : "";
+  const lines = [
     "#!/bin/sh",
-    `# Deckhand codingAgent step: ${type} ${context.version} for ${platform}${libc}, installed from ${install.origin}.`,
+    `# Deckhand codingAgent step: ${type} ${context.version} for ${platform}${libc}, installed from ${origin}.`,
     "# Rendered for one run: version, model, platform, URLs and prompt are that run's inputs.",
     "set -eu",
     "",
@@ -336,7 +412,8 @@ function renderScript(
       "fi",
     );
   }
-  if (parts.usesHome) {
+  const usesHome = context.source.kind !== "installed" && parts.directory.startsWith('"$HOME"');
+  if (usesHome || parts.state?.startsWith('"$HOME"')) {
     lines.push(
       // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
       'if [ -z "${HOME:-}" ]; then',
@@ -344,15 +421,24 @@ function renderScript(
       "fi",
     );
   }
-  lines.push(
-    "",
-    `deckhand_install_dir=${parts.directory}`,
-    `deckhand_agent="$deckhand_install_dir/bin/${binary}"`,
-    `deckhand_expected_version=${shellQuote(expected)}`,
+  lines.push("");
+  return lines;
+}
+
+/** `deckhand_reports_version` and `deckhand_check_version`, for the pinned version's line. */
+function versionCheckLines(
+  definition: AgentTypeDefinition,
+  context: AgentInstallContext,
+  origin: string,
+): string[] {
+  const describe = `${definition.type} ${context.version}`;
+  const platform = platformName(context.platform);
+  return [
+    `deckhand_expected_version=${shellQuote(definition.expectedVersionOutput(context.version))}`,
     "",
     "# True when $1 --version prints the pinned version's line; keeps the output for messages.",
     "deckhand_reports_version() {",
-    '  deckhand_version_output=$("$1" --version 2>&1 </dev/null) || return 1',
+    '  deckhand_version_output=$(deckhand_agent_environment; "$1" --version 2>&1 </dev/null) || return 1',
     "  while IFS= read -r deckhand_line; do",
     '    if [ "$deckhand_line" = "$deckhand_expected_version" ]; then return 0; fi',
     "  done <<DECKHAND_VERSION_OUTPUT",
@@ -363,46 +449,215 @@ function renderScript(
     "",
     "deckhand_check_version() {",
     '  if ! deckhand_reports_version "$1"; then',
-    `    deckhand_fail '%s --version printed "%s", expected "%s"; check that %s serves %s for %s' "$1" "\${deckhand_version_output:-}" "$deckhand_expected_version" ${shellQuote(install.origin)} ${shellQuote(describe)} ${shellQuote(platform)}`,
+    `    deckhand_fail '%s --version printed "%s", expected "%s"; check that %s serves %s for %s' "$1" "\${deckhand_version_output:-}" "$deckhand_expected_version" ${shellQuote(origin)} ${shellQuote(describe)} ${shellQuote(platform)}`,
     "  fi",
     "}",
     "",
-    'if [ -x "$deckhand_agent" ] && deckhand_reports_version "$deckhand_agent"; then',
-    `  printf 'deckhand: %s already installed at %s\\n' ${shellQuote(describe)} "$deckhand_agent" >&2`,
-    "else",
-    `  printf 'deckhand: installing %s from %s\\n' ${shellQuote(describe)} ${shellQuote(install.origin)} >&2`,
-    '  mkdir -p "$deckhand_install_dir/bin"',
-    "  # The stage sits inside the install directory, so moving it into place is a rename.",
-    '  deckhand_stage=$(mktemp -d "$deckhand_install_dir/.stage.XXXXXX")',
-    "  trap 'rm -rf \"$deckhand_stage\"' EXIT",
-    "  trap 'exit 129' HUP",
-    "  trap 'exit 130' INT",
-    "  trap 'exit 143' TERM",
-    ...install.lines.map((line) => `  ${line}`),
-    `  deckhand_check_version "$deckhand_stage/${install.entry}"`,
-    "  # Verified: keep the stage under a name of its own, then swap the link in one rename.",
+  ];
+}
+
+/** A binary already installed: the given path, or the agent's name looked up on PATH. */
+function installedLines(
+  definition: AgentTypeDefinition,
+  context: AgentInstallContext,
+  path: string | undefined,
+): { origin: string; lines: string[] } {
+  const { type, binary } = definition;
+  if (path !== undefined) {
+    return {
+      origin: path,
+      lines: [
+        `deckhand_agent=${shellQuote(path)}`,
+        'if [ ! -x "$deckhand_agent" ]; then',
+        `  deckhand_fail '%s is not an executable file; install %s there or change codingAgent.install_sources.%s' "$deckhand_agent" ${shellQuote(`${type} ${context.version}`)} ${shellQuote(type)}`,
+        "fi",
+      ],
+    };
+  }
+  return {
+    origin: `${binary} on PATH`,
+    lines: [
+      `if ! deckhand_agent=$(command -v ${shellQuote(binary)}); then`,
+      `  deckhand_fail '%s is not on PATH (%s); install %s or give its path in codingAgent.install_sources.%s' ${shellQuote(binary)} "$PATH" ${shellQuote(`${type} ${context.version}`)} ${shellQuote(type)}`,
+      "fi",
+    ],
+  };
+}
+
+/**
+ * The lock that makes one install per version per machine: every step whose install directory
+ * is the same (`<data-dir>/agents/<type>/<version>`, whichever process runs it) takes it before
+ * installing and, once it has it, looks again, so a step that waited finds the version its
+ * neighbour installed instead of downloading it a second time. `flock` where the image has it
+ * (released by the kernel however the holder dies); elsewhere a lock directory holding the
+ * holder's pid, taken over when that process is gone.
+ */
+function installLockLines(describe: string): string[] {
+  const waiting = `printf 'deckhand: waiting for another step installing %s into %s\\n' ${shellQuote(describe)} "$deckhand_install_dir" >&2`;
+  return [
+    'deckhand_lock="$deckhand_install_dir/.install.lock"',
+    "deckhand_lock_install() {",
+    "  if command -v flock >/dev/null 2>&1; then",
+    '    exec 9>>"$deckhand_lock"',
+    "    if ! flock -n 9; then",
+    `      ${waiting}`,
+    "      flock 9",
+    "    fi",
+    "    return 0",
+    "  fi",
+    "  deckhand_waiting=",
+    '  while ! mkdir "$deckhand_lock.d" 2>/dev/null; do',
+    "    deckhand_holder=",
+    '    if [ -f "$deckhand_lock.d/pid" ]; then read -r deckhand_holder <"$deckhand_lock.d/pid" || :; fi',
+    '    if [ -n "$deckhand_holder" ] && ! kill -0 "$deckhand_holder" 2>/dev/null; then',
+    "      # Its holder is gone without releasing it (killed mid-install): the lock is stale.",
+    '      rm -rf "$deckhand_lock.d"',
+    "      continue",
+    "    fi",
+    '    if [ -z "$deckhand_waiting" ]; then',
+    `      ${waiting}`,
+    "      deckhand_waiting=1",
+    "    fi",
+    "    sleep 1",
+    "  done",
+    '  echo "$$" >"$deckhand_lock.d/pid"',
+    "  deckhand_lock_directory=1",
+    "}",
+    "deckhand_unlock_install() {",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
-    '  deckhand_tree="tree-${deckhand_stage##*.}"',
-    '  mv "$deckhand_stage" "$deckhand_install_dir/$deckhand_tree"',
-    `  ln -s "../$deckhand_tree/${install.entry}" "$deckhand_install_dir/bin/.${binary}.$deckhand_tree"`,
-    `  mv -f "$deckhand_install_dir/bin/.${binary}.$deckhand_tree" "$deckhand_agent"`,
-    "  trap - EXIT HUP INT TERM",
-    "fi",
-    'deckhand_check_version "$deckhand_agent"',
+    '  if [ -n "${deckhand_lock_directory:-}" ]; then rm -rf "$deckhand_lock.d"; fi',
+    "  deckhand_lock_directory=",
+    "  exec 9>&-",
+    "}",
     "",
-    `# Run ${type} non-interactively on the prompt, pointed at the model-provider proxy.`,
+  ];
+}
+
+/**
+ * A download into the install directory: unless the pinned version is already there, under the
+ * install lock, into a fresh `mktemp -d` stage inside the install directory (same filesystem,
+ * so the final `mv` is a rename), verified with `--version` before it is moved into place and
+ * linked, so a failed or retried install never leaves a half-written executable where the next
+ * run looks.
+ */
+function downloadLines(
+  definition: AgentTypeDefinition,
+  context: AgentInstallContext & { source: Exclude<InstallSource, { kind: "installed" }> },
+  directory: string,
+): { origin: string; lines: string[] } {
+  const { type, binary } = definition;
+  const describe = `${type} ${context.version}`;
+  const install = definition.install(context);
+  const installed =
+    'if [ -x "$deckhand_agent" ] && deckhand_reports_version "$deckhand_agent"; then';
+  return {
+    origin: install.origin,
+    lines: [
+      `deckhand_install_dir=${directory}`,
+      `deckhand_agent="$deckhand_install_dir/bin/${binary}"`,
+      ...installLockLines(describe),
+      installed,
+      `  printf 'deckhand: %s already installed at %s\\n' ${shellQuote(describe)} "$deckhand_agent" >&2`,
+      "else",
+      '  mkdir -p "$deckhand_install_dir/bin"',
+      "  deckhand_lock_install",
+      "  trap 'deckhand_unlock_install' EXIT",
+      `  ${installed}`,
+      `    printf 'deckhand: %s was installed by another step at %s\\n' ${shellQuote(describe)} "$deckhand_agent" >&2`,
+      "  else",
+      `    printf 'deckhand: installing %s from %s\\n' ${shellQuote(describe)} ${shellQuote(install.origin)} >&2`,
+      "    # The stage sits inside the install directory, so moving it into place is a rename.",
+      '    deckhand_stage=$(mktemp -d "$deckhand_install_dir/.stage.XXXXXX")',
+      "    trap 'rm -rf \"$deckhand_stage\"; deckhand_unlock_install' EXIT",
+      "    trap 'exit 129' HUP",
+      "    trap 'exit 130' INT",
+      "    trap 'exit 143' TERM",
+      ...install.lines.map((line) => `    ${line}`),
+      `    deckhand_check_version "$deckhand_stage/${install.entry}"`,
+      "    # Verified: keep the stage under a name of its own, then swap the link in one rename.",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+      '    deckhand_tree="tree-${deckhand_stage##*.}"',
+      '    mv "$deckhand_stage" "$deckhand_install_dir/$deckhand_tree"',
+      `    ln -s "../$deckhand_tree/${install.entry}" "$deckhand_install_dir/bin/.${binary}.$deckhand_tree"`,
+      `    mv -f "$deckhand_install_dir/bin/.${binary}.$deckhand_tree" "$deckhand_agent"`,
+      "  fi",
+      "  deckhand_unlock_install",
+      "  trap - EXIT HUP INT TERM",
+      "fi",
+    ],
+  };
+}
+
+const STATE_FILE = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
+
+/** True when the run uses the step's state directory. */
+function usesState(run: AgentRunPlan): boolean {
+  const isState = (part: unknown) =>
+    typeof part === "object" && part !== null && (part as { env?: string }).env === stateVariable;
+  return (
+    (run.stateFiles?.length ?? 0) > 0 ||
+    run.environment.some((assignment) => assignment.value.some(isState))
   );
-  for (const name of run.unset) lines.push(`unset ${name}`);
+}
+
+const stateVariable = (AGENT_STATE_DIRECTORY as { env: string }).env;
+
+/**
+ * The step's own state directory and the files the agent reads there, made before anything
+ * runs the agent (its `--version` included: some agents write to their home even then).
+ */
+function stateLines(run: AgentRunPlan, state: string | undefined): string[] {
+  if (!usesState(run)) return [];
+  const lines = [
+    "# The step's own agent state (configuration, caches, databases), apart from every other job's.",
+  ];
+  if (state === undefined) {
+    lines.push(`${stateVariable}=$(mktemp -d "\${TMPDIR:-/tmp}/deckhand-agent-state.XXXXXX")`);
+  } else {
+    lines.push(`${stateVariable}=${state}`, `mkdir -p "$${stateVariable}"`);
+  }
+  for (const file of run.stateFiles ?? []) {
+    if (!STATE_FILE.test(file.path) || file.path.split("/").includes("..")) {
+      throw new BatchSpecError("invalid_stage_path", `"${file.path}" is not a plain relative path`);
+    }
+    const slash = file.path.lastIndexOf("/");
+    if (slash > 0) lines.push(`mkdir -p "$${stateVariable}/${file.path.slice(0, slash)}"`);
+    lines.push(`printf '%s\\n' ${shellQuote(file.content)} >"$${stateVariable}/${file.path}"`);
+  }
+  lines.push("");
+  return lines;
+}
+
+/**
+ * `deckhand_agent_environment`: the variables the agent runs with, set for its version checks
+ * (in their subshell) and for its run alike, so neither reads the runner's own agent state.
+ */
+function environmentLines(run: AgentRunPlan): string[] {
+  const lines = [
+    "# The agent's environment, for its version checks and its run alike.",
+    "deckhand_agent_environment() {",
+  ];
+  for (const name of run.unset) lines.push(`  unset ${name}`);
   for (const assignment of run.environment) {
     if (!isEnvName(assignment.name)) {
       throw new BatchSpecError("invalid_env_name", `"${assignment.name}" is not a valid name`);
     }
-    lines.push(`export ${assignment.name}=${shellValue(assignment.value)}`);
+    lines.push(`  export ${assignment.name}=${shellValue(assignment.value)}`);
   }
-  lines.push(`exec "$deckhand_agent" \\`);
+  lines.push("  :", "}", "");
+  return lines;
+}
+
+/** The `exec` of the agent, in its environment, on the prompt. */
+function runLines(definition: AgentTypeDefinition, run: AgentRunPlan): string[] {
+  const lines = [
+    `# Run ${definition.type} non-interactively on the prompt, pointed at the model-provider proxy.`,
+    "deckhand_agent_environment",
+    `exec "$deckhand_agent" \\`,
+  ];
   for (const group of argumentLines(run.arguments)) lines.push(`  ${group} \\`);
-  lines.push("  </dev/null", "");
-  return lines.join("\n");
+  lines.push("  </dev/null");
+  return lines;
 }
 
 /**

@@ -49,12 +49,19 @@ export class DynamicValueReached extends Error {}
 class Evaluator {
   private readonly context: TemplateContext;
   private readonly dynamicRoots: ReadonlySet<string>;
+  /** Past this many steps, `DynamicValueReached` instead of an error (deciding ahead of time). */
+  private readonly staticBudget: number | undefined;
   private output = "";
   private steps = 0;
 
-  constructor(context: TemplateContext, dynamicRoots: ReadonlySet<string> = new Set()) {
+  constructor(
+    context: TemplateContext,
+    dynamicRoots: ReadonlySet<string> = new Set(),
+    staticBudget?: number,
+  ) {
     this.context = context;
     this.dynamicRoots = dynamicRoots;
+    this.staticBudget = staticBudget;
   }
 
   render(nodes: readonly TemplateNode[]): string {
@@ -77,6 +84,9 @@ class Evaluator {
 
   private count(offset: number, work = 1): void {
     this.steps += work;
+    if (this.staticBudget !== undefined && this.steps > this.staticBudget) {
+      throw new DynamicValueReached();
+    }
     if (this.steps > maximumSteps) {
       throw new BatchSpecError(
         "template_error",
@@ -373,11 +383,15 @@ export function renderTemplate(
 /**
  * Renders with some context roots treated as not yet known: reading one throws
  * `DynamicValueReached`. `and` and `or` stop early, so `and false outputs.x` is still static.
+ * With `staticBudget`, a template that takes more steps than that throws `DynamicValueReached`
+ * too: it is left to be decided when it runs, rather than making whoever decides ahead of time
+ * (the server resolving a spec) wait.
  */
 export function renderWithDynamicRoots(
   template: ParsedTemplate,
   context: TemplateContext,
   dynamicRoots: ReadonlySet<string>,
+  staticBudget?: number,
 ): string {
-  return new Evaluator(context, dynamicRoots).render(template.nodes);
+  return new Evaluator(context, dynamicRoots, staticBudget).render(template.nodes);
 }

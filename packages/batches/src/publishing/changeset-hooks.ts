@@ -16,6 +16,7 @@ import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { BatchesError } from "../batches-error.ts";
 import { checkoutWorkspace } from "../checkout-workspace.ts";
 import type { CodeHost } from "../code-host-config.ts";
+import { codeHostGitEnvironment } from "../code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "../coding-agent-step.ts";
 import { locateRepository } from "../repositories.ts";
 import type { Workspace } from "../resolve-workspaces.ts";
@@ -84,12 +85,17 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
       const { changeset } = input;
       const definition = StoredWorkspaceDefinitionSchema.parse(input.workspace.definition);
       const url = definition.repository.url;
+      // A git URL host's own password, else the connection's token.
+      const gitEnvironment = codeHostGitEnvironment(
+        options.codeHosts,
+        options.access.gitEnvironment,
+      );
       const path = await locateRepository(definition.repository, changeset.baseRevision, {
         codeHosts: options.codeHosts(),
         cacheDirectory: options.cacheDirectory,
-        gitEnvironment: options.access.gitEnvironment,
+        gitEnvironment,
       });
-      const environment = url === null ? undefined : options.access.gitEnvironment(url);
+      const environment = url === null ? undefined : gitEnvironment(url);
       // The branch as the host has it now, fetched into a ref of Deckhand's own.
       const ref = `refs/deckhand/hooks/${randomUUID()}`;
       await runGit(

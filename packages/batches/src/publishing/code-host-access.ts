@@ -12,7 +12,7 @@ import {
   type RequestPolicyOptions,
   resolveRepository,
 } from "@deckhand/code-hosts";
-import type { GitEnvironmentFor } from "../repositories.ts";
+import type { GitEnvironmentFor } from "../code-host-credentials.ts";
 
 export interface CodeHostAccessOptions {
   /** The configured connections (config.json's `codeHostConnections`), read at each use. */

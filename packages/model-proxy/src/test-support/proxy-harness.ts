@@ -11,6 +11,7 @@ import { InMemoryUsageRecorder } from "../usage.ts";
 
 export const OPENAI_KEY = "sk-upstream-openai-key-0123456789";
 export const ANTHROPIC_KEY = "sk-ant-upstream-anthropic-key-0123456789";
+export const GEMINI_KEY = "AIza-upstream-gemini-key-0123456789";
 export const JOB_ID = "job-42";
 
 export interface LogLine {
@@ -72,6 +73,7 @@ export async function startHarness(
     upstreams: {
       codex: { kind: "openai", baseUrl: `${target}/v1`, apiKey: OPENAI_KEY },
       "claude-code": { kind: "anthropic", baseUrl: target, apiKey: ANTHROPIC_KEY },
+      gemini: { kind: "gemini", baseUrl: target, apiKey: GEMINI_KEY },
     },
     tokens,
     usage,

@@ -13,11 +13,15 @@
 //     fail <message>               exits 1 with the message on stderr
 //   other lines are the agent's reply;
 // - with `--json` it prints JSON lines shaped like codex's (`thread.started`, `turn.started`,
-//   `item.completed`, `turn.completed`; `error` and `turn.failed` when it fails).
+//   `item.completed` with each item's `id`, `turn.completed`; `error` and `turn.failed` when it
+//   fails).
 // Stdin is never read. FAKE_CODEX_PRINT_TOKEN=1 makes it print the token on stderr, as a
 // careless agent might, for tests of redaction. FAKE_CODEX_RECORD_REQUEST=<file> makes it write
 // the request it is about to send (`{url, headers}`, the token included) as JSON to that file,
 // for end-to-end tests that must know the token a server minted to hunt for it afterwards.
+// FAKE_CODEX_SEND_ENVIRONMENT=1 makes it send its DECKHAND_* variables to the model with the
+// prompt, as the output of `env` an agent ran would go back to the model, for tests of what the
+// proxy lets through.
 // CommonJS on purpose: it is installed as an extensionless `codex` executable.
 "use strict";
 
@@ -105,6 +109,15 @@ function sseEvents(text) {
   return events;
 }
 
+/** With FAKE_CODEX_SEND_ENVIRONMENT=1, the agent's DECKHAND_* variables as a tool's output. */
+function environmentOutput() {
+  if (process.env.FAKE_CODEX_SEND_ENVIRONMENT !== "1") return [];
+  const lines = Object.entries(process.env)
+    .filter(([name]) => name.startsWith("DECKHAND_"))
+    .map(([name, value]) => `${name}=${value}`);
+  return [{ type: "function_call_output", call_id: "env", output: lines.join("\n") }];
+}
+
 function messageText(item) {
   if (item.type !== "message" || !Array.isArray(item.content)) return "";
   return item.content
@@ -165,6 +178,7 @@ async function main() {
             role: "user",
             content: [{ type: "input_text", text: options.prompt }],
           },
+          ...environmentOutput(),
         ],
         stream: true,
       }),
@@ -206,7 +220,12 @@ async function main() {
         writeFileSync(target, JSON.parse(write[2]));
         emit({
           type: "item.completed",
-          item: { type: "file_change", status: "completed", changes: [{ path: target, kind }] },
+          item: {
+            id: `item_${items.indexOf(item)}_${target}`,
+            type: "file_change",
+            status: "completed",
+            changes: [{ path: target, kind }],
+          },
         });
         continue;
       }
@@ -216,7 +235,10 @@ async function main() {
     }
     const message = reply.join("\n").trim();
     if (message !== "") {
-      emit({ type: "item.completed", item: { type: "agent_message", text: message } });
+      emit({
+        type: "item.completed",
+        item: { id: `item_${items.indexOf(item)}`, type: "agent_message", text: message },
+      });
       if (!json) console.log(message);
     }
   }

@@ -1,15 +1,23 @@
-// A scripted model provider for tests and benchmarks: OpenAI Responses, Chat Completions and
-// Anthropic Messages over SSE, on 127.0.0.1 with a random port, capturing every request.
+// A scripted model provider for tests and benchmarks: OpenAI Responses, Chat Completions,
+// Anthropic Messages and Gemini generateContent (streamed over SSE, or whole), on 127.0.0.1 with a random port, capturing every request.
 // Only node built-ins, so a benchmark thread or another package's test can load it directly.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FakeHttpErrorTurn, FakeTurn, FakeUsage } from "./fake-turn.ts";
 import { anthropicMessagesStream, renderAnthropicTurn } from "./render-anthropic.ts";
 import { chatCompletionsStream, renderChatCompletionsTurn } from "./render-chat-completions.ts";
+import { geminiStream, renderGeminiResponse, renderGeminiTurn } from "./render-gemini.ts";
 import { type RenderContext, renderResponsesTurn, responsesStream } from "./render-responses.ts";
 
-/** The three model APIs the fake speaks. */
-export type FakeModelApi = "responses" | "chat_completions" | "anthropic_messages";
+/** The model APIs the fake speaks. */
+export type FakeModelApi =
+  | "responses"
+  | "chat_completions"
+  | "anthropic_messages"
+  /** Gemini `POST /v1beta/models/<model>:generateContent`: one JSON answer. */
+  | "gemini_generate_content"
+  /** Gemini `POST /v1beta/models/<model>:streamGenerateContent?alt=sse`. */
+  | "gemini_stream_generate_content";
 
 export interface CapturedRequest {
   method: string;
@@ -48,13 +56,24 @@ export function modelApiOf(method: string, path: string): FakeModelApi | undefin
   if (path.endsWith("/responses")) return "responses";
   if (path.endsWith("/chat/completions")) return "chat_completions";
   if (path.endsWith("/messages")) return "anthropic_messages";
+  if (/\/models\/[^/:]+:generateContent$/.test(path)) return "gemini_generate_content";
+  if (/\/models\/[^/:]+:streamGenerateContent$/.test(path)) {
+    return "gemini_stream_generate_content";
+  }
   return undefined;
+}
+
+/** Gemini names the model in the path (`/v1beta/models/<model>:<method>`), not the body. */
+function geminiModelOf(path: string): string | undefined {
+  return /\/models\/([^/:]+):/.exec(path)?.[1];
 }
 
 const DEFAULT_MODELS: Record<FakeModelApi, string> = {
   responses: "gpt-5-codex",
   chat_completions: "gpt-4o",
   anthropic_messages: "claude-sonnet-4-5",
+  gemini_generate_content: "gemini-2.5-pro",
+  gemini_stream_generate_content: "gemini-2.5-pro",
 };
 
 /** What the fake answers when nothing is scripted: one short stream per endpoint. */
@@ -68,6 +87,16 @@ export function defaultResponder(request: CapturedRequest): ScriptedResponse {
   }
   if (request.api === "anthropic_messages") {
     return { headers: SSE_HEADERS, chunks: anthropicMessagesStream("hello from claude", usage) };
+  }
+  if (request.api === "gemini_stream_generate_content") {
+    return { headers: SSE_HEADERS, chunks: geminiStream("hello from gemini", usage) };
+  }
+  if (request.api === "gemini_generate_content") {
+    const turn = { kind: "stream" as const, items: [{ type: "text" as const, text: "hello" }] };
+    return {
+      headers: JSON_HEADERS,
+      chunks: [renderGeminiResponse({ ...turn, usage }, { model: "gemini-2.5-pro", sequence: 1 })],
+    };
   }
   if (request.method === "GET" && request.path.endsWith("/models")) {
     return {
@@ -88,7 +117,9 @@ function errorResponse(
   const body =
     api === "anthropic_messages"
       ? { type: "error", error: { type: code ?? anthropicErrorType(status), message } }
-      : { error: { message, type: openAiErrorType(status), param: null, code: code ?? null } };
+      : api === "gemini_generate_content" || api === "gemini_stream_generate_content"
+        ? { error: { code: status, message, status: code ?? googleErrorStatus(status) } }
+        : { error: { message, type: openAiErrorType(status), param: null, code: code ?? null } };
   return { status, headers: { ...JSON_HEADERS, ...headers }, chunks: [JSON.stringify(body)] };
 }
 
@@ -96,6 +127,16 @@ function openAiErrorType(status: number): string {
   if (status === 429) return "rate_limit_exceeded";
   if (status >= 500) return "server_error";
   return "invalid_request_error";
+}
+
+/** The `status` of a Google API error (google.rpc.Code names). */
+function googleErrorStatus(status: number): string {
+  if (status === 429) return "RESOURCE_EXHAUSTED";
+  if (status === 401) return "UNAUTHENTICATED";
+  if (status === 403) return "PERMISSION_DENIED";
+  if (status === 404) return "NOT_FOUND";
+  if (status >= 500) return "INTERNAL";
+  return "INVALID_ARGUMENT";
 }
 
 function anthropicErrorType(status: number): string {
@@ -120,12 +161,17 @@ function httpErrorResponse(api: FakeModelApi | undefined, failure: FakeHttpError
 /** Renders a scripted turn for the API the request named. */
 export function renderTurn(api: FakeModelApi, turn: FakeTurn, context: RenderContext) {
   if (turn.kind === "http_error") return httpErrorResponse(api, turn);
+  if (api === "gemini_generate_content") {
+    return { headers: JSON_HEADERS, chunks: [renderGeminiResponse(turn, context)] };
+  }
   const render =
     api === "responses"
       ? renderResponsesTurn
       : api === "chat_completions"
         ? renderChatCompletionsTurn
-        : renderAnthropicTurn;
+        : api === "gemini_stream_generate_content"
+          ? renderGeminiTurn
+          : renderAnthropicTurn;
   const ending = turn.ending?.type ?? "complete";
   const response: ScriptedResponse = {
     headers: SSE_HEADERS,
@@ -143,7 +189,7 @@ export interface FakeModel {
   requests: CapturedRequest[];
   /**
    * Replaces the queue of turns. Each model request (`/responses`, `/chat/completions`,
-   * `/messages`) takes the next turn; once a script ran out, model requests get a 500 saying
+   * `/messages`, Gemini's `:generateContent` and `:streamGenerateContent`) takes the next turn; once a script ran out, model requests get a 500 saying
    * so, rather than a default answer that would hide a test's wrong count.
    */
   script(turns: FakeTurn[]): void;
@@ -155,6 +201,11 @@ export interface FakeModel {
   nextEarlyClose(): Promise<CapturedRequest>;
   /** Resolves once `count` requests in all have been received. */
   waitForRequests(count: number): Promise<CapturedRequest[]>;
+  /**
+   * Holds every answer from now on until the returned function is called, so a test can have
+   * several clients waiting on the model at once.
+   */
+  hold(): () => void;
   /** Forgets the script, the responder and the captured requests. */
   reset(): void;
   /** Stops the server and destroys open connections, hung streams included. */
@@ -196,7 +247,10 @@ export async function startFakeModel(): Promise<FakeModel> {
     sequence += 1;
     if (captured.api && queue.length > 0) {
       const next = queue.shift()!;
-      const model = requestedModel(captured.json) ?? DEFAULT_MODELS[captured.api];
+      const model =
+        requestedModel(captured.json) ??
+        geminiModelOf(captured.path) ??
+        DEFAULT_MODELS[captured.api];
       try {
         return renderTurn(captured.api, next, { model, sequence });
       } catch (error) {
@@ -214,7 +268,9 @@ export async function startFakeModel(): Promise<FakeModel> {
     return defaultResponder(captured);
   };
 
+  let gate: Promise<void> | undefined;
   const answer = async (captured: CapturedRequest, response: ServerResponse) => {
+    if (gate !== undefined) await gate;
     const script = choose(captured);
     let finished = false;
     response.on("close", () => {
@@ -290,7 +346,19 @@ export async function startFakeModel(): Promise<FakeModel> {
       if (requests.length >= count) return Promise.resolve(requests.slice());
       return new Promise((resolve) => requestWaiters.push({ count, resolve }));
     },
+    hold() {
+      let open = () => {};
+      const held = new Promise<void>((resolveGate) => {
+        open = resolveGate;
+      });
+      gate = held;
+      return () => {
+        if (gate === held) gate = undefined;
+        open();
+      };
+    },
     reset() {
+      gate = undefined;
       queue = [];
       scripted = false;
       responder = undefined;

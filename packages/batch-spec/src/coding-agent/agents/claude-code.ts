@@ -7,7 +7,12 @@ import {
   STAGING_BINARIES,
 } from "../install-steps.ts";
 import { ALL_PLATFORMS, type ResolvedPlatform } from "../platform.ts";
-import type { AgentInstallContext, AgentRunContext, AgentTypeDefinition } from "../types.ts";
+import type {
+  AgentDownloadContext,
+  AgentInstallContext,
+  AgentRunContext,
+  AgentTypeDefinition,
+} from "../types.ts";
 
 /** Platform directories of Claude Code's native builds; Alpine needs the musl ones. */
 function claudePlatform(platform: ResolvedPlatform): string {
@@ -45,11 +50,12 @@ export const claudeCodeAgent: AgentTypeDefinition = {
   npmPackage: NPM_PACKAGE,
 
   requiredBinaries(context: AgentInstallContext) {
+    if (context.source.kind === "installed") return [];
     const install = context.source.kind === "npm" ? NPM_BINARIES : FILE_BINARIES;
     return [...install, ...STAGING_BINARIES];
   },
 
-  install(context: AgentInstallContext) {
+  install(context: AgentDownloadContext) {
     if (context.source.kind === "npm") {
       return npmPlan(NPM_PACKAGE, context.version, BINARY, context.source.registry);
     }

@@ -7,7 +7,12 @@ import {
   tarGzReleasePlan,
 } from "../install-steps.ts";
 import { ALL_PLATFORMS, type ResolvedPlatform } from "../platform.ts";
-import type { AgentInstallContext, AgentRunContext, AgentTypeDefinition } from "../types.ts";
+import type {
+  AgentDownloadContext,
+  AgentInstallContext,
+  AgentRunContext,
+  AgentTypeDefinition,
+} from "../types.ts";
 import { tomlString } from "./toml.ts";
 
 /** The custom provider's id in codex's config; any id but the built-in `openai` will do. */
@@ -75,12 +80,13 @@ export const codexAgent: AgentTypeDefinition = {
   npmPackage: NPM_PACKAGE,
 
   requiredBinaries(context: AgentInstallContext) {
+    if (context.source.kind === "installed") return [];
     // The release binary is static; the npm package starts it through a node launcher.
     const install = context.source.kind === "npm" ? NPM_BINARIES : TAR_GZ_BINARIES;
     return [...install, ...STAGING_BINARIES];
   },
 
-  install(context: AgentInstallContext) {
+  install(context: AgentDownloadContext) {
     if (context.source.kind === "npm") {
       return npmPlan(NPM_PACKAGE, context.version, BINARY, context.source.registry);
     }

@@ -1,34 +1,64 @@
 import { WireEnv, WireHeader } from "@deckhand/wire";
 import {
-  FILE_BINARIES,
-  fileReleasePlan,
   NPM_BINARIES,
   npmPlan,
   STAGING_BINARIES,
+  ZIP_BINARIES,
+  zipReleasePlan,
 } from "../install-steps.ts";
 import { ALL_PLATFORMS } from "../platform.ts";
-import type { AgentInstallContext, AgentRunContext, AgentTypeDefinition } from "../types.ts";
+import {
+  AGENT_STATE_DIRECTORY,
+  type AgentDownloadContext,
+  type AgentInstallContext,
+  type AgentRunContext,
+  type AgentTypeDefinition,
+} from "../types.ts";
 
 const BINARY = "gemini";
 const NPM_PACKAGE = "@google/gemini-cli";
+/** The release asset: the whole `bundle/` directory, zipped (the entry and its chunks). */
+const RELEASE_ASSET = "gemini-cli-bundle.zip";
+const ENTRY = "gemini.js";
 
 /**
- * Gemini CLI is a Node program on every platform: its release asset is one bundled
- * `gemini.js` with a `node` shebang, installed as the executable; npm installs the same.
+ * The user settings Gemini CLI reads from `$GEMINI_CLI_HOME/.gemini/settings.json`:
+ * - `security.auth.selectedType: "gemini-api-key"`: without it, `GOOGLE_GEMINI_BASE_URL`
+ *   selects the `gateway` auth type, which headless mode refuses since 0.44 ("Invalid auth
+ *   method selected.", exit 41); with it, the key is `GEMINI_API_KEY` and the base URL still
+ *   comes from `GOOGLE_GEMINI_BASE_URL`;
+ * - `privacy.usageStatisticsEnabled: false`: no usage statistics sent to Google, and no
+ *   installation id added to model requests;
+ * - `general.enableAutoUpdate` and `…Notification` off: no update check, no replacing the
+ *   pinned version.
+ * User settings rather than system settings: Gemini CLI skips a system settings file whose
+ * directories others can write to, as `/tmp` is.
+ */
+export const GEMINI_SETTINGS = {
+  security: { auth: { selectedType: "gemini-api-key" } },
+  privacy: { usageStatisticsEnabled: false },
+  general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+} as const;
+
+/**
+ * Gemini CLI is a Node program on every platform, code-split since 0.35: `gemini.js` imports
+ * the `chunk-*.js` files beside it. Its GitHub release carries the whole bundle as
+ * `gemini-cli-bundle.zip`; npm installs the same bundle with the package.
  *
  * It runs headless with `--prompt=…` (the `=` form, so a prompt starting with `-` stays the
- * prompt), `--yolo` (tools run without approval; the container is the sandbox) and
- * `--output-format=stream-json` (JSON lines, like the other agents).
+ * prompt), `--yolo` (tools run without approval; the container is the sandbox),
+ * `--output-format=stream-json` (JSON lines, like the other agents) and `--skip-trust` (an
+ * untrusted folder, as a fresh checkout is, stops headless mode since 0.41 with exit 55).
  *
  * Pointing it at the proxy:
- * - `GOOGLE_GEMINI_BASE_URL` = `<model-provider-url>/gemini`;
- * - `GEMINI_API_KEY` from the token variable (sent as `x-goog-api-key`), with
- *   `GEMINI_DEFAULT_AUTH_TYPE=gemini-api-key` so no login is attempted;
- * - `GEMINI_CLI_CUSTOM_HEADERS` ("Name: value" pairs separated by commas) carrying the job id
- *   header and the token again as `Authorization: Bearer`, the form the proxy expects from
- *   every agent type;
- * - `GOOGLE_API_KEY` and `GOOGLE_GENAI_USE_VERTEXAI` are unset, so credentials in the image
- *   cannot take precedence or leave the machine.
+ * - `GEMINI_CLI_HOME` = the step's state directory, holding the settings above and whatever
+ *   Gemini CLI keeps (history, installation id), apart from every other job's;
+ * - `GOOGLE_GEMINI_BASE_URL` = `<model-provider-url>/gemini`, the base of its
+ *   `/v1beta/models/<model>:streamGenerateContent` requests;
+ * - `GEMINI_API_KEY` from the token variable, which it sends as `x-goog-api-key`;
+ * - `GEMINI_CLI_CUSTOM_HEADERS` ("Name: value") carrying the job id header;
+ * - Google credentials and auth switches in the image are unset, so none can take precedence
+ *   or leave the machine.
  */
 export const geminiAgent: AgentTypeDefinition = {
   type: "gemini",
@@ -39,16 +69,17 @@ export const geminiAgent: AgentTypeDefinition = {
   npmPackage: NPM_PACKAGE,
 
   requiredBinaries(context: AgentInstallContext) {
-    const install = context.source.kind === "npm" ? NPM_BINARIES : [...FILE_BINARIES, "node"];
+    if (context.source.kind === "installed") return ["node"];
+    const install = context.source.kind === "npm" ? NPM_BINARIES : [...ZIP_BINARIES, "node"];
     return [...install, ...STAGING_BINARIES];
   },
 
-  install(context: AgentInstallContext) {
+  install(context: AgentDownloadContext) {
     if (context.source.kind === "npm") {
       return npmPlan(NPM_PACKAGE, context.version, BINARY, context.source.registry);
     }
-    const url = `${context.source.baseUrl}/v${context.version}/gemini.js`;
-    return fileReleasePlan(url, BINARY);
+    const url = `${context.source.baseUrl}/v${context.version}/${RELEASE_ASSET}`;
+    return zipReleasePlan(url, ENTRY, [ENTRY]);
   },
 
   expectedVersionOutput(version: string) {
@@ -57,22 +88,25 @@ export const geminiAgent: AgentTypeDefinition = {
 
   run(context: AgentRunContext) {
     return {
-      unset: ["GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"],
+      unset: [
+        "GOOGLE_API_KEY",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_GCA",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GEMINI_DEFAULT_AUTH_TYPE",
+      ],
       environment: [
+        { name: "GEMINI_CLI_HOME", value: [AGENT_STATE_DIRECTORY] },
         { name: "GOOGLE_GEMINI_BASE_URL", value: [context.baseUrl] },
         { name: "GEMINI_API_KEY", value: [{ env: WireEnv.modelProviderToken }] },
-        { name: "GEMINI_DEFAULT_AUTH_TYPE", value: ["gemini-api-key"] },
         {
           name: "GEMINI_CLI_CUSTOM_HEADERS",
-          value: [
-            `${WireHeader.jobId}: `,
-            { env: WireEnv.jobId },
-            `, ${WireHeader.authorization}: Bearer `,
-            { env: WireEnv.modelProviderToken },
-          ],
+          value: [`${WireHeader.jobId}: `, { env: WireEnv.jobId }],
         },
       ],
+      stateFiles: [{ path: ".gemini/settings.json", content: JSON.stringify(GEMINI_SETTINGS) }],
       arguments: [
+        "--skip-trust",
         `--model=${context.model}`,
         "--yolo",
         "--output-format=stream-json",

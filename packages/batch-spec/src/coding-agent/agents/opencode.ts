@@ -9,7 +9,13 @@ import {
   zipReleasePlan,
 } from "../install-steps.ts";
 import { ALL_PLATFORMS, type ResolvedPlatform } from "../platform.ts";
-import type { AgentInstallContext, AgentRunContext, AgentTypeDefinition } from "../types.ts";
+import {
+  AGENT_STATE_DIRECTORY,
+  type AgentDownloadContext,
+  type AgentInstallContext,
+  type AgentRunContext,
+  type AgentTypeDefinition,
+} from "../types.ts";
 
 /** opencode's provider id for the proxy; the model is addressed as `deckhand/<model>`. */
 export const OPENCODE_PROVIDER_ID = "deckhand";
@@ -52,6 +58,32 @@ const BINARY = "opencode";
 const NPM_PACKAGE = "opencode-ai";
 
 /**
+ * opencode keeps its state (the SQLite database, logs, snapshots, caches) under the XDG base
+ * directories, `$HOME/.local/share/opencode` and friends by default: two jobs' runs sharing
+ * them race on the database (`CREATE TABLE workspace` failing). Each job's run gets its own,
+ * inside the step's state directory.
+ */
+const XDG_DIRECTORIES = [
+  ["XDG_DATA_HOME", "data"],
+  ["XDG_STATE_HOME", "state"],
+  ["XDG_CONFIG_HOME", "config"],
+  ["XDG_CACHE_HOME", "cache"],
+] as const;
+
+/**
+ * What keeps opencode from reaching hosts other than the proxy, as named in opencode 1.18's
+ * flags: the models.dev catalogue fetch, the default plugins it installs from npm, the
+ * self-update, session sharing and language-server downloads.
+ */
+const OFFLINE_FLAGS = [
+  "OPENCODE_DISABLE_MODELS_FETCH",
+  "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+  "OPENCODE_DISABLE_AUTOUPDATE",
+  "OPENCODE_DISABLE_SHARE",
+  "OPENCODE_DISABLE_LSP_DOWNLOAD",
+] as const;
+
+/**
  * `opencode run` is the non-interactive mode: one message, then exit; `--format json` prints
  * its events as JSON lines. `--` ends the options so a prompt starting with `-` stays the
  * message.
@@ -65,13 +97,14 @@ export const opencodeAgent: AgentTypeDefinition = {
   npmPackage: NPM_PACKAGE,
 
   requiredBinaries(context: AgentInstallContext) {
+    if (context.source.kind === "installed") return [];
     if (context.source.kind === "npm") return [...NPM_BINARIES, ...STAGING_BINARIES];
     // Linux assets are .tar.gz, macOS ones .zip.
     const install = context.platform.os === "darwin" ? ZIP_BINARIES : TAR_GZ_BINARIES;
     return [...install, ...STAGING_BINARIES];
   },
 
-  install(context: AgentInstallContext) {
+  install(context: AgentDownloadContext) {
     if (context.source.kind === "npm") {
       return npmPlan(NPM_PACKAGE, context.version, BINARY, context.source.registry);
     }
@@ -91,7 +124,11 @@ export const opencodeAgent: AgentTypeDefinition = {
       unset: [],
       environment: [
         { name: "OPENCODE_CONFIG_CONTENT", value: [opencodeConfig(context)] },
-        { name: "OPENCODE_DISABLE_AUTOUPDATE", value: ["1"] },
+        ...XDG_DIRECTORIES.map(([name, directory]) => ({
+          name,
+          value: [AGENT_STATE_DIRECTORY, `/${directory}`],
+        })),
+        ...OFFLINE_FLAGS.map((name) => ({ name, value: ["1"] })),
       ],
       arguments: [
         "run",
