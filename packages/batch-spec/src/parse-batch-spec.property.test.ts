@@ -11,7 +11,8 @@ const text = fc.string({ maxLength: 20 }).filter((value) => !value.includes("${{
 const step = fc.record(
   {
     run: text,
-    image: fc.stringMatching(/^[a-z0-9:/.-]{1,12}$/),
+    // An image reference never starts with "-" (it would read as a runtime option; refused).
+    image: fc.stringMatching(/^[a-z0-9:/.][a-z0-9:/.-]{0,11}$/),
     env: fc.dictionary(fc.stringMatching(/^[A-Z_]{1,6}$/), text, { maxKeys: 3 }),
     if: fc.boolean(),
   },

@@ -1,3 +1,5 @@
+import { homedir } from "node:os";
+import { join } from "node:path";
 // What a `codingAgent` step needs beyond a `run` step, as in src-cli's codingAgent contract: the
 // agent version, model and install source of the run (never constants of the code), the platform
 // it runs on (detected, not assumed), a model-provider token minted for the workspace job, and
@@ -289,4 +291,19 @@ export function codingAgentScript(input: CodingAgentScriptInput): {
     env[name] = value;
   }
   return { script: rendered.value.script, env };
+}
+
+/**
+ * Where a local step installs `type` at `version`: `<installDirectory>/<type>/<version>`, with a
+ * leading `$HOME/` read from `home`; the renderer's `$HOME/.deckhand/agents` by default.
+ */
+export function localAgentInstallDirectory(
+  options: CodingAgentOptions | undefined,
+  type: string,
+  version: string,
+  home: string = process.env.HOME || homedir(),
+): string {
+  const root = (options?.installDirectory ?? "$HOME/.deckhand/agents").replace(/\/+$/, "");
+  const absolute = root.startsWith("$HOME/") ? join(home, root.slice("$HOME/".length)) : root;
+  return join(absolute, type, version);
 }

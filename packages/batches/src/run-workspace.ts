@@ -54,6 +54,7 @@ import {
   codingAgentSettings,
   containerPlatform,
   JobModelProviderLease,
+  localAgentInstallDirectory,
   localPlatform,
   type ModelProviderAccess,
 } from "./coding-agent-step.ts";
@@ -597,10 +598,19 @@ async function runSteps(
         env[name] = renderTemplate(value, stepContext);
       }
       let script: string;
+      const agentWritable: string[] = [];
       if (step.codingAgent === undefined) {
         script = renderTemplate(step.run ?? "", stepContext);
       } else {
-        ({ script, env } = await prepareCodingAgent(step, runtime, stepContext, env, temporary));
+        let writable: string[];
+        ({ script, env, writable } = await prepareCodingAgent(
+          step,
+          runtime,
+          stepContext,
+          env,
+          temporary,
+        ));
+        agentWritable.push(...writable);
       }
       const secrets = [
         ...policy.secretValues,
@@ -682,7 +692,7 @@ async function runSteps(
           env: { ...runnerEnv, ...env },
           launcher,
           profile: {
-            writable: [here.directory],
+            writable: [here.directory, ...agentWritable],
             // Placed files live in this machine's temporary directory, which a sandbox replaces
             // with its own: they are shown at their paths, read-only.
             readable: [...files, ...mounts].map((placed) => placed.target),
@@ -784,7 +794,7 @@ async function runSteps(
     stepContext: TemplateContext,
     env: Record<string, string>,
     temporary: string,
-  ): Promise<{ script: string; env: Record<string, string> }> {
+  ): Promise<{ script: string; env: Record<string, string>; writable: string[] }> {
     const { type, prompt } = step.codingAgent!;
     const settings = codingAgentSettings(options.codingAgent, type);
     const renderedPrompt = renderTemplate(prompt, stepContext);
@@ -801,7 +811,8 @@ async function runSteps(
       platform = localPlatform();
     }
     const { lease, jobId } = await jobModel.get();
-    return codingAgentScript({
+    const stateDirectory = join(temporary, "agent-state");
+    const rendered = codingAgentScript({
       type,
       prompt: renderedPrompt,
       settings,
@@ -811,11 +822,18 @@ async function runSteps(
       env,
       // The agent's own home for its state, removed with the step's temporary files: two
       // jobs' agents never share (and race on) state under the runner's HOME.
-      stateDirectory: join(temporary, "agent-state"),
+      stateDirectory,
       lease,
       jobId,
       options: options.codingAgent,
     });
+    // In a sandbox, where the rest of the machine is read-only: its state, and its own version's
+    // install directory (where the install lock lives), nothing of other agents or versions.
+    const writable =
+      runtime === "local"
+        ? [stateDirectory, localAgentInstallDirectory(options.codingAgent, type, settings.version)]
+        : [];
+    return { ...rendered, writable };
   }
 
   async function chooseRuntime(step: Step, stepIndex: number): Promise<BatchStepRuntime> {

@@ -151,7 +151,9 @@ export function npmPlan(
     entry: `package/node_modules/.bin/${binary}`,
     lines: [
       `mkdir ${stagePath("package")}`,
-      `npm install --prefix ${stagePath("package")} --no-save --no-package-lock --no-audit --no-fund --loglevel=error${registryFlag} ${shellQuote(spec)} ||`,
+      // npm's cache goes with the staging directory: the user's ~/.npm is read-only in a sandbox,
+      // and one step's download must not be another's cache.
+      `npm install --prefix ${stagePath("package")} --cache ${stagePath("npm-cache")} --no-save --no-package-lock --no-audit --no-fund --loglevel=error${registryFlag} ${shellQuote(spec)} ||`,
       `  deckhand_fail 'npm could not install %s; check the version and the registry, then retry the step' ${shellQuote(spec)}`,
       `if [ ! -e ${stagePath(`package/node_modules/.bin/${binary}`)} ]; then`,
       `  deckhand_fail 'npm installed %s but it has no %s executable' ${shellQuote(spec)} ${shellQuote(binary)}`,
