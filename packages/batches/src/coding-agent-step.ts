@@ -1,5 +1,6 @@
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
+import { fileURLToPath } from "node:url";
 // What a `codingAgent` step needs beyond a `run` step, as in src-cli's codingAgent contract: the
 // agent version, model and install source of the run (never constants of the code), the platform
 // it runs on (detected, not assumed), a model-provider token minted for the workspace job, and
@@ -306,4 +307,37 @@ export function localAgentInstallDirectory(
   const root = (options?.installDirectory ?? "$HOME/.deckhand/agents").replace(/\/+$/, "");
   const absolute = root.startsWith("$HOME/") ? join(home, root.slice("$HOME/".length)) : root;
   return join(absolute, type, version);
+}
+
+/**
+ * The hosts a local `codingAgent` step reaches to install its agent, as sandbox allow-list
+ * patterns: a release mirror's host (and GitHub's asset host, where its releases redirect), the
+ * npm registry's; none for a `file://` mirror or an installed binary. The step reaches nothing
+ * else but the model proxy.
+ */
+export function installSourceHosts(source: InstallSource): string[] {
+  if (source.kind === "installed") return [];
+  const url = new URL(
+    source.kind === "release" ? source.baseUrl : (source.registry ?? "https://registry.npmjs.org"),
+  );
+  if (url.protocol !== "http:" && url.protocol !== "https:") return [];
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const hosts = [url.port === "" ? host : `${host}:${url.port}`];
+  if (host === "github.com") hosts.push("*.githubusercontent.com");
+  return hosts;
+}
+
+/**
+ * What a local `codingAgent` step must see of this machine to install its agent, wherever it
+ * lies (a sandbox has its own /tmp and hides Deckhand's data): a `file://` mirror's directory,
+ * an installed binary's directory.
+ */
+export function installSourcePaths(source: InstallSource): string[] {
+  if (source.kind === "installed") {
+    return source.path !== undefined && isAbsolute(source.path) ? [dirname(source.path)] : [];
+  }
+  if (source.kind === "release" && source.baseUrl.startsWith("file:")) {
+    return [fileURLToPath(source.baseUrl)];
+  }
+  return [];
 }

@@ -53,6 +53,8 @@ import {
   codingAgentScript,
   codingAgentSettings,
   containerPlatform,
+  installSourceHosts,
+  installSourcePaths,
   JobModelProviderLease,
   localAgentInstallDirectory,
   localPlatform,
@@ -599,11 +601,15 @@ async function runSteps(
       }
       let script: string;
       const agentWritable: string[] = [];
+      const agentReadable: string[] = [];
+      let network = launcher.stepNetwork();
       if (step.codingAgent === undefined) {
         script = renderTemplate(step.run ?? "", stepContext);
       } else {
         let writable: string[];
-        ({ script, env, writable } = await prepareCodingAgent(
+        let installHosts: string[];
+        let installPaths: string[];
+        ({ script, env, writable, installHosts, installPaths } = await prepareCodingAgent(
           step,
           runtime,
           stepContext,
@@ -611,6 +617,9 @@ async function runSteps(
           temporary,
         ));
         agentWritable.push(...writable);
+        agentReadable.push(...installPaths);
+        // An agent reaches the model proxy and where it installs from, nothing else.
+        network = { internet: false, modelProxy: true, allowHosts: installHosts };
       }
       const secrets = [
         ...policy.secretValues,
@@ -695,8 +704,8 @@ async function runSteps(
             writable: [here.directory, ...agentWritable],
             // Placed files live in this machine's temporary directory, which a sandbox replaces
             // with its own: they are shown at their paths, read-only.
-            readable: [...files, ...mounts].map((placed) => placed.target),
-            network: launcher.stepNetwork({ modelProxy: step.codingAgent !== undefined }),
+            readable: [...[...files, ...mounts].map((placed) => placed.target), ...agentReadable],
+            network,
           },
           signal,
           onOutput: (stream, data) => output.write(stream, data),
@@ -794,7 +803,13 @@ async function runSteps(
     stepContext: TemplateContext,
     env: Record<string, string>,
     temporary: string,
-  ): Promise<{ script: string; env: Record<string, string>; writable: string[] }> {
+  ): Promise<{
+    script: string;
+    env: Record<string, string>;
+    writable: string[];
+    installHosts: string[];
+    installPaths: string[];
+  }> {
     const { type, prompt } = step.codingAgent!;
     const settings = codingAgentSettings(options.codingAgent, type);
     const renderedPrompt = renderTemplate(prompt, stepContext);
@@ -833,7 +848,12 @@ async function runSteps(
       runtime === "local"
         ? [stateDirectory, localAgentInstallDirectory(options.codingAgent, type, settings.version)]
         : [];
-    return { ...rendered, writable };
+    return {
+      ...rendered,
+      writable,
+      installHosts: installSourceHosts(settings.installSource),
+      installPaths: installSourcePaths(settings.installSource),
+    };
   }
 
   async function chooseRuntime(step: Step, stepIndex: number): Promise<BatchStepRuntime> {

@@ -260,7 +260,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
   it("reaches allowed hosts through its HTTP proxy and nothing else", async () => {
     const allowed = new ProcessLauncher({
       capability,
-      settings: { mode: "bubblewrap", allowHosts: [], stepNetwork: "full", hide: [] },
+      settings: { mode: "bubblewrap", allowHosts: [], stepNetwork: "full", hide: [], writable: [] },
       home,
       hidden: [dataDir],
     });
@@ -294,6 +294,23 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     } finally {
       await allowed.close();
     }
+  });
+
+  it("serves the model proxy's own address through its HTTP proxy, as curl reaches it", async () => {
+    const outcome = await run(
+      launcher,
+      `const socket = require("node:net").connect(3128, "127.0.0.1", () => {
+         socket.write("GET http://127.0.0.1:${hostPort}/model-provider/claude-code/v1/models HTTP/1.1\\r\\nHost: 127.0.0.1:${hostPort}\\r\\nConnection: close\\r\\n\\r\\n");
+       });
+       let text = "";
+       socket.on("data", (chunk) => { text += chunk; });
+       socket.on("end", () => console.log(text.includes("model proxy answer") ? "model proxy answer" : text));`,
+      {
+        writable: [worktree],
+        network: { internet: false, modelProxy: true, allowHosts: ["example.com"] },
+      },
+    );
+    expect(outcome.stdout.trim()).toBe("model proxy answer");
   });
 
   it("runs git in a worktree whose repository is hidden, without letting it change git's config", async () => {

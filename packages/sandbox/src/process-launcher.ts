@@ -138,11 +138,11 @@ export class ProcessLauncher {
   }
 
   /**
-   * The network of a local batch step: `run:` steps get the internet unless `stepNetwork` is
-   * `none`; `codingAgent:` steps get the model proxy as well.
+   * The network of a local batch `run:` step: the internet (never the machine's loopback
+   * services) unless `stepNetwork` is `none`, as container steps have theirs.
    */
-  stepNetwork(options: { modelProxy: boolean }): NetworkAccess {
-    return { internet: this.#settings.stepNetwork === "full", modelProxy: options.modelProxy };
+  stepNetwork(): NetworkAccess {
+    return { internet: this.#settings.stepNetwork === "full", modelProxy: false };
   }
 
   /** What a process inherits of the server's environment once the policy is applied. */
@@ -181,7 +181,8 @@ export class ProcessLauncher {
     capability: Extract<SandboxCapability, { kind: "bubblewrap" }>,
   ): ChildProcess {
     const { network } = request.profile;
-    for (const path of request.profile.writable) {
+    const writable = [...request.profile.writable, ...this.#settings.writable];
+    for (const path of writable) {
       if (!existsSync(path)) mkdirSync(path, { recursive: true });
     }
     const binds: SandboxBind[] = [];
@@ -204,10 +205,13 @@ export class ProcessLauncher {
       binds.push({ outer: egress, inner, writable: true });
       listen.push({ port, socket: inner });
       const proxyUrl = `http://127.0.0.1:${port}`;
+      // Everything through the proxy, loopback included: it serves the model proxy's address
+      // itself, and an allowed service on the machine's loopback is reached only through it.
       for (const name of ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"]) {
         environment[name] = proxyUrl;
       }
-      environment.NO_PROXY = environment.no_proxy = "127.0.0.1,localhost,::1";
+      delete environment.NO_PROXY;
+      delete environment.no_proxy;
     }
     if (slirp !== null) {
       binds.push({
@@ -221,17 +225,12 @@ export class ProcessLauncher {
     const infoFd = slirp !== null ? stdio.length : undefined;
     const blockFd = slirp !== null ? stdio.length + 1 : undefined;
     const view: SandboxView = {
-      writable: request.profile.writable,
-      readable: [
-        ...(request.profile.readable ?? []),
-        ...request.profile.writable.flatMap(worktreeGitDirectories),
-      ],
+      writable,
+      readable: [...(request.profile.readable ?? []), ...writable.flatMap(worktreeGitDirectories)],
       hiddenDirectories: hidden.directories,
       hiddenFiles: hidden.files,
       emptyFile: this.#endpoints.emptyFile(),
-      protectedPaths: request.profile.writable
-        .map((path) => join(path, ".git"))
-        .filter((path) => existsSync(path)),
+      protectedPaths: writable.map((path) => join(path, ".git")).filter((path) => existsSync(path)),
       binds,
       network: isolated ? "isolated" : "host",
       cwd: request.cwd,

@@ -38,12 +38,24 @@ function destination(target: string, defaultPort: number): { host: string; port:
   }
 }
 
-/** An HTTP proxy (CONNECT and absolute-URL requests) that reaches only `allow`. */
-function egressProxy(allow: HostAllowList): Server {
+const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+
+/**
+ * An HTTP proxy (CONNECT and absolute-URL requests) that reaches only `allow`, and the model
+ * proxy: a client that sends every request through its proxy variables (curl does) reaches the
+ * model proxy's own address here, where its routes and nothing else of the server are served.
+ */
+function egressProxy(allow: HostAllowList, modelProxy: ModelProxyRoute | null): Server {
   const server = createServer((incoming, outgoing) => {
     const target = destination(incoming.url ?? "", 80);
     if (target === null || !(incoming.url ?? "").startsWith("http://")) {
       outgoing.writeHead(400).end("send absolute http:// URLs or CONNECT through this proxy\n");
+      return;
+    }
+    const port = modelProxy?.port() ?? null;
+    if (modelProxy !== null && LOOPBACK_NAMES.has(target.host) && target.port === port) {
+      incoming.url = new URL(incoming.url!).pathname + new URL(incoming.url!).search;
+      modelProxy.serve(incoming, outgoing);
       return;
     }
     if (!allow.allows(target.host, target.port)) {
@@ -74,6 +86,23 @@ function egressProxy(allow: HostAllowList): Server {
     client.on("error", () => upstream.destroy());
   });
   return server;
+}
+
+/** The model proxy as a Node request listener, and the port it is known by. */
+interface ModelProxyRoute {
+  port(): number | null;
+  serve: ReturnType<typeof getRequestListener>;
+}
+
+/** Only the model proxy's own routes; 404 for the rest of the server. */
+function modelProxyListener(proxy: ModelProxyEndpoint): ReturnType<typeof getRequestListener> {
+  return getRequestListener(async (incoming) => {
+    const path = new URL(incoming.url).pathname;
+    if (path !== proxy.pathPrefix && !path.startsWith(`${proxy.pathPrefix}/`)) {
+      return new Response("only the model proxy is reachable from a sandbox\n", { status: 404 });
+    }
+    return proxy.fetch(incoming);
+  });
 }
 
 /** The sockets and files sandboxes bind in, made when first needed and removed by `close`. */
@@ -116,17 +145,10 @@ export class SandboxEndpoints {
   modelProxySocket(): string | null {
     if (this.#modelProxy === null) return null;
     if (this.#modelProxySocket === null) {
-      const proxy = this.#modelProxy;
-      const serve = getRequestListener(async (incoming) => {
-        const path = new URL(incoming.url).pathname;
-        if (path !== proxy.pathPrefix && !path.startsWith(`${proxy.pathPrefix}/`)) {
-          return new Response("only the model proxy is reachable from a sandbox\n", {
-            status: 404,
-          });
-        }
-        return proxy.fetch(incoming);
-      });
-      this.#modelProxySocket = this.#listen(createServer(serve), "model-proxy.sock");
+      this.#modelProxySocket = this.#listen(
+        createServer(modelProxyListener(this.#modelProxy)),
+        "model-proxy.sock",
+      );
     }
     return this.#modelProxySocket;
   }
@@ -141,8 +163,12 @@ export class SandboxEndpoints {
     const key = hosts.join(" ");
     let socket = this.#egressSockets.get(key);
     if (socket === undefined) {
+      const proxy = this.#modelProxy;
       socket = this.#listen(
-        egressProxy(new HostAllowList(hosts)),
+        egressProxy(
+          new HostAllowList(hosts),
+          proxy === null ? null : { port: () => proxy.port(), serve: modelProxyListener(proxy) },
+        ),
         `egress-${this.#egressSockets.size}.sock`,
       );
       this.#egressSockets.set(key, socket);

@@ -37,6 +37,11 @@ export const SandboxSettingsObjectSchema = z.strictObject({
   stepNetwork: StepNetworkSchema.optional(),
   /** Further files or directories no sandboxed process sees, on top of the built-in list. */
   hide: z.array(AbsolutePathSchema).optional(),
+  /**
+   * Directories every sandboxed process may write besides its own places: caches shared across
+   * jobs (a build cache, a package store). Whatever one job leaves there, the next one reads.
+   */
+  writable: z.array(AbsolutePathSchema).optional(),
 });
 
 export const SandboxSettingsFileSchema = z.union([SandboxModeSchema, SandboxSettingsObjectSchema]);
@@ -48,6 +53,7 @@ export interface SandboxSettings {
   allowHosts: readonly string[];
   stepNetwork: StepNetwork;
   hide: readonly string[];
+  writable: readonly string[];
 }
 
 export const DEFAULT_SANDBOX_SETTINGS: SandboxSettings = {
@@ -55,6 +61,7 @@ export const DEFAULT_SANDBOX_SETTINGS: SandboxSettings = {
   allowHosts: [],
   stepNetwork: "full",
   hide: [],
+  writable: [],
 };
 
 /** `sandbox` of config.json (a mode or an object, or absent) with its defaults. */
@@ -66,5 +73,6 @@ export function sandboxSettings(file: SandboxSettingsFile | undefined): SandboxS
     allowHosts: file.allowHosts ?? [],
     stepNetwork: file.stepNetwork ?? DEFAULT_SANDBOX_SETTINGS.stepNetwork,
     hide: file.hide ?? [],
+    writable: file.writable ?? [],
   };
 }

@@ -12,6 +12,7 @@
 // their history (user prompts and replies); `session/load` replays it as notifications,
 // `session/resume` (with `--resume`) continues it without a replay, and `--state-dir` keeps it
 // on disk so a new agent process can load or resume a session an old one started.
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
@@ -320,6 +321,15 @@ async function runPrompt(
       await turn.say(
         [`history ${prompts.length}`, ...prompts.map((entry) => entry.text)].join("\n"),
       );
+      return done;
+    }
+    case "exec": {
+      const ran = spawnSync("sh", ["-c", prompt.command], {
+        cwd: turn.session.cwd,
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+      await turn.say(`exit ${ran.status ?? ran.signal}\n${ran.stdout}${ran.stderr}`);
       return done;
     }
     case "env":

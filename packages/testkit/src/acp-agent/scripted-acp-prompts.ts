@@ -30,6 +30,9 @@
  *   test can tell a resumed session (which remembers) from a new one.
  * - `env`: replies with the agent process's own environment, one `NAME=value` per line, so a
  *   test can check what an agent inherits.
+ * - `exec <shell command...>`: runs `sh -c <command>` in the agent's own process, as agents that
+ *   run their tools themselves do (Claude Code, Codex), and replies `exit <code>` and the
+ *   command's output on the next lines, so a test can see what the agent process can reach.
  * - `settings`: replies `mode <id> model <id>`: the session's mode and model as `session/set_mode`
  *   and `session/set_config_option` last set them, so a test can see a choice arrive.
  * - anything else: replies with the script's fixed reply.
@@ -40,6 +43,7 @@ export type ScriptedPrompt =
   | { kind: "run"; command: string; limit: number | null }
   | { kind: "run-kill"; command: string }
   | { kind: "run-release"; command: string }
+  | { kind: "exec"; command: string }
   | { kind: "edit" | "edit-ask-first"; path: string; text: string }
   | { kind: "slow"; ms: number }
   | { kind: "stubborn"; ms: number }
@@ -90,6 +94,7 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
       return { kind: "run", command: rest(text, 1), limit: null };
     case "run-kill":
     case "run-release":
+    case "exec":
       return { kind: verb, command: rest(text, 1) };
     case "slow":
     case "stubborn":
@@ -131,6 +136,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
         : `run --limit ${prompt.limit} ${prompt.command}`;
     case "run-kill":
     case "run-release":
+    case "exec":
       return `${prompt.kind} ${prompt.command}`;
     case "slow":
     case "stubborn":

@@ -10,6 +10,8 @@
 //   `env_http_headers` taken from its environment variable, as codex does;
 // - the assistant message of the answer holds directives, one per line:
 //     write <path> <JSON string>   writes the string to <path> under the working directory
+//     exec <JSON string>           runs the string with `sh -c` in the working directory, as
+//                                  codex runs a command, and prints its output on stderr
 //     fail <message>               exits 1 with the message on stderr
 //   other lines are the agent's reply;
 // - with `--json` it prints JSON lines shaped like codex's (`thread.started`, `turn.started`,
@@ -25,6 +27,7 @@
 // CommonJS on purpose: it is installed as an extensionless `codex` executable.
 "use strict";
 
+const { spawnSync } = require("node:child_process");
 const { mkdirSync, writeFileSync, existsSync } = require("node:fs");
 const { dirname, isAbsolute, relative, resolve } = require("node:path");
 
@@ -225,6 +228,25 @@ async function main() {
             type: "file_change",
             status: "completed",
             changes: [{ path: target, kind }],
+          },
+        });
+        continue;
+      }
+      const exec = /^exec (".*")$/.exec(line);
+      if (exec) {
+        const command = JSON.parse(exec[1]);
+        const ran = spawnSync("sh", ["-c", command], { cwd, encoding: "utf8" });
+        const output = `${ran.stdout ?? ""}${ran.stderr ?? ""}`;
+        process.stderr.write(output);
+        emit({
+          type: "item.completed",
+          item: {
+            id: `item_${items.indexOf(item)}_exec`,
+            type: "command_execution",
+            command,
+            aggregated_output: output,
+            exit_code: ran.status,
+            status: ran.status === 0 ? "completed" : "failed",
           },
         });
         continue;
