@@ -118,6 +118,9 @@ describe.each(databaseBackends)("a codingAgent step through deckhand up on %s", 
           // Per agent type, as an operator with a mirror for one agent sets it.
           install_sources: { codex: { kind: "release", base_url: release.baseUrl } },
         },
+        // The step runs sandboxed, where only its workspace is writable: the directory the fake
+        // CLI records its request in is made writable, as an operator shares a cache.
+        sandbox: { writable: [records] },
       },
       env: { [UPSTREAM_KEY_ENV]: UPSTREAM_KEY, HOME: home },
     });

@@ -46,6 +46,8 @@ export const fakeCodexDirective = {
   write: (path: string, content: string): string => `write ${path} ${JSON.stringify(content)}`,
   /** The agent exits 1 with `message` on stderr. */
   fail: (message: string): string => `fail ${message}`,
+  /** The agent runs `command` with `sh -c` in its working directory, its output on stderr. */
+  exec: (command: string): string => `exec ${JSON.stringify(command)}`,
 } as const;
 
 export interface FakeCodexReleaseOptions {
