@@ -5,7 +5,14 @@
 import { join } from "node:path";
 import type { CodeHostConnection } from "@deckhand/code-hosts";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
-import { type FakeCodeHost, fakeRateLimit, startFakeCodeHost } from "@deckhand/testkit";
+import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
+import { agentEnvironmentPolicy } from "@deckhand/secrets";
+import {
+  type FakeCodeHost,
+  fakeRateLimit,
+  sandboxTestSetup,
+  startFakeCodeHost,
+} from "@deckhand/testkit";
 import type { BatchRun } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "../batch-run-events.ts";
@@ -23,6 +30,11 @@ let service: BatchRunService;
 let publisher: ChangesetPublisher;
 let worker: TaskWorker | null;
 let connections: CodeHostConnection[];
+let launcher: ProcessLauncher | null;
+
+const sandbox = sandboxTestSetup();
+/** In this process's environment, withheld from steps: only reading this process's finds it. */
+const CANARY = "sbxcanary-publisher-process-7e21";
 
 const GH = ["acme/api", "acme/web"];
 const GL = ["tools/cli", "tools/lib"];
@@ -43,6 +55,19 @@ beforeEach(async () => {
     TEST_GL_TOKEN: gitlab.token,
   };
   database = await createDb({ dataDir: "memory://" });
+  process.env.DECKHAND_TEST_PUBLISHER_CANARY = CANARY;
+  launcher = sandbox.available
+    ? new ProcessLauncher({
+        capability: await detectSandbox("bubblewrap"),
+        // As the server's: code host tokens are Deckhand's, never a step's.
+        policy: agentEnvironmentPolicy({
+          secretNames: ["TEST_GH_TOKEN", "TEST_GL_TOKEN"],
+          secretValues: [CANARY, github.token, gitlab.token],
+        }),
+        sourceEnvironment: environment,
+        hidden: [join(scratch.path, "cache")],
+      })
+    : null;
   const access = new CodeHostAccess({
     connections: () => connections,
     environment,
@@ -62,6 +87,8 @@ beforeEach(async () => {
       workDirectory: join(scratch.path, "hooks"),
       outerEnvironment: environment,
       containerRuntime: null,
+      // Hooks run sandboxed where bubblewrap works, as the server and executors run them.
+      ...(launcher ? { launcher } : {}),
     }),
     retryWorkspace: (id) => service.retryWorkspace(id),
     trackingIntervalMs: 300,
@@ -83,6 +110,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  await launcher?.close();
   await worker?.stop();
   await database.close();
   await github.close();
@@ -312,6 +340,31 @@ describe("publishing changesets", () => {
       unpublished: 3,
     });
   }, 90_000);
+  it.skipIf(!sandbox.available)(
+    "runs a hook's steps in the sandbox, where they see no process, cache or credential of this one",
+    async () => {
+      // The hook prints what it found and fails, so what it saw comes back in the hook's error.
+      const hooks = `changesetHooks:
+  onCIFailure:
+    steps:
+      - run: |
+          echo "sbx-count=$({ cat /proc/[0-9]*/environ; grep -r . ${join(scratch.path, "cache")}; } 2>/dev/null | tr '\\000' '\\n' | grep -c -e sbxcanary -e ${github.token})" >&2
+          exit 3
+        container: alpine:3
+        maxAttempts: 1
+`;
+      const run = await apply(spec("Greet", hooks));
+      expect(run.status).toBe("completed");
+      const pr = github.pullRequests("acme/api")[0]!;
+      github.setChecks("acme/api", pr.number, "failing");
+      await publisher.refresh({ batchChange: "hello" });
+      const change = await publisher.getBatchChange("hello");
+      const api = change.changesets.find((changeset) => changeset.repository.endsWith("acme/api"));
+      expect(api?.publish_error).toMatch(/^onCIFailure \(attempt 1\) failed: .*sbx-count=0/s);
+    },
+    90_000,
+  );
+
   it("refreshes on a schedule, and reports a failing onMergeConflict hook on the changeset", async () => {
     const hooks = `changesetHooks:
   onMergeConflict:
