@@ -338,6 +338,32 @@ steps:
     expect(JSON.stringify(events)).not.toContain("s3cr3t-value-123");
   });
 
+  it("loops over repository.search_result_paths in shell, as real specs do", async () => {
+    repositoryAt(join(root, "github.com/acme/todo"), {
+      "a.txt": "TODO one\n",
+      "deep/b.txt": "TODO two\n",
+      "c.txt": "nothing\n",
+    });
+    const { result } = await run(
+      `
+name: todos
+on:
+  - repositoriesMatchingQuery: repo:todo TODO
+steps:
+  - run: for f in \${{ repository.search_result_paths }}; do sed -i 's/TODO/DONE/' "$f"; echo "$f"; done
+changesetTemplate:
+  title: t
+  branch: b
+  commit:
+    message: m
+`,
+      { cache: new MemoryStepCache(), repository: "github.com/acme/todo" },
+    );
+    expect(result.error).toBeNull();
+    expect(result.steps[0]!.stdout).toBe("a.txt\ndeep/b.txt\n");
+    expect(result.result!.files.map((file) => file.path)).toEqual(["a.txt", "deep/b.txt"]);
+  });
+
   it("tells the step's command and environment as it starts, secrets redacted", async () => {
     const { events } = await run(
       `${onApi}\nsteps:\n  - run: echo "$GREETING"\n    env:\n      GREETING: hello\n      MY_TOKEN: s3cr3t-value-123\n      HEADER: "Bearer s3cr3t-value-123"\n`,
