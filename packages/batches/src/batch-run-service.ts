@@ -33,6 +33,7 @@ import type {
   BatchChangeset,
   BatchCodingAgentOptions,
   BatchRun,
+  BatchRunErrorCode,
   BatchRunEvent,
   BatchRunOptions,
   BatchRunStats,
@@ -175,6 +176,7 @@ function toStep(row: StepRow): BatchWorkspaceStep {
     outcome: row.outcome,
     runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
     image: row.image,
+    shell: row.shell,
     exit_code: row.exitCode,
     duration_ms: row.durationMs,
     started_at: iso(row.startedAt),
@@ -1322,6 +1324,7 @@ export class BatchRunService {
         const values = {
           outcome: step.outcome,
           runtime: step.runtime,
+          shell: step.shell,
           exitCode: step.exitCode,
           durationMs: Math.round(step.durationMs),
           cacheKey: step.cacheKey,
@@ -1395,6 +1398,7 @@ export class BatchRunService {
     // With skip_errors a failed workspace is reported and the run still completes with the
     // changesets of the others (src-cli's -skip-errors); without it the run fails.
     const status = failedCount > 0 && options.skip_errors !== true ? "failed" : "completed";
+    // Worded for the API (its `skip_errors` option); the error code lets the CLI name its flag.
     const error =
       status === "failed"
         ? `${failedCount} workspace${failedCount === 1 ? "" : "s"} failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets`
@@ -1413,7 +1417,13 @@ export class BatchRunService {
       .update(batchRuns)
       .set({ status, finishedAt: new Date(), error })
       .where(eq(batchRuns.id, runId));
-    await this.#appendFinished(transaction, runId, status, error);
+    await this.#appendFinished(
+      transaction,
+      runId,
+      status,
+      error,
+      error === null ? null : "workspaces_failed",
+    );
   }
 
   async #appendFinished(
@@ -1421,9 +1431,16 @@ export class BatchRunService {
     runId: string,
     status: "completed" | "failed" | "cancelled",
     error: string | null,
+    errorCode: BatchRunErrorCode | null = null,
   ): Promise<void> {
     await appendRunEvents(transaction, runId, [
-      { type: "run_finished", status, error, summary: await summaryOf(transaction, runId) },
+      {
+        type: "run_finished",
+        status,
+        error,
+        error_code: errorCode,
+        summary: await summaryOf(transaction, runId),
+      },
     ]);
   }
 }
@@ -1487,7 +1504,8 @@ async function runStats(
     executor
       .select({
         runId: workspaces.batchRunId,
-        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
+        // A step that started and failed ran too; one that failed before it started did not.
+        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run' or (${workspaceSteps.outcome} = 'failed' and ${workspaceSteps.startedAt} is not null))::int`,
         cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
       })
       .from(workspaceSteps)

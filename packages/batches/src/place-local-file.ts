@@ -31,7 +31,7 @@ export async function placeLocalFile(
   if (!isAbsolute(target) || !inside(temporaryDirectory, path)) {
     throw new BatchesError(
       "invalid_step_file",
-      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}; use a path there or run the step in a container`,
+      `step ${stepIndex} places ${target}, which a local run can only create inside ${temporaryDirectory}; use a path there or run the step in a container`,
     );
   }
   // Wait for any other step using the same path, then hold it.
@@ -58,7 +58,7 @@ export async function placeLocalFile(
     if (errnoCode(error) === "EEXIST") {
       throw new BatchesError(
         "invalid_step_file",
-        `step ${stepIndex + 1} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
+        `step ${stepIndex} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
       );
     }
     throw error;

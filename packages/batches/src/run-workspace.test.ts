@@ -240,7 +240,7 @@ steps:
       { cache: new MemoryStepCache() },
     );
     expect(result.status).toBe("failed");
-    expect(result.error).toBe("step 1 failed with exit code 3: broken");
+    expect(result.error).toBe("step 0 failed with exit code 3: broken");
     expect(result.steps).toHaveLength(1);
     expect(result.steps[0]).toMatchObject({ outcome: "failed", exitCode: 3, stderr: "broken\n" });
     expect(events.at(-1)).toMatchObject({ type: "workspace_finished", status: "failed" });
@@ -261,7 +261,7 @@ steps:
       { cache: new MemoryStepCache() },
     );
     expect(result.status).toBe("failed");
-    expect(result.error).toMatch(/^step 2 failed: .*index/);
+    expect(result.error).toMatch(/^step 1 failed: .*index/);
     expect(existsSync(join(scratch.path, "ran"))).toBe(false);
     expect(events.filter((event) => event.type === "step_started")).toHaveLength(1);
   });
@@ -271,7 +271,7 @@ steps:
       cache: new MemoryStepCache(),
     });
     expect(result.status).toBe("failed");
-    expect(result.error).toBe("step 1 was killed by a signal");
+    expect(result.error).toBe("step 0 was killed by a signal");
   });
 
   it("kills a step that outlives the workspace timeout", async () => {
@@ -362,6 +362,39 @@ changesetTemplate:
     expect(result.error).toBeNull();
     expect(result.steps[0]!.stdout).toBe("a.txt\ndeep/b.txt\n");
     expect(result.result!.files.map((file) => file.path)).toEqual(["a.txt", "deep/b.txt"]);
+  });
+
+  it("runs a local step with bash where there is one, so src-cli's hello world works, and says so", async () => {
+    repositoryAt(join(root, "github.com/acme/hello"), {
+      "README.md": "# hello\n",
+      "internal/README.md": "# internal\n",
+    });
+    // src-cli's hello world: under dash, IFS=$'\n' is the characters $ ' \ n, which split
+    // ./internal/README.md into paths that do not exist.
+    const { result, events } = await run(
+      `
+name: hello
+on:
+  - repository: github.com/acme/hello
+steps:
+  - run: IFS=$'\\n'; echo Hello World | tee -a $(find -name README.md)
+changesetTemplate:
+  title: t
+  branch: b
+  commit:
+    message: m
+`,
+      { cache: new MemoryStepCache(), repository: "github.com/acme/hello" },
+    );
+    expect(result.error).toBeNull();
+    expect(result.result!.files.map((file) => file.path)).toEqual([
+      "README.md",
+      "internal/README.md",
+    ]);
+    expect(result.steps[0]!.shell).toMatch(/\/bash$/);
+    expect(events.find((event) => event.type === "step_started")).toMatchObject({
+      shell: expect.stringMatching(/\/bash$/),
+    });
   });
 
   it("tells the step's command and environment as it starts, secrets redacted", async () => {

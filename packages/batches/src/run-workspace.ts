@@ -57,6 +57,7 @@ import {
   localPlatform,
   type ModelProviderAccess,
 } from "./coding-agent-step.ts";
+import { localStepShell } from "./local-step-shell.ts";
 import { placeLocalFile } from "./place-local-file.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
@@ -144,6 +145,11 @@ export interface StepRecord {
   stepIndex: number;
   outcome: BatchStepOutcome;
   runtime: BatchStepRuntime | null;
+  /**
+   * The shell that ran the script (`/usr/bin/bash`, `/bin/sh` in a container); null when the
+   * step did not start.
+   */
+  shell: string | null;
   exitCode: number | null;
   durationMs: number;
   /** Bounded and redacted; "" for skipped and cached steps. */
@@ -486,7 +492,7 @@ async function runSteps(
         if (signal.aborted) return interrupted();
         return finish(
           "failed",
-          `restoring the cached result of step ${plans[position]!.stepIndex + 1} failed: ${errorMessage(error)}; run again with the cache cleared`,
+          `restoring the cached result of step ${plans[position]!.stepIndex} failed: ${errorMessage(error)}; run again with the cache cleared`,
           null,
         );
       }
@@ -534,7 +540,7 @@ async function runSteps(
     } catch (error) {
       return finish(
         "failed",
-        `step ${stepIndex + 1}: evaluating \`if:\` failed: ${errorMessage(error)}`,
+        `step ${stepIndex}: evaluating \`if:\` failed: ${errorMessage(error)}`,
         null,
       );
     }
@@ -554,6 +560,7 @@ async function runSteps(
       stepIndex,
       outcome: "failed",
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -599,12 +606,23 @@ async function runSteps(
         source: resolve(specDirectory, mount.path),
       }));
 
+      const agentStep = step.codingAgent !== undefined;
+      const stepMounts = [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true }));
+      // The rendered agent script is POSIX sh; a `run` script gets bash where there is one.
+      const shell =
+        runtime === "container"
+          ? agentStep
+            ? "/bin/sh"
+            : await containerShell(containerRuntime!, step.container!, stepMounts, signal, shells)
+          : await localStepShell({ ...runnerEnv, ...env }.PATH, agentStep ? "codingAgent" : "run");
+      record.shell = shell;
       emit({
         type: "step_started",
         workspace: ref,
         step_index: stepIndex,
         runtime,
         image: runtime === "container" ? step.container! : null,
+        shell,
         command: redact(script),
         env: redactEnv(env, {
           secretNames: Object.keys(env).filter(looksLikeSecretName),
@@ -617,22 +635,12 @@ async function runSteps(
         const containerMounts: ContainerMount[] = [
           { source: here.directory, target: CONTAINER_WORK_DIRECTORY },
           ...(await repositoryMount(here.directory, signal)),
-          ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
+          ...stepMounts,
         ];
-        const agentStep = step.codingAgent !== undefined;
         const result = await runContainer(containerRuntime!, {
           image: step.container!,
           script,
-          // The rendered agent script is POSIX sh; a `run` script gets bash when the image has it.
-          shell: agentStep
-            ? "/bin/sh"
-            : await containerShell(
-                containerRuntime!,
-                step.container!,
-                [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
-                signal,
-                shells,
-              ),
+          shell,
           // An agent reaches the model-provider proxy on this machine's loopback; other steps
           // keep the default, no network.
           ...(agentStep ? { network: "host" as const } : {}),
@@ -652,6 +660,7 @@ async function runSteps(
         }
         const result = await runLocalStep({
           script,
+          shell,
           cwd: here.workspaceDirectory,
           env: { ...runnerEnv, ...env },
           signal,
@@ -669,7 +678,7 @@ async function runSteps(
       }
       if (exitCode !== 0) {
         throw new StepFailure(
-          `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
+          `step ${stepIndex} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
         );
       }
       const changes = await collectWorkspaceDiff(here.directory, workspace.revision, signal);
@@ -704,7 +713,7 @@ async function runSteps(
       const message =
         error instanceof StepFailure
           ? error.message
-          : `step ${stepIndex + 1} failed: ${errorMessage(error)}`;
+          : `step ${stepIndex} failed: ${errorMessage(error)}`;
       return finish("failed", message, null);
     } finally {
       for (const release of releases.reverse()) await release().catch(() => {});
@@ -719,6 +728,7 @@ async function runSteps(
       stepIndex,
       outcome,
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -787,7 +797,7 @@ async function runSteps(
       if (choice === "container") {
         throw new BatchesError(
           "step_failed",
-          `step ${stepIndex + 1} names no container image; set \`container:\` or run with runtime "local" or "auto"`,
+          `step ${stepIndex} names no container image; set \`container:\` or run with runtime "local" or "auto"`,
         );
       }
       return "local";
@@ -809,7 +819,7 @@ async function runSteps(
     if (choice === "container") {
       throw new BatchesError(
         "container_runtime_unavailable",
-        `step ${stepIndex + 1} needs a container runtime for image ${image} and none works here; install Podman or Docker, or run with runtime "local"`,
+        `step ${stepIndex} needs a container runtime for image ${image} and none works here; install Podman or Docker, or run with runtime "local"`,
       );
     }
     emit({
