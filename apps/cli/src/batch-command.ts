@@ -417,9 +417,24 @@ async function cachedStepCounts(
   }
   try {
     const cache = new DatabaseStepCache(database.db);
+    // Where a step runs is part of its cache key, as a run with the default runtime (auto)
+    // would choose it: the container runtime is detected once for every workspace.
+    const { detectContainerRuntime } = await import("@deckhand/container-runtime");
+    const containers = (spec.steps ?? []).some((step) => step.container !== undefined)
+      ? { containerDetection: detectContainerRuntime() }
+      : {};
     const counts: (number | null)[] = [];
     for (const workspace of workspaces) {
-      counts.push(await cachedStepCount({ workspace, spec, cache, specDirectory }));
+      counts.push(
+        await cachedStepCount({
+          workspace,
+          spec,
+          cache,
+          specDirectory,
+          runtime: "auto",
+          ...containers,
+        }),
+      );
     }
     return { counts, note: null };
   } finally {

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
 import {
   type ContainerRuntime,
+  type ContainerRuntimeDetection,
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
 } from "@deckhand/container-runtime";
@@ -215,7 +216,7 @@ function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspa
 export class BatchRunService {
   readonly #options: BatchRunServiceOptions;
   readonly #cache: DatabaseStepCache;
-  #containerRuntime: Promise<ContainerRuntime | null> | undefined;
+  #containerDetection: Promise<ContainerRuntimeDetection> | undefined;
   readonly #containerShells = new Map<string, Promise<string>>();
   readonly #takeovers: WorkspaceTakeovers;
 
@@ -240,19 +241,28 @@ export class BatchRunService {
     return publishing === undefined ? {} : { gitEnvironment: publishing.access.gitEnvironment };
   }
 
-  /** Detected once per process: `info` takes a while, and the answer does not change. */
-  #runtime(spec: BatchSpec, options: BatchRunOptions): Promise<ContainerRuntime | null> | null {
+  /**
+   * How the run's steps find their container runtime: the one given, or a detection made once
+   * per process (`info` and a trial container take a while, and the answer does not change),
+   * whose reasons a step that needs a runtime reports when none works. Nothing for a run that
+   * needs no container.
+   */
+  #containers(
+    spec: BatchSpec,
+    options: BatchRunOptions,
+  ):
+    | { containerRuntime: ContainerRuntime | null }
+    | { containerDetection: Promise<ContainerRuntimeDetection> }
+    | Record<string, never> {
     if (this.#options.containerRuntime !== undefined) {
-      return Promise.resolve(this.#options.containerRuntime);
+      return { containerRuntime: this.#options.containerRuntime };
     }
     const wantsContainer =
       options.runtime !== "local" &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
-    if (!wantsContainer) return null;
-    this.#containerRuntime ??= detectContainerRuntime(this.#options.containerDetection).then(
-      (detection) => detection.runtime,
-    );
-    return this.#containerRuntime;
+    if (!wantsContainer) return {};
+    this.#containerDetection ??= detectContainerRuntime(this.#options.containerDetection);
+    return { containerDetection: this.#containerDetection };
   }
 
   /** Parses a request's spec; throws `invalid_spec` with every diagnostic, located. */
@@ -315,6 +325,8 @@ export class BatchRunService {
             workspace,
             spec,
             cache: this.#cache,
+            runtime: options.runtime ?? "auto",
+            ...this.#containers(spec, options),
             ...(request.spec_directory !== undefined
               ? { specDirectory: resolve(request.spec_directory) }
               : {}),
@@ -1119,7 +1131,6 @@ export class BatchRunService {
     const made: { remove?: () => Promise<void> } = {};
     let outcome: WorkspaceOutcome;
     try {
-      const containerRuntime = this.#runtime(spec, options);
       // Made only when a step must run: a workspace answered wholly from the cache needs no
       // repository access and no checkout.
       const checkout = async () => {
@@ -1145,7 +1156,7 @@ export class BatchRunService {
         containerShells: this.#containerShells,
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
-        ...(containerRuntime !== null ? { containerRuntime: await containerRuntime } : {}),
+        ...this.#containers(spec, options),
         ...(this.#options.environmentPolicy
           ? { environmentPolicy: this.#options.environmentPolicy }
           : {}),

@@ -396,6 +396,7 @@ describe("codingAgent steps", () => {
       runArgs: [],
       version: "fake",
       rootless: false,
+      restrictedHost: false,
     };
     const yaml = agentSpec().replace(
       "changesetTemplate:",

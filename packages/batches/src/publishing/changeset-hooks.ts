@@ -18,8 +18,9 @@ import type { CodeHost } from "../code-host-config.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "../coding-agent-step.ts";
 import { locateRepository } from "../repositories.ts";
 import type { Workspace } from "../resolve-workspaces.ts";
-import { runWorkspace, type StepRuntimeChoice } from "../run-workspace.ts";
+import { runWorkspace } from "../run-workspace.ts";
 import { MemoryStepCache } from "../step-cache.ts";
+import type { StepRuntimeChoice } from "../step-placement.ts";
 import { StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import type { CodeHostAccess } from "./code-host-access.ts";
 
