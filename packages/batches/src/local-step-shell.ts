@@ -5,9 +5,9 @@
 import { resolveExecutable } from "@deckhand/shell";
 
 /**
- * For a `run` script, `bash` as the step's PATH finds it, else `sh`; for a rendered `codingAgent`
- * script, which is POSIX sh, `sh` (as in a container). The path as found, or plain `sh` when
- * PATH has none; it is what the step result reports as its shell.
+ * For a `run` script, `bash` as `path` (the PATH steps start from) finds it, else `sh`; for a
+ * rendered `codingAgent` script, which is POSIX sh, `sh` (as in a container). The path as found,
+ * or plain `sh` when PATH has none; it is what the step result reports as its shell.
  */
 export async function localStepShell(
   path: string | undefined,
