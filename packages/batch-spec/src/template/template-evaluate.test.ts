@@ -62,6 +62,9 @@ describe("renderTemplate: the Sourcegraph template language", () => {
         "${{ len repository.search_result_paths }} ${{ index repository.search_result_paths 1 }}",
       ),
     ).toBe("2 b.go");
+    // A slice of a Go slice keeps its type, and so its String method.
+    expect(render("${{ slice repository.search_result_paths 1 }}")).toBe("b.go");
+    expect(render("${{ slice previous_step.modified_files 1 }}")).toBe(`['it'\\''s here.go']`);
     // Every other list prints as Go prints a []string or []any, with brackets, as in src-cli.
     expect(
       render(

@@ -65,6 +65,11 @@ export function spaceSeparatedList(items: readonly TemplateValue[]): readonly Te
   return Object.freeze(list);
 }
 
+/** Whether `list` is a `spaceSeparatedList`. */
+export function isSpaceSeparated(list: readonly TemplateValue[]): boolean {
+  return spaceSeparated in list;
+}
+
 /**
  * Formats a value the way Go's `fmt.Sprint` does: lists as `[a b]`, maps as `map[k:v]`, and a
  * `spaceSeparatedList` as its `String()` method would.
@@ -75,7 +80,7 @@ export function printValue(value: TemplateValue | undefined): string {
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   if (Array.isArray(value)) {
     const items = value.map(printValue).join(" ");
-    return spaceSeparated in value ? items : `[${items}]`;
+    return isSpaceSeparated(value) ? items : `[${items}]`;
   }
   if (isPlainObject(value)) {
     const keys = Object.keys(value).sort();
