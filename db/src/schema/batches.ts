@@ -140,6 +140,8 @@ export const workspaceSteps = pgTable(
     /** "local" or "container"; null when the step did not run. */
     runtime: text("runtime"),
     image: text("image"),
+    /** The shell that ran the script; null when the step did not start. */
+    shell: text("shell"),
     exitCode: integer("exit_code"),
     durationMs: integer("duration_ms").notNull().default(0),
     /** The step_results row holding its diff and outputs; null when it did not finish. */

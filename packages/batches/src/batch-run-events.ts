@@ -98,6 +98,7 @@ export function runEventWriter(
           outcome: "running" as const,
           runtime: event.runtime,
           image: event.image,
+          shell: event.shell ?? null,
           command: event.command ?? null,
           env: event.env ?? null,
           startedAt: new Date(),

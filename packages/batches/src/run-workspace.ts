@@ -17,6 +17,7 @@ import {
   renderTemplate,
   resolveStepEnv,
   type Step,
+  type StepRuntimeKey,
   type TemplateContext,
   type TemplateStepResult,
   type TemplateValue,
@@ -24,7 +25,7 @@ import {
 import {
   type ContainerMount,
   type ContainerRuntime,
-  detectContainerRuntime,
+  type ContainerRuntimeDetection,
   inspectImage,
   mountBreakingCharacter,
   runContainer,
@@ -63,6 +64,13 @@ import type { Workspace } from "./resolve-workspaces.ts";
 import { runLocalStep } from "./run-local-step.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
 import {
+  missingCommandHint,
+  placementKey,
+  type StepPlacement,
+  StepPlacer,
+  type StepRuntimeChoice,
+} from "./step-placement.ts";
+import {
   applyWorkspaceDiff,
   collectWorkspaceDiff,
   templateChangedFiles,
@@ -84,8 +92,6 @@ const OUTPUT_EVENT_BYTES = 8 * 1024;
 /** Where the checkout appears in a container, as in src-cli. */
 const CONTAINER_WORK_DIRECTORY = "/work";
 
-export type StepRuntimeChoice = "auto" | "local" | "container";
-
 export interface RunWorkspaceOptions {
   workspace: Workspace;
   spec: BatchSpec;
@@ -103,10 +109,15 @@ export interface RunWorkspaceOptions {
   containerShells?: Map<string, Promise<string>>;
   /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
   specDirectory?: string;
-  /** Default "auto": a container when the step names one and a runtime works, otherwise `sh`. */
+  /** Default "auto": a container when the step names one and a runtime works, else this machine. */
   runtime?: StepRuntimeChoice;
-  /** The runtime for container steps; detected on first use when not given, null for none. */
+  /** The runtime for container steps, null for none; detected when needed if not given. */
   containerRuntime?: ContainerRuntime | null;
+  /**
+   * A detection made by the caller (once per process): its runtime, or why none works, which a
+   * step that needs one reports. Used when `containerRuntime` is not given.
+   */
+  containerDetection?: ContainerRuntimeDetection | Promise<ContainerRuntimeDetection>;
   /** The policy that decides what of `outerEnvironment` steps inherit. */
   environmentPolicy?: AgentEnvironmentPolicy;
   /** The environment steps start from (before the policy); default this process's. */
@@ -144,6 +155,11 @@ export interface StepRecord {
   stepIndex: number;
   outcome: BatchStepOutcome;
   runtime: BatchStepRuntime | null;
+  /**
+   * The shell that ran the script (`/usr/bin/bash`, `/bin/sh` in a container); null when the
+   * step did not start.
+   */
+  shell: string | null;
   exitCode: number | null;
   durationMs: number;
   /** Bounded and redacted; "" for skipped and cached steps. */
@@ -166,6 +182,7 @@ export interface WorkspaceRunResult {
 interface StepPlan {
   stepIndex: number;
   step: Step;
+  placement: StepPlacement;
   cacheKey: string;
 }
 
@@ -202,31 +219,66 @@ async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]>
 export async function cachedStepCount(
   options: Pick<
     RunWorkspaceOptions,
-    "workspace" | "spec" | "specDirectory" | "environmentPolicy" | "outerEnvironment" | "cache"
+    | "workspace"
+    | "spec"
+    | "specDirectory"
+    | "environmentPolicy"
+    | "outerEnvironment"
+    | "cache"
+    | "runtime"
+    | "containerRuntime"
+    | "containerDetection"
   >,
 ): Promise<number> {
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
   const policy = options.environmentPolicy ?? agentEnvironmentPolicy();
   const runnerEnv = agentEnvironment(policy, options.outerEnvironment ?? process.env);
-  const plans = await planSteps(options, runnerEnv, specDirectory);
+  // Counting pulls no image: a step whose image is not here has no result to find.
+  const placer = stepPlacer(options, runnerEnv, "never");
+  const plans = await planSteps(options, runnerEnv, specDirectory, placer);
   for (let position = plans.length - 1; position >= 0; position -= 1) {
     if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
   }
   return 0;
 }
 
-/** The cache key of every step of the workspace, each covering the steps before it. */
+function stepPlacer(
+  options: Pick<RunWorkspaceOptions, "runtime" | "containerRuntime" | "containerDetection">,
+  runnerEnv: Record<string, string>,
+  pull: "missing" | "never",
+): StepPlacer {
+  return new StepPlacer({
+    choice: options.runtime ?? "auto",
+    ...(options.containerRuntime !== undefined
+      ? { containerRuntime: options.containerRuntime }
+      : {}),
+    ...(options.containerDetection !== undefined
+      ? { containerDetection: options.containerDetection }
+      : {}),
+    path: runnerEnv.PATH,
+    pull,
+  });
+}
+
+/**
+ * Where each step of the workspace runs and its cache key, each key covering the steps before
+ * it and where they run.
+ */
 async function planSteps(
   options: Pick<RunWorkspaceOptions, "workspace" | "spec">,
   runnerEnv: Record<string, string>,
   specDirectory: string,
+  placer: StepPlacer,
 ): Promise<StepPlan[]> {
   const { workspace, spec } = options;
   const allSteps = spec.steps ?? [];
   const mounted: MountedFileMetadata[] = [];
   const plans: StepPlan[] = [];
+  const runtimes: (StepRuntimeKey | null)[] = allSteps.map(() => null);
   let covered = 0;
   for (const { index, step } of workspace.steps) {
+    const placement = await placer.place(step, index);
+    runtimes[index] = placementKey(placement);
     for (; covered <= index; covered += 1) {
       for (const mount of allSteps[covered]?.mount ?? []) {
         mounted.push(...(await mountedFileMetadata(resolve(specDirectory, mount.path))));
@@ -247,8 +299,9 @@ async function planSteps(
       stepIndex: index,
       runnerEnv,
       mountedFiles: mounted,
+      runtimes,
     });
-    plans.push({ stepIndex: index, step, cacheKey });
+    plans.push({ stepIndex: index, step, placement, cacheKey });
   }
   return plans;
 }
@@ -437,7 +490,7 @@ async function runSteps(
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const records: StepRecord[] = [];
-  let containerRuntime = options.containerRuntime;
+  const placer = stepPlacer(options, runnerEnv, "missing");
   /** Per image, the platform its containers report, probed once per run. */
   const imagePlatforms = new Map<string, Promise<AgentPlatform>>();
 
@@ -466,7 +519,7 @@ async function runSteps(
   let outputs: Record<string, unknown> = {};
   let plans: StepPlan[];
   try {
-    plans = await planSteps(options, runnerEnv, specDirectory);
+    plans = await planSteps(options, runnerEnv, specDirectory, placer);
   } catch (error) {
     return finish("failed", `preparing the steps failed: ${errorMessage(error)}`, null);
   }
@@ -486,7 +539,7 @@ async function runSteps(
         if (signal.aborted) return interrupted();
         return finish(
           "failed",
-          `restoring the cached result of step ${plans[position]!.stepIndex + 1} failed: ${errorMessage(error)}; run again with the cache cleared`,
+          `restoring the cached result of step ${plans[position]!.stepIndex} failed: ${errorMessage(error)}; run again with the cache cleared`,
           null,
         );
       }
@@ -508,7 +561,7 @@ async function runSteps(
   const batchChange = { name: spec.name, description: spec.description };
 
   for (const plan of plans.slice(start)) {
-    const { stepIndex, step } = plan;
+    const { stepIndex, step, placement } = plan;
     if (signal.aborted) return interrupted();
     const context = (current?: TemplateStepResult) =>
       createStepTemplateContext({
@@ -534,7 +587,7 @@ async function runSteps(
     } catch (error) {
       return finish(
         "failed",
-        `step ${stepIndex + 1}: evaluating \`if:\` failed: ${errorMessage(error)}`,
+        `step ${stepIndex}: evaluating \`if:\` failed: ${errorMessage(error)}`,
         null,
       );
     }
@@ -554,6 +607,7 @@ async function runSteps(
       stepIndex,
       outcome: "failed",
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -564,7 +618,20 @@ async function runSteps(
     const temporary = await mkdtemp(join(tmpdir(), "deckhand-step-"));
     const releases: (() => Promise<void>)[] = [];
     try {
-      const runtime = await chooseRuntime(step, stepIndex);
+      if (placement.problem !== null) throw placement.problem;
+      const runtime = placement.runtime;
+      if (placement.fallbackReason !== null) {
+        emit({
+          type: "step_runtime_fallback",
+          workspace: ref,
+          step_index: stepIndex,
+          image: placement.image!,
+          reason: placement.fallbackReason,
+        });
+      }
+      // Run by id: the image the cache key names, even if its tag moved since.
+      const image = placement.imageId;
+      const containerRuntime = runtime === "container" ? (await placer.detection()).runtime : null;
       record.runtime = runtime;
       const stepContext = context();
       let env: Record<string, string> = {};
@@ -575,7 +642,15 @@ async function runSteps(
       if (step.codingAgent === undefined) {
         script = renderTemplate(step.run ?? "", stepContext);
       } else {
-        ({ script, env } = await prepareCodingAgent(step, runtime, stepContext, env, temporary));
+        ({ script, env } = await prepareCodingAgent(
+          step,
+          runtime,
+          containerRuntime,
+          image,
+          stepContext,
+          env,
+          temporary,
+        ));
       }
       const secrets = [
         ...policy.secretValues,
@@ -599,12 +674,23 @@ async function runSteps(
         source: resolve(specDirectory, mount.path),
       }));
 
+      const agentStep = step.codingAgent !== undefined;
+      const stepMounts = [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true }));
+      // The rendered agent script is POSIX sh; a `run` script gets bash where there is one.
+      const shell =
+        runtime === "container"
+          ? agentStep
+            ? "/bin/sh"
+            : await containerShell(containerRuntime!, image!, stepMounts, signal, shells)
+          : placement.shell!;
+      record.shell = shell;
       emit({
         type: "step_started",
         workspace: ref,
         step_index: stepIndex,
         runtime,
         image: runtime === "container" ? step.container! : null,
+        shell,
         command: redact(script),
         env: redactEnv(env, {
           secretNames: Object.keys(env).filter(looksLikeSecretName),
@@ -617,22 +703,12 @@ async function runSteps(
         const containerMounts: ContainerMount[] = [
           { source: here.directory, target: CONTAINER_WORK_DIRECTORY },
           ...(await repositoryMount(here.directory, signal)),
-          ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
+          ...stepMounts,
         ];
-        const agentStep = step.codingAgent !== undefined;
         const result = await runContainer(containerRuntime!, {
-          image: step.container!,
+          image: image!,
           script,
-          // The rendered agent script is POSIX sh; a `run` script gets bash when the image has it.
-          shell: agentStep
-            ? "/bin/sh"
-            : await containerShell(
-                containerRuntime!,
-                step.container!,
-                [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
-                signal,
-                shells,
-              ),
+          shell,
           // An agent reaches the model-provider proxy on this machine's loopback; other steps
           // keep the default, no network.
           ...(agentStep ? { network: "host" as const } : {}),
@@ -652,6 +728,7 @@ async function runSteps(
         }
         const result = await runLocalStep({
           script,
+          shell,
           cwd: here.workspaceDirectory,
           env: { ...runnerEnv, ...env },
           signal,
@@ -668,8 +745,9 @@ async function runSteps(
         return interrupted();
       }
       if (exitCode !== 0) {
+        const hint = missingCommandHint(placement, exitCode);
         throw new StepFailure(
-          `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
+          `step ${stepIndex} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}${hint === null ? "" : `\n${hint}`}`,
         );
       }
       const changes = await collectWorkspaceDiff(here.directory, workspace.revision, signal);
@@ -704,7 +782,7 @@ async function runSteps(
       const message =
         error instanceof StepFailure
           ? error.message
-          : `step ${stepIndex + 1} failed: ${errorMessage(error)}`;
+          : `step ${stepIndex} failed: ${errorMessage(error)}`;
       return finish("failed", message, null);
     } finally {
       for (const release of releases.reverse()) await release().catch(() => {});
@@ -719,6 +797,7 @@ async function runSteps(
       stepIndex,
       outcome,
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -747,6 +826,8 @@ async function runSteps(
   async function prepareCodingAgent(
     step: Step,
     runtime: BatchStepRuntime,
+    containerRuntime: ContainerRuntime | null,
+    image: string | null,
     stepContext: TemplateContext,
     env: Record<string, string>,
     temporary: string,
@@ -756,11 +837,10 @@ async function runSteps(
     const renderedPrompt = renderTemplate(prompt, stepContext);
     let platform: AgentPlatform;
     if (runtime === "container") {
-      const image = step.container!;
-      let probed = imagePlatforms.get(image);
+      let probed = imagePlatforms.get(image!);
       if (probed === undefined) {
-        probed = containerPlatform(containerRuntime!, image, signal);
-        imagePlatforms.set(image, probed);
+        probed = containerPlatform(containerRuntime!, image!, signal);
+        imagePlatforms.set(image!, probed);
       }
       platform = await probed;
     } else {
@@ -782,47 +862,5 @@ async function runSteps(
       jobId,
       options: options.codingAgent,
     });
-  }
-
-  async function chooseRuntime(step: Step, stepIndex: number): Promise<BatchStepRuntime> {
-    const choice = options.runtime ?? "auto";
-    const image = step.container;
-    if (image === undefined) {
-      if (choice === "container") {
-        throw new BatchesError(
-          "step_failed",
-          `step ${stepIndex + 1} names no container image; set \`container:\` or run with runtime "local" or "auto"`,
-        );
-      }
-      return "local";
-    }
-    if (choice === "local") {
-      emit({
-        type: "step_runtime_fallback",
-        workspace: ref,
-        step_index: stepIndex,
-        image,
-        reason: "the run uses the local runtime: the step runs with sh on this machine",
-      });
-      return "local";
-    }
-    if (containerRuntime === undefined) {
-      containerRuntime = (await detectContainerRuntime()).runtime;
-    }
-    if (containerRuntime !== null) return "container";
-    if (choice === "container") {
-      throw new BatchesError(
-        "container_runtime_unavailable",
-        `step ${stepIndex + 1} needs a container runtime for image ${image} and none works here; install Podman or Docker, or run with runtime "local"`,
-      );
-    }
-    emit({
-      type: "step_runtime_fallback",
-      workspace: ref,
-      step_index: stepIndex,
-      image,
-      reason: "no container runtime works on this machine: the step runs with sh on this machine",
-    });
-    return "local";
   }
 }

@@ -6,6 +6,7 @@ import {
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
+import { resolveExecutable } from "@deckhand/shell";
 import type {
   ProviderEntry,
   ProvidersConfigResponse,
@@ -32,7 +33,6 @@ import { applyMergePatch } from "./merge-patch.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
 import { ProvidersError } from "./providers-error.ts";
 import type { ModelProxyContext } from "./registry.ts";
-import { resolveExecutable } from "./resolve-executable.ts";
 
 export type LogFields = Record<string, unknown>;
 
