@@ -320,12 +320,13 @@ changesetTemplate:
     const first = await cli(["batch", "preview", spec, ...local()]);
     expect(first.code).toBe(0);
     expect(first.lines.at(-1)).toMatchObject({ workspaces: 5, steps_run: 10, steps_cached: 0 });
-    // Before anything runs again, `batch workspaces` says every step would come from the cache.
+    // Before anything runs again, `batch workspaces` says every step would come from the cache
+    // of a run with the same runtime (where a step runs is part of its cache key).
     const listed = await cli([
       "batch",
       "workspaces",
       spec,
-      ...["--code-host", code, "--data-dir", cliData, "--json"],
+      ...["--code-host", code, "--data-dir", cliData, "--runtime", "local", "--json"],
     ]);
     expect(listed.code).toBe(0);
     expect(

@@ -260,6 +260,8 @@ describe("batch changes in the web UI", () => {
       .poll(() => workspace.locator(".step-row .badge").first().textContent())
       .toBe("run");
     expect(await workspace.locator(".step-row").first().textContent()).toContain("local");
+    // The shell that ran the step: bash where this machine has it.
+    expect(await workspace.locator(".step-row").first().textContent()).toMatch(/\/bash/);
 
     await workspace.getByRole("button", { name: "Details of step 0 in acme/api" }).click();
     const panel = workspace.getByRole("tabpanel");

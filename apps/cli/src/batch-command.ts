@@ -17,8 +17,8 @@ import {
 } from "@deckhand/batch-spec";
 import type { CodeHost, Workspace } from "@deckhand/batches";
 import { errnoCode, errorMessage } from "@deckhand/errors";
-import { WireEnv, WirePath } from "@deckhand/wire";
-import { batchRunUsage } from "./batch-run-arguments.ts";
+import { type BatchRuntimeChoice, WireEnv, WirePath } from "@deckhand/wire";
+import { batchRunUsage, runtimeOf } from "./batch-run-arguments.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -96,6 +96,9 @@ Options:
   --data-dir DIR           where config.json and the clone cache live (default:
                            $${WireEnv.serverDataDir}, else ~/.deckhand)
   --force-override-ignore  ignore .batchignore files
+  --runtime RUNTIME        the runtime the run will use, auto (default), local or container:
+                           where a step runs is part of its cache key, so the cached steps
+                           shown are those a run with that runtime would find
   --json                   print JSON lines even on a terminal
 `;
 
@@ -396,6 +399,7 @@ async function cachedStepCounts(
   spec: BatchSpec,
   dataDir: string,
   specDirectory: string,
+  runtime: BatchRuntimeChoice,
 ): Promise<{ counts: (number | null)[]; note: string | null }> {
   const unknown = (note: string | null) => ({ counts: workspaces.map(() => null), note });
   if (workspaces.length === 0) return unknown(null);
@@ -417,9 +421,25 @@ async function cachedStepCounts(
   }
   try {
     const cache = new DatabaseStepCache(database.db);
+    // Where a step runs is part of its cache key, as a run with this runtime would choose it:
+    // the container runtime is detected once for every workspace, and only when it matters.
+    const { detectContainerRuntime } = await import("@deckhand/container-runtime");
+    const containers =
+      runtime !== "local" && (spec.steps ?? []).some((step) => step.container !== undefined)
+        ? { containerDetection: detectContainerRuntime() }
+        : {};
     const counts: (number | null)[] = [];
     for (const workspace of workspaces) {
-      counts.push(await cachedStepCount({ workspace, spec, cache, specDirectory }));
+      counts.push(
+        await cachedStepCount({
+          workspace,
+          spec,
+          cache,
+          specDirectory,
+          runtime,
+          ...containers,
+        }),
+      );
     }
     return { counts, note: null };
   } finally {
@@ -436,12 +456,14 @@ async function workspaces(
     "code-host": { type: "string", multiple: true },
     "data-dir": { type: "string" },
     "force-override-ignore": { type: "boolean" },
+    runtime: { type: "string" },
     json: { type: "boolean" },
   });
   if (values.help) {
     io.stdout.write(workspacesUsage);
     return 0;
   }
+  const runtime = runtimeOf(values.runtime as string | undefined) ?? "auto";
   if (positionals.length !== 1) throw new UsageError("workspaces takes one spec file");
   const path = positionals[0]!;
   const { spec, diagnostics } = parseSpecFile(path, io);
@@ -477,6 +499,7 @@ async function workspaces(
     spec,
     dataDir,
     dirname(resolve(io.cwd, path)),
+    runtime,
   );
   if (cached.note !== null) result.warnings.push(cached.note);
   if (values.json || !io.stdout.isTTY) {

@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import {
   type BatchRunAction,
   type BatchRunOptions,
+  type BatchRuntimeChoice,
   BatchRuntimeChoiceSchema,
   WireEnv,
 } from "@deckhand/wire";
@@ -106,6 +107,16 @@ export function parseDuration(text: string): number | null {
   return Number.isFinite(total) ? Math.round(total) : null;
 }
 
+/** `--runtime`: auto, local or container (undefined when not given). */
+export function runtimeOf(text: string | undefined): BatchRuntimeChoice | undefined {
+  if (text === undefined) return undefined;
+  const parsed = BatchRuntimeChoiceSchema.safeParse(text);
+  if (!parsed.success) {
+    throw new UsageError(`--runtime must be auto, local or container, got "${text}"`);
+  }
+  return parsed.data;
+}
+
 function timeoutOf(text: string): number {
   const ms = parseDuration(text);
   if (ms === null) {
@@ -164,10 +175,7 @@ export function parseBatchRunArguments(
   if (positionals.length !== 1) throw new UsageError(`${action} takes one spec file`);
   const specPath = positionals[0]!;
 
-  const runtime = values.runtime;
-  if (runtime !== undefined && !BatchRuntimeChoiceSchema.safeParse(runtime).success) {
-    throw new UsageError(`--runtime must be auto, local or container, got "${runtime}"`);
-  }
+  const runtime = runtimeOf(values.runtime);
   if (values.rebase && values.refuse) {
     throw new UsageError("--rebase and --refuse exclude each other; pass one");
   }
@@ -201,7 +209,7 @@ export function parseBatchRunArguments(
   if (codeHosts.length > 0) {
     options.code_host_directories = codeHosts.map((directory) => resolve(context.cwd, directory));
   }
-  if (runtime !== undefined) options.runtime = BatchRuntimeChoiceSchema.parse(runtime);
+  if (runtime !== undefined) options.runtime = runtime;
   // A server's own executors decide how much runs at once unless -j says; in this process the
   // embedded worker runs -j (by default one a CPU) and the run asks for as many lanes.
   if (target.kind === "embedded") options.parallelism = target.concurrency;

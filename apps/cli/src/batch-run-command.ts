@@ -11,7 +11,7 @@ import {
   specDirectoryOf,
 } from "./batch-run-arguments.ts";
 import { BatchApiError, BatchRunClient } from "./batch-run-client.ts";
-import { RunProgress, type RunSummary } from "./batch-run-output.ts";
+import { RunProgress, type RunSummary, runErrorText } from "./batch-run-output.ts";
 import { JsonLinesView, type RunView, TerminalView, type ViewOutput } from "./batch-run-view.ts";
 import {
   DataDirInUseError,
@@ -222,7 +222,7 @@ export async function runBatchRunCommand(
       : undefined;
     shown.finished({
       summary,
-      error: finished?.error ?? null,
+      error: runErrorText(finished, action),
       elapsedMs: now() - startedAt,
       ...(changesets !== undefined ? { changesets } : {}),
     });

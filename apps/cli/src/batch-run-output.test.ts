@@ -13,6 +13,7 @@ import {
   formatElapsed,
   RunProgress,
   renderProgress,
+  runErrorText,
   summaryText,
 } from "./batch-run-output.ts";
 import { JsonLinesView, TerminalView } from "./batch-run-view.ts";
@@ -278,19 +279,104 @@ describe("the terminal view", () => {
     });
     const lines = renderProgress(progress, {
       title: "preview spec.yaml",
+      action: "preview",
       elapsedMs: 65_000,
       columns: 100,
       maxLines: 10,
     });
     expect(lines).toEqual([
       "preview spec.yaml: 1/5 done · 2 running · 1 failed · 0 cached · 1:05",
-      "  github.com/acme/api  steps[1]",
+      "  github.com/acme/api  step 1",
       "  github.com/acme/mono (packages/a)  starting",
     ]);
     // Past the room it has, the view counts the running workspaces it does not list.
     expect(
-      renderProgress(progress, { title: "t", elapsedMs: 0, columns: 30, maxLines: 2 }),
+      renderProgress(progress, {
+        title: "t",
+        action: "preview",
+        elapsedMs: 0,
+        columns: 30,
+        maxLines: 2,
+      }),
     ).toEqual(["t: 1/5 done · 2 running · 1 …", "  … and 2 more"]);
+  });
+
+  it("says branches are being written only for apply: a preview writes none", () => {
+    const progress = new RunProgress();
+    progress.apply({ type: "run_started", workspaces: 1 });
+    progress.apply({
+      type: "workspace_finished",
+      workspace: api,
+      status: "completed",
+      error: null,
+    });
+    const view = (action: "preview" | "apply") =>
+      renderProgress(progress, { title: action, action, elapsedMs: 0, columns: 100, maxLines: 10 });
+    expect(view("preview")).toEqual([
+      "preview: 1/1 done · 0 running · 0 failed · 0 cached · 0:00",
+      "  finishing the preview…",
+    ]);
+    expect(view("apply")).toEqual([
+      "apply: 1/1 done · 0 running · 0 failed · 0 cached · 0:00",
+      "  writing branches…",
+    ]);
+  });
+
+  it("counts a step that started and failed as run, and one that failed before starting as not", () => {
+    const progress = new RunProgress();
+    progress.apply({ type: "run_started", workspaces: 2 });
+    progress.apply({
+      type: "step_started",
+      workspace: api,
+      step_index: 0,
+      runtime: "local",
+      image: null,
+    });
+    progress.apply({
+      type: "step_finished",
+      workspace: api,
+      step_index: 0,
+      outcome: "failed",
+      exit_code: 3,
+      duration_ms: 5,
+    });
+    // A step whose template did not render failed without starting.
+    progress.apply({
+      type: "step_finished",
+      workspace: web,
+      step_index: 0,
+      outcome: "failed",
+      exit_code: null,
+      duration_ms: 1,
+    });
+    expect(progress.summary("failed")).toMatchObject({ steps_run: 1 });
+  });
+
+  it("names --skip-errors, the flag, where the server's error names the API's skip_errors", () => {
+    const finished = (
+      error: string | null,
+      code: "workspaces_failed" | null,
+      failed: number,
+    ): Extract<BatchRunEvent, { type: "run_finished" }> => ({
+      type: "run_finished",
+      status: error === null ? "completed" : "failed",
+      error,
+      error_code: code,
+      summary: { workspaces: 3, changesets: 1, steps_run: 3, steps_cached: 0, failed },
+    });
+    const api =
+      "2 workspaces failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets";
+    expect(runErrorText(finished(api, "workspaces_failed", 2), "preview")).toBe(
+      "2 workspaces failed; see their errors above, fix and run again, or run with --skip-errors to keep the other workspaces' changesets",
+    );
+    expect(runErrorText(finished(api, "workspaces_failed", 1), "apply")).toBe(
+      "1 workspace failed; see its error above, fix and run again, or run with --skip-errors to keep the other workspaces' changesets and apply them",
+    );
+    expect(runErrorText(finished("publishing stopped", null, 0), "apply")).toBe(
+      "publishing stopped",
+    );
+    expect(runErrorText(finished(null, null, 0), "apply")).toBeNull();
+    expect(runErrorText(null, "apply")).toBeNull();
   });
 
   it("formats elapsed time as m:ss or h:mm:ss", () => {

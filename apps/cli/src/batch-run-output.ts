@@ -98,8 +98,12 @@ export class RunProgress {
         return;
       case "step_finished": {
         const workspace = this.#workspace(event.workspace);
+        // A step that started and failed ran too, as the server counts `steps_run`.
+        const started = workspace.step === event.step_index;
         workspace.step = null;
-        if (event.outcome === "run") workspace.stepsRun += 1;
+        if (event.outcome === "run" || (event.outcome === "failed" && started)) {
+          workspace.stepsRun += 1;
+        }
         if (event.outcome === "cached") workspace.stepsCached += 1;
         return;
       }
@@ -200,6 +204,8 @@ export function fitLine(line: string, columns: number): string {
 export interface ProgressViewOptions {
   /** Names the run on the first line: `preview spec.yaml`. */
   title: string;
+  /** What the run does once its workspaces are done: a preview stores changesets, apply writes branches. */
+  action: "preview" | "apply";
   elapsedMs: number;
   columns: number;
   /** How many lines the view may take; running workspaces past that are counted, not listed. */
@@ -218,7 +224,8 @@ export function renderProgress(progress: RunProgress, options: ProgressViewOptio
   if (counts.cancelled > 0) parts.push(`${counts.cancelled} cancelled`);
   const lines = [`${options.title}: ${parts.join(" · ")} · ${formatElapsed(options.elapsedMs)}`];
   if (progress.finished === null && counts.total > 0 && counts.done === counts.total) {
-    lines.push("  writing branches…");
+    // A preview writes no branch: it only waits for the run to end with its changesets.
+    lines.push(options.action === "apply" ? "  writing branches…" : "  finishing the preview…");
   }
   const running = [...progress.workspaces.values()].filter(
     (workspace) => workspace.state === "running",
@@ -226,7 +233,8 @@ export function renderProgress(progress: RunProgress, options: ProgressViewOptio
   const room = Math.max(1, options.maxLines - lines.length);
   const shown = running.length > room ? running.slice(0, room - 1) : running;
   for (const workspace of shown) {
-    const step = workspace.step === null ? "starting" : `steps[${workspace.step}]`;
+    // Numbered from 0 like `step_index`, the UI's cards and every error ("step 0 failed …").
+    const step = workspace.step === null ? "starting" : `step ${workspace.step}`;
     lines.push(`  ${workspaceLabel(workspace.ref)}  ${step}`);
   }
   if (shown.length < running.length) lines.push(`  … and ${running.length - shown.length} more`);
@@ -279,6 +287,20 @@ export function changesetTable(
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/**
+ * Why the run failed, as the CLI says it: the server words the failed-workspaces error for the
+ * API (`skip_errors`), and the command line's switch is `--skip-errors`. Other errors as given.
+ */
+export function runErrorText(
+  finished: EventOf<"run_finished"> | null,
+  action: "preview" | "apply",
+): string | null {
+  if (finished === null || finished.error === null) return null;
+  if (finished.error_code !== "workspaces_failed") return finished.error;
+  const failed = finished.summary.failed;
+  return `${plural(failed, "workspace")} failed; see ${failed === 1 ? "its error" : "their errors"} above, fix and run again, or run with --skip-errors to keep the other workspaces' changesets${action === "apply" ? " and apply them" : ""}`;
 }
 
 /** The closing line on a terminal. */

@@ -144,7 +144,7 @@ export class TerminalView implements RunView {
     ) {
       this.#fallbackNoted.add(event.step_index);
       this.#above(
-        `note: steps[${event.step_index}] runs on this machine, not in ${event.image}: ${event.reason}`,
+        `note: step ${event.step_index} runs on this machine, not in ${event.image}: ${event.reason}`,
       );
     }
     this.#schedule();
@@ -209,6 +209,7 @@ export class TerminalView implements RunView {
     if (this.#stopped) return;
     const lines = renderProgress(this.#progress, {
       title: this.#options.title,
+      action: this.#options.action,
       elapsedMs: this.#now() - this.#startedAt,
       columns: this.#columns,
       maxLines: Math.max(3, Math.min(20, (this.#options.stdout.rows || 24) - 4)),

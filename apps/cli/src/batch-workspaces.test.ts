@@ -166,4 +166,15 @@ changesetTemplate:
       expect(result.stderr).toContain("Usage: deckhand batch workspaces <spec>");
     }
   });
+
+  it("takes the runtime the run will use, since where a step runs is part of its cache key", async () => {
+    const result = await run(["spec.yaml", ...hostOptions(), "--runtime", "nowhere"], "name: x\n");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--runtime must be auto, local or container, got "nowhere"');
+    const local = await run(
+      ["spec.yaml", ...hostOptions(), "--runtime", "local"],
+      "name: demo\non:\n  - repository: github.com/acme/docs\n",
+    );
+    expect(local.code).toBe(0);
+  });
 });

@@ -92,10 +92,11 @@ export interface ServerConfig {
   /** How often published changesets are read back from their hosts. */
   changesetTrackingIntervalMs: number;
   /**
-   * How container steps find their runtime: `restrictedHost` runs Podman with runc, cgroupfs and
-   * fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed.
+   * How container steps find their runtime: `restrictedHost` true runs Podman with runc, cgroupfs
+   * and fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed;
+   * false never does; unset (undefined) finds out by trying a container.
    */
-  containerRuntime: { restrictedHost: boolean };
+  containerRuntime: { restrictedHost: boolean | undefined };
   /** Defaults for batch `codingAgent` steps; a run's `coding_agent` options override them. */
   codingAgent: BatchCodingAgentOptions;
   /**
@@ -406,7 +407,7 @@ export function resolveServerConfig(
     codeHosts: file.codeHosts ?? [],
     codeHostConnections: file.codeHostConnections ?? [],
     changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
-    containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
+    containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     providersConfigPath: file.providersConfig

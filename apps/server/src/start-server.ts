@@ -294,7 +294,10 @@ export async function startServer(
       environmentPolicy: agentPolicy,
       outerEnvironment: process.env,
       launcher,
-      containerDetection: { restrictedHost: config.containerRuntime.restrictedHost },
+      containerDetection:
+        config.containerRuntime.restrictedHost === undefined
+          ? {}
+          : { restrictedHost: config.containerRuntime.restrictedHost },
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
       codingAgent: config.codingAgent,

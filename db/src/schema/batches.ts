@@ -142,6 +142,8 @@ export const workspaceSteps = pgTable(
     image: text("image"),
     /** What confined a local step: "bubblewrap" or "none"; null for container steps. */
     sandbox: text("sandbox"),
+    /** The shell that ran the script; null when the step did not start. */
+    shell: text("shell"),
     exitCode: integer("exit_code"),
     durationMs: integer("duration_ms").notNull().default(0),
     /** The step_results row holding its diff and outputs; null when it did not finish. */

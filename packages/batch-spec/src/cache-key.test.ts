@@ -1,7 +1,12 @@
 import { WireEnv } from "@deckhand/wire";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type CacheKeyInput, canonicalJson, computeCacheKey } from "./cache-key.ts";
+import {
+  type CacheKeyInput,
+  canonicalJson,
+  computeCacheKey,
+  type StepRuntimeKey,
+} from "./cache-key.ts";
 
 function baseInput(): CacheKeyInput {
   return {
@@ -28,6 +33,10 @@ function baseInput(): CacheKeyInput {
     mountedFiles: [
       { path: "scripts/fix.sh", size: 120, mtime: new Date("2025-01-02T03:04:05.000Z") },
     ],
+    runtimes: [
+      { runtime: "container", imageId: "sha256:golang" },
+      { runtime: "container", imageId: "sha256:node" },
+    ],
   };
 }
 
@@ -50,7 +59,7 @@ describe("computeCacheKey", () => {
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(computeCacheKey(baseInput())).toBe(key);
     expect(key).toMatchInlineSnapshot(
-      `"4a64553f93047744556790fef4d4af024b6099daa68c3986718f0c4e90b01345"`,
+      `"bab0a823ee6e42348e5699d0fee60c99e3caf6cc466f0cd882adf8b2b5ade549"`,
     );
   });
 
@@ -182,7 +191,61 @@ describe("computeCacheKey", () => {
       "a mounted file's path",
       (input) => ({ ...input, mountedFiles: [{ ...input.mountedFiles![0]!, path: "x" }] }),
     ],
+    // Where a step ran: a local result is not reused for a container run, nor one made in
+    // another image that has the same name.
+    [
+      "the runtime, local instead of a container",
+      (input) => ({
+        ...input,
+        runtimes: [input.runtimes![0]!, { runtime: "local", shell: "bash" }],
+      }),
+    ],
+    [
+      "an earlier step's runtime",
+      (input) => ({
+        ...input,
+        runtimes: [{ runtime: "local", shell: "bash" }, input.runtimes![1]!],
+      }),
+    ],
+    [
+      "the image id behind the same image name",
+      (input) => ({
+        ...input,
+        runtimes: [input.runtimes![0]!, { runtime: "container", imageId: "sha256:rebuilt" }],
+      }),
+    ],
+    [
+      "the local shell",
+      (input) => ({
+        ...input,
+        runtimes: [
+          { runtime: "local", shell: "sh" },
+          { runtime: "local", shell: "bash" },
+        ],
+      }),
+    ],
   ];
+
+  it("does not depend on a later step's runtime, nor on fields a runtime object carries besides", () => {
+    const input = baseInput();
+    const first = { ...input, stepIndex: 0 };
+    expect(
+      computeCacheKey({
+        ...first,
+        runtimes: [input.runtimes![0]!, { runtime: "local", shell: "sh" }],
+      }),
+    ).toBe(computeCacheKey(first));
+    expect(
+      computeCacheKey({
+        ...input,
+        // A caller's placement object may carry more (the image's name); only the key fields count.
+        runtimes: input.runtimes!.map((runtime): StepRuntimeKey => {
+          const placement = { ...runtime!, image: "name:tag" };
+          return placement;
+        }),
+      }),
+    ).toBe(computeCacheKey(input));
+  });
 
   it.each(relevantChanges)("changes when %s changes", (_name, change) => {
     expect(computeCacheKey(change(baseInput()))).not.toBe(computeCacheKey(baseInput()));

@@ -22,6 +22,16 @@ export interface MountedFileMetadata {
   mtime: Date | number | string;
 }
 
+/**
+ * Where a step runs, as its cache key records it: on the host with a shell (`bash` or `sh`), or
+ * in a container image known by its local id (config digest), never only by its name, so a
+ * re-tagged or rebuilt image is another image. A result made in one place is never reused in
+ * another.
+ */
+export type StepRuntimeKey =
+  | { runtime: "local"; shell: string }
+  | { runtime: "container"; imageId: string };
+
 export interface CacheKeyInput {
   repository: {
     id: string;
@@ -44,6 +54,11 @@ export interface CacheKeyInput {
   runnerEnv?: Readonly<Record<string, string | undefined>>;
   /** Metadata of every file the steps up to stepIndex mount; order does not matter. */
   mountedFiles?: readonly MountedFileMetadata[];
+  /**
+   * Where each step runs, indexed like `steps`; null (or absent) for a step that does not run
+   * in this workspace (its static `if:` is false) or cannot run.
+   */
+  runtimes?: readonly (StepRuntimeKey | null | undefined)[];
 }
 
 /** JSON with object keys sorted at every level and undefined members left out. */
@@ -77,6 +92,14 @@ function isoTime(mtime: Date | number | string): string {
   return date.toISOString();
 }
 
+/** Only the fields a key depends on, whatever else a caller's object carries. */
+function runtimeKey(runtime: StepRuntimeKey | null | undefined): StepRuntimeKey | null {
+  if (runtime === null || runtime === undefined) return null;
+  return runtime.runtime === "local"
+    ? { runtime: "local", shell: runtime.shell }
+    : { runtime: "container", imageId: runtime.imageId };
+}
+
 /** The canonical document a cache key is the hash of; exported for debugging cache misses. */
 export function cacheKeyDocument(input: CacheKeyInput): unknown {
   const { stepIndex, steps } = input;
@@ -94,7 +117,8 @@ export function cacheKeyDocument(input: CacheKeyInput): unknown {
   });
   return {
     // Bumped when the document changes shape, so old entries miss instead of colliding.
-    schema: "deckhand-step-cache/1",
+    // 2: where each step runs (`runtimes`); results from before cannot say, so they all miss.
+    schema: "deckhand-step-cache/2",
     repository: {
       id: input.repository.id,
       name: input.repository.name,
@@ -110,6 +134,7 @@ export function cacheKeyDocument(input: CacheKeyInput): unknown {
     batchChange: { name: input.batchChange.name, description: input.batchChange.description ?? "" },
     stepIndex,
     environments,
+    runtimes: covered.map((_, index) => runtimeKey(input.runtimes?.[index])),
     mountedFiles: [...(input.mountedFiles ?? [])]
       .map((file) => ({ path: file.path, size: file.size, mtime: isoTime(file.mtime) }))
       .sort((left, right) => (left.path < right.path ? -1 : left.path > right.path ? 1 : 0)),

@@ -14,7 +14,12 @@ export {
   type TransformChanges,
   type WorkspaceConfiguration,
 } from "./batch-spec-schema.ts";
-export { type CacheKeyInput, computeCacheKey, type MountedFileMetadata } from "./cache-key.ts";
+export {
+  type CacheKeyInput,
+  computeCacheKey,
+  type MountedFileMetadata,
+  type StepRuntimeKey,
+} from "./cache-key.ts";
 export type {
   AgentArchitecture,
   AgentOperatingSystem,

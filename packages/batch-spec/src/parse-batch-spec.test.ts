@@ -536,6 +536,16 @@ ${template}`),
     ]);
   });
 
+  it("rejects a publish rule whose @branch is a glob or no branch name, since it is compared exactly", () => {
+    expect(
+      problems(
+        `name: x\n${template}  published:\n    - github.com/acme/api@release-*: true\n    - github.com/acme/*@feature/a: draft\n    - github.com/acme/*@: false\n`,
+      ),
+    ).toEqual([
+      '8:7: changesetTemplate.published[0]["github.com/acme/api@release-*"]: the branch after "@" is compared exactly with each changeset\'s branch, and "release-*" is not a branch name (must not contain spaces, control characters or any of ~ ^ : ? * [ \\), so this rule never matches; name one branch per rule',
+    ]);
+  });
+
   it("rejects a malformed workspaces glob", () => {
     expect(problems("name: x\nworkspaces:\n  - rootAtLocationOf: go.mod\n    in: '{a'\n")).toEqual([
       '4:9: workspaces[0].in: invalid glob pattern "{a": a "{" is never closed with "}"',

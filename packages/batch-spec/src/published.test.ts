@@ -22,13 +22,24 @@ describe("resolvePublished", () => {
     expect(resolvePublished(rules, "bitbucket.org/x/y")).toBeNull();
   });
 
-  it("applies @branch patterns only to that branch", () => {
+  it("applies @branch patterns only to that branch, compared exactly as src-cli does", () => {
     const rules: PublishedInput = [
       { "github.com/acme/*": false },
-      { "github.com/acme/api@release-*": true },
+      { "github.com/acme/*@release-1": true },
+      { "github.com/acme/api@release-{1,2}": "draft" as const },
     ];
     expect(resolvePublished(rules, "github.com/acme/api", "release-1")).toBe(true);
+    expect(resolvePublished(rules, "github.com/acme/web", "release-1")).toBe(true);
+    expect(resolvePublished(rules, "github.com/acme/api", "release-2")).toBe(false);
     expect(resolvePublished(rules, "github.com/acme/api", "main")).toBe(false);
     expect(resolvePublished(rules, "github.com/acme/api")).toBe(false);
+    // A branch that kept a newline from a step's output is another branch.
+    expect(resolvePublished(rules, "github.com/acme/api", "release-1\n")).toBe(false);
+  });
+
+  it("treats an empty @branch as no branch restriction, as src-cli does", () => {
+    expect(resolvePublished([{ "github.com/acme/api@": true }], "github.com/acme/api", "x")).toBe(
+      true,
+    );
   });
 });

@@ -6,9 +6,12 @@ import { matchesGlob } from "./glob.ts";
 export type PublishedState = boolean | "draft" | null;
 
 /**
- * The published state for a changeset in `repositoryName` on `branch`. A single value applies
- * to every changeset; in a list of `{pattern: value}` rules the last matching rule wins, and a
- * pattern may end in `@branch` to match only that branch. No matching rule gives null.
+ * The published state for a changeset in `repositoryName` on `branch` (the rendered, trimmed
+ * branch, without `refs/heads/`). A single value applies to every changeset; in a list of
+ * `{pattern: value}` rules the last matching rule wins, and a pattern may end in `@branch` to
+ * match only that branch. As in src-cli (`MatchWithSuffix`), the repository part is a glob and
+ * the branch part is compared exactly; an empty branch part matches every branch. No matching
+ * rule gives null.
  */
 export function resolvePublished(
   published: PublishedInput | undefined,
@@ -23,14 +26,9 @@ export function resolvePublished(
       // Repository names cannot contain "@"; branch names can, so split at the first one.
       const at = pattern.indexOf("@");
       const repositoryPattern = at < 0 ? pattern : pattern.slice(0, at);
-      const branchPattern = at < 0 ? undefined : pattern.slice(at + 1);
+      const branchPart = at < 0 ? "" : pattern.slice(at + 1);
       if (!matchesGlob(repositoryPattern, repositoryName)) continue;
-      if (
-        branchPattern !== undefined &&
-        (branch === undefined || !matchesGlob(branchPattern, branch))
-      ) {
-        continue;
-      }
+      if (branchPart !== "" && branchPart !== branch) continue;
       state = value;
     }
   }

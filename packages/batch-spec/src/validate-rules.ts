@@ -1,6 +1,7 @@
 // Rules that depend on more than one field: the version, run vs codingAgent, images, mounts,
 // `on` entries, publish rules. They read the spec as parsed from YAML (not yet known to be
 // well-typed) so that they can report alongside structural problems, all in one pass.
+import { branchNameProblem } from "@deckhand/wire";
 import type { AgentTypeCatalogue } from "./agent-types.ts";
 import type { BatchSpecDiagnostic, FieldPath } from "./diagnostics.ts";
 import { compileGlob } from "./glob.ts";
@@ -183,6 +184,18 @@ class RuleChecker {
     for (const key of keys) {
       const at = key.indexOf("@");
       this.glob(at < 0 ? key : key.slice(0, at), [...path, key], "key");
+      const branch = at < 0 ? "" : key.slice(at + 1);
+      const problem = branch === "" ? null : branchNameProblem(branch);
+      if (problem !== null) {
+        // src-cli compares the part after "@" with the branch exactly, so a glob there (or any
+        // other name git refuses) can never match a changeset.
+        this.add(
+          [...path, key],
+          "invalid_value",
+          `the branch after "@" is compared exactly with each changeset's branch, and "${branch}" is not a branch name (${problem}), so this rule never matches; name one branch per rule`,
+          "key",
+        );
+      }
     }
   }
 

@@ -99,6 +99,7 @@ export function runEventWriter(
           runtime: event.runtime,
           image: event.image,
           sandbox: event.sandbox ?? null,
+          shell: event.shell ?? null,
           command: event.command ?? null,
           env: event.env ?? null,
           startedAt: new Date(),

@@ -133,15 +133,26 @@ describe("BatchRunService", () => {
       (await service.createRun({ source: spec(JSON.stringify(script)) })).id,
     );
     expect(failed.status).toBe("failed");
-    expect(failed.stats).toMatchObject({ completed: 2, failed: 1, changesets: 2 });
+    // The step that ran and failed counts as run, like the two that succeeded.
+    expect(failed.stats).toMatchObject({ completed: 2, failed: 1, changesets: 2, steps_run: 3 });
     const workspaces = await service.listWorkspaces(failed.id);
     const web = workspaces.find((workspace) => workspace.repository === "github.com/acme/web")!;
     expect(web.state).toBe("failed");
-    expect(web.error).toContain("exit code 3");
-    expect(web.error).toContain("broken");
+    // Steps are numbered from 0 in messages, as in step_index and the UI's cards.
+    expect(web.error).toBe("step 0 failed with exit code 3: broken");
     const step = await service.getStep(web.id, 0);
     expect(step.step).toMatchObject({ outcome: "failed", exit_code: 3 });
+    expect(step.step.shell).toMatch(/\/bash$/);
     expect(step.stderr).toContain("broken");
+    const events = await readRunEvents(database.db, failed.id, 0);
+    expect(events.at(-1)!.event).toMatchObject({
+      type: "run_finished",
+      status: "failed",
+      error:
+        "1 workspace failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets",
+      error_code: "workspaces_failed",
+      summary: { steps_run: 3, failed: 1 },
+    });
 
     const skipped = await finished(
       (

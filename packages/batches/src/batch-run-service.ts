@@ -14,6 +14,7 @@ import {
 } from "@deckhand/batch-spec";
 import {
   type ContainerRuntime,
+  type ContainerRuntimeDetection,
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
 } from "@deckhand/container-runtime";
@@ -39,6 +40,7 @@ import type {
   BatchChangeset,
   BatchCodingAgentOptions,
   BatchRun,
+  BatchRunErrorCode,
   BatchRunEvent,
   BatchRunOptions,
   BatchRunStats,
@@ -185,6 +187,7 @@ function toStep(row: StepRow): BatchWorkspaceStep {
     runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
     image: row.image,
     sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
+    shell: row.shell,
     exit_code: row.exitCode,
     duration_ms: row.durationMs,
     started_at: iso(row.startedAt),
@@ -223,7 +226,7 @@ function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspa
 export class BatchRunService {
   readonly #options: BatchRunServiceOptions;
   readonly #cache: DatabaseStepCache;
-  #containerRuntime: Promise<ContainerRuntime | null> | undefined;
+  #containerDetection: Promise<ContainerRuntimeDetection> | undefined;
   readonly #containerShells = new Map<string, Promise<string>>();
   readonly #takeovers: WorkspaceTakeovers;
 
@@ -255,19 +258,28 @@ export class BatchRunService {
     };
   }
 
-  /** Detected once per process: `info` takes a while, and the answer does not change. */
-  #runtime(spec: BatchSpec, options: BatchRunOptions): Promise<ContainerRuntime | null> | null {
+  /**
+   * How the run's steps find their container runtime: the one given, or a detection made once
+   * per process (`info` and a trial container take a while, and the answer does not change),
+   * whose reasons a step that needs a runtime reports when none works. Nothing for a run that
+   * needs no container.
+   */
+  #containers(
+    spec: BatchSpec,
+    options: BatchRunOptions,
+  ):
+    | { containerRuntime: ContainerRuntime | null }
+    | { containerDetection: Promise<ContainerRuntimeDetection> }
+    | Record<string, never> {
     if (this.#options.containerRuntime !== undefined) {
-      return Promise.resolve(this.#options.containerRuntime);
+      return { containerRuntime: this.#options.containerRuntime };
     }
     const wantsContainer =
       options.runtime !== "local" &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
-    if (!wantsContainer) return null;
-    this.#containerRuntime ??= detectContainerRuntime(this.#options.containerDetection).then(
-      (detection) => detection.runtime,
-    );
-    return this.#containerRuntime;
+    if (!wantsContainer) return {};
+    this.#containerDetection ??= detectContainerRuntime(this.#options.containerDetection);
+    return { containerDetection: this.#containerDetection };
   }
 
   /** Parses a request's spec; throws `invalid_spec` with every diagnostic, located. */
@@ -330,6 +342,8 @@ export class BatchRunService {
             workspace,
             spec,
             cache: this.#cache,
+            runtime: options.runtime ?? "auto",
+            ...this.#containers(spec, options),
             ...(request.spec_directory !== undefined
               ? { specDirectory: resolve(request.spec_directory) }
               : {}),
@@ -1135,7 +1149,6 @@ export class BatchRunService {
     const made: { remove?: () => Promise<void> } = {};
     let outcome: WorkspaceOutcome;
     try {
-      const containerRuntime = this.#runtime(spec, options);
       // Made only when a step must run: a workspace answered wholly from the cache needs no
       // repository access and no checkout.
       const checkout = async () => {
@@ -1161,7 +1174,7 @@ export class BatchRunService {
         containerShells: this.#containerShells,
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
-        ...(containerRuntime !== null ? { containerRuntime: await containerRuntime } : {}),
+        ...this.#containers(spec, options),
         ...(this.#options.environmentPolicy
           ? { environmentPolicy: this.#options.environmentPolicy }
           : {}),
@@ -1341,6 +1354,7 @@ export class BatchRunService {
         const values = {
           outcome: step.outcome,
           runtime: step.runtime,
+          shell: step.shell,
           exitCode: step.exitCode,
           durationMs: Math.round(step.durationMs),
           cacheKey: step.cacheKey,
@@ -1414,6 +1428,7 @@ export class BatchRunService {
     // With skip_errors a failed workspace is reported and the run still completes with the
     // changesets of the others (src-cli's -skip-errors); without it the run fails.
     const status = failedCount > 0 && options.skip_errors !== true ? "failed" : "completed";
+    // Worded for the API (its `skip_errors` option); the error code lets the CLI name its flag.
     const error =
       status === "failed"
         ? `${failedCount} workspace${failedCount === 1 ? "" : "s"} failed; see each workspace's error, retry them, or run with skip_errors to keep the others' changesets`
@@ -1432,7 +1447,13 @@ export class BatchRunService {
       .update(batchRuns)
       .set({ status, finishedAt: new Date(), error })
       .where(eq(batchRuns.id, runId));
-    await this.#appendFinished(transaction, runId, status, error);
+    await this.#appendFinished(
+      transaction,
+      runId,
+      status,
+      error,
+      error === null ? null : "workspaces_failed",
+    );
   }
 
   async #appendFinished(
@@ -1440,9 +1461,16 @@ export class BatchRunService {
     runId: string,
     status: "completed" | "failed" | "cancelled",
     error: string | null,
+    errorCode: BatchRunErrorCode | null = null,
   ): Promise<void> {
     await appendRunEvents(transaction, runId, [
-      { type: "run_finished", status, error, summary: await summaryOf(transaction, runId) },
+      {
+        type: "run_finished",
+        status,
+        error,
+        error_code: errorCode,
+        summary: await summaryOf(transaction, runId),
+      },
     ]);
   }
 }
@@ -1506,7 +1534,8 @@ async function runStats(
     executor
       .select({
         runId: workspaces.batchRunId,
-        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run')::int`,
+        // A step that started and failed ran too; one that failed before it started did not.
+        run: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'run' or (${workspaceSteps.outcome} = 'failed' and ${workspaceSteps.startedAt} is not null))::int`,
         cached: sql<number>`count(*) filter (where ${workspaceSteps.outcome} = 'cached')::int`,
       })
       .from(workspaceSteps)

@@ -207,4 +207,95 @@ changesetTemplate:
     expect(outcomes[0]!.result!.diff).toBe("");
     expect(buildChangesets(spec, outcomes)).toEqual([]);
   });
+
+  it("trims rendered fields as src-cli does, so a step output's newline leaves the branch and published matches", async () => {
+    // The shape of Sourcegraph's branch-addressing example: each project's branch comes from a
+    // step output rendered from `echo`, which ends in a newline; `published` names one branch.
+    repositoryAt(join(root, "github.com/acme/projects"), {
+      "project1/project.txt": "1\n",
+      "project2/project.txt": "2\n",
+      "project3/project.txt": "3\n",
+    });
+    const { spec, outcomes } = await run(`
+name: branch-addressing
+description: One changeset per project
+on:
+  - repository: github.com/acme/projects
+workspaces:
+  - rootAtLocationOf: project.txt
+steps:
+  - run: |
+      echo changed >> project.txt
+      basename "$PWD"
+    container: alpine:3
+    outputs:
+      project:
+        value: \${{ step.stdout }}
+changesetTemplate:
+  title: |
+    Change \${{ outputs.project }}
+  body: \${{ outputs.project }}
+  branch: thorsten/branch-addressing-\${{ outputs.project }}
+  commit:
+    message: Change \${{ outputs.project }}
+    author:
+      name: "\${{ outputs.project }} "
+      email: "deck@example.com\\n"
+  published:
+    - github.com/acme/projects@thorsten/branch-addressing-project1: true
+    - github.com/acme/projects@thorsten/branch-addressing-project2: draft
+`);
+    const changesets = buildChangesets(spec, outcomes);
+    expect(
+      changesets.map((changeset) => ({
+        branch: changeset.branch,
+        title: changeset.title,
+        body: changeset.body,
+        commit_message: changeset.commit_message,
+        commit_author: changeset.commit_author,
+        published: changeset.published,
+      })),
+    ).toEqual(
+      [1, 2, 3].map((project) => ({
+        branch: `thorsten/branch-addressing-project${project}`,
+        title: `Change project${project}`,
+        body: `project${project}`,
+        commit_message: `Change project${project}`,
+        commit_author: { name: `project${project}`, email: "deck@example.com" },
+        published: project === 1 ? true : project === 2 ? "draft" : null,
+      })),
+    );
+  });
+
+  it("refuses a rendered branch git would refuse at preview, naming the field, the workspace and the value", async () => {
+    const { spec, outcomes } = await run(`
+name: bad-branch
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: echo x >> README.md && printf 'two words\\nand a line'
+    container: alpine:3
+    outputs:
+      said:
+        value: \${{ step.stdout }}
+changesetTemplate:
+  title: Bad
+  branch: batch/\${{ outputs.said }}
+  commit:
+    message: bad
+`);
+    const failure = (() => {
+      try {
+        buildChangesets(spec, outcomes);
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    })();
+    expect(BatchesError.isInstance(failure)).toBe(true);
+    expect(failure).toMatchObject({ code: "invalid_changeset" });
+    expect((failure as Error).message).toBe(
+      'changesetTemplate.branch renders to "batch/two words\\nand a line" for github.com/acme/api, which is not a valid git branch name (must not contain spaces, control characters or any of ~ ^ : ? * [ \\); change the template or the output it uses',
+    );
+  });
 });

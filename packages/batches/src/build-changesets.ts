@@ -13,7 +13,7 @@ import {
   type TransformChanges,
 } from "@deckhand/batch-spec";
 import { errorMessage } from "@deckhand/errors";
-import type { BatchChangeset, BatchRunEvent } from "@deckhand/wire";
+import { type BatchChangeset, type BatchRunEvent, branchNameProblem } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { workspaceRef } from "./run-workspace.ts";
@@ -51,6 +51,11 @@ function stats(files: readonly ChangedFile[]): BatchChangeset["stats"] {
   };
 }
 
+/**
+ * A changeset field as src-cli renders it (`RenderChangesetTemplateField`): the template's output
+ * with leading and trailing white space trimmed, so the newline an `${{ outputs.x }}` carries
+ * from a step's `echo` does not end up in a branch name, a title or a commit message.
+ */
 function render(
   template: string,
   field: string,
@@ -58,13 +63,30 @@ function render(
   context: TemplateContext,
 ): string {
   try {
-    return renderTemplate(template, context);
+    return renderTemplate(template, context).trim();
   } catch (error) {
     throw new BatchesError(
       "invalid_changeset",
       `changesetTemplate.${field} does not render for ${workspace.repository.name}: ${errorMessage(error)}`,
     );
   }
+}
+
+/**
+ * Refuses a rendered branch git would refuse, at preview: otherwise every changeset of the run
+ * looks fine until `apply` fails on it. Names the field, the workspace and the rendered value.
+ */
+function checkBranchName(branch: string, workspace: Workspace): void {
+  const problem = branch === "" ? "it is empty" : branchNameProblem(branch);
+  if (problem === null) return;
+  const where =
+    workspace.path === ""
+      ? workspace.repository.name
+      : `${workspace.repository.name} (workspace ${workspace.path})`;
+  throw new BatchesError(
+    "invalid_changeset",
+    `changesetTemplate.branch renders to ${JSON.stringify(branch)} for ${where}, which is not a valid git branch name (${problem}); change the template or the output it uses`,
+  );
 }
 
 /**
@@ -100,7 +122,13 @@ export function buildChangesets(
       title: field(template.title, "title"),
       body: field(template.body ?? "", "body"),
       commit_message: field(template.commit.message, "commit.message"),
-      commit_author: template.commit.author ?? null,
+      commit_author:
+        template.commit.author === undefined
+          ? null
+          : {
+              name: field(template.commit.author.name, "commit.author.name"),
+              email: field(template.commit.author.email, "commit.author.email"),
+            },
     };
     const groups = (spec.transformChanges?.group ?? []).filter(
       (group) => group.repository === undefined || group.repository === workspace.repository.name,
@@ -114,6 +142,7 @@ export function buildChangesets(
     }
     const byBranch = new Map<string, { files: ChangedFile[]; sections: string[] }>();
     const defaultBranch = field(template.branch, "branch");
+    checkBranchName(defaultBranch, workspace);
     result.files.forEach((file, index) => {
       const branch = groupOf(file, groups)?.branch ?? defaultBranch;
       const entry = byBranch.get(branch) ?? { files: [], sections: [] };

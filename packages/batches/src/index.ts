@@ -86,11 +86,11 @@ export {
   type RunWorkspaceOptions,
   runWorkspace,
   type StepRecord,
-  type StepRuntimeChoice,
   type WorkspaceRunResult,
   workspaceRef,
 } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
+export type { StepRuntimeChoice } from "./step-placement.ts";
 export {
   type ChangedFile,
   type ChangedFileStatus,

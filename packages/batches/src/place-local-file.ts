@@ -22,14 +22,14 @@ function refused(
   if (error.code === "path_outside_root") {
     return new BatchesError(
       "invalid_step_file",
-      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}, and it leads outside (by its own path, or through a symbolic link on the way): use a path there whose directories are not links elsewhere, or run the step in a container`,
+      `step ${stepIndex} places ${target}, which a local run can only create inside ${temporaryDirectory}, and it leads outside (by its own path, or through a symbolic link on the way): use a path there whose directories are not links elsewhere, or run the step in a container`,
       { cause: error },
     );
   }
   if (error.code === "conflict") {
     return new BatchesError(
       "invalid_step_file",
-      `step ${stepIndex + 1} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
+      `step ${stepIndex} places ${target}, which already exists on this machine; a local run never overwrites a file: choose another path`,
       { cause: error },
     );
   }
@@ -51,7 +51,7 @@ export async function placeLocalFile(
   if (!isAbsolute(target)) {
     throw new BatchesError(
       "invalid_step_file",
-      `step ${stepIndex + 1} places ${target}, which a local run can only create inside ${temporaryDirectory}; use an absolute path there or run the step in a container`,
+      `step ${stepIndex} places ${target}, which a local run can only create inside ${temporaryDirectory}; use an absolute path there or run the step in a container`,
     );
   }
   // Wait for any other step using the same path, then hold it.

@@ -278,7 +278,7 @@ async function applicableSteps(
       if (!(error instanceof BatchSpecError)) throw error;
       throw new BatchesError(
         "invalid_step_condition",
-        `the if: of step ${index + 1} fails for ${repository.name}: ${error.message}`,
+        `the if: of step ${index} fails for ${repository.name}: ${error.message}`,
         { cause: error },
       );
     }

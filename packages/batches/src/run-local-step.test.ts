@@ -37,11 +37,12 @@ async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> 
 }
 
 describe("runLocalStep", () => {
-  it("runs the script in sh with its exit code and output", async () => {
+  it("runs the script in the shell it is given, with its exit code and output", async () => {
     scratch = temporaryDirectory();
     let stdout = "";
     const result = await runLocalStep({
       script: 'echo "$0 in $(basename "$PWD")"; exit 3',
+      shell: "sh",
       cwd: scratch.path,
       env: { PATH: process.env.PATH ?? "" },
       launcher: ProcessLauncher.unconfined(),
@@ -53,6 +54,25 @@ describe("runLocalStep", () => {
     });
     expect(result.exitCode).toBe(3);
     expect(stdout.trim()).toMatch(/^sh in deckhand-batches-/);
+  });
+
+  it("runs a bash script in bash, where sh (dash on Debian) would read $'\\n' as text", async () => {
+    scratch = temporaryDirectory();
+    let stdout = "";
+    const result = await runLocalStep({
+      script: "IFS=$'\\n'; for word in $(printf 'one\\ntwo'); do echo \"[$word]\"; done",
+      shell: "bash",
+      cwd: scratch.path,
+      env: { PATH: process.env.PATH ?? "" },
+      launcher: ProcessLauncher.unconfined(),
+      profile: { writable: [scratch.path], network: { internet: true, modelProxy: false } },
+      signal: new AbortController().signal,
+      onOutput: (stream, data) => {
+        if (stream === "stdout") stdout += data.toString("utf8");
+      },
+    });
+    expect(result.exitCode).toBe(0);
+    expect(stdout).toBe("[one]\n[two]\n");
   });
 
   it("dies with the process that runs it, even one killed with SIGKILL", async () => {
@@ -67,7 +87,7 @@ describe("runLocalStep", () => {
       runner,
       `import { runLocalStep } from ${JSON.stringify(moduleUrl)};
 import { ProcessLauncher } from ${JSON.stringify(sandboxUrl)};
-await runLocalStep({ script: ${JSON.stringify(script)}, cwd: ${JSON.stringify(scratch.path)},
+await runLocalStep({ script: ${JSON.stringify(script)}, shell: "sh", cwd: ${JSON.stringify(scratch.path)},
   env: { PATH: process.env.PATH }, launcher: ProcessLauncher.unconfined(),
   profile: { writable: [${JSON.stringify(scratch.path)}], network: { internet: true, modelProxy: false } },
   signal: new AbortController().signal, onOutput() {} });`,

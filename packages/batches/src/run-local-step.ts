@@ -1,13 +1,15 @@
-// Runs a step's script on this machine with `sh`, through the one launcher (its environment
-// policy and sandbox), in its own process group, so a timeout or an abort kills everything the
-// script started, not only the shell; and so the step dies with the process that runs it, even
-// one killed with SIGKILL, instead of working on as an orphan.
+// Runs a step's script on this machine with the shell it is given, through the one launcher (its
+// environment policy and sandbox), in its own process group, so a timeout or an abort kills
+// everything the script started, not only the shell; and so the step dies with the process that
+// runs it, even one killed with SIGKILL, instead of working on as an orphan.
 import type { Readable } from "node:stream";
 import { errnoCode } from "@deckhand/errors";
 import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 
 export interface LocalStepOptions {
   script: string;
+  /** The shell that runs `script` (`localStepShell` chooses it): `<shell> -c <script>`. */
+  shell: string;
   cwd: string;
   env: Readonly<Record<string, string>>;
   launcher: ProcessLauncher;
@@ -32,14 +34,14 @@ function killGroup(pid: number): void {
 }
 
 /**
- * The step's shell, as `sh -c WATCHED sh SCRIPT`. A watcher in the step's process group reads
- * file descriptor 3, a pipe whose other end only this process holds: when this process exits,
- * however it dies (a `kill -9` of an executor, the OOM killer), the read ends and the watcher
- * kills the whole group. Then the script replaces the shell (same pid, so still the group's
- * leader), without descriptor 3.
+ * The step's shell, as `sh -c WATCHED sh SHELL SCRIPT`. A watcher in the step's process group
+ * reads file descriptor 3, a pipe whose other end only this process holds: when this process
+ * exits, however it dies (a `kill -9` of an executor, the OOM killer), the read ends and the
+ * watcher kills the whole group. Then the step's shell replaces this one (same pid, so still the
+ * group's leader), without descriptor 3, and runs the script.
  */
 const WATCHED = `(cat <&3 >/dev/null 2>&1; kill -9 0) </dev/null >/dev/null 2>&1 &
-exec sh -c "$1" 3<&-`;
+exec "$1" -c "$2" 3<&-`;
 
 export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult> {
   return new Promise((resolve, reject) => {
@@ -49,7 +51,7 @@ export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult
     }
     const child = options.launcher.spawn({
       executable: "sh",
-      args: ["-c", WATCHED, "sh", options.script],
+      args: ["-c", WATCHED, "sh", options.shell, options.script],
       cwd: options.cwd,
       environment: options.env,
       profile: options.profile,

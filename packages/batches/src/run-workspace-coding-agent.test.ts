@@ -330,7 +330,7 @@ describe("codingAgent steps", () => {
     fake.script([turn.text(fakeCodexDirective.fail("the build is broken"))]);
     const { result, events } = await run(agentSpec({ env: PRINT_TOKEN_ENV }));
     expect(result.status).toBe("failed");
-    expect(result.error).toMatch(/^step 1 failed with exit code 1: /);
+    expect(result.error).toMatch(/^step 0 failed with exit code 1: /);
     expect(result.error).toContain("fake codex: the build is broken");
     expect(result.error).toContain("using token [REDACTED]");
     const [{ token, jobId }] = leases as [ModelProviderLease];
@@ -367,7 +367,7 @@ describe("codingAgent steps", () => {
     });
     expect(result.status).toBe("failed");
     expect(result.error).toBe(
-      `step 1 failed: the codex coding agent is not configured for this run: set codingAgent.versions["codex"] (the codex version to install, e.g. 0.169.0), codingAgent.models["codex"] (the model codex asks the proxy for) in config.json or the run's coding_agent options`,
+      `step 0 failed: the codex coding agent is not configured for this run: set codingAgent.versions["codex"] (the codex version to install, e.g. 0.169.0), codingAgent.models["codex"] (the model codex asks the proxy for) in config.json or the run's coding_agent options`,
     );
     expect(leases).toEqual([]);
     expect(fake.requests).toEqual([]);
@@ -381,7 +381,7 @@ describe("codingAgent steps", () => {
     const { result } = await run(agentSpec(), { modelProvider: undefined, jobId: undefined });
     expect(result.status).toBe("failed");
     expect(result.error).toBe(
-      "step 1 failed: codingAgent steps reach models only through Deckhand's model-provider proxy, with a token minted for the workspace job: pass modelProvider (model-provider access for the job) and jobId (the workspace job's id) in runWorkspace's options",
+      "step 0 failed: codingAgent steps reach models only through Deckhand's model-provider proxy, with a token minted for the workspace job: pass modelProvider (model-provider access for the job) and jobId (the workspace job's id) in runWorkspace's options",
     );
   });
 
@@ -396,6 +396,7 @@ describe("codingAgent steps", () => {
       runArgs: [],
       version: "fake",
       rootless: false,
+      restrictedHost: false,
     };
     const yaml = agentSpec().replace(
       "changesetTemplate:",

@@ -1,3 +1,5 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
@@ -178,4 +180,72 @@ changesetTemplate:
     expect(result.steps[0]).toMatchObject({ runtime: "container", exitCode: 1 });
     expect(released).toBe(1);
   });
+
+  it("keys the step cache by where a step ran: a local result is not reused in a container, nor one of another image with the same name", async () => {
+    const root = join(scratch.path, "code");
+    repositoryAt(join(root, "github.com/acme/api"), { "README.md": "# api\n" });
+    // A tag of this test's own (engineers and CI jobs share the machine's images), moved to a
+    // rebuilt image half way.
+    const tag = `localhost/deckhand-test/cache-key-${randomBytes(4).toString("hex")}:latest`;
+    const podman = (...args: string[]) =>
+      execFileSync(runtime.binary, [...runtime.globalArgs, ...args], { encoding: "utf8" }).trim();
+    podman("tag", setup.image, tag);
+    try {
+      const spec = specFrom(`
+name: where
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: echo "$0" > where.txt
+    container: ${tag}
+changesetTemplate:
+  title: Where
+  branch: where
+  commit:
+    message: where
+`);
+      const repositories = await loadRepositories({
+        codeHosts: [{ type: "directory", path: root }],
+      });
+      const [workspace] = (await resolveWorkspaces(spec, { repositories })).workspaces;
+      const cache = new MemoryStepCache();
+      let runs = 0;
+      const runWith = async (choice: "local" | "container") => {
+        runs += 1;
+        const checkout = await checkoutWorkspace(
+          workspace!,
+          join(scratch.path, `checkout-${runs}`),
+        );
+        const result = await runWorkspace({
+          workspace: workspace!,
+          spec,
+          checkout,
+          runtime: choice,
+          containerRuntime: runtime,
+          outerEnvironment: { PATH: process.env.PATH },
+          cache,
+        });
+        expect(result.error).toBeNull();
+        return { outcome: result.steps[0]!.outcome, diff: result.result!.diff };
+      };
+      const local = await runWith("local");
+      expect(local.outcome).toBe("run");
+      expect(local.diff).toMatch(/\+\/.*bash\n/);
+      // The local result is not the container's: the step runs in the image.
+      const boxed = await runWith("container");
+      expect(boxed).toMatchObject({ outcome: "run" });
+      expect(boxed.diff).toContain("+/bin/sh\n");
+      expect((await runWith("container")).outcome).toBe("cached");
+      expect((await runWith("local")).outcome).toBe("cached");
+      // The same name on a rebuilt image is another image: its id is in the key.
+      const container = podman("create", setup.image, "true");
+      podman("commit", "--quiet", "--change", "LABEL deckhand.test=rebuilt", container, tag);
+      podman("rm", container);
+      expect((await runWith("container")).outcome).toBe("run");
+    } finally {
+      spawnSync(runtime.binary, [...runtime.globalArgs, "rmi", "--force", tag], {
+        stdio: "ignore",
+      });
+    }
+  }, 180_000);
 });

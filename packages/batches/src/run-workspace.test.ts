@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDb } from "@deckhand/db";
 import type { BatchRunEvent } from "@deckhand/wire";
@@ -240,7 +240,7 @@ steps:
       { cache: new MemoryStepCache() },
     );
     expect(result.status).toBe("failed");
-    expect(result.error).toBe("step 1 failed with exit code 3: broken");
+    expect(result.error).toBe("step 0 failed with exit code 3: broken");
     expect(result.steps).toHaveLength(1);
     expect(result.steps[0]).toMatchObject({ outcome: "failed", exitCode: 3, stderr: "broken\n" });
     expect(events.at(-1)).toMatchObject({ type: "workspace_finished", status: "failed" });
@@ -261,7 +261,7 @@ steps:
       { cache: new MemoryStepCache() },
     );
     expect(result.status).toBe("failed");
-    expect(result.error).toMatch(/^step 2 failed: .*index/);
+    expect(result.error).toMatch(/^step 1 failed: .*index/);
     expect(existsSync(join(scratch.path, "ran"))).toBe(false);
     expect(events.filter((event) => event.type === "step_started")).toHaveLength(1);
   });
@@ -271,7 +271,7 @@ steps:
       cache: new MemoryStepCache(),
     });
     expect(result.status).toBe("failed");
-    expect(result.error).toBe("step 1 was killed by a signal");
+    expect(result.error).toBe("step 0 was killed by a signal");
   });
 
   it("kills a step that outlives the workspace timeout", async () => {
@@ -338,6 +338,65 @@ steps:
     expect(JSON.stringify(events)).not.toContain("s3cr3t-value-123");
   });
 
+  it("loops over repository.search_result_paths in shell, as real specs do", async () => {
+    repositoryAt(join(root, "github.com/acme/todo"), {
+      "a.txt": "TODO one\n",
+      "deep/b.txt": "TODO two\n",
+      "c.txt": "nothing\n",
+    });
+    const { result } = await run(
+      `
+name: todos
+on:
+  - repositoriesMatchingQuery: repo:todo TODO
+steps:
+  - run: for f in \${{ repository.search_result_paths }}; do sed -i 's/TODO/DONE/' "$f"; echo "$f"; done
+changesetTemplate:
+  title: t
+  branch: b
+  commit:
+    message: m
+`,
+      { cache: new MemoryStepCache(), repository: "github.com/acme/todo" },
+    );
+    expect(result.error).toBeNull();
+    expect(result.steps[0]!.stdout).toBe("a.txt\ndeep/b.txt\n");
+    expect(result.result!.files.map((file) => file.path)).toEqual(["a.txt", "deep/b.txt"]);
+  });
+
+  it("runs a local step with bash where there is one, so src-cli's hello world works, and says so", async () => {
+    repositoryAt(join(root, "github.com/acme/hello"), {
+      "README.md": "# hello\n",
+      "internal/README.md": "# internal\n",
+    });
+    // src-cli's hello world: under dash, IFS=$'\n' is the characters $ ' \ n, which split
+    // ./internal/README.md into paths that do not exist.
+    const { result, events } = await run(
+      `
+name: hello
+on:
+  - repository: github.com/acme/hello
+steps:
+  - run: IFS=$'\\n'; echo Hello World | tee -a $(find -name README.md)
+changesetTemplate:
+  title: t
+  branch: b
+  commit:
+    message: m
+`,
+      { cache: new MemoryStepCache(), repository: "github.com/acme/hello" },
+    );
+    expect(result.error).toBeNull();
+    expect(result.result!.files.map((file) => file.path)).toEqual([
+      "README.md",
+      "internal/README.md",
+    ]);
+    expect(result.steps[0]!.shell).toMatch(/\/bash$/);
+    expect(events.find((event) => event.type === "step_started")).toMatchObject({
+      shell: expect.stringMatching(/\/bash$/),
+    });
+  });
+
   it("tells the step's command and environment as it starts, secrets redacted", async () => {
     const { events } = await run(
       `${onApi}\nsteps:\n  - run: echo "$GREETING"\n    env:\n      GREETING: hello\n      MY_TOKEN: s3cr3t-value-123\n      HEADER: "Bearer s3cr3t-value-123"\n`,
@@ -350,6 +409,20 @@ steps:
     });
   });
 
+  it("says a command that was not found may be in the step's unused image, and how to use it", async () => {
+    const { result } = await run(
+      `${onApi}\nsteps:\n  - run: deckhand-no-such-tool -in-place 'fmt.Sprintf(":[x]")' .go\n`,
+      { cache: new MemoryStepCache() },
+    );
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(
+      /^step 0 failed with exit code 127: .*deckhand-no-such-tool.*not found\n/,
+    );
+    expect(result.error!.split("\n").at(-1)).toBe(
+      'a command the step runs was not found on this machine; the step names image alpine:3, which was not used (the run uses the local runtime: the step runs on this machine): run with runtime "container" (--runtime container) so it runs in that image, or install the command here',
+    );
+  });
+
   it("reports a step's container as not used when the runtime is local", async () => {
     const { result, events } = await run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
       cache: new MemoryStepCache(),
@@ -360,6 +433,32 @@ steps:
     );
   });
 });
+
+/**
+ * Runs `body` with a `podman` and a `docker` on PATH whose `info` fails as a stopped Podman
+ * service and a Docker client without a daemon do, so detection finds no runtime.
+ */
+async function withFakeRuntimes<Result>(body: () => Promise<Result>): Promise<Result> {
+  const bin = join(scratch.path, "fake-runtimes");
+  mkdirSync(bin);
+  for (const [name, message] of [
+    ["podman", "Error: unable to connect to Podman socket"],
+    [
+      "docker",
+      "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+    ],
+  ] as const) {
+    writeFileSync(join(bin, name), `#!/bin/sh\necho '${message}' >&2\nexit 125\n`);
+    chmodSync(join(bin, name), 0o755);
+  }
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  try {
+    return await body();
+  } finally {
+    process.env.PATH = path;
+  }
+}
 
 describe("runWorkspace with the auto runtime", () => {
   it("runs a step that names an image locally, saying so, when no container runtime works", async () => {
@@ -375,8 +474,35 @@ describe("runWorkspace with the auto runtime", () => {
       workspace: expect.objectContaining({ repository: "github.com/acme/api" }),
       step_index: 0,
       image: "alpine:3",
-      reason: "no container runtime works on this machine: the step runs with sh on this machine",
+      reason: "no container runtime works on this machine: the step runs on this machine",
     });
+  });
+
+  it("says why no runtime works, when it detects none, instead of falling back silently", async () => {
+    const { result, events } = await withFakeRuntimes(() =>
+      run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
+        cache: new MemoryStepCache(),
+        runtime: "auto",
+      }),
+    );
+    expect(result.status).toBe("completed");
+    expect(events.find((event) => event.type === "step_runtime_fallback")).toMatchObject({
+      reason:
+        "no container runtime works on this machine (podman: the client is installed but `podman info` failed: Error: unable to connect to Podman socket; docker: the client is installed but `docker info` failed: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?): the step runs on this machine",
+    });
+  });
+
+  it("with the container runtime required and none detected, fails with no_runtime and each reason", async () => {
+    const { result } = await withFakeRuntimes(() =>
+      run(`${onApi}\nsteps:\n  - run: echo hi > hi.txt\n`, {
+        cache: new MemoryStepCache(),
+        runtime: "container",
+      }),
+    );
+    expect(result.status).toBe("failed");
+    expect(result.error).toBe(
+      'step 0 failed: image alpine:3 needs a container runtime (no_runtime): no container runtime works on this machine (podman: the client is installed but `podman info` failed: Error: unable to connect to Podman socket; docker: the client is installed but `docker info` failed: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?); install Podman or start a Docker daemon, or run the steps on this machine (runtime "local", --runtime local)',
+    );
   });
 
   it("with the container runtime required and none working, fails the workspace saying what to install", async () => {
@@ -386,7 +512,7 @@ describe("runWorkspace with the auto runtime", () => {
       containerRuntime: null,
     });
     expect(result.status).toBe("failed");
-    expect(result.error).toContain("needs a container runtime for image alpine:3");
+    expect(result.error).toContain("image alpine:3 needs a container runtime (no_runtime)");
   });
 });
 

@@ -17,6 +17,7 @@ import {
   renderTemplate,
   resolveStepEnv,
   type Step,
+  type StepRuntimeKey,
   type TemplateContext,
   type TemplateStepResult,
   type TemplateValue,
@@ -24,7 +25,7 @@ import {
 import {
   type ContainerMount,
   type ContainerRuntime,
-  detectContainerRuntime,
+  type ContainerRuntimeDetection,
   inspectImage,
   mountBreakingCharacter,
   runContainer,
@@ -66,6 +67,13 @@ import type { Workspace } from "./resolve-workspaces.ts";
 import { runLocalStep } from "./run-local-step.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
 import {
+  missingCommandHint,
+  placementKey,
+  type StepPlacement,
+  StepPlacer,
+  type StepRuntimeChoice,
+} from "./step-placement.ts";
+import {
   applyWorkspaceDiff,
   collectWorkspaceDiff,
   templateChangedFiles,
@@ -87,8 +95,6 @@ const OUTPUT_EVENT_BYTES = 8 * 1024;
 /** Where the checkout appears in a container, as in src-cli. */
 const CONTAINER_WORK_DIRECTORY = "/work";
 
-export type StepRuntimeChoice = "auto" | "local" | "container";
-
 export interface RunWorkspaceOptions {
   workspace: Workspace;
   spec: BatchSpec;
@@ -106,10 +112,15 @@ export interface RunWorkspaceOptions {
   containerShells?: Map<string, Promise<string>>;
   /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
   specDirectory?: string;
-  /** Default "auto": a container when the step names one and a runtime works, otherwise `sh`. */
+  /** Default "auto": a container when the step names one and a runtime works, else this machine. */
   runtime?: StepRuntimeChoice;
-  /** The runtime for container steps; detected on first use when not given, null for none. */
+  /** The runtime for container steps, null for none; detected when needed if not given. */
   containerRuntime?: ContainerRuntime | null;
+  /**
+   * A detection made by the caller (once per process): its runtime, or why none works, which a
+   * step that needs one reports. Used when `containerRuntime` is not given.
+   */
+  containerDetection?: ContainerRuntimeDetection | Promise<ContainerRuntimeDetection>;
   /** The policy that decides what of `outerEnvironment` steps inherit. */
   environmentPolicy?: AgentEnvironmentPolicy;
   /** The environment steps start from (before the policy); default this process's. */
@@ -152,6 +163,11 @@ export interface StepRecord {
   stepIndex: number;
   outcome: BatchStepOutcome;
   runtime: BatchStepRuntime | null;
+  /**
+   * The shell that ran the script (`/usr/bin/bash`, `/bin/sh` in a container); null when the
+   * step did not start.
+   */
+  shell: string | null;
   exitCode: number | null;
   durationMs: number;
   /** Bounded and redacted; "" for skipped and cached steps. */
@@ -174,6 +190,7 @@ export interface WorkspaceRunResult {
 interface StepPlan {
   stepIndex: number;
   step: Step;
+  placement: StepPlacement;
   cacheKey: string;
 }
 
@@ -231,29 +248,59 @@ export async function cachedStepCount(
     | "outerEnvironment"
     | "launcher"
     | "cache"
+    | "runtime"
+    | "containerRuntime"
+    | "containerDetection"
   >,
 ): Promise<number> {
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
   const runnerEnv = stepLauncher(options).inheritedEnvironment();
-  const plans = await planSteps(options, runnerEnv, specDirectory);
+  // Counting pulls no image: a step whose image is not here has no result to find.
+  const placer = stepPlacer(options, runnerEnv, "never");
+  const plans = await planSteps(options, runnerEnv, specDirectory, placer);
   for (let position = plans.length - 1; position >= 0; position -= 1) {
     if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
   }
   return 0;
 }
 
-/** The cache key of every step of the workspace, each covering the steps before it. */
+function stepPlacer(
+  options: Pick<RunWorkspaceOptions, "runtime" | "containerRuntime" | "containerDetection">,
+  runnerEnv: Record<string, string>,
+  pull: "missing" | "never",
+): StepPlacer {
+  return new StepPlacer({
+    choice: options.runtime ?? "auto",
+    ...(options.containerRuntime !== undefined
+      ? { containerRuntime: options.containerRuntime }
+      : {}),
+    ...(options.containerDetection !== undefined
+      ? { containerDetection: options.containerDetection }
+      : {}),
+    path: runnerEnv.PATH,
+    pull,
+  });
+}
+
+/**
+ * Where each step of the workspace runs and its cache key, each key covering the steps before
+ * it and where they run.
+ */
 async function planSteps(
   options: Pick<RunWorkspaceOptions, "workspace" | "spec">,
   runnerEnv: Record<string, string>,
   specDirectory: string,
+  placer: StepPlacer,
 ): Promise<StepPlan[]> {
   const { workspace, spec } = options;
   const allSteps = spec.steps ?? [];
   const mounted: MountedFileMetadata[] = [];
   const plans: StepPlan[] = [];
+  const runtimes: (StepRuntimeKey | null)[] = allSteps.map(() => null);
   let covered = 0;
   for (const { index, step } of workspace.steps) {
+    const placement = await placer.place(step, index);
+    runtimes[index] = placementKey(placement);
     for (; covered <= index; covered += 1) {
       for (const mount of allSteps[covered]?.mount ?? []) {
         mounted.push(...(await mountedFileMetadata(resolve(specDirectory, mount.path))));
@@ -274,8 +321,9 @@ async function planSteps(
       stepIndex: index,
       runnerEnv,
       mountedFiles: mounted,
+      runtimes,
     });
-    plans.push({ stepIndex: index, step, cacheKey });
+    plans.push({ stepIndex: index, step, placement, cacheKey });
   }
   return plans;
 }
@@ -465,7 +513,7 @@ async function runSteps(
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const records: StepRecord[] = [];
-  let containerRuntime = options.containerRuntime;
+  const placer = stepPlacer(options, runnerEnv, "missing");
   /** Per image, the platform its containers report, probed once per run. */
   const imagePlatforms = new Map<string, Promise<AgentPlatform>>();
 
@@ -494,7 +542,7 @@ async function runSteps(
   let outputs: Record<string, unknown> = {};
   let plans: StepPlan[];
   try {
-    plans = await planSteps(options, runnerEnv, specDirectory);
+    plans = await planSteps(options, runnerEnv, specDirectory, placer);
   } catch (error) {
     return finish("failed", `preparing the steps failed: ${errorMessage(error)}`, null);
   }
@@ -514,7 +562,7 @@ async function runSteps(
         if (signal.aborted) return interrupted();
         return finish(
           "failed",
-          `restoring the cached result of step ${plans[position]!.stepIndex + 1} failed: ${errorMessage(error)}; run again with the cache cleared`,
+          `restoring the cached result of step ${plans[position]!.stepIndex} failed: ${errorMessage(error)}; run again with the cache cleared`,
           null,
         );
       }
@@ -536,7 +584,7 @@ async function runSteps(
   const batchChange = { name: spec.name, description: spec.description };
 
   for (const plan of plans.slice(start)) {
-    const { stepIndex, step } = plan;
+    const { stepIndex, step, placement } = plan;
     if (signal.aborted) return interrupted();
     const context = (current?: TemplateStepResult) =>
       createStepTemplateContext({
@@ -562,7 +610,7 @@ async function runSteps(
     } catch (error) {
       return finish(
         "failed",
-        `step ${stepIndex + 1}: evaluating \`if:\` failed: ${errorMessage(error)}`,
+        `step ${stepIndex}: evaluating \`if:\` failed: ${errorMessage(error)}`,
         null,
       );
     }
@@ -582,6 +630,7 @@ async function runSteps(
       stepIndex,
       outcome: "failed",
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -592,7 +641,20 @@ async function runSteps(
     const temporary = await mkdtemp(join(tmpdir(), "deckhand-step-"));
     const releases: (() => Promise<void>)[] = [];
     try {
-      const runtime = await chooseRuntime(step, stepIndex);
+      if (placement.problem !== null) throw placement.problem;
+      const runtime = placement.runtime;
+      if (placement.fallbackReason !== null) {
+        emit({
+          type: "step_runtime_fallback",
+          workspace: ref,
+          step_index: stepIndex,
+          image: placement.image!,
+          reason: placement.fallbackReason,
+        });
+      }
+      // Run by id: the image the cache key names, even if its tag moved since.
+      const image = placement.imageId;
+      const containerRuntime = runtime === "container" ? (await placer.detection()).runtime : null;
       record.runtime = runtime;
       const stepContext = context();
       let env: Record<string, string> = {};
@@ -612,6 +674,8 @@ async function runSteps(
         ({ script, env, writable, installHosts, installPaths } = await prepareCodingAgent(
           step,
           runtime,
+          containerRuntime,
+          image,
           stepContext,
           env,
           temporary,
@@ -643,6 +707,16 @@ async function runSteps(
         source: resolve(specDirectory, mount.path),
       }));
 
+      const agentStep = step.codingAgent !== undefined;
+      const stepMounts = [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true }));
+      // The rendered agent script is POSIX sh; a `run` script gets bash where there is one.
+      const shell =
+        runtime === "container"
+          ? agentStep
+            ? "/bin/sh"
+            : await containerShell(containerRuntime!, image!, stepMounts, signal, shells)
+          : placement.shell!;
+      record.shell = shell;
       emit({
         type: "step_started",
         workspace: ref,
@@ -650,6 +724,7 @@ async function runSteps(
         runtime,
         image: runtime === "container" ? step.container! : null,
         ...(runtime === "local" ? { sandbox: launcher.sandbox } : {}),
+        shell,
         command: redact(script),
         env: redactEnv(env, {
           secretNames: Object.keys(env).filter(looksLikeSecretName),
@@ -662,22 +737,12 @@ async function runSteps(
         const containerMounts: ContainerMount[] = [
           { source: here.directory, target: CONTAINER_WORK_DIRECTORY },
           ...(await repositoryMount(here.directory, signal)),
-          ...[...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
+          ...stepMounts,
         ];
-        const agentStep = step.codingAgent !== undefined;
         const result = await runContainer(containerRuntime!, {
-          image: step.container!,
+          image: image!,
           script,
-          // The rendered agent script is POSIX sh; a `run` script gets bash when the image has it.
-          shell: agentStep
-            ? "/bin/sh"
-            : await containerShell(
-                containerRuntime!,
-                step.container!,
-                [...files, ...mounts].map((mount) => ({ ...mount, readOnly: true })),
-                signal,
-                shells,
-              ),
+          shell,
           // An agent reaches the model-provider proxy on this machine's loopback; other steps
           // keep the default, no network.
           ...(agentStep ? { network: "host" as const } : {}),
@@ -697,6 +762,7 @@ async function runSteps(
         }
         const result = await runLocalStep({
           script,
+          shell,
           cwd: here.workspaceDirectory,
           env: { ...runnerEnv, ...env },
           launcher,
@@ -721,8 +787,9 @@ async function runSteps(
         return interrupted();
       }
       if (exitCode !== 0) {
+        const hint = missingCommandHint(placement, exitCode);
         throw new StepFailure(
-          `step ${stepIndex + 1} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}`,
+          `step ${stepIndex} ${exitCode === null ? "was killed by a signal" : `failed with exit code ${exitCode}`}${record.stderr.trim() === "" ? "" : `: ${record.stderr.trim()}`}${hint === null ? "" : `\n${hint}`}`,
         );
       }
       const changes = await collectWorkspaceDiff(here.directory, workspace.revision, signal);
@@ -757,7 +824,7 @@ async function runSteps(
       const message =
         error instanceof StepFailure
           ? error.message
-          : `step ${stepIndex + 1} failed: ${errorMessage(error)}`;
+          : `step ${stepIndex} failed: ${errorMessage(error)}`;
       return finish("failed", message, null);
     } finally {
       for (const release of releases.reverse()) await release().catch(() => {});
@@ -772,6 +839,7 @@ async function runSteps(
       stepIndex,
       outcome,
       runtime: null,
+      shell: null,
       exitCode: null,
       durationMs: 0,
       stdout: "",
@@ -800,6 +868,8 @@ async function runSteps(
   async function prepareCodingAgent(
     step: Step,
     runtime: BatchStepRuntime,
+    containerRuntime: ContainerRuntime | null,
+    image: string | null,
     stepContext: TemplateContext,
     env: Record<string, string>,
     temporary: string,
@@ -815,11 +885,10 @@ async function runSteps(
     const renderedPrompt = renderTemplate(prompt, stepContext);
     let platform: AgentPlatform;
     if (runtime === "container") {
-      const image = step.container!;
-      let probed = imagePlatforms.get(image);
+      let probed = imagePlatforms.get(image!);
       if (probed === undefined) {
-        probed = containerPlatform(containerRuntime!, image, signal);
-        imagePlatforms.set(image, probed);
+        probed = containerPlatform(containerRuntime!, image!, signal);
+        imagePlatforms.set(image!, probed);
       }
       platform = await probed;
     } else {
@@ -854,47 +923,5 @@ async function runSteps(
       installHosts: installSourceHosts(settings.installSource),
       installPaths: installSourcePaths(settings.installSource),
     };
-  }
-
-  async function chooseRuntime(step: Step, stepIndex: number): Promise<BatchStepRuntime> {
-    const choice = options.runtime ?? "auto";
-    const image = step.container;
-    if (image === undefined) {
-      if (choice === "container") {
-        throw new BatchesError(
-          "step_failed",
-          `step ${stepIndex + 1} names no container image; set \`container:\` or run with runtime "local" or "auto"`,
-        );
-      }
-      return "local";
-    }
-    if (choice === "local") {
-      emit({
-        type: "step_runtime_fallback",
-        workspace: ref,
-        step_index: stepIndex,
-        image,
-        reason: "the run uses the local runtime: the step runs with sh on this machine",
-      });
-      return "local";
-    }
-    if (containerRuntime === undefined) {
-      containerRuntime = (await detectContainerRuntime()).runtime;
-    }
-    if (containerRuntime !== null) return "container";
-    if (choice === "container") {
-      throw new BatchesError(
-        "container_runtime_unavailable",
-        `step ${stepIndex + 1} needs a container runtime for image ${image} and none works here; install Podman or Docker, or run with runtime "local"`,
-      );
-    }
-    emit({
-      type: "step_runtime_fallback",
-      workspace: ref,
-      step_index: stepIndex,
-      image,
-      reason: "no container runtime works on this machine: the step runs with sh on this machine",
-    });
-    return "local";
   }
 }

@@ -19,7 +19,7 @@ export interface ChangedFile {
 }
 
 export interface WorkspaceDiff {
-  /** `git diff --binary` against the base commit; "" when nothing changed. */
+  /** `git diff --binary --full-index` against the base commit; "" when nothing changed. */
   diff: string;
   /** One entry per file section of `diff`, in the same order. */
   files: ChangedFile[];

@@ -343,6 +343,7 @@ export async function runTakenOverWorkspace(
     stepIndex: step.index,
     outcome: "skipped",
     runtime: null,
+    shell: null,
     exitCode: null,
     durationMs: 0,
     stdout: "",

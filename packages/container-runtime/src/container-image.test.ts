@@ -40,6 +40,7 @@ exit 0
     runArgs: [],
     version: "0",
     rootless: false,
+    restrictedHost: false,
   };
   const calls = () =>
     readFileSync(log, "utf8")

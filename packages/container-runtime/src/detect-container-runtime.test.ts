@@ -1,11 +1,12 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ContainerRuntimeError } from "./container-runtime-error.ts";
 import { detectContainerRuntime, requireContainerRuntime } from "./detect-container-runtime.ts";
+import { runContainer } from "./run-container.ts";
 import { containerTestSetup } from "./test-support.ts";
 
 const setup = await containerTestSetup();
@@ -14,6 +15,14 @@ const setup = await containerTestSetup();
 const dockerClientWithoutDaemon =
   spawnSync("docker", ["--version"]).status === 0 &&
   spawnSync("docker", ["info"], { timeout: 5000 }).status !== 0;
+
+/** An executable `name` in `directory` running `body` with /bin/sh; returns its path. */
+function fakeClient(directory: string, name: string, body: string): string {
+  const path = join(directory, name);
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
 
 describe("detectContainerRuntime", () => {
   it.skipIf(setup.runtime === null)("finds podman by a working `podman info`", async () => {
@@ -83,6 +92,122 @@ describe("detectContainerRuntime", () => {
       rmSync(directory, { recursive: true, force: true });
     }
   });
+
+  it("waits for a slow first `podman info` (storage set up after a reboot) instead of giving up at 5 s", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-slow-info-"));
+    try {
+      const podman = fakeClient(
+        directory,
+        "podman",
+        `case "$1" in
+  info) sleep 6; echo '4.9.0|false' ;;
+  run) echo 'Error: runc: exec: "/deckhand-runtime-trial": no such file or directory' >&2; exit 127 ;;
+esac`,
+      );
+      const detection = await detectContainerRuntime({
+        candidates: ["podman"],
+        binaries: { podman },
+      });
+      expect(detection.probes[0]?.unavailableReason).toBeNull();
+      expect(detection.runtime).toMatchObject({ kind: "podman", version: "4.9.0" });
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("finds a restricted host by trying a container, and then passes the restricted-host flags", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-restricted-"));
+    try {
+      const log = join(directory, "calls.log");
+      // Podman's defaults fail as on Deckhand's CI machines; with runc, cgroupfs and lower
+      // ulimits the container is created and only the trial's command is missing.
+      const podman = fakeClient(
+        directory,
+        "podman",
+        `echo "$*" >> ${log}
+case "$*" in
+  *info*) echo '4.3.1|false' ;;
+  *"--runtime runc"*"--ulimit nofile=1024:1024"*) echo 'Error: runc: exec: no such file' >&2; exit 127 ;;
+  *) echo 'Error: crun: setrlimit RLIMIT_NOFILE: Operation not permitted: OCI permission denied' >&2; exit 126 ;;
+esac`,
+      );
+      const detection = await detectContainerRuntime({
+        candidates: ["podman"],
+        binaries: { podman },
+      });
+      expect(detection.runtime).toMatchObject({
+        globalArgs: ["--runtime", "runc", "--cgroup-manager", "cgroupfs"],
+        runArgs: ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"],
+        restrictedHost: true,
+      });
+      expect(detection.probes[0]?.note).toBe(
+        "podman: its defaults cannot start a container here (Error: crun: setrlimit RLIMIT_NOFILE: Operation not permitted: OCI permission denied), so it runs with --runtime runc --cgroup-manager cgroupfs --ulimit nofile=1024:1024 --ulimit nproc=1024:1024; set containerRuntime.restrictedHost to true to skip this trial",
+      );
+      // The trial ran on an empty root file system, and nothing of it is left.
+      const trials = readFileSync(log, "utf8")
+        .split("\n")
+        .filter((line) => line.includes("run "));
+      expect(trials).toHaveLength(2);
+      const root = /--rootfs (\S+)/.exec(trials[0]!)![1]!;
+      expect(existsSync(root)).toBe(false);
+
+      // restrictedHost: false refuses the flags, so this host has no runtime, and says why.
+      const refused = await detectContainerRuntime({
+        candidates: ["podman"],
+        binaries: { podman },
+        restrictedHost: false,
+      });
+      expect(refused.runtime).toBeNull();
+      expect(refused.probes[0]?.unavailableReason).toMatch(
+        /^podman: `podman run` cannot start a container here \(Error: crun: setrlimit .*\); containerRuntime.restrictedHost is false/,
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("does not take a podman that cannot start a container either way, and says why", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-no-containers-"));
+    try {
+      const podman = fakeClient(
+        directory,
+        "podman",
+        `case "$1" in
+  info) echo '4.3.1|false' ;;
+  *) echo 'Error: OCI runtime "runc" not found' >&2; exit 125 ;;
+esac`,
+      );
+      const detection = await detectContainerRuntime({
+        candidates: ["podman"],
+        binaries: { podman },
+      });
+      expect(detection.runtime).toBeNull();
+      expect(detection.probes[0]?.unavailableReason).toBe(
+        'podman: `podman run` cannot start a container here (Error: OCI runtime "runc" not found), nor with the restricted-host flags (Error: OCI runtime "runc" not found); see docs/operations/container-runtimes.md',
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(setup.runtime === null)(
+    "on this machine, runs a container with what it detected without being told the host is restricted",
+    async () => {
+      const detection = await detectContainerRuntime({ candidates: ["podman"] });
+      expect(detection.runtime).not.toBeNull();
+      const result = await runContainer(detection.runtime!, {
+        image: setup.image,
+        script: "echo ok",
+        timeoutMs: 120_000,
+      });
+      // Plain `podman run` fails on hosts like CI's (refused rlimits): the trial found that out.
+      expect({ exitCode: result.exitCode, output: result.output.text }).toEqual({
+        exitCode: 0,
+        output: "ok\n",
+      });
+    },
+    180_000,
+  );
 
   it("requireContainerRuntime fails with no_runtime and every candidate's reason", async () => {
     const failure = await requireContainerRuntime({

@@ -16,6 +16,7 @@ export {
   type ContainerRuntimeKind,
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
+  noRuntimeError,
   type RuntimeProbe,
   requireContainerRuntime,
 } from "./detect-container-runtime.ts";

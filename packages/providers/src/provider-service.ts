@@ -2,12 +2,13 @@ import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { errnoCode, errorMessage } from "@deckhand/errors";
-import { type LaunchProfile, ProcessLauncher, resolveExecutable } from "@deckhand/sandbox";
+import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
+import { resolveExecutable } from "@deckhand/shell";
 import type {
   ProviderEntry,
   ProvidersConfigResponse,

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { errorMessage } from "@deckhand/errors";
-import { resolveExecutable } from "./resolve-executable.ts";
+import { resolveExecutable } from "@deckhand/shell";
 import { SandboxError } from "./sandbox-error.ts";
 import type { SandboxMode } from "./sandbox-settings.ts";
 import { attachSlirpNetwork } from "./slirp-network.ts";

@@ -13,7 +13,6 @@ export {
   ProcessLauncher,
   type ProcessLauncherOptions,
 } from "./process-launcher.ts";
-export { type ResolveExecutableOptions, resolveExecutable } from "./resolve-executable.ts";
 export type { ModelProxyEndpoint } from "./sandbox-endpoints.ts";
 export { SandboxError, type SandboxErrorCode } from "./sandbox-error.ts";
 export {

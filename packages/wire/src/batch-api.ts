@@ -83,7 +83,10 @@ export const BatchRunOptionsSchema = z.strictObject({
     .optional(),
   /** Run every step, ignoring and replacing cached results. */
   clear_cache: z.boolean().optional(),
-  /** A failed workspace is reported and the others go on (the default); false fails the run. */
+  /**
+   * True: a failed workspace is reported and the run completes with the others' changesets
+   * (src-cli's `-skip-errors`). By default a failed workspace fails the run.
+   */
   skip_errors: z.boolean().optional(),
   /** The first failed workspace cancels the workspaces not yet finished. */
   fail_fast: z.boolean().optional(),
@@ -178,6 +181,7 @@ export const BatchRunStatsSchema = z.object({
   failed: z.int().min(0),
   cancelled: z.int().min(0),
   changesets: z.int().min(0),
+  /** Steps that ran, whether they succeeded or failed. */
   steps_run: z.int().min(0),
   steps_cached: z.int().min(0),
 });
@@ -220,6 +224,8 @@ export const BatchWorkspaceStepSchema = z.object({
    * container step, one that did not run, and results older than the field.
    */
   sandbox: SandboxKindSchema.nullable(),
+  /** The shell that ran the script (`/usr/bin/bash`, `/bin/sh`); null when it did not start. */
+  shell: z.string().nullable(),
   exit_code: z.int().nullable(),
   duration_ms: z.int().min(0),
   started_at: Timestamp.nullable(),

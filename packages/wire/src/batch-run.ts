@@ -19,7 +19,7 @@ export const BatchWorkspaceRefSchema = z.object({
 });
 export type BatchWorkspaceRef = z.infer<typeof BatchWorkspaceRefSchema>;
 
-/** Where a step ran: on the host with `sh`, or in its container image. */
+/** Where a step ran: on the host (bash where it has one, else sh), or in its container image. */
 export const BatchStepRuntimeSchema = z.enum(["local", "container"]);
 export type BatchStepRuntime = z.infer<typeof BatchStepRuntimeSchema>;
 
@@ -55,16 +55,24 @@ export const BatchChangesetSchema = z.object({
   commit_author: z.object({ name: z.string(), email: z.string() }).nullable(),
   /** `changesetTemplate.published` for this repository and branch; null leaves it to the UI. */
   published: z.union([z.boolean(), z.literal("draft"), z.null()]),
-  /** `git diff --binary` against baseRevision. */
+  /** `git diff --binary --full-index` against base_revision, with a/ and b/ prefixes. */
   diff: z.string(),
   stats: BatchChangesetStatsSchema,
 });
 export type BatchChangeset = z.infer<typeof BatchChangesetSchema>;
 
+/**
+ * Kinds of run failure a client may word itself. `workspaces_failed`: workspaces failed (or were
+ * cancelled) and the run was not made with `skip_errors`, so it keeps none of the changesets.
+ */
+export const BatchRunErrorCodeSchema = z.enum(["workspaces_failed"]);
+export type BatchRunErrorCode = z.infer<typeof BatchRunErrorCodeSchema>;
+
 /** How a run ended, in numbers (the CLI's last `summary` line). */
 export const BatchRunSummarySchema = z.object({
   workspaces: z.int().min(0),
   changesets: z.int().min(0),
+  /** Steps that ran, whether they succeeded or failed. */
   steps_run: z.int().min(0),
   steps_cached: z.int().min(0),
   /** Workspaces that failed, timed out or were cancelled. */
@@ -104,6 +112,11 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
      * container confines them, and from executors older than it.
      */
     sandbox: SandboxKindSchema.optional(),
+    /**
+     * The shell that runs the script: bash where the host or the image has it, else sh
+     * (`/usr/bin/bash`, `/bin/sh`); absent from executors older than it.
+     */
+    shell: z.string().optional(),
     /** The rendered script, secrets redacted (absent from executors older than it). */
     command: z.string().optional(),
     /** The step's own rendered environment, secret values redacted. */
@@ -220,8 +233,13 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("run_finished"),
     status: z.enum(["completed", "failed", "cancelled"]),
-    /** Why the run failed as a whole; null otherwise. */
+    /** Why the run failed as a whole, worded for the API; null otherwise. */
     error: z.string().nullable(),
+    /**
+     * What kind of failure `error` is, for a client that words it its own way (the CLI names its
+     * `--skip-errors` flag where the API names `skip_errors`); null or absent for other errors.
+     */
+    error_code: BatchRunErrorCodeSchema.nullable().optional(),
     summary: BatchRunSummarySchema,
   }),
 ]);

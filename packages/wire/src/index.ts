@@ -67,6 +67,8 @@ export {
   BatchChangesetSchema,
   type BatchChangesetStats,
   BatchChangesetStatsSchema,
+  type BatchRunErrorCode,
+  BatchRunErrorCodeSchema,
   type BatchRunEvent,
   BatchRunEventSchema,
   type BatchRunSummary,

@@ -38,7 +38,7 @@ function describe(event: BatchRunEvent): string | null {
     case "workspace_started":
       return "started";
     case "step_started":
-      return `step ${event.step_index} started (${event.runtime}${event.image ? `, ${event.image}` : ""})`;
+      return `step ${event.step_index} started (${event.runtime}${event.image ? `, ${event.image}` : ""}${event.shell ? `, ${event.shell}` : ""})`;
     case "step_runtime_fallback":
       return `step ${event.step_index} runs on the host instead of ${event.image}: ${event.reason}`;
     case "step_finished":
@@ -236,6 +236,7 @@ function WorkspaceCard({
               <span className="muted">
                 {step.runtime ?? "—"}
                 {step.image ? ` · ${step.image}` : ""}
+                {step.shell ? ` · ${step.shell}` : ""}
                 {step.exit_code !== null ? ` · exit ${step.exit_code}` : ""}
               </span>
               <span className="timer" title="Step time">

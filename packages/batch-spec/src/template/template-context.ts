@@ -10,7 +10,7 @@ import {
   type TemplateShape,
 } from "./template-functions.ts";
 import { templateClose, templateOpen } from "./template-syntax.ts";
-import type { TemplateValue } from "./template-values.ts";
+import { spaceSeparatedList, type TemplateValue } from "./template-values.ts";
 
 /** The repository a workspace belongs to. */
 export interface TemplateRepository {
@@ -96,7 +96,9 @@ function repositoryValue(repository: TemplateRepository): Record<string, Templat
   return {
     name: repository.name,
     branch: repository.branch ?? "",
-    search_result_paths: [...(repository.fileMatches ?? [])].sort().map(shellQuote),
+    search_result_paths: spaceSeparatedList(
+      [...(repository.fileMatches ?? [])].sort().map(shellQuote),
+    ),
   };
 }
 

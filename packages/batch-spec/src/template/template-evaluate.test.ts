@@ -46,6 +46,33 @@ describe("renderTemplate: the Sourcegraph template language", () => {
     expect(render('${{ join repository.search_result_paths "\\n" }}')).toBe("a.go\nb.go");
   });
 
+  it("prints search result paths space separated, as src-cli's fileMatchPathList.String does", () => {
+    // Real specs loop over them in shell: `for f in ${{ repository.search_result_paths }}`.
+    expect(render("for f in ${{ repository.search_result_paths }}; do")).toBe(
+      "for f in a.go b.go; do",
+    );
+    expect(
+      render('${{ printf "%v|%s" repository.search_result_paths repository.search_result_paths }}'),
+    ).toBe("a.go b.go|a.go b.go");
+    expect(render("${{ repository }}")).toBe(
+      "map[branch:main name:github.com/acme/api search_result_paths:a.go b.go]",
+    );
+    expect(
+      render(
+        "${{ len repository.search_result_paths }} ${{ index repository.search_result_paths 1 }}",
+      ),
+    ).toBe("2 b.go");
+    // A slice of a Go slice keeps its type, and so its String method.
+    expect(render("${{ slice repository.search_result_paths 1 }}")).toBe("b.go");
+    expect(render("${{ slice previous_step.modified_files 1 }}")).toBe(`['it'\\''s here.go']`);
+    // Every other list prints as Go prints a []string or []any, with brackets, as in src-cli.
+    expect(
+      render(
+        "${{ previous_step.added_files }} ${{ steps.modified_files }} ${{ steps.renamed_files }} ${{ step.deleted_files }}",
+      ),
+    ).toBe("[new.go] [go.mod] [] []");
+  });
+
   it("shell-quotes file names from git so they cannot inject commands", () => {
     expect(render('${{ join previous_step.modified_files " " }}')).toBe(
       `go.mod 'it'\\''s here.go'`,

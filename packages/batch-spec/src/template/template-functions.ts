@@ -5,10 +5,12 @@ import { matchesGlob } from "../glob.ts";
 import {
   isPlainObject,
   isShellQuoted,
+  isSpaceSeparated,
   isTruthy,
   kindOf,
   printValue,
   shellSplit,
+  spaceSeparatedList,
   type TemplateValue,
 } from "./template-values.ts";
 
@@ -172,7 +174,11 @@ function slice(collection: TemplateValue, bounds: readonly TemplateValue[]): Tem
       : fail("slice bounds must be whole numbers"),
   );
   if (from < 0 || to > length || from > to) fail(`slice bounds ${from}:${to} are out of range`);
-  return sliceable.slice(from, to) as TemplateValue;
+  if (typeof sliceable === "string") return sliceable.slice(from, to);
+  // A slice of a Go slice has its type: part of search_result_paths still prints space separated.
+  return isSpaceSeparated(sliceable)
+    ? spaceSeparatedList(sliceable.slice(from, to))
+    : sliceable.slice(from, to);
 }
 
 function shape(kind: "string" | "number" | "boolean"): () => TemplateShape {

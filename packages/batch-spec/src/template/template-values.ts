@@ -51,12 +51,37 @@ export function isTruthy(value: TemplateValue | undefined): boolean {
   return true;
 }
 
-/** Formats a value the way Go's `fmt.Sprint` does: lists as `[a b]`, maps as `map[k:v]`. */
+const spaceSeparated = Symbol("deckhand.template.spaceSeparated");
+
+/**
+ * A list that prints as its items separated by spaces (`a b`), not as Go prints a slice
+ * (`[a b]`): src-cli gives `repository.search_result_paths` a type with a `String()` method
+ * (`fileMatchPathList`), which `fmt` uses, so `for f in ${{ repository.search_result_paths }}`
+ * loops over the paths. It is a list for everything else (`range`, `index`, `len`, `join`).
+ */
+export function spaceSeparatedList(items: readonly TemplateValue[]): readonly TemplateValue[] {
+  const list = [...items];
+  Object.defineProperty(list, spaceSeparated, { value: true });
+  return Object.freeze(list);
+}
+
+/** Whether `list` is a `spaceSeparatedList`. */
+export function isSpaceSeparated(list: readonly TemplateValue[]): boolean {
+  return spaceSeparated in list;
+}
+
+/**
+ * Formats a value the way Go's `fmt.Sprint` does: lists as `[a b]`, maps as `map[k:v]`, and a
+ * `spaceSeparatedList` as its `String()` method would.
+ */
 export function printValue(value: TemplateValue | undefined): string {
   if (value === null || value === undefined) return "<no value>";
   if (typeof value === "string") return value;
   if (typeof value === "number" || typeof value === "boolean") return String(value);
-  if (Array.isArray(value)) return `[${value.map(printValue).join(" ")}]`;
+  if (Array.isArray(value)) {
+    const items = value.map(printValue).join(" ");
+    return isSpaceSeparated(value) ? items : `[${items}]`;
+  }
   if (isPlainObject(value)) {
     const keys = Object.keys(value).sort();
     return `map[${keys.map((key) => `${key}:${printValue(value[key])}`).join(" ")}]`;

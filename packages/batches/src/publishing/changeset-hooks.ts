@@ -20,8 +20,9 @@ import { codeHostGitEnvironment } from "../code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "../coding-agent-step.ts";
 import { locateRepository } from "../repositories.ts";
 import type { Workspace } from "../resolve-workspaces.ts";
-import { runWorkspace, type StepRuntimeChoice } from "../run-workspace.ts";
+import { runWorkspace } from "../run-workspace.ts";
 import { MemoryStepCache } from "../step-cache.ts";
+import type { StepRuntimeChoice } from "../step-placement.ts";
 import { StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import type { CodeHostAccess } from "./code-host-access.ts";
 

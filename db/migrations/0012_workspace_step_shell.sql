@@ -1,0 +1,1 @@
+ALTER TABLE "workspace_steps" ADD COLUMN "shell" text;
