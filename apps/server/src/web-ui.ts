@@ -29,6 +29,25 @@ function isServerPath(path: string): boolean {
   );
 }
 
+/**
+ * What pages the server serves may load: its own scripts, styles, images and fonts (and `data:`
+ * images, which the editor's styles use), connections to itself (WebSockets included) and nothing
+ * else. No inline script can run, so an injected `<script>` or `on…=` attribute is inert; no other
+ * site may frame a page (clickjacking), and forms and `<base>` cannot point elsewhere.
+ */
+export const WEB_UI_CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
 /** Vite puts content-hashed files under assets/: a changed file gets a new name, so they never go stale. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 /** index.html names the current hashed files, so a browser must revalidate it on every load. */

@@ -23,6 +23,14 @@ export const WireEnv = {
   serverDataDir: "DECKHAND_DATA_DIR",
   /** The server's log level when `--log-level` is not given. */
   serverLogLevel: "DECKHAND_LOG_LEVEL",
+  /** The URL people open the server at, when `--public-url` is not given (behind a proxy, say). */
+  serverPublicUrl: "DECKHAND_PUBLIC_URL",
+  /** More Host names the server answers to, comma-separated, over `allowedHosts` in config.json. */
+  serverAllowedHosts: "DECKHAND_ALLOWED_HOSTS",
+  /** More origins whose pages may act on the server, comma-separated, over `allowedOrigins`. */
+  serverAllowedOrigins: "DECKHAND_ALLOWED_ORIGINS",
+  /** More Host names the workspace agent answers to, comma-separated, when `--allowed-hosts` is not given. */
+  agentAllowedHosts: "DECKHAND_AGENT_ALLOWED_HOSTS",
 } as const;
 
 /** HTTP headers. */

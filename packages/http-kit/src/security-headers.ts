@@ -1,0 +1,36 @@
+import type { MiddlewareHandler } from "hono";
+
+/** The policy of a server that serves no pages, only JSON: nothing may load, nothing may frame it. */
+export const NO_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
+
+/**
+ * Sets the headers that keep a browser from misusing what the server answers, on every answer:
+ * `contentSecurityPolicy` (what a page of the server may load and who may frame it),
+ * `X-Content-Type-Options: nosniff` (a JSON answer is never run as a script or style),
+ * `Referrer-Policy: no-referrer` (no URL of the server leaks to a link's target), `X-Frame-Options:
+ * DENY` for browsers that predate `frame-ancestors`, and `Cross-Origin-Resource-Policy` and
+ * `Cross-Origin-Opener-Policy: same-origin`, so another site's page can neither embed an answer
+ * nor keep a handle on a window of the server's.
+ */
+export function securityHeaders(contentSecurityPolicy: string): MiddlewareHandler {
+  const headers: [string, string][] = [
+    ["Content-Security-Policy", contentSecurityPolicy],
+    ["X-Content-Type-Options", "nosniff"],
+    ["Referrer-Policy", "no-referrer"],
+    ["X-Frame-Options", "DENY"],
+    ["Cross-Origin-Resource-Policy", "same-origin"],
+    ["Cross-Origin-Opener-Policy", "same-origin"],
+  ];
+  return async (context, next) => {
+    await next();
+    let response = context.res;
+    try {
+      for (const [name, value] of headers) response.headers.set(name, value);
+    } catch {
+      // An answer passed through from fetch (a forwarded upstream's) has immutable headers.
+      response = new Response(response.body, response);
+      for (const [name, value] of headers) response.headers.set(name, value);
+      context.res = response;
+    }
+  };
+}
