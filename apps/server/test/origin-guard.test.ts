@@ -209,7 +209,7 @@ describe.each(backends)("a web page against the server on $backend", ({ backend 
     for (const [path, protocol] of streams) {
       const url = `${harness.server.url}${path}`;
       for (const headers of [
-        { Origin: ATTACKER },
+        { Origin: ATTACKER } as Record<string, string>,
         { Origin: "null" },
         { Origin: otherPort },
         { Host: "attacker.example:7420", Origin: "http://attacker.example:7420" },
@@ -222,7 +222,7 @@ describe.each(backends)("a web page against the server on $backend", ({ backend 
         }
       }
       // The UI's own origin, and a client that sends none, still stream.
-      for (const headers of [{ Origin: harness.server.url }, {}]) {
+      for (const headers of [{ Origin: harness.server.url }, {}] as Record<string, string>[]) {
         const outcome = await tryWebSocket(url, { headers, protocols: [protocol] });
         expect(outcome.opened, `${path} ${JSON.stringify(headers)}`).toBe(true);
         if (outcome.opened)

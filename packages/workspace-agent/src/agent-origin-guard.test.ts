@@ -99,7 +99,7 @@ describe("a tokenless workspace agent on loopback, from a web page", () => {
   it("opens no git watch to another origin or a rebound Host, and one to a program", async () => {
     const watch = `${agent.url}${WirePath.gitWatch}`;
     for (const headers of [
-      { Origin: "https://attacker.example" },
+      { Origin: "https://attacker.example" } as Record<string, string>,
       { Origin: "null" },
       { Host: "attacker.example:7421", Origin: "http://attacker.example:7421" },
     ]) {
