@@ -451,7 +451,12 @@ export async function startServer(
     server.on("upgrade", (request, socket, head) => {
       // The streams carry transcripts and run logs: a page of another origin (or a rebinding
       // one) must not open one, whatever token it may hold.
-      if (!admitUpgrade(originPolicy, request, socket)) return;
+      const refused = (refusal: { code: string }) =>
+        logger.info(
+          { path: new URL(request.url ?? "/", "http://x").pathname, code: refusal.code },
+          "WebSocket upgrade refused",
+        );
+      if (!admitUpgrade(originPolicy, request, socket, refused)) return;
       if (
         !streams.handleUpgrade(request, socket, head) &&
         !runStreams.handleUpgrade(request, socket, head) &&

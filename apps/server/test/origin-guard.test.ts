@@ -221,6 +221,12 @@ describe.each(backends)("a web page against the server on $backend", ({ backend 
           expect(JSON.parse(outcome.body).error.code).toMatch(/^(origin|host)_not_allowed$/);
         }
       }
+      // An upgrade passes no request log; the refusal is logged on its own.
+      expect(harness.logs()).toMatch(
+        new RegExp(
+          `"path":"${path}","code":"origin_not_allowed","msg":"WebSocket upgrade refused"`,
+        ),
+      );
       // The UI's own origin, and a client that sends none, still stream.
       for (const headers of [{ Origin: harness.server.url }, {}] as Record<string, string>[]) {
         const outcome = await tryWebSocket(url, { headers, protocols: [protocol] });

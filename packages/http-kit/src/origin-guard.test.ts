@@ -365,11 +365,12 @@ describe("admitUpgrade", () => {
   /** Sends an upgrade request with `headers` to a server that admits through the policy. */
   async function upgrade(
     headers: Record<string, string>,
-  ): Promise<{ admitted: boolean; status: number | null; body: string }> {
+  ): Promise<{ admitted: boolean; status: number | null; body: string; told: string[] }> {
     let admitted = false;
+    const told: string[] = [];
     const server = createServer();
     server.on("upgrade", (request, socket) => {
-      admitted = admitUpgrade(policy(), request, socket);
+      admitted = admitUpgrade(policy(), request, socket, (refusal) => told.push(refusal.code));
       if (admitted)
         socket.end(
           "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
@@ -392,12 +393,12 @@ describe("admitUpgrade", () => {
             body += chunk;
           });
           response.on("end", () =>
-            resolveResponse({ admitted, status: response.statusCode ?? null, body }),
+            resolveResponse({ admitted, status: response.statusCode ?? null, body, told }),
           );
         });
         request.on("upgrade", (_response, socket) => {
           socket.destroy();
-          resolveResponse({ admitted, status: 101, body: "" });
+          resolveResponse({ admitted, status: 101, body: "", told });
         });
         request.on("error", rejectResponse);
         request.end();
@@ -414,6 +415,7 @@ describe("admitUpgrade", () => {
       expect(refused.admitted, origin).toBe(false);
       expect(refused.status).toBe(403);
       expect(JSON.parse(refused.body).error.code).toBe("origin_not_allowed");
+      expect(refused.told).toEqual(["origin_not_allowed"]);
     }
     const rebound = await upgrade({
       Host: "attacker.example:7420",

@@ -314,13 +314,14 @@ export function guardOrigin(policy: OriginPolicy): MiddlewareHandler {
 
 /**
  * Checks a WebSocket upgrade as `guardOrigin` checks a request: an upgrade always counts as one
- * that acts, since the page reads and writes the socket. Answers a refused one with 403 and
- * returns false; true when the upgrade may go on.
+ * that acts, since the page reads and writes the socket. Answers a refused one with 403, tells
+ * `onRefused` why (an upgrade passes no request log), and returns false; true when it may go on.
  */
 export function admitUpgrade(
   policy: OriginPolicy,
-  request: { method?: string | undefined; headers: IncomingHttpHeaders },
+  request: { url?: string | undefined; headers: IncomingHttpHeaders },
   socket: Duplex,
+  onRefused?: (refusal: OriginRefusal) => void,
 ): boolean {
   const refusal = policy.refusal({
     // Whatever the method says, a socket both reads and writes.
@@ -330,6 +331,7 @@ export function admitUpgrade(
     fetchSite: single(request.headers["sec-fetch-site"]),
   });
   if (refusal === null) return true;
+  onRefused?.(refusal);
   socket.on("error", () => socket.destroy());
   refuseUpgrade(socket, 403, refusal.code, refusal.message);
   return false;

@@ -82,7 +82,12 @@ export async function startAgent(
     logger: logger.child({ component: "git-watch" }),
   });
   server.on("upgrade", (request, socket, head) => {
-    if (!admitUpgrade(originPolicy, request, socket)) return;
+    const refused = (refusal: { code: string }) =>
+      logger.info(
+        { path: new URL(request.url ?? "/", "http://x").pathname, code: refusal.code },
+        "WebSocket upgrade refused",
+      );
+    if (!admitUpgrade(originPolicy, request, socket, refused)) return;
     if (!gitWatch.handleUpgrade(request, socket, head)) socket.destroy();
   });
   logger.info({ url, root: config.root, auth: config.token !== null }, "workspace agent listening");
