@@ -56,6 +56,12 @@ export async function openBrowser(options: OpenBrowserOptions = {}): Promise<Ope
     ],
     viewport: { width: options.width ?? 1440, height: options.height ?? 900 },
   });
+  // Every Content Security Policy violation becomes a console error, so a suite's "no error in
+  // the page" check covers them, including the ones the browser reports without logging (a
+  // refused eval that the page caught).
+  await context.addInitScript(`document.addEventListener("securitypolicyviolation", (event) => {
+    console.error("Content Security Policy violation: " + event.violatedDirective + " at " + event.sourceFile + ":" + event.lineNumber + ":" + event.columnNumber);
+  });`);
   if (options.token !== undefined) {
     await context.addInitScript(
       `sessionStorage.setItem("deckhand.token", ${JSON.stringify(options.token)});`,

@@ -5,7 +5,8 @@ export const NO_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors '
 
 /**
  * Sets the headers that keep a browser from misusing what the server answers, on every answer:
- * `contentSecurityPolicy` (what a page of the server may load and who may frame it),
+ * `contentSecurityPolicy` (what a page of the server may load and who may frame it; an answer
+ * that set its own, with a nonce say, keeps it),
  * `X-Content-Type-Options: nosniff` (a JSON answer is never run as a script or style),
  * `Referrer-Policy: no-referrer` (no URL of the server leaks to a link's target), `X-Frame-Options:
  * DENY` for browsers that predate `frame-ancestors`, and `Cross-Origin-Resource-Policy` and
@@ -21,15 +22,20 @@ export function securityHeaders(contentSecurityPolicy: string): MiddlewareHandle
     ["Cross-Origin-Resource-Policy", "same-origin"],
     ["Cross-Origin-Opener-Policy", "same-origin"],
   ];
+  const apply = (target: Headers) => {
+    for (const [name, value] of headers) {
+      if (name === "Content-Security-Policy" && target.has(name)) continue;
+      target.set(name, value);
+    }
+  };
   return async (context, next) => {
     await next();
-    let response = context.res;
     try {
-      for (const [name, value] of headers) response.headers.set(name, value);
+      apply(context.res.headers);
     } catch {
       // An answer passed through from fetch (a forwarded upstream's) has immutable headers.
-      response = new Response(response.body, response);
-      for (const [name, value] of headers) response.headers.set(name, value);
+      const response = new Response(context.res.body, context.res);
+      apply(response.headers);
       context.res = response;
     }
   };

@@ -68,6 +68,13 @@ export const WireSubprotocol = {
   bearerPrefix: "bearer.",
 } as const;
 
+/**
+ * What the web UI's build writes where each answer of index.html gets its own CSP nonce: Vite's
+ * `html.cspNonce` puts it on the page's tags and in `<meta property="csp-nonce">`, and the server
+ * replaces it with a fresh random nonce named in that answer's Content-Security-Policy.
+ */
+export const WEB_CSP_NONCE_PLACEHOLDER = "__DECKHAND_CSP_NONCE__";
+
 /** Where the workspace agent listens unless told otherwise. */
 export const AGENT_DEFAULT_LISTEN = "127.0.0.1:7421";
 
