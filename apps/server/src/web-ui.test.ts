@@ -45,7 +45,8 @@ describe("serveWebUi", () => {
       expect(nonce, path).toMatch(/^[A-Za-z0-9+/]{22}==$/);
       expect(html).toContain(`src="/assets/index-abc123.js" nonce="${nonce}"`);
       const policy = response.headers.get("content-security-policy") ?? "";
-      expect(policy).toContain(`style-src 'self' 'nonce-${nonce}'`);
+      expect(policy).toContain(`style-src 'self' 'nonce-${nonce}';`);
+      expect(policy).toContain("style-src-attr 'unsafe-inline'");
       expect(policy).toContain("script-src 'self';");
       expect(policy).toContain("frame-ancestors 'none'");
       // A validator would let the browser reuse a page whose nonce the policy no longer names.

@@ -36,13 +36,18 @@ function isServerPath(path: string): boolean {
  * images, which the editor's styles use), connections to itself (WebSockets included) and nothing
  * else. No inline script can run, so an injected `<script>` or `on…=` attribute is inert; no other
  * site may frame a page (clickjacking), and forms and `<base>` cannot point elsewhere. `nonce`
- * admits the `<style>` elements the page itself adds (the code editor's), marked with it.
+ * admits the `<style>` elements the page itself adds (the code editor's), marked with it; style
+ * attributes are allowed (see below).
  */
 export function webUiContentSecurityPolicy(nonce?: string): string {
   return [
     "default-src 'self'",
     "script-src 'self'",
     nonce === undefined ? "style-src 'self'" : `style-src 'self' 'nonce-${nonce}'`,
+    // Style attributes only: the browser's own editing of the code editor's contenteditable
+    // writes them (a pasted span's colour), and none can load anything, since images and fonts
+    // come only from here. <style> elements still need the nonce.
+    "style-src-attr 'unsafe-inline'",
     "img-src 'self' data:",
     "font-src 'self'",
     "connect-src 'self'",
