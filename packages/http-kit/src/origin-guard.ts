@@ -229,7 +229,7 @@ export class OriginPolicy {
   }
 
   /** Whether a canonical host name is one of this server's. */
-  allowsHostname(hostname: string): boolean {
+  #allowsHostname(hostname: string): boolean {
     if (this.#names.has(hostname)) return true;
     if (isIP(hostname) !== 0) return this.#beyondLoopback || isLoopbackAddress(hostname);
     return this.#suffixes.some(
@@ -244,7 +244,7 @@ export class OriginPolicy {
    */
   refusal(request: GuardedRequest): OriginRefusal | null {
     const host = request.host === undefined ? null : parseHostHeader(request.host);
-    if (request.host !== undefined && (host === null || !this.allowsHostname(host.hostname))) {
+    if (request.host !== undefined && (host === null || !this.#allowsHostname(host.hostname))) {
       return {
         code: "host_not_allowed",
         message: `Host ${echo(request.host)} is not one of this server's names; if you reach the server by that name, ${this.#hostAdvice}`,
