@@ -3,7 +3,7 @@ import react from "@vitejs/plugin-react";
 import { defaultClientConditions, defineConfig, type Plugin } from "vite";
 // The config is loaded before any package is built, so it reads wire's constants from source
 // rather than from @deckhand/wire's dist.
-import { WirePath } from "../../packages/wire/src/constants.ts";
+import { WEB_CSP_NONCE_PLACEHOLDER, WirePath } from "../../packages/wire/src/constants.ts";
 
 /**
  * codemirror-json-schema renders schema descriptions with markdown-it and shiki (about 200 KB
@@ -26,6 +26,10 @@ export default defineConfig({
   plugins: [schemaMarkdownOverMarked(), react()],
   // Workspace packages (@deckhand/wire) are bundled from their TypeScript sources, as tests run them.
   resolve: { conditions: ["source", ...defaultClientConditions] },
+  // The server serves index.html with a fresh nonce in place of this placeholder (on the page's
+  // tags and in <meta property="csp-nonce">), named in its Content-Security-Policy: the one way a
+  // <style> the page adds at run time (the code editor's) is allowed.
+  html: { cspNonce: WEB_CSP_NONCE_PLACEHOLDER },
   build: {
     outDir: "dist",
     emptyOutDir: true,

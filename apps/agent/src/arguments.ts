@@ -11,6 +11,10 @@ Options:
   --dir PATH             workspace root (default: current directory)
   --token TOKEN          bearer token clients must send (default: $${WireEnv.agentToken});
                          required when listening on a non-loopback address
+  --allowed-hosts LIST   more names clients reach the agent by, comma-separated
+                         (.example.com: a domain and every name under it); loopback
+                         names and the listen address always work
+                         (default: $${WireEnv.agentAllowedHosts})
   --max-processes N      running processes allowed at once (default 64)
   --log-level LEVEL      fatal|error|warn|info|debug|silent (default info)
   -h, --help             show this help
@@ -27,6 +31,7 @@ export function parseAgentArguments(argv: string[]): AgentConfigInput & { help: 
         listen: { type: "string" },
         dir: { type: "string" },
         token: { type: "string" },
+        "allowed-hosts": { type: "string" },
         "max-processes": { type: "string" },
         "log-level": { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -36,6 +41,7 @@ export function parseAgentArguments(argv: string[]): AgentConfigInput & { help: 
     if (values.listen !== undefined) input.listen = values.listen;
     if (values.dir !== undefined) input.dir = values.dir;
     if (values.token !== undefined) input.token = values.token;
+    if (values["allowed-hosts"] !== undefined) input.allowedHosts = values["allowed-hosts"];
     if (values["max-processes"] !== undefined) input.maxRunningProcesses = values["max-processes"];
     if (values["log-level"] !== undefined) input.logLevel = values["log-level"];
     return { ...(input as AgentConfigInput), help: values.help ?? false };

@@ -68,7 +68,7 @@ describe("standalone agent bundle", () => {
 
     const started = await fetch(`${agent.url}${WirePath.processes}/start`, {
       method: "POST",
-      headers,
+      headers: { ...headers, "content-type": "application/json" },
       body: JSON.stringify({ command: "echo bundled && pwd" }),
     });
     const { id } = (await started.json()) as { id: string };

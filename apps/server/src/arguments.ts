@@ -5,6 +5,7 @@ import {
   DATABASE_URL_ENV,
   LISTEN_ENV,
   LOG_LEVEL_ENV,
+  PUBLIC_URL_ENV,
   SERVER_DEFAULT_LISTEN,
   type ServerFlags,
 } from "./config.ts";
@@ -22,6 +23,9 @@ Options:
                          on any other address than loopback the API needs
                          $${ADMIN_TOKEN_ENV}, or the admin token the server generates and
                          prints at its first start
+  --public-url URL       the URL people open the server at, when it is not the listen
+                         address (behind a reverse proxy, say); its host is one of the
+                         server's names and its pages may use the API (default $${PUBLIC_URL_ENV})
   --data-dir DIR         database, workspaces and config.json (default $${DATA_DIR_ENV},
                          else ~/.deckhand)
   --database-url URL     use PostgreSQL instead of the embedded database (default $${DATABASE_URL_ENV})
@@ -40,6 +44,7 @@ export function parseServerArguments(argv: string[]): ServerFlags & { help: bool
       allowPositionals: false,
       options: {
         listen: { type: "string" },
+        "public-url": { type: "string" },
         "data-dir": { type: "string" },
         "database-url": { type: "string" },
         "no-agent": { type: "boolean" },
@@ -50,6 +55,7 @@ export function parseServerArguments(argv: string[]): ServerFlags & { help: bool
     });
     const flags: Record<string, unknown> = {};
     if (values.listen !== undefined) flags.listen = values.listen;
+    if (values["public-url"] !== undefined) flags.publicUrl = values["public-url"];
     if (values["data-dir"] !== undefined) flags.dataDir = values["data-dir"];
     if (values["database-url"] !== undefined) flags.databaseUrl = values["database-url"];
     if (values["no-agent"]) flags.workspaceAgent = false;

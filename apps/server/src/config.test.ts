@@ -5,11 +5,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseServerArguments } from "./arguments.ts";
 import {
   ADMIN_TOKEN_ENV,
+  ALLOWED_HOSTS_ENV,
+  ALLOWED_ORIGINS_ENV,
   DATA_DIR_ENV,
   DATABASE_URL_ENV,
   LISTEN_ENV,
   LOG_LEVEL_ENV,
+  PUBLIC_URL_ENV,
   resolveServerConfig,
+  serverOriginPolicy,
 } from "./config.ts";
 import { ServerError } from "./server-error.ts";
 
@@ -402,5 +406,116 @@ describe("resolveServerConfig", () => {
     );
     expect(error.message).toContain(ADMIN_TOKEN_ENV);
     expect(error.message).not.toContain("tiny42");
+  });
+
+  it("reads the public URL from --public-url, then the environment, then config.json", () => {
+    const dir = dataDir({ publicUrl: "https://file.example.com" });
+    expect(resolveServerConfig({ dataDir: dataDir() }, { environment: {} })).toMatchObject({
+      publicUrl: null,
+      allowedHosts: [],
+      allowedOrigins: [],
+    });
+    expect(resolveServerConfig({ dataDir: dir }, { environment: {} }).publicUrl).toBe(
+      "https://file.example.com",
+    );
+    const environment = { [PUBLIC_URL_ENV]: "https://env.example.com:8443/" };
+    expect(resolveServerConfig({ dataDir: dir }, { environment }).publicUrl).toBe(
+      "https://env.example.com:8443",
+    );
+    const { help: _help, ...flags } = parseServerArguments([
+      "--public-url",
+      "http://flag.example.com",
+      "--data-dir",
+      dir,
+    ]);
+    expect(resolveServerConfig(flags, { environment }).publicUrl).toBe("http://flag.example.com");
+  });
+
+  it("refuses a public URL with a path, another scheme or credentials, naming where it came from", () => {
+    for (const value of [
+      "https://x.example.com/deckhand",
+      "ftp://x.example.com",
+      "https://u:p@x",
+      "x.example.com",
+    ]) {
+      const error = configError(() =>
+        resolveServerConfig({ dataDir: dataDir(), publicUrl: value }, { environment: {} }),
+      );
+      expect(error.message).toContain(`--public-url "${value}" is not the http(s) URL people open`);
+    }
+    const fromFile = configError(() =>
+      resolveServerConfig({ dataDir: dataDir({ publicUrl: "https://x/y" }) }, { environment: {} }),
+    );
+    expect(fromFile.message).toContain("publicUrl in config.json");
+  });
+
+  it("reads allowed hosts and origins from the environment (comma-separated) over config.json", () => {
+    const dir = dataDir({
+      allowedHosts: ["deckhand.lan", ".corp.example"],
+      allowedOrigins: ["https://tools.example.com"],
+    });
+    expect(resolveServerConfig({ dataDir: dir }, { environment: {} })).toMatchObject({
+      allowedHosts: ["deckhand.lan", ".corp.example"],
+      allowedOrigins: ["https://tools.example.com"],
+    });
+    const environment = {
+      [ALLOWED_HOSTS_ENV]: " a.example , b.example,",
+      [ALLOWED_ORIGINS_ENV]: "http://localhost:5173",
+    };
+    expect(resolveServerConfig({ dataDir: dir }, { environment })).toMatchObject({
+      allowedHosts: ["a.example", "b.example"],
+      allowedOrigins: ["http://localhost:5173"],
+    });
+  });
+
+  it("names a bad allowed host or origin, in config.json or the environment", () => {
+    const hostError = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ allowedHosts: ["ok.example", "x.example:443"] }) },
+        { environment: {} },
+      ),
+    );
+    expect(hostError.message).toContain(
+      "allowedHosts.1: must be a host name or address without a port",
+    );
+    const originError = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ allowedOrigins: ["https://x/path"] }) },
+        { environment: {} },
+      ),
+    );
+    expect(originError.message).toContain(
+      "allowedOrigins.0: must be an http(s) origin without a path",
+    );
+    const envError = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir() },
+        { environment: { [ALLOWED_ORIGINS_ENV]: "null" } },
+      ),
+    );
+    expect(envError.message).toContain(
+      `${ALLOWED_ORIGINS_ENV} entry "null" must be an http(s) origin`,
+    );
+  });
+
+  it("builds the origin policy from the configuration, naming its settings in refusals", () => {
+    const request = { method: "GET", origin: undefined, fetchSite: undefined };
+    const loopback = serverOriginPolicy(
+      resolveServerConfig({ dataDir: dataDir() }, { environment: {} }),
+    );
+    expect(loopback.refusal({ ...request, host: "127.0.0.1:7420" })).toBeNull();
+    expect(loopback.refusal({ ...request, host: "attacker.example:7420" })?.message).toBe(
+      `Host "attacker.example:7420" is not one of this server's names; if you reach the server by that name, add it to allowedHosts in config.json (or ${ALLOWED_HOSTS_ENV}), or set publicUrl (--public-url) to the URL people open`,
+    );
+    const named = serverOriginPolicy(
+      resolveServerConfig(
+        { dataDir: dataDir({ allowedHosts: [".corp.example"] }), listen: "deckhand.lan:7420" },
+        { environment: { [ADMIN_TOKEN_ENV]: "a".repeat(32) } },
+      ),
+    );
+    for (const host of ["deckhand.lan:7420", "build.corp.example", "192.168.1.20:7420"]) {
+      expect(named.refusal({ ...request, host }), host).toBeNull();
+    }
+    expect(named.refusal({ ...request, host: "attacker.example" })?.code).toBe("host_not_allowed");
   });
 });

@@ -3,7 +3,13 @@ import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
-import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  isLoopbackHost,
+  normalizeHostPattern,
+  normalizeOrigin,
+  OriginPolicy,
+} from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import {
   type SandboxSettings,
@@ -16,7 +22,7 @@ import {
   ModelUpstreamKindSchema,
   WireEnv,
 } from "@deckhand/wire";
-import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
+import { parseListenAddress } from "@deckhand/workspace-agent";
 import { z } from "zod";
 import { ServerError } from "./server-error.ts";
 import { findWebDir } from "./web-ui.ts";
@@ -32,6 +38,10 @@ export const DATABASE_URL_ENV = "DATABASE_URL";
 export const LISTEN_ENV = WireEnv.serverListen;
 export const DATA_DIR_ENV = WireEnv.serverDataDir;
 export const LOG_LEVEL_ENV = WireEnv.serverLogLevel;
+/** Where browsers reach the server, and which other names and origins it answers (config.json over none). */
+export const PUBLIC_URL_ENV = WireEnv.serverPublicUrl;
+export const ALLOWED_HOSTS_ENV = WireEnv.serverAllowedHosts;
+export const ALLOWED_ORIGINS_ENV = WireEnv.serverAllowedOrigins;
 /** The built web UI to serve at `/`, over the one found beside the server (see web-ui.ts). */
 export const WEB_DIR_ENV = "DECKHAND_WEB_DIR";
 export const SERVER_DEFAULT_LISTEN = "127.0.0.1:7420";
@@ -116,11 +126,21 @@ export interface ServerConfig {
   logLevel: ServerLogLevel;
   /** The built web UI served at `/`; null (or absent) serves none. */
   webDir?: string | null;
+  /**
+   * The URL people open the server at when it is not the listen address (a reverse proxy, a
+   * name): its host is one of the server's names and its origin may act on it. Null when unset.
+   */
+  publicUrl: string | null;
+  /** More Host names the server answers to (`.example.com`: that name and every name under it). */
+  allowedHosts: string[];
+  /** More origins whose pages may act on the server, besides its own and the public URL's. */
+  allowedOrigins: string[];
 }
 
 /** What flags say; everything optional. */
 export const ServerFlagsSchema = z.strictObject({
   listen: z.string().min(1).optional(),
+  publicUrl: z.string().min(1).optional(),
   dataDir: z.string().min(1).optional(),
   databaseUrl: z.string().min(1).optional(),
   workspaceAgent: z.boolean().optional(),
@@ -154,9 +174,30 @@ const AgentEnvironmentFileSchema = z.strictObject({
     .optional(),
 });
 
+/** A host name, an address, or `.domain` for that name and every name under it. */
+const AllowedHostSchema = z
+  .string()
+  .refine(
+    (entry) => normalizeHostPattern(entry) !== null,
+    "must be a host name or address without a port, or .example.com for a domain and every name under it",
+  );
+/** A browser origin: scheme, host and port, no path. */
+const AllowedOriginSchema = z
+  .string()
+  .refine(
+    (entry) => normalizeOrigin(entry) !== null,
+    "must be an http(s) origin without a path, such as https://tools.example.com",
+  );
+
 /** `<data-dir>/config.json`. */
 export const ServerConfigFileSchema = z.strictObject({
   listen: z.string().min(1).optional(),
+  /** The URL people open the server at, when it is not the listen address (see Browser access). */
+  publicUrl: z.string().min(1).optional(),
+  /** More Host names the server answers to; `.example.com` is that name and every name under it. */
+  allowedHosts: z.array(AllowedHostSchema).optional(),
+  /** More origins whose pages may act on the server (`https://tools.example.com`). */
+  allowedOrigins: z.array(AllowedOriginSchema).optional(),
   databaseUrl: z.string().min(1).optional(),
   workspaceAgent: z.boolean().optional(),
   logLevel: z.enum(LOG_LEVELS).optional(),
@@ -221,6 +262,7 @@ export type ServerConfigFile = z.infer<typeof ServerConfigFileSchema>;
 
 const flagName: Record<string, string> = {
   listen: "--listen",
+  publicUrl: "--public-url",
   dataDir: "--data-dir",
   databaseUrl: "--database-url",
   workspaceAgent: "--no-agent",
@@ -275,6 +317,64 @@ function firstSet(candidates: [string | undefined, string][]): [string, string] 
   return found as [string, string];
 }
 
+/**
+ * The public URL as the server uses it (`https://deckhand.example.com`): an http(s) URL without
+ * path, query or fragment, since Deckhand is served at the root of its URL.
+ */
+function checkPublicUrl(value: string, source: string): string {
+  const url = URL.canParse(value) ? new URL(value) : null;
+  if (
+    url === null ||
+    !/^https?:$/.test(url.protocol) ||
+    url.pathname !== "/" ||
+    url.search !== "" ||
+    url.hash !== "" ||
+    url.username !== "" ||
+    url.password !== ""
+  ) {
+    throw new ServerError(
+      "invalid_config",
+      `${source} "${value}" is not the http(s) URL people open the server at; give the scheme, host and port only (Deckhand is served at the root), for example https://deckhand.example.com`,
+    );
+  }
+  return url.origin;
+}
+
+/** A comma-separated list from the environment, each entry checked with `schema`. */
+function listFromEnvironment(value: string, name: string, schema: z.ZodType<string>): string[] {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  for (const entry of entries) {
+    const parsed = schema.safeParse(entry);
+    if (!parsed.success) {
+      throw new ServerError(
+        "invalid_config",
+        `${name} entry "${entry}" ${parsed.error.issues[0]?.message ?? "is not valid"}`,
+      );
+    }
+  }
+  return entries;
+}
+
+/**
+ * Which Host names the server answers and which browser origins may act on it (see
+ * docs/operations/server.md#browser-access), with refusals that name these settings.
+ */
+export function serverOriginPolicy(
+  config: Pick<ServerConfig, "host" | "publicUrl" | "allowedHosts" | "allowedOrigins">,
+): OriginPolicy {
+  return new OriginPolicy({
+    listenHost: config.host,
+    publicUrl: config.publicUrl,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    hostAdvice: `add it to allowedHosts in ${CONFIG_FILE_NAME} (or ${ALLOWED_HOSTS_ENV}), or set publicUrl (--public-url) to the URL people open`,
+    originAdvice: `add it to allowedOrigins in ${CONFIG_FILE_NAME} (or ${ALLOWED_ORIGINS_ENV})`,
+  });
+}
+
 export interface ResolveServerConfigOptions {
   environment?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -327,6 +427,18 @@ export function resolveServerConfig(
       { cause: error },
     );
   }
+
+  const publicUrlFromEnv = fromEnv(PUBLIC_URL_ENV);
+  const publicUrl =
+    input.publicUrl !== undefined
+      ? checkPublicUrl(input.publicUrl, "--public-url")
+      : publicUrlFromEnv !== undefined
+        ? checkPublicUrl(publicUrlFromEnv, PUBLIC_URL_ENV)
+        : file.publicUrl !== undefined
+          ? checkPublicUrl(file.publicUrl, `publicUrl in ${CONFIG_FILE_NAME}`)
+          : null;
+  const allowedHostsFromEnv = fromEnv(ALLOWED_HOSTS_ENV);
+  const allowedOriginsFromEnv = fromEnv(ALLOWED_ORIGINS_ENV);
 
   const envLogLevel = fromEnv(LOG_LEVEL_ENV);
   if (envLogLevel !== undefined && !isLogLevel(envLogLevel)) {
@@ -420,5 +532,14 @@ export function resolveServerConfig(
     webDir: fromEnv(WEB_DIR_ENV)
       ? resolve(options.cwd ?? process.cwd(), fromEnv(WEB_DIR_ENV)!)
       : findWebDir(),
+    publicUrl,
+    allowedHosts:
+      allowedHostsFromEnv !== undefined
+        ? listFromEnvironment(allowedHostsFromEnv, ALLOWED_HOSTS_ENV, AllowedHostSchema)
+        : (file.allowedHosts ?? []),
+    allowedOrigins:
+      allowedOriginsFromEnv !== undefined
+        ? listFromEnvironment(allowedOriginsFromEnv, ALLOWED_ORIGINS_ENV, AllowedOriginSchema)
+        : (file.allowedOrigins ?? []),
   };
 }

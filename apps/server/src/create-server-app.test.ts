@@ -13,6 +13,7 @@ import { Hono } from "hono";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiTokenStore } from "./api-tokens.ts";
+import { serverOriginPolicy } from "./config.ts";
 import {
   createServerApp,
   MODEL_PROXY_MAX_BODY_BYTES,
@@ -41,6 +42,12 @@ afterAll(async () => {
 function app(overrides: Partial<ServerAppOptions> = {}): Hono {
   return createServerApp({
     database,
+    originPolicy: serverOriginPolicy({
+      host: "127.0.0.1",
+      publicUrl: null,
+      allowedHosts: [],
+      allowedOrigins: [],
+    }),
     requireAuth: overrides.adminToken !== undefined && overrides.adminToken !== null,
     adminToken: null,
     sessions: new SessionService({

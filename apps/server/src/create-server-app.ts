@@ -6,10 +6,13 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   type ErrorHandlingOptions,
   errorResponse,
+  guardOrigin,
   HttpError,
   installErrorHandling,
   limitBody,
   logRequests,
+  type OriginPolicy,
+  securityHeaders,
 } from "@deckhand/http-kit";
 import {
   createModelProxy,
@@ -32,10 +35,15 @@ import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { type ServerDirectory, withoutServerPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
-import { serveWebUi } from "./web-ui.ts";
+import { serveWebUi, WEB_UI_CONTENT_SECURITY_POLICY } from "./web-ui.ts";
 
 export interface ServerAppOptions {
   database: DbHandle;
+  /**
+   * Which Host names the server answers and which browser origins may act on it; checked before
+   * anything else on every route (the UI and the model proxy included).
+   */
+  originPolicy: OriginPolicy;
   /**
    * Whether /api requests need a bearer token: the admin token or a live API token. False
    * leaves the API open, which only a loopback listener may do.
@@ -118,7 +126,12 @@ export function createServerApp(options: ServerAppOptions): Hono {
     errorResponse(context, batchesErrorToHttp(sessionsErrorToHttp(error)), errorHandling),
   );
 
+  // Outermost, so a refusal gets them too: what a page of the server may load, and nosniff.
+  app.use(securityHeaders(WEB_UI_CONTENT_SECURITY_POLICY));
   app.use(logRequests((entry) => logger.info(entry, "request")));
+  // First of all checks: a rebinding page or another site's page gets nothing, and no body of
+  // theirs is read. Curl, the CLI and agents send no Origin and are let through.
+  app.use(guardOrigin(options.originPolicy));
   // Before authentication too: an unauthenticated client must not make the server buffer a
   // body of any size either.
   app.use(

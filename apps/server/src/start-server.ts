@@ -17,7 +17,7 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
-import { listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
+import { admitUpgrade, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import {
   batchJobModelProviderAccess,
   DbModelTokenStore,
@@ -57,7 +57,7 @@ import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
-import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
+import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
@@ -424,9 +424,11 @@ export async function startServer(
     let workerStopped = false;
     let worker: TaskWorker | null = null;
     let batchWorker: BatchWorker | null = null;
+    const originPolicy = serverOriginPolicy(config);
     const app = createServerApp({
       serverPaths: serverPaths(config.dataDir),
       database,
+      originPolicy,
       requireAuth: config.requireAuth,
       sessions,
       apiTokens,
@@ -496,6 +498,14 @@ export async function startServer(
       check: async () => {},
     });
     server.on("upgrade", (request, socket, head) => {
+      // The streams carry transcripts and run logs: a page of another origin (or a rebinding
+      // one) must not open one, whatever token it may hold.
+      const refused = (refusal: { code: string }) =>
+        logger.info(
+          { path: new URL(request.url ?? "/", "http://x").pathname, code: refusal.code },
+          "WebSocket upgrade refused",
+        );
+      if (!admitUpgrade(originPolicy, request, socket, refused)) return;
       if (
         !streams.handleUpgrade(request, socket, head) &&
         !runStreams.handleUpgrade(request, socket, head) &&

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ServerPath, WirePath } from "@deckhand/wire";
+import { ServerPath, WEB_CSP_NONCE_PLACEHOLDER, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { serveWebUi } from "./web-ui.ts";
@@ -12,7 +12,10 @@ let app: Hono;
 beforeEach(() => {
   webDir = mkdtempSync(join(tmpdir(), "deckhand-web-ui-"));
   mkdirSync(join(webDir, "assets"));
-  writeFileSync(join(webDir, "index.html"), "<!doctype html><title>Deckhand</title>");
+  writeFileSync(
+    join(webDir, "index.html"),
+    `<!doctype html><title>Deckhand</title><meta property="csp-nonce" nonce="${WEB_CSP_NONCE_PLACEHOLDER}"><script type="module" src="/assets/index-abc123.js" nonce="${WEB_CSP_NONCE_PLACEHOLDER}"></script>`,
+  );
   writeFileSync(join(webDir, "assets/index-abc123.js"), "console.log(1)");
   writeFileSync(join(webDir, "assets/index-abc123.css"), "body{}");
   writeFileSync(join(webDir, "favicon.svg"), "<svg/>");
@@ -30,6 +33,28 @@ describe("serveWebUi", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/html");
     expect(response.headers.get("cache-control")).toBe("no-cache");
+  });
+
+  it("gives every answer of the page a fresh nonce, in its tags and in its policy", async () => {
+    const nonces: string[] = [];
+    for (const path of ["/", "/index.html", "/sessions/x"]) {
+      const response = await app.request(path);
+      const html = await response.text();
+      expect(html).not.toContain(WEB_CSP_NONCE_PLACEHOLDER);
+      const nonce = /<meta property="csp-nonce" nonce="([^"]+)">/.exec(html)?.[1];
+      expect(nonce, path).toMatch(/^[A-Za-z0-9+/]{22}==$/);
+      expect(html).toContain(`src="/assets/index-abc123.js" nonce="${nonce}"`);
+      const policy = response.headers.get("content-security-policy") ?? "";
+      expect(policy).toContain(`style-src 'self' 'nonce-${nonce}';`);
+      expect(policy).toContain("style-src-attr 'unsafe-inline'");
+      expect(policy).toContain("script-src 'self';");
+      expect(policy).toContain("frame-ancestors 'none'");
+      // A validator would let the browser reuse a page whose nonce the policy no longer names.
+      expect(response.headers.get("etag")).toBeNull();
+      expect(response.headers.get("last-modified")).toBeNull();
+      nonces.push(nonce!);
+    }
+    expect(new Set(nonces).size).toBe(3);
   });
 
   it("serves hashed assets with their content type as immutable", async () => {

@@ -74,6 +74,9 @@ describe("the status map", () => {
       body_too_large: 413,
       uri_too_long: 414,
       headers_too_large: 431,
+      host_not_allowed: 403,
+      origin_not_allowed: 403,
+      unsupported_media_type: 415,
       internal: 500,
     });
   });
@@ -81,7 +84,7 @@ describe("the status map", () => {
   it("allows a code only its own status and the precise ones listed for it", () => {
     expect(isHttpStatusOf("conflict", 409)).toBe(true);
     expect(isHttpStatusOf("conflict", 412)).toBe(true);
-    expect(isHttpStatusOf("invalid_request", 415)).toBe(true);
+    expect(isHttpStatusOf("invalid_request", 415)).toBe(false);
     expect(isHttpStatusOf("invalid_request", 426)).toBe(true);
     expect(isHttpStatusOf("conflict", 400)).toBe(false);
     expect(isHttpStatusOf("not_found", 410)).toBe(false);

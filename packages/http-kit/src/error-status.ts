@@ -9,13 +9,13 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
  *
  * The first status is the code's status (`httpStatusOf`). Any further one is a more precise status
  * HTTP has for the same meaning, which a handler may pick where it applies, because clients and
- * proxies act on it: 415 for a body in the wrong media type and 426 for a plain request to a
- * WebSocket endpoint (both `invalid_request`), 412 for a failed `If-Match` (`conflict`), 503 for
- * an agent that is shutting down and 400 for a watch path the file system refuses (`internal`).
+ * proxies act on it: 426 for a plain request to a WebSocket endpoint (`invalid_request`), 412 for
+ * a failed `If-Match` (`conflict`), 503 for an agent that is shutting down and 400 for a watch
+ * path the file system refuses (`internal`).
  */
 export const ERROR_CODE_HTTP_STATUSES = {
   invalid_json: [400],
-  invalid_request: [400, 415, 426],
+  invalid_request: [400, 426],
   unauthorized: [401],
   not_found: [404],
   conflict: [409, 412],
@@ -30,6 +30,9 @@ export const ERROR_CODE_HTTP_STATUSES = {
   body_too_large: [413],
   uri_too_long: [414],
   headers_too_large: [431],
+  host_not_allowed: [403],
+  origin_not_allowed: [403],
+  unsupported_media_type: [415],
   internal: [500, 503, 400],
 } as const satisfies Record<ErrorCode, readonly [ContentfulStatusCode, ...ContentfulStatusCode[]]>;
 

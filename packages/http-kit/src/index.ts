@@ -14,7 +14,19 @@ export {
 export { HttpError } from "./http-error.ts";
 export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
 export { type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";
+export {
+  admitUpgrade,
+  type GuardedRequest,
+  guardOrigin,
+  isLoopbackHost,
+  normalizeHostPattern,
+  normalizeOrigin,
+  OriginPolicy,
+  type OriginPolicyOptions,
+  type OriginRefusal,
+} from "./origin-guard.ts";
 export { logRequests, type RequestLogEntry } from "./request-log.ts";
+export { NO_CONTENT_SECURITY_POLICY, securityHeaders } from "./security-headers.ts";
 export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
 export {
   describeZodError,

@@ -45,7 +45,11 @@ function app() {
 
 describe("http-kit", () => {
   it("answers invalid JSON with 400 invalid_json", async () => {
-    const response = await app().application.request("/body", { method: "POST", body: "{" });
+    const response = await app().application.request("/body", {
+      method: "POST",
+      body: "{",
+      headers: { "content-type": "application/json" },
+    });
     expect(response.status).toBe(400);
     const body = (await response.json()) as ErrorResponse;
     expect(body.error.code).toBe("invalid_json");
@@ -56,12 +60,73 @@ describe("http-kit", () => {
     const response = await app().application.request("/body", {
       method: "POST",
       body: JSON.stringify({ name: "", extra: 1 }),
+      headers: { "content-type": "application/json; charset=utf-8" },
     });
     expect(response.status).toBe(400);
     const body = (await response.json()) as ErrorResponse;
     expect(body.error.code).toBe("invalid_request");
     expect(body.error.message).toContain("name: ");
     expect(body.error.message).toContain('Unrecognized key: "extra"');
+  });
+
+  it("refuses a JSON body sent as anything but application/json with 415, as a page's simple request is", async () => {
+    // The three media types a page may send across origins without a preflight, and none.
+    for (const type of [
+      "text/plain;charset=UTF-8",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      undefined,
+    ]) {
+      const response = await app().application.request("/body", {
+        method: "POST",
+        body: new TextEncoder().encode(JSON.stringify({ name: "a" })),
+        ...(type !== undefined ? { headers: { "content-type": type } } : {}),
+      });
+      expect(response.status, String(type)).toBe(415);
+      const body = (await response.json()) as ErrorResponse;
+      expect(body.error.code).toBe("unsupported_media_type");
+      expect(body.error.message).toContain('"Content-Type: application/json"');
+    }
+    const typed = await app().application.request("/body", {
+      method: "POST",
+      body: JSON.stringify({ name: "a" }),
+      headers: { "Content-Type": "Application/JSON; charset=utf-8" },
+    });
+    expect(typed.status).toBe(200);
+  });
+
+  it("takes an empty body as {} where a route allows it, whatever its type, and other types where a route names them", async () => {
+    const application = new Hono();
+    installErrorHandling(application);
+    application.post("/optional", async (context) =>
+      context.json({ value: await readJsonBody(context, { allowEmpty: true }) }),
+    );
+    application.patch("/merge", async (context) =>
+      context.json({
+        value: await readJsonBody(context, {
+          mediaTypes: ["application/merge-patch+json", "application/json"],
+        }),
+      }),
+    );
+    const empty = await application.request("/optional", { method: "POST", body: "" });
+    expect(await empty.json()).toEqual({ value: {} });
+    const untypedBody = await application.request("/optional", { method: "POST", body: "{}" });
+    expect(untypedBody.status).toBe(415);
+    const merge = await application.request("/merge", {
+      method: "PATCH",
+      body: '{"a":null}',
+      headers: { "content-type": "application/merge-patch+json" },
+    });
+    expect(await merge.json()).toEqual({ value: { a: null } });
+    const plain = await application.request("/merge", {
+      method: "PATCH",
+      body: "{}",
+      headers: { "content-type": "text/plain" },
+    });
+    expect(plain.status).toBe(415);
+    expect(((await plain.json()) as ErrorResponse).error.message).toBe(
+      'send the body as JSON with "Content-Type: application/merge-patch+json" or "Content-Type: application/json", not as text/plain',
+    );
   });
 
   it("validates query parameters", async () => {

@@ -137,17 +137,41 @@ export function refuseUnusableText(value: unknown, where: string): void {
   }
 }
 
+/** The media type a JSON body is sent as unless a route takes others too. */
+export const JSON_MEDIA_TYPE = "application/json";
+
+/** A Content-Type header's media type, lower case and without parameters ("" when none). */
+export function mediaTypeOf(header: string | undefined): string {
+  return (header ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
 /**
- * Reads a JSON request body for any route, validated or not: 400 `invalid_json` when it does not
- * parse or nests deeper than `MAX_JSON_DEPTH`, 400 `invalid_request` when a string in it cannot be
- * stored. `allowEmpty` makes an empty body `{}`.
+ * Reads a JSON request body for any route, validated or not: 415 `unsupported_media_type` unless
+ * it is sent as one of `mediaTypes` (`application/json` by default), 400 `invalid_json` when it
+ * does not parse or nests deeper than `MAX_JSON_DEPTH`, 400 `invalid_request` when a string in
+ * it cannot be stored. `allowEmpty` makes an empty body `{}`, whatever its Content-Type says.
+ *
+ * The media type is what keeps a web page from sending a body at all: a browser sends a
+ * cross-origin request without asking the server first (CORS preflight) only as text/plain,
+ * form data or a URL-encoded form, so a body the server reads as JSON must not be one of those.
  */
 export async function readJsonBody(
   context: Context,
-  options: { allowEmpty?: boolean } = {},
+  options: { allowEmpty?: boolean; mediaTypes?: readonly string[] } = {},
 ): Promise<unknown> {
+  // Read in full first (the body limit bounds it): an answer sent while the body is unread can
+  // reach the client as a connection reset instead.
   const text = await context.req.text();
   if (options.allowEmpty && text.trim() === "") return {};
+  const accepted = options.mediaTypes ?? [JSON_MEDIA_TYPE];
+  const type = mediaTypeOf(context.req.header("content-type"));
+  if (!accepted.includes(type)) {
+    throw new HttpError(
+      415,
+      "unsupported_media_type",
+      `send the body as JSON with "Content-Type: ${accepted.join('" or "Content-Type: ')}", not ${type === "" ? "without a Content-Type" : `as ${type}`}`,
+    );
+  }
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
     throw new HttpError(
       400,

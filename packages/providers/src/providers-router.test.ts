@@ -121,7 +121,7 @@ describe("the providers router", () => {
     const text = await patch(app, "{}", { "Content-Type": "text/plain" });
     expect(text.status).toBe(415);
     expect(await errorOf(text)).toMatchObject({
-      code: "invalid_request",
+      code: "unsupported_media_type",
       message: expect.stringContaining("application/merge-patch+json"),
     });
     const untyped = await app.request(`${base}/config`, { method: "PATCH", body: "{}" });
@@ -149,14 +149,24 @@ describe("the providers router", () => {
     const unknown = await app.request(`${base}/refresh`, {
       method: "POST",
       body: JSON.stringify({ ids: ["nope"] }),
+      headers: { "Content-Type": "application/json" },
     });
     expect(unknown.status).toBe(404);
     expect(await errorOf(unknown)).toMatchObject({ code: "not_found" });
     const bogus = await app.request(`${base}/refresh`, {
       method: "POST",
       body: JSON.stringify({ id: "codex" }),
+      headers: { "Content-Type": "application/json" },
     });
     expect(bogus.status).toBe(400);
+    // A body a page could send across origins without asking (text/plain) is not read.
+    const simple = await app.request(`${base}/refresh`, {
+      method: "POST",
+      body: JSON.stringify({ ids: ["codex"], force: true }),
+      headers: { "Content-Type": "text/plain" },
+    });
+    expect(simple.status).toBe(415);
+    expect(await errorOf(simple)).toMatchObject({ code: "unsupported_media_type" });
   });
 
   it("answers a diagnostic as plain text, and 404 for an unknown provider", async () => {

@@ -87,15 +87,9 @@ export function createProvidersRouter(
   });
 
   app.patch("/config", async (context) => {
-    const type = (context.req.header("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
-    if (!PATCH_TYPES.includes(type)) {
-      throw new HttpError(
-        415,
-        "invalid_request",
-        `send the patch as ${PATCH_TYPES.join(" or ")}, not ${type === "" ? "no Content-Type" : type}`,
-      );
-    }
-    const parsed = ProvidersConfigPatchSchema.safeParse(await readJsonBody(context));
+    const parsed = ProvidersConfigPatchSchema.safeParse(
+      await readJsonBody(context, { mediaTypes: PATCH_TYPES }),
+    );
     if (!parsed.success) {
       throw new HttpError(
         400,

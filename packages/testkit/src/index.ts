@@ -132,6 +132,13 @@ export {
 export { sseEvent } from "./fake-model/sse-event.ts";
 // Temporary git repositories and the session-stream client for server tests.
 export { createTempRepository, gitIn, type TempRepository } from "./git/temp-repository.ts";
+// Requests with the headers fetch will not set (Host, Origin on upgrades), for the origin guard.
+export {
+  type RawResponse,
+  rawRequest,
+  tryWebSocket,
+  type UpgradeOutcome,
+} from "./http/raw-request.ts";
 // A PostgreSQL database of its own per test, on the server DATABASE_URL names.
 export {
   createPostgresTestDatabase,

@@ -23,6 +23,14 @@ export const WireEnv = {
   serverDataDir: "DECKHAND_DATA_DIR",
   /** The server's log level when `--log-level` is not given. */
   serverLogLevel: "DECKHAND_LOG_LEVEL",
+  /** The URL people open the server at, when `--public-url` is not given (behind a proxy, say). */
+  serverPublicUrl: "DECKHAND_PUBLIC_URL",
+  /** More Host names the server answers to, comma-separated, over `allowedHosts` in config.json. */
+  serverAllowedHosts: "DECKHAND_ALLOWED_HOSTS",
+  /** More origins whose pages may act on the server, comma-separated, over `allowedOrigins`. */
+  serverAllowedOrigins: "DECKHAND_ALLOWED_ORIGINS",
+  /** More Host names the workspace agent answers to, comma-separated, when `--allowed-hosts` is not given. */
+  agentAllowedHosts: "DECKHAND_AGENT_ALLOWED_HOSTS",
 } as const;
 
 /** HTTP headers. */
@@ -59,6 +67,13 @@ export const WireSubprotocol = {
   gitWatch: "deckhand.git-watch.v1",
   bearerPrefix: "bearer.",
 } as const;
+
+/**
+ * What the web UI's build writes where each answer of index.html gets its own CSP nonce: Vite's
+ * `html.cspNonce` puts it on the page's tags and in `<meta property="csp-nonce">`, and the server
+ * replaces it with a fresh random nonce named in that answer's Content-Security-Policy.
+ */
+export const WEB_CSP_NONCE_PLACEHOLDER = "__DECKHAND_CSP_NONCE__";
 
 /** Where the workspace agent listens unless told otherwise. */
 export const AGENT_DEFAULT_LISTEN = "127.0.0.1:7421";

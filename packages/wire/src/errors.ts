@@ -18,6 +18,12 @@ export const ErrorCodeSchema = z.enum([
   "body_too_large",
   "uri_too_long",
   "headers_too_large",
+  /** The request's Host is not one of the server's names (a DNS-rebinding page, or a missing setting). */
+  "host_not_allowed",
+  /** A browser request from another origin (or `Origin: null`): another site's page, not the UI. */
+  "origin_not_allowed",
+  /** A body a route reads as JSON was not sent as JSON (`Content-Type: application/json`). */
+  "unsupported_media_type",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;

@@ -85,6 +85,7 @@ export {
 export {
   AGENT_DEFAULT_LISTEN,
   ProcessLimits,
+  WEB_CSP_NONCE_PLACEHOLDER,
   WireEnv,
   WireHeader,
   WirePath,

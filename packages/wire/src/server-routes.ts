@@ -91,7 +91,7 @@ export interface ServerRoute {
     description: string;
     contentType?: string;
   };
-  /** Error statuses this route answers besides 401 and 500, with why. */
+  /** Error statuses this route answers besides 401, 403, 500 (and 415 with a body), with why. */
   errors?: Record<number, string>;
   /** A WebSocket upgrade: the success schema describes each frame. */
   websocket?: boolean;
@@ -500,7 +500,7 @@ export const serverRoutes = [
     errors: {
       400: "not a JSON object, or the result is invalid",
       412: "If-Match names another version of the file (compared strongly: a weak tag never matches)",
-      415: "not sent as application/merge-patch+json or application/json",
+      415: "unsupported_media_type: not sent as application/merge-patch+json or application/json",
     },
   },
   {
@@ -753,6 +753,19 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           : {}),
       },
       "401": { description: "missing or wrong bearer token", ...errorBody },
+      "403": {
+        description:
+          "host_not_allowed: the Host is not one of the server's names; origin_not_allowed: a browser request from another origin",
+        ...errorBody,
+      },
+      ...(route.body
+        ? {
+            "415": {
+              description: "unsupported_media_type: the body is not sent as application/json",
+              ...errorBody,
+            },
+          }
+        : {}),
       "500": { description: "unexpected failure (details are in the server log)", ...errorBody },
     };
     for (const [status, description] of Object.entries(route.errors ?? {})) {

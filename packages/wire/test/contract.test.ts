@@ -33,6 +33,10 @@ describe("contract parity", () => {
       serverListen: "DECKHAND_LISTEN",
       serverDataDir: "DECKHAND_DATA_DIR",
       serverLogLevel: "DECKHAND_LOG_LEVEL",
+      serverPublicUrl: "DECKHAND_PUBLIC_URL",
+      serverAllowedHosts: "DECKHAND_ALLOWED_HOSTS",
+      serverAllowedOrigins: "DECKHAND_ALLOWED_ORIGINS",
+      agentAllowedHosts: "DECKHAND_AGENT_ALLOWED_HOSTS",
     });
     expect(WireHeader.jobId).toBe("Deckhand-Job-Id");
     expect(WireHeader.chatId).toBe("Deckhand-Chat-Id");

@@ -53,6 +53,24 @@ describe("agent configuration", () => {
     );
   });
 
+  it("takes more Host names from --allowed-hosts, else the environment, and names a bad one", () => {
+    expect(resolveAgentConfig({}, {}, workspace).allowedHosts).toEqual([]);
+    const environment = { [WireEnv.agentAllowedHosts]: "buildbox.lan, .corp.example" };
+    expect(resolveAgentConfig({}, environment, workspace).allowedHosts).toEqual([
+      "buildbox.lan",
+      ".corp.example",
+    ]);
+    expect(
+      resolveAgentConfig({ allowedHosts: "flag.lan" }, environment, workspace).allowedHosts,
+    ).toEqual(["flag.lan"]);
+    expect(() => resolveAgentConfig({ allowedHosts: "ok.lan,http://x" }, {}, workspace)).toThrow(
+      '--allowed-hosts entry "http://x" is not a host name or address',
+    );
+    expect(() =>
+      resolveAgentConfig({}, { [WireEnv.agentAllowedHosts]: "x:80" }, workspace),
+    ).toThrow(`${WireEnv.agentAllowedHosts} entry "x:80" is not a host name or address`);
+  });
+
   it("rejects an empty token", () => {
     expect(() => resolveAgentConfig({ token: "" }, {}, workspace)).toThrow(/token is empty/);
   });

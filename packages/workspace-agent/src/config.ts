@@ -1,10 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { isLoopbackHost, normalizeHostPattern } from "@deckhand/http-kit";
 import { AGENT_DEFAULT_LISTEN, WireEnv } from "@deckhand/wire";
 import { z } from "zod";
 import { AgentError } from "./agent-error.ts";
-
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 
 export interface AgentConfig {
   host: string;
@@ -20,6 +19,11 @@ export interface AgentConfig {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "silent";
   /** The largest request body accepted (413 beyond it); 10 MiB when absent. */
   maxRequestBodyBytes?: number;
+  /**
+   * More Host names the agent answers to besides loopback ones and its listen address (a
+   * `.domain` entry: that name and every name under it); none when absent.
+   */
+  allowedHosts?: string[];
 }
 
 /** What a caller may say; everything optional, defaults filled by `resolveAgentConfig`. */
@@ -27,6 +31,8 @@ export const AgentConfigInputSchema = z.strictObject({
   listen: z.string().optional(),
   dir: z.string().optional(),
   token: z.string().optional(),
+  /** Comma-separated, as `--allowed-hosts` and the environment give it. */
+  allowedHosts: z.string().optional(),
   maxRunningProcesses: z.coerce.number().int().min(1).max(10_000).optional(),
   terminateGraceMs: z.coerce.number().int().min(0).optional(),
   shutdownGraceMs: z.coerce.number().int().min(0).optional(),
@@ -46,10 +52,6 @@ export function parseListenAddress(listen: string): { host: string; port: number
   }
   const host = match[1]!.startsWith("[") ? match[1]!.slice(1, -1) : match[1]!;
   return { host, port };
-}
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**
@@ -88,11 +90,25 @@ export function resolveAgentConfig(
       `refusing to listen on ${host} without a token: anyone who can reach it could run commands. Set ${WireEnv.agentToken} (or --token), or listen on 127.0.0.1`,
     );
   }
+  const allowedHostsSource =
+    options.allowedHosts !== undefined ? "--allowed-hosts" : WireEnv.agentAllowedHosts;
+  const allowedHosts = (options.allowedHosts ?? environment[WireEnv.agentAllowedHosts] ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  const badHost = allowedHosts.find((entry) => normalizeHostPattern(entry) === null);
+  if (badHost !== undefined) {
+    throw new AgentError(
+      "invalid_config",
+      `${allowedHostsSource} entry "${badHost}" is not a host name or address; give names without a port, comma-separated (.example.com for a domain and every name under it)`,
+    );
+  }
   return {
     host,
     port,
     root: isAbsolute(root) ? root : resolve(root),
     token,
+    allowedHosts,
     maxRunningProcesses: options.maxRunningProcesses ?? 64,
     terminateGraceMs: options.terminateGraceMs ?? 5_000,
     shutdownGraceMs: options.shutdownGraceMs ?? 5_000,

@@ -3,11 +3,10 @@ export {
   type AgentConfig,
   type AgentConfigInput,
   AgentConfigInputSchema,
-  isLoopbackHost,
   parseListenAddress,
   resolveAgentConfig,
 } from "./config.ts";
-export { type AgentAppOptions, createAgentApp } from "./create-agent-app.ts";
+export { type AgentAppOptions, agentOriginPolicy, createAgentApp } from "./create-agent-app.ts";
 export {
   GitWatchClientError,
   type WatchGitOptions,

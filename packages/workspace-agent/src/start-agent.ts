@@ -1,4 +1,4 @@
-import { listen } from "@deckhand/http-kit";
+import { admitUpgrade, listen } from "@deckhand/http-kit";
 import { ProcessManager } from "@deckhand/process-manager";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import { agentEnvironment, agentEnvironmentPolicy } from "@deckhand/secrets";
@@ -6,7 +6,7 @@ import { WorkspaceFiles } from "@deckhand/workspace-files";
 import pino, { type Logger } from "pino";
 import { AgentError } from "./agent-error.ts";
 import type { AgentConfig } from "./config.ts";
-import { createAgentApp } from "./create-agent-app.ts";
+import { agentOriginPolicy, createAgentApp } from "./create-agent-app.ts";
 import { GitWatchSocket } from "./git-watch-socket.ts";
 import { workspaceProcessProfile } from "./sandbox-profile.ts";
 
@@ -61,7 +61,9 @@ export async function startAgent(
     onWarning: (message, details) => logger.warn({ details }, message),
   });
   const files = new WorkspaceFiles({ root: config.root });
+  const originPolicy = agentOriginPolicy(config);
   const app = createAgentApp({
+    originPolicy,
     root: config.root,
     token: config.token,
     processes,
@@ -89,6 +91,12 @@ export async function startAgent(
     logger: logger.child({ component: "git-watch" }),
   });
   server.on("upgrade", (request, socket, head) => {
+    const refused = (refusal: { code: string }) =>
+      logger.info(
+        { path: new URL(request.url ?? "/", "http://x").pathname, code: refusal.code },
+        "WebSocket upgrade refused",
+      );
+    if (!admitUpgrade(originPolicy, request, socket, refused)) return;
     if (!gitWatch.handleUpgrade(request, socket, head)) socket.destroy();
   });
   logger.info({ url, root: config.root, auth: config.token !== null }, "workspace agent listening");

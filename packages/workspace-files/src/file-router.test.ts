@@ -201,6 +201,7 @@ describe("file router", () => {
     const response = await failing.request(`${WirePath.files}/read`, {
       method: "POST",
       body: JSON.stringify({ path: "a" }),
+      headers: { "content-type": "application/json" },
     });
     expect(response.status).toBe(500);
     expect(await response.text()).not.toContain("private detail");

@@ -92,6 +92,11 @@ export interface SpecEditorProps {
   onDiagnostics(diagnostics: BatchSpecDiagnostic[], source: string): void;
 }
 
+/** The nonce of this page's Content Security Policy, which the server wrote into index.html. */
+function pageNonce(): string {
+  return document.querySelector<HTMLMetaElement>('meta[property="csp-nonce"]')?.nonce ?? "";
+}
+
 /** The spec editor; `value` may be replaced from outside (an example picked). */
 export default function SpecEditor({ value, onChange, onDiagnostics }: SpecEditorProps) {
   const host = useRef<HTMLDivElement>(null);
@@ -140,6 +145,9 @@ export default function SpecEditor({ value, onChange, onDiagnostics }: SpecEdito
           syntaxHighlighting(highlight),
           theme,
           EditorView.lineWrapping,
+          // The editor adds its styles in a <style> element, which the page's Content Security
+          // Policy allows only with the nonce the server gave this page.
+          EditorView.cspNonce.of(pageNonce()),
           EditorView.contentAttributes.of({
             "aria-label": "Batch spec",
             "aria-multiline": "true",
