@@ -40,6 +40,10 @@ export interface SandboxView {
  */
 export function bubblewrapArguments(view: SandboxView): string[] {
   const args = [
+    // As root, bubblewrap would keep every capability: a process could unmount what hides the
+    // data directory. Without them (and with no_new_privs, which bubblewrap sets) it cannot.
+    "--cap-drop",
+    "ALL",
     "--die-with-parent",
     "--unshare-pid",
     "--unshare-ipc",

@@ -208,6 +208,25 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     });
   });
 
+  it("cannot undo its view: no capabilities, so what hides the data directory stays", async () => {
+    const outcome = await run(
+      launcher,
+      `const { spawnSync } = require("node:child_process");
+       const fs = require("node:fs");
+       const status = fs.readFileSync("/proc/self/status", "utf8");
+       const unmount = spawnSync("umount", [${JSON.stringify(dataDir)}], { encoding: "utf8" });
+       let config;
+       try { config = fs.readFileSync(${JSON.stringify(join(dataDir, "config.json"))}, "utf8"); } catch (error) { config = error.code; }
+       console.log(JSON.stringify({ effective: /CapEff:\\s*(\\w+)/.exec(status)[1], unmounted: unmount.status === 0, config }));`,
+      agentProfile(),
+    );
+    expect(JSON.parse(outcome.stdout)).toEqual({
+      effective: "0000000000000000",
+      unmounted: false,
+      config: "ENOENT",
+    });
+  });
+
   it("reaches the model proxy on the server's port and no other loopback service", async () => {
     const outcome = await run(
       launcher,
