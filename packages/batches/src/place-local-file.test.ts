@@ -52,7 +52,7 @@ describe("placeLocalFile", () => {
     symlinkSync(outside, join(temporary, "link"));
     for (const target of [join(temporary, "link", "x.txt"), join(temporary, "link", "a", "b")]) {
       await expect(placeLocalFile(target, source, 1)).rejects.toThrow(
-        `step 2 places ${target}, which a local run can only create inside ${temporary}, and it leads outside`,
+        `step 1 places ${target}, which a local run can only create inside ${temporary}, and it leads outside`,
       );
     }
     expect(readdirSync(outside)).toEqual([]);
