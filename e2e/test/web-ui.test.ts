@@ -6,7 +6,13 @@ import { turn } from "@deckhand/testkit";
 import { ServerPath, serverPath, WirePath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capture, type OpenedBrowser, openBrowser, recordBudgets } from "./browser.ts";
+import {
+  capture,
+  expectNoPageErrors,
+  type OpenedBrowser,
+  openBrowser,
+  recordBudgets,
+} from "./browser.ts";
 import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
 /** The server wants a token, as beyond loopback: every screen below runs with one. */
@@ -155,6 +161,8 @@ describe("the web UI served by deckhand up", () => {
     await permission.waitFor({ state: "detached" });
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.getByText("Started the ticker.").waitFor();
+    // The processes are a tab of the side pane, beside the review.
+    await page.getByRole("tab", { name: /^Processes/ }).click();
     const panel = page.getByRole("region", { name: /^Processes \(/ });
     const card = panel.getByRole("region", { name: /^Process i=0; while true/ });
     await card.locator(".badge", { hasText: "running" }).waitFor();
@@ -169,6 +177,7 @@ describe("the web UI served by deckhand up", () => {
     await expect.poll(() => card.getByRole("button").count(), { timeout: 10_000 }).toBe(0);
     const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
     expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
+    await page.getByRole("tab", { name: /^Review/ }).click();
   });
 
   it("draws the native agent's apply_patch edit as added and removed lines", async () => {
@@ -623,6 +632,6 @@ describe("the web UI served by deckhand up", () => {
   });
 
   it("raised no error in the page on the way", () => {
-    expect(browser.pageErrors).toEqual([]);
+    expectNoPageErrors(browser, up.server);
   });
 });

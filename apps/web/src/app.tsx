@@ -112,6 +112,7 @@ function TokenPrompt({ onSaved }: { onSaved: () => void }) {
 }
 
 export function App() {
+  const [location] = useLocation();
   const [needsToken, setNeedsToken] = useState(false);
   // Remounts the screens once a token is given, so they load again with it.
   const [generation, setGeneration] = useState(0);
@@ -126,7 +127,8 @@ export function App() {
       />
     );
   return (
-    <div key={generation} className="app">
+    // A session fills the window (its panes scroll on their own); other screens scroll the page.
+    <div key={generation} className={/^\/sessions\/[^/]+/.test(location) ? "app app-fill" : "app"}>
       <SessionActivityWatcher />
       <a className="skip-link" href="#content">
         Skip to content

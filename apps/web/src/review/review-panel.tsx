@@ -19,6 +19,8 @@ export interface ReviewPanelProps {
   /** Bumped when pending changes may have changed: the panel lists them again. */
   version: number;
   onComment: (comment: Omit<ReviewComment, "id">) => void;
+  /** Told how many changes wait for review, whenever that changes (for the pane's tab). */
+  onCount?: (count: number) => void;
 }
 
 /** Rows drawn beyond the visible ones, so a fast scroll rarely shows blank space. */
@@ -363,7 +365,7 @@ function ChangeSection({
  * file's diff (unified or side by side, wrapped or not), apply or reject per file or all at
  * once, and comments on lines, queued for the next message.
  */
-export default function ReviewPanel({ sessionId, version, onComment }: ReviewPanelProps) {
+export default function ReviewPanel({ sessionId, version, onComment, onCount }: ReviewPanelProps) {
   const [changes, setChanges] = useState<PendingChange[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -375,7 +377,8 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
       `${serverPath(ServerPath.sessionPendingChanges, { session_id: sessionId })}?status=pending`,
     );
     setChanges(list.pending_changes);
-  }, [sessionId]);
+    onCount?.(list.pending_changes.length);
+  }, [sessionId, onCount]);
   useEffect(() => {
     void version;
     load().catch((failure: unknown) => setError(messageOf(failure)));

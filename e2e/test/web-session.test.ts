@@ -1,0 +1,176 @@
+// The session screen as a workspace, in a real Chromium (Debian's, through playwright-core)
+// against its own `deckhand up` with the fake model and the scripted ACP agent: the composer
+// talks to the session's own agent, the chat follows its output and brings permission requests
+// into view, the tab title says when a session needs input, the person's text is shown as
+// written, and the chat, review and processes sit side by side on a wide screen.
+import { turn } from "@deckhand/testkit";
+import {
+  type Project,
+  type ProvidersSnapshot,
+  ServerPath,
+  type Session,
+  serverPath,
+} from "@deckhand/wire";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { capture, expectNoPageErrors, type OpenedBrowser, openBrowser } from "./browser.ts";
+import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
+
+const ADMIN_TOKEN = "e2e-admin-token-session-0123456789";
+
+let up: DeckhandUp;
+let browser: OpenedBrowser;
+let page: Page;
+let project: Project;
+
+async function api<Body>(method: string, path: string, body?: unknown): Promise<Body> {
+  const response = await fetch(`${up.server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+  return (text ? JSON.parse(text) : null) as Body;
+}
+
+/** A session made through the API, as another client (or a batch take-over) would. */
+async function createSession(title: string, agent: string): Promise<Session> {
+  return api<Session>("POST", serverPath(ServerPath.projectSessions, { project_id: project.id }), {
+    title,
+    agent,
+  });
+}
+
+/** Whether the element's box lies inside the browser's viewport (what a person can see). */
+async function inViewport(selector: ReturnType<Page["locator"]>): Promise<boolean> {
+  const box = await selector.boundingBox();
+  if (box === null) return false;
+  const viewport = page.viewportSize()!;
+  return box.y >= 0 && box.y + box.height <= viewport.height + 1;
+}
+
+/** The region the chat's messages are in. */
+const chatLog = () => page.getByRole("log", { name: "Messages" });
+
+beforeAll(async () => {
+  up = await startDeckhandUp({ adminToken: ADMIN_TOKEN });
+  project = await api<Project>("POST", ServerPath.projects, {
+    repository_path: up.repository.path,
+  });
+  // A session for the scripted agent wants it ready: it is probed once after start-up.
+  await vi.waitFor(
+    async () => {
+      const snapshot = await api<ProvidersSnapshot>(
+        "GET",
+        `${ServerPath.providersSnapshot}?project_id=${project.id}`,
+      );
+      const scripted = snapshot.providers.find((provider) => provider.id === "scripted");
+      if (scripted?.status !== "ready") throw new Error(`scripted is ${scripted?.status}`);
+    },
+    { timeout: 30_000, interval: 250 },
+  );
+  browser = await openBrowser({ token: ADMIN_TOKEN });
+  page = browser.page;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await up?.close();
+});
+
+describe("the session screen", () => {
+  it("sends to the session's own agent when the session is opened from the Sessions list", async () => {
+    await createSession("scripted from the list", "scripted");
+    await page.goto(`${up.server.url}/sessions`);
+    await page.getByRole("link", { name: "scripted from the list" }).click();
+    await page.getByRole("heading", { name: "scripted from the list" }).waitFor();
+    // The URL carries no ?agent=: the session's own agent is the composer's.
+    expect(page.url()).not.toContain("agent=");
+    await expect
+      .poll(() => page.getByLabel("Agent", { exact: true }).inputValue())
+      .toBe("scripted");
+    await page.getByRole("textbox", { name: "Message" }).fill("hello there");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("article", { name: "scripted answer" }).last().waitFor();
+    expect(await page.getByRole("article", { name: "deckhand answer" }).count()).toBe(0);
+  });
+
+  it("shows the person's message as written, not as markdown", async () => {
+    const text = "rename __name__ to *value*\nsecond line\n\n  indented third";
+    await page.getByRole("textbox", { name: "Message" }).fill(text);
+    await page.getByRole("button", { name: "Send" }).click();
+    const mine = page.getByRole("article", { name: "Your message" }).last();
+    await mine.getByText("second line", { exact: false }).waitFor();
+    expect(await mine.locator("strong, em").count()).toBe(0);
+    expect(await mine.locator(".user-text").textContent()).toBe(text);
+    await page.getByRole("article", { name: "scripted answer" }).nth(1).waitFor();
+  });
+
+  it("follows the chat's output, brings a permission request into view, and says so in the tab title", async () => {
+    const session = await createSession("following", "deckhand");
+    await page.goto(`${up.server.url}/sessions/${session.id}`);
+    await page.getByRole("heading", { name: "following" }).waitFor();
+    const paragraphs = Array.from({ length: 80 }, (_, index) => `paragraph ${index + 1}`);
+    up.model.script([turn.text(paragraphs.join("\n\n"), { chunkDelayMs: 15 })]);
+    await page.getByRole("textbox", { name: "Message" }).fill("write a long answer");
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.getByRole("article", { name: "deckhand answer" }).last();
+    // While it streams, and once it is done, its newest line is in view.
+    await answer.getByText("paragraph 40", { exact: true }).waitFor();
+    await expect.poll(() => inViewport(answer.getByText(/^paragraph \d+$/).last())).toBe(true);
+    await answer.getByText("paragraph 80", { exact: true }).waitFor();
+    await expect
+      .poll(() => inViewport(answer.getByText("paragraph 80", { exact: true })))
+      .toBe(true);
+
+    // A command the native agent asks about: the request comes into view, above the composer.
+    up.model.script([
+      turn.functionCall("execute", { command: "touch asked.txt && ls" }),
+      turn.text("done asking"),
+    ]);
+    await page.getByRole("textbox", { name: "Message" }).fill("ask me first");
+    await page.getByRole("button", { name: "Send" }).click();
+    const permission = page.getByRole("region", { name: /^Permission requested/ });
+    await permission.waitFor();
+    await expect.poll(() => inViewport(permission)).toBe(true);
+    const composer = await page.getByRole("form", { name: "Composer" }).boundingBox();
+    const card = await permission.boundingBox();
+    expect(card!.y + card!.height).toBeLessThanOrEqual(composer!.y + 1);
+    // The tab says the session waits for the person.
+    await expect.poll(() => page.title()).toMatch(/^\(Needs input\) /);
+    expect(await page.locator('link[rel="icon"]').getAttribute("href")).toContain("attention");
+    await permission.getByRole("button", { name: /Allow once/i }).click();
+    await permission.waitFor({ state: "detached" });
+    await page.getByText("done asking").waitFor();
+    await expect.poll(() => page.title()).not.toMatch(/Needs input/);
+
+    // Scrolled up, the chat stays put and offers a way back to the newest output.
+    up.model.script([turn.text(paragraphs.join("\n\n"), { chunkDelayMs: 15 })]);
+    await page.getByRole("textbox", { name: "Message" }).fill("once more");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page
+      .getByRole("article", { name: "deckhand answer" })
+      .last()
+      .getByText("paragraph 5", { exact: true })
+      .waitFor();
+    await chatLog().hover();
+    await page.mouse.wheel(0, -4000);
+    const jump = page.getByRole("button", { name: "Jump to latest" });
+    await jump.waitFor();
+    const last = page.getByRole("article", { name: "deckhand answer" }).last();
+    await last.getByText("paragraph 80", { exact: true }).waitFor();
+    expect(await inViewport(last.getByText("paragraph 80", { exact: true }))).toBe(false);
+    await jump.click();
+    await expect.poll(() => inViewport(last.getByText("paragraph 80", { exact: true }))).toBe(true);
+    await jump.waitFor({ state: "detached" });
+    await capture(page, "session-chat");
+  });
+
+  it("raised no error in the page on the way", () => {
+    expectNoPageErrors(browser, up.server);
+  });
+});
