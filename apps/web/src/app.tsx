@@ -1,6 +1,7 @@
 import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
+import { retryNow, useConnection } from "./connection.ts";
 import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
 import { BatchesScreen } from "./screens/batches-screen.tsx";
 import { NewBatchScreen } from "./screens/new-batch-screen.tsx";
@@ -45,6 +46,26 @@ function UnreadCount() {
   const { unreadCount } = useSessionActivity();
   if (unreadCount === 0) return null;
   return <span className="badge nav-unread" data-status="unread">{`${unreadCount} unread`}</span>;
+}
+
+/**
+ * The one place that says the server is away: a banner under the top bar while it cannot be
+ * reached (or is shutting down), gone as soon as it is back, when every screen loads again.
+ */
+function ConnectionBanner() {
+  const { reachable, reason } = useConnection();
+  return (
+    <div role="status" className="connection-banner" data-reachable={reachable}>
+      {!reachable && (
+        <>
+          <strong>Server unreachable: reconnecting…</strong> <span className="muted">{reason}</span>{" "}
+          <button type="button" className="link-button" onClick={retryNow}>
+            Retry now
+          </button>
+        </>
+      )}
+    </div>
+  );
 }
 
 /** The top bar's sections; the current one is marked for assistive technology too. */
@@ -139,6 +160,7 @@ export function App() {
         </a>
         <MainNav />
       </header>
+      <ConnectionBanner />
       <div id="content">
         <Switch>
           <Route path="/">{() => <ProjectsScreen />}</Route>

@@ -10,6 +10,7 @@ import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import { BurndownChart } from "./burndown-chart.tsx";
 import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
 
@@ -53,6 +54,12 @@ export function BatchChangeScreen({ name }: { name: string }) {
   useEffect(() => {
     load(false).catch((failure: unknown) => setError(messageOf(failure)));
   }, [load]);
+
+  useReloadOnReconnect(() => {
+    load(false)
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const matching = useMemo(() => {
     const needle = repository.trim().toLowerCase();

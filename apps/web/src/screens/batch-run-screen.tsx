@@ -19,6 +19,7 @@ import { StatsBar } from "../batches/stats-bar.tsx";
 import { AgentTranscript, StepEnvironment } from "../batches/step-panels.tsx";
 import { DiffView } from "../components/diff-view.tsx";
 import { LoadState } from "../components/load-state.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import type { StreamState } from "../session/session-stream.ts";
 
 /** Workspaces are told apart in events by repository, branch and path. */
@@ -390,6 +391,12 @@ export function BatchRunScreen({ runId }: { runId: string }) {
       reloadTimer.current = null;
     };
   }, [runId, load, reload]);
+
+  useReloadOnReconnect(() => {
+    load()
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   // The stream drives the updates; a slow look every few seconds is the safety net while the
   // run is not finished (a reload that raced an event, say).

@@ -4,18 +4,24 @@ import { Link } from "wouter";
 import { type Answer, api, messageOf } from "../api.ts";
 import { StatsBar } from "../batches/stats-bar.tsx";
 import { LoadState } from "../components/load-state.tsx";
+import { useConnection } from "../connection.ts";
 
 /** Every batch run, newest first: name, action, status and counts. */
 export function BatchesScreen() {
   const [runs, setRuns] = useState<BatchRun[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Loaded again when the server comes back, so an outage's error does not stay.
+  const { reconnects } = useConnection();
 
   useEffect(() => {
+    void reconnects;
     let live = true;
     const load = () =>
       api<Answer<"listBatchRuns">>("GET", `${ServerPath.batchRuns}?limit=100`)
         .then((list) => {
-          if (live) setRuns(list.batch_runs as BatchRun[]);
+          if (!live) return;
+          setRuns(list.batch_runs as BatchRun[]);
+          setError(null);
         })
         .catch((failure: unknown) => live && setError(messageOf(failure)));
     void load();
@@ -25,7 +31,7 @@ export function BatchesScreen() {
       live = false;
       clearInterval(timer);
     };
-  }, []);
+  }, [reconnects]);
 
   return (
     <main>

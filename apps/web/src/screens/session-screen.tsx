@@ -20,10 +20,11 @@ import {
   useSyncExternalStore,
 } from "react";
 import { Link, useSearchParams } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { api, messageOf, unreachableMessage } from "../api.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { ProcessesPanel } from "../components/processes-panel.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import {
   messageWithReviewComments,
   QueuedReviewComments,
@@ -136,10 +137,13 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
   const [error, setError] = useState<string | null>(null);
   const [streamState, setStreamState] = useState<StreamState>("connecting");
   const [, setTick] = useState(0);
+  /** Bumped to load the session again (the server came back after a failed first load). */
+  const [loadAttempt, setLoadAttempt] = useState(0);
   const reviewComments = useReviewComments(sessionId);
 
   useEffect(() => {
     let cancelled = false;
+    void loadAttempt;
     (async () => {
       const loaded = await api<Session>(
         "GET",
@@ -164,8 +168,9 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
       const ready = snapshot.providers.filter(
         (provider) => provider.enabled && provider.status === "ready",
       );
+      setLoadError(null);
       setSession(loaded);
-      setChat(first);
+      setChat((current) => (current?.id === first.id ? current : first));
       setProviders(ready);
       setAgent((current) =>
         startingAgent(
@@ -178,7 +183,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
     return () => {
       cancelled = true;
     };
-  }, [sessionId, requestedAgent]);
+  }, [sessionId, requestedAgent, loadAttempt]);
 
   const model = useMemo(() => (chat ? new SessionModel(chat.id) : null), [chat]);
   const messages = useModel(model);
@@ -213,6 +218,16 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
       stream.close();
     };
   }, [model, sessionId, loadMessages]);
+
+  // Back from an outage: the session (its status, a first load that failed) and its stored
+  // messages are read again; the stream catches up by itself from its last event id.
+  useReloadOnReconnect(() => {
+    setLoadAttempt((attempt) => attempt + 1);
+    loadMessages()
+      // A failed read's error goes; a message that was not sent still says so.
+      .then(() => setError((current) => (current === unreachableMessage("GET") ? null : current)))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const send = async (text: string, choice: TurnChoice): Promise<boolean> => {
     const comments = reviewComments.comments;

@@ -11,6 +11,7 @@ import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import { useSessionActivity } from "../sessions/session-activity-watcher.tsx";
 import { isUnread } from "../sessions/session-preferences.ts";
 
@@ -43,6 +44,7 @@ export function SessionsScreen() {
     if (text.trim() !== "") parameters.set("q", text.trim());
     const list = await api<SessionList>("GET", `${ServerPath.sessions}?${parameters}`);
     setListed(list.sessions);
+    setError(null);
   }, []);
 
   useEffect(() => {
@@ -57,6 +59,13 @@ export function SessionsScreen() {
     }, SEARCH_DELAY_MS);
     return () => clearTimeout(timer);
   }, [load, query, showArchived]);
+
+  useReloadOnReconnect(() => {
+    api<ProjectList>("GET", ServerPath.projects)
+      .then((list) => setProjects(new Map(list.projects.map((project) => [project.id, project]))))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+    load(query, showArchived).catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const setArchived = async (session: Session, archived: boolean) => {
     setBusy(session.id);

@@ -8,6 +8,7 @@ import {
 } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { useReloadOnReconnect } from "../connection.ts";
 import { AddAcpAgentForm } from "./add-acp-agent-form.tsx";
 import { ProviderDiagnostic } from "./provider-diagnostic.tsx";
 import { changedMeanwhile, patchFailureMessage, patchProvidersConfig } from "./providers-config.ts";
@@ -41,6 +42,11 @@ export function ProvidersSection() {
   useEffect(() => {
     load().catch((failure: unknown) => setError(messageOf(failure)));
   }, [load]);
+  useReloadOnReconnect(() => {
+    load()
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const setEnabled = async (provider: ProviderEntry, enabled: boolean) => {
     setBusy(provider.id);
