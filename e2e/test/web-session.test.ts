@@ -170,6 +170,54 @@ describe("the session screen", () => {
     await capture(page, "session-chat");
   });
 
+  it("reviews like a code review: one number column per side when split, and comments sent as separate items", async () => {
+    up.model.script([
+      turn.functionCall("execute", { command: "printf 'one\\ntwo\\n' > pair.txt" }),
+      turn.text("wrote pair.txt"),
+    ]);
+    await page.getByRole("textbox", { name: "Message" }).fill("write pair.txt");
+    await page.getByRole("button", { name: "Send" }).click();
+    const permission = page.getByRole("region", { name: /^Permission requested/ });
+    await permission.getByRole("button", { name: /Allow once/i }).click();
+    const change = page.getByRole("region", { name: "Change to pair.txt" });
+    await change.waitFor({ timeout: 30_000 });
+
+    // Side by side, each half has its own line numbers: the old file's left, the new file's right.
+    await page.getByRole("radio", { name: "Split" }).check();
+    const right = change.locator('.diff-half[data-side="right"]');
+    await expect.poll(() => right.locator(".diff-text").allTextContents()).toEqual(["one", "two"]);
+    for (const half of await right.all()) {
+      expect(await half.locator(".diff-number").allTextContents()).toHaveLength(1);
+    }
+    expect(await right.first().locator(".diff-number").textContent()).toBe("1");
+    await page.getByRole("radio", { name: "Unified" }).check();
+
+    // Two comments go out as two quoted items, each on its own lines, in the chat as sent.
+    await change.getByRole("button", { name: "Comment on pair.txt line 1" }).click();
+    await change.getByLabel("Comment on pair.txt:1").fill("start at zero");
+    await change.getByRole("button", { name: "Add comment" }).click();
+    await change.getByRole("button", { name: "Comment on pair.txt line 2" }).click();
+    await change.getByLabel("Comment on pair.txt:2").fill("say three");
+    await change.getByRole("button", { name: "Add comment" }).click();
+    up.model.script([turn.text("noted both")]);
+    const before = up.model.requests.length;
+    await page.getByRole("textbox", { name: "Message" }).fill("see my comments");
+    await page.getByRole("button", { name: "Send" }).click();
+    const mine = page.getByRole("article", { name: "Your message" }).last();
+    await mine.getByText("see my comments", { exact: false }).waitFor();
+    const shown = (await mine.locator(".user-text").textContent()) ?? "";
+    expect(shown.split("\n")).toEqual(
+      expect.arrayContaining(["> pair.txt:1 — start at zero", "> pair.txt:2 — say three"]),
+    );
+    await page.getByText("noted both").waitFor();
+    const sent = up.model.requests
+      .slice(before)
+      .map((request) => request.body)
+      .join("\n");
+    expect(sent).toContain("> pair.txt:1 — start at zero\\n\\n> pair.txt:2 — say three");
+    await capture(page, "session-review");
+  });
+
   it("raised no error in the page on the way", () => {
     expectNoPageErrors(browser, up.server);
   });

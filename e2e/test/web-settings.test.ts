@@ -139,14 +139,24 @@ describe("the settings screen", () => {
       .getByText(/exists already/)
       .waitFor();
 
+    // The refusal is about what was typed: editing it clears the refusal.
     await page.getByLabel("Id", { exact: true }).fill("form-agent");
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /exists already/ })
+      .waitFor({ state: "detached" });
     await page.getByLabel("Label (optional)").fill("Form agent");
     await page.getByLabel("Arguments, one per line").fill(args.join("\n"));
     await page.getByRole("button", { name: "Add variable" }).click();
     await page.getByLabel("Name of variable 1").fill("FORM_AGENT_MODE");
     await page.getByLabel("Value of variable 1").fill("quiet");
     await page.getByRole("button", { name: "Add agent" }).click();
-    await page.getByRole("status").getByText("form-agent is added to providers.json.").waitFor();
+    // Said beside the form, where the person is looking.
+    await page
+      .getByRole("form", { name: "Add an ACP agent" })
+      .getByRole("status")
+      .getByText("form-agent is added to providers.json.")
+      .waitFor();
     const added = page.getByRole("listitem", { name: "Provider Form agent" });
     await added.waitFor();
     expect(providersFile().providers["form-agent"]).toEqual({

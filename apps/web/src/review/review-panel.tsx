@@ -110,13 +110,19 @@ function TreeList({
 
 const SIGN = { insert: "+", delete: "-", normal: " " } as const;
 
+/**
+ * A line's number, which is also the button that comments on it: both numbers in the unified
+ * view (old, new), one per side in the split view, as GitHub shows them.
+ */
 function Gutter({
   path,
   side,
+  numbers,
   onComment,
 }: {
   path: string;
   side: DiffSide;
+  numbers: "both" | "old" | "new";
   onComment: (side: DiffSide) => void;
 }) {
   const { line, removed } = commentLine(side);
@@ -127,8 +133,8 @@ function Gutter({
       onClick={() => onComment(side)}
       aria-label={`Comment on ${path} line ${line}${removed ? " (removed)" : ""}`}
     >
-      <span className="diff-number">{side.oldNumber ?? ""}</span>
-      <span className="diff-number">{side.newNumber ?? ""}</span>
+      {numbers !== "new" && <span className="diff-number">{side.oldNumber ?? ""}</span>}
+      {numbers !== "old" && <span className="diff-number">{side.newNumber ?? ""}</span>}
     </button>
   );
 }
@@ -157,7 +163,7 @@ function RowContent({
   if (row.kind === "line")
     return (
       <>
-        <Gutter path={path} side={row} onComment={onComment} />
+        <Gutter path={path} side={row} numbers="both" onComment={onComment} />
         <Code side={row} />
       </>
     );
@@ -169,7 +175,12 @@ function RowContent({
           <span key={position} className="diff-half" data-side={position}>
             {side && (
               <>
-                <Gutter path={path} side={side} onComment={onComment} />
+                <Gutter
+                  path={path}
+                  side={side}
+                  numbers={position === "left" ? "old" : "new"}
+                  onComment={onComment}
+                />
                 <Code side={side} />
               </>
             )}

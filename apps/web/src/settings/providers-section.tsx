@@ -86,11 +86,12 @@ export function ProvidersSection() {
     }
   };
 
-  const added = async (config: ProvidersConfigResponse, id: string) => {
+  /** The form says "added" itself, beside what was typed. */
+  const added = async (config: ProvidersConfigResponse) => {
     setEtag(config.etag);
     setError(null);
+    setNotice(null);
     setSnapshot(await api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot));
-    setNotice(`${id} is added to providers.json.`);
   };
 
   return (
