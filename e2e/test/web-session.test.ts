@@ -218,6 +218,62 @@ describe("the session screen", () => {
     await capture(page, "session-review");
   });
 
+  it("lists sessions densely by last activity, as a board by status, and asks before archiving one with changes to review", async () => {
+    await page.goto(`${up.server.url}/sessions`);
+    const table = page.getByRole("table", { name: "Sessions" });
+    const following = table.getByRole("row").filter({
+      has: page.getByRole("link", { name: "following", exact: true }),
+    });
+    await following.waitFor();
+    // Its agent, the changes waiting for review, and when it last moved.
+    expect(await following.textContent()).toContain("deckhand");
+    await following.getByText("2 to review").waitFor();
+    expect(await following.locator("time").textContent()).toMatch(/just now|min ago/);
+    // The most recently active first.
+    expect(await table.locator("tbody tr").first().getByRole("link").first().textContent()).toBe(
+      "following",
+    );
+    await capture(page, "sessions-list");
+
+    await page.getByRole("radio", { name: "Board" }).check();
+    const idle = page.getByRole("region", { name: /^Idle/ });
+    await idle.getByRole("link", { name: "following", exact: true }).waitFor();
+    await page.getByRole("region", { name: /^Needs input/ }).waitFor();
+    await capture(page, "sessions-board");
+    await page.getByRole("radio", { name: "List" }).check();
+
+    await following.getByRole("button", { name: "Archive following" }).click();
+    const dialog = page.getByRole("dialog", { name: "Archive following?" });
+    await dialog.getByText(/2 changes wait for review/).waitFor();
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    expect(await following.count()).toBe(1);
+  });
+
+  it("starts a session from a prompt: project, a branch of the repository, and the first message", async () => {
+    up.repository.git("branch", "feature/prompt");
+    const branchCommit = up.repository.git("rev-parse", "feature/prompt").trim();
+    await page.goto(`${up.server.url}/sessions`);
+    await page.getByRole("link", { name: "New session" }).click();
+    await page.getByRole("heading", { name: "New session" }).waitFor();
+    await page.getByLabel("What should the agent do?").fill("tidy the README\nand say so");
+    const branch = page.getByLabel("Start from branch");
+    await expect
+      .poll(() => branch.locator("option").allTextContents())
+      .toEqual(expect.arrayContaining(["feature/prompt"]));
+    await branch.selectOption("feature/prompt");
+    await page.getByLabel("Agent").selectOption({ label: "Scripted ACP agent" });
+    await capture(page, "session-new-prompt");
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
+    await page.getByRole("heading", { name: "tidy the README" }).waitFor();
+    await page.getByRole("article", { name: "Your message" }).getByText("and say so").waitFor();
+    await page.getByRole("article", { name: "scripted answer" }).waitFor();
+    const id = /\/sessions\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    const session = await api<Session>("GET", serverPath(ServerPath.session, { session_id: id }));
+    expect(session).toMatchObject({ agent: "scripted", base_commit: branchCommit });
+  });
+
   it("raised no error in the page on the way", () => {
     expectNoPageErrors(browser, up.server);
   });

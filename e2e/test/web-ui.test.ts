@@ -444,7 +444,7 @@ describe("the web UI served by deckhand up", () => {
     `);
     const shown = () => page.evaluate("window.shownNotifications");
     const nav = page.getByRole("navigation", { name: "Main" });
-    const rows = page.getByRole("list", { name: "Sessions" }).getByRole("listitem");
+    const rows = page.getByRole("table", { name: "Sessions" }).locator("tbody").getByRole("row");
     const row = (title: string) => rows.filter({ has: page.getByRole("link", { name: title }) });
 
     await page.goto(`${up.server.url}/settings`);

@@ -237,6 +237,9 @@ export async function startServer(
         if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
         return providerCatalog.snapshot({ projectId });
       },
+      // A project cloned from a code host's URL (a taken-over batch workspace's) is cloned and
+      // fetched with that host's connection credentials, per command, as batch checkouts are.
+      gitEnvironment: (url) => batches.publishing?.access.gitEnvironment(url),
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).

@@ -7,6 +7,7 @@ import { BatchesScreen } from "./screens/batches-screen.tsx";
 import { NewBatchScreen } from "./screens/new-batch-screen.tsx";
 import { NewSessionScreen } from "./screens/new-session-screen.tsx";
 import { ProjectsScreen } from "./screens/projects-screen.tsx";
+import { PromptSessionScreen } from "./screens/prompt-session-screen.tsx";
 import { SessionScreen } from "./screens/session-screen.tsx";
 import { SessionsScreen } from "./screens/sessions-screen.tsx";
 import { SettingsScreen } from "./screens/settings-screen.tsx";
@@ -149,7 +150,10 @@ export function App() {
     );
   return (
     // A session fills the window (its panes scroll on their own); other screens scroll the page.
-    <div key={generation} className={/^\/sessions\/[^/]+/.test(location) ? "app app-fill" : "app"}>
+    <div
+      key={generation}
+      className={/^\/sessions\/(?!new$)[^/]+/.test(location) ? "app app-fill" : "app"}
+    >
       <SessionActivityWatcher />
       <a className="skip-link" href="#content">
         Skip to content
@@ -168,6 +172,7 @@ export function App() {
             {(params) => <NewSessionScreen projectId={params.projectId} />}
           </Route>
           <Route path="/sessions">{() => <SessionsScreen />}</Route>
+          <Route path="/sessions/new">{() => <PromptSessionScreen />}</Route>
           <Route path="/sessions/:sessionId">
             {(params) => <SessionScreen key={params.sessionId} sessionId={params.sessionId} />}
           </Route>

@@ -64,6 +64,26 @@ function UserText({ parts }: { parts: ViewPart[] }) {
 
 /** Memoised: the chat re-renders once per frame while a message streams, and only it changed. */
 export const MessageView = memo(function MessageView({ message }: { message: ViewMessage }) {
+  if (message.role === "system") {
+    // What Deckhand told the session (a taken-over batch workspace's steps, diff and failure).
+    return (
+      <article
+        className="message message-system"
+        data-message-id={message.id}
+        aria-label="Context from Deckhand"
+      >
+        <header className="message-header">
+          <span>Deckhand · context</span>
+        </header>
+        {message.parts.map((part, index) =>
+          part.kind === "text" ? (
+            // biome-ignore lint/suspicious/noArrayIndexKey: a stored message's parts never move
+            <StreamingMarkdown key={index} text={part.content.text} />
+          ) : null,
+        )}
+      </article>
+    );
+  }
   return (
     <article
       className={`message message-${message.role}`}
