@@ -262,7 +262,7 @@ describe("the session screen", () => {
       .poll(() => branch.locator("option").allTextContents())
       .toEqual(expect.arrayContaining(["feature/prompt"]));
     await branch.selectOption("feature/prompt");
-    await page.getByLabel("Agent").selectOption({ label: "Scripted ACP agent" });
+    await page.getByLabel("Agent", { exact: true }).selectOption({ label: "Scripted ACP agent" });
     await capture(page, "session-new-prompt");
     await page.getByRole("button", { name: "Start session" }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);

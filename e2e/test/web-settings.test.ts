@@ -110,6 +110,14 @@ describe("the settings screen", () => {
     });
   });
 
+  it("gives a provider that is not installed its install command once, to copy", async () => {
+    const codex = page.getByRole("listitem", { name: "Provider Codex" });
+    await codex.locator(".badge", { hasText: "Not installed" }).waitFor();
+    const text = (await codex.textContent()) ?? "";
+    expect(text.split("npm install -g @zed-industries/codex-acp").length - 1).toBe(1);
+    await codex.getByRole("button", { name: "Copy the install command of Codex" }).waitFor();
+  });
+
   it("refreshes one provider, and shows its diagnostic when opened", async () => {
     const scripted = page.getByRole("listitem", { name: "Provider Scripted ACP agent" });
     await scripted.getByRole("button", { name: "Refresh Scripted ACP agent" }).click();
@@ -234,13 +242,29 @@ describe("the settings screen", () => {
       )
       .toBeGreaterThan(0);
 
+    // The session is picked by its title, not by a pasted id.
+    await page.reload();
+    await page
+      .getByRole("navigation", { name: "Settings sections" })
+      .getByRole("link", { name: "Usage" })
+      .click();
+    expect(new URL(page.url()).hash).toBe("#usage-heading");
     await page.getByLabel("Of").selectOption("session");
-    await page.getByLabel("Session id").fill(session.id);
+    await page.getByLabel("Session", { exact: true }).selectOption({ label: "usage" });
     await page.getByRole("button", { name: "Show usage" }).click();
     const agents = page.getByRole("list", { name: "Agents of the session" });
     await agents.getByText("deckhand").waitFor();
     await page.getByText(/^1 requests · 21 input tokens · 8 output tokens/).waitFor();
     const table = page.getByRole("table", { name: `Requests of session ${session.id}` });
     expect(await table.locator("tbody tr").count()).toBe(1);
+
+    // And from the session itself, a tab beside its review.
+    await page.goto(`${up.server.url}/sessions/${session.id}`);
+    await page.getByRole("tab", { name: "Usage" }).click();
+    await page
+      .getByRole("tabpanel", { name: "Usage" })
+      .getByText(/^1 requests · 21 input tokens · 8 output tokens/)
+      .waitFor();
+    await capture(page, "session-usage");
   });
 });

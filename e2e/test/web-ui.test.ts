@@ -137,6 +137,10 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.getByText("I ran it.").waitFor();
     const card = answer.getByRole("region", { name: /^Tool call: / });
+    // One line until opened: the command, its exit code and time.
+    const summary = card.locator("summary");
+    expect(await summary.textContent()).toMatch(/echo hello from execute.*exit 0/);
+    await summary.click();
     await card.locator(".command", { hasText: "echo hello from execute" }).waitFor();
     expect(await card.locator(".facts").textContent()).toContain("exit code0");
     expect(await card.locator(".output").textContent()).toBe("hello from execute\n");
@@ -377,6 +381,7 @@ describe("the web UI served by deckhand up", () => {
     await answer.getByRole("region", { name: "Plan" }).getByText("look around").waitFor();
     const tool = answer.getByRole("region", { name: "Tool call: Look at README.md" });
     await tool.locator(".badge", { hasText: "completed" }).waitFor();
+    await tool.locator("summary").click();
     await tool.getByText("looked").waitFor();
     await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
     await capture(page, "tools");

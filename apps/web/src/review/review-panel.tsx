@@ -2,6 +2,7 @@ import { type PendingChange, type PendingChangeList, ServerPath, serverPath } fr
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { type Highlighter, languageOfPath, useHighlighter } from "../highlight/highlighter.ts";
 import {
   commentLine,
   type DiffSide,
@@ -19,6 +20,8 @@ export interface ReviewPanelProps {
   /** Bumped when pending changes may have changed: the panel lists them again. */
   version: number;
   onComment: (comment: Omit<ReviewComment, "id">) => void;
+  /** The comments queued for the next message: each is marked at its line. */
+  comments?: readonly ReviewComment[];
   /** Told how many changes wait for review, whenever that changes (for the pane's tab). */
   onCount?: (count: number) => void;
 }
@@ -110,6 +113,11 @@ function TreeList({
 
 const SIGN = { insert: "+", delete: "-", normal: " " } as const;
 
+/** A commented line, by its number and which file's numbering it is in. */
+function lineKey(line: number, removed: boolean): string {
+  return `${removed ? "old" : "new"}:${line}`;
+}
+
 /**
  * A line's number, which is also the button that comments on it: both numbers in the unified
  * view (old, new), one per side in the split view, as GitHub shows them.
@@ -118,53 +126,73 @@ function Gutter({
   path,
   side,
   numbers,
+  commented,
   onComment,
 }: {
   path: string;
   side: DiffSide;
   numbers: "both" | "old" | "new";
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   const { line, removed } = commentLine(side);
+  const marked = commented.has(lineKey(line, removed));
   return (
     <button
       type="button"
       className="diff-gutter"
+      data-commented={marked || undefined}
       onClick={() => onComment(side)}
-      aria-label={`Comment on ${path} line ${line}${removed ? " (removed)" : ""}`}
+      aria-label={`Comment on ${path} line ${line}${removed ? " (removed)" : ""}${marked ? ", which has a comment" : ""}`}
     >
+      <span className="comment-marker" aria-hidden="true">
+        {marked ? "●" : ""}
+      </span>
       {numbers !== "new" && <span className="diff-number">{side.oldNumber ?? ""}</span>}
       {numbers !== "old" && <span className="diff-number">{side.newNumber ?? ""}</span>}
     </button>
   );
 }
 
-function Code({ side }: { side: DiffSide }) {
+/** How a row's text is drawn: highlighted in the file's language once the highlighter is in. */
+type Paint = (text: string) => React.ReactNode;
+
+function Code({ side, paint }: { side: DiffSide; paint: Paint }) {
   return (
     <span className="diff-code" data-kind={side.type}>
       <span className="diff-sign" aria-hidden="true">
         {SIGN[side.type]}
       </span>
-      <span className="diff-text">{side.content}</span>
+      <span className="diff-text">{paint(side.content)}</span>
     </span>
   );
+}
+
+/** Line by line (only the rows on screen are drawn), so a long file costs what is shown. */
+function painter(highlighter: Highlighter | null, language: string | null): Paint {
+  if (!highlighter || !language || !highlighter.knows(language)) return (text) => text;
+  return (text) => highlighter.highlight(text, language) ?? text;
 }
 
 function RowContent({
   row,
   path,
+  paint,
+  commented,
   onComment,
 }: {
   row: UnifiedRow | SplitRow;
   path: string;
+  paint: Paint;
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   if (row.kind === "hunk") return <span className="diff-hunk">{row.header}</span>;
   if (row.kind === "line")
     return (
       <>
-        <Gutter path={path} side={row} numbers="both" onComment={onComment} />
-        <Code side={row} />
+        <Gutter path={path} side={row} numbers="both" commented={commented} onComment={onComment} />
+        <Code side={row} paint={paint} />
       </>
     );
   return (
@@ -179,9 +207,10 @@ function RowContent({
                   path={path}
                   side={side}
                   numbers={position === "left" ? "old" : "new"}
+                  commented={commented}
                   onComment={onComment}
                 />
-                <Code side={side} />
+                <Code side={side} paint={paint} />
               </>
             )}
           </span>
@@ -200,16 +229,21 @@ const FileDiff = memo(function FileDiff({
   model,
   view,
   wrap,
+  commented,
   onComment,
 }: {
   path: string;
   model: FileDiffModel;
   view: ViewType;
   wrap: boolean;
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   const scrollRef = useRef<HTMLElement>(null);
   const rows = view === "split" ? model.split : model.unified;
+  const language = languageOfPath(path);
+  const highlighter = useHighlighter(language !== null);
+  const paint = useMemo(() => painter(highlighter, language), [highlighter, language]);
   const virtualizer = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -251,7 +285,13 @@ const FileDiff = memo(function FileDiff({
               data-kind={row.kind === "line" ? row.type : row.kind}
               style={{ transform: `translateY(${item.start}px)` }}
             >
-              <RowContent row={row} path={path} onComment={onComment} />
+              <RowContent
+                row={row}
+                path={path}
+                paint={paint}
+                commented={commented}
+                onComment={onComment}
+              />
             </div>
           );
         })}
@@ -311,6 +351,7 @@ function ChangeSection({
   view,
   wrap,
   busy,
+  comments,
   onResolve,
   onComment,
 }: {
@@ -319,11 +360,17 @@ function ChangeSection({
   view: ViewType;
   wrap: boolean;
   busy: boolean;
+  /** This file's queued comments. */
+  comments: readonly ReviewComment[];
   onResolve: (change: PendingChange, action: "apply" | "reject") => void;
   onComment: ReviewPanelProps["onComment"];
 }) {
   const [commenting, setCommenting] = useState<DiffSide | null>(null);
   const startComment = useCallback((side: DiffSide) => setCommenting(side), []);
+  const commented = useMemo(
+    () => new Set(comments.map((comment) => lineKey(comment.line, comment.removed))),
+    [comments],
+  );
   return (
     <section
       className="card change"
@@ -331,12 +378,35 @@ function ChangeSection({
       id={`change-${change.id}`}
       tabIndex={-1}
     >
-      <header className="card-header">
+      <header className="card-header file-header">
         <strong className="path">{change.path}</strong>
         <Stats model={model} />
         <span className="muted">by {change.agent}</span>
       </header>
-      <FileDiff path={change.path} model={model} view={view} wrap={wrap} onComment={startComment} />
+      <FileDiff
+        path={change.path}
+        model={model}
+        view={view}
+        wrap={wrap}
+        commented={commented}
+        onComment={startComment}
+      />
+      {comments.length > 0 && (
+        <ul className="line-comments" aria-label={`Comments on ${change.path}`}>
+          {comments.map((comment) => (
+            <li key={comment.id}>
+              <span className="comment-marker" aria-hidden="true">
+                ●
+              </span>{" "}
+              <strong>
+                Line {comment.line}
+                {comment.removed ? " (removed)" : ""}
+              </strong>{" "}
+              <span className="comment-text">{comment.text}</span>
+            </li>
+          ))}
+        </ul>
+      )}
       {commenting && (
         <CommentForm
           key={`${commenting.oldNumber}-${commenting.newNumber}`}
@@ -376,7 +446,13 @@ function ChangeSection({
  * file's diff (unified or side by side, wrapped or not), apply or reject per file or all at
  * once, and comments on lines, queued for the next message.
  */
-export default function ReviewPanel({ sessionId, version, onComment, onCount }: ReviewPanelProps) {
+export default function ReviewPanel({
+  sessionId,
+  version,
+  onComment,
+  comments = [],
+  onCount,
+}: ReviewPanelProps) {
   const [changes, setChanges] = useState<PendingChange[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -515,6 +591,7 @@ export default function ReviewPanel({ sessionId, version, onComment, onCount }: 
               view={view}
               wrap={wrap}
               busy={busy}
+              comments={comments.filter((comment) => comment.path === change.path)}
               onResolve={(target, action) => void resolve([target], action)}
               onComment={onComment}
             />

@@ -150,36 +150,48 @@ export function PromptSessionScreen() {
           Ctrl+Enter (⌘+Enter) starts the session with this as its first message.
         </p>
         <div className="prompt-choices">
-          <label>
-            Project
-            <select value={projectId} onChange={(event) => setProjectId(event.target.value)}>
+          <div className="field">
+            <label htmlFor={`${id}-project`}>Project</label>
+            <select
+              id={`${id}-project`}
+              value={projectId}
+              onChange={(event) => setProjectId(event.target.value)}
+            >
               {projects?.map((project) => (
                 <option key={project.id} value={project.id}>
                   {project.name}
                 </option>
               ))}
             </select>
-          </label>
-          <label>
-            Start from branch
-            <select value={baseBranch} onChange={(event) => setBaseBranch(event.target.value)}>
+          </div>
+          <div className="field">
+            <label htmlFor={`${id}-branch`}>Start from branch</label>
+            <select
+              id={`${id}-branch`}
+              value={baseBranch}
+              onChange={(event) => setBaseBranch(event.target.value)}
+            >
               {branches.map((branch) => (
                 <option key={branch} value={branch}>
                   {branch}
                 </option>
               ))}
             </select>
-          </label>
-          <label>
-            Agent
-            <select value={agent} onChange={(event) => setAgent(event.target.value)}>
+          </div>
+          <div className="field">
+            <label htmlFor={`${id}-agent`}>Agent</label>
+            <select
+              id={`${id}-agent`}
+              value={agent}
+              onChange={(event) => setAgent(event.target.value)}
+            >
               {providers.map((provider) => (
                 <option key={provider.id} value={provider.id}>
                   {provider.label}
                 </option>
               ))}
             </select>
-          </label>
+          </div>
         </div>
         {providers.length === 0 && projectId && (
           <p className="muted">No agent is ready for this project: see Settings → Providers.</p>

@@ -36,6 +36,7 @@ import { SessionModel, type ViewMessage } from "../session/session-model.ts";
 import { SessionStream, type StreamState } from "../session/session-stream.ts";
 import { SessionWorkspace } from "../session/session-workspace.tsx";
 import { startingAgent } from "../session/starting-agent.ts";
+import { SessionUsagePanel } from "../settings/usage-table.tsx";
 
 /** The review (a virtualised diff viewer) loads in its own chunk, after the chat. */
 const ReviewPanel = lazy(() => import("../review/review-panel.tsx"));
@@ -55,17 +56,19 @@ function useModel(model: SessionModel | null) {
   );
 }
 
-type SideTab = "review" | "processes";
+type SideTab = "review" | "processes" | "usage";
 
-/** The side pane: the review of pending changes and the session's processes, as two tabs. */
+/** The side pane: the review of pending changes, the session's processes and its model usage. */
 function SidePane({
   sessionId,
   version,
   onComment,
+  comments,
 }: {
   sessionId: string;
   version: number;
   onComment: Parameters<typeof ReviewPanel>[0]["onComment"];
+  comments: Parameters<typeof ReviewPanel>[0]["comments"];
 }) {
   const [tab, setTab] = useState<SideTab>("review");
   const [changes, setChanges] = useState<number | null>(null);
@@ -73,6 +76,7 @@ function SidePane({
   const tabs: { id: SideTab; label: string; count: number | null }[] = [
     { id: "review", label: "Review", count: changes },
     { id: "processes", label: "Processes", count: processes },
+    { id: "usage", label: "Usage", count: null },
   ];
   return (
     <section className="side-pane" aria-label="Review and processes">
@@ -104,6 +108,7 @@ function SidePane({
             sessionId={sessionId}
             version={version}
             onComment={onComment}
+            comments={comments}
             onCount={setChanges}
           />
         </Suspense>
@@ -116,6 +121,16 @@ function SidePane({
         hidden={tab !== "processes"}
       >
         <ProcessesPanel sessionId={sessionId} onCount={setProcesses} />
+      </div>
+      <div
+        role="tabpanel"
+        id="side-panel-usage"
+        aria-labelledby="side-tab-usage"
+        className="pane-scroll"
+        hidden={tab !== "usage"}
+      >
+        {/* Read each time it is opened: usage grows with every turn. */}
+        {tab === "usage" && <SessionUsagePanel sessionId={sessionId} />}
       </div>
     </section>
   );
@@ -341,6 +356,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
             sessionId={sessionId}
             version={model?.pendingChangesVersion ?? 0}
             onComment={reviewComments.add}
+            comments={reviewComments.comments}
           />
         }
       />

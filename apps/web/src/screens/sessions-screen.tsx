@@ -200,7 +200,7 @@ export function SessionsScreen() {
       .then((list) => setProjects(new Map(list.projects.map((project) => [project.id, project]))))
       .catch((failure: unknown) => setError(messageOf(failure)));
   }, []);
-  useEffect(loadProjects, []);
+  useEffect(() => loadProjects(), [loadProjects]);
 
   useEffect(() => {
     const timer = setTimeout(() => {

@@ -8,6 +8,7 @@ import {
 } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { CopyButton } from "../components/code-block.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
 import { AddAcpAgentForm } from "./add-acp-agent-form.tsx";
 import { ProviderDiagnostic } from "./provider-diagnostic.tsx";
@@ -143,11 +144,17 @@ export function ProvidersSection() {
                   Command: <code>{provider.command.join(" ")}</code>
                 </p>
               )}
-              {provider.last_error && <p className="warning">{provider.last_error}</p>}
-              {provider.install_hint && provider.status === "not_installed" && (
-                <p className="muted">
-                  Install: <code>{provider.install_hint}</code>
+              {provider.install_hint && provider.status === "not_installed" ? (
+                // Said once, as a command to copy (the server's error says the same in words).
+                <p className="install-hint">
+                  Not installed. Install with <code>{provider.install_hint}</code>{" "}
+                  <CopyButton
+                    text={provider.install_hint}
+                    label={`Copy the install command of ${provider.label}`}
+                  />
                 </p>
+              ) : (
+                provider.last_error && <p className="warning">{provider.last_error}</p>
               )}
               <div className="actions">
                 <button
