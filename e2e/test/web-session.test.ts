@@ -13,7 +13,13 @@ import {
 } from "@deckhand/wire";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { capture, expectNoPageErrors, type OpenedBrowser, openBrowser } from "./browser.ts";
+import {
+  capture,
+  expectNoPageErrors,
+  type OpenedBrowser,
+  openBrowser,
+  recordBudgets,
+} from "./browser.ts";
 import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
 const ADMIN_TOKEN = "e2e-admin-token-session-0123456789";
@@ -250,6 +256,37 @@ describe("the session screen", () => {
     expect(await following.count()).toBe(1);
   });
 
+  it("works by keyboard: Escape leaves the composer, arrows move between tabs, and applying keeps the focus in the review", async () => {
+    await page.getByRole("link", { name: "following", exact: true }).click();
+    await page.getByRole("heading", { name: "following" }).waitFor();
+    const activeLabel = () =>
+      page.evaluate(
+        "document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.getAttribute('role') ?? document.activeElement?.tagName",
+      );
+    await page.getByRole("textbox", { name: "Message" }).focus();
+    await page.keyboard.type("draft");
+    await page.keyboard.press("Escape");
+    expect(await activeLabel()).toBe("Messages");
+    // The draft stays where it was left.
+    expect(await page.getByRole("textbox", { name: "Message" }).inputValue()).toBe("draft");
+
+    await page.getByRole("tab", { name: /^Review/ }).focus();
+    await page.keyboard.press("ArrowRight");
+    expect(await page.getByRole("tab", { name: /^Processes/ }).getAttribute("aria-selected")).toBe(
+      "true",
+    );
+    await page.keyboard.press("ArrowLeft");
+    expect(await page.getByRole("tab", { name: /^Review/ }).getAttribute("aria-selected")).toBe(
+      "true",
+    );
+
+    await page.getByRole("button", { name: "Apply asked.txt" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("region", { name: "Change to asked.txt" }).waitFor({ state: "detached" });
+    await expect.poll(activeLabel).toBe("Change to pair.txt");
+    await page.getByRole("textbox", { name: "Message" }).fill("");
+  });
+
   it("starts a session from a prompt: project, a branch of the repository, and the first message", async () => {
     up.repository.git("branch", "feature/prompt");
     const branchCommit = up.repository.git("rev-parse", "feature/prompt").trim();
@@ -272,6 +309,76 @@ describe("the session screen", () => {
     const id = /\/sessions\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
     const session = await api<Session>("GET", serverPath(ServerPath.session, { session_id: id }));
     expect(session).toMatchObject({ agent: "scripted", base_commit: branchCommit });
+  });
+
+  it("records the budgets: route to first content, and typing in the composer", async () => {
+    /** Milliseconds from the latest route mark to the first-content mark of `screen`. */
+    const routeToContent = async (screen: string): Promise<number> => {
+      await expect
+        .poll(() =>
+          page.evaluate(
+            `performance.getEntriesByName("deckhand:first-content").some((mark) => mark.detail === ${JSON.stringify(screen)})`,
+          ),
+        )
+        .toBe(true);
+      return Number(
+        await page.evaluate(`(() => {
+          const content = performance.getEntriesByName("deckhand:first-content").filter((mark) => mark.detail === ${JSON.stringify(screen)}).at(-1);
+          const route = performance.getEntriesByName("deckhand:route").filter((mark) => mark.startTime <= content.startTime).at(-1);
+          return Math.round(content.startTime - (route ? route.startTime : 0));
+        })()`),
+      );
+    };
+    // A full load of the Sessions list, then a link followed to a session.
+    await page.goto(`${up.server.url}/sessions`);
+    const sessionsLoad = Number(
+      await page.evaluate(`new Promise((resolve) => {
+        const found = () => performance.getEntriesByName("deckhand:first-content").find((mark) => mark.detail === "sessions");
+        const check = () => (found() ? resolve(Math.round(found().startTime)) : setTimeout(check, 20));
+        check();
+      })`),
+    );
+    await page.getByRole("link", { name: "following", exact: true }).click();
+    const sessionRoute = await routeToContent("session");
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Batch changes" })
+      .click();
+    const batchesRoute = await routeToContent("batches");
+
+    // Typing: from each keystroke's input event to the end of its handling (React renders a
+    // controlled text box's update within the event, before a listener on window runs last).
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: /^Sessions/ })
+      .click();
+    await page.getByRole("link", { name: "following", exact: true }).click();
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.click();
+    await page.evaluate(`(() => {
+      window.deckhandTyping = [];
+      window.addEventListener("input", (event) => {
+        window.deckhandTyping.push(performance.now() - event.timeStamp);
+      });
+    })()`);
+    await page.keyboard.type("the quick brown fox jumps over the lazy dog ".repeat(3), {
+      delay: 25,
+    });
+    await expect
+      .poll(() => page.evaluate("window.deckhandTyping.length"))
+      .toBeGreaterThanOrEqual(120);
+    const typing = ((await page.evaluate("window.deckhandTyping")) as number[]).sort(
+      (left, right) => left - right,
+    );
+    const p95 = typing[Math.floor(typing.length * 0.95)]!;
+    await page.keyboard.press("ControlOrMeta+a");
+    await page.keyboard.press("Delete");
+    recordBudgets({
+      route_sessions_full_load_first_content_ms: sessionsLoad,
+      route_sessions_to_session_first_content_ms: sessionRoute,
+      route_session_to_batches_first_content_ms: batchesRoute,
+      composer_typing_p95_ms: Number(p95.toFixed(1)),
+    });
   });
 
   it("raised no error in the page on the way", () => {

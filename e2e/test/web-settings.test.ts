@@ -115,7 +115,7 @@ describe("the settings screen", () => {
     await codex.locator(".badge", { hasText: "Not installed" }).waitFor();
     const text = (await codex.textContent()) ?? "";
     expect(text.split("npm install -g @zed-industries/codex-acp").length - 1).toBe(1);
-    await codex.getByRole("button", { name: "Copy the install command of Codex" }).waitFor();
+    await codex.getByRole("button", { name: "Copy Codex's install command" }).waitFor();
   });
 
   it("refreshes one provider, and shows its diagnostic when opened", async () => {

@@ -1,6 +1,7 @@
 import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
+import { ROUTE_MARK } from "./components/content-mark.ts";
 import { retryNow, useConnection } from "./connection.ts";
 import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
 import { BatchesScreen } from "./screens/batches-screen.tsx";
@@ -136,6 +137,10 @@ function TokenPrompt({ onSaved }: { onSaved: () => void }) {
 export function App() {
   const [location] = useLocation();
   const [needsToken, setNeedsToken] = useState(false);
+  // Where each navigation starts, for the route-to-first-content budget.
+  useEffect(() => {
+    performance.mark(ROUTE_MARK, { detail: location });
+  }, [location]);
   // Remounts the screens once a token is given, so they load again with it.
   const [generation, setGeneration] = useState(0);
   useEffect(() => onUnauthorized(() => setNeedsToken(true)), []);

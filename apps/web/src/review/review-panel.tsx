@@ -494,6 +494,16 @@ export default function ReviewPanel({
   const resolve = async (targets: PendingChange[], action: "apply" | "reject") => {
     setBusy(true);
     setError(null);
+    // Where the focus goes once the files are gone: the change after the last one resolved,
+    // else the one before, else the heading (never lost to the page's body).
+    const last = changes.findIndex((change) => change.id === targets.at(-1)?.id);
+    const resolved = new Set(targets.map((change) => change.id));
+    const next =
+      changes.slice(last + 1).find((change) => !resolved.has(change.id)) ??
+      changes
+        .slice(0, Math.max(last, 0))
+        .reverse()
+        .find((change) => !resolved.has(change.id));
     const failures: string[] = [];
     for (const change of targets) {
       try {
@@ -515,6 +525,12 @@ export default function ReviewPanel({
     }
     if (failures.length > 0) setError(failures.join("\n"));
     setBusy(false);
+    requestAnimationFrame(() => {
+      const target =
+        (next && document.getElementById(`change-${next.id}`)) ??
+        document.getElementById("review-heading");
+      target?.focus({ preventScroll: false });
+    });
   };
 
   const open = (path: string) => {
@@ -527,7 +543,9 @@ export default function ReviewPanel({
 
   return (
     <section className="review" aria-labelledby="review-heading">
-      <h2 id="review-heading">Pending changes ({changes.length})</h2>
+      <h2 id="review-heading" tabIndex={-1}>
+        Pending changes ({changes.length})
+      </h2>
       {error && (
         <p className="error" role="alert">
           {error}

@@ -17,6 +17,7 @@ import { formatDuration } from "../batches/step-detail.tsx";
 import { type TimelineEntry, WorkspaceTable, workspaceKey } from "../batches/workspace-table.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { onTabListKeyDown } from "../components/tab-keys.ts";
 import { useReloadOnReconnect } from "../connection.ts";
 import type { StreamState } from "../session/session-stream.ts";
 
@@ -182,7 +183,11 @@ export function BatchRunScreen({ runId }: { runId: string }) {
     const query = what === "apply-succeeded" ? "?skip_errors=true" : "";
     try {
       setRun(await api<BatchRun>("POST", `${serverPath(path, { batch_run_id: runId })}${query}`));
-      if (what === "apply" || what === "apply-succeeded") setTab("changesets");
+      if (what === "apply" || what === "apply-succeeded") {
+        setTab("changesets");
+        // The focus follows to what apply changes: the changesets tab.
+        requestAnimationFrame(() => document.getElementById("run-tab-changesets")?.focus());
+      }
       reload();
     } catch (failure) {
       setError(messageOf(failure));
@@ -269,12 +274,13 @@ export function BatchRunScreen({ runId }: { runId: string }) {
           {error}
         </p>
       )}
-      <div role="tablist" aria-label="Run" className="tabs">
+      <div role="tablist" aria-label="Run" className="tabs" onKeyDown={onTabListKeyDown}>
         <button
           type="button"
           role="tab"
           id="run-tab-workspaces"
           aria-selected={tab === "workspaces"}
+          tabIndex={tab === "workspaces" ? 0 : -1}
           aria-controls="run-panel"
           onClick={() => setTab("workspaces")}
         >
@@ -285,6 +291,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
           role="tab"
           id="run-tab-changesets"
           aria-selected={tab === "changesets"}
+          tabIndex={tab === "changesets" ? 0 : -1}
           aria-controls="run-panel"
           onClick={() => setTab("changesets")}
         >

@@ -3,6 +3,7 @@ import { useEffect, useState } from "react";
 import { Link } from "wouter";
 import { type Answer, api, messageOf } from "../api.ts";
 import { BurndownSparkline } from "../batches/burndown-chart.tsx";
+import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { useConnection } from "../connection.ts";
@@ -44,6 +45,7 @@ export function BatchesScreen() {
   // Loaded again when the server comes back, so an outage's error does not stay.
   const { reconnects } = useConnection();
   useDocumentTitle("Batch changes");
+  useContentMark(runs !== null, "batches");
 
   useEffect(() => {
     void reconnects;

@@ -21,9 +21,11 @@ import {
 } from "react";
 import { Link, useSearchParams } from "wouter";
 import { api, messageOf, unreachableMessage } from "../api.ts";
+import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { ProcessesPanel } from "../components/processes-panel.tsx";
+import { onTabListKeyDown } from "../components/tab-keys.ts";
 import { useReloadOnReconnect } from "../connection.ts";
 import {
   messageWithReviewComments,
@@ -80,7 +82,7 @@ function SidePane({
   ];
   return (
     <section className="side-pane" aria-label="Review and processes">
-      <div role="tablist" aria-label="Side pane" className="pane-tabs">
+      <div role="tablist" aria-label="Side pane" className="pane-tabs" onKeyDown={onTabListKeyDown}>
         {tabs.map((entry) => (
           <button
             key={entry.id}
@@ -88,6 +90,7 @@ function SidePane({
             role="tab"
             id={`side-tab-${entry.id}`}
             aria-selected={tab === entry.id}
+            tabIndex={tab === entry.id ? 0 : -1}
             aria-controls={`side-panel-${entry.id}`}
             onClick={() => setTab(entry.id)}
           >
@@ -293,6 +296,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
   const permissions = model ? [...model.permissions.values()] : [];
   const title = session ? session.title || session.branch : null;
   useDocumentTitle(title, permissions.length > 0 ? "Needs input" : null);
+  useContentMark(session !== null && chat !== null, "session");
 
   if (!session) {
     return (

@@ -11,6 +11,7 @@ import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
 import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog.tsx";
+import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
@@ -264,6 +265,8 @@ export function SessionsScreen() {
       // Not remembered: the list is the default anyway.
     }
   };
+
+  useContentMark(listed !== null, "sessions");
 
   // What the activity stream pushed is newer than the search's answer.
   const rows = (listed ?? [])

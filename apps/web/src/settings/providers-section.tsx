@@ -150,7 +150,7 @@ export function ProvidersSection() {
                   Not installed. Install with <code>{provider.install_hint}</code>{" "}
                   <CopyButton
                     text={provider.install_hint}
-                    label={`Copy the install command of ${provider.label}`}
+                    label={`Copy ${provider.label}'s install command`}
                   />
                 </p>
               ) : (

@@ -95,16 +95,21 @@ export function UsageSection() {
             />
           </label>
         ) : (
-          <label className="grow">
-            Session
-            <select value={id} onChange={(event) => setId(event.target.value)} required>
+          <span className="grow field">
+            <label htmlFor="usage-session">Session</label>
+            <select
+              id="usage-session"
+              value={id}
+              onChange={(event) => setId(event.target.value)}
+              required
+            >
               {sessions.map((session) => (
                 <option key={session.id} value={session.id}>
                   {session.title || session.branch}
                 </option>
               ))}
             </select>
-          </label>
+          </span>
         )}
         <button type="submit" disabled={busy || !id.trim()}>
           Show usage
