@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { type FakeCodeHost, startFakeCodeHost } from "@deckhand/testkit";
+import { ServerPath, serverPath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
@@ -477,9 +478,10 @@ describe("batch changes in the web UI", () => {
     await page.getByRole("button", { name: "Preview", exact: true }).click();
     await page.getByRole("heading", { name: "e2e-slow" }).waitFor();
     const slowRun = (await (
-      await fetch(`${up.server.url}/api/batch-runs/${/runs\/([0-9a-f-]+)/.exec(page.url())![1]}`, {
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      })
+      await fetch(
+        `${up.server.url}${serverPath(ServerPath.batchRun, { batch_run_id: /runs\/([0-9a-f-]+)/.exec(page.url())![1]! })}`,
+        { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      )
     ).json()) as { options: Record<string, unknown> };
     expect(slowRun.options).toMatchObject({ runtime: "local", fail_fast: true, parallelism: 2 });
     const step = page

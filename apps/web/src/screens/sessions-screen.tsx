@@ -14,6 +14,7 @@ import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog
 import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { ago } from "../components/relative-time.ts";
 import { useReloadOnReconnect } from "../connection.ts";
 import { useSessionActivity } from "../sessions/session-activity-watcher.tsx";
 import { isUnread } from "../sessions/session-preferences.ts";
@@ -34,15 +35,6 @@ const SEARCH_DELAY_MS = 250;
 type View = "list" | "board";
 type Sort = "activity" | "created";
 const VIEW_KEY = "deckhand.sessions.view";
-
-/** "just now", "5 min ago", "3 h ago", else the date: when something last happened. */
-export function ago(iso: string, now: number): string {
-  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (seconds < 45) return "just now";
-  if (seconds < 3_600) return `${Math.round(seconds / 60)} min ago`;
-  if (seconds < 86_400) return `${Math.round(seconds / 3_600)} h ago`;
-  return new Date(iso).toLocaleDateString();
-}
 
 function storedView(): View {
   try {
