@@ -74,8 +74,9 @@ export async function openBrowser(options: OpenBrowserOptions = {}): Promise<Ope
   page.on("console", (message) => {
     if (message.type() !== "error") return;
     if (options.allowConsoleErrors?.test(message.text())) return;
-    // The location names the resource a "Failed to load resource" message is about.
-    pageErrors.push(`console: ${message.text()} (${message.location().url})`);
+    // A failed resource names itself only in the message's location.
+    const url = message.location().url;
+    pageErrors.push(`console: ${message.text()}${url ? ` (${url})` : ""}`);
   });
   mkdirSync(SCREENSHOTS, { recursive: true });
   return {
@@ -168,4 +169,16 @@ export function recordBudgets(values: Record<string, number>): void {
     : {};
   writeFileSync(path, `${JSON.stringify({ ...current, ...values }, null, 2)}\n`);
   for (const [name, value] of Object.entries(values)) console.log(`budget ${name}: ${value}`);
+}
+
+/**
+ * Fails when the page logged an error on the way; the server's own error lines go with it, since
+ * a failed request says in the page only that it failed.
+ */
+export function expectNoPageErrors(browser: OpenedBrowser, server: { output: string[] }): void {
+  const serverErrors = server.output.filter((line) => /"level":(50|60)/.test(line));
+  expect(
+    browser.pageErrors,
+    serverErrors.length > 0 ? `the server logged:\n${serverErrors.join("\n")}` : undefined,
+  ).toEqual([]);
 }

@@ -33,11 +33,16 @@ export const UPSTREAM_KEY = "sk-e2e-upstream-key-0123456789";
 const DATABASE_URL_ENV = "DATABASE_URL";
 
 export interface DeckhandUp {
+  /** The running server; a new one after `restart`. */
   server: SpawnedService;
   model: FakeModel;
   /** A git repository to add as a project. */
   repository: TempRepository;
   dataDir: string;
+  /** Sends SIGTERM and resolves once the server has exited (a graceful shutdown). */
+  stop(): Promise<void>;
+  /** Starts the server again over the same data directory, on the same address. */
+  start(): Promise<void>;
   /** Stops the server (if still running) and removes everything it made. */
   close(): Promise<void>;
 }
@@ -51,8 +56,15 @@ export interface DeckhandUpOptions {
   env?: Record<string, string>;
 }
 
-/** `deckhand up` from source on a free loopback port over `dataDir`, with `env` as its environment. */
-export function spawnDeckhandUp(dataDir: string, env: NodeJS.ProcessEnv): Promise<SpawnedService> {
+/**
+ * `deckhand up` from source over `dataDir`, with `env` as its environment, on a free loopback
+ * port (or `listen`'s, to come back where a page expects it after a restart).
+ */
+export function spawnDeckhandUp(
+  dataDir: string,
+  env: NodeJS.ProcessEnv,
+  listen = "127.0.0.1:0",
+): Promise<SpawnedService> {
   return spawnService(
     process.execPath,
     [
@@ -60,7 +72,7 @@ export function spawnDeckhandUp(dataDir: string, env: NodeJS.ProcessEnv): Promis
       join(repositoryRoot, "apps/cli/src/bin.ts"),
       "up",
       "--listen",
-      "127.0.0.1:0",
+      listen,
       "--data-dir",
       dataDir,
     ],
@@ -147,26 +159,32 @@ export async function startDeckhandUp(options: DeckhandUpOptions = {}): Promise<
     database = await createPostgresTestDatabase();
     serverEnvironment[DATABASE_URL_ENV] = database.url;
   }
-  const server = await spawnDeckhandUp(dataDir, {
+  const environment = {
     ...serverEnvironment,
     [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
     ...options.env,
     ...(options.adminToken ? { [WireEnv.adminToken]: options.adminToken } : {}),
-  });
-  return {
-    server,
+  };
+  const up: DeckhandUp = {
+    server: await spawnDeckhandUp(dataDir, environment),
     model,
     repository,
     dataDir,
+    async stop() {
+      if (up.server.child.exitCode !== null || up.server.child.signalCode !== null) return;
+      up.server.child.kill("SIGTERM");
+      await up.server.exited;
+    },
+    async start() {
+      up.server = await spawnDeckhandUp(dataDir, environment, new URL(up.server.url).host);
+    },
     async close() {
-      if (server.child.exitCode === null) {
-        server.child.kill("SIGTERM");
-        await server.exited;
-      }
+      await up.stop();
       await model.close();
       await database?.drop();
       repository.remove();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return up;
 }

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { type FakeCodeHost, startFakeCodeHost } from "@deckhand/testkit";
+import { ServerPath, serverPath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capture, type OpenedBrowser, openBrowser } from "./browser.ts";
@@ -133,6 +134,22 @@ afterAll(async () => {
   if (codeHost) rmSync(codeHost, { recursive: true, force: true });
 });
 
+/** A workspace's row in the run's table. */
+function workspaceRow(title: string | RegExp) {
+  return page.getByRole("row", {
+    name: typeof title === "string" ? `Workspace ${title}` : title,
+  });
+}
+
+/** Opens a workspace's row (if closed) and answers its detail: steps, error, timeline. */
+async function openWorkspace(title: string) {
+  const toggle = workspaceRow(title).getByRole("button", { name: title, exact: true });
+  if ((await toggle.getAttribute("aria-expanded")) !== "true") await toggle.click();
+  return page
+    .locator("tr.detail-row")
+    .filter({ has: page.getByRole("list", { name: `Steps of ${title}` }) });
+}
+
 /** Replaces the spec editor's text, as a paste would. */
 async function typeSpec(text: string): Promise<void> {
   const editor = page.locator(".cm-content");
@@ -253,9 +270,12 @@ describe("batch changes in the web UI", () => {
       .poll(() => page.locator('.stats-bar [data-field="changesets"] dd').textContent())
       .toBe("1");
     // acme/web was left out.
-    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
-    await workspace.waitFor();
-    expect(await page.getByRole("listitem", { name: "Workspace acme/web" }).count()).toBe(0);
+    const row = workspaceRow("acme/api");
+    await row.waitFor();
+    expect(await workspaceRow("acme/web").count()).toBe(0);
+    // The row names the step by its number (as the API numbers them) and what it runs.
+    expect(await row.locator(".step-cell").textContent()).toMatch(/^Step 0 · echo "noting/);
+    const workspace = await openWorkspace("acme/api");
     await expect
       .poll(() => workspace.locator(".step-row .badge").first().textContent())
       .toBe("run");
@@ -270,21 +290,24 @@ describe("batch changes in the web UI", () => {
     await expect
       .poll(() => panel.locator(".diff-code-insert").allTextContents())
       .toEqual(["Maintained by the platform team."]);
+    // The diff says which file it is.
+    await panel.getByRole("region", { name: "Diff of README.md" }).waitFor();
     await workspace.getByText(/^Timeline \(\d+\)$/).click();
     await workspace.getByText(/step 0 run \(exit 0\)/).waitFor();
     await workspace.getByText("finished: completed").waitFor();
     await capture(page, "batch-run");
   }, 150_000);
 
-  it("takes a workspace over: the button opens an interactive session on it", async () => {
-    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
-    await workspace.getByRole("button", { name: "Take over acme/api" }).click();
+  it("takes a workspace over: the session opens on what the workspace ran and changed", async () => {
+    await workspaceRow("acme/api").getByRole("button", { name: "Take over acme/api" }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
+    const context = page.getByRole("article", { name: "Context from Deckhand" });
+    await context.getByText(/Taken over from the batch change/).waitFor();
+    expect(await context.textContent()).toContain("Step 0: echo");
+    expect(await context.textContent()).toContain("+Maintained by the platform team.");
+    await capture(page, "batch-takeover-session");
     await page.goto(runUrl);
-    await page
-      .getByRole("listitem", { name: "Workspace acme/api" })
-      .getByRole("link", { name: "open session" })
-      .waitFor();
+    await (await openWorkspace("acme/api")).getByRole("link", { name: "open session" }).waitFor();
   });
 
   it("resumes the run stream from the last event id after a dropped connection", async () => {
@@ -296,7 +319,7 @@ describe("batch changes in the web UI", () => {
       socket.connectToServer();
     });
     await page.reload();
-    const workspace = page.getByRole("listitem", { name: "Workspace acme/api" });
+    const workspace = await openWorkspace("acme/api");
     await workspace.getByText(/^Timeline \(\d+\)$/).waitFor();
     const timeline = await workspace.locator(".timeline summary").textContent();
     await expect.poll(() => connections.length).toBe(1);
@@ -321,6 +344,7 @@ describe("batch changes in the web UI", () => {
     await expect
       .poll(() => changeset.locator(".diff-code-insert").allTextContents())
       .toEqual(["Maintained by the platform team."]);
+    await changeset.getByRole("region", { name: "Diff of README.md" }).waitFor();
     expect(branchExists("acme/api", "batch/e2e-readme")).toBe(false);
     await capture(page, "batch-changesets");
 
@@ -336,17 +360,39 @@ describe("batch changes in the web UI", () => {
     await page.getByRole("button", { name: "Apply changesets" }).waitFor({ state: "detached" });
   });
 
+  it("says what publishing a directory host's applied changeset lacks, after asking with the count", async () => {
+    await page.goto(`${up.server.url}/batches/changes/e2e-readme`);
+    await page.getByRole("heading", { name: "e2e-readme", level: 1 }).waitFor();
+    await page.getByRole("button", { name: "Select all 1 matching" }).click();
+    await page.getByRole("button", { name: "Publish selected" }).click();
+    const dialog = page.getByRole("dialog", { name: "Publish 1 changeset?" });
+    await dialog.getByRole("button", { name: "Publish 1 changeset" }).click();
+    const result = page.getByRole("status").filter({ hasText: "publish: 0 of 1 succeeded" });
+    await result.waitFor();
+    const reason = (await result.textContent()) ?? "";
+    // It is applied (as a local branch): what is missing is a remote a connection matches.
+    expect(reason).toContain("is applied as the local branch batch/e2e-readme");
+    expect(reason).toContain("no remote URL a code host connection can match");
+    expect(reason).not.toContain("is not applied");
+  });
+
   it("lists the run with its action, status and stats", async () => {
     await page
       .getByRole("navigation", { name: "Main" })
       .getByRole("link", { name: "Batch changes" })
       .click();
-    const run = page
-      .getByRole("listitem")
-      .filter({ has: page.getByRole("link", { name: "e2e-readme" }) });
-    await run.waitFor();
-    await expect.poll(() => run.locator(".badge").allTextContents()).toContain("completed");
-    expect(await run.locator('.stats-bar [data-field="changesets"] dd').textContent()).toBe("1");
+    const run = page.getByRole("table", { name: "Batch runs" }).getByRole("row", {
+      name: "Run e2e-readme",
+    });
+    await run.first().waitFor();
+    await expect.poll(() => run.first().locator(".badge").allTextContents()).toContain("completed");
+    expect(await run.first().locator(".run-progress").textContent()).toContain("1 changesets");
+    // By name: the batch change, its latest run and its changesets by state.
+    const change = page.getByRole("table", { name: "Batch changes" }).getByRole("row", {
+      name: /e2e-readme/,
+    });
+    await change.getByRole("link", { name: "e2e-readme", exact: true }).waitFor();
+    expect(await change.textContent()).toContain("1 unpublished");
     await capture(page, "batches");
   });
 
@@ -362,10 +408,12 @@ describe("batch changes in the web UI", () => {
 
   it("retries the failed workspaces of a run, and cancels a running one", async () => {
     await typeSpec(
-      SPEC.replace("name: e2e-readme", "name: e2e-failing").replace(
-        /- run: .*/,
-        () => `- run: test "\${{ repository.name }}" != "acme/web" && echo ok >> README.md`,
-      ),
+      SPEC.replace("name: e2e-readme", "name: e2e-failing")
+        .replace("branch: batch/e2e-readme", "branch: batch/e2e-failing")
+        .replace(
+          /- run: .*/,
+          () => `- run: test "\${{ repository.name }}" != "acme/web" && echo ok >> README.md`,
+        ),
     );
     await page.getByText("The spec is valid.").waitFor();
     await page.getByLabel("Runtime").selectOption("local");
@@ -374,13 +422,50 @@ describe("batch changes in the web UI", () => {
     await expect
       .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
       .toBe("failed");
-    const web = page.getByRole("listitem", { name: "Workspace acme/web" });
-    await expect.poll(() => web.locator(".card-header .badge").textContent()).toBe("failed");
+    const web = workspaceRow("acme/web");
+    await expect.poll(() => web.locator(".badge").first().textContent()).toBe("failed");
+    // Failed first; and Retry only where it applies.
+    expect(
+      await page
+        .getByRole("table", { name: "Workspaces" })
+        .locator("tbody tr")
+        .first()
+        .getAttribute("aria-label"),
+    ).toBe("Workspace acme/web");
+    expect(
+      await workspaceRow("acme/api")
+        .getByRole("button", { name: /^Retry/ })
+        .count(),
+    ).toBe(0);
+    // The failure sits with the step that failed, named as the API numbers it.
+    const detail = await openWorkspace("acme/web");
+    const failedStep = detail.locator('li[data-outcome="failed"]');
+    expect(await failedStep.locator(".step-name").textContent()).toMatch(/^Step 0 · test /);
+    expect(await failedStep.locator(".error-output").textContent()).toMatch(
+      /step [01] failed|exit code 1/,
+    );
+    await page.getByRole("radio", { name: /^Failed \(1\)/ }).check();
+    expect(
+      await page
+        .getByRole("table", { name: "Workspaces" })
+        .locator("tbody > tr[aria-label]")
+        .count(),
+    ).toBe(1);
+    await capture(page, "batch-run-failed");
+    await page.getByRole("radio", { name: /^All/ }).check();
     await page.getByRole("button", { name: "Retry all failed (1)" }).click();
-    await web.getByText(/attempt 2/).waitFor({ timeout: 60_000 });
+    await (await openWorkspace("acme/web")).getByText(/attempt 2/).waitFor({ timeout: 60_000 });
     await expect
       .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
       .toBe("failed");
+
+    // The one that succeeded is applied anyway, on request; the failed one is left out.
+    await page.getByRole("button", { name: "Apply the 1 that succeeded" }).click();
+    await expect
+      .poll(() => page.getByTestId("run-status").textContent(), { timeout: 60_000 })
+      .toBe("completed");
+    expect(branchExists("acme/api", "batch/e2e-failing")).toBe(true);
+    expect(branchExists("acme/web", "batch/e2e-failing")).toBe(false);
 
     await page.goto(`${up.server.url}/batches/new`);
     await page.locator(".cm-content").waitFor();
@@ -389,9 +474,22 @@ describe("batch changes in the web UI", () => {
     );
     await page.getByText("The spec is valid.").waitFor();
     await page.getByLabel("Runtime").selectOption("local");
+    // The run's options: fail fast, and how many workspaces at once.
+    await page.getByLabel(/^Fail fast/).check();
+    await page.getByLabel("Parallelism (workspaces at once)").fill("2");
     await page.getByRole("button", { name: "Preview", exact: true }).click();
     await page.getByRole("heading", { name: "e2e-slow" }).waitFor();
-    const step = page.locator(".step-row .badge", { hasText: "running" }).first();
+    const slowRun = (await (
+      await fetch(
+        `${up.server.url}${serverPath(ServerPath.batchRun, { batch_run_id: /runs\/([0-9a-f-]+)/.exec(page.url())![1]! })}`,
+        { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      )
+    ).json()) as { options: Record<string, unknown> };
+    expect(slowRun.options).toMatchObject({ runtime: "local", fail_fast: true, parallelism: 2 });
+    const step = page
+      .getByRole("table", { name: "Workspaces" })
+      .locator(".badge", { hasText: "running" })
+      .first();
     await step.waitFor({ timeout: 30_000 });
     await page.getByRole("button", { name: "Cancel run" }).click();
     await expect
@@ -413,7 +511,10 @@ describe("batch changes in the web UI", () => {
       .toBe("completed");
 
     // The step's environment, its secret redacted by the server, and its command.
-    const workspace = page.getByRole("listitem", { name: /^Workspace .*fleet\/svc-0$/ });
+    const svc0 = (await workspaceRow(/^Workspace .*fleet\/svc-0$/).getAttribute(
+      "aria-label",
+    ))!.replace(/^Workspace /, "");
+    const workspace = await openWorkspace(svc0);
     await workspace.getByRole("button", { name: /^Details of step 0 in / }).click();
     await workspace.getByRole("tab", { name: "Environment" }).click();
     const environment = workspace.locator(".env-table");
@@ -480,6 +581,9 @@ describe("batch changes in the web UI", () => {
     const chart = page.getByRole("img", { name: /^Burndown: pull requests per state/ });
     await chart.waitFor();
     expect(await page.locator('.burndown-legend [data-series="open"]').textContent()).toBe("3");
+    // Its axis numbers keep their shape however wide the chart is drawn.
+    const tick = await page.locator(".burndown .burndown-tick").first().boundingBox();
+    expect(tick!.width / tick!.height).toBeLessThan(0.8);
 
     // A filter narrows the list; select all matching picks every match.
     const selection = page.getByTestId("selection");
@@ -490,8 +594,31 @@ describe("batch changes in the web UI", () => {
     await page.getByLabel("State", { exact: true }).selectOption("open");
     await page.getByRole("button", { name: "Select all 3 matching" }).click();
     await expect.poll(() => selection.textContent(), { timeout: 30_000 }).toContain("3 selected");
+    // Filtered down, the selection is what the filter shows: a bulk action reaches only that,
+    // and says how many before it does anything.
+    await page.getByLabel("Repository", { exact: true }).fill("svc-1");
+    await expect
+      .poll(() => selection.textContent())
+      .toContain("1 of 3 changesets match · 1 selected");
+    await page.getByRole("button", { name: "Close selected" }).click();
+    const closing = page.getByRole("dialog", { name: "Close 1 changeset?" });
+    await closing.getByText(/fleet\/svc-1$/).waitFor();
+    await capture(page, "batch-change-confirm");
+    await page.keyboard.press("Escape");
+    await closing.waitFor({ state: "hidden" });
+    expect(github.pullRequests().map((pullRequest) => pullRequest.state)).toEqual([
+      "open",
+      "open",
+      "open",
+    ]);
+    await page.getByLabel("Repository", { exact: true }).fill("");
+    await page.getByRole("button", { name: "Select all 3 matching" }).click();
     await page.getByLabel("Comment", { exact: true }).fill("Merging this on Friday.");
     await page.getByRole("button", { name: "Comment on selected" }).click();
+    await page
+      .getByRole("dialog", { name: "Comment on 3 changesets?" })
+      .getByRole("button", { name: "Comment on 3 changesets" })
+      .click();
     await page.getByRole("status").getByText("comment: 3 of 3 succeeded").waitFor();
     for (const path of FLEET) {
       expect(github.pullRequests(path)[0]!.comments.map((comment) => comment.body)).toEqual([
@@ -505,6 +632,10 @@ describe("batch changes in the web UI", () => {
       .getByRole("checkbox", { name: /^Select / })
       .check();
     await page.getByRole("button", { name: "Close selected" }).click();
+    await page
+      .getByRole("dialog", { name: "Close 1 changeset?" })
+      .getByRole("button", { name: "Close 1 changeset" })
+      .click();
     await page.getByRole("status").getByText("close: 1 of 1 succeeded").waitFor();
     expect(github.pullRequests("fleet/svc-2")[0]!.state).toBe("closed");
     await page.getByLabel("State", { exact: true }).selectOption("");
@@ -526,6 +657,26 @@ describe("batch changes in the web UI", () => {
       .waitFor();
     await capture(page, "batch-change");
   }, 240_000);
+
+  it("takes over a workspace of a git URL host: the session clones with the connection's credentials", async () => {
+    await page.goto(`${up.server.url}/batches`);
+    await page
+      .getByRole("table", { name: "Batch runs" })
+      .getByRole("link", { name: "e2e-publish-ui" })
+      .first()
+      .click();
+    await page.getByRole("heading", { name: "e2e-publish-ui" }).waitFor();
+    const title = (await workspaceRow(/^Workspace .*fleet\/svc-0$/).getAttribute(
+      "aria-label",
+    ))!.replace(/^Workspace /, "");
+    await workspaceRow(title)
+      .getByRole("button", { name: `Take over ${title}` })
+      .click();
+    await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/, { timeout: 60_000 });
+    const context = page.getByRole("article", { name: "Context from Deckhand" });
+    await context.getByText(/Taken over from the batch change/).waitFor();
+    expect(await context.textContent()).toMatch(/\+hello from \S*fleet\/svc-0/);
+  }, 90_000);
 
   it("raised no error in the page on the way", () => {
     expect(browser.pageErrors).toEqual([]);

@@ -110,6 +110,14 @@ describe("the settings screen", () => {
     });
   });
 
+  it("gives a provider that is not installed its install command once, to copy", async () => {
+    const codex = page.getByRole("listitem", { name: "Provider Codex" });
+    await codex.locator(".badge", { hasText: "Not installed" }).waitFor();
+    const text = (await codex.textContent()) ?? "";
+    expect(text.split("npm install -g @zed-industries/codex-acp").length - 1).toBe(1);
+    await codex.getByRole("button", { name: "Copy Codex's install command" }).waitFor();
+  });
+
   it("refreshes one provider, and shows its diagnostic when opened", async () => {
     const scripted = page.getByRole("listitem", { name: "Provider Scripted ACP agent" });
     await scripted.getByRole("button", { name: "Refresh Scripted ACP agent" }).click();
@@ -139,14 +147,24 @@ describe("the settings screen", () => {
       .getByText(/exists already/)
       .waitFor();
 
+    // The refusal is about what was typed: editing it clears the refusal.
     await page.getByLabel("Id", { exact: true }).fill("form-agent");
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /exists already/ })
+      .waitFor({ state: "detached" });
     await page.getByLabel("Label (optional)").fill("Form agent");
     await page.getByLabel("Arguments, one per line").fill(args.join("\n"));
     await page.getByRole("button", { name: "Add variable" }).click();
     await page.getByLabel("Name of variable 1").fill("FORM_AGENT_MODE");
     await page.getByLabel("Value of variable 1").fill("quiet");
     await page.getByRole("button", { name: "Add agent" }).click();
-    await page.getByRole("status").getByText("form-agent is added to providers.json.").waitFor();
+    // Said beside the form, where the person is looking.
+    await page
+      .getByRole("form", { name: "Add an ACP agent" })
+      .getByRole("status")
+      .getByText("form-agent is added to providers.json.")
+      .waitFor();
     const added = page.getByRole("listitem", { name: "Provider Form agent" });
     await added.waitFor();
     expect(providersFile().providers["form-agent"]).toEqual({
@@ -224,13 +242,29 @@ describe("the settings screen", () => {
       )
       .toBeGreaterThan(0);
 
+    // The session is picked by its title, not by a pasted id.
+    await page.reload();
+    await page
+      .getByRole("navigation", { name: "Settings sections" })
+      .getByRole("link", { name: "Usage" })
+      .click();
+    expect(new URL(page.url()).hash).toBe("#usage-heading");
     await page.getByLabel("Of").selectOption("session");
-    await page.getByLabel("Session id").fill(session.id);
+    await page.getByLabel("Session", { exact: true }).selectOption({ label: "usage" });
     await page.getByRole("button", { name: "Show usage" }).click();
     const agents = page.getByRole("list", { name: "Agents of the session" });
     await agents.getByText("deckhand").waitFor();
     await page.getByText(/^1 requests · 21 input tokens · 8 output tokens/).waitFor();
     const table = page.getByRole("table", { name: `Requests of session ${session.id}` });
     expect(await table.locator("tbody tr").count()).toBe(1);
+
+    // And from the session itself, a tab beside its review.
+    await page.goto(`${up.server.url}/sessions/${session.id}`);
+    await page.getByRole("tab", { name: "Usage" }).click();
+    await page
+      .getByRole("tabpanel", { name: "Usage" })
+      .getByText(/^1 requests · 21 input tokens · 8 output tokens/)
+      .waitFor();
+    await capture(page, "session-usage");
   });
 });

@@ -6,7 +6,13 @@ import { turn } from "@deckhand/testkit";
 import { ServerPath, serverPath, WirePath } from "@deckhand/wire";
 import type { Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capture, type OpenedBrowser, openBrowser, recordBudgets } from "./browser.ts";
+import {
+  capture,
+  expectNoPageErrors,
+  type OpenedBrowser,
+  openBrowser,
+  recordBudgets,
+} from "./browser.ts";
 import { type DeckhandUp, startDeckhandUp } from "./deckhand-up.ts";
 
 /** The server wants a token, as beyond loopback: every screen below runs with one. */
@@ -133,6 +139,10 @@ describe("the web UI served by deckhand up", () => {
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.getByText("I ran it.").waitFor();
     const card = answer.getByRole("region", { name: /^Tool call: / });
+    // One line until opened: the command, its exit code and time.
+    const summary = card.locator("summary");
+    expect(await summary.textContent()).toMatch(/echo hello from execute.*exit 0/);
+    await summary.click();
     await card.locator(".command", { hasText: "echo hello from execute" }).waitFor();
     expect(await card.locator(".facts").textContent()).toContain("exit code0");
     expect(await card.locator(".output").textContent()).toBe("hello from execute\n");
@@ -157,6 +167,8 @@ describe("the web UI served by deckhand up", () => {
     await permission.waitFor({ state: "detached" });
     const answer = page.getByRole("article", { name: "deckhand answer" }).last();
     await answer.getByText("Started the ticker.").waitFor();
+    // The processes are a tab of the side pane, beside the review.
+    await page.getByRole("tab", { name: /^Processes/ }).click();
     const panel = page.getByRole("region", { name: /^Processes \(/ });
     const card = panel.getByRole("region", { name: /^Process i=0; while true/ });
     await card.locator(".badge", { hasText: "running" }).waitFor();
@@ -171,6 +183,7 @@ describe("the web UI served by deckhand up", () => {
     await expect.poll(() => card.getByRole("button").count(), { timeout: 10_000 }).toBe(0);
     const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
     expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
+    await page.getByRole("tab", { name: /^Review/ }).click();
   });
 
   it("draws the native agent's apply_patch edit as added and removed lines", async () => {
@@ -370,6 +383,7 @@ describe("the web UI served by deckhand up", () => {
     await answer.getByRole("region", { name: "Plan" }).getByText("look around").waitFor();
     const tool = answer.getByRole("region", { name: "Tool call: Look at README.md" });
     await tool.locator(".badge", { hasText: "completed" }).waitFor();
+    await tool.locator("summary").click();
     await tool.getByText("looked").waitFor();
     await expect.poll(() => answer.getAttribute("data-status")).toBe("complete");
     await capture(page, "tools");
@@ -437,7 +451,7 @@ describe("the web UI served by deckhand up", () => {
     `);
     const shown = () => page.evaluate("window.shownNotifications");
     const nav = page.getByRole("navigation", { name: "Main" });
-    const rows = page.getByRole("list", { name: "Sessions" }).getByRole("listitem");
+    const rows = page.getByRole("table", { name: "Sessions" }).locator("tbody").getByRole("row");
     const row = (title: string) => rows.filter({ has: page.getByRole("link", { name: title }) });
 
     await page.goto(`${up.server.url}/settings`);
@@ -625,6 +639,6 @@ describe("the web UI served by deckhand up", () => {
   });
 
   it("raised no error in the page on the way", () => {
-    expect(browser.pageErrors).toEqual([]);
+    expectNoPageErrors(browser, up.server);
   });
 });

@@ -91,6 +91,7 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     return services.publishing;
   };
   return {
+    listBatchChanges: async () => ({ batch_changes: await batches.listBatchChanges() }),
     getBatchChange: ({ params }) => publishing().getBatchChange(params.name),
     refreshBatchChange: async ({ params }) => {
       const service = publishing();
@@ -114,7 +115,8 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     }),
     listBatchRunChangesets: ({ params }) => batches.listChangesetsWithDropped(params.batch_run_id),
     cancelBatchRun: ({ params }) => batches.cancelRun(params.batch_run_id),
-    applyBatchRun: ({ params }) => batches.applyRun(params.batch_run_id),
+    applyBatchRun: ({ params, query }) =>
+      batches.applyRun(params.batch_run_id, { skipErrors: query.skip_errors ?? false }),
     retryBatchRun: ({ params }) => batches.retryRun(params.batch_run_id),
     resolveBatchWorkspaces: ({ body }) => batches.resolve(body),
     getBatchWorkspace: ({ params }) => batches.getWorkspace(params.workspace_id),
@@ -125,6 +127,7 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     createProject: ({ body }) => sessions.createProject(body),
     listProjects: async () => ({ projects: await sessions.listProjects() }),
     getProject: ({ params }) => sessions.getProject(params.project_id),
+    listProjectBranches: ({ params }) => sessions.listProjectBranches(params.project_id),
     createSession: ({ params, body }) => sessions.createSession(params.project_id, body),
     listSessions: async ({ params }) => ({
       sessions: await sessions.listSessions(params.project_id),

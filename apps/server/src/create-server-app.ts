@@ -64,6 +64,13 @@ export interface ServerAppOptions {
   agent: { url: string; token: string | null } | null;
   /** Whether the task worker is running; absent when this process runs none. */
   queueRunning?: () => boolean;
+  /**
+   * True once shutdown began: requests that would start or change work (anything but GET and
+   * HEAD under /api) are refused with a 503 that says to send them again once the server is
+   * back, since no worker would run them. Reads, and the model proxy that running turns still
+   * use, go on.
+   */
+  shuttingDown?: () => boolean;
   modelUpstreams: Record<string, UpstreamConfig>;
   /** Where changesets are published, listed read-only at /api/code-host-connections. */
   codeHostConnections?: readonly CodeHostConnection[];
@@ -142,6 +149,18 @@ export function createServerApp(options: ServerAppOptions): Hono {
     }),
   );
   app.use(`${WirePath.modelProvider}/*`, limitBody({ maxBytes: MODEL_PROXY_MAX_BODY_BYTES }));
+  app.use(`${WirePath.serverApi}/*`, async (context, next) => {
+    const method = context.req.method;
+    if (method !== "GET" && method !== "HEAD" && options.shuttingDown?.()) {
+      context.header("Retry-After", "5");
+      throw new HttpError(
+        503,
+        "internal",
+        "the server is shutting down; send this again once it is back",
+      );
+    }
+    await next();
+  });
 
   if (options.requireAuth) {
     app.use(

@@ -52,6 +52,8 @@ export class EventStreamSocket<Event extends FeedEvent> {
   readonly #pattern: RegExp;
   readonly #server: WebSocketServer;
   readonly #clients = new Set<WebSocket>();
+  /** Set by close: later upgrades are refused with a 503 rather than served. */
+  #closed = false;
 
   constructor(options: EventStreamSocketOptions<Event>) {
     this.#options = options;
@@ -76,6 +78,15 @@ export class EventStreamSocket<Event extends FeedEvent> {
     if (!match) return false;
     const key = match[1] === undefined ? "" : decodeURIComponent(match[1]).toLowerCase();
     socket.on("error", () => socket.destroy());
+    if (this.#closed) {
+      refuseUpgrade(
+        socket,
+        503,
+        "internal",
+        "the server is shutting down; connect again once it is back",
+      );
+      return true;
+    }
     void (async () => {
       if (!(await this.#options.authorize(upgradeBearerToken(request)))) {
         refuseUpgrade(socket, 401, "unauthorized", "missing or wrong bearer token");
@@ -156,6 +167,8 @@ export class EventStreamSocket<Event extends FeedEvent> {
 
   /** Closes every client (going away) and the WebSocket server. */
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     for (const client of this.#clients) client.close(1001, "server shutting down");
     await new Promise((resolveClose) => setTimeout(resolveClose, 50));
     for (const client of this.#clients) client.terminate();

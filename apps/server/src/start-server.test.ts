@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { createDb, enqueue, TaskRegistry } from "@deckhand/db";
-import { type ServerHealth, ServerPath, WirePath } from "@deckhand/wire";
+import { type ServerHealth, ServerPath, WirePath, WireSubprotocol } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import { resolveServerConfig } from "./config.ts";
 import { type RunningServer, startServer } from "./start-server.ts";
 
@@ -164,6 +165,53 @@ describe("startServer", () => {
     const rows = await readTasks(dataDir);
     expect(rows).toEqual([{ type: "test.finishing", status: "succeeded", attempts: 1 }]);
   });
+
+  it("as shutdown begins, closes the browsers' streams and refuses new work with a 503, while reads go on", async () => {
+    const seen: { closeCode?: number; post?: number; message?: string; get?: number } = {};
+    let serverUrl = "";
+    let streamClosed: Promise<number> = new Promise(() => {});
+    const tasks = new TaskRegistry().register("test.watching", {
+      // Holds the worker (shutdown waits for it) and looks at the server meanwhile.
+      handle: async () => {
+        for (;;) {
+          const health = (await (
+            await fetch(`${serverUrl}${ServerPath.health}`)
+          ).json()) as ServerHealth;
+          if (!health.queue.ok) break;
+          await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+        }
+        seen.closeCode = await streamClosed;
+        const post = await fetch(`${serverUrl}${ServerPath.projects}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ repository_path: "/nowhere" }),
+        });
+        seen.post = post.status;
+        seen.message = ((await post.json()) as { error: { message: string } }).error.message;
+        seen.get = (await fetch(`${serverUrl}${ServerPath.projects}`)).status;
+      },
+    });
+    const { server } = await start(tempDir(), { workspaceAgent: false }, tasks);
+    serverUrl = server.url;
+    const socket = new WebSocket(
+      `${server.url.replace(/^http/, "ws")}${ServerPath.sessionActivity}`,
+      [WireSubprotocol.sessionActivity],
+    );
+    streamClosed = new Promise((resolveClose) => socket.once("close", resolveClose));
+    await new Promise((resolveOpen, rejectOpen) => {
+      socket.once("open", resolveOpen);
+      socket.once("error", rejectOpen);
+    });
+    await enqueue(server.database.db, { type: "test.watching", payload: {} });
+    await waitForTaskStatus(server, "running");
+    await server.close();
+    expect(seen).toEqual({
+      closeCode: 1001,
+      post: 503,
+      message: "the server is shutting down; send this again once it is back",
+      get: 200,
+    });
+  }, 60_000);
 
   it("releases a task still running at the shutdown bound; it completes after a restart", async () => {
     let aborted = false;

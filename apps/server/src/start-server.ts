@@ -279,6 +279,9 @@ export async function startServer(
         if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
         return providerCatalog.snapshot({ projectId });
       },
+      // A project cloned from a code host's URL (a taken-over batch workspace's) is cloned and
+      // fetched with that host's connection credentials, per command, as batch checkouts are.
+      gitEnvironment: (url) => batches.publishing?.access.gitEnvironment(url),
     });
     // Publishing: code host connections from config.json, their tokens read from the
     // environment at each use (never stored, never handed to an agent: see config.ts).
@@ -422,6 +425,8 @@ export async function startServer(
     if (!tasks.has(AGENT_TURN_TASK)) agentTurns.register(tasks);
 
     let workerStopped = false;
+    /** Set as shutdown begins: the API then refuses new work with a 503 that says so. */
+    let shuttingDown = false;
     let worker: TaskWorker | null = null;
     let batchWorker: BatchWorker | null = null;
     const originPolicy = serverOriginPolicy(config);
@@ -437,6 +442,7 @@ export async function startServer(
       adminToken: config.adminToken,
       agent: agent ? { url: agent.url, token: agentToken } : null,
       queueRunning: () => worker !== null && !workerStopped,
+      shuttingDown: () => shuttingDown,
       batches,
       ...(publishing ? { publishing } : {}),
       modelUpstreams: config.modelUpstreams,
@@ -601,20 +607,23 @@ export async function startServer(
         logger.info(
           "shutting down: no new tasks; running tasks finish or are released, then agents, HTTP, workspace agent and database stop",
         );
+        // 0. Browsers hear of it at once: their streams close (they reconnect to the next
+        //    server from their last event id) and the API refuses new work with a 503, rather
+        //    than showing a live stream and taking a message no worker will run.
+        shuttingDown = true;
+        await Promise.all([streams.close(), runStreams.close(), activityStreams.close()]);
         // The order matters: a running agent turn talks to the model proxy over this server's
         // HTTP listener, so HTTP stays up until no task runs and no agent process is left.
         // 1. Stop claiming; running tasks get the worker's shutdown timeout to finish, then
         //    their abort signal fires and they go back to pending without spending an attempt.
+        //    Agent turns are interrupted at once instead (their messages say so): a turn waits
+        //    on a model for minutes, so the timeout would only keep the server up for nothing.
         workerStopped = true;
-        await Promise.all([worker?.stop(), batchWorker?.stop()]);
-        // 2. Stop the agents' processes (a released turn's agent included).
-        await agentTurns.stop();
+        // 2. The agents' processes stop once their turns ended (a released turn's agent too).
+        await Promise.all([worker?.stop(), batchWorker?.stop(), agentTurns.stop()]);
         await providers.close();
         // 3. HTTP: no new connections; requests in flight get a short grace, then are cut.
         const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
-        await streams.close();
-        await runStreams.close();
-        await activityStreams.close();
         if ("closeIdleConnections" in server) server.closeIdleConnections();
         const grace = new Promise<void>((resolveGrace) =>
           setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),

@@ -35,6 +35,7 @@ export function workspaceSessions(
         {
           baseCommit: request.baseRevision,
           initialCommit: { diff: request.diff, message: request.commitMessage },
+          context: request.context,
         },
       );
       return asWorkspaceSession(session);

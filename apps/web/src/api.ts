@@ -4,20 +4,22 @@ import {
   type ServerRouteOf,
   WireHeader,
 } from "@deckhand/wire";
+import { reportTrouble } from "./connection.ts";
+import { storedToken } from "./token.ts";
+
+export { storedToken, storeToken } from "./token.ts";
 
 /** What a route answers, as `@deckhand/wire` describes it: `Answer<"listBatchRuns">`. */
 export type Answer<Id extends ServerOperationId> = RouteResult<ServerRouteOf<Id>>;
 
-/** Where the admin (or API) token lives: this tab only, gone when the tab closes. */
-const TOKEN_KEY = "deckhand.token";
-
-export function storedToken(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY);
-}
-
-export function storeToken(token: string | null): void {
-  if (token === null) sessionStorage.removeItem(TOKEN_KEY);
-  else sessionStorage.setItem(TOKEN_KEY, token);
+/**
+ * What a request that got no answer says, instead of the browser's "Failed to fetch": a read
+ * comes back by itself, a change was not made.
+ */
+export function unreachableMessage(method: string): string {
+  return method === "GET"
+    ? "The server cannot be reached right now; this loads again once it is back."
+    : "Not done: the server cannot be reached right now. Try again once it is back (Deckhand reconnects on its own).";
 }
 
 /** An API answer other than 2xx, with the server's own message (its `{error: {code, message}}`). */
@@ -63,14 +65,24 @@ async function send(
   const token = storedToken();
   if (token) headers[WireHeader.authorization] = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = options.contentType ?? "application/json";
-  const response = await fetch(path, {
-    method,
-    headers,
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    text = await response.text();
+  } catch {
+    // No answer at all (the browser's "Failed to fetch"): the server is away. The banner says
+    // so and the page reloads what it shows once it is back; the caller says what was not done.
+    reportTrouble();
+    throw new ApiError(0, "unreachable", unreachableMessage(method));
+  }
   if (!response.ok) {
     if (response.status === 401) announceUnauthorized();
+    if (response.status === 503) reportTrouble();
     let error: { code?: string; message?: string } | undefined;
     try {
       error = (JSON.parse(text) as { error?: { code?: string; message?: string } } | null)?.error;

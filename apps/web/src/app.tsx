@@ -1,11 +1,14 @@
 import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { onUnauthorized, storedToken, storeToken } from "./api.ts";
+import { ROUTE_MARK } from "./components/content-mark.ts";
+import { retryNow, useConnection } from "./connection.ts";
 import { BatchRunScreen } from "./screens/batch-run-screen.tsx";
 import { BatchesScreen } from "./screens/batches-screen.tsx";
 import { NewBatchScreen } from "./screens/new-batch-screen.tsx";
 import { NewSessionScreen } from "./screens/new-session-screen.tsx";
 import { ProjectsScreen } from "./screens/projects-screen.tsx";
+import { PromptSessionScreen } from "./screens/prompt-session-screen.tsx";
 import { SessionScreen } from "./screens/session-screen.tsx";
 import { SessionsScreen } from "./screens/sessions-screen.tsx";
 import { SettingsScreen } from "./screens/settings-screen.tsx";
@@ -45,6 +48,26 @@ function UnreadCount() {
   const { unreadCount } = useSessionActivity();
   if (unreadCount === 0) return null;
   return <span className="badge nav-unread" data-status="unread">{`${unreadCount} unread`}</span>;
+}
+
+/**
+ * The one place that says the server is away: a banner under the top bar while it cannot be
+ * reached (or is shutting down), gone as soon as it is back, when every screen loads again.
+ */
+function ConnectionBanner() {
+  const { reachable, reason } = useConnection();
+  return (
+    <div role="status" className="connection-banner" data-reachable={reachable}>
+      {!reachable && (
+        <>
+          <strong>Server unreachable: reconnecting…</strong> <span className="muted">{reason}</span>{" "}
+          <button type="button" className="link-button" onClick={retryNow}>
+            Retry now
+          </button>
+        </>
+      )}
+    </div>
+  );
 }
 
 /** The top bar's sections; the current one is marked for assistive technology too. */
@@ -112,7 +135,12 @@ function TokenPrompt({ onSaved }: { onSaved: () => void }) {
 }
 
 export function App() {
+  const [location] = useLocation();
   const [needsToken, setNeedsToken] = useState(false);
+  // Where each navigation starts, for the route-to-first-content budget.
+  useEffect(() => {
+    performance.mark(ROUTE_MARK, { detail: location });
+  }, [location]);
   // Remounts the screens once a token is given, so they load again with it.
   const [generation, setGeneration] = useState(0);
   useEffect(() => onUnauthorized(() => setNeedsToken(true)), []);
@@ -126,7 +154,11 @@ export function App() {
       />
     );
   return (
-    <div key={generation} className="app">
+    // A session fills the window (its panes scroll on their own); other screens scroll the page.
+    <div
+      key={generation}
+      className={/^\/sessions\/(?!new$)[^/]+/.test(location) ? "app app-fill" : "app"}
+    >
       <SessionActivityWatcher />
       <a className="skip-link" href="#content">
         Skip to content
@@ -137,6 +169,7 @@ export function App() {
         </a>
         <MainNav />
       </header>
+      <ConnectionBanner />
       <div id="content">
         <Switch>
           <Route path="/">{() => <ProjectsScreen />}</Route>
@@ -144,6 +177,7 @@ export function App() {
             {(params) => <NewSessionScreen projectId={params.projectId} />}
           </Route>
           <Route path="/sessions">{() => <SessionsScreen />}</Route>
+          <Route path="/sessions/new">{() => <PromptSessionScreen />}</Route>
           <Route path="/sessions/:sessionId">
             {(params) => <SessionScreen key={params.sessionId} sessionId={params.sessionId} />}
           </Route>

@@ -101,6 +101,20 @@ describe("BatchRunService", () => {
     ]);
     expect(changesets[0]!.diff).toContain("+hello");
     expect(changesets[0]!.state).toBe("unpublished");
+    // Each step is named by what it runs, numbered from 0 like the API.
+    const [first] = await service.listWorkspaces(run.id);
+    expect(first!.steps.map((step) => [step.step_index, step.label])).toEqual([
+      [0, "echo hello > HELLO.md"],
+    ]);
+    // Listed as a batch change by its spec name, with its latest run.
+    expect(await service.listBatchChanges()).toEqual([
+      expect.objectContaining({
+        name: "greet",
+        latest_run: expect.objectContaining({ id: run.id, status: "completed" }),
+        stats: expect.objectContaining({ total: 0 }),
+        burndown: [],
+      }),
+    ]);
     const events = await readRunEvents(database.db, run.id, 0);
     expect(events[0]!.event).toEqual({ type: "run_started", workspaces: 3 });
     expect(events.at(-1)!.event).toMatchObject({
@@ -164,6 +178,45 @@ describe("BatchRunService", () => {
     );
     expect(skipped.status).toBe("completed");
     expect(skipped.stats.failed).toBe(1);
+  });
+
+  it("applies the changesets of the workspaces that succeeded in a failed run, with skip_errors", async () => {
+    startWorker();
+    const script = `grep -q web README.md && { echo broken >&2; exit 3; }; echo ok > OK`;
+    const failed = await finished(
+      (await service.createRun({ source: spec(JSON.stringify(script)) })).id,
+    );
+    expect(failed.status).toBe("failed");
+    // Without skip_errors a failed run is refused, as before.
+    await expect(service.applyRun(failed.id)).rejects.toMatchObject({ code: "conflict" });
+    const applying = await service.applyRun(failed.id, { skipErrors: true });
+    expect(applying).toMatchObject({ action: "apply", status: "running" });
+    expect(applying.options.skip_errors).toBe(true);
+    const applied = await finished(failed.id);
+    expect(applied.status).toBe("completed");
+    expect(applied.stats).toMatchObject({ completed: 2, failed: 1, changesets: 2 });
+    const changesets = await service.listChangesets(failed.id);
+    expect(changesets.map((changeset) => changeset.apply_operation)).toEqual([
+      "created",
+      "created",
+    ]);
+    for (const name of ["api", "docs"]) {
+      expect(gitIn(join(root, `github.com/acme/${name}`), "show", "greet:OK")).toBe("ok");
+    }
+    expect(() =>
+      gitIn(join(root, "github.com/acme/web"), "rev-parse", "--verify", "greet"),
+    ).toThrow();
+  });
+
+  it("refuses to apply a failed run none of whose workspaces produced a changeset", async () => {
+    startWorker();
+    const failed = await finished(
+      (await service.createRun({ source: spec(JSON.stringify("exit 4")) })).id,
+    );
+    expect(failed.status).toBe("failed");
+    await expect(service.applyRun(failed.id, { skipErrors: true })).rejects.toThrow(
+      /nothing to apply; retry its workspaces first/,
+    );
   });
 
   it("retries a failed workspace and keeps the run's other results", async () => {

@@ -37,6 +37,8 @@ import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
+  BatchChangeStats,
+  BatchChangeSummary,
   BatchChangeset,
   BatchCodingAgentOptions,
   BatchRun,
@@ -74,6 +76,7 @@ import { loadRepositories, locateRepository } from "./repositories.ts";
 import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
 import { cachedStepCount, runWorkspace, type StepRecord } from "./run-workspace.ts";
+import { type StoredStepKinds, StoredStepKindsSchema, stepLabel } from "./step-label.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
@@ -176,13 +179,10 @@ function workspaceJobId(workspaceId: string): string {
 }
 
 /** Of a stored spec, only what tells a `codingAgent` step from a `run` step. */
-const StoredStepKindsSchema = z.object({
-  steps: z.array(z.object({ codingAgent: z.object({ type: z.string() }).optional() })),
-});
-
-function toStep(row: StepRow): BatchWorkspaceStep {
+function toStep(row: StepRow, spec?: StoredStepKinds): BatchWorkspaceStep {
   return {
     step_index: row.stepIndex,
+    label: stepLabel(spec?.steps[row.stepIndex]),
     outcome: row.outcome,
     runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
     image: row.image,
@@ -195,7 +195,11 @@ function toStep(row: StepRow): BatchWorkspaceStep {
   };
 }
 
-function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspace {
+function toWorkspace(
+  row: WorkspaceRow,
+  steps: readonly StepRow[],
+  spec: StoredStepKinds | undefined,
+): BatchWorkspace {
   const definition = StoredWorkspaceDefinitionSchema.parse(row.definition);
   return {
     id: row.id,
@@ -210,7 +214,7 @@ function toWorkspace(row: WorkspaceRow, steps: readonly StepRow[]): BatchWorkspa
     steps: steps
       .filter((step) => step.workspaceId === row.id)
       .sort((left, right) => left.stepIndex - right.stepIndex)
-      .map(toStep),
+      .map((step) => toStep(step, spec)),
     attempts: row.attempts,
     executor: row.executor,
     takeover_session_id: row.takeoverSessionId,
@@ -483,6 +487,26 @@ export class BatchRunService {
     return rows.map(({ run, name }) => toRun(run, name, stats.get(run.id) ?? emptyStats()));
   }
 
+  /**
+   * Every batch change (spec name) with its latest run, counts per state and burndown, the
+   * most recently run first (of the newest 500 runs).
+   */
+  async listBatchChanges(): Promise<BatchChangeSummary[]> {
+    const latest = new Map<string, BatchRun>();
+    for (const run of await this.listRuns({ limit: 500 }))
+      if (!latest.has(run.name)) latest.set(run.name, run);
+    return Promise.all(
+      [...latest.values()].map(async (run) => ({
+        name: run.name,
+        latest_run: run,
+        ...((await this.#options.publishing?.summary(run.name)) ?? {
+          stats: emptyBatchChangeStats(),
+          burndown: [],
+        }),
+      })),
+    );
+  }
+
   async getRun(runId: string): Promise<BatchRun> {
     knownId(runId, "batch run");
     const [row] = await this.#db
@@ -514,7 +538,8 @@ export class BatchRunService {
                 rows.map((row) => row.id),
               ),
             );
-    return rows.map((row) => toWorkspace(row, steps));
+    const spec = await this.#stepKinds(runId);
+    return rows.map((row) => toWorkspace(row, steps, spec));
   }
 
   async getWorkspace(workspaceId: string): Promise<BatchWorkspace> {
@@ -523,7 +548,17 @@ export class BatchRunService {
       .select()
       .from(workspaceSteps)
       .where(eq(workspaceSteps.workspaceId, workspaceId));
-    return toWorkspace(row, steps);
+    return toWorkspace(row, steps, await this.#stepKinds(row.batchRunId));
+  }
+
+  /** The run's steps as its spec wrote them: what each runs, for their labels. */
+  async #stepKinds(runId: string): Promise<StoredStepKinds | undefined> {
+    const [found] = await this.#db
+      .select({ spec: batchSpecs.spec })
+      .from(batchRuns)
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(batchRuns.id, runId));
+    return StoredStepKindsSchema.safeParse(found?.spec).data;
   }
 
   async #workspaceRow(workspaceId: string): Promise<WorkspaceRow> {
@@ -548,15 +583,10 @@ export class BatchRunService {
         : await this.#db.select().from(stepResults).where(eq(stepResults.cacheKey, step.cacheKey));
     // A cached step did not run here: its logs are the run's that produced the result.
     const stdout = step.outcome === "cached" ? (result?.stdout ?? "") : step.stdout;
-    const [spec] = await this.#db
-      .select({ spec: batchSpecs.spec })
-      .from(batchRuns)
-      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
-      .where(eq(batchRuns.id, workspace.batchRunId));
-    const agentType = StoredStepKindsSchema.safeParse(spec?.spec).data?.steps[stepIndex]
-      ?.codingAgent?.type;
+    const spec = await this.#stepKinds(workspace.batchRunId);
+    const agentType = spec?.steps[stepIndex]?.codingAgent?.type;
     return {
-      step: toStep(step),
+      step: toStep(step, spec),
       command: step.command,
       env: step.env,
       job_id: workspaceJobId(workspaceId),
@@ -895,14 +925,24 @@ export class BatchRunService {
 
   /**
    * Applies a finished preview: its changesets are written as branches by a queued job, and the
-   * run ends once every one is applied or has failed.
+   * run ends once every one is applied or has failed. With `skipErrors` a run whose workspaces
+   * failed (or were cancelled) applies the changesets of those that succeeded, as a run started
+   * with `skip_errors` would have; the run keeps that option, so it ends completed once they are.
    */
-  async applyRun(runId: string): Promise<BatchRun> {
+  async applyRun(runId: string, options: { skipErrors?: boolean } = {}): Promise<BatchRun> {
     const run = await this.getRun(runId);
     // An apply that failed part-way (a changeset, or a host refusing publication) is resumed:
     // what was applied and published is skipped.
     const resumable = run.action === "apply" && run.status === "failed" && run.stats.failed === 0;
-    if (run.status !== "completed" && !resumable) {
+    const subset =
+      options.skipErrors === true && (run.status === "failed" || run.status === "cancelled");
+    if (subset && run.stats.changesets === 0) {
+      throw new BatchesError(
+        "conflict",
+        `no workspace of batch run ${runId} produced a changeset, so there is nothing to apply; retry its workspaces first`,
+      );
+    }
+    if (run.status !== "completed" && !resumable && !subset) {
       throw new BatchesError(
         "conflict",
         run.status === "queued" || run.status === "running"
@@ -910,10 +950,21 @@ export class BatchRunService {
           : `batch run ${runId} ${run.status}; retry its workspaces (or run with skip_errors) before applying`,
       );
     }
+    const [stored] = await this.#db
+      .select({ options: batchRuns.options })
+      .from(batchRuns)
+      .where(eq(batchRuns.id, runId));
+    const runOptions = StoredOptions.parse(stored?.options ?? {});
     await this.#db.transaction(async (transaction) => {
       const [updated] = await transaction
         .update(batchRuns)
-        .set({ action: "apply", status: "running", finishedAt: null, error: null })
+        .set({
+          action: "apply",
+          status: "running",
+          finishedAt: null,
+          error: null,
+          ...(subset ? { options: { ...runOptions, skip_errors: true } } : {}),
+        })
         .where(and(eq(batchRuns.id, runId), eq(batchRuns.status, run.status)))
         .returning({ id: batchRuns.id });
       if (updated === undefined) {
@@ -1493,6 +1544,22 @@ function toRun(run: RunRow, name: string, stats: BatchRunStats): BatchRun {
     created_at: run.createdAt.toISOString(),
     started_at: iso(run.startedAt),
     finished_at: iso(run.finishedAt),
+  };
+}
+
+/** A batch change's counts before anything was published (this service publishes nothing). */
+function emptyBatchChangeStats(): BatchChangeStats {
+  return {
+    total: 0,
+    unpublished: 0,
+    draft: 0,
+    open: 0,
+    merged: 0,
+    closed: 0,
+    deleted: 0,
+    checks_failing: 0,
+    conflicting: 0,
+    approved: 0,
   };
 }
 

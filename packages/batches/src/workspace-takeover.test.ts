@@ -260,6 +260,14 @@ describe("taking a workspace over", () => {
       title: `${specName}: github.com/acme/api`,
     });
     expect(session.request.commitMessage).toContain(workspace.id);
+    // The session opens on what the workspace ran and changed, steps numbered as the API does.
+    const context = session.request.context;
+    expect(context).toContain(`Taken over from the batch change **${specName}**`);
+    expect(context).toContain(
+      '- Step 0: `echo "from the step" >> README.md && printf step-said` — run',
+    );
+    expect(context).toContain("```diff");
+    expect(context).toContain("+from the step");
     expect(readFileSync(join(session.worktree, "README.md"), "utf8")).toBe(
       "# api\nfrom the step\n",
     );
@@ -272,6 +280,44 @@ describe("taking a workspace over", () => {
     const again = await service.takeOverWorkspace(workspace.id);
     expect(again.session_id).not.toBe(session.id);
     expect((await service.getWorkspace(workspace.id)).takeover_session_id).toBe(again.session_id);
+  });
+
+  it("takes a failed workspace over with what its steps changed before it failed, and why it failed", async () => {
+    startWorker();
+    const run = await finished(
+      (
+        await service.createRun({
+          source: `
+name: ${specName}
+on:
+  - repository: github.com/acme/api
+steps:
+  - run: echo "from the step" >> README.md
+    container: alpine:3
+  - run: echo broken >&2; exit 5
+    container: alpine:3
+changesetTemplate:
+  title: Greet
+  branch: greet
+  commit:
+    message: greet
+`,
+          options: { runtime: "local" },
+        })
+      ).id,
+    );
+    expect(run.status).toBe("failed");
+    const workspace = await onlyWorkspace(run.id);
+    const taken = await service.takeOverWorkspace(workspace.id);
+    const session = sessions.sessions.get(taken.session_id)!;
+    expect(readFileSync(join(session.worktree, "README.md"), "utf8")).toBe(
+      "# api\nfrom the step\n",
+    );
+    const context = session.request.context;
+    expect(context).toContain("which ended **failed**");
+    expect(context).toContain("- Step 1: `echo broken >&2; exit 5` — failed (exit 5)");
+    expect(context).toContain("Why it failed:");
+    expect(context).toContain("broken");
   });
 
   it("refuses an unknown workspace, and one that has not finished", async () => {

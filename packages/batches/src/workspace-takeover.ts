@@ -26,6 +26,7 @@ import {
   workspaceRef,
 } from "./run-workspace.ts";
 import type { CachedStepResult } from "./step-cache.ts";
+import { StoredStepKindsSchema, stepLabel } from "./step-label.ts";
 import { type StoredTakeover, StoredWorkspaceDefinitionSchema } from "./stored-run.ts";
 import { applyWorkspaceDiff, collectWorkspaceDiff } from "./workspace-diff.ts";
 
@@ -50,6 +51,11 @@ export interface OpenWorkspaceSessionRequest {
   /** The message of that first commit. */
   commitMessage: string;
   title: string;
+  /**
+   * What the session is about, in markdown: what the workspace ran, its diff and why it failed,
+   * shown first in the session and given to its agents (see `takeoverContext`).
+   */
+  context: string;
 }
 
 /** A session as taking over sees it. */
@@ -159,6 +165,25 @@ export class WorkspaceTakeovers {
     }
     const definition = StoredWorkspaceDefinitionSchema.parse(row.definition);
     const { repository } = definition;
+    const steps = await this.#db
+      .select({
+        stepIndex: workspaceSteps.stepIndex,
+        outcome: workspaceSteps.outcome,
+        exitCode: workspaceSteps.exitCode,
+        diff: stepResults.diff,
+      })
+      .from(workspaceSteps)
+      .leftJoin(stepResults, eq(stepResults.cacheKey, workspaceSteps.cacheKey))
+      .where(eq(workspaceSteps.workspaceId, row.id))
+      .orderBy(asc(workspaceSteps.stepIndex));
+    const [stored] = await this.#db
+      .select({ spec: batchSpecs.spec })
+      .from(batchRuns)
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(batchRuns.id, row.batchRunId));
+    const kinds = StoredStepKindsSchema.safeParse(stored?.spec).data;
+    // A failed workspace has no final diff: it goes on from what its last finished step made.
+    const diff = row.diff ?? steps.findLast((step) => step.diff !== null)?.diff ?? "";
     const opened = await sessions.open({
       repository:
         repository.host.type === "directory"
@@ -167,13 +192,27 @@ export class WorkspaceTakeovers {
       repositoryName: row.repository,
       branch: row.branch,
       baseRevision: row.revision,
-      diff: row.diff ?? "",
+      diff,
       commitMessage: [
         `${name}: the result of batch workspace ${where(row)}`,
         "",
         `Committed by Deckhand when workspace ${row.id} of batch run ${row.batchRunId} (at ${row.revision}) was taken over.`,
       ].join("\n"),
       title: `${name}: ${where(row)}`,
+      context: takeoverContext({
+        batchChange: name,
+        workspace: row,
+        steps: definition.step_indexes.map((index) => {
+          const step = steps.find((candidate) => candidate.stepIndex === index);
+          return {
+            index,
+            label: stepLabel(kinds?.steps[index]),
+            outcome: step?.outcome ?? null,
+            exitCode: step?.exitCode ?? null,
+          };
+        }),
+        diff,
+      }),
     });
     // Another replica may have taken the workspace over meanwhile: the first one recorded wins.
     const [recorded] = await this.#db
@@ -285,6 +324,69 @@ export class WorkspaceTakeovers {
     const outputs = OutputsSchema.safeParse(last?.outputs ?? {});
     return outputs.success ? outputs.data : {};
   }
+}
+
+/** How much of a workspace's diff its take-over context quotes; the commit holds all of it. */
+const CONTEXT_DIFF_CHARS = 12_000;
+
+export interface TakeoverContextInput {
+  batchChange: string;
+  workspace: Pick<
+    WorkspaceRow,
+    "id" | "batchRunId" | "repository" | "branch" | "path" | "revision" | "status" | "error"
+  >;
+  /** The spec's steps that apply to the workspace, numbered from 0 as the API numbers them. */
+  steps: { index: number; label: string; outcome: string | null; exitCode: number | null }[];
+  /** What the session's first commit holds: the workspace's result, or its last step's. */
+  diff: string;
+}
+
+/**
+ * What a session opened on a batch workspace starts with, in markdown: where the workspace is,
+ * each step by what it runs and how it ended, why it failed, and its diff (the session's first
+ * commit). Shown first in the session's chat and given to each agent with its first prompt.
+ */
+export function takeoverContext(input: TakeoverContextInput): string {
+  const { workspace, steps, diff } = input;
+  const lines = [
+    `Taken over from the batch change **${input.batchChange}**: workspace **${where(workspace)}** on \`${workspace.branch}\` at \`${workspace.revision.slice(0, 12)}\`, which ended **${workspace.status}** (run ${workspace.batchRunId}).`,
+    "",
+    "Steps:",
+    "",
+    ...steps.map((step) => {
+      const how =
+        step.outcome === null
+          ? "did not run"
+          : `${step.outcome}${step.exitCode !== null && step.exitCode !== 0 ? ` (exit ${step.exitCode})` : ""}`;
+      return `- Step ${step.index}: \`${step.label || "(empty)"}\` — ${how}`;
+    }),
+  ];
+  if (workspace.error) {
+    lines.push("", "Why it failed:", "", "```text", workspace.error.trim(), "```");
+  }
+  if (diff.trim() === "") {
+    lines.push("", "It changed nothing: the session starts from the workspace's revision.");
+  } else {
+    const cut = diff.length > CONTEXT_DIFF_CHARS;
+    lines.push(
+      "",
+      "What it changed is this session branch's first commit:",
+      "",
+      "```diff",
+      cut ? `${diff.slice(0, CONTEXT_DIFF_CHARS).trimEnd()}\n…` : diff.trimEnd(),
+      "```",
+    );
+    if (cut)
+      lines.push(
+        "",
+        `(The diff is cut at ${CONTEXT_DIFF_CHARS} characters; the commit has it all.)`,
+      );
+  }
+  lines.push(
+    "",
+    "What is applied in this session becomes the workspace's result the next time the spec runs, instead of its steps'.",
+  );
+  return lines.join("\n");
 }
 
 function refOf(workspace: Workspace) {

@@ -79,3 +79,27 @@ describe.each([
     expect(controller.signal.aborted).toBe(true);
   });
 });
+
+describe("node:http transport over a kept-alive connection", () => {
+  it("sends a request again on a new connection when a reused one was reset before it was read", async () => {
+    const requestsPerSocket = new Map<unknown, number>();
+    let reset = 0;
+    // The second request on a connection meets it closed, as an idle connection the server
+    // timed out just as the client reused it.
+    const url = await serve((request, response) => {
+      const seen = (requestsPerSocket.get(request.socket) ?? 0) + 1;
+      requestsPerSocket.set(request.socket, seen);
+      if (seen === 2) {
+        reset += 1;
+        request.socket.destroy();
+        return;
+      }
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.end(JSON.stringify({ url: request.url }));
+    });
+    const get = () => nodeTransport(url, { method: "GET", headers: {} });
+    expect(await get()).toEqual({ status: 200, text: '{"url":"/path?q=1"}' });
+    expect(await get()).toEqual({ status: 200, text: '{"url":"/path?q=1"}' });
+    expect(reset).toBe(1);
+  });
+});

@@ -32,11 +32,26 @@ export function fetchTransport(fetchImplementation: typeof fetch): Transport {
  * The default transport: node:http(s) over Node's global keep-alive agents. Node's fetch builds
  * WHATWG requests, responses and streams for every call, which costs about 0.3 ms a request —
  * as long as the agent takes to start and reap a short command.
+ *
+ * A kept-alive connection the agent closed as idle just as a request went out on it is reset
+ * before the agent read the request: the request is sent again, once, on a new connection (what
+ * Node's documentation prescribes for `reusedSocket`), rather than reported as unreachable.
  */
 export const nodeTransport: Transport = (url, request) =>
-  new Promise((resolveAnswer, reject) => {
+  sendOnce(url, request).catch((error: unknown) => {
+    if (!(error instanceof StaleConnectionError)) throw error;
+    return sendOnce(url, request);
+  });
+
+/** A reused keep-alive connection was reset before any answer: the request never arrived. */
+class StaleConnectionError extends Error {}
+
+function sendOnce(url: URL, request: TransportRequest): Promise<TransportAnswer> {
+  return new Promise((resolveAnswer, reject) => {
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    let answered = false;
     const onAnswer = (response: IncomingMessage) => {
+      answered = true;
       const chunks: Buffer[] = [];
       response.on("data", (chunk: Buffer) => chunks.push(chunk));
       response.on("error", reject);
@@ -53,6 +68,14 @@ export const nodeTransport: Transport = (url, request) =>
     };
     const options = { method: request.method, headers: request.headers, signal: request.signal };
     const outgoing = send(url, options, onAnswer);
-    outgoing.on("error", reject);
+    outgoing.on("error", (error: NodeJS.ErrnoException) => {
+      const stale =
+        !answered &&
+        outgoing.reusedSocket &&
+        error.code === "ECONNRESET" &&
+        !request.signal?.aborted;
+      reject(stale ? new StaleConnectionError(error.message, { cause: error }) : error);
+    });
     outgoing.end(request.body);
   });
+}

@@ -587,7 +587,10 @@ export class AgentTurns {
     if (!(await this.#begin(payload, messageId))) return;
 
     const { repository } = this.#options.sessions;
-    const text = await repository.userMessageText(payload.user_message_id);
+    const asked = await repository.userMessageText(payload.user_message_id);
+    // An agent new to the chat is told first what Deckhand told it (a taken-over workspace).
+    const context = await repository.contextFor(payload.user_message_id);
+    const text = context === "" ? asked : `${context}\n\n---\n\n${asked}`;
 
     const live: LiveTurn = {
       sessionId,

@@ -26,12 +26,17 @@ export async function git(
     /** Written to git's standard input. */
     input?: string;
     maxOutputBytes?: number;
+    /**
+     * More variables for this one command: a code host connection's credentials for a clone or
+     * fetch, as `GIT_CONFIG_*` (never written to the repository's config).
+     */
+    environment?: Readonly<Record<string, string>>;
   } = {},
 ): Promise<GitResult> {
   try {
     return await runGit(args, {
       cwd: options.cwd ?? process.cwd(),
-      environment: DECKHAND_IDENTITY,
+      environment: { ...DECKHAND_IDENTITY, ...options.environment },
       ...(options.allowedExitCodes ? { allowedExitCodes: options.allowedExitCodes } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(options.readOnly ? { readOnly: true } : {}),
@@ -67,6 +72,26 @@ export async function resolveCommit(repository: string, ref: string): Promise<st
     allowedExitCodes: [1, 128],
   });
   return result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+/**
+ * The branches a session can start from: the local ones, then `origin`'s that have no local
+ * branch of the same name (a clone checks out only its default), each by its short name.
+ */
+export async function startingBranches(repository: string): Promise<string[]> {
+  const result = await git(
+    ["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/remotes/origin/"],
+    { cwd: repository, readOnly: true },
+  );
+  const local: string[] = [];
+  const remote: string[] = [];
+  for (const ref of result.stdout.split("\n")) {
+    if (ref.startsWith("refs/heads/")) local.push(ref.slice("refs/heads/".length));
+    else if (ref.startsWith("refs/remotes/origin/") && ref !== "refs/remotes/origin/HEAD")
+      remote.push(ref.slice("refs/remotes/origin/".length));
+  }
+  const names = new Set(local);
+  return [...local, ...remote.filter((name) => !names.has(name))];
 }
 
 export async function branchExists(repository: string, branch: string): Promise<boolean> {

@@ -53,6 +53,8 @@ export function sessionResource(
     closed_at: iso(row.closedAt),
     activity: state.activity,
     last_event_id: state.lastEventId,
+    last_activity_at: (state.lastEventAt ?? row.createdAt).toISOString(),
+    pending_changes: state.pendingChanges,
     archived_at: iso(row.archivedAt),
     agent: row.agent,
     model: row.model,

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createDb, type DbHandle, messages } from "@deckhand/db";
+import { agentSessions, createDb, type DbHandle, messages, pendingChanges } from "@deckhand/db";
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,13 +61,23 @@ describe("session activity", () => {
   it("follows a turn: queued and streaming are running, a waiting permission needs input, a failed turn stays failed until the next", async () => {
     const project = await service.createProject({ repository_path: repository.path });
     const session = await service.createSession(project.id, { title: "activity" });
-    expect(session).toMatchObject({ activity: "idle", last_event_id: 0, archived_at: null });
+    expect(session).toMatchObject({
+      activity: "idle",
+      last_event_id: 0,
+      archived_at: null,
+      pending_changes: 0,
+      // Nothing happened yet: its last activity is its start.
+      last_activity_at: session.created_at,
+    });
     const chat = await service.createChat(session.id, {});
 
     const first = await service.createMessage(chat.id, { agent: "codex", text: "go" });
     const queued = await service.getSession(session.id);
     expect(queued.activity).toBe("running");
     expect(queued.last_event_id).toBeGreaterThan(0);
+    expect(Date.parse(queued.last_activity_at)).toBeGreaterThanOrEqual(
+      Date.parse(session.created_at),
+    );
 
     const assistant = await startTurn(session.id, chat.id, first.message.id);
     expect((await service.getSession(session.id)).activity).toBe("running");
@@ -99,6 +109,33 @@ describe("session activity", () => {
     expect((await service.getSession(session.id)).activity).toBe("running");
     await finishTurn(await startTurn(session.id, chat.id, second.message.id), "complete");
     expect((await service.getSession(session.id)).activity).toBe("idle");
+  });
+
+  it("counts the changes waiting for review", async () => {
+    const project = await service.createProject({ repository_path: repository.path });
+    const session = await service.createSession(project.id, { title: "pending" });
+    const chat = await service.createChat(session.id, {});
+    const [agent] = await database.db
+      .insert(agentSessions)
+      .values({ sessionId: session.id, agentType: "codex", chatId: chat.id })
+      .returning();
+    for (const [path, status] of [
+      ["a.txt", "pending"],
+      ["b.txt", "pending"],
+      ["c.txt", "applied"],
+    ] as const) {
+      await database.db.insert(pendingChanges).values({
+        sessionId: session.id,
+        agentSessionId: agent!.id,
+        chatId: chat.id,
+        path,
+        diff: `+${path}`,
+        status,
+      });
+    }
+    expect((await service.getSession(session.id)).pending_changes).toBe(2);
+    const listed = await service.listAllSessions({ q: "pending" });
+    expect(listed.find((candidate) => candidate.id === session.id)?.pending_changes).toBe(2);
   });
 
   it("drops a permission request of a turn that ended unanswered", async () => {

@@ -1,16 +1,25 @@
-import { chats, type Executor, messages, sessionEvents } from "@deckhand/db";
+import { chats, type Executor, messages, pendingChanges, sessionEvents } from "@deckhand/db";
 import type { SessionActivity } from "@deckhand/wire";
-import { and, desc, eq, inArray, max, sql } from "drizzle-orm";
+import { and, count, desc, eq, inArray, max, sql } from "drizzle-orm";
 
 /** What a session's agents are doing and how far its stream has got, as stored now. */
 export interface SessionState {
   activity: SessionActivity;
   /** The latest event id on the session's stream; 0 when it has none. */
   lastEventId: number;
+  /** When that event happened; null when there is none. */
+  lastEventAt: Date | null;
+  /** Changes its agents made that wait for review (apply or reject). */
+  pendingChanges: number;
 }
 
 /** A session nothing has happened in yet: no turn, no event. */
-export const NEW_SESSION_STATE: SessionState = { activity: "idle", lastEventId: 0 };
+export const NEW_SESSION_STATE: SessionState = {
+  activity: "idle",
+  lastEventId: 0,
+  lastEventAt: null,
+  pendingChanges: 0,
+};
 
 /**
  * The state of each session, derived from stored rows only (so every replica answers the same):
@@ -33,7 +42,7 @@ export async function sessionStates(
   const ids = sessions.map((session) => session.id);
   const open = new Set(sessions.filter((session) => session.open).map((session) => session.id));
 
-  const [newestPerChat, newestAssistant, lastEvents] = await Promise.all([
+  const [newestPerChat, newestAssistant, lastEvents, pending] = await Promise.all([
     executor
       .selectDistinctOn([messages.chatId], {
         sessionId: chats.sessionId,
@@ -52,10 +61,19 @@ export async function sessionStates(
       .where(and(inArray(chats.sessionId, ids), eq(messages.role, "assistant")))
       .orderBy(chats.sessionId, desc(messages.createdAt), desc(messages.id)),
     executor
-      .select({ sessionId: sessionEvents.sessionId, lastEventId: max(sessionEvents.id) })
+      .select({
+        sessionId: sessionEvents.sessionId,
+        lastEventId: max(sessionEvents.id),
+        lastEventAt: max(sessionEvents.createdAt),
+      })
       .from(sessionEvents)
       .where(inArray(sessionEvents.sessionId, ids))
       .groupBy(sessionEvents.sessionId),
+    executor
+      .select({ sessionId: pendingChanges.sessionId, count: count() })
+      .from(pendingChanges)
+      .where(and(inArray(pendingChanges.sessionId, ids), eq(pendingChanges.status, "pending")))
+      .groupBy(pendingChanges.sessionId),
   ]);
 
   const running = new Set<string>();
@@ -85,7 +103,8 @@ export async function sessionStates(
   const failed = new Set(
     newestAssistant.filter((row) => row.status === "failed").map((row) => row.sessionId),
   );
-  const lastEventIds = new Map(lastEvents.map((row) => [row.sessionId, Number(row.lastEventId)]));
+  const lastEventOf = new Map(lastEvents.map((row) => [row.sessionId, row]));
+  const pendingOf = new Map(pending.map((row) => [row.sessionId, Number(row.count)]));
 
   for (const id of ids) {
     const activity: SessionActivity = waiting.has(id)
@@ -95,7 +114,13 @@ export async function sessionStates(
         : failed.has(id)
           ? "failed"
           : "idle";
-    states.set(id, { activity, lastEventId: lastEventIds.get(id) ?? 0 });
+    const last = lastEventOf.get(id);
+    states.set(id, {
+      activity,
+      lastEventId: Number(last?.lastEventId ?? 0),
+      lastEventAt: last?.lastEventAt ? new Date(last.lastEventAt) : null,
+      pendingChanges: pendingOf.get(id) ?? 0,
+    });
   }
   return states;
 }

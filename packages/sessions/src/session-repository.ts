@@ -3,13 +3,14 @@ import {
   chats,
   type Database,
   messageParts,
+  messages,
   pendingChanges,
   projects,
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
 import { TextPartContentSchema } from "@deckhand/wire";
-import { and, asc, desc, eq, inArray, isNotNull } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, lt, ne } from "drizzle-orm";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
@@ -90,6 +91,48 @@ export class SessionRepository {
       .limit(1);
     const content = TextPartContentSchema.safeParse(part?.content);
     return content.success ? content.data.text : "";
+  }
+
+  /**
+   * What Deckhand told the chat before this user message, for the agent it is for when it is
+   * that agent's first message in the chat: the chat's system messages (a taken-over batch
+   * workspace's context, say), "" when there are none or the agent had an earlier message.
+   */
+  async contextFor(messageId: string): Promise<string> {
+    const [message] = await this.#db.select().from(messages).where(eq(messages.id, messageId));
+    if (message === undefined) return "";
+    const [earlier] = await this.#db
+      .select({ id: messages.id })
+      .from(messages)
+      .where(
+        and(
+          eq(messages.chatId, message.chatId),
+          eq(messages.role, "user"),
+          message.agentType === null ? undefined : eq(messages.agentType, message.agentType),
+          ne(messages.id, message.id),
+          lt(messages.createdAt, message.createdAt),
+        ),
+      )
+      .limit(1);
+    if (earlier !== undefined) return "";
+    const notes = await this.#db
+      .select({ content: messageParts.content })
+      .from(messages)
+      .innerJoin(messageParts, eq(messageParts.messageId, messages.id))
+      .where(
+        and(
+          eq(messages.chatId, message.chatId),
+          eq(messages.role, "system"),
+          lt(messages.createdAt, message.createdAt),
+        ),
+      )
+      .orderBy(asc(messages.createdAt), asc(messageParts.position));
+    return notes
+      .flatMap((note) => {
+        const content = TextPartContentSchema.safeParse(note.content);
+        return content.success ? [content.data.text] : [];
+      })
+      .join("\n\n");
   }
 
   /** The agent's own session id stored on an agent session row, if it has one. */

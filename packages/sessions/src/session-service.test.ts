@@ -5,7 +5,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDb, type DbHandle } from "@deckhand/db";
-import { createTempRepository, gitIn, type TempRepository } from "@deckhand/testkit";
+import {
+  createTempRepository,
+  gitIn,
+  startFakeCodeHost,
+  type TempRepository,
+} from "@deckhand/testkit";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SessionService } from "./session-service.ts";
 import { SessionsError } from "./sessions-error.ts";
@@ -113,7 +118,83 @@ describe("SessionService.projectForRepository", () => {
   });
 });
 
+describe("SessionService.listProjectBranches", () => {
+  it("lists what a session can start from: the default first, origin's branches of a clone too, no session branches", async () => {
+    repository.git("branch", "release");
+    repository.git("branch", "deckhand/abc12345");
+    const project = await service.createProject({ repository_path: repository.path });
+    const listed = await service.listProjectBranches(project.id);
+    expect(listed.default_branch).toBe(project.default_branch);
+    expect(listed.branches).toEqual([project.default_branch, "release"]);
+    const cloned = await service.createProject({ repository_url: `file://${repository.path}` });
+    expect((await service.listProjectBranches(cloned.id)).branches).toEqual([
+      project.default_branch,
+      "release",
+    ]);
+  });
+});
+
+describe("SessionService with a code host's credentials", () => {
+  it("clones a URL with its connection's credentials, given per command and never written to the clone", async () => {
+    const host = await startFakeCodeHost({ type: "github" });
+    try {
+      host.createRepository("acme/private", { files: { "README.md": "# private\n" } });
+      const url = host.cloneUrl("acme/private");
+      // Without them the host refuses (git asks for a user name it cannot read).
+      expect(await codeOf(service.projectForRepository({ repository_url: url }))).toBe(
+        "invalid_request",
+      );
+      const header = `Authorization: Basic ${Buffer.from(`x-access-token:${host.token}`).toString("base64")}`;
+      const withCredentials = new SessionService({
+        database,
+        projectsDir: join(scratch, "projects"),
+        worktreesDir: join(scratch, "worktrees"),
+        gitEnvironment: (candidate) =>
+          candidate === url
+            ? {
+                GIT_CONFIG_COUNT: "1",
+                GIT_CONFIG_KEY_0: `http.${url}.extraHeader`,
+                GIT_CONFIG_VALUE_0: header,
+              }
+            : undefined,
+      });
+      const project = await withCredentials.projectForRepository({ repository_url: url });
+      const clone = project.repository_path!;
+      expect(readFileSync(join(clone, "README.md"), "utf8")).toBe("# private\n");
+      const config = readFileSync(join(clone, ".git", "config"), "utf8");
+      expect(config).not.toContain(host.token);
+      expect(config).not.toContain("extraHeader");
+      // A commit pushed later is fetched the same way when a session starts from it.
+      const session = await withCredentials.createSession(project.id, {});
+      expect(session.worktree_path).not.toBeNull();
+    } finally {
+      await host.close();
+    }
+  }, 60_000);
+});
+
 describe("SessionService.createSession with options", () => {
+  it("opens the session on its context: a system message first in its chat, given to each agent's first prompt", async () => {
+    const project = await service.createProject({ repository_path: repository.path });
+    const session = await service.createSession(
+      project.id,
+      {},
+      { context: "Step 0 `make` failed" },
+    );
+    const [chat] = await service.listChats(session.id);
+    const [note] = await service.listMessages(chat!.id);
+    expect(note).toMatchObject({ role: "system", agent: null, status: "complete" });
+    expect(note!.parts[0]).toMatchObject({
+      kind: "text",
+      content: { text: "Step 0 `make` failed" },
+    });
+    const first = await service.createMessage(chat!.id, { agent: "deckhand", text: "fix it" });
+    expect(await service.repository.contextFor(first.message.id)).toBe("Step 0 `make` failed");
+    // Told once: the agent's next message goes as written.
+    const second = await service.createMessage(chat!.id, { agent: "deckhand", text: "and now?" });
+    expect(await service.repository.contextFor(second.message.id)).toBe("");
+  });
+
   it("starts at a given commit with the changes committed first, by Deckhand", async () => {
     const base = repository.git("rev-parse", "HEAD");
     writeFileSync(join(repository.path, "later.txt"), "later\n");

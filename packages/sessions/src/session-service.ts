@@ -24,6 +24,7 @@ import type {
   Message,
   PendingChange,
   Project,
+  ProjectBranchList,
   Session,
   SessionListQuery,
   UpdateSessionRequest,
@@ -59,6 +60,7 @@ import {
   resetSoft,
   resolveCommit,
   restorePath,
+  startingBranches,
 } from "./git.ts";
 import {
   chatResource,
@@ -122,6 +124,12 @@ export interface CreateSessionOptions {
    * first commit, by Deckhand, before any agent runs. Nothing is committed for an empty diff.
    */
   initialCommit?: { diff: string; message: string };
+  /**
+   * What the session is about, in markdown (what a batch workspace ran, its diff, why it
+   * failed): the first message of the session's chat, from Deckhand (`role: "system"`), and
+   * given to each agent ahead of its first prompt in the session.
+   */
+  context?: string;
 }
 
 /** What a session's branch holds beyond its base commit: the work applied in the session. */
@@ -150,6 +158,12 @@ export interface SessionServiceOptions {
    * Without it, requests that choose a model or mode (or a session's agent) are refused.
    */
   agentCatalog?: AgentCatalog;
+  /**
+   * Variables for git commands that reach a project's URL (cloning it, fetching from it): the
+   * matching code host connection's credentials, passed to that one command and never written
+   * to the clone's config; undefined for a URL that needs none.
+   */
+  gitEnvironment?: (url: string) => Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -161,6 +175,7 @@ export class SessionService {
   readonly #projectsDir: string;
   readonly #worktreesDir: string;
   readonly #agentCatalog: AgentCatalog | null;
+  readonly #gitEnvironment: SessionServiceOptions["gitEnvironment"];
   /** Serialises git work on a session with this process's other git work and turns on it. */
   readonly lock: SessionLock;
   /** Typed reads of the domain's rows, shared with the turn runner. */
@@ -171,6 +186,7 @@ export class SessionService {
     this.#projectsDir = options.projectsDir;
     this.#worktreesDir = options.worktreesDir;
     this.#agentCatalog = options.agentCatalog ?? null;
+    this.#gitEnvironment = options.gitEnvironment;
     this.lock = options.lock ?? new SessionLock();
     this.repository = new SessionRepository(options.database.db);
   }
@@ -232,6 +248,7 @@ export class SessionService {
       try {
         await git(["clone", "--quiet", "--", request.repository_url!, repositoryPath], {
           timeoutMs: 15 * 60_000,
+          ...this.#credentialsFor(request.repository_url!),
         });
       } catch (error) {
         await rm(repositoryPath, { recursive: true, force: true });
@@ -321,6 +338,21 @@ export class SessionService {
 
   // Sessions
 
+  /**
+   * The branches a session of the project can start from, its default branch first and the
+   * session branches Deckhand made (`deckhand/…`) left out.
+   */
+  async listProjectBranches(projectId: string): Promise<ProjectBranchList> {
+    const project = await this.#projectRow(projectId);
+    const branches = (await startingBranches(project.repositoryPath!)).filter(
+      (name) => name !== project.defaultBranch && !name.startsWith("deckhand/"),
+    );
+    return {
+      default_branch: project.defaultBranch,
+      branches: [project.defaultBranch, ...branches],
+    };
+  }
+
   async createSession(
     projectId: string,
     request: CreateSessionRequest,
@@ -400,6 +432,23 @@ export class SessionService {
           .insert(sessionWorktrees)
           .values({ sessionId, path, branch, baseCommit })
           .returning();
+        if (options.context !== undefined) {
+          // The session opens on what it is about: its chat's first message, from Deckhand.
+          const [chat] = await transaction
+            .insert(chats)
+            .values({ sessionId, title: "" })
+            .returning();
+          const [note] = await transaction
+            .insert(messages)
+            .values({ chatId: chat!.id, role: "system", agentType: null, status: "complete" })
+            .returning();
+          await transaction.insert(messageParts).values({
+            messageId: note!.id,
+            position: 0,
+            kind: "text",
+            content: { text: redactSecrets(options.context) },
+          });
+        }
         return sessionResource(session!, worktree, NEW_SESSION_STATE);
       });
     } catch (error) {
@@ -408,14 +457,22 @@ export class SessionService {
     }
   }
 
+  /** The credentials git needs for one command that reaches `url`, if a connection gives any. */
+  #credentialsFor(url: string): { environment?: Readonly<Record<string, string>> } {
+    const environment = this.#gitEnvironment?.(url);
+    return environment === undefined ? {} : { environment };
+  }
+
   /** The full SHA of `commit` in the project's repository, fetched from origin for a clone. */
   async #commitInProject(project: ProjectRow, commit: string): Promise<string> {
     const repository = project.repositoryPath!;
     let found = await resolveCommit(repository, commit);
     if (found === null && project.repositoryUrl !== null) {
-      await git(["fetch", "--quiet", "origin"], { cwd: repository, timeoutMs: 15 * 60_000 }).catch(
-        () => {},
-      );
+      await git(["fetch", "--quiet", "origin"], {
+        cwd: repository,
+        timeoutMs: 15 * 60_000,
+        ...this.#credentialsFor(project.repositoryUrl),
+      }).catch(() => {});
       found = await resolveCommit(repository, commit);
     }
     if (found === null) {

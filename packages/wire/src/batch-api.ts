@@ -207,6 +207,18 @@ export type BatchRun = z.infer<typeof BatchRunSchema>;
 
 export const BatchRunListSchema = z.object({ batch_runs: z.array(BatchRunSchema) });
 
+/**
+ * `POST /api/batch-runs/:id/apply`: `skip_errors=true` applies a run whose workspaces failed,
+ * with the changesets of those that succeeded (the run then keeps `skip_errors`).
+ */
+export const ApplyBatchRunQuerySchema = z.strictObject({
+  skip_errors: z
+    .enum(["true", "false"])
+    .transform((value) => value === "true")
+    .optional(),
+});
+export type ApplyBatchRunQuery = z.infer<typeof ApplyBatchRunQuerySchema>;
+
 export const BatchRunListQuerySchema = z.strictObject({
   /** Only runs of specs with this name. */
   name: z.string().min(1).max(1_000).optional(),
@@ -216,6 +228,11 @@ export const BatchRunListQuerySchema = z.strictObject({
 /** One step of one workspace: its state and timings, and where its logs are. */
 export const BatchWorkspaceStepSchema = z.object({
   step_index: z.int().min(0),
+  /**
+   * What the step runs, to name it by: its `run:` command's first line, or `codingAgent <type>:`
+   * and its prompt's first line (as the spec wrote them, templates unrendered), shortened.
+   */
+  label: z.string(),
   outcome: z.enum(["running", ...BatchStepOutcomeSchema.options]),
   runtime: BatchStepRuntimeSchema.nullable(),
   image: z.string().nullable(),
@@ -479,6 +496,22 @@ export const BatchChangeSchema = z.object({
   changesets: z.array(StoredBatchChangesetSchema),
 });
 export type BatchChange = z.infer<typeof BatchChangeSchema>;
+
+/** A batch change as `/batches` lists it: its counts, burndown and latest run, no changesets. */
+export const BatchChangeSummarySchema = z.object({
+  name: z.string(),
+  stats: BatchChangeStatsSchema,
+  burndown: z.array(BatchChangeBurndownPointSchema),
+  /** The newest run of the spec name. */
+  latest_run: BatchRunSchema,
+});
+export type BatchChangeSummary = z.infer<typeof BatchChangeSummarySchema>;
+
+/** `GET /api/batch-changes`: every batch change, the one run most recently first. */
+export const BatchChangeListSchema = z.object({
+  batch_changes: z.array(BatchChangeSummarySchema),
+});
+export type BatchChangeList = z.infer<typeof BatchChangeListSchema>;
 
 /** One entry of a changeset's history on its code host. */
 export const ChangesetEventSchema = z.object({

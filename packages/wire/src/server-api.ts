@@ -120,6 +120,10 @@ export const SessionSchema = z.object({
   activity: SessionActivitySchema,
   /** The id of the latest event on the session's stream (0 when none): a client that saw less has unread events. */
   last_event_id: z.number().int().nonnegative(),
+  /** When something last happened in the session (its latest event), or when it was made. */
+  last_activity_at: Timestamp,
+  /** Changes its agents made that wait for review. */
+  pending_changes: z.number().int().nonnegative(),
   /** When the session was archived; null when it is not. Archiving only hides it from lists. */
   archived_at: Timestamp.nullable(),
   /** The agent chosen when the session was opened; null when none was. */
@@ -133,6 +137,14 @@ export type Session = z.infer<typeof SessionSchema>;
 
 /** A model or mode id as a provider's snapshot lists it. */
 const OptionId = z.string().min(1).max(200);
+
+/** `GET /api/projects/:id/branches`: what a session can start from, the default first. */
+export const ProjectBranchListSchema = z.object({
+  default_branch: z.string(),
+  /** Local branches, then the origin's branches a clone has not checked out, by name. */
+  branches: z.array(z.string()),
+});
+export type ProjectBranchList = z.infer<typeof ProjectBranchListSchema>;
 
 export const CreateSessionRequestSchema = z.strictObject({
   title: z.string().max(500).optional(),

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import {
+  ApplyBatchRunQuerySchema,
+  BatchChangeListSchema,
   BatchChangeSchema,
   BatchChangesetListSchema,
   BatchRunListQuerySchema,
@@ -46,6 +48,7 @@ import {
   MessageListSchema,
   PendingChangeListQuerySchema,
   PendingChangeListSchema,
+  ProjectBranchListSchema,
   ProjectListSchema,
   ProjectSchema,
   RejectPendingChangeResponseSchema,
@@ -104,6 +107,7 @@ export const ServerPath = {
   projects: `${api}/projects`,
   project: `${api}/projects/:project_id`,
   projectSessions: `${api}/projects/:project_id/sessions`,
+  projectBranches: `${api}/projects/:project_id/branches`,
   sessions: `${api}/sessions`,
   sessionActivity: `${api}/session-activity`,
   session: `${api}/sessions/:session_id`,
@@ -142,6 +146,7 @@ export const ServerPath = {
   batchWorkspaceStep: `${api}/batch-workspaces/:workspace_id/steps/:step_index`,
   batchWorkspaceRetry: `${api}/batch-workspaces/:workspace_id/retry`,
   batchWorkspaceTakeover: `${api}/batch-workspaces/:workspace_id/takeover`,
+  batchChanges: `${api}/batch-changes`,
   batchChange: `${api}/batch-changes/:name`,
   batchChangeRefresh: `${api}/batch-changes/:name/refresh`,
   batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
@@ -192,6 +197,14 @@ export const serverRoutes = [
     path: ServerPath.project,
     summary: "One project",
     success: { status: 200, schema: ProjectSchema, description: "the project" },
+    errors: { 404: "no such project" },
+  },
+  {
+    operationId: "listProjectBranches",
+    method: "get",
+    path: ServerPath.projectBranches,
+    summary: "The branches of a project's repository a session can start from, its default first",
+    success: { status: 200, schema: ProjectBranchListSchema, description: "the branches" },
     errors: { 404: "no such project" },
   },
   {
@@ -594,9 +607,13 @@ export const serverRoutes = [
     method: "post",
     path: ServerPath.batchRunApply,
     summary:
-      "Apply a finished preview: write its changesets as branches (pushed where a remote is)",
+      "Apply a finished preview: write its changesets as branches (pushed where a remote is); `skip_errors=true` applies those of the workspaces that succeeded in a run whose others failed",
+    query: ApplyBatchRunQuerySchema,
     success: { status: 202, schema: BatchRunSchema, description: "the run; apply is queued" },
-    errors: { 404: "no such run", 409: "the run has not finished, or is being applied" },
+    errors: {
+      404: "no such run",
+      409: "the run has not finished, is being applied, failed (without skip_errors) or has no changeset",
+    },
   },
   {
     operationId: "retryBatchRun",
@@ -659,6 +676,14 @@ export const serverRoutes = [
       404: "no such workspace",
       409: "the workspace is still pending or running, or its revision is not in the repository any more",
     },
+  },
+  {
+    operationId: "listBatchChanges",
+    method: "get",
+    path: ServerPath.batchChanges,
+    summary:
+      "Every batch change (spec name) with its counts per state, burndown and latest run, the most recently run first",
+    success: { status: 200, schema: BatchChangeListSchema, description: "the batch changes" },
   },
   {
     operationId: "getBatchChange",

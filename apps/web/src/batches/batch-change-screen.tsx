@@ -9,7 +9,10 @@ import {
 import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
+import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog.tsx";
+import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import { BurndownChart } from "./burndown-chart.tsx";
 import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
 
@@ -33,6 +36,8 @@ export function BatchChangeScreen({ name }: { name: string }) {
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [comment, setComment] = useState("");
   const [busy, setBusy] = useState(false);
+  const [confirming, setConfirming] = useState<ConfirmRequest | null>(null);
+  useDocumentTitle(name);
   const [results, setResults] = useState<{
     operation: BulkOperation;
     results: BulkChangesetOperationResult["results"];
@@ -54,6 +59,12 @@ export function BatchChangeScreen({ name }: { name: string }) {
     load(false).catch((failure: unknown) => setError(messageOf(failure)));
   }, [load]);
 
+  useReloadOnReconnect(() => {
+    load(false)
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
+
   const matching = useMemo(() => {
     const needle = repository.trim().toLowerCase();
     return (change?.changesets ?? []).filter(
@@ -62,6 +73,14 @@ export function BatchChangeScreen({ name }: { name: string }) {
         (needle === "" || changesetPlace(changeset).toLowerCase().includes(needle)),
     );
   }, [change, state, repository]);
+  // What the filter hides is not selected: a bulk action reaches only what is on screen.
+  useEffect(() => {
+    const shown = new Set(matching.map((changeset) => changeset.id));
+    setSelected((current) => {
+      const kept = [...current].filter((id) => shown.has(id));
+      return kept.length === current.size ? current : new Set(kept);
+    });
+  }, [matching]);
   const byId = useMemo(
     () => new Map((change?.changesets ?? []).map((changeset) => [changeset.id, changeset])),
     [change],
@@ -72,6 +91,38 @@ export function BatchChangeScreen({ name }: { name: string }) {
     if (on) next.add(changeset.id);
     else next.delete(changeset.id);
     setSelected(next);
+  };
+
+  /** Says how many the operation reaches, and runs it once confirmed. */
+  const ask = (operation: BulkOperation) => {
+    const targets = [...selected].flatMap((id) => byId.get(id) ?? []);
+    if (targets.length === 0) return;
+    const count = `${targets.length} ${targets.length === 1 ? "changeset" : "changesets"}`;
+    const verb = { publish: "Publish", close: "Close", comment: "Comment on" }[operation];
+    const places = targets.slice(0, 5).map(changesetPlace);
+    setConfirming({
+      title: `${verb} ${count}?`,
+      body: (
+        <>
+          <p>
+            {operation === "publish"
+              ? "Opens a pull request for each on its code host."
+              : operation === "close"
+                ? "Closes each pull request on its code host."
+                : "Posts your comment on each pull request."}
+          </p>
+          <ul>
+            {places.map((place) => (
+              <li key={place}>{place}</li>
+            ))}
+            {targets.length > places.length && <li>and {targets.length - places.length} more</li>}
+          </ul>
+        </>
+      ),
+      confirm: `${verb} ${count}`,
+      danger: operation === "close",
+      onConfirm: () => void run(operation),
+    });
   };
 
   const run = async (operation: BulkOperation) => {
@@ -113,12 +164,12 @@ export function BatchChangeScreen({ name }: { name: string }) {
 
   const onComment = (event: FormEvent) => {
     event.preventDefault();
-    if (comment.trim() !== "") void run("comment");
+    if (comment.trim() !== "") ask("comment");
   };
 
   if (!change) {
     return (
-      <main>
+      <main className="wide">
         <LoadState error={error} loading />
       </main>
     );
@@ -126,7 +177,8 @@ export function BatchChangeScreen({ name }: { name: string }) {
 
   const failedResults = results?.results.filter((result) => !result.ok) ?? [];
   return (
-    <main>
+    <main className="wide">
+      <ConfirmDialog request={confirming} onClose={() => setConfirming(null)} />
       <nav className="breadcrumb" aria-label="Breadcrumb">
         <Link href="/batches">Batch changes</Link> / {name}
       </nav>
@@ -216,7 +268,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
           <button
             type="button"
             disabled={busy || selected.size === 0}
-            onClick={() => run("publish")}
+            onClick={() => ask("publish")}
           >
             Publish selected
           </button>
@@ -224,7 +276,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
             type="button"
             className="danger"
             disabled={busy || selected.size === 0}
-            onClick={() => run("close")}
+            onClick={() => ask("close")}
           >
             Close selected
           </button>

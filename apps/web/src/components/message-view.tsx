@@ -51,8 +51,39 @@ const PartView = memo(function PartView({ part }: { part: ViewPart }) {
   }
 });
 
+/**
+ * What the person wrote, as they wrote it: their text is not markdown to them (`__init__` is a
+ * name, a newline a newline), so it is shown verbatim with its line breaks.
+ */
+function UserText({ parts }: { parts: ViewPart[] }) {
+  const text = parts
+    .flatMap((part) => (part.kind === "text" ? [part.content.text] : []))
+    .join("\n\n");
+  return <p className="user-text">{text}</p>;
+}
+
 /** Memoised: the chat re-renders once per frame while a message streams, and only it changed. */
 export const MessageView = memo(function MessageView({ message }: { message: ViewMessage }) {
+  if (message.role === "system") {
+    // What Deckhand told the session (a taken-over batch workspace's steps, diff and failure).
+    return (
+      <article
+        className="message message-system"
+        data-message-id={message.id}
+        aria-label="Context from Deckhand"
+      >
+        <header className="message-header">
+          <span>Deckhand · context</span>
+        </header>
+        {message.parts.map((part, index) =>
+          part.kind === "text" ? (
+            // biome-ignore lint/suspicious/noArrayIndexKey: a stored message's parts never move
+            <StreamingMarkdown key={index} text={part.content.text} />
+          ) : null,
+        )}
+      </article>
+    );
+  }
   return (
     <article
       className={`message message-${message.role}`}
@@ -68,11 +99,15 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
           </span>
         )}
       </header>
-      {message.parts.map((part, index) => (
-        // Parts keep their position for the life of a message.
-        // biome-ignore lint/suspicious/noArrayIndexKey: see above
-        <PartView key={index} part={part} />
-      ))}
+      {message.role === "user" ? (
+        <UserText parts={message.parts} />
+      ) : (
+        message.parts.map((part, index) => (
+          // Parts keep their position for the life of a message.
+          // biome-ignore lint/suspicious/noArrayIndexKey: see above
+          <PartView key={index} part={part} />
+        ))
+      )}
       {message.error && !message.parts.some((part) => part.kind === "error") && (
         <p className="error" role="alert">
           {message.error}

@@ -264,7 +264,14 @@ function ProcessCard({
 }
 
 /** The session's processes: command, cwd, state and duration, live output, signal buttons. */
-export function ProcessesPanel({ sessionId }: { sessionId: string }) {
+export function ProcessesPanel({
+  sessionId,
+  onCount,
+}: {
+  sessionId: string;
+  /** Told how many processes the session has, whenever that changes (for the pane's tab). */
+  onCount?: (count: number) => void;
+}) {
   const [processes, setProcesses] = useState<ProcessInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [nowUnix, setNowUnix] = useState(() => Math.floor(Date.now() / 1000));
@@ -275,12 +282,13 @@ export function ProcessesPanel({ sessionId }: { sessionId: string }) {
         serverPath(ServerPath.sessionProcesses, { session_id: sessionId }),
       );
       setProcesses(list.processes);
+      onCount?.(list.processes.length);
       setNowUnix(Math.floor(Date.now() / 1000));
       setError(null);
     } catch (failure) {
       setError(messageOf(failure));
     }
-  }, [sessionId]);
+  }, [sessionId, onCount]);
   useEffect(() => {
     void load();
     const timer = setInterval(() => void load(), LIST_INTERVAL_MS);

@@ -2,6 +2,10 @@ import { marked } from "marked";
 import { memo, useRef } from "react";
 import ReactMarkdown from "react-markdown";
 import remarkGfm from "remark-gfm";
+import { CodeBlock } from "./code-block.tsx";
+
+/** Fenced code gets highlighting and a copy button; everything else is react-markdown's. */
+const COMPONENTS = { pre: CodeBlock };
 
 /**
  * Markdown that streams without re-rendering everything: the text is split into top-level
@@ -9,7 +13,11 @@ import remarkGfm from "remark-gfm";
  * under memo. A new delta changes only the last block, so only it is parsed again.
  */
 const Block = memo(function Block({ source }: { source: string }) {
-  return <ReactMarkdown remarkPlugins={[remarkGfm]}>{source}</ReactMarkdown>;
+  return (
+    <ReactMarkdown remarkPlugins={[remarkGfm]} components={COMPONENTS}>
+      {source}
+    </ReactMarkdown>
+  );
 });
 
 function lexBlocks(text: string): string[] {

@@ -191,7 +191,29 @@ function GenericBody({ content }: { content: ToolCallPartContent }) {
   );
 }
 
-/** One tool call: its title, kind and status, and a body drawn for its kind. */
+/** What a collapsed card says after its title: a command's exit code and how long it ran. */
+function SummaryFacts({ content }: { content: ToolCallPartContent }) {
+  if (content.kind !== "execute") return null;
+  const exitCode = field(content.output, "exit_code", "exitCode");
+  const duration = field(content.output, "wall_duration_ms", "duration_ms");
+  return (
+    <>
+      {exitCode !== undefined && (
+        <span className="tool-fact" data-failed={String(exitCode) !== "0" || undefined}>
+          exit {String(exitCode)}
+        </span>
+      )}
+      {typeof duration === "number" && (
+        <span className="tool-fact">{formatDuration(duration)}</span>
+      )}
+    </>
+  );
+}
+
+/**
+ * One tool call, one line until opened (as in an agent panel): its kind, title, a command's
+ * exit code and time, and its status; the body, drawn for its kind, is there on demand.
+ */
 export function ToolCallCard({ content }: { content: ToolCallPartContent }) {
   const kind = content.kind ?? "other";
   const status = content.status ?? "pending";
@@ -199,25 +221,28 @@ export function ToolCallCard({ content }: { content: ToolCallPartContent }) {
   const locations = content.locations ?? [];
   return (
     <section className={`card tool-call status-${status}`} aria-label={`Tool call: ${title}`}>
-      <header className="card-header">
-        <span className="tool-kind">{kind}</span>
-        <strong className="tool-title">{title}</strong>
-        <span className="badge" data-status={status}>
-          {status.replace("_", " ")}
-        </span>
-      </header>
-      {locations.length > 0 && <p className="locations">{locations.join(", ")}</p>}
-      {kind === "execute" ? (
-        <CommandBody content={content} />
-      ) : kind === "edit" ? (
-        <EditBody content={content} />
-      ) : kind === "read" ? (
-        <ReadBody content={content} />
-      ) : kind === "search" ? (
-        <SearchBody content={content} />
-      ) : (
-        <GenericBody content={content} />
-      )}
+      <details>
+        <summary className="tool-summary">
+          <span className="tool-kind">{kind}</span>
+          <span className="tool-title">{title}</span>
+          <SummaryFacts content={content} />
+          <span className="badge" data-status={status}>
+            {status.replace("_", " ")}
+          </span>
+        </summary>
+        {locations.length > 0 && <p className="locations">{locations.join(", ")}</p>}
+        {kind === "execute" ? (
+          <CommandBody content={content} />
+        ) : kind === "edit" ? (
+          <EditBody content={content} />
+        ) : kind === "read" ? (
+          <ReadBody content={content} />
+        ) : kind === "search" ? (
+          <SearchBody content={content} />
+        ) : (
+          <GenericBody content={content} />
+        )}
+      </details>
     </section>
   );
 }

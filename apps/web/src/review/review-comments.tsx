@@ -10,16 +10,20 @@ export interface ReviewComment {
   text: string;
 }
 
-/** How a comment reads in the message: `path:line — comment`, one quoted line each. */
+/**
+ * How a comment reads in the message: `path:line — comment` as a quote of its own (each of its
+ * lines quoted, as written), so two comments stay two items rather than one paragraph.
+ */
 export function formatReviewComment(comment: ReviewComment): string {
   const where = `${comment.path}:${comment.line}${comment.removed ? " (removed line)" : ""}`;
-  return `> ${where} — ${comment.text.replace(/\s*\n\s*/g, " ").trim()}`;
+  const lines = comment.text.trim().split(/\r?\n/);
+  return [`> ${where} — ${lines[0]}`, ...lines.slice(1).map((line) => `> ${line}`)].join("\n");
 }
 
-/** The message to send: the queued comments as a quoted block, then what the person wrote. */
+/** The message to send: the queued comments, a blank line apart, then what the person wrote. */
 export function messageWithReviewComments(text: string, comments: ReviewComment[]): string {
   if (comments.length === 0) return text;
-  const block = ["Review comments:", ...comments.map(formatReviewComment)].join("\n");
+  const block = ["Review comments:", ...comments.map(formatReviewComment)].join("\n\n");
   return text.trim() ? `${block}\n\n${text}` : block;
 }
 

@@ -2,6 +2,7 @@ import { type PendingChange, type PendingChangeList, ServerPath, serverPath } fr
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { type Highlighter, languageOfPath, useHighlighter } from "../highlight/highlighter.ts";
 import {
   commentLine,
   type DiffSide,
@@ -19,6 +20,10 @@ export interface ReviewPanelProps {
   /** Bumped when pending changes may have changed: the panel lists them again. */
   version: number;
   onComment: (comment: Omit<ReviewComment, "id">) => void;
+  /** The comments queued for the next message: each is marked at its line. */
+  comments?: readonly ReviewComment[];
+  /** Told how many changes wait for review, whenever that changes (for the pane's tab). */
+  onCount?: (count: number) => void;
 }
 
 /** Rows drawn beyond the visible ones, so a fast scroll rarely shows blank space. */
@@ -108,55 +113,86 @@ function TreeList({
 
 const SIGN = { insert: "+", delete: "-", normal: " " } as const;
 
+/** A commented line, by its number and which file's numbering it is in. */
+function lineKey(line: number, removed: boolean): string {
+  return `${removed ? "old" : "new"}:${line}`;
+}
+
+/**
+ * A line's number, which is also the button that comments on it: both numbers in the unified
+ * view (old, new), one per side in the split view, as GitHub shows them.
+ */
 function Gutter({
   path,
   side,
+  numbers,
+  commented,
   onComment,
 }: {
   path: string;
   side: DiffSide;
+  numbers: "both" | "old" | "new";
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   const { line, removed } = commentLine(side);
+  const marked = commented.has(lineKey(line, removed));
   return (
     <button
       type="button"
       className="diff-gutter"
+      data-commented={marked || undefined}
       onClick={() => onComment(side)}
-      aria-label={`Comment on ${path} line ${line}${removed ? " (removed)" : ""}`}
+      aria-label={`Comment on ${path} line ${line}${removed ? " (removed)" : ""}${marked ? ", which has a comment" : ""}`}
     >
-      <span className="diff-number">{side.oldNumber ?? ""}</span>
-      <span className="diff-number">{side.newNumber ?? ""}</span>
+      <span className="comment-marker" aria-hidden="true">
+        {marked ? "●" : ""}
+      </span>
+      {numbers !== "new" && <span className="diff-number">{side.oldNumber ?? ""}</span>}
+      {numbers !== "old" && <span className="diff-number">{side.newNumber ?? ""}</span>}
     </button>
   );
 }
 
-function Code({ side }: { side: DiffSide }) {
+/** How a row's text is drawn: highlighted in the file's language once the highlighter is in. */
+type Paint = (text: string) => React.ReactNode;
+
+function Code({ side, paint }: { side: DiffSide; paint: Paint }) {
   return (
     <span className="diff-code" data-kind={side.type}>
       <span className="diff-sign" aria-hidden="true">
         {SIGN[side.type]}
       </span>
-      <span className="diff-text">{side.content}</span>
+      <span className="diff-text">{paint(side.content)}</span>
     </span>
   );
+}
+
+/** Line by line (only the rows on screen are drawn), so a long file costs what is shown. */
+function painter(highlighter: Highlighter | null, language: string | null): Paint {
+  if (!highlighter || !language || !highlighter.knows(language)) return (text) => text;
+  return (text) => highlighter.highlight(text, language) ?? text;
 }
 
 function RowContent({
   row,
   path,
+  paint,
+  commented,
   onComment,
 }: {
   row: UnifiedRow | SplitRow;
   path: string;
+  paint: Paint;
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   if (row.kind === "hunk") return <span className="diff-hunk">{row.header}</span>;
   if (row.kind === "line")
     return (
       <>
-        <Gutter path={path} side={row} onComment={onComment} />
-        <Code side={row} />
+        <Gutter path={path} side={row} numbers="both" commented={commented} onComment={onComment} />
+        <Code side={row} paint={paint} />
       </>
     );
   return (
@@ -167,8 +203,14 @@ function RowContent({
           <span key={position} className="diff-half" data-side={position}>
             {side && (
               <>
-                <Gutter path={path} side={side} onComment={onComment} />
-                <Code side={side} />
+                <Gutter
+                  path={path}
+                  side={side}
+                  numbers={position === "left" ? "old" : "new"}
+                  commented={commented}
+                  onComment={onComment}
+                />
+                <Code side={side} paint={paint} />
               </>
             )}
           </span>
@@ -187,16 +229,21 @@ const FileDiff = memo(function FileDiff({
   model,
   view,
   wrap,
+  commented,
   onComment,
 }: {
   path: string;
   model: FileDiffModel;
   view: ViewType;
   wrap: boolean;
+  commented: ReadonlySet<string>;
   onComment: (side: DiffSide) => void;
 }) {
   const scrollRef = useRef<HTMLElement>(null);
   const rows = view === "split" ? model.split : model.unified;
+  const language = languageOfPath(path);
+  const highlighter = useHighlighter(language !== null);
+  const paint = useMemo(() => painter(highlighter, language), [highlighter, language]);
   const virtualizer = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -238,7 +285,13 @@ const FileDiff = memo(function FileDiff({
               data-kind={row.kind === "line" ? row.type : row.kind}
               style={{ transform: `translateY(${item.start}px)` }}
             >
-              <RowContent row={row} path={path} onComment={onComment} />
+              <RowContent
+                row={row}
+                path={path}
+                paint={paint}
+                commented={commented}
+                onComment={onComment}
+              />
             </div>
           );
         })}
@@ -298,6 +351,7 @@ function ChangeSection({
   view,
   wrap,
   busy,
+  comments,
   onResolve,
   onComment,
 }: {
@@ -306,11 +360,17 @@ function ChangeSection({
   view: ViewType;
   wrap: boolean;
   busy: boolean;
+  /** This file's queued comments. */
+  comments: readonly ReviewComment[];
   onResolve: (change: PendingChange, action: "apply" | "reject") => void;
   onComment: ReviewPanelProps["onComment"];
 }) {
   const [commenting, setCommenting] = useState<DiffSide | null>(null);
   const startComment = useCallback((side: DiffSide) => setCommenting(side), []);
+  const commented = useMemo(
+    () => new Set(comments.map((comment) => lineKey(comment.line, comment.removed))),
+    [comments],
+  );
   return (
     <section
       className="card change"
@@ -318,12 +378,35 @@ function ChangeSection({
       id={`change-${change.id}`}
       tabIndex={-1}
     >
-      <header className="card-header">
+      <header className="card-header file-header">
         <strong className="path">{change.path}</strong>
         <Stats model={model} />
         <span className="muted">by {change.agent}</span>
       </header>
-      <FileDiff path={change.path} model={model} view={view} wrap={wrap} onComment={startComment} />
+      <FileDiff
+        path={change.path}
+        model={model}
+        view={view}
+        wrap={wrap}
+        commented={commented}
+        onComment={startComment}
+      />
+      {comments.length > 0 && (
+        <ul className="line-comments" aria-label={`Comments on ${change.path}`}>
+          {comments.map((comment) => (
+            <li key={comment.id}>
+              <span className="comment-marker" aria-hidden="true">
+                ●
+              </span>{" "}
+              <strong>
+                Line {comment.line}
+                {comment.removed ? " (removed)" : ""}
+              </strong>{" "}
+              <span className="comment-text">{comment.text}</span>
+            </li>
+          ))}
+        </ul>
+      )}
       {commenting && (
         <CommentForm
           key={`${commenting.oldNumber}-${commenting.newNumber}`}
@@ -363,7 +446,13 @@ function ChangeSection({
  * file's diff (unified or side by side, wrapped or not), apply or reject per file or all at
  * once, and comments on lines, queued for the next message.
  */
-export default function ReviewPanel({ sessionId, version, onComment }: ReviewPanelProps) {
+export default function ReviewPanel({
+  sessionId,
+  version,
+  onComment,
+  comments = [],
+  onCount,
+}: ReviewPanelProps) {
   const [changes, setChanges] = useState<PendingChange[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -375,7 +464,8 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
       `${serverPath(ServerPath.sessionPendingChanges, { session_id: sessionId })}?status=pending`,
     );
     setChanges(list.pending_changes);
-  }, [sessionId]);
+    onCount?.(list.pending_changes.length);
+  }, [sessionId, onCount]);
   useEffect(() => {
     void version;
     load().catch((failure: unknown) => setError(messageOf(failure)));
@@ -404,6 +494,16 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
   const resolve = async (targets: PendingChange[], action: "apply" | "reject") => {
     setBusy(true);
     setError(null);
+    // Where the focus goes once the files are gone: the change after the last one resolved,
+    // else the one before, else the heading (never lost to the page's body).
+    const last = changes.findIndex((change) => change.id === targets.at(-1)?.id);
+    const resolved = new Set(targets.map((change) => change.id));
+    const next =
+      changes.slice(last + 1).find((change) => !resolved.has(change.id)) ??
+      changes
+        .slice(0, Math.max(last, 0))
+        .reverse()
+        .find((change) => !resolved.has(change.id));
     const failures: string[] = [];
     for (const change of targets) {
       try {
@@ -425,6 +525,12 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
     }
     if (failures.length > 0) setError(failures.join("\n"));
     setBusy(false);
+    requestAnimationFrame(() => {
+      const target =
+        (next && document.getElementById(`change-${next.id}`)) ??
+        document.getElementById("review-heading");
+      target?.focus({ preventScroll: false });
+    });
   };
 
   const open = (path: string) => {
@@ -437,7 +543,9 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
 
   return (
     <section className="review" aria-labelledby="review-heading">
-      <h2 id="review-heading">Pending changes ({changes.length})</h2>
+      <h2 id="review-heading" tabIndex={-1}>
+        Pending changes ({changes.length})
+      </h2>
       {error && (
         <p className="error" role="alert">
           {error}
@@ -501,6 +609,7 @@ export default function ReviewPanel({ sessionId, version, onComment }: ReviewPan
               view={view}
               wrap={wrap}
               busy={busy}
+              comments={comments.filter((comment) => comment.path === change.path)}
               onResolve={(target, action) => void resolve([target], action)}
               onComment={onComment}
             />

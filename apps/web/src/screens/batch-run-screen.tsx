@@ -1,36 +1,25 @@
 import {
   type BatchRun,
   type BatchRunEvent,
-  type BatchStepDetail,
-  type BatchTakeoverResponse,
   type BatchWorkspace,
-  type BatchWorkspaceStep,
   ServerPath,
   type StoredBatchChangeset,
   type StoredBatchRunEvent,
   serverPath,
 } from "@deckhand/wire";
 import { useCallback, useEffect, useRef, useState } from "react";
-import { Link, useLocation } from "wouter";
+import { Link } from "wouter";
 import { type Answer, api, messageOf } from "../api.ts";
 import { BatchRunStream } from "../batches/batch-run-stream.ts";
 import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
-import { AgentTranscript, StepEnvironment } from "../batches/step-panels.tsx";
-import { DiffView } from "../components/diff-view.tsx";
+import { formatDuration } from "../batches/step-detail.tsx";
+import { type TimelineEntry, WorkspaceTable, workspaceKey } from "../batches/workspace-table.tsx";
+import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { onTabListKeyDown } from "../components/tab-keys.ts";
+import { useReloadOnReconnect } from "../connection.ts";
 import type { StreamState } from "../session/session-stream.ts";
-
-/** Workspaces are told apart in events by repository, branch and path. */
-function workspaceKey(workspace: { repository: string; branch: string; path: string }): string {
-  return `${workspace.repository}\u0000${workspace.branch}\u0000${workspace.path}`;
-}
-
-interface TimelineEntry {
-  id: number;
-  at: string;
-  text: string;
-}
 
 /** One line of a workspace's timeline, or null for events shown elsewhere (output). */
 function describe(event: BatchRunEvent): string | null {
@@ -38,7 +27,7 @@ function describe(event: BatchRunEvent): string | null {
     case "workspace_started":
       return "started";
     case "step_started":
-      return `step ${event.step_index} started (${event.runtime}${event.image ? `, ${event.image}` : ""}${event.shell ? `, ${event.shell}` : ""})`;
+      return `step ${event.step_index} started (${event.runtime}${event.image ? `, ${event.image}` : ""}${event.shell ? `, ${event.shell}` : ""}${event.sandbox ? `, sandbox ${event.sandbox}` : ""})`;
     case "step_runtime_fallback":
       return `step ${event.step_index} runs on the host instead of ${event.image}: ${event.reason}`;
     case "step_finished":
@@ -56,247 +45,12 @@ function describe(event: BatchRunEvent): string | null {
   }
 }
 
-function formatDuration(ms: number): string {
-  const seconds = Math.round(ms / 100) / 10;
-  if (seconds < 60) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
-  return `${minutes}m ${Math.round(seconds - minutes * 60)}s`;
-}
-
-function stepElapsed(step: BatchWorkspaceStep, now: number): number {
-  if (step.outcome === "running" && step.started_at)
-    return Math.max(0, now - Date.parse(step.started_at));
-  return step.duration_ms;
-}
-
-type StepTab = "logs" | "outputs" | "diff" | "environment" | "transcript";
-
-/** A step's logs, outputs and diff, loaded when opened and again as the step moves on. */
-function StepDetail({
-  workspaceId,
-  step,
-  liveLog,
-}: {
-  workspaceId: string;
-  step: BatchWorkspaceStep;
-  liveLog: { stdout: string; stderr: string } | undefined;
-}) {
-  const [tab, setTab] = useState<StepTab>("logs");
-  const [detail, setDetail] = useState<BatchStepDetail | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  // Loaded again when the step moves on (running → finished), for its final logs and diff.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: step.outcome is that trigger.
-  useEffect(() => {
-    let live = true;
-    api<BatchStepDetail>(
-      "GET",
-      serverPath(ServerPath.batchWorkspaceStep, {
-        workspace_id: workspaceId,
-        step_index: String(step.step_index),
-      }),
-    )
-      .then((loaded) => live && setDetail(loaded))
-      .catch((failure: unknown) => live && setError(messageOf(failure)));
-    return () => {
-      live = false;
-    };
-  }, [workspaceId, step.step_index, step.outcome]);
-  const tabs: { id: StepTab; label: string }[] = [
-    ...(detail?.agent ? [{ id: "transcript" as const, label: "Transcript" }] : []),
-    { id: "logs", label: "Logs" },
-    { id: "outputs", label: "Outputs" },
-    { id: "diff", label: "Diff" },
-    { id: "environment", label: "Environment" },
-  ];
-  const prefix = `step-${workspaceId}-${step.step_index}`;
-  const stdout = step.outcome === "running" && liveLog ? liveLog.stdout : (detail?.stdout ?? "");
-  const stderr = step.outcome === "running" && liveLog ? liveLog.stderr : (detail?.stderr ?? "");
-  return (
-    <div className="step-detail">
-      {detail?.command != null && (
-        <details className="step-command">
-          <summary>Command</summary>
-          <pre className="output">{detail.command}</pre>
-        </details>
-      )}
-      <div role="tablist" aria-label={`Step ${step.step_index}`} className="tabs">
-        {tabs.map((entry) => (
-          <button
-            key={entry.id}
-            type="button"
-            role="tab"
-            id={`${prefix}-${entry.id}`}
-            aria-selected={tab === entry.id}
-            aria-controls={`${prefix}-panel`}
-            onClick={() => setTab(entry.id)}
-          >
-            {entry.label}
-          </button>
-        ))}
-      </div>
-      <div role="tabpanel" id={`${prefix}-panel`} aria-labelledby={`${prefix}-${tab}`}>
-        {error && <p className="error">{error}</p>}
-        {tab === "transcript" && detail?.agent && (
-          <AgentTranscript agent={detail.agent} jobId={detail.job_id} />
-        )}
-        {tab === "environment" && <StepEnvironment env={detail?.env ?? null} />}
-        {tab === "logs" && (
-          <>
-            <h4>stdout</h4>
-            <pre className="output">{stdout || "(empty)"}</pre>
-            <h4>stderr</h4>
-            <pre className="output">{stderr || "(empty)"}</pre>
-          </>
-        )}
-        {tab === "outputs" && (
-          <pre className="output">
-            {detail && Object.keys(detail.outputs).length > 0
-              ? JSON.stringify(detail.outputs, null, 2)
-              : "(no outputs)"}
-          </pre>
-        )}
-        {tab === "diff" &&
-          (detail?.diff ? <DiffView diff={detail.diff} /> : <p className="muted">No changes.</p>)}
-      </div>
-    </div>
-  );
-}
-
-function WorkspaceCard({
-  workspace,
-  timeline,
-  liveLogs,
-  now,
-  onChanged,
-}: {
-  workspace: BatchWorkspace;
-  timeline: TimelineEntry[];
-  liveLogs: ReadonlyMap<string, { stdout: string; stderr: string }>;
-  now: number;
-  onChanged: () => void;
-}) {
-  const [, navigate] = useLocation();
-  const [open, setOpen] = useState<number | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const finished = workspace.state !== "pending" && workspace.state !== "running";
-  const title = `${workspace.repository}${workspace.path ? `/${workspace.path}` : ""}`;
-
-  const act = async (what: "retry" | "takeover") => {
-    setBusy(true);
-    setError(null);
-    try {
-      if (what === "retry") {
-        await api<BatchWorkspace>(
-          "POST",
-          serverPath(ServerPath.batchWorkspaceRetry, { workspace_id: workspace.id }),
-        );
-        onChanged();
-      } else {
-        const answer = await api<BatchTakeoverResponse>(
-          "POST",
-          serverPath(ServerPath.batchWorkspaceTakeover, { workspace_id: workspace.id }),
-        );
-        navigate(`/sessions/${answer.session_id}`);
-      }
-    } catch (failure) {
-      setError(messageOf(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  return (
-    <li className="card workspace-card" aria-label={`Workspace ${title}`}>
-      <div className="card-header">
-        <h3>{title}</h3>
-        <span className="badge" data-status={workspace.state}>
-          {workspace.state}
-        </span>
-      </div>
-      <p className="muted">
-        {workspace.branch} · <code>{workspace.revision.slice(0, 10)}</code>
-        {workspace.attempts > 1 ? ` · attempt ${workspace.attempts}` : ""}
-        {workspace.executor ? ` · on ${workspace.executor}` : ""}
-      </p>
-      {workspace.error && <pre className="output error-output">{workspace.error}</pre>}
-      {workspace.takeover_session_id && (
-        <p>
-          Taken over: <Link href={`/sessions/${workspace.takeover_session_id}`}>open session</Link>
-        </p>
-      )}
-      <ol className="steps" aria-label={`Steps of ${title}`}>
-        {workspace.steps.map((step) => (
-          <li key={step.step_index}>
-            <div className="step-row">
-              <span>Step {step.step_index}</span>
-              <span className="badge" data-status={step.outcome}>
-                {step.outcome}
-              </span>
-              <span className="muted">
-                {step.runtime ?? "—"}
-                {step.image ? ` · ${step.image}` : ""}
-                {step.shell ? ` · ${step.shell}` : ""}
-                {step.exit_code !== null ? ` · exit ${step.exit_code}` : ""}
-              </span>
-              <span className="timer" title="Step time">
-                {formatDuration(stepElapsed(step, now))}
-              </span>
-              <button
-                type="button"
-                aria-expanded={open === step.step_index}
-                onClick={() => setOpen(open === step.step_index ? null : step.step_index)}
-              >
-                {open === step.step_index ? "Hide" : "Details"}
-                <span className="visually-hidden">
-                  {" "}
-                  of step {step.step_index} in {title}
-                </span>
-              </button>
-            </div>
-            {open === step.step_index && (
-              <StepDetail
-                workspaceId={workspace.id}
-                step={step}
-                liveLog={liveLogs.get(`${workspaceKey(workspace)}#${step.step_index}`)}
-              />
-            )}
-          </li>
-        ))}
-      </ol>
-      {timeline.length > 0 && (
-        <details className="timeline">
-          <summary>Timeline ({timeline.length})</summary>
-          <ol>
-            {timeline.map((entry) => (
-              <li key={entry.id}>
-                <time dateTime={entry.at}>{new Date(entry.at).toLocaleTimeString()}</time>{" "}
-                {entry.text}
-              </li>
-            ))}
-          </ol>
-        </details>
-      )}
-      <div className="actions">
-        <button type="button" disabled={busy || !finished} onClick={() => act("retry")}>
-          Retry<span className="visually-hidden"> {title}</span>
-        </button>
-        <button type="button" disabled={busy || !finished} onClick={() => act("takeover")}>
-          Take over<span className="visually-hidden"> {title}</span>
-        </button>
-      </div>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-    </li>
-  );
-}
-
 type RunTab = "workspaces" | "changesets";
 
-/** A run: its stats, each workspace live from the run stream, and its changesets. */
+/**
+ * A run: its stats and actions, its workspaces as a dense table live from the run stream (failed
+ * first, filtered by state, rows opening to their steps), and its changesets.
+ */
 export function BatchRunScreen({ runId }: { runId: string }) {
   const [run, setRun] = useState<BatchRun | null>(null);
   const [workspaces, setWorkspaces] = useState<BatchWorkspace[]>([]);
@@ -392,6 +146,12 @@ export function BatchRunScreen({ runId }: { runId: string }) {
     };
   }, [runId, load, reload]);
 
+  useReloadOnReconnect(() => {
+    load()
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
+
   // The stream drives the updates; a slow look every few seconds is the safety net while the
   // run is not finished (a reload that raced an event, say).
   const unfinished = run === null || run.status === "queued" || run.status === "running";
@@ -410,17 +170,24 @@ export function BatchRunScreen({ runId }: { runId: string }) {
     return () => clearInterval(timer);
   }, [running]);
 
-  const act = async (what: "cancel" | "retry" | "apply") => {
+  const act = async (what: "cancel" | "retry" | "apply" | "apply-succeeded") => {
     setBusy(true);
     setError(null);
     const path = {
       cancel: ServerPath.batchRunCancel,
       retry: ServerPath.batchRunRetry,
       apply: ServerPath.batchRunApply,
+      "apply-succeeded": ServerPath.batchRunApply,
     }[what];
+    // Apply what succeeded: the changesets of the workspaces that did, the others left out.
+    const query = what === "apply-succeeded" ? "?skip_errors=true" : "";
     try {
-      setRun(await api<BatchRun>("POST", serverPath(path, { batch_run_id: runId })));
-      if (what === "apply") setTab("changesets");
+      setRun(await api<BatchRun>("POST", `${serverPath(path, { batch_run_id: runId })}${query}`));
+      if (what === "apply" || what === "apply-succeeded") {
+        setTab("changesets");
+        // The focus follows to what apply changes: the changesets tab.
+        requestAnimationFrame(() => document.getElementById("run-tab-changesets")?.focus());
+      }
       reload();
     } catch (failure) {
       setError(messageOf(failure));
@@ -429,9 +196,11 @@ export function BatchRunScreen({ runId }: { runId: string }) {
     }
   };
 
+  useDocumentTitle(run ? `${run.name} (${run.status})` : "Batch run");
+
   if (!run) {
     return (
-      <main>
+      <main className="wide">
         <LoadState error={error} loading />
       </main>
     );
@@ -441,13 +210,14 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   const failedWorkspaces = workspaces.filter((workspace) =>
     ["failed", "timed_out", "cancelled"].includes(workspace.state),
   ).length;
-  const canApply =
-    run.status === "completed" &&
-    changesets.length > 0 &&
-    changesets.some((changeset) => changeset.apply_operation === null);
+  const unapplied = changesets.filter((changeset) => changeset.apply_operation === null).length;
+  const canApply = run.status === "completed" && unapplied > 0;
+  // A run whose other workspaces failed still has the changesets of those that succeeded.
+  const canApplySucceeded =
+    (run.status === "failed" || run.status === "cancelled") && unapplied > 0;
 
   return (
-    <main>
+    <main className="wide">
       <nav className="breadcrumb" aria-label="Breadcrumb">
         <Link href="/batches">Batch changes</Link> / {run.name}
       </nav>
@@ -488,18 +258,29 @@ export function BatchRunScreen({ runId }: { runId: string }) {
             Apply changesets
           </button>
         )}
+        {canApplySucceeded && (
+          <button
+            type="button"
+            className="primary"
+            disabled={busy}
+            onClick={() => act("apply-succeeded")}
+          >
+            Apply the {unapplied} that succeeded
+          </button>
+        )}
       </div>
       {error && (
         <p className="error" role="alert">
           {error}
         </p>
       )}
-      <div role="tablist" aria-label="Run" className="tabs">
+      <div role="tablist" aria-label="Run" className="tabs" onKeyDown={onTabListKeyDown}>
         <button
           type="button"
           role="tab"
           id="run-tab-workspaces"
           aria-selected={tab === "workspaces"}
+          tabIndex={tab === "workspaces" ? 0 : -1}
           aria-controls="run-panel"
           onClick={() => setTab("workspaces")}
         >
@@ -510,6 +291,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
           role="tab"
           id="run-tab-changesets"
           aria-selected={tab === "changesets"}
+          tabIndex={tab === "changesets" ? 0 : -1}
           aria-controls="run-panel"
           onClick={() => setTab("changesets")}
         >
@@ -518,18 +300,14 @@ export function BatchRunScreen({ runId }: { runId: string }) {
       </div>
       <div role="tabpanel" id="run-panel" aria-labelledby={`run-tab-${tab}`}>
         {tab === "workspaces" && (
-          <ul className="workspace-list">
-            {workspaces.map((workspace) => (
-              <WorkspaceCard
-                key={workspace.id}
-                workspace={workspace}
-                timeline={timelines.get(workspaceKey(workspace)) ?? []}
-                liveLogs={liveLogs}
-                now={now}
-                onChanged={reload}
-              />
-            ))}
-          </ul>
+          <WorkspaceTable
+            workspaces={workspaces}
+            changesets={changesets}
+            timelines={timelines}
+            liveLogs={liveLogs}
+            now={now}
+            onChanged={reload}
+          />
         )}
         {tab === "changesets" && (
           <>

@@ -58,6 +58,9 @@ export function NewBatchScreen() {
   const [, navigate] = useLocation();
   const [source, setSource] = useState(exampleSpecs[0]!.source);
   const [runtime, setRuntime] = useState<BatchRuntimeChoice>("auto");
+  const [skipErrors, setSkipErrors] = useState(false);
+  const [failFast, setFailFast] = useState(false);
+  const [parallelism, setParallelism] = useState("");
   const [diagnostics, setDiagnostics] = useState<BatchSpecDiagnostic[]>([]);
   const [checkedSource, setCheckedSource] = useState<string | null>(null);
   const [preview, setPreview] = useState<Preview | null>(null);
@@ -75,6 +78,11 @@ export function NewBatchScreen() {
 
   const options = (withExclusions: boolean): BatchRunOptions => ({
     runtime,
+    ...(skipErrors ? { skip_errors: true } : {}),
+    ...(failFast ? { fail_fast: true } : {}),
+    ...(/^\d+$/.test(parallelism) && Number(parallelism) > 0
+      ? { parallelism: Number(parallelism) }
+      : {}),
     ...(withExclusions && excluded.size > 0 ? { exclude_repositories: [...excluded] } : {}),
   });
 
@@ -168,6 +176,37 @@ export function NewBatchScreen() {
               </select>
             </label>
           </div>
+          <fieldset className="run-options">
+            <legend>When a workspace fails</legend>
+            <label className="checkbox">
+              <input
+                type="checkbox"
+                checked={skipErrors}
+                onChange={(event) => setSkipErrors(event.target.checked)}
+              />
+              Skip errors: the run completes with the others' changesets (skip_errors)
+            </label>
+            <label className="checkbox">
+              <input
+                type="checkbox"
+                checked={failFast}
+                onChange={(event) => setFailFast(event.target.checked)}
+              />
+              Fail fast: the first failure cancels the workspaces not yet finished (fail_fast)
+            </label>
+            <label className="parallelism">
+              Parallelism (workspaces at once)
+              <input
+                type="number"
+                min={1}
+                max={1024}
+                inputMode="numeric"
+                value={parallelism}
+                placeholder="server default"
+                onChange={(event) => setParallelism(event.target.value)}
+              />
+            </label>
+          </fieldset>
           <span className="field-label" aria-hidden="true">
             Batch spec (YAML or JSON)
           </span>

@@ -10,6 +10,7 @@ import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, messageOf } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 
 interface ProjectWithSessions {
   project: Project;
@@ -37,11 +38,16 @@ export function ProjectsScreen() {
       })),
     );
     setProjects(withSessions);
+    setError(null);
   }, []);
 
   useEffect(() => {
     load().catch((failure: unknown) => setError(messageOf(failure)));
   }, [load]);
+
+  useReloadOnReconnect(() => {
+    load().catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const create = async (event: React.FormEvent) => {
     event.preventDefault();

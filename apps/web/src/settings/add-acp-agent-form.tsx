@@ -76,13 +76,25 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
   const [nextKey, setNextKey] = useState(0);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [added, setAdded] = useState<string | null>(null);
 
+  /** Any edit makes the last answer (a refusal, or "added") old news: it goes. */
+  const edited =
+    <Value,>(set: (value: Value) => void) =>
+    (value: Value) => {
+      setError(null);
+      setAdded(null);
+      set(value);
+    };
   const setRow = (key: number, change: Partial<EnvironmentRow>) =>
-    setEnvironment((rows) => rows.map((row) => (row.key === key ? { ...row, ...change } : row)));
+    edited(setEnvironment)((rows: EnvironmentRow[]) =>
+      rows.map((row) => (row.key === key ? { ...row, ...change } : row)),
+    );
 
   const submit = async (event: React.FormEvent) => {
     event.preventDefault();
     setError(null);
+    setAdded(null);
     const trimmedId = id.trim();
     const result = entryFrom(trimmedId, label, command, argumentsText, environment, takenIds);
     if ("problem" in result) {
@@ -98,6 +110,7 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
       setArgumentsText("");
       setEnvironment([]);
       await onAdded(config, trimmedId);
+      setAdded(`${trimmedId} is added to providers.json.`);
     } catch (failure) {
       setError(patchFailureMessage(failure));
       if (changedMeanwhile(failure)) await onConflict().catch(() => undefined);
@@ -116,7 +129,7 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
         Id
         <input
           value={id}
-          onChange={(event) => setId(event.target.value)}
+          onChange={(event) => edited(setId)(event.target.value)}
           placeholder="my-agent"
           autoCapitalize="off"
           spellCheck={false}
@@ -125,13 +138,13 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
       </label>
       <label>
         Label (optional)
-        <input value={label} onChange={(event) => setLabel(event.target.value)} />
+        <input value={label} onChange={(event) => edited(setLabel)(event.target.value)} />
       </label>
       <label>
         Command
         <input
           value={command}
-          onChange={(event) => setCommand(event.target.value)}
+          onChange={(event) => edited(setCommand)(event.target.value)}
           placeholder="my-agent"
           spellCheck={false}
           required
@@ -141,7 +154,7 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
         Arguments, one per line
         <textarea
           value={argumentsText}
-          onChange={(event) => setArgumentsText(event.target.value)}
+          onChange={(event) => edited(setArgumentsText)(event.target.value)}
           rows={2}
           spellCheck={false}
         />
@@ -192,6 +205,9 @@ export function AddAcpAgentForm({ etag, takenIds, onAdded, onConflict }: AddAcpA
           {error}
         </p>
       )}
+      <p className="notice" role="status">
+        {added}
+      </p>
       <div className="actions">
         <button type="submit" disabled={busy}>
           Add agent

@@ -8,6 +8,8 @@ import {
 } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
+import { CopyButton } from "../components/code-block.tsx";
+import { useReloadOnReconnect } from "../connection.ts";
 import { AddAcpAgentForm } from "./add-acp-agent-form.tsx";
 import { ProviderDiagnostic } from "./provider-diagnostic.tsx";
 import { changedMeanwhile, patchFailureMessage, patchProvidersConfig } from "./providers-config.ts";
@@ -41,6 +43,11 @@ export function ProvidersSection() {
   useEffect(() => {
     load().catch((failure: unknown) => setError(messageOf(failure)));
   }, [load]);
+  useReloadOnReconnect(() => {
+    load()
+      .then(() => setError(null))
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  });
 
   const setEnabled = async (provider: ProviderEntry, enabled: boolean) => {
     setBusy(provider.id);
@@ -80,11 +87,12 @@ export function ProvidersSection() {
     }
   };
 
-  const added = async (config: ProvidersConfigResponse, id: string) => {
+  /** The form says "added" itself, beside what was typed. */
+  const added = async (config: ProvidersConfigResponse) => {
     setEtag(config.etag);
     setError(null);
+    setNotice(null);
     setSnapshot(await api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot));
-    setNotice(`${id} is added to providers.json.`);
   };
 
   return (
@@ -136,11 +144,17 @@ export function ProvidersSection() {
                   Command: <code>{provider.command.join(" ")}</code>
                 </p>
               )}
-              {provider.last_error && <p className="warning">{provider.last_error}</p>}
-              {provider.install_hint && provider.status === "not_installed" && (
-                <p className="muted">
-                  Install: <code>{provider.install_hint}</code>
+              {provider.install_hint && provider.status === "not_installed" ? (
+                // Said once, as a command to copy (the server's error says the same in words).
+                <p className="install-hint">
+                  Not installed. Install with <code>{provider.install_hint}</code>{" "}
+                  <CopyButton
+                    text={provider.install_hint}
+                    label={`Copy ${provider.label}'s install command`}
+                  />
                 </p>
+              ) : (
+                provider.last_error && <p className="warning">{provider.last_error}</p>
               )}
               <div className="actions">
                 <button

@@ -1,12 +1,14 @@
 import {
   ServerPath,
+  type Session,
+  type SessionList,
   type SessionUsageResponse,
   serverPath,
   type UsageResponse,
 } from "@deckhand/wire";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { api, messageOf } from "../api.ts";
-import { UsageTable, UsageTotalsLine } from "./usage-table.tsx";
+import { SessionUsageView, UsageTable, UsageTotalsLine } from "./usage-table.tsx";
 
 type Scope = "job" | "session";
 
@@ -21,6 +23,17 @@ export function UsageSection() {
   const [answer, setAnswer] = useState<Answer | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [sessions, setSessions] = useState<Session[]>([]);
+
+  // Sessions are picked by their title, not by a pasted id.
+  useEffect(() => {
+    api<SessionList>("GET", `${ServerPath.sessions}?archived=any`)
+      .then((list) => {
+        setSessions(list.sessions);
+        setId((current) => current || (list.sessions[0]?.id ?? ""));
+      })
+      .catch((failure: unknown) => setError(messageOf(failure)));
+  }, []);
 
   const look = async (event: React.FormEvent) => {
     event.preventDefault();
@@ -58,20 +71,46 @@ export function UsageSection() {
       <form className="inline-form" onSubmit={look} aria-label="Look up usage">
         <label>
           Of
-          <select value={scope} onChange={(event) => setScope(event.target.value as Scope)}>
+          <select
+            value={scope}
+            onChange={(event) => {
+              const next = event.target.value as Scope;
+              setScope(next);
+              setId(next === "session" ? (sessions[0]?.id ?? "") : "");
+              setAnswer(null);
+            }}
+          >
             <option value="session">a session</option>
             <option value="job">a job</option>
           </select>
         </label>
-        <label className="grow">
-          {scope === "job" ? "Job id" : "Session id"}
-          <input
-            value={id}
-            onChange={(event) => setId(event.target.value)}
-            spellCheck={false}
-            required
-          />
-        </label>
+        {scope === "job" ? (
+          <label className="grow">
+            Job id
+            <input
+              value={id}
+              onChange={(event) => setId(event.target.value)}
+              spellCheck={false}
+              required
+            />
+          </label>
+        ) : (
+          <span className="grow field">
+            <label htmlFor="usage-session">Session</label>
+            <select
+              id="usage-session"
+              value={id}
+              onChange={(event) => setId(event.target.value)}
+              required
+            >
+              {sessions.map((session) => (
+                <option key={session.id} value={session.id}>
+                  {session.title || session.branch}
+                </option>
+              ))}
+            </select>
+          </span>
+        )}
         <button type="submit" disabled={busy || !id.trim()}>
           Show usage
         </button>
@@ -90,30 +129,7 @@ export function UsageSection() {
           />
         </>
       )}
-      {answer?.scope === "session" && (
-        <>
-          <UsageTotalsLine totals={answer.usage.totals} />
-          {answer.usage.jobs.length === 0 ? (
-            <p className="muted">No agent has run in this session yet.</p>
-          ) : (
-            <ul className="usage-jobs" aria-label="Agents of the session">
-              {answer.usage.jobs.map((job) => (
-                <li key={job.job_id}>
-                  <strong>{job.agent}</strong>{" "}
-                  <span className="muted">
-                    {job.chat_id ? `chat ${job.chat_id.slice(0, 8)} · ` : ""}
-                    {job.totals.requests} requests · {job.totals.total_tokens} tokens
-                  </span>
-                </li>
-              ))}
-            </ul>
-          )}
-          <UsageTable
-            rows={answer.usage.usage}
-            caption={`Requests of session ${answer.usage.session_id}`}
-          />
-        </>
-      )}
+      {answer?.scope === "session" && <SessionUsageView usage={answer.usage} />}
     </section>
   );
 }

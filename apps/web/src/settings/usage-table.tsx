@@ -1,4 +1,13 @@
-import type { UsageRow, UsageTotals } from "@deckhand/wire";
+import {
+  ServerPath,
+  type SessionUsageResponse,
+  serverPath,
+  type UsageRow,
+  type UsageTotals,
+} from "@deckhand/wire";
+import { useEffect, useState } from "react";
+import { api, messageOf } from "../api.ts";
+import { LoadState } from "../components/load-state.tsx";
 
 /** Totals in one line. */
 export function UsageTotalsLine({ totals }: { totals: UsageTotals }) {
@@ -45,5 +54,52 @@ export function UsageTable({ rows, caption }: { rows: readonly UsageRow[]; capti
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** A session's usage: its totals, each agent's, and a row per model request. */
+export function SessionUsageView({ usage }: { usage: SessionUsageResponse }) {
+  return (
+    <>
+      <UsageTotalsLine totals={usage.totals} />
+      {usage.jobs.length === 0 ? (
+        <p className="muted">No agent has run in this session yet.</p>
+      ) : (
+        <ul className="usage-jobs" aria-label="Agents of the session">
+          {usage.jobs.map((job) => (
+            <li key={job.job_id}>
+              <strong>{job.agent}</strong>{" "}
+              <span className="muted">
+                {job.chat_id ? `chat ${job.chat_id.slice(0, 8)} · ` : ""}
+                {job.totals.requests} requests · {job.totals.total_tokens} tokens
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <UsageTable rows={usage.usage} caption={`Requests of session ${usage.session_id}`} />
+    </>
+  );
+}
+
+/** A session's usage, loaded when shown (the session screen's Usage tab). */
+export function SessionUsagePanel({ sessionId }: { sessionId: string }) {
+  const [usage, setUsage] = useState<SessionUsageResponse | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    api<SessionUsageResponse>("GET", serverPath(ServerPath.sessionUsage, { session_id: sessionId }))
+      .then((loaded) => live && setUsage(loaded))
+      .catch((failure: unknown) => live && setError(messageOf(failure)));
+    return () => {
+      live = false;
+    };
+  }, [sessionId]);
+  return (
+    <section aria-labelledby="session-usage-heading">
+      <h2 id="session-usage-heading">Model usage</h2>
+      <LoadState error={error} loading={usage === null && error === null} />
+      {usage && <SessionUsageView usage={usage} />}
+    </section>
   );
 }

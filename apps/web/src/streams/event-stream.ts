@@ -1,5 +1,6 @@
 import { WireSubprotocol } from "@deckhand/wire";
-import { storedToken } from "../api.ts";
+import { connectionState, reportTrouble, subscribeConnection } from "../connection.ts";
+import { storedToken } from "../token.ts";
 
 export type StreamState = "connecting" | "live" | "reconnecting" | "closed";
 
@@ -41,10 +42,23 @@ export class EventStream<Event extends { id: number }> {
   #attempt = 0;
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | null = null;
+  readonly #unsubscribe: () => void;
 
   constructor(options: EventStreamOptions, handlers: EventStreamHandlers<Event>) {
     this.#options = options;
     this.#handlers = handlers;
+    // Once the server is back, a stream waiting to reconnect does so at once, not after its
+    // back-off.
+    let reachable = connectionState().reachable;
+    this.#unsubscribe = subscribeConnection(() => {
+      const now = connectionState().reachable;
+      if (now && !reachable && this.#timer !== null) {
+        clearTimeout(this.#timer);
+        this.#timer = null;
+        this.#connect();
+      }
+      reachable = now;
+    });
     this.#connect();
   }
 
@@ -82,12 +96,18 @@ export class EventStream<Event extends { id: number }> {
       const delay = RECONNECT_DELAYS_MS[Math.min(this.#attempt, RECONNECT_DELAYS_MS.length - 1)]!;
       this.#attempt += 1;
       this.#handlers.onState("reconnecting");
-      this.#timer = setTimeout(() => this.#connect(), delay);
+      // A dropped stream may be a server going away: the banner finds out.
+      reportTrouble();
+      this.#timer = setTimeout(() => {
+        this.#timer = null;
+        this.#connect();
+      }, delay);
     };
   }
 
   close(): void {
     this.#closed = true;
+    this.#unsubscribe();
     if (this.#timer) clearTimeout(this.#timer);
     this.#socket?.close(1000, "page left");
     this.#socket = null;

@@ -45,6 +45,7 @@ import { BatchesError } from "../batches-error.ts";
 import { StoredRunOptionsSchema, StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import { type ChangesetHookName, type HookRunner, hookLimit } from "./changeset-hooks.ts";
 import type { CodeHostAccess } from "./code-host-access.ts";
+import { publishBlocker } from "./publish-blocker.ts";
 import { toStoredChangeset } from "./stored-changeset.ts";
 
 /** The queue task that refreshes every tracked changeset, then schedules its next run. */
@@ -609,6 +610,16 @@ export class ChangesetPublisher {
     if (newest === undefined) {
       throw new BatchesError("not_found", `no batch run has the spec name ${JSON.stringify(name)}`);
     }
+    return this.#batchChange(name);
+  }
+
+  /** A batch change's counts and burndown, for lists (its changesets are left out). */
+  async summary(name: string): Promise<Pick<BatchChange, "stats" | "burndown">> {
+    const { stats, burndown } = await this.#batchChange(name);
+    return { stats, burndown };
+  }
+
+  async #batchChange(name: string): Promise<BatchChange> {
     const tracked = await this.#load(and(eq(batchSpecs.name, name), eq(changesets.tracked, true)));
     const trackedKeys = new Set(tracked.map(({ row }) => `${row.repository}\u0000${row.branch}`));
     // The newest apply run's changesets that are not published (yet) count as unpublished.
@@ -752,12 +763,17 @@ export class ChangesetPublisher {
       return;
     }
     if (request.operation === "publish") {
-      if (row.appliedAt === null || !row.pushed) {
-        throw new BatchesError(
-          "conflict",
-          `changeset ${row.repository}@${row.branch} is not applied and pushed yet; apply its run first`,
-        );
-      }
+      const definition = StoredWorkspaceDefinitionSchema.parse(item.workspace.definition);
+      const blocker = publishBlocker({
+        repository: row.repository,
+        branch: row.branch,
+        applied: row.appliedAt !== null,
+        pushed: row.pushed,
+        definition,
+        pushRefused: item.runOptions.push === false,
+        connected: this.access.resolve(definition.repository.url) !== undefined,
+      });
+      if (blocker !== null) throw new BatchesError("conflict", blocker);
       await this.#publishOne(item, undefined, request.draft === true);
       return;
     }
