@@ -685,12 +685,12 @@ describe("agent turns: the scripted ACP agent between turns", () => {
       request_id: string;
       tool_call_id: string;
     };
-    // Asked before announced: the stream has no tool call for it yet.
+    // Asked before the agent announced it: the request announces the call with its own fields.
     expect(
-      eventsOf(stream, messageId).some(
+      eventsOf(stream, messageId).find(
         (e) => e.type === "tool_call" && e.tool_call_id === request.tool_call_id,
       ),
-    ).toBe(false);
+    ).toMatchObject({ kind: "edit", input: { path: "asked.txt" }, locations: ["asked.txt"] });
     await client.harness.api(
       "POST",
       serverPath(ServerPath.agentPermission, {

@@ -15,7 +15,7 @@ import {
   scriptedAcpAgentCommand,
   scriptedAgentCommands,
 } from "@deckhand/testkit";
-import { type AgentEvent, AgentEventSchema } from "@deckhand/wire";
+import { type AgentEvent, AgentEventSchema, collectParts } from "@deckhand/wire";
 import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
@@ -366,6 +366,40 @@ describe("the ACP backend with the scripted agent", () => {
     await expect(
       backend.respondToPermission({ requestId: second.request_id, outcome: "allow_once" }),
     ).rejects.toMatchObject({ code: "unknown_permission_request" });
+  });
+
+  it("announces a tool call a permission request names first with all the request's fields", async () => {
+    const backend = backendFor();
+    for (const directive of ["edit-ask-only", "edit-ask-first"]) {
+      const turn = start(backend, `${directive} asked.txt from the request`);
+      const request = await turn.next("permission_request");
+      // Before anyone answers, the call is known with what the request said of it.
+      const announced = turn.events.find((event) => event.type === "tool_call");
+      expect(announced).toMatchObject({
+        tool_call_id: request.tool_call_id,
+        title: "Edit asked.txt",
+        kind: "edit",
+        status: "pending",
+        input: { path: "asked.txt", text: "from the request" },
+        locations: ["asked.txt"],
+      });
+      expect(turn.events.indexOf(announced!)).toBeLessThan(turn.events.indexOf(request));
+      await backend.respondToPermission({ requestId: request.request_id, outcome: "allow_once" });
+      expect(await turn.result).toMatchObject({ stopReason: "end_turn" });
+      const parts = collectParts(turn.events);
+      expect(parts.filter((part) => part.kind === "tool_call")).toEqual([
+        expect.objectContaining({
+          content: expect.objectContaining({
+            tool_call_id: request.tool_call_id,
+            kind: "edit",
+            status: "completed",
+            input: { path: "asked.txt", text: "from the request" },
+            locations: ["asked.txt"],
+            permission: expect.objectContaining({ outcome: "allow_once" }),
+          }),
+        }),
+      ]);
+    }
   });
 
   it("remembers an always answer per (session, agent, tool kind) and still shows it", async () => {

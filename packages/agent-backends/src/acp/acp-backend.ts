@@ -22,7 +22,12 @@ import {
   createInMemoryPermissionMemory,
   type PermissionMemory,
 } from "../permission-memory.ts";
-import { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp-events.ts";
+import {
+  eventsFromUpdate,
+  stopReasonFrom,
+  toolCallFromPermission,
+  usageFromResponse,
+} from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
 import {
@@ -94,6 +99,8 @@ interface Turn {
   stoppedByCancel: boolean;
   cancelling: Promise<void> | null;
   finished: Promise<void>;
+  /** The tool calls announced in this turn, so a permission request can announce the others. */
+  announced: Set<string>;
 }
 
 interface Live {
@@ -254,6 +261,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         continue;
       }
       if (current !== null && event.type === "text") current.text += redact(event.delta);
+      if (current !== null && event.type === "tool_call") current.announced.add(event.tool_call_id);
       emit(event);
     }
   }
@@ -275,6 +283,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
     if (current === null || current.cancelRequested) return cancelled;
     const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
+    // Asked about a call it has not announced: the request's own fields announce it.
+    if (!current.announced.has(params.toolCall.toolCallId)) {
+      current.announced.add(params.toolCall.toolCallId);
+      emit(toolCallFromPermission(params.toolCall, updateContext(current.messageId)));
+    }
     const key = { sessionId: context.sessionId, agent, toolKind };
     const requestId = randomUUID();
     const request: AgentEvent = {
@@ -699,6 +712,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       finished: new Promise((resolve) => {
         finish = resolve;
       }),
+      announced: new Set(),
     };
     turn = current;
     status = "active";

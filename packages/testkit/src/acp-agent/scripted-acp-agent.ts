@@ -132,14 +132,18 @@ async function runTerminal(
 }
 
 /**
- * `askFirst` asks permission for a call it announces only once answered, as codex-acp does for
- * commands; otherwise the call is announced first.
+ * When the edit's tool call is announced: `before` asking (claude-agent-acp), `after` the answer
+ * (codex-acp does so for commands), or `never`, the permission request being its only
+ * announcement before `tool_call_update`s (Gemini CLI). The request carries the call's fields
+ * (kind, input, locations), as all three agents send them.
  */
+type Announcement = "before" | "after" | "never";
+
 async function runEdit(
   turn: Turn,
   path: string,
   text: string,
-  askFirst = false,
+  announce: Announcement = "before",
 ): Promise<TurnOutcome> {
   const toolCallId = turn.toolCallId("edit");
   const absolute = turn.path(path);
@@ -151,10 +155,10 @@ async function runEdit(
     locations: [{ path: absolute }],
     rawInput: { path, text },
   };
-  if (!askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (announce === "before") await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   const answer = await turn.client.request(acp.methods.client.session.requestPermission, {
     sessionId: turn.session.id,
-    toolCall: { toolCallId, title: toolCall.title, kind: "edit", status: "pending" },
+    toolCall,
     options: [
       { optionId: "yes", name: "Allow", kind: "allow_once" },
       { optionId: "always", name: "Always allow edits", kind: "allow_always" },
@@ -162,7 +166,7 @@ async function runEdit(
       { optionId: "never", name: "Never allow edits", kind: "reject_always" },
     ],
   });
-  if (askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (announce === "after") await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   if (answer.outcome.outcome === "cancelled") {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
     return { stopReason: "cancelled" };
@@ -301,7 +305,9 @@ async function runPrompt(
     case "edit":
       return runEdit(turn, prompt.path, prompt.text);
     case "edit-ask-first":
-      return runEdit(turn, prompt.path, prompt.text, true);
+      return runEdit(turn, prompt.path, prompt.text, "after");
+    case "edit-ask-only":
+      return runEdit(turn, prompt.path, prompt.text, "never");
     case "slow":
       return runStream(turn, prompt.ms, true);
     case "stubborn":

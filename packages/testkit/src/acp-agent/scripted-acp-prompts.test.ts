@@ -18,6 +18,7 @@ describe("scripted prompts", () => {
       { kind: "run-release", command: "sleep 30" },
       { kind: "edit", path: "e.txt", text: "new" },
       { kind: "edit-ask-first", path: "e.txt", text: "new" },
+      { kind: "edit-ask-only", path: "e.txt", text: "new" },
       { kind: "slow", ms: 100 },
       { kind: "stubborn", ms: 100 },
       { kind: "crash" },

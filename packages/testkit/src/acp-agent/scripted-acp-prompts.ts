@@ -20,6 +20,9 @@
  *   when the request was cancelled.
  * - `edit-ask-first <path> <text...>`: like `edit`, but asks permission for the tool call before
  *   announcing it, and announces it once answered (codex-acp does so for commands).
+ * - `edit-ask-only <path> <text...>`: like `edit`, but the permission request is the call's only
+ *   announcement; after it come `tool_call_update`s (Gemini CLI does so for every tool it asks
+ *   about).
  * - `slow [ms]`: streams a chunk every 50 ms for `ms` (default 30 s) or until `session/cancel`,
  *   which ends the turn `cancelled`.
  * - `stubborn [ms]`: like `slow`, but ignores `session/cancel` (a client must stop the process).
@@ -40,7 +43,7 @@ export type ScriptedPrompt =
   | { kind: "run"; command: string; limit: number | null }
   | { kind: "run-kill"; command: string }
   | { kind: "run-release"; command: string }
-  | { kind: "edit" | "edit-ask-first"; path: string; text: string }
+  | { kind: "edit" | "edit-ask-first" | "edit-ask-only"; path: string; text: string }
   | { kind: "slow"; ms: number }
   | { kind: "stubborn"; ms: number }
   | { kind: "crash" }
@@ -73,6 +76,7 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
     case "write":
     case "edit":
     case "edit-ask-first":
+    case "edit-ask-only":
       if (first === undefined) return { kind: "reply" };
       return { kind: verb, path: first, text: rest(text, 2) };
     case "read":
@@ -115,6 +119,7 @@ export function scriptedPrompt(prompt: ScriptedPrompt): string {
     case "write":
     case "edit":
     case "edit-ask-first":
+    case "edit-ask-only":
       return `${prompt.kind} ${prompt.path} ${prompt.text}`;
     case "read":
       return [
