@@ -583,6 +583,35 @@ describe("the ACP backend with the scripted agent", () => {
     expect((await unknown.ensureSession()).resumed).toBe(false);
   });
 
+  it("logs the agent's whole error when it refuses session/load: code, message and data", async () => {
+    const warnings: { message: string; fields: Record<string, unknown> | undefined }[] = [];
+    const backend = backendFor(
+      {},
+      {
+        context: sessionContext({ resumeSessionId: "scripted-session-gone" }),
+        logger: {
+          info() {},
+          error() {},
+          warn: (message, fields) => warnings.push({ message, fields }),
+        },
+      },
+    );
+    expect((await backend.ensureSession()).resumed).toBe(false);
+    expect(warnings).toEqual([
+      {
+        message: "the agent could not resume its session; starting a new one",
+        fields: {
+          agent: "scripted",
+          method: "session/load",
+          // The scripted agent answers as the SDK's resourceNotFound does.
+          code: -32002,
+          error: "Resource not found: scripted-session-gone",
+          data: { uri: "scripted-session-gone" },
+        },
+      },
+    ]);
+  });
+
   it("resumes through session/resume when the agent offers it: the session goes on, nothing replayed", async () => {
     const stateDir = join(root, "agent-state-resume");
     const command = { stateDir, resume: true, noLoad: true };

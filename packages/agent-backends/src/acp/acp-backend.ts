@@ -126,6 +126,12 @@ interface OpenedSession {
   configOptions?: acp.SessionConfigOption[] | null | undefined;
 }
 
+/** A JSON-RPC error's code and data, for a log line; nothing for other errors. */
+function requestErrorFields(error: unknown): { code?: number; data?: unknown } {
+  if (!(error instanceof acp.RequestError)) return {};
+  return { code: error.code, ...(error.data === undefined ? {} : { data: error.data }) };
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
@@ -482,9 +488,15 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       }
     } catch (error) {
       if (current.process.exit() !== null) throw error;
+      // The agent's JSON-RPC error whole (its code and data say why, e.g. which session it
+      // does not know), redacted like everything else the agent says.
       logger.warn("the agent could not resume its session; starting a new one", {
         agent,
+        method: current.capabilities.sessionCapabilities?.resume
+          ? "session/resume"
+          : "session/load",
         error: redact(errorMessage(error)),
+        ...redactValue(requestErrorFields(error), secrets),
       });
     }
     return null;
