@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentBackend, PermissionAnswer, PromptInput } from "@deckhand/agent-backends";
 import { agentSessions, messageParts, messages } from "@deckhand/db";
@@ -605,6 +605,9 @@ describe("agent turns: the scripted ACP agent between turns", () => {
         extends: "acp",
         command: scriptedAcpAgentCommand("normal", { stateDir, noLoad: true }),
       },
+      // The built-in gemini provider, its command replaced by the scripted agent: the way
+      // Deckhand starts Gemini CLI is what the agent sees.
+      gemini: { command: scriptedAcpAgentCommand("normal") },
     });
     client = new Client(await startTestServer(cleanups, { dataDir }));
   });
@@ -718,6 +721,22 @@ describe("agent turns: the scripted ACP agent between turns", () => {
         outcome: "allow_once",
       },
     });
+  });
+
+  it("lets Gemini CLI's write_file create a file: its read of the missing file first is no failure", async () => {
+    const { session, chat, stream } = await client.session();
+    const created = await client.send(chat, "gemini", "write-as-gemini made-by-gemini.txt hello");
+    expect(await finished(stream, created)).toMatchObject({ status: "complete" });
+    expect(
+      eventsOf(stream, created)
+        .flatMap((event) => (event.type === "text" ? [event.delta] : []))
+        .join(""),
+    ).toBe("wrote made-by-gemini.txt (new file)");
+    expect(readFileSync(join(session.worktree_path!, "made-by-gemini.txt"), "utf8")).toBe("hello");
+    // And the file it now reads (from the worktree itself) is changed, not created again.
+    const changed = await client.send(chat, "gemini", "write-as-gemini made-by-gemini.txt again");
+    expect(await finished(stream, changed)).toMatchObject({ status: "complete" });
+    expect(readFileSync(join(session.worktree_path!, "made-by-gemini.txt"), "utf8")).toBe("again");
   });
 
   it("tells the client when an agent that cannot resume starts a new session instead", async () => {

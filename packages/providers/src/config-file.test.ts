@@ -98,6 +98,7 @@ describe("interpretProvidersConfig", () => {
         // No version command is tried on an agent that did not name one.
         versionArgs: null,
         modelProxy: null,
+        serveFileReads: true,
         enabled: true,
       },
       expect.objectContaining({

@@ -179,6 +179,7 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
       // An agent's own CLI may refuse any extra argument: none is tried unless configured.
       versionArgs: versionArgsOf(valid.versionArgs, null),
       modelProxy: null,
+      serveFileReads: true,
       enabled: (valid.enabled as boolean | undefined) ?? true,
     });
   }

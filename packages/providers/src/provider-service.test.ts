@@ -719,6 +719,7 @@ describe("resolve", () => {
       env: { A: "1" },
       unset: [...DECKHAND_SECRET_ENVIRONMENT],
       agentType: null,
+      serveFileReads: true,
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
     await expect(service.resolve("claude")).rejects.toMatchObject({

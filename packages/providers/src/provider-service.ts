@@ -133,6 +133,8 @@ export interface ResolvedProvider {
    * null when the agent cannot be pointed at the proxy.
    */
   agentType: string | null;
+  /** Whether the agent is told Deckhand serves its file reads (`fs.readTextFile`). */
+  serveFileReads: boolean;
 }
 
 export interface SnapshotOptions {
@@ -773,6 +775,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           env: {},
           unset: [],
           agentType,
+          serveFileReads: false,
         };
       }
       if (executable === null) {
@@ -787,6 +790,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         transport: "acp",
         ...launchOf(provider, executable, proxy),
         agentType,
+        serveFileReads: provider.serveFileReads,
       };
     },
 

@@ -54,6 +54,12 @@ export interface ProviderDefinition {
   versionArgs: readonly string[] | null;
   /** Null when Deckhand cannot point the agent at its proxy; it then uses its own login. */
   modelProxy: ModelProxySupport | null;
+  /**
+   * Whether Deckhand advertises `fs.readTextFile` and so serves the agent's file reads. False
+   * for an agent that cannot take the answer to a read of a missing file (-32002, as ACP says):
+   * it reads the worktree itself, its writes still go through Deckhand.
+   */
+  serveFileReads: boolean;
 }
 
 /** Both values travel in the environment, where every launcher below reads them from. */
@@ -203,6 +209,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: null,
     versionArgs: null,
     modelProxy: null,
+    serveFileReads: true,
   },
   {
     id: "codex",
@@ -214,6 +221,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("@zed-industries/codex-acp"),
     versionArgs: null,
     modelProxy: codexModelProxy,
+    serveFileReads: true,
   },
   {
     id: "claude",
@@ -225,6 +233,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("@agentclientprotocol/claude-agent-acp"),
     versionArgs: null,
     modelProxy: claudeModelProxy,
+    serveFileReads: true,
   },
   {
     id: "gemini",
@@ -238,6 +247,11 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     // its own login.
     versionArgs: ["--version"],
     modelProxy: null,
+    // Its write_file reads a file before writing it and must see a missing one as ENOENT; the
+    // ACP SDK the released CLI (0.61) bundles rejects with the bare JSON-RPC error object, which
+    // its check reads as "[object Object]", so every new file failed. Told Deckhand serves no
+    // reads, it reads the worktree itself (as it already does outside it).
+    serveFileReads: false,
   },
   {
     id: "opencode",
@@ -249,6 +263,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     installHint: npmHint("opencode-ai"),
     versionArgs: ["--version"],
     modelProxy: opencodeModelProxy,
+    serveFileReads: true,
   },
   {
     id: "goose",
@@ -261,6 +276,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
       "install goose from https://block.github.io/goose/docs/getting-started/installation",
     versionArgs: ["--version"],
     modelProxy: gooseModelProxy,
+    serveFileReads: true,
   },
   {
     id: "qwen",
@@ -275,6 +291,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     // its own login.
     versionArgs: ["--version"],
     modelProxy: null,
+    serveFileReads: true,
   },
 ];
 

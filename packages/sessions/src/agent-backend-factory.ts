@@ -62,6 +62,7 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
         ...(options.agentEnvironment ? { inherit: options.agentEnvironment } : {}),
       },
       permissionMemory: options.permissionMemory,
+      serveFileReads: provider.serveFileReads,
       onIdleEvent: request.publishIdleEvent,
       logger: log,
     });

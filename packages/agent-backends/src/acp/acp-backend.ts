@@ -80,6 +80,11 @@ export interface AcpBackendOptions {
   clientInfo?: { name: string; version: string };
   /** Values that must never appear in events or logs (besides the model-proxy token). */
   secrets?: readonly string[];
+  /**
+   * Whether `fs.readTextFile` is advertised (default true). An agent told no reads it reads the
+   * worktree itself; reads it sends anyway are still served.
+   */
+  serveFileReads?: boolean;
 }
 
 const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
@@ -426,7 +431,10 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         "initialize",
         connection.agent.request(acp.methods.agent.initialize, {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+          clientCapabilities: {
+            fs: { readTextFile: options.serveFileReads ?? true, writeTextFile: true },
+            terminal: true,
+          },
           clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
         }),
       );

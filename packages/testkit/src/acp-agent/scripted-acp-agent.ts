@@ -21,6 +21,7 @@ import { errorMessage } from "@deckhand/errors";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
 import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
 import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
+import { readAsGemini } from "./scripted-gemini-write.ts";
 
 interface HistoryEntry {
   role: "user" | "agent";
@@ -42,6 +43,9 @@ interface SessionState {
 type TurnOutcome = { stopReason: acp.StopReason; usage?: Record<string, number> };
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** What the client advertised in `initialize` (one client per agent process). */
+let clientCapabilities: acp.ClientCapabilities = {};
 
 /** One prompt turn: sends updates for its session and collects the reply text for history. */
 class Turn {
@@ -147,11 +151,11 @@ async function runEdit(
 ): Promise<TurnOutcome> {
   const toolCallId = turn.toolCallId("edit");
   const absolute = turn.path(path);
-  const toolCall = {
+  const toolCall: acp.ToolCall = {
     toolCallId,
     title: `Edit ${path}`,
-    kind: "edit" as const,
-    status: "pending" as const,
+    kind: "edit",
+    status: "pending",
     locations: [{ path: absolute }],
     rawInput: { path, text },
   };
@@ -271,6 +275,35 @@ async function runPrompt(
         await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
         await turn.say(`error: ${errorMessage(error)}`);
       }
+      return done;
+    }
+    case "write-as-gemini": {
+      const toolCallId = turn.toolCallId("write_file");
+      const path = turn.path(prompt.path);
+      await turn.update({
+        sessionUpdate: "tool_call",
+        toolCallId,
+        title: `WriteFile ${prompt.path}`,
+        kind: "edit",
+        status: "in_progress",
+        locations: [{ path }],
+        rawInput: { file_path: path, content: prompt.text },
+      });
+      const before = await readAsGemini(turn.client, turn.session.id, clientCapabilities, path);
+      try {
+        if ("failed" in before) throw new Error(before.failed);
+        await turn.client.request(acp.methods.client.fs.writeTextFile, {
+          sessionId: turn.session.id,
+          path,
+          content: prompt.text,
+        });
+      } catch (error) {
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        await turn.say(`error: ${errorMessage(error)}`);
+        return done;
+      }
+      await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
+      await turn.say(`wrote ${prompt.path} (${before.exists ? "changed" : "new file"})`);
       return done;
     }
     case "read":
@@ -415,7 +448,8 @@ function run(options: ScriptedAgentOptions): void {
 
   let app = acp
     .agent({ name: "scripted-acp-agent" })
-    .onRequest(acp.methods.agent.initialize, async () => {
+    .onRequest(acp.methods.agent.initialize, async ({ params }) => {
+      clientCapabilities = params.clientCapabilities ?? {};
       if (options.mode === "hang") {
         process.stderr.write("scripted agent: hanging in initialize as asked\n");
         return new Promise<never>(() => {});

@@ -9,6 +9,7 @@ describe("scripted prompts", () => {
   it("round-trips every directive through its text", () => {
     const prompts: ScriptedPrompt[] = [
       { kind: "write", path: "a/b.txt", text: "two words" },
+      { kind: "write-as-gemini", path: "c.txt", text: "new file" },
       { kind: "read", path: "/abs/x", line: null, limit: null },
       { kind: "read", path: "x", line: 2, limit: 3 },
       { kind: "read", path: "x", line: 1, limit: 3 },

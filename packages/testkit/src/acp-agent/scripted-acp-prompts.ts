@@ -6,6 +6,11 @@
  * - `write <path> <text...>`: writes `<text>` through `fs/write_text_file` (a relative path is
  *   resolved against the session's cwd; an absolute one is sent as is, so a test can aim outside
  *   the worktree); replies `wrote <path>` or `error: <message>`.
+ * - `write-as-gemini <path> <text...>`: writes as Gemini CLI's `write_file` does (see
+ *   scripted-gemini-write.ts): reads the file first, through `fs/read_text_file` when the client
+ *   advertised it (any error but one Gemini's bundled SDK lets it recognise as a missing file
+ *   fails the tool) or from disk otherwise, then writes through `fs/write_text_file`; replies
+ *   `wrote <path> (new file)`, `wrote <path> (changed)` or `error: <message>`.
  * - `read <path> [line] [limit]`: reads through `fs/read_text_file`; replies with the content.
  * - `run [--limit N] <shell command...>`: runs `sh -c <command>` in a client terminal
  *   (`terminal/create` with `outputByteLimit` N, `wait_for_exit`, `output`, `release`); replies
@@ -38,7 +43,7 @@
  * - anything else: replies with the script's fixed reply.
  */
 export type ScriptedPrompt =
-  | { kind: "write"; path: string; text: string }
+  | { kind: "write" | "write-as-gemini"; path: string; text: string }
   | { kind: "read"; path: string; line: number | null; limit: number | null }
   | { kind: "run"; command: string; limit: number | null }
   | { kind: "run-kill"; command: string }
@@ -74,6 +79,7 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
   const [verb, first, second, third] = words;
   switch (verb) {
     case "write":
+    case "write-as-gemini":
     case "edit":
     case "edit-ask-first":
     case "edit-ask-only":
@@ -117,6 +123,7 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
 export function scriptedPrompt(prompt: ScriptedPrompt): string {
   switch (prompt.kind) {
     case "write":
+    case "write-as-gemini":
     case "edit":
     case "edit-ask-first":
     case "edit-ask-only":
