@@ -320,6 +320,37 @@ describe("resolveServerConfig", () => {
     expect(error.message).toContain("modelProxyRateLimit");
   });
 
+  it("reads how long agents may take to start, for everyone and per provider, in seconds", () => {
+    expect(
+      resolveServerConfig({ dataDir: dataDir() }, { environment: {} }).agentStartTimeouts,
+    ).toEqual({ providers: {} });
+    expect(
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            agentStartTimeouts: {
+              initializeSeconds: 120,
+              providers: { opencode: { initializeSeconds: 180, sessionSeconds: 60 } },
+            },
+          }),
+        },
+        { environment: {} },
+      ).agentStartTimeouts,
+    ).toEqual({
+      initializeMs: 120_000,
+      providers: { opencode: { initializeMs: 180_000, sessionMs: 60_000 } },
+    });
+    const error = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({ agentStartTimeouts: { providers: { qwen: { sessionSeconds: 0 } } } }),
+        },
+        { environment: {} },
+      ),
+    );
+    expect(error.message).toContain("agentStartTimeouts.providers.qwen.sessionSeconds");
+  });
+
   it("reads the request body limit from config.json, 10 MiB by default", () => {
     expect(
       resolveServerConfig({ dataDir: dataDir() }, { environment: {} }).maxRequestBodyBytes,

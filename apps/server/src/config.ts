@@ -5,9 +5,11 @@ import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
+import type { AgentStartTimeoutSettings } from "@deckhand/providers";
 import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
+  ProviderIdSchema,
   WireEnv,
 } from "@deckhand/wire";
 import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
@@ -65,6 +67,11 @@ export interface ServerConfig {
   agentEnvironment: { deny: string[]; allow: string[] };
   /** The providers config file (`<dataDir>/providers.json` unless configured). */
   providersConfigPath: string;
+  /**
+   * How long ACP agents may take to answer `initialize` and to open a session, for everyone and
+   * per provider id (`agentStartTimeouts` of config.json); the providers' defaults fill the rest.
+   */
+  agentStartTimeouts: AgentStartTimeoutSettings;
   /** The model the native agent uses; the built-in default when null. */
   nativeModel: string | null;
   /** Further models a session or message may ask the native agent for. */
@@ -142,6 +149,14 @@ const AgentEnvironmentFileSchema = z.strictObject({
     .optional(),
 });
 
+const StartSecondsSchema = z.number().positive().max(3_600);
+
+/** Seconds an agent may take to answer `initialize` and to open its session. */
+const StartTimeoutsFileSchema = z.strictObject({
+  initializeSeconds: StartSecondsSchema.optional(),
+  sessionSeconds: StartSecondsSchema.optional(),
+});
+
 /** `<data-dir>/config.json`. */
 export const ServerConfigFileSchema = z.strictObject({
   listen: z.string().min(1).optional(),
@@ -158,6 +173,14 @@ export const ServerConfigFileSchema = z.strictObject({
   agentEnvironment: AgentEnvironmentFileSchema.optional(),
   /** The providers config file, relative to the data directory; `providers.json` by default. */
   providersConfig: z.string().min(1).optional(),
+  /**
+   * How long ACP agents may take to start, for provider probes and sessions alike:
+   * `{"initializeSeconds": 90, "sessionSeconds": 90, "providers": {"opencode":
+   * {"initializeSeconds": 180}}}` (90 s each by default).
+   */
+  agentStartTimeouts: StartTimeoutsFileSchema.extend({
+    providers: z.record(ProviderIdSchema, StartTimeoutsFileSchema).optional(),
+  }).optional(),
   /** The model Deckhand's native agent asks its upstream for. */
   nativeModel: z.string().min(1).optional(),
   /** Further models a session or a message may choose for the native agent (besides nativeModel). */
@@ -234,6 +257,29 @@ function readConfigFile(path: string): ServerConfigFile {
     throw new ServerError("invalid_config", `${path}: ${problems}`, { cause: parsed.error });
   }
   return parsed.data;
+}
+
+type StartTimeoutsFile = z.infer<typeof StartTimeoutsFileSchema>;
+
+/** config.json's seconds as the providers' milliseconds; what is not set is left out. */
+function startTimeoutMs(file: StartTimeoutsFile | undefined) {
+  return {
+    ...(file?.initializeSeconds === undefined
+      ? {}
+      : { initializeMs: file.initializeSeconds * 1_000 }),
+    ...(file?.sessionSeconds === undefined ? {} : { sessionMs: file.sessionSeconds * 1_000 }),
+  };
+}
+
+function startTimeoutsOf(
+  file: (StartTimeoutsFile & { providers?: Record<string, StartTimeoutsFile> }) | undefined,
+): AgentStartTimeoutSettings {
+  return {
+    ...startTimeoutMs(file),
+    providers: Object.fromEntries(
+      Object.entries(file?.providers ?? {}).map(([id, own]) => [id, startTimeoutMs(own)]),
+    ),
+  };
 }
 
 function checkDatabaseUrl(url: string, source: string): string {
@@ -393,6 +439,7 @@ export function resolveServerConfig(
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
+    agentStartTimeouts: startTimeoutsOf(file.agentStartTimeouts),
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

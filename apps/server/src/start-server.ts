@@ -312,6 +312,7 @@ export async function startServer(
       withheldEnv: config.withheldEnv,
       env: agentEnv,
       agentEnvironment: agentPolicy,
+      startTimeouts: config.agentStartTimeouts,
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {

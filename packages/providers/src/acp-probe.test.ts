@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import {
+  type ScriptedAcpAgentCommandOptions,
   type ScriptedAgentMode,
   scriptedAcpAgentCommand,
   scriptedAgentCommands,
@@ -12,14 +13,22 @@ import { commandKind, probeAcpAgent, versionOutput } from "./acp-probe.ts";
 
 function probe(
   mode: ScriptedAgentMode,
-  overrides: { timeoutMs?: number; commandsWaitMs?: number; signal?: AbortSignal } = {},
+  overrides: {
+    /** initialize's bound, and session/new's unless `sessionTimeoutMs` says otherwise. */
+    timeoutMs?: number;
+    sessionTimeoutMs?: number;
+    commandsWaitMs?: number;
+    signal?: AbortSignal;
+    command?: ScriptedAcpAgentCommandOptions;
+  } = {},
 ) {
-  const [executable, ...args] = scriptedAcpAgentCommand(mode);
+  const [executable, ...args] = scriptedAcpAgentCommand(mode, overrides.command);
   return probeAcpAgent({
     executable: executable!,
     args,
     env: { ...process.env },
-    timeoutMs: overrides.timeoutMs ?? 4_000,
+    initializeTimeoutMs: overrides.timeoutMs ?? 4_000,
+    sessionTimeoutMs: overrides.sessionTimeoutMs ?? overrides.timeoutMs ?? 4_000,
     commandsWaitMs: overrides.commandsWaitMs ?? 1_000,
     ...(overrides.signal ? { signal: overrides.signal } : {}),
   });
@@ -67,7 +76,8 @@ describe("probeAcpAgent against the scripted agent", () => {
       executable: executable!,
       args,
       env: { ...process.env },
-      timeoutMs: 4_000,
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
       commandsWaitMs: 2_000,
     });
     expect(late.status).toBe("ready");
@@ -93,6 +103,20 @@ describe("probeAcpAgent against the scripted agent", () => {
       error: "no answer to initialize within 800 ms; the agent looks stuck",
     });
     expect(outcome.result.stderrTail).toContain("hanging in initialize");
+  });
+
+  it("bounds initialize and session/new each on its own", async () => {
+    // Each step takes most of its bound: together they take longer than either.
+    const slow = { initializeDelayMs: 1_500, sessionDelayMs: 1_500 };
+    expect(
+      await probe("normal", { timeoutMs: 3_500, sessionTimeoutMs: 2_500, command: slow }),
+    ).toMatchObject({ status: "ready", result: { version: "1.2.3" } });
+    expect(
+      await probe("normal", { timeoutMs: 3_500, sessionTimeoutMs: 400, command: slow }),
+    ).toMatchObject({
+      status: "error",
+      error: "no answer to session/new within 400 ms; the agent looks stuck",
+    });
   });
 
   it("reports a crash with its exit code and stderr", async () => {
@@ -128,7 +152,8 @@ describe("probeAcpAgent against the scripted agent", () => {
       executable: "/nonexistent/agent",
       args: [],
       env: {},
-      timeoutMs: 2_000,
+      initializeTimeoutMs: 2_000,
+      sessionTimeoutMs: 2_000,
       commandsWaitMs: 100,
     });
     expect(outcome).toMatchObject({
@@ -173,7 +198,8 @@ describe("probeAcpAgent with arguments spawn cannot pass", () => {
       executable: process.execPath,
       args: ["bad\u0000argument"],
       env: {},
-      timeoutMs: 1_000,
+      initializeTimeoutMs: 1_000,
+      sessionTimeoutMs: 1_000,
       commandsWaitMs: 100,
     });
     expect(outcome.status).toBe("error");

@@ -14,8 +14,10 @@ export interface ProbeOptions {
   args: readonly string[];
   /** The agent's whole environment. */
   env: Record<string, string | undefined>;
-  /** The whole probe, from spawn to the commands notification. */
-  timeoutMs: number;
+  /** From spawn to the `initialize` answer (agents that install or index first take a while). */
+  initializeTimeoutMs: number;
+  /** For the `session/new` answer, once initialized. */
+  sessionTimeoutMs: number;
   /** How long to wait for `available_commands_update` after `session/new` answered. */
   commandsWaitMs: number;
   /** Aborting ends the probe as an error and stops the agent. */
@@ -271,9 +273,15 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
   child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
   child.stdin!.on("error", () => {});
 
-  const timer = setTimeout(() => {
-    fail(`no answer to ${phase} within ${options.timeoutMs} ms; the agent looks stuck`);
-  }, options.timeoutMs);
+  // Each start-up step has a bound of its own, so a slow initialize does not eat the session's.
+  let timer: NodeJS.Timeout | undefined;
+  const bound = (ms: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      fail(`no answer to ${phase} within ${ms} ms; the agent looks stuck`);
+    }, ms);
+  };
+  bound(options.initializeTimeoutMs);
   const onAbort = () => fail("the probe was cancelled");
   options.signal?.addEventListener("abort", onAbort, { once: true });
   if (options.signal?.aborted) onAbort();
@@ -355,6 +363,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
     partial.version = initialized.agentInfo?.version ?? null;
 
     phase = "session/new";
+    bound(options.sessionTimeoutMs);
     let session: acp.NewSessionResponse;
     try {
       session = await Promise.race([
@@ -381,6 +390,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
     partial.currentMode = modes.current;
 
     phase = "the available_commands_update notification";
+    clearTimeout(timer);
     const announced = await Promise.race([
       commands,
       sleep(options.commandsWaitMs).then(() => undefined),

@@ -6,7 +6,10 @@ export {
   parseStoredResult,
 } from "./probe-store.ts";
 export {
+  type AgentStartTimeoutSettings,
+  type AgentStartTimeouts,
   createProviderService,
+  DEFAULT_AGENT_START_TIMEOUTS,
   type LogFields,
   type ModelProxyLease,
   type PatchConfigOptions,

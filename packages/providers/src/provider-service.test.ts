@@ -144,7 +144,9 @@ describe("the snapshot", () => {
   });
 
   it("ends every failure mode as error with a diagnostic, and a hanging agent holds up no one", async () => {
-    const service = createTestService({ probeTimeoutMs: 1_500 });
+    const service = createTestService({
+      startTimeouts: { initializeMs: 1_500, sessionMs: 1_500 },
+    });
     writeConfig(service.configPath, {
       providers: {
         normal: scriptedProvider("normal"),
@@ -181,8 +183,73 @@ describe("the snapshot", () => {
     expect(diagnostic).toContain("--version, exit 0):\nscripted-acp-agent 1.2.3");
   });
 
+  it("bounds each agent's start by its own timeouts, over everyone's", async () => {
+    const slowly = (extra: Record<string, unknown> = {}) =>
+      scriptedProvider("normal", {
+        command: scriptedAcpAgentCommand("normal", {
+          initializeDelayMs: 1_000,
+          sessionDelayMs: 1_000,
+        }),
+        ...extra,
+      });
+    const service = createTestService({
+      startTimeouts: {
+        initializeMs: 600,
+        sessionMs: 600,
+        providers: { patient: { initializeMs: 4_000, sessionMs: 4_000 } },
+      },
+      snapshotWaitMs: 8_000,
+    });
+    writeConfig(service.configPath, {
+      providers: { patient: slowly(), impatient: slowly() },
+    });
+    const snapshot = await service.snapshot();
+    expect(entryOf(snapshot, "patient")).toMatchObject({ status: "ready", version: "1.2.3" });
+    expect(entryOf(snapshot, "impatient")).toMatchObject({
+      status: "error",
+      last_error: "no answer to initialize within 600 ms; the agent looks stuck",
+    });
+    // Sessions start the agent with the same bounds.
+    expect((await service.resolve("patient")).startTimeouts).toEqual({
+      initializeMs: 4_000,
+      sessionMs: 4_000,
+    });
+    expect((await service.resolve("impatient")).startTimeouts).toEqual({
+      initializeMs: 600,
+      sessionMs: 600,
+    });
+  });
+
+  it("shows an agent that is slow to start as starting, not error, and ready once it answered", async () => {
+    const service = createTestService({
+      startTimeouts: { initializeMs: 10_000, sessionMs: 10_000 },
+      snapshotWaitMs: 300,
+    });
+    writeConfig(service.configPath, {
+      providers: {
+        slow: scriptedProvider("normal", {
+          command: scriptedAcpAgentCommand("normal", { initializeDelayMs: 1_500 }),
+        }),
+      },
+    });
+    const started = Date.now();
+    const first = await service.snapshot();
+    // The snapshot does not wait the whole start.
+    expect(Date.now() - started).toBeLessThan(1_400);
+    expect(entryOf(first, "slow")).toMatchObject({ status: "starting", last_error: null });
+    // The probe goes on; a later snapshot joins it and shows the result.
+    let later = first;
+    const deadline = Date.now() + 15_000;
+    while (entryOf(later, "slow")!.status === "starting" && Date.now() < deadline) {
+      later = await service.snapshot();
+    }
+    expect(entryOf(later, "slow")).toMatchObject({ status: "ready", version: "1.2.3" });
+  });
+
   it("answers a refresh of one provider while another's refresh hangs, showing that one loading", async () => {
-    const service = createTestService({ probeTimeoutMs: 3_000 });
+    const service = createTestService({
+      startTimeouts: { initializeMs: 3_000, sessionMs: 3_000 },
+    });
     writeConfig(service.configPath, {
       providers: { normal: scriptedProvider("normal"), hang: scriptedProvider("hang") },
     });
@@ -720,6 +787,7 @@ describe("resolve", () => {
       unset: [...DECKHAND_SECRET_ENVIRONMENT],
       agentType: null,
       serveFileReads: true,
+      startTimeouts: { initializeMs: 4_000, sessionMs: 4_000 },
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
     await expect(service.resolve("claude")).rejects.toMatchObject({

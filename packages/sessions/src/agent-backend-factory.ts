@@ -63,6 +63,10 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
       },
       permissionMemory: options.permissionMemory,
       serveFileReads: provider.serveFileReads,
+      timeouts: {
+        initializeMs: provider.startTimeouts.initializeMs,
+        sessionMs: provider.startTimeouts.sessionMs,
+      },
       onIdleEvent: request.publishIdleEvent,
       logger: log,
     });

@@ -39,16 +39,20 @@ import {
 } from "./agent-process.ts";
 
 export interface AcpTimeouts {
-  /** Bound on each step of starting: `initialize`, then `session/new`, `load` or `resume`. */
+  /** Bound on starting the agent: from spawn to its `initialize` answer. */
   initializeMs: number;
+  /** Bound on opening its session: `session/new`, `load` or `resume`. */
+  sessionMs: number;
   /** After `session/cancel`, how long the agent has to end the turn before it is stopped. */
   cancelMs: number;
   /** After SIGTERM, how long the agent has to exit before SIGKILL. */
   stopGraceMs: number;
 }
 
+/** As @deckhand/providers' defaults, which the server passes per provider. */
 export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
-  initializeMs: 30_000,
+  initializeMs: 90_000,
+  sessionMs: 90_000,
   cancelMs: 5_000,
   stopGraceMs: 2_000,
 };
@@ -372,22 +376,21 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     );
   }
 
-  /** Races `promise` against the agent dying and a time bound, for the start-up steps. */
+  /**
+   * Races `promise` against the agent dying and a time bound, for the start-up steps:
+   * `initialize` has `initializeMs`, the session's opening `sessionMs`.
+   */
   async function bounded<T>(
     agentProcess: AgentProcess,
     step: string,
     promise: Promise<T>,
   ): Promise<T> {
+    const limitMs = step === "initialize" ? timeouts.initializeMs : timeouts.sessionMs;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `no answer to ${step} within ${timeouts.initializeMs} ms; the agent looks stuck`,
-            ),
-          ),
-        timeouts.initializeMs,
+        () => reject(new Error(`no answer to ${step} within ${limitMs} ms; the agent looks stuck`)),
+        limitMs,
       );
     });
     const died = agentProcess.exited.then((exit) => {

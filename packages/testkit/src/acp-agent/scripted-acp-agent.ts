@@ -458,6 +458,7 @@ function run(options: ScriptedAgentOptions): void {
         process.stderr.write("scripted agent: crashing in initialize as asked\n");
         process.exit(3);
       }
+      await sleep(options.initializeDelayMs);
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
@@ -472,6 +473,7 @@ function run(options: ScriptedAgentOptions): void {
       throw acp.RequestError.authRequired(undefined, "the scripted agent accepts no login");
     })
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
+      await sleep(options.sessionDelayMs);
       if (options.mode === "auth-required") {
         throw acp.RequestError.authRequired(
           undefined,
