@@ -608,6 +608,11 @@ describe("agent turns: the scripted ACP agent between turns", () => {
       // The built-in gemini provider, its command replaced by the scripted agent: the way
       // Deckhand starts Gemini CLI is what the agent sees.
       gemini: { command: scriptedAcpAgentCommand("normal") },
+      // Qwen Code without a login of its own, and the user's OpenAI-compatible key in its env.
+      qwen: {
+        command: scriptedAcpAgentCommand("env-auth"),
+        env: { OPENAI_API_KEY: "sk-the-users-own-qwen-key" },
+      },
     });
     client = new Client(await startTestServer(cleanups, { dataDir }));
   });
@@ -737,6 +742,17 @@ describe("agent turns: the scripted ACP agent between turns", () => {
     const changed = await client.send(chat, "gemini", "write-as-gemini made-by-gemini.txt again");
     expect(await finished(stream, changed)).toMatchObject({ status: "complete" });
     expect(readFileSync(join(session.worktree_path!, "made-by-gemini.txt"), "utf8")).toBe("again");
+  });
+
+  it("logs Qwen Code in with the auth method its environment serves instead of failing with Authentication required", async () => {
+    const { chat, stream } = await client.session();
+    const messageId = await client.send(chat, "qwen", "hello");
+    expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
+    expect(
+      eventsOf(stream, messageId)
+        .flatMap((event) => (event.type === "text" ? [event.delta] : []))
+        .join(""),
+    ).toBe("scripted reply");
   });
 
   it("tells the client when an agent that cannot resume starts a new session instead", async () => {

@@ -142,9 +142,37 @@ describe("probeAcpAgent against the scripted agent", () => {
     expect(outcome.status).toBe("error");
     if (outcome.status === "ready") return;
     expect(outcome.error).toMatch(
-      /^the agent needs a login before it can open a session \(it offers: Scripted login\)/,
+      /^the agent needs a login before it can open a session \(it offers: Scripted login \(an interactive login\)\)/,
     );
     expect(outcome.result.version).toBe("1.2.3");
+  });
+
+  it("logs an agent in with an auth method its environment serves, as Qwen Code's OpenAI key", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("env-auth");
+    const withKey = await probeAcpAgent({
+      executable: executable!,
+      args,
+      env: { ...process.env, OPENAI_API_KEY: "sk-the-users-own-key" },
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
+      commandsWaitMs: 1_000,
+    });
+    expect(withKey).toMatchObject({ status: "ready", result: { version: "1.2.3" } });
+
+    const { OPENAI_API_KEY: _withheld, ...withoutKey } = process.env;
+    const without = await probeAcpAgent({
+      executable: executable!,
+      args,
+      env: withoutKey,
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
+      commandsWaitMs: 1_000,
+    });
+    expect(without).toMatchObject({
+      status: "error",
+      error:
+        "the agent needs a login before it can open a session (it offers: Use OpenAI API key (needs OPENAI_API_KEY; not set: OPENAI_API_KEY)): Authentication required: scripted agent: log in first (scripted env-auth mode); set OPENAI_API_KEY in the provider's env in providers.json (Deckhand then logs the agent in with it), or log in with the agent's own CLI, or configure its credentials in the provider's env",
+    });
   });
 
   it("calls a command that does not exist not installed", async () => {

@@ -6,6 +6,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { ProviderCommand, ProviderOption } from "@deckhand/wire";
+import { chooseAuthMethod } from "./acp-auth.ts";
 import type { ProbeResult } from "./probe-store.ts";
 
 export interface ProbeOptions {
@@ -102,6 +103,11 @@ async function stopAgent(child: ChildProcess, exited: Promise<unknown>): Promise
   ]);
   signalGroup(child, "SIGKILL");
   if (!done) await Promise.race([exited, sleep(KILL_GRACE_MS)]);
+}
+
+/** The agent's refusal of a session for want of a login. */
+function isAuthRequired(error: unknown): error is acp.RequestError {
+  return error instanceof acp.RequestError && error.code === acp.RequestError.authRequired().code;
 }
 
 /** A `skill` is a command the agent marks with `_meta.kind: "skill"` (see docs/providers.md). */
@@ -364,23 +370,28 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
 
     phase = "session/new";
     bound(options.sessionTimeoutMs);
+    const newSession = () =>
+      Promise.race([agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), failed]);
     let session: acp.NewSessionResponse;
     try {
-      session = await Promise.race([
-        agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      session = await newSession();
+    } catch (error) {
+      if (!isAuthRequired(error)) throw error;
+      // As a session would: log in with a method the agent's environment already serves.
+      const choice = chooseAuthMethod({
+        methods: initialized.authMethods ?? [],
+        env: options.env,
+        refusal: error.message,
+        advice: options.loginAdvice ?? OWN_LOGIN_ADVICE,
+      });
+      if (choice.kind === "refuse") throw new ProbeFailure(choice.message);
+      phase = `authenticate (${choice.name})`;
+      await Promise.race([
+        agent.request(acp.methods.agent.authenticate, { methodId: choice.methodId }),
         failed,
       ]);
-    } catch (error) {
-      if (
-        error instanceof acp.RequestError &&
-        error.code === acp.RequestError.authRequired().code
-      ) {
-        const methods = (initialized.authMethods ?? []).map((method) => method.name).join(", ");
-        throw new ProbeFailure(
-          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? OWN_LOGIN_ADVICE}`,
-        );
-      }
-      throw error;
+      phase = "session/new";
+      session = await newSession();
     }
     const models = sessionModels(session, rawSession);
     const modes = sessionModes(session);

@@ -1,4 +1,10 @@
 export {
+  type AuthChoice,
+  type AuthChoiceInput,
+  authMethodVariables,
+  chooseAuthMethod,
+} from "./acp-auth.ts";
+export {
   type ProbeRecord,
   type ProbeResult,
   ProbeResultSchema,

@@ -170,6 +170,8 @@ export interface ResolvedProvider {
   serveFileReads: boolean;
   /** How long the agent may take to start (probes use the same). */
   startTimeouts: AgentStartTimeouts;
+  /** What to do when the agent wants a login Deckhand cannot give it (see `chooseAuthMethod`). */
+  loginAdvice: string;
 }
 
 export interface SnapshotOptions {
@@ -849,6 +851,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           agentType,
           serveFileReads: false,
           startTimeouts: startTimeoutsOf(id),
+          loginAdvice: loginAdvice(provider),
         };
       }
       if (executable === null) {
@@ -865,6 +868,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         agentType,
         serveFileReads: provider.serveFileReads,
         startTimeouts: startTimeoutsOf(id),
+        loginAdvice: loginAdvice(provider),
       };
     },
 

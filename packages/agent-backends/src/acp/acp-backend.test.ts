@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { ProcessClient } from "@deckhand/process-manager";
+import { chooseAuthMethod } from "@deckhand/providers";
 import { REDACTED } from "@deckhand/secrets";
 import {
   type ScriptedAcpAgentCommandOptions,
@@ -22,6 +23,7 @@ import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend
 import { createInMemoryPermissionMemory } from "../permission-memory.ts";
 import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { type AcpBackendOptions, createAcpBackend } from "./acp-backend.ts";
+import { agentEnvironment } from "./agent-process.ts";
 
 const TOKEN = "acp-backend-test-token-7c2f";
 const CHAT = "6b1f0e2d-3c4a-4b5c-8d9e-0f1a2b3c4d5e";
@@ -581,6 +583,42 @@ describe("the ACP backend with the scripted agent", () => {
       { context: sessionContext({ resumeSessionId: "scripted-session-gone" }) },
     );
     expect((await unknown.ensureSession()).resumed).toBe(false);
+  });
+
+  it("logs an agent in with a method its environment serves when it refuses session/new for want of one", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("env-auth");
+    const backendWith = (env: Record<string, string>) => {
+      const launch = { executable: executable!, args, env, unset: ["OPENAI_API_KEY"] };
+      const backend = createAcpBackend({
+        context: sessionContext(),
+        launch,
+        agent: "qwen",
+        timeouts: { initializeMs: 10_000, cancelMs: 2_000, stopGraceMs: 500 },
+        login: (methods, refusal) =>
+          chooseAuthMethod({
+            methods,
+            env: agentEnvironment(launch),
+            refusal,
+            advice: "log in with the agent's own CLI",
+          }),
+      });
+      backends.push(backend);
+      return backend;
+    };
+    const loggedIn = backendWith({ OPENAI_API_KEY: "sk-the-users-own-key-1234" });
+    expect((await loggedIn.ensureSession()).resumed).toBe(false);
+    expect((await run(loggedIn, "hello")).text).toBe("scripted reply");
+
+    const refused = backendWith({});
+    await expect(refused.ensureSession()).rejects.toMatchObject({
+      code: "agent_start_failed",
+      message: expect.stringContaining(
+        "the agent needs a login before it can open a session (it offers: Use OpenAI API key (needs OPENAI_API_KEY; not set: OPENAI_API_KEY)): Authentication required",
+      ),
+    });
+    expect(refused.health().lastError).toContain(
+      "set OPENAI_API_KEY in the provider's env in providers.json",
+    );
   });
 
   it("logs the agent's whole error when it refuses session/load: code, message and data", async () => {

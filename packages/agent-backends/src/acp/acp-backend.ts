@@ -89,7 +89,18 @@ export interface AcpBackendOptions {
    * worktree itself; reads it sends anyway are still served.
    */
   serveFileReads?: boolean;
+  /**
+   * Chooses how to log the agent in when it refuses `session/new` for want of a login, from
+   * the `authMethods` it listed in `initialize` and what it said; the backend then calls
+   * `authenticate` and asks for the session again. Without it, the refusal names the methods.
+   */
+  login?: (methods: readonly acp.AuthMethod[], refusal: string) => AcpLoginChoice;
 }
+
+/** How to log an agent in: a method to `authenticate` with, or why none can be used. */
+export type AcpLoginChoice =
+  | { kind: "authenticate"; methodId: string; name: string }
+  | { kind: "refuse"; message: string };
 
 const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
 
@@ -116,6 +127,8 @@ interface Live {
   process: AgentProcess;
   connection: acp.ClientConnection;
   capabilities: acp.AgentCapabilities;
+  /** How the agent says it can be logged in (`initialize`). */
+  authMethods: acp.AuthMethod[];
   /** True once we decided to stop it: its exit is then expected, not a crash. */
   stopping: boolean;
   sessionId: string | null;
@@ -134,6 +147,9 @@ interface OpenedSession {
   modes?: acp.SessionModeState | null | undefined;
   configOptions?: acp.SessionConfigOption[] | null | undefined;
 }
+
+/** ACP's code for "log in first". */
+const AUTH_REQUIRED = acp.RequestError.authRequired().code;
 
 /** A JSON-RPC error's code and data, for a log line; nothing for other errors. */
 function requestErrorFields(error: unknown): { code?: number; data?: unknown } {
@@ -445,6 +461,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         process: agentProcess,
         connection,
         capabilities: initialized.agentCapabilities ?? {},
+        authMethods: initialized.authMethods ?? [],
         stopping: false,
         sessionId: null,
         resumed: false,
@@ -513,6 +530,41 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     return null;
   }
 
+  /**
+   * `session/new`; refused for want of a login, the agent is logged in with a method `login`
+   * chooses (one its environment already serves) and asked once more.
+   */
+  async function newSession(current: Live): Promise<acp.NewSessionResponse> {
+    const request = () =>
+      bounded(
+        current.process,
+        "session/new",
+        current.connection.agent.request(acp.methods.agent.session.new, {
+          cwd: context.worktreePath,
+          mcpServers: [],
+        }),
+      );
+    try {
+      return await request();
+    } catch (error) {
+      if (!(error instanceof acp.RequestError) || error.code !== AUTH_REQUIRED) throw error;
+      const choice: AcpLoginChoice = options.login?.(current.authMethods, error.message) ?? {
+        kind: "refuse",
+        message: `the agent needs a login before it can open a session${current.authMethods.length > 0 ? ` (it offers: ${current.authMethods.map((method) => method.name).join(", ")})` : ""}: ${error.message}`,
+      };
+      if (choice.kind === "refuse") throw new Error(choice.message);
+      logger.info("the agent needs a login; logging it in", { agent, method: choice.methodId });
+      await bounded(
+        current.process,
+        `authenticate (${choice.name})`,
+        current.connection.agent.request(acp.methods.agent.authenticate, {
+          methodId: choice.methodId,
+        }),
+      );
+      return await request();
+    }
+  }
+
   async function openSession(): Promise<EnsureSessionResult> {
     live ??= await startProcess();
     const current = live;
@@ -524,14 +576,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         current.resumed = true;
         opened = resumed;
       } else {
-        const created = await bounded(
-          current.process,
-          "session/new",
-          current.connection.agent.request(acp.methods.agent.session.new, {
-            cwd: context.worktreePath,
-            mcpServers: [],
-          }),
-        );
+        const created = await newSession(current);
         current.sessionId = created.sessionId;
         current.resumed = false;
         opened = created;

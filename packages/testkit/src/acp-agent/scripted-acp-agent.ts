@@ -406,6 +406,8 @@ function run(options: ScriptedAgentOptions): void {
     process.stdout.write("scripted agent: this line is not JSON\n");
   }
   const sessions = new Map<string, SessionState>();
+  /** Whether `authenticate` succeeded (env-auth mode). */
+  let authenticated = false;
   const stateFile = (sessionId: string) =>
     options.stateDir === null
       ? null
@@ -469,15 +471,26 @@ function run(options: ScriptedAgentOptions): void {
         agentInfo: { name: "scripted-acp-agent", version: options.version },
       };
     })
-    .onRequest(acp.methods.agent.authenticate, async () => {
+    .onRequest(acp.methods.agent.authenticate, async ({ params }) => {
+      if (options.mode === "env-auth" && params.methodId === "openai") {
+        // As Qwen Code's refreshAuth: the key must be in the environment.
+        if (!process.env.OPENAI_API_KEY) {
+          throw acp.RequestError.internalError(
+            undefined,
+            "OPENAI_API_KEY environment variable not found",
+          );
+        }
+        authenticated = true;
+        return {};
+      }
       throw acp.RequestError.authRequired(undefined, "the scripted agent accepts no login");
     })
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
       await sleep(options.sessionDelayMs);
-      if (options.mode === "auth-required") {
+      if (options.mode === "auth-required" || (options.mode === "env-auth" && !authenticated)) {
         throw acp.RequestError.authRequired(
           undefined,
-          "scripted agent: log in first (scripted auth-required mode)",
+          `scripted agent: log in first (scripted ${options.mode} mode)`,
         );
       }
       if (options.mode === "proxy-required") {

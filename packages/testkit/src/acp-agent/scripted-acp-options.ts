@@ -10,6 +10,10 @@ import { parseArgs } from "node:util";
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ * - `env-auth`: as Qwen Code without a login: advertises one auth method, "Use OpenAI API key"
+ *   (`openai`, its description naming the `OPENAI_API_KEY` environment variable), refuses
+ *   session/new with auth_required until `authenticate` chose it, and accepts that only when
+ *   OPENAI_API_KEY is set in its environment.
  * - `proxy-required`: like normal, but, as codex-acp without a login, refuses session/new with
  *   auth_required unless Deckhand pointed it at the model proxy as it points codex: a
  *   `-c model_providers.<id>.base_url=...` override, and a scoped model token and a job id in
@@ -32,6 +36,7 @@ export const SCRIPTED_AGENT_MODES = [
   "crash",
   "garbage",
   "auth-required",
+  "env-auth",
   "proxy-required",
 ] as const;
 export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];

@@ -15,6 +15,14 @@ export interface ScriptedAgentScript {
   reply: string;
 }
 
+/** Qwen Code's one auth method over ACP, as it advertises it. */
+export const QWEN_OPENAI_AUTH_METHOD: acp.AuthMethod = {
+  id: "openai",
+  name: "Use OpenAI API key",
+  description: "Requires setting the `OPENAI_API_KEY` environment variable",
+  _meta: { type: "terminal", args: ["--auth-type=openai"] },
+};
+
 /** The `_meta` key marking a command as a skill (see docs/providers.md). */
 export const SKILL_META = { kind: "skill" } as const;
 
@@ -43,7 +51,9 @@ export function scriptedAgentScript(options: ScriptedAgentOptions): ScriptedAgen
     authMethods:
       options.mode === "auth-required"
         ? [{ id: "scripted-login", name: "Scripted login", description: "not a real login" }]
-        : [],
+        : options.mode === "env-auth"
+          ? [QWEN_OPENAI_AUTH_METHOD]
+          : [],
     modes: { currentModeId: "ask", availableModes: scriptedAgentModes },
     configOptions: [
       {
