@@ -788,6 +788,8 @@ describe("resolve", () => {
       agentType: null,
       serveFileReads: true,
       startTimeouts: { initializeMs: 4_000, sessionMs: 4_000 },
+      loginAdvice:
+        "log in with the agent's own CLI, or configure its credentials in the provider's env",
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
     await expect(service.resolve("claude")).rejects.toMatchObject({
