@@ -166,6 +166,40 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("reads the models an upstream serves, for agents told their models (opencode)", () => {
+    const dir = dataDir({
+      modelUpstreams: {
+        opencode: {
+          kind: "openai",
+          baseUrl: "https://api.openai.com/v1",
+          apiKeyEnv: "OPENAI_KEY",
+          models: ["gpt-5.1-codex", "gpt-5-mini"],
+        },
+        codex: { kind: "openai", baseUrl: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_KEY" },
+      },
+    });
+    const config = resolveServerConfig({ dataDir: dir }, { environment: { OPENAI_KEY: "sk" } });
+    expect(config.upstreamModels).toEqual({ opencode: ["gpt-5.1-codex", "gpt-5-mini"] });
+    const error = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            modelUpstreams: {
+              opencode: {
+                kind: "openai",
+                baseUrl: "https://x.test/v1",
+                apiKeyEnv: "K",
+                models: [],
+              },
+            },
+          }),
+        },
+        { environment: { K: "sk" } },
+      ),
+    );
+    expect(error.message).toContain("modelUpstreams.opencode.models");
+  });
+
   it("names the missing key variable of a model upstream", () => {
     const dir = dataDir({
       modelUpstreams: {

@@ -55,6 +55,8 @@ export interface ServerConfig {
   resetAdminToken: boolean;
   /** Agent type → model upstream, with the key already read from its environment variable. */
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** Agent type → the models its upstream serves (`modelUpstreams.<type>.models`), default first. */
+  upstreamModels: Record<string, string[]>;
   /**
    * The variables holding upstream keys and code host tokens: never passed on to an agent
    * process, whatever `agentEnvironment.allow` says.
@@ -131,6 +133,11 @@ const ModelUpstreamFileSchema = z.strictObject({
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** The name of the environment variable holding the key: keys never live in the file. */
   apiKeyEnv: z.string().regex(ENVIRONMENT_NAME, "must be an environment variable name"),
+  /**
+   * The models this upstream serves, its default first: agents that offer only the models they
+   * are told of (opencode) are told these, and use the first unless a session picks another.
+   */
+  models: z.array(z.string().min(1)).min(1).optional(),
 });
 
 /** What agent processes inherit of the server's environment, beyond the built-in rules. */
@@ -421,6 +428,11 @@ export function resolveServerConfig(
     requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
+    upstreamModels: Object.fromEntries(
+      Object.entries(file.modelUpstreams ?? {}).flatMap(([agentType, upstream]) =>
+        upstream.models === undefined ? [] : [[agentType, upstream.models]],
+      ),
+    ),
     withheldEnv: [
       ...Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
       ...tokenEnv,

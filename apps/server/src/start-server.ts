@@ -313,6 +313,8 @@ export async function startServer(
       env: agentEnv,
       agentEnvironment: agentPolicy,
       startTimeouts: config.agentStartTimeouts,
+      // opencode offers only the models it is told of: those of its upstream.
+      upstreamModels: (agentType) => config.upstreamModels[agentType] ?? [],
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {

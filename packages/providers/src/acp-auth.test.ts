@@ -40,6 +40,7 @@ describe("chooseAuthMethod", () => {
         env: { GEMINI_API_KEY: "key" },
         refusal,
         advice,
+        keysInEnv: true,
       }),
     ).toEqual({ kind: "authenticate", methodId: "gemini-api-key", name: "Use Gemini API key" });
   });
@@ -47,12 +48,33 @@ describe("chooseAuthMethod", () => {
   it("never chooses a terminal login, nor one that needs a person", () => {
     const terminal = { ...QWEN_OPENAI_AUTH_METHOD, type: "terminal" } as never;
     expect(
-      chooseAuthMethod({ methods: [terminal], env: { OPENAI_API_KEY: "k" }, refusal, advice }),
+      chooseAuthMethod({
+        methods: [terminal],
+        env: { OPENAI_API_KEY: "k" },
+        refusal,
+        advice,
+        keysInEnv: true,
+      }),
     ).toMatchObject({ kind: "refuse" });
-    expect(chooseAuthMethod({ methods: geminiMethods, env: {}, refusal, advice })).toEqual({
+    expect(
+      chooseAuthMethod({ methods: geminiMethods, env: {}, refusal, advice, keysInEnv: true }),
+    ).toEqual({
       kind: "refuse",
       message:
         "the agent needs a login before it can open a session (it offers: Log in with Google (an interactive login), Use Gemini API key (needs GEMINI_API_KEY; not set: GEMINI_API_KEY), Vertex AI (an interactive login)): Authentication required; set GEMINI_API_KEY in the provider's env in providers.json (Deckhand then logs the agent in with it), or log in with the agent's own CLI",
     });
+  });
+
+  it("never suggests a key in the provider's env for an agent the model proxy serves", () => {
+    const choice = chooseAuthMethod({
+      methods: geminiMethods,
+      env: {},
+      refusal,
+      advice: "configure modelUpstreams.x in the server's config.json",
+      keysInEnv: false,
+    });
+    expect(choice).toMatchObject({ kind: "refuse" });
+    expect(choice.kind === "refuse" && choice.message).not.toContain("provider's env");
+    expect(choice.kind === "refuse" && choice.message).toContain("modelUpstreams.x");
   });
 });

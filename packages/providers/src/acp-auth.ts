@@ -61,6 +61,11 @@ export interface AuthChoiceInput {
   refusal: string;
   /** What to do otherwise (log in with its own CLI; configure a model upstream). */
   advice: string;
+  /**
+   * Whether the user may give the agent a key in the provider's env: not for an agent type the
+   * model proxy serves, which must never hold a real key.
+   */
+  keysInEnv: boolean;
 }
 
 /**
@@ -81,7 +86,7 @@ export function chooseAuthMethod(input: AuthChoiceInput): AuthChoice {
   const offered = methods.map((method) => describe(method, env)).join(", ");
   const wanted = [...new Set(methods.flatMap(authMethodVariables))];
   const set =
-    wanted.length > 0
+    wanted.length > 0 && input.keysInEnv
       ? `set ${wanted.join(" or ")} in the provider's env in providers.json (Deckhand then logs the agent in with it), or `
       : "";
   return {

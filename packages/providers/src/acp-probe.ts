@@ -27,6 +27,8 @@ export interface ProbeOptions {
   clientVersion?: string;
   /** What the error says to do when the agent refuses a session for want of a login. */
   loginAdvice?: string;
+  /** Whether the advice may be to put a key in the provider's env (see `chooseAuthMethod`). */
+  keysInEnv?: boolean;
 }
 
 export type ProbeOutcome =
@@ -383,6 +385,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
         env: options.env,
         refusal: error.message,
         advice: options.loginAdvice ?? OWN_LOGIN_ADVICE,
+        keysInEnv: options.keysInEnv ?? true,
       });
       if (choice.kind === "refuse") throw new ProbeFailure(choice.message);
       phase = `authenticate (${choice.name})`;

@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DECKHAND_SECRET_ENVIRONMENT } from "@deckhand/secrets";
-import { scriptedAcpAgentCommand } from "@deckhand/testkit";
+import { OPENCODE_HOSTED_MODEL, scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { MODEL_TOKEN_PREFIX, WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryProbeStore } from "./probe-store.ts";
@@ -494,6 +494,25 @@ describe("probing agents the model proxy serves", () => {
     expect(codex.last_error).toContain("modelUpstreams.codex");
     expect(codex.last_error).not.toContain("provider's env");
     expect(codex.last_error).not.toContain("credentials");
+  });
+
+  it("points opencode at the upstream's models, so its default is no longer opencode's own", async () => {
+    const service = createTestService({
+      modelProxy: fakeProxy(["opencode"]),
+      upstreamModels: (agentType) =>
+        agentType === "opencode" ? ["gpt-5.1-codex", "gpt-5-mini"] : [],
+    });
+    writeConfig(service.configPath, {
+      providers: { opencode: { command: scriptedAcpAgentCommand("opencode") } },
+    });
+    const opencode = entryOf(await service.snapshot(), "opencode")!;
+    expect(opencode.status).toBe("ready");
+    expect(opencode.current_model).toBe("deckhand/gpt-5.1-codex");
+    expect(opencode.models.map((model) => model.id)).toEqual([
+      "deckhand/gpt-5.1-codex",
+      "deckhand/gpt-5-mini",
+    ]);
+    expect(opencode.models.map((model) => model.id)).not.toContain(OPENCODE_HOSTED_MODEL);
   });
 
   it("keeps the own-login advice for an agent the proxy cannot serve", async () => {

@@ -109,6 +109,12 @@ export interface ProviderServiceOptions {
    */
   modelProxy?: ProbeModelProxy;
   /**
+   * The models the upstream of an agent type serves, its default first (the server's
+   * `modelUpstreams.<type>.models`); agents pointed at the proxy that offer only models they are
+   * told of (opencode) are told these.
+   */
+  upstreamModels?: (agentType: string) => readonly string[];
+  /**
    * The project whose `node_modules/.bin` is searched before PATH when a call names none; relative
    * commands resolve against it, else against the config file's directory.
    */
@@ -295,7 +301,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     proxy?: ModelProxyContext,
   ): AgentLaunch => {
     const [, ...args] = provider.command!;
-    const proxyLaunch = proxy && provider.modelProxy ? provider.modelProxy.configure(proxy) : null;
+    const support = provider.modelProxy;
+    const proxyLaunch =
+      proxy && support
+        ? support.configure({
+            ...proxy,
+            models: proxy.models ?? options.upstreamModels?.(support.agentType) ?? [],
+          })
+        : null;
     return {
       executable,
       args: [...args, ...(proxyLaunch?.args ?? [])],
@@ -471,6 +484,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         commandsWaitMs,
         signal: lifetime.signal,
         loginAdvice: loginAdvice(provider),
+        keysInEnv: provider.modelProxy === null,
         ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
       });
     } finally {

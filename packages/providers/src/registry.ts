@@ -8,6 +8,11 @@ export interface ModelProxyContext {
   token: string;
   /** The job or session turn the token was minted for; sent back in the job id header. */
   jobId: string;
+  /**
+   * The models the upstream for this agent type serves, its default first (the server's
+   * `modelUpstreams.<type>.models`): for agents that only offer models they were told of.
+   */
+  models?: readonly string[];
 }
 
 /** How to start an agent so that it talks to the proxy instead of a real provider. */
@@ -135,19 +140,33 @@ const claudeModelProxy: ModelProxySupport = {
 const OPENCODE_PROVIDER_ID = "deckhand";
 
 /**
- * `OPENCODE_CONFIG_CONTENT` is applied over every config file. The token and job id are
- * `{env:NAME}` references opencode substitutes on load, so the config text holds no secret.
+ * `OPENCODE_CONFIG_CONTENT` is applied over every config file. opencode offers only the models
+ * a custom provider declares, and without a `model` it picks its own hosted default
+ * (`opencode/big-pickle`, served by opencode's service): so the upstream's models are declared,
+ * the first is the model (and the small model for titles), and `enabled_providers` leaves
+ * opencode no provider but the proxy. Sharing, updates and the models.dev catalogue fetch, which
+ * reach opencode's own services, are off. The token and job id are `{env:NAME}` references
+ * opencode substitutes on load, so the config text holds no secret.
  */
 const opencodeModelProxy: ModelProxySupport = {
   agentType: "opencode",
   protocol: "openai",
   configure(context) {
+    const models = context.models ?? [];
+    const model = models[0];
     return {
       env: {
         ...tokenEnvironment(context),
         OPENCODE_CONFIG_CONTENT: JSON.stringify({
           autoupdate: false,
           share: "disabled",
+          enabled_providers: [OPENCODE_PROVIDER_ID],
+          ...(model === undefined
+            ? {}
+            : {
+                model: `${OPENCODE_PROVIDER_ID}/${model}`,
+                small_model: `${OPENCODE_PROVIDER_ID}/${model}`,
+              }),
           provider: {
             [OPENCODE_PROVIDER_ID]: {
               npm: "@ai-sdk/openai-compatible",
@@ -157,10 +176,13 @@ const opencodeModelProxy: ModelProxySupport = {
                 apiKey: `{env:${WireEnv.modelProviderToken}}`,
                 headers: { [WireHeader.jobId]: `{env:${WireEnv.jobId}}` },
               },
+              models: Object.fromEntries(models.map((id) => [id, { name: id }])),
             },
           },
         }),
         OPENCODE_DISABLE_AUTOUPDATE: "1",
+        OPENCODE_DISABLE_SHARE: "1",
+        OPENCODE_DISABLE_MODELS_FETCH: "1",
       },
       unset: [],
       args: [],

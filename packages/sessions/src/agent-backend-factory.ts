@@ -73,6 +73,8 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
           env: agentEnvironment(launch),
           refusal,
           advice: provider.loginAdvice,
+          // An agent type the proxy serves never holds a real key.
+          keysInEnv: provider.agentType === null,
         }),
       permissionMemory: options.permissionMemory,
       serveFileReads: provider.serveFileReads,

@@ -600,6 +600,7 @@ describe("the ACP backend with the scripted agent", () => {
             env: agentEnvironment(launch),
             refusal,
             advice: "log in with the agent's own CLI",
+            keysInEnv: true,
           }),
       });
       backends.push(backend);

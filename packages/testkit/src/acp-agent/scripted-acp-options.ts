@@ -10,6 +10,10 @@ import { parseArgs } from "node:util";
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ * - `opencode`: like normal, but its models are opencode's, from `OPENCODE_CONFIG_CONTENT` as
+ *   opencode reads it: its own hosted ones (`opencode/big-pickle`, the default) unless
+ *   `enabled_providers` leaves them out, then `<provider>/<model>` for every model a provider
+ *   declares; the config's `model` is the current one.
  * - `env-auth`: as Qwen Code without a login: advertises one auth method, "Use OpenAI API key"
  *   (`openai`, its description naming the `OPENAI_API_KEY` environment variable), refuses
  *   session/new with auth_required until `authenticate` chose it, and accepts that only when
@@ -37,6 +41,7 @@ export const SCRIPTED_AGENT_MODES = [
   "garbage",
   "auth-required",
   "env-auth",
+  "opencode",
   "proxy-required",
 ] as const;
 export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];
