@@ -50,7 +50,7 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
       await new Promise<void>((resolveClose) => {
         if (server === undefined) return resolveClose();
         server.close(() => resolveClose());
-        server.closeAllConnections();
+        if ("closeAllConnections" in server) server.closeAllConnections();
       });
       await fake?.close();
       await workspace?.close();
