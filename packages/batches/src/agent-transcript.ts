@@ -2,7 +2,9 @@
 // claude-code and gemini `--output-format=stream-json`), so the step's stdout already holds the
 // agent's messages, tool calls and token usage. This reads them back for the run screen; lines
 // that are not JSON (the install's progress, say) are skipped.
+import { ACP_AGENT_TYPE } from "@deckhand/batch-spec";
 import type { AgentStepTranscript, AgentTranscriptEntry } from "@deckhand/wire";
+import { acpTranscript } from "./acp-transcript.ts";
 
 type Usage = NonNullable<AgentStepTranscript["usage"]>;
 type Json = Record<string, unknown>;
@@ -79,6 +81,8 @@ function contentBlocks(content: unknown, entries: AgentTranscriptEntry[]): void 
 
 /** The transcript of an agent of `type` from its step's stdout. */
 export function parseAgentTranscript(type: string, stdout: string): AgentStepTranscript {
+  // An acp step's stdout holds Deckhand's own events, not a CLI's.
+  if (type === ACP_AGENT_TYPE) return acpTranscript(type, stdout);
   const entries: AgentTranscriptEntry[] = [];
   let usage: Usage | null = null;
   const addUsage = (reported: Json) => {

@@ -88,6 +88,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         environmentPolicy: options.environmentPolicy,
         outerEnvironment,
         ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
+        ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
         codingAgent: codingAgentOptions(options.codingAgent, undefined),
       }),
       retryWorkspace: async (workspaceId) => service?.retryWorkspace(workspaceId),

@@ -16,6 +16,7 @@ export {
   type AgentStartTimeouts,
   createProviderService,
   DEFAULT_AGENT_START_TIMEOUTS,
+  type ListedProvider,
   type LogFields,
   type ModelProxyLease,
   type PatchConfigOptions,

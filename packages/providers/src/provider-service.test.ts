@@ -755,6 +755,28 @@ describe("project-aware resolution", () => {
   });
 });
 
+describe("list", () => {
+  it("names every provider of the config with its transport, probing nothing", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: { scripted: scriptedProvider("hang"), goose: { enabled: false } },
+    });
+    const listed = await service.list();
+    expect(listed.map((provider) => provider.id)).toEqual([...builtinIds, "scripted"]);
+    expect(listed.find((provider) => provider.id === "deckhand")).toMatchObject({
+      transport: "native",
+    });
+    expect(listed.find((provider) => provider.id === "goose")).toMatchObject({ enabled: false });
+    expect(listed.at(-1)).toEqual({
+      id: "scripted",
+      label: "Scripted hang",
+      transport: "acp",
+      enabled: true,
+    });
+    expect(runningScriptedAgents()).toEqual([]);
+  });
+});
+
 describe("resolve", () => {
   const proxy = {
     proxyUrl: "http://127.0.0.1:7420/model-provider/codex",

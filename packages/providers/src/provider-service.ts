@@ -207,9 +207,19 @@ export interface PatchConfigOptions {
   ifMatch?: string;
 }
 
+/** A provider as the config file has it, without looking for its command or probing it. */
+export interface ListedProvider {
+  id: string;
+  label: string;
+  transport: "native" | "acp";
+  enabled: boolean;
+}
+
 export interface ProviderService {
   /** Every provider with its status; complete when returned (see the providers spec). */
   snapshot(options?: SnapshotOptions): Promise<ProvidersSnapshot>;
+  /** Every provider of the config, cheaply (no command lookup, no probe): to check names. */
+  list(): Promise<ListedProvider[]>;
   getConfig(): Promise<ProvidersConfigResponse>;
   /** Applies a JSON merge patch to the config file, atomically and one at a time. */
   patchConfig(patch: unknown, options?: PatchConfigOptions): Promise<ProvidersConfigResponse>;
@@ -678,6 +688,16 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         throw new ProvidersError("unknown_project", `no project "${projectId}"`);
       }
       return buildSnapshot(await readConfig(), projectDir);
+    },
+
+    async list() {
+      const config = await readConfig();
+      return config.providers.map(({ id, label, transport, enabled }) => ({
+        id,
+        label,
+        transport,
+        enabled,
+      }));
     },
 
     async getConfig() {
