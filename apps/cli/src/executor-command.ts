@@ -17,7 +17,13 @@ import {
 import { createDb, type DbHandle } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
 import { batchJobModelProviderAccess, DbModelTokenStore } from "@deckhand/model-proxy";
-import { agentEnvironmentPolicy, redactSecrets, rememberSecrets } from "@deckhand/secrets";
+import { createProviderService } from "@deckhand/providers";
+import {
+  agentEnvironment,
+  agentEnvironmentPolicy,
+  redactSecrets,
+  rememberSecrets,
+} from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import pino from "pino";
 
@@ -287,6 +293,17 @@ export async function runExecutorCommand(
     io.stdout,
   );
 
+  // acp steps start the server's providers (its providers.json), as its sessions do: pointed at
+  // the model proxy for the agent types it serves, when this executor can lease tokens for it.
+  const providers = createProviderService({
+    configPath: config.providersConfigPath,
+    modelUpstreamConfigured: false,
+    env: agentEnvironment(policy, io.environment),
+    agentEnvironment: policy,
+    withheldEnv: config.withheldEnv,
+    startTimeouts: config.agentStartTimeouts,
+    upstreamModels: (agentType) => config.modelUpstreams[agentType]?.models ?? [],
+  });
   let database: DbHandle | null = null;
   let worker: BatchWorker;
   try {
@@ -303,6 +320,10 @@ export async function runExecutorCommand(
       environmentPolicy: policy,
       outerEnvironment: io.environment,
       codingAgent: config.codingAgent,
+      acpAgents: {
+        providers,
+        proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
+      },
       ...(settings.serverUrl !== null
         ? {
             modelProvider: batchJobModelProviderAccess({
@@ -339,6 +360,7 @@ export async function runExecutorCommand(
   } catch (error) {
     forget();
     await database?.close().catch(() => {});
+    await providers.close();
     logger.error({ err: error }, "the executor could not start");
     logger.flush();
     io.stderr.write(`deckhand executor: could not start: ${redactSecrets(errorMessage(error))}\n`);
@@ -368,6 +390,7 @@ export async function runExecutorCommand(
       );
       running
         .stop()
+        .then(() => providers.close())
         .then(() => handle.close())
         .then(
           () => {

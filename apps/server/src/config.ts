@@ -5,11 +5,14 @@ import { type CodeHost, CodeHostsSchema } from "@deckhand/batches";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { DEFAULT_MAX_BODY_BYTES } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
-import type { AgentStartTimeoutSettings } from "@deckhand/providers";
+import {
+  type AgentStartTimeoutSettings,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "@deckhand/providers";
 import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
-  ProviderIdSchema,
   WireEnv,
 } from "@deckhand/wire";
 import { isLoopbackHost, parseListenAddress } from "@deckhand/workspace-agent";
@@ -156,14 +159,6 @@ const AgentEnvironmentFileSchema = z.strictObject({
     .optional(),
 });
 
-const StartSecondsSchema = z.number().positive().max(3_600);
-
-/** Seconds an agent may take to answer `initialize` and to open its session. */
-const StartTimeoutsFileSchema = z.strictObject({
-  initializeSeconds: StartSecondsSchema.optional(),
-  sessionSeconds: StartSecondsSchema.optional(),
-});
-
 /** `<data-dir>/config.json`. */
 export const ServerConfigFileSchema = z.strictObject({
   listen: z.string().min(1).optional(),
@@ -185,9 +180,7 @@ export const ServerConfigFileSchema = z.strictObject({
    * `{"initializeSeconds": 90, "sessionSeconds": 90, "providers": {"opencode":
    * {"initializeSeconds": 180}}}` (90 s each by default).
    */
-  agentStartTimeouts: StartTimeoutsFileSchema.extend({
-    providers: z.record(ProviderIdSchema, StartTimeoutsFileSchema).optional(),
-  }).optional(),
+  agentStartTimeouts: AgentStartTimeoutsFileSchema.optional(),
   /** The model Deckhand's native agent asks its upstream for. */
   nativeModel: z.string().min(1).optional(),
   /** Further models a session or a message may choose for the native agent (besides nativeModel). */
@@ -264,29 +257,6 @@ function readConfigFile(path: string): ServerConfigFile {
     throw new ServerError("invalid_config", `${path}: ${problems}`, { cause: parsed.error });
   }
   return parsed.data;
-}
-
-type StartTimeoutsFile = z.infer<typeof StartTimeoutsFileSchema>;
-
-/** config.json's seconds as the providers' milliseconds; what is not set is left out. */
-function startTimeoutMs(file: StartTimeoutsFile | undefined) {
-  return {
-    ...(file?.initializeSeconds === undefined
-      ? {}
-      : { initializeMs: file.initializeSeconds * 1_000 }),
-    ...(file?.sessionSeconds === undefined ? {} : { sessionMs: file.sessionSeconds * 1_000 }),
-  };
-}
-
-function startTimeoutsOf(
-  file: (StartTimeoutsFile & { providers?: Record<string, StartTimeoutsFile> }) | undefined,
-): AgentStartTimeoutSettings {
-  return {
-    ...startTimeoutMs(file),
-    providers: Object.fromEntries(
-      Object.entries(file?.providers ?? {}).map(([id, own]) => [id, startTimeoutMs(own)]),
-    ),
-  };
 }
 
 function checkDatabaseUrl(url: string, source: string): string {
@@ -451,7 +421,7 @@ export function resolveServerConfig(
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost ?? false },
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
-    agentStartTimeouts: startTimeoutsOf(file.agentStartTimeouts),
+    agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

@@ -2,6 +2,7 @@
 // structural: types, required fields and unknown fields. Rules that depend on other fields
 // (the version, run vs codingAgent, mounts) live in validate.ts, so every problem in a spec is
 // reported at once with a message written for it. The JSON Schema is generated from this model.
+import { AcpStepPermissionsSchema } from "@deckhand/wire";
 import { z } from "zod";
 
 const publishedValue = z
@@ -99,10 +100,6 @@ export const MountSchema = z.strictObject({
   mountpoint: z.string().meta({ description: "Where it appears inside the container." }),
 });
 
-/** How an `acp` step's permission requests are answered: no person is in the loop in a batch. */
-export const ACP_STEP_PERMISSIONS = ["allow-edits", "allow-all", "deny"] as const;
-export type AcpStepPermissions = (typeof ACP_STEP_PERMISSIONS)[number];
-
 /** The `codingAgent.type` of a step that runs a Deckhand provider over ACP (an extension). */
 export const ACP_AGENT_TYPE = "acp";
 
@@ -117,7 +114,7 @@ export const CodingAgentSchema = z
       description:
         "With type acp: the Deckhand provider to run, a built-in ACP agent (codex, claude, gemini, opencode, goose, qwen) or a custom one of providers.json. A Deckhand extension.",
     }),
-    permissions: z.enum(ACP_STEP_PERMISSIONS).optional().meta({
+    permissions: AcpStepPermissionsSchema.optional().meta({
       description:
         "With type acp: how the agent's permission requests are answered, with no person in the loop. allow-edits (default) allows reading and changing files and refuses commands, fetches and anything else; allow-all allows every request; deny refuses every one. A Deckhand extension.",
     }),

@@ -2,8 +2,6 @@ export type { AcpProviderCatalogue, AgentTypeCatalogue } from "./agent-types.ts"
 export { BatchSpecError, type BatchSpecErrorCode } from "./batch-spec-error.ts";
 export {
   ACP_AGENT_TYPE,
-  ACP_STEP_PERMISSIONS,
-  type AcpStepPermissions,
   type BatchSpec,
   type BatchSpecInput,
   BatchSpecSchema,

@@ -192,6 +192,25 @@ prompt: edit NOTES.md refused
       detail: null,
     });
 
+    // A step naming no policy takes the run's (or config.json's), here deny as well.
+    const byRun = await finished(
+      service,
+      (
+        await service.createRun({
+          source: spec(`
+type: acp
+provider: scripted
+prompt: edit NOTES.md refused by the run
+`),
+          options: {
+            coding_agent: { acp_permissions: "deny" },
+            exclude_repositories: ["github.com/acme/web", "github.com/acme/docs"],
+          },
+        })
+      ).id,
+    );
+    expect(byRun).toMatchObject({ status: "completed", stats: { steps_run: 1, changesets: 0 } });
+
     expect(permissionAnswer("allow-edits", "edit")).toBe("allow_once");
     expect(permissionAnswer("allow-edits", "read")).toBe("allow_once");
     expect(permissionAnswer("allow-edits", "execute")).toBe("reject_once");

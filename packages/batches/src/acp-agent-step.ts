@@ -14,7 +14,7 @@ import {
   agentEnvironment,
   createAcpBackend,
 } from "@deckhand/agent-backends";
-import type { AcpProviderCatalogue, AcpStepPermissions } from "@deckhand/batch-spec";
+import type { AcpProviderCatalogue } from "@deckhand/batch-spec";
 import { errorMessage } from "@deckhand/errors";
 import {
   chooseAuthMethod,
@@ -23,7 +23,13 @@ import {
   type ResolvedProvider,
   type ResolveOptions,
 } from "@deckhand/providers";
-import type { AgentEvent, PermissionOptionKind, StopReason, ToolKindSchema } from "@deckhand/wire";
+import type {
+  AcpStepPermissions,
+  AgentEvent,
+  PermissionOptionKind,
+  StopReason,
+  ToolKindSchema,
+} from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import type { z } from "zod";
 import { BatchesError } from "./batches-error.ts";

@@ -3,10 +3,15 @@
 // and the checkouts; its config.json gives the code hosts and what steps may inherit of the
 // environment; a task worker of its own claims only the batch job types from the shared queue.
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import {
+  type AgentStartTimeoutSettings,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "@deckhand/providers";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
 import { z } from "zod";
@@ -209,7 +214,14 @@ const ExecutorConfigFileSchema = z.object({
       allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
     })
     .optional(),
-  modelUpstreams: z.record(z.string(), z.object({ apiKeyEnv: z.string() })).optional(),
+  modelUpstreams: z
+    .record(
+      z.string(),
+      z.object({ apiKeyEnv: z.string(), models: z.array(z.string().min(1)).optional() }),
+    )
+    .optional(),
+  providersConfig: z.string().min(1).optional(),
+  agentStartTimeouts: AgentStartTimeoutsFileSchema.optional(),
   codeHostConnections: CodeHostConnectionsSchema.optional(),
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
@@ -233,6 +245,12 @@ export interface ExecutorConfig {
   changesetTrackingIntervalMs: number;
   /** `codingAgent`: agent versions, models and install source (the server's). */
   codingAgent: BatchCodingAgentOptions;
+  /** The providers config `acp` steps start agents from (the server's `providersConfig`). */
+  providersConfigPath: string;
+  /** `agentStartTimeouts`: how long agents of `acp` steps may take to start. */
+  agentStartTimeouts: AgentStartTimeoutSettings;
+  /** The agent types the server's model proxy serves (`modelUpstreams`), with their models. */
+  modelUpstreams: Record<string, { models: string[] }>;
 }
 
 /**
@@ -255,6 +273,9 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         codeHostConnections: [],
         changesetTrackingIntervalMs: DEFAULT_TRACKING_INTERVAL_MS,
         codingAgent: {},
+        providersConfigPath: join(dataDir, "providers.json"),
+        agentStartTimeouts: agentStartTimeoutsFrom(undefined),
+        modelUpstreams: {},
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -292,6 +313,14 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
     changesetTrackingIntervalMs:
       (file.changesetTracking?.intervalSeconds ?? DEFAULT_TRACKING_INTERVAL_MS / 1_000) * 1_000,
     codingAgent: file.codingAgent ?? {},
+    providersConfigPath: resolve(dataDir, file.providersConfig ?? "providers.json"),
+    agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),
+    modelUpstreams: Object.fromEntries(
+      Object.entries(file.modelUpstreams ?? {}).map(([agentType, upstream]) => [
+        agentType,
+        { models: upstream.models ?? [] },
+      ]),
+    ),
   };
 }
 

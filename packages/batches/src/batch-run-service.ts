@@ -30,6 +30,7 @@ import {
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
+  AcpStepPermissions,
   BatchChangeset,
   BatchCodingAgentOptions,
   BatchRun,
@@ -1166,7 +1167,14 @@ export class BatchRunService {
         // The job, as model usage and its token name it: one per workspace (and attempt).
         jobId: workspaceJobId(workspaceId),
         ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
-        ...(this.#options.acpAgents ? { acpAgents: this.#options.acpAgents } : {}),
+        ...(this.#options.acpAgents
+          ? {
+              acpAgents: {
+                ...this.#options.acpAgents,
+                ...acpPermissionsDefault(this.#options.codingAgent, options.coding_agent),
+              },
+            }
+          : {}),
         codingAgent: {
           ...codingAgentOptions(this.#options.codingAgent, options.coding_agent),
           ...(this.#options.agentInstallDirectory !== undefined
@@ -1556,6 +1564,15 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
 }
 
 /** The service's agent settings with a run's own on top, per agent type. */
+/** The policy of a run's `acp` steps that name none: the run's, else config.json's. */
+function acpPermissionsDefault(
+  defaults: BatchCodingAgentOptions | undefined,
+  run: BatchCodingAgentOptions | undefined,
+): { defaultPermissions?: AcpStepPermissions } {
+  const chosen = run?.acp_permissions ?? defaults?.acp_permissions;
+  return chosen === undefined ? {} : { defaultPermissions: chosen };
+}
+
 export function codingAgentOptions(
   defaults: BatchCodingAgentOptions | undefined,
   run: BatchCodingAgentOptions | undefined,

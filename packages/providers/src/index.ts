@@ -32,3 +32,8 @@ export {
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
+export {
+  type AgentStartTimeoutsFile,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "./start-timeouts-file.ts";

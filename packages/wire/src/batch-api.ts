@@ -22,8 +22,18 @@ export type BatchRuntimeChoice = z.infer<typeof BatchRuntimeChoiceSchema>;
 export const BatchApplyConflictSchema = z.enum(["rebase", "refuse"]);
 export type BatchApplyConflict = z.infer<typeof BatchApplyConflictSchema>;
 
+/**
+ * How the permission requests of a `codingAgent` step of type `acp` are answered, with no person
+ * in the loop: `allow-edits` allows reading and changing files and refuses commands, fetches and
+ * the rest; `allow-all` allows every request; `deny` refuses every one.
+ */
+export const AcpStepPermissionsSchema = z.enum(["allow-edits", "allow-all", "deny"]);
+export type AcpStepPermissions = z.infer<typeof AcpStepPermissionsSchema>;
+
 /** Per-run inputs of `codingAgent` steps, by agent type (`codex`, `claude-code`). */
 export const BatchCodingAgentOptionsSchema = z.strictObject({
+  /** The policy of `acp` steps that name none; `allow-edits` when absent. */
+  acp_permissions: AcpStepPermissionsSchema.optional(),
   /** The agent version to install, e.g. `{"codex": "0.169.0"}`. */
   versions: z.record(z.string(), z.string().max(100)).optional(),
   /** The model each agent type asks the proxy for. */
