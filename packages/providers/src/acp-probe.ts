@@ -394,6 +394,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
         failed,
       ]);
       phase = "session/new";
+      bound(options.sessionTimeoutMs);
       session = await newSession();
     }
     const models = sessionModels(session, rawSession);
