@@ -166,6 +166,20 @@ describe("deckhand batch render", () => {
     );
   });
 
+  it("validates an acp step away from the server, and says it has no script to render", async () => {
+    expect(await run(["validate", "acp-step.yaml"])).toEqual({
+      code: 0,
+      stdout: "acp-step.yaml: OK (version 3, 1 step)\n",
+      stderr: "",
+    });
+    expect(await run(["render", "acp-step.yaml", "--step", "0", "--repository", "r"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        "deckhand batch render: steps[0] runs provider opencode over ACP: it has no script to print; the server starts the provider's agent in the workspace and sends it the prompt\n",
+    });
+  });
+
   it("reports an unsupported platform as a render error", async () => {
     const result = await run([
       "render",

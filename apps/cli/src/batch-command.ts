@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
+  ACP_AGENT_TYPE,
   type BatchSpec,
   BatchSpecError,
   createStepTemplateContext,
@@ -233,6 +234,12 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
     throw new BatchSpecError(
       "invalid_argument",
       `steps[${index}] is a run step; render prints codingAgent steps (a run step's script is its "run" text)`,
+    );
+  }
+  if (step.codingAgent.type === ACP_AGENT_TYPE) {
+    throw new BatchSpecError(
+      "invalid_argument",
+      `steps[${index}] runs provider ${step.codingAgent.provider ?? "(none named)"} over ACP: it has no script to print; the server starts the provider's agent in the workspace and sends it the prompt`,
     );
   }
 

@@ -154,7 +154,15 @@ describe("deckhand executor arguments", () => {
         agentEnvironment: { deny: ["CORP_*"], allow: ["CORP_PROXY"] },
         modelUpstreams: {
           deckhand: { kind: "openai", baseUrl: "https://x", apiKeyEnv: "OPENAI_KEY" },
+          opencode: {
+            kind: "openai",
+            baseUrl: "https://x",
+            apiKeyEnv: "OPENAI_KEY",
+            models: ["gpt-5-mini"],
+          },
         },
+        providersConfig: "agents/providers.json",
+        agentStartTimeouts: { initializeSeconds: 120, providers: { qwen: { sessionSeconds: 30 } } },
       }),
     );
     const parsed = await parseExecutorArguments(
@@ -166,10 +174,14 @@ describe("deckhand executor arguments", () => {
       databaseUrl: null,
       codeHosts: [{ type: "directory", path: "/srv/src" }],
       agentEnvironment: { deny: ["CORP_*"], allow: ["CORP_PROXY"] },
-      withheldEnv: ["OPENAI_KEY"],
+      withheldEnv: ["OPENAI_KEY", "OPENAI_KEY"],
       codeHostConnections: [],
       changesetTrackingIntervalMs: 300_000,
       codingAgent: {},
+      // What acp steps need to start the server's providers as its sessions do.
+      providersConfigPath: join(dataDir, "agents", "providers.json"),
+      agentStartTimeouts: { initializeMs: 120_000, providers: { qwen: { sessionMs: 30_000 } } },
+      modelUpstreams: { deckhand: { models: [] }, opencode: { models: ["gpt-5-mini"] } },
     });
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(

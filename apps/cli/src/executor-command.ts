@@ -18,8 +18,14 @@ import {
 import { createDb, type DbHandle } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
 import { batchJobModelProviderAccess, DbModelTokenStore } from "@deckhand/model-proxy";
-import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
-import { agentEnvironmentPolicy, redactSecrets, rememberSecrets } from "@deckhand/secrets";
+import { createProviderService } from "@deckhand/providers";
+import { detectSandbox, ProcessLauncher, type SandboxCapability } from "@deckhand/sandbox";
+import {
+  agentEnvironment,
+  agentEnvironmentPolicy,
+  redactSecrets,
+  rememberSecrets,
+} from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import pino from "pino";
 
@@ -291,8 +297,43 @@ export async function runExecutorCommand(
     io.stdout,
   );
 
+  // Local steps, hooks and acp steps' agents start through the same launcher as on the server:
+  // the environment policy and, where bubblewrap works, its sandbox (no view of this process or
+  // its secrets).
+  let capability: SandboxCapability;
+  try {
+    capability = await detectSandbox(config.sandbox.mode);
+  } catch (error) {
+    io.stderr.write(`deckhand executor: ${errorMessage(error)}\n`);
+    return 2;
+  }
+  if (capability.kind === "none" && config.sandbox.mode === "auto") {
+    logger.warn(
+      { sandbox: "none", reason: capability.reason },
+      "local batch steps run UNSANDBOXED, as this executor's user; see docs/operations/security.md",
+    );
+  }
+  const launcher = new ProcessLauncher({
+    capability,
+    settings: config.sandbox,
+    policy,
+    sourceEnvironment: io.environment,
+    hidden: [settings.dataDir, config.providersConfigPath],
+    onWarning: (message, error) => logger.warn({ err: error }, message),
+  });
+  // acp steps start the server's providers (its providers.json), as its sessions do: pointed at
+  // the model proxy for the agent types it serves, when this executor can lease tokens for it.
+  const providers = createProviderService({
+    launcher,
+    configPath: config.providersConfigPath,
+    modelUpstreamConfigured: false,
+    env: agentEnvironment(policy, io.environment),
+    agentEnvironment: policy,
+    withheldEnv: config.withheldEnv,
+    startTimeouts: config.agentStartTimeouts,
+    upstreamModels: (agentType) => config.modelUpstreams[agentType]?.models ?? [],
+  });
   let database: DbHandle | null = null;
-  let launcher: ProcessLauncher | null = null;
   let worker: BatchWorker;
   try {
     await mkdir(settings.dataDir, { recursive: true });
@@ -300,23 +341,6 @@ export async function runExecutorCommand(
       databaseUrl: settings.databaseUrl,
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
-    });
-    // Local steps and hooks start through the same launcher as on the server: the environment
-    // policy and, where bubblewrap works, its sandbox (no view of this process or its secrets).
-    const capability = await detectSandbox(config.sandbox.mode);
-    if (capability.kind === "none" && config.sandbox.mode === "auto") {
-      logger.warn(
-        { sandbox: "none", reason: capability.reason },
-        "local batch steps run UNSANDBOXED, as this executor's user; see docs/operations/security.md",
-      );
-    }
-    launcher = new ProcessLauncher({
-      capability,
-      settings: config.sandbox,
-      policy,
-      sourceEnvironment: io.environment,
-      hidden: [settings.dataDir],
-      onWarning: (message, error) => logger.warn({ err: error }, message),
     });
     const service = createBatchRunService({
       database,
@@ -326,6 +350,10 @@ export async function runExecutorCommand(
       outerEnvironment: io.environment,
       launcher,
       codingAgent: config.codingAgent,
+      acpAgents: {
+        providers,
+        proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
+      },
       ...(settings.serverUrl !== null
         ? {
             modelProvider: batchJobModelProviderAccess({
@@ -361,8 +389,9 @@ export async function runExecutorCommand(
     if (config.codeHostConnections.length > 0) await service.publishing?.scheduleTracking();
   } catch (error) {
     forget();
-    await launcher?.close().catch(() => {});
+    await launcher.close().catch(() => {});
     await database?.close().catch(() => {});
+    await providers.close();
     logger.error({ err: error }, "the executor could not start");
     logger.flush();
     io.stderr.write(`deckhand executor: could not start: ${redactSecrets(errorMessage(error))}\n`);
@@ -382,7 +411,6 @@ export async function runExecutorCommand(
   );
   const running = worker;
   const handle = database;
-  const processLauncher = launcher;
   return new Promise<number>((resolveExit) => {
     const stop = () => {
       process.off("SIGTERM", stop);
@@ -393,7 +421,8 @@ export async function runExecutorCommand(
       );
       running
         .stop()
-        .then(() => processLauncher?.close())
+        .then(() => launcher.close())
+        .then(() => providers.close())
         .then(() => handle.close())
         .then(
           () => {

@@ -170,6 +170,40 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("reads the models an upstream serves, for agents told their models (opencode)", () => {
+    const dir = dataDir({
+      modelUpstreams: {
+        opencode: {
+          kind: "openai",
+          baseUrl: "https://api.openai.com/v1",
+          apiKeyEnv: "OPENAI_KEY",
+          models: ["gpt-5.1-codex", "gpt-5-mini"],
+        },
+        codex: { kind: "openai", baseUrl: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_KEY" },
+      },
+    });
+    const config = resolveServerConfig({ dataDir: dir }, { environment: { OPENAI_KEY: "sk" } });
+    expect(config.upstreamModels).toEqual({ opencode: ["gpt-5.1-codex", "gpt-5-mini"] });
+    const error = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            modelUpstreams: {
+              opencode: {
+                kind: "openai",
+                baseUrl: "https://x.test/v1",
+                apiKeyEnv: "K",
+                models: [],
+              },
+            },
+          }),
+        },
+        { environment: { K: "sk" } },
+      ),
+    );
+    expect(error.message).toContain("modelUpstreams.opencode.models");
+  });
+
   it("names the missing key variable of a model upstream", () => {
     const dir = dataDir({
       modelUpstreams: {
@@ -363,6 +397,37 @@ describe("resolveServerConfig", () => {
       ),
     );
     expect(error.message).toContain("modelProxyRateLimit");
+  });
+
+  it("reads how long agents may take to start, for everyone and per provider, in seconds", () => {
+    expect(
+      resolveServerConfig({ dataDir: dataDir() }, { environment: {} }).agentStartTimeouts,
+    ).toEqual({ providers: {} });
+    expect(
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            agentStartTimeouts: {
+              initializeSeconds: 120,
+              providers: { opencode: { initializeSeconds: 180, sessionSeconds: 60 } },
+            },
+          }),
+        },
+        { environment: {} },
+      ).agentStartTimeouts,
+    ).toEqual({
+      initializeMs: 120_000,
+      providers: { opencode: { initializeMs: 180_000, sessionMs: 60_000 } },
+    });
+    const error = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({ agentStartTimeouts: { providers: { qwen: { sessionSeconds: 0 } } } }),
+        },
+        { environment: {} },
+      ),
+    );
+    expect(error.message).toContain("agentStartTimeouts.providers.qwen.sessionSeconds");
   });
 
   it("reads the request body limit from config.json, 10 MiB by default", () => {

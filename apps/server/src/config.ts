@@ -12,6 +12,11 @@ import {
 } from "@deckhand/http-kit";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import {
+  type AgentStartTimeoutSettings,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "@deckhand/providers";
+import {
   type SandboxSettings,
   SandboxSettingsFileSchema,
   sandboxSettings,
@@ -69,6 +74,8 @@ export interface ServerConfig {
   resetAdminToken: boolean;
   /** Agent type → model upstream, with the key already read from its environment variable. */
   modelUpstreams: Record<string, UpstreamConfig>;
+  /** Agent type → the models its upstream serves (`modelUpstreams.<type>.models`), default first. */
+  upstreamModels: Record<string, string[]>;
   /**
    * The variables holding upstream keys and code host tokens: never passed on to an agent
    * process, whatever `agentEnvironment.allow` says.
@@ -81,6 +88,11 @@ export interface ServerConfig {
   agentEnvironment: { deny: string[]; allow: string[] };
   /** The providers config file (`<dataDir>/providers.json` unless configured). */
   providersConfigPath: string;
+  /**
+   * How long ACP agents may take to answer `initialize` and to open a session, for everyone and
+   * per provider id (`agentStartTimeouts` of config.json); the providers' defaults fill the rest.
+   */
+  agentStartTimeouts: AgentStartTimeoutSettings;
   /** The model the native agent uses; the built-in default when null. */
   nativeModel: string | null;
   /** Further models a session or message may ask the native agent for. */
@@ -156,6 +168,11 @@ const ModelUpstreamFileSchema = z.strictObject({
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** The name of the environment variable holding the key: keys never live in the file. */
   apiKeyEnv: z.string().regex(ENVIRONMENT_NAME, "must be an environment variable name"),
+  /**
+   * The models this upstream serves, its default first: agents that offer only the models they
+   * are told of (opencode) are told these, and use the first unless a session picks another.
+   */
+  models: z.array(z.string().min(1)).min(1).optional(),
 });
 
 /** What agent processes inherit of the server's environment, beyond the built-in rules. */
@@ -211,6 +228,12 @@ export const ServerConfigFileSchema = z.strictObject({
   agentEnvironment: AgentEnvironmentFileSchema.optional(),
   /** The providers config file, relative to the data directory; `providers.json` by default. */
   providersConfig: z.string().min(1).optional(),
+  /**
+   * How long ACP agents may take to start, for provider probes and sessions alike:
+   * `{"initializeSeconds": 90, "sessionSeconds": 90, "providers": {"opencode":
+   * {"initializeSeconds": 180}}}` (90 s each by default).
+   */
+  agentStartTimeouts: AgentStartTimeoutsFileSchema.optional(),
   /** The model Deckhand's native agent asks its upstream for. */
   nativeModel: z.string().min(1).optional(),
   /** Further models a session or a message may choose for the native agent (besides nativeModel). */
@@ -504,6 +527,11 @@ export function resolveServerConfig(
     requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
     resetAdminToken: input.resetAdminToken ?? false,
     modelUpstreams,
+    upstreamModels: Object.fromEntries(
+      Object.entries(file.modelUpstreams ?? {}).flatMap(([agentType, upstream]) =>
+        upstream.models === undefined ? [] : [[agentType, upstream.models]],
+      ),
+    ),
     withheldEnv: [
       ...Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
       ...tokenEnv,
@@ -522,6 +550,7 @@ export function resolveServerConfig(
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
+    agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),

@@ -270,6 +270,10 @@ export async function startServer(
     // The providers are made below (their snapshot looks projects up in the sessions); a
     // session's agent, model and mode are checked against the snapshot when they are chosen.
     let providerCatalog: ProviderService | null = null;
+    const readyProviders = (): ProviderService => {
+      if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
+      return providerCatalog;
+    };
     const sessions = new SessionService({
       database,
       projectsDir: join(config.dataDir, "projects"),
@@ -304,6 +308,14 @@ export async function startServer(
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
       codingAgent: config.codingAgent,
+      // acp steps run this server's providers (made below), pointed at the proxy as sessions are.
+      acpAgents: {
+        providers: {
+          list: () => readyProviders().list(),
+          resolve: (id, resolveOptions) => readyProviders().resolve(id, resolveOptions),
+        },
+        proxied: (agentType) => hasUpstream(agentType),
+      },
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
       // Publishing: code host connections from config.json, their tokens read from the
@@ -362,6 +374,9 @@ export async function startServer(
       env: agentEnv,
       agentEnvironment: agentPolicy,
       launcher,
+      startTimeouts: config.agentStartTimeouts,
+      // opencode offers only the models it is told of: those of its upstream.
+      upstreamModels: (agentType) => config.upstreamModels[agentType] ?? [],
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {

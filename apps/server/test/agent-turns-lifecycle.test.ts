@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentBackend, PermissionAnswer, PromptInput } from "@deckhand/agent-backends";
 import { agentSessions, messageParts, messages } from "@deckhand/db";
@@ -611,6 +611,14 @@ describe("agent turns: the scripted ACP agent between turns", () => {
         command: scriptedAcpAgentCommand("normal", { stateDir, noLoad: true }),
         stateDirectories: [stateDir],
       },
+      // The built-in gemini provider, its command replaced by the scripted agent: the way
+      // Deckhand starts Gemini CLI is what the agent sees.
+      gemini: { command: scriptedAcpAgentCommand("normal") },
+      // Qwen Code without a login of its own, and the user's OpenAI-compatible key in its env.
+      qwen: {
+        command: scriptedAcpAgentCommand("env-auth"),
+        env: { OPENAI_API_KEY: "sk-the-users-own-qwen-key" },
+      },
     });
     client = new Client(await startTestServer(cleanups, { dataDir }));
   });
@@ -691,12 +699,12 @@ describe("agent turns: the scripted ACP agent between turns", () => {
       request_id: string;
       tool_call_id: string;
     };
-    // Asked before announced: the stream has no tool call for it yet.
+    // Asked before the agent announced it: the request announces the call with its own fields.
     expect(
-      eventsOf(stream, messageId).some(
+      eventsOf(stream, messageId).find(
         (e) => e.type === "tool_call" && e.tool_call_id === request.tool_call_id,
       ),
-    ).toBe(false);
+    ).toMatchObject({ kind: "edit", input: { path: "asked.txt" }, locations: ["asked.txt"] });
     await client.harness.api(
       "POST",
       serverPath(ServerPath.agentPermission, {
@@ -724,6 +732,33 @@ describe("agent turns: the scripted ACP agent between turns", () => {
         outcome: "allow_once",
       },
     });
+  });
+
+  it("lets Gemini CLI's write_file create a file: its read of the missing file first is no failure", async () => {
+    const { session, chat, stream } = await client.session();
+    const created = await client.send(chat, "gemini", "write-as-gemini made-by-gemini.txt hello");
+    expect(await finished(stream, created)).toMatchObject({ status: "complete" });
+    expect(
+      eventsOf(stream, created)
+        .flatMap((event) => (event.type === "text" ? [event.delta] : []))
+        .join(""),
+    ).toBe("wrote made-by-gemini.txt (new file)");
+    expect(readFileSync(join(session.worktree_path!, "made-by-gemini.txt"), "utf8")).toBe("hello");
+    // And the file it now reads (from the worktree itself) is changed, not created again.
+    const changed = await client.send(chat, "gemini", "write-as-gemini made-by-gemini.txt again");
+    expect(await finished(stream, changed)).toMatchObject({ status: "complete" });
+    expect(readFileSync(join(session.worktree_path!, "made-by-gemini.txt"), "utf8")).toBe("again");
+  });
+
+  it("logs Qwen Code in with the auth method its environment serves instead of failing with Authentication required", async () => {
+    const { chat, stream } = await client.session();
+    const messageId = await client.send(chat, "qwen", "hello");
+    expect(await finished(stream, messageId)).toMatchObject({ status: "complete" });
+    expect(
+      eventsOf(stream, messageId)
+        .flatMap((event) => (event.type === "text" ? [event.delta] : []))
+        .join(""),
+    ).toBe("scripted reply");
   });
 
   it("tells the client when an agent that cannot resume starts a new session instead", async () => {

@@ -3,10 +3,11 @@ export {
   type AcpBackendLogger,
   type AcpBackendOptions,
   type AcpLogFields,
+  type AcpLoginChoice,
   type AcpTimeouts,
   createAcpBackend,
 } from "./acp/acp-backend.ts";
-export type { AcpLaunch } from "./acp/agent-process.ts";
+export { type AcpLaunch, agentEnvironment } from "./acp/agent-process.ts";
 export type {
   AgentBackend,
   AgentSessionContext,

@@ -2,6 +2,7 @@
 // structural: types, required fields and unknown fields. Rules that depend on other fields
 // (the version, run vs codingAgent, mounts) live in validate.ts, so every problem in a spec is
 // reported at once with a message written for it. The JSON Schema is generated from this model.
+import { AcpStepPermissionsSchema } from "@deckhand/wire";
 import { z } from "zod";
 
 const publishedValue = z
@@ -99,10 +100,24 @@ export const MountSchema = z.strictObject({
   mountpoint: z.string().meta({ description: "Where it appears inside the container." }),
 });
 
+/** The `codingAgent.type` of a step that runs a Deckhand provider over ACP (an extension). */
+export const ACP_AGENT_TYPE = "acp";
+
 export const CodingAgentSchema = z
   .strictObject({
-    type: z.string().meta({ description: "The agent: codex, claude-code, opencode or gemini." }),
+    type: z.string().meta({
+      description:
+        "The agent: codex, claude-code, opencode or gemini, installed and run as a CLI in the step's image; or acp, a Deckhand provider run over ACP in the workspace (a Deckhand extension).",
+    }),
     prompt: z.string().meta({ description: "What the agent should do; may be a template." }),
+    provider: z.string().optional().meta({
+      description:
+        "With type acp: the Deckhand provider to run, a built-in ACP agent (codex, claude, gemini, opencode, goose, qwen) or a custom one of providers.json. A Deckhand extension.",
+    }),
+    permissions: AcpStepPermissionsSchema.optional().meta({
+      description:
+        "With type acp: how the agent's permission requests are answered, with no person in the loop. allow-edits (default) allows reading and changing files and refuses commands, fetches and anything else; allow-all allows every request; deny refuses every one. A Deckhand extension.",
+    }),
   })
   .meta({ description: "Runs a coding agent on a prompt instead of a shell command (version 3)." });
 

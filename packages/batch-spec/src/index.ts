@@ -1,6 +1,7 @@
-export type { AgentTypeCatalogue } from "./agent-types.ts";
+export type { AcpProviderCatalogue, AgentTypeCatalogue } from "./agent-types.ts";
 export { BatchSpecError, type BatchSpecErrorCode } from "./batch-spec-error.ts";
 export {
+  ACP_AGENT_TYPE,
   type BatchSpec,
   type BatchSpecInput,
   BatchSpecSchema,

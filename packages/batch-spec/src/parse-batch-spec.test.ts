@@ -358,9 +358,93 @@ steps:
     image: node
 ${template}`),
     ).toEqual([
-      '4:25: steps[0].codingAgent.type: unknown coding agent type "codx"; did you mean "codex"? Known types: codex, claude-code, opencode, gemini',
-      '6:25: steps[1].codingAgent.type: unknown coding agent type "aider"; known types: codex, claude-code, opencode, gemini',
+      '4:25: steps[0].codingAgent.type: unknown coding agent type "codx"; did you mean "codex"? Known types: codex, claude-code, opencode, gemini, acp',
+      '6:25: steps[1].codingAgent.type: unknown coding agent type "aider"; known types: codex, claude-code, opencode, gemini, acp',
     ]);
+  });
+
+  describe("acp steps (a Deckhand extension): any provider over ACP", () => {
+    const providers = {
+      has: (id: string) => ["codex", "opencode", "scripted"].includes(id),
+      ids: () => ["codex", "opencode", "scripted"],
+      refusal: (id: string) =>
+        id === "deckhand"
+          ? "deckhand is Deckhand's native agent, not an ACP agent; name an ACP provider"
+          : undefined,
+    };
+    const problemsWith = (text: string) =>
+      parseBatchSpec(text, { file: "spec.yaml", acpProviders: providers }).diagnostics.map(
+        (diagnostic) => formatDiagnostic(diagnostic).slice("spec.yaml".length + 1),
+      );
+
+    it("accepts a provider and a permission policy, with no image", () => {
+      const result = parseBatchSpec(
+        `version: 3
+name: x
+steps:
+  - codingAgent:
+      type: acp
+      provider: opencode
+      prompt: Update \${{ repository.name }}
+      permissions: allow-all
+${template}`,
+        { file: "spec.yaml", acpProviders: providers },
+      );
+      expect(result.diagnostics).toEqual([]);
+      expect(result.spec?.steps).toEqual([
+        {
+          codingAgent: {
+            type: "acp",
+            provider: "opencode",
+            prompt: "Update ${{ repository.name }}",
+            permissions: "allow-all",
+          },
+        },
+      ]);
+    });
+
+    it("refuses an unknown provider where it is written, and names the ones there are", () => {
+      expect(
+        problemsWith(`version: 3
+name: x
+steps:
+  - codingAgent: {type: acp, provider: opencod, prompt: hi}
+  - codingAgent: {type: acp, provider: deckhand, prompt: hi}
+${template}`),
+      ).toEqual([
+        '4:40: steps[0].codingAgent.provider: unknown provider "opencod"; did you mean "opencode"? ACP providers: codex, opencode, scripted',
+        '5:40: steps[1].codingAgent.provider: unknown provider "deckhand"; deckhand is Deckhand\'s native agent, not an ACP agent; name an ACP provider',
+      ]);
+    });
+
+    it("needs a provider, no image, and keeps provider and permissions to acp steps", () => {
+      expect(
+        problemsWith(`version: 3
+name: x
+steps:
+  - codingAgent: {type: acp, prompt: hi}
+  - codingAgent: {type: acp, provider: codex, prompt: hi}
+    image: node
+  - codingAgent: {type: codex, provider: codex, prompt: hi, permissions: deny}
+    image: node
+  - codingAgent: {type: acp, provider: codex, prompt: hi, permissions: sometimes}
+${template}`),
+      ).toEqual([
+        '4:5: steps[0].codingAgent: missing "provider": an acp codingAgent step names the Deckhand provider to run, e.g. provider: opencode',
+        `6:5: steps[1].image: an acp codingAgent step runs the provider's agent on the executor's machine, sandboxed to the workspace, not in a container image; remove "image"`,
+        '7:32: steps[2].codingAgent.provider: "provider" belongs to a codingAgent of type acp (a Deckhand provider run over ACP); set type: acp, or remove "provider"',
+        '7:61: steps[2].codingAgent.permissions: "permissions" belongs to a codingAgent of type acp (a Deckhand provider run over ACP); set type: acp, or remove "permissions"',
+        expect.stringContaining("steps[3].codingAgent.permissions"),
+      ]);
+    });
+
+    it("leaves the provider unchecked where no catalogue of providers is known", () => {
+      expect(
+        problems(
+          `version: 3\nname: x\nsteps:\n  - codingAgent: {type: acp, provider: mine, prompt: hi}\n${template}`,
+        ),
+      ).toEqual([]);
+    });
   });
 
   it("requires version 3 for changesetHooks", () => {

@@ -2,7 +2,11 @@
 // cross-field rules, templates and (given the spec's directory) mounts. Every problem comes back
 // as a diagnostic with its position; nothing here throws for a bad spec.
 import { LineCounter, parseDocument, visit } from "yaml";
-import { type AgentTypeCatalogue, defaultAgentTypes } from "./agent-types.ts";
+import {
+  type AcpProviderCatalogue,
+  type AgentTypeCatalogue,
+  defaultAgentTypes,
+} from "./agent-types.ts";
 import { type BatchSpec, BatchSpecSchema } from "./batch-spec-schema.ts";
 import { canonicalSpec } from "./canonical.ts";
 import { type BatchSpecDiagnostic, sortDiagnostics } from "./diagnostics.ts";
@@ -27,6 +31,11 @@ export interface ParseBatchSpecOptions {
   specDirectory?: string;
   /** The known `codingAgent.type` values; defaults to the built-in agent registry. */
   agentTypes?: AgentTypeCatalogue;
+  /**
+   * The providers `type: acp` steps may name (the server's ACP providers); without it the
+   * provider is not checked, as a spec validated away from the server cannot know them.
+   */
+  acpProviders?: AcpProviderCatalogue;
   /** Skip the template dry-run (for callers that run it separately). */
   skipTemplates?: boolean;
 }
@@ -201,7 +210,10 @@ export function parseBatchSpec(text: string, options: ParseBatchSpecOptions): Pa
   if (!parsed.success) diagnostics.push(...schemaDiagnostics(parsed.error.issues, data, source));
   const record = data as Record<string, unknown>;
   diagnostics.push(
-    ...checkSpecRules(record, source, { agentTypes: options.agentTypes ?? defaultAgentTypes() }),
+    ...checkSpecRules(record, source, {
+      agentTypes: options.agentTypes ?? defaultAgentTypes(),
+      ...(options.acpProviders ? { acpProviders: options.acpProviders } : {}),
+    }),
   );
   if (options.skipTemplates !== true) diagnostics.push(...dryRunTemplates(record, { source }));
   if (options.specDirectory !== undefined) {

@@ -2,7 +2,8 @@
 // `on` entries, publish rules. They read the spec as parsed from YAML (not yet known to be
 // well-typed) so that they can report alongside structural problems, all in one pass.
 import { branchNameProblem } from "@deckhand/wire";
-import type { AgentTypeCatalogue } from "./agent-types.ts";
+import type { AcpProviderCatalogue, AgentTypeCatalogue } from "./agent-types.ts";
+import { ACP_AGENT_TYPE } from "./batch-spec-schema.ts";
 import type { BatchSpecDiagnostic, FieldPath } from "./diagnostics.ts";
 import { compileGlob } from "./glob.ts";
 import type { SpecSource } from "./spec-source.ts";
@@ -43,6 +44,8 @@ function mountBreakingCharacter(text: string): string | undefined {
 
 export interface RuleOptions {
   agentTypes: AgentTypeCatalogue;
+  /** The providers `acp` steps may name; without it, any provider name is accepted. */
+  acpProviders?: AcpProviderCatalogue;
 }
 
 class RuleChecker {
@@ -171,6 +174,45 @@ class RuleChecker {
     }
   }
 
+  /** `provider` and `permissions` belong to `type: acp`, which needs a provider Deckhand has. */
+  private acpFields(agent: Data, path: FieldPath): void {
+    if (agent.type !== ACP_AGENT_TYPE) {
+      for (const field of ["provider", "permissions"]) {
+        if (has(agent, field)) {
+          this.add(
+            [...path, field],
+            "acp_field_without_acp_type",
+            `"${field}" belongs to a codingAgent of type acp (a Deckhand provider run over ACP); set type: acp, or remove "${field}"`,
+          );
+        }
+      }
+      return;
+    }
+    if (!has(agent, "provider")) {
+      this.add(
+        path,
+        "acp_step_missing_provider",
+        `missing "provider": an acp codingAgent step names the Deckhand provider to run, e.g. provider: opencode`,
+      );
+      return;
+    }
+    const provider = agent.provider;
+    const catalogue = this.options.acpProviders;
+    if (typeof provider !== "string" || catalogue === undefined || catalogue.has(provider)) return;
+    const known = catalogue.ids();
+    const refusal = catalogue.refusal?.(provider);
+    const suggestion = closestMatch(provider, known);
+    const hint =
+      refusal ??
+      `${suggestion === undefined ? "" : `did you mean "${suggestion}"? `}ACP providers: ${known.join(", ") || "none"}`;
+    this.add(
+      [...path, "provider"],
+      "unknown_acp_provider",
+      `unknown provider "${provider}"; ${hint}`,
+      "value",
+    );
+  }
+
   private publishRule(rule: unknown, path: FieldPath): void {
     if (!isRecord(rule)) return;
     const keys = Object.keys(rule);
@@ -203,6 +245,8 @@ class RuleChecker {
     if (!isRecord(step)) return;
     const hasRun = has(step, "run");
     const hasAgent = has(step, "codingAgent");
+    const acpAgent =
+      hasAgent && isRecord(step.codingAgent) && step.codingAgent.type === ACP_AGENT_TYPE;
     const hasImage = has(step, "image");
     const hasContainer = has(step, "container");
 
@@ -257,7 +301,18 @@ class RuleChecker {
           `a step needs "run" (a shell command) or "codingAgent" (an agent and a prompt); add one of them`,
         );
       }
-      if (!hasImage && !hasContainer) {
+      if (acpAgent) {
+        // Runs on the executor's machine in the workspace, not in an image.
+        for (const field of ["image", "container"] as const) {
+          if (has(step, field)) {
+            this.add(
+              [...path, field],
+              "acp_step_image",
+              `an acp codingAgent step runs the provider's agent on the executor's machine, sandboxed to the workspace, not in a container image; remove "${field}"`,
+            );
+          }
+        }
+      } else if (!hasImage && !hasContainer) {
         this.add(
           path,
           "step_missing_image",
@@ -281,12 +336,14 @@ class RuleChecker {
     }
 
     const agent = step.codingAgent;
+    if (isRecord(agent)) this.acpFields(agent, [...path, "codingAgent"]);
     if (
       isRecord(agent) &&
       typeof agent.type === "string" &&
+      agent.type !== ACP_AGENT_TYPE &&
       !this.options.agentTypes.has(agent.type)
     ) {
-      const known = this.options.agentTypes.types();
+      const known = [...this.options.agentTypes.types(), ACP_AGENT_TYPE];
       const suggestion = closestMatch(agent.type, known);
       const hint =
         suggestion === undefined ? "; known types" : `; did you mean "${suggestion}"? Known types`;

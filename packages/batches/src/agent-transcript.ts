@@ -3,7 +3,9 @@
 // step's stdout already holds the agent's messages, tool calls and token usage. This reads them
 // back for the run screen, with one reader per agent type since their events differ; lines that
 // are not JSON (the install's progress, say) are skipped.
+import { ACP_AGENT_TYPE } from "@deckhand/batch-spec";
 import type { AgentStepTranscript, AgentTranscriptEntry } from "@deckhand/wire";
+import { acpTranscript } from "./acp-transcript.ts";
 
 type Usage = NonNullable<AgentStepTranscript["usage"]>;
 type Json = Record<string, unknown>;
@@ -234,6 +236,8 @@ const READERS: Readonly<Record<string, () => Reader>> = {
 
 /** The transcript of an agent of `type` from its step's stdout; empty for an unknown type. */
 export function parseAgentTranscript(type: string, stdout: string): AgentStepTranscript {
+  // An acp step's stdout holds Deckhand's own events, not a CLI's.
+  if (type === ACP_AGENT_TYPE) return acpTranscript(type, stdout);
   const transcript = new Transcript();
   const read = READERS[type]?.();
   if (read === undefined) return { type, entries: [], usage: null };

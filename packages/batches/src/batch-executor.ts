@@ -3,10 +3,15 @@
 // and the checkouts; its config.json gives the code hosts and what steps may inherit of the
 // environment; a task worker of its own claims only the batch job types from the shared queue.
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/code-hosts";
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import {
+  type AgentStartTimeoutSettings,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "@deckhand/providers";
 import {
   type SandboxSettings,
   SandboxSettingsFileSchema,
@@ -94,6 +99,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         outerEnvironment,
         ...(options.launcher ? { launcher: options.launcher } : {}),
         ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
+        ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
         codingAgent: codingAgentOptions(options.codingAgent, undefined),
       }),
       retryWorkspace: async (workspaceId) => service?.retryWorkspace(workspaceId),
@@ -214,7 +220,14 @@ const ExecutorConfigFileSchema = z.object({
       allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
     })
     .optional(),
-  modelUpstreams: z.record(z.string(), z.object({ apiKeyEnv: z.string() })).optional(),
+  modelUpstreams: z
+    .record(
+      z.string(),
+      z.object({ apiKeyEnv: z.string(), models: z.array(z.string().min(1)).optional() }),
+    )
+    .optional(),
+  providersConfig: z.string().min(1).optional(),
+  agentStartTimeouts: AgentStartTimeoutsFileSchema.optional(),
   codeHostConnections: CodeHostConnectionsSchema.optional(),
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
@@ -241,6 +254,12 @@ export interface ExecutorConfig {
   codingAgent: BatchCodingAgentOptions;
   /** `sandbox`: how local steps and hooks are confined (the server's setting). */
   sandbox: SandboxSettings;
+  /** The providers config `acp` steps start agents from (the server's `providersConfig`). */
+  providersConfigPath: string;
+  /** `agentStartTimeouts`: how long agents of `acp` steps may take to start. */
+  agentStartTimeouts: AgentStartTimeoutSettings;
+  /** The agent types the server's model proxy serves (`modelUpstreams`), with their models. */
+  modelUpstreams: Record<string, { models: string[] }>;
 }
 
 /**
@@ -264,6 +283,9 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         changesetTrackingIntervalMs: DEFAULT_TRACKING_INTERVAL_MS,
         codingAgent: {},
         sandbox: sandboxSettings(undefined),
+        providersConfigPath: join(dataDir, "providers.json"),
+        agentStartTimeouts: agentStartTimeoutsFrom(undefined),
+        modelUpstreams: {},
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -302,6 +324,14 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
       (file.changesetTracking?.intervalSeconds ?? DEFAULT_TRACKING_INTERVAL_MS / 1_000) * 1_000,
     codingAgent: file.codingAgent ?? {},
     sandbox: sandboxSettings(file.sandbox),
+    providersConfigPath: resolve(dataDir, file.providersConfig ?? "providers.json"),
+    agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),
+    modelUpstreams: Object.fromEntries(
+      Object.entries(file.modelUpstreams ?? {}).map(([agentType, upstream]) => [
+        agentType,
+        { models: upstream.models ?? [] },
+      ]),
+    ),
   };
 }
 

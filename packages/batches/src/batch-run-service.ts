@@ -37,6 +37,7 @@ import { errnoCode, errorMessage } from "@deckhand/errors";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
+  AcpStepPermissions,
   BatchChangeStats,
   BatchChangeSummary,
   BatchChangeset,
@@ -59,6 +60,7 @@ import type {
 } from "@deckhand/wire";
 import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
+import { type AcpAgentStepOptions, acpProviderCatalogue } from "./acp-agent-step.ts";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { applyChangeset } from "./apply-changeset.ts";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
@@ -141,6 +143,11 @@ export interface BatchRunServiceOptions {
    * unless a run's `coding_agent` says otherwise.
    */
   codingAgent?: BatchCodingAgentOptions;
+  /**
+   * Deckhand's providers, which `codingAgent` steps of type `acp` run: specs naming a provider
+   * there is not are refused when they are previewed, and the steps start the provider's agent.
+   */
+  acpAgents?: AcpAgentStepOptions;
   /**
    * Where local `codingAgent` steps install agents, as `<directory>/<type>/<version>`: absolute,
    * or starting with `$HOME/`. The server passes `<data-dir>/agents`, so its installs stay in its
@@ -286,11 +293,15 @@ export class BatchRunService {
     return { containerDetection: this.#containerDetection };
   }
 
-  /** Parses a request's spec; throws `invalid_spec` with every diagnostic, located. */
-  #parse(request: ResolveBatchWorkspacesRequest): BatchSpec {
+  /**
+   * Parses a request's spec; throws `invalid_spec` with every diagnostic, located. The providers
+   * `acp` steps name are checked against this service's (a read of the providers config).
+   */
+  async #parse(request: ResolveBatchWorkspacesRequest): Promise<BatchSpec> {
     const file = request.file ?? "spec.yaml";
     const parsed = parseBatchSpec(request.source, {
       file,
+      acpProviders: await acpProviderCatalogue(this.#options.acpAgents),
       ...(request.spec_directory !== undefined
         ? { specDirectory: resolve(request.spec_directory) }
         : {}),
@@ -336,7 +347,7 @@ export class BatchRunService {
 
   /** The workspaces a spec would run in, before anything runs. */
   async resolve(request: ResolveBatchWorkspacesRequest): Promise<ResolvedBatchWorkspaces> {
-    const spec = this.#parse(request);
+    const spec = await this.#parse(request);
     const options = request.options ?? {};
     const { workspaces: resolved, warnings } = await this.#resolve(spec, options);
     const cached = await mapLimited(resolved, 4, async (workspace) =>
@@ -379,7 +390,7 @@ export class BatchRunService {
    * transaction: a run is either queued whole or not at all.
    */
   async createRun(request: CreateBatchRunRequest): Promise<BatchRun> {
-    const spec = this.#parse(request);
+    const spec = await this.#parse(request);
     const options = request.options ?? {};
     const { workspaces: resolved, warnings: resolveWarnings } = await this.#resolve(spec, options);
     // Workspaces whose latest earlier run was taken over take the session's work instead.
@@ -1239,6 +1250,14 @@ export class BatchRunService {
         // The job, as model usage and its token name it: one per workspace (and attempt).
         jobId: workspaceJobId(workspaceId),
         ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
+        ...(this.#options.acpAgents
+          ? {
+              acpAgents: {
+                ...this.#options.acpAgents,
+                ...acpPermissionsDefault(this.#options.codingAgent, options.coding_agent),
+              },
+            }
+          : {}),
         codingAgent: {
           ...codingAgentOptions(this.#options.codingAgent, options.coding_agent),
           ...(this.#options.agentInstallDirectory !== undefined
@@ -1657,6 +1676,15 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
     steps_cached: stats.steps_cached,
     failed: stats.failed + stats.cancelled,
   };
+}
+
+/** The policy of a run's `acp` steps that name none: the run's, else config.json's. */
+function acpPermissionsDefault(
+  defaults: BatchCodingAgentOptions | undefined,
+  run: BatchCodingAgentOptions | undefined,
+): { defaultPermissions?: AcpStepPermissions } {
+  const chosen = run?.acp_permissions ?? defaults?.acp_permissions;
+  return chosen === undefined ? {} : { defaultPermissions: chosen };
 }
 
 type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;

@@ -1,4 +1,9 @@
 export {
+  type AcpAgentStepOptions,
+  type AcpStepProviders,
+  DEFAULT_ACP_STEP_PERMISSIONS,
+} from "./acp-agent-step.ts";
+export {
   type AppliedChangeset,
   type ApplyChangesetOptions,
   type ApplyConflictPolicy,

@@ -3,12 +3,15 @@
 // step template context; after each step the changes of all steps so far are collected and the
 // result is cached under the step's cache key, so a re-run resumes after the newest cached step.
 // A `codingAgent` step runs the script renderCodingAgentStep makes of it the same way, with a
-// model-provider token leased for the workspace job and revoked when the workspace run ends.
+// model-provider token leased for the workspace job and revoked when the workspace run ends; one
+// of type `acp` runs a Deckhand provider over ACP in the workspace instead (acp-agent-step.ts),
+// with the same lease, cache, outputs and changes.
 import { lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import {
+  ACP_AGENT_TYPE,
   type AgentPlatform,
   type BatchSpec,
   computeCacheKey,
@@ -48,6 +51,11 @@ import type {
   BatchWorkspaceStatus,
 } from "@deckhand/wire";
 import { parse as parseYaml } from "yaml";
+import {
+  type AcpAgentStepOptions,
+  DEFAULT_ACP_STEP_PERMISSIONS,
+  runAcpAgentStep,
+} from "./acp-agent-step.ts";
 import { BatchesError } from "./batches-error.ts";
 import {
   type CodingAgentOptions,
@@ -150,6 +158,11 @@ export interface RunWorkspaceOptions {
   modelProvider?: ModelProviderAccess;
   /** Versions, models and install sources of the agents `codingAgent` steps name. */
   codingAgent?: CodingAgentOptions;
+  /**
+   * Deckhand's providers, for `codingAgent` steps of type `acp`; such a step fails, saying so,
+   * without them.
+   */
+  acpAgents?: AcpAgentStepOptions;
 }
 
 /** Where steps run: the repository's checkout and the workspace's directory inside it. */
@@ -665,7 +678,13 @@ async function runSteps(
       const agentWritable: string[] = [];
       const agentReadable: string[] = [];
       let network = launcher.stepNetwork();
-      if (step.codingAgent === undefined) {
+      const acp = acpStepOf(step);
+      let acpPrompt = "";
+      if (acp !== null) {
+        acpPrompt = renderTemplate(acp.prompt, stepContext);
+        // What the step runs, for the run screen: the provider, its policy and the prompt.
+        script = `# ${acp.provider} over ACP, permissions ${acp.permissions}\n${acpPrompt}`;
+      } else if (step.codingAgent === undefined) {
         script = renderTemplate(step.run ?? "", stepContext);
       } else {
         let writable: string[];
@@ -692,7 +711,8 @@ async function runSteps(
           .filter(([name]) => looksLikeSecretName(name))
           .map(([, value]) => value),
       ];
-      const redact = (text: string) => redactSecrets(text, secrets);
+      // An acp step leases the job's token while it runs: read the lease's secrets at each use.
+      const redact = (text: string) => redactSecrets(text, [...secrets, ...jobModel.secrets]);
       const output = new StepOutput(redact, (stream, text) =>
         emit({ type: "step_output", workspace: ref, step_index: stepIndex, stream, text }),
       );
@@ -760,23 +780,47 @@ async function runSteps(
         for (const placed of mounts) {
           releases.push(await placeLocalFile(placed.target, placed.source, stepIndex, "link"));
         }
-        const result = await runLocalStep({
-          script,
-          shell,
-          cwd: here.workspaceDirectory,
-          env: { ...runnerEnv, ...env },
-          launcher,
-          profile: {
-            writable: [here.directory, ...agentWritable],
-            // Placed files live in this machine's temporary directory, which a sandbox replaces
-            // with its own: they are shown at their paths, read-only.
-            readable: [...[...files, ...mounts].map((placed) => placed.target), ...agentReadable],
-            network,
-          },
-          signal,
-          onOutput: (stream, data) => output.write(stream, data),
-        });
-        exitCode = result.exitCode;
+        if (acp !== null) {
+          if (options.acpAgents === undefined) {
+            throw new BatchesError(
+              "coding_agent_unavailable",
+              `step ${stepIndex} runs provider ${acp.provider} over ACP, and this executor was given no providers; run it on a Deckhand server or an executor with a data directory holding providers.json`,
+            );
+          }
+          const ran = await runAcpAgentStep({
+            provider: acp.provider,
+            prompt: acpPrompt,
+            permissions: acp.permissions,
+            checkoutDirectory: here.directory,
+            workspaceDirectory: here.workspaceDirectory,
+            env: { ...runnerEnv, ...env },
+            lease: () => jobModel.get(),
+            secrets,
+            signal,
+            onOutput: (stream, data) => output.write(stream, data),
+            options: options.acpAgents,
+            launcher,
+          });
+          exitCode = ran.exitCode;
+        } else {
+          const result = await runLocalStep({
+            script,
+            shell,
+            cwd: here.workspaceDirectory,
+            env: { ...runnerEnv, ...env },
+            launcher,
+            profile: {
+              writable: [here.directory, ...agentWritable],
+              // Placed files live in this machine's temporary directory, which a sandbox
+              // replaces with its own: they are shown at their paths, read-only.
+              readable: [...[...files, ...mounts].map((placed) => placed.target), ...agentReadable],
+              network,
+            },
+            signal,
+            onOutput: (stream, data) => output.write(stream, data),
+          });
+          exitCode = result.exitCode;
+        }
       }
       record.exitCode = exitCode;
       record.durationMs = performance.now() - started;
@@ -922,6 +966,18 @@ async function runSteps(
       writable,
       installHosts: installSourceHosts(settings.installSource),
       installPaths: installSourcePaths(settings.installSource),
+    };
+  }
+
+  /** An `acp` step's provider, prompt (not yet templated) and policy; null for other steps. */
+  function acpStepOf(step: Step) {
+    const agent = step.codingAgent;
+    if (agent?.type !== ACP_AGENT_TYPE || agent.provider === undefined) return null;
+    return {
+      provider: agent.provider,
+      prompt: agent.prompt,
+      permissions:
+        agent.permissions ?? options.acpAgents?.defaultPermissions ?? DEFAULT_ACP_STEP_PERMISSIONS,
     };
   }
 }

@@ -2,8 +2,10 @@
 // by its id). Decided before any step runs, because it is part of each step's cache key: a result
 // made on the host is not one made in an image, and an image is known by its id, not its name, so
 // a re-tagged or rebuilt image is another image.
+
 import { basename } from "node:path";
 import type { Step, StepRuntimeKey } from "@deckhand/batch-spec";
+import { ACP_AGENT_TYPE } from "@deckhand/batch-spec";
 import {
   type ContainerImage,
   type ContainerRuntime,
@@ -95,6 +97,8 @@ export class StepPlacer {
       fallbackReason: null,
       problem,
     });
+    // The agent of an acp step runs on this machine, in the workspace, whatever the runtime.
+    if (step.codingAgent?.type === ACP_AGENT_TYPE) return local(null);
     if (image === null) {
       if (choice !== "container") return local(null);
       return unplaceable(

@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import {
+  type ScriptedAcpAgentCommandOptions,
   type ScriptedAgentMode,
   scriptedAcpAgentCommand,
   scriptedAgentCommands,
@@ -12,14 +13,22 @@ import { commandKind, probeAcpAgent, versionOutput } from "./acp-probe.ts";
 
 function probe(
   mode: ScriptedAgentMode,
-  overrides: { timeoutMs?: number; commandsWaitMs?: number; signal?: AbortSignal } = {},
+  overrides: {
+    /** initialize's bound, and session/new's unless `sessionTimeoutMs` says otherwise. */
+    timeoutMs?: number;
+    sessionTimeoutMs?: number;
+    commandsWaitMs?: number;
+    signal?: AbortSignal;
+    command?: ScriptedAcpAgentCommandOptions;
+  } = {},
 ) {
-  const [executable, ...args] = scriptedAcpAgentCommand(mode);
+  const [executable, ...args] = scriptedAcpAgentCommand(mode, overrides.command);
   return probeAcpAgent({
     executable: executable!,
     args,
     env: { ...process.env },
-    timeoutMs: overrides.timeoutMs ?? 4_000,
+    initializeTimeoutMs: overrides.timeoutMs ?? 4_000,
+    sessionTimeoutMs: overrides.sessionTimeoutMs ?? overrides.timeoutMs ?? 4_000,
     commandsWaitMs: overrides.commandsWaitMs ?? 1_000,
     ...(overrides.signal ? { signal: overrides.signal } : {}),
   });
@@ -67,7 +76,8 @@ describe("probeAcpAgent against the scripted agent", () => {
       executable: executable!,
       args,
       env: { ...process.env },
-      timeoutMs: 4_000,
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
       commandsWaitMs: 2_000,
     });
     expect(late.status).toBe("ready");
@@ -86,13 +96,28 @@ describe("probeAcpAgent against the scripted agent", () => {
 
   it("ends a hanging agent as an error after the timeout, with its stderr", async () => {
     const started = Date.now();
-    const outcome = await probe("hang", { timeoutMs: 800 });
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // Long enough for the agent to start and say so on a loaded machine.
+    const outcome = await probe("hang", { timeoutMs: 2_500 });
+    expect(Date.now() - started).toBeLessThan(6_000);
     expect(outcome).toMatchObject({
       status: "error",
-      error: "no answer to initialize within 800 ms; the agent looks stuck",
+      error: "no answer to initialize within 2500 ms; the agent looks stuck",
     });
     expect(outcome.result.stderrTail).toContain("hanging in initialize");
+  });
+
+  it("bounds initialize and session/new each on its own", async () => {
+    // Each step takes most of its bound: together they take longer than either.
+    const slow = { initializeDelayMs: 1_500, sessionDelayMs: 1_500 };
+    expect(
+      await probe("normal", { timeoutMs: 3_500, sessionTimeoutMs: 2_500, command: slow }),
+    ).toMatchObject({ status: "ready", result: { version: "1.2.3" } });
+    expect(
+      await probe("normal", { timeoutMs: 3_500, sessionTimeoutMs: 400, command: slow }),
+    ).toMatchObject({
+      status: "error",
+      error: "no answer to session/new within 400 ms; the agent looks stuck",
+    });
   });
 
   it("reports a crash with its exit code and stderr", async () => {
@@ -118,9 +143,37 @@ describe("probeAcpAgent against the scripted agent", () => {
     expect(outcome.status).toBe("error");
     if (outcome.status === "ready") return;
     expect(outcome.error).toMatch(
-      /^the agent needs a login before it can open a session \(it offers: Scripted login\)/,
+      /^the agent needs a login before it can open a session \(it offers: Scripted login \(an interactive login\)\)/,
     );
     expect(outcome.result.version).toBe("1.2.3");
+  });
+
+  it("logs an agent in with an auth method its environment serves, as Qwen Code's OpenAI key", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("env-auth");
+    const withKey = await probeAcpAgent({
+      executable: executable!,
+      args,
+      env: { ...process.env, OPENAI_API_KEY: "sk-the-users-own-key" },
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
+      commandsWaitMs: 1_000,
+    });
+    expect(withKey).toMatchObject({ status: "ready", result: { version: "1.2.3" } });
+
+    const { OPENAI_API_KEY: _withheld, ...withoutKey } = process.env;
+    const without = await probeAcpAgent({
+      executable: executable!,
+      args,
+      env: withoutKey,
+      initializeTimeoutMs: 4_000,
+      sessionTimeoutMs: 4_000,
+      commandsWaitMs: 1_000,
+    });
+    expect(without).toMatchObject({
+      status: "error",
+      error:
+        "the agent needs a login before it can open a session (it offers: Use OpenAI API key (needs OPENAI_API_KEY; not set: OPENAI_API_KEY)): Authentication required: scripted agent: log in first (scripted env-auth mode); set OPENAI_API_KEY in the provider's env in providers.json (Deckhand then logs the agent in with it), or log in with the agent's own CLI, or configure its credentials in the provider's env",
+    });
   });
 
   it("calls a command that does not exist not installed", async () => {
@@ -128,7 +181,8 @@ describe("probeAcpAgent against the scripted agent", () => {
       executable: "/nonexistent/agent",
       args: [],
       env: {},
-      timeoutMs: 2_000,
+      initializeTimeoutMs: 2_000,
+      sessionTimeoutMs: 2_000,
       commandsWaitMs: 100,
     });
     expect(outcome).toMatchObject({
@@ -173,7 +227,8 @@ describe("probeAcpAgent with arguments spawn cannot pass", () => {
       executable: process.execPath,
       args: ["bad\u0000argument"],
       env: {},
-      timeoutMs: 1_000,
+      initializeTimeoutMs: 1_000,
+      sessionTimeoutMs: 1_000,
       commandsWaitMs: 100,
     });
     expect(outcome.status).toBe("error");

@@ -7,6 +7,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import type { ProviderCommand, ProviderOption } from "@deckhand/wire";
+import { chooseAuthMethod } from "./acp-auth.ts";
 import type { ProbeResult } from "./probe-store.ts";
 
 export interface ProbeOptions {
@@ -15,8 +16,10 @@ export interface ProbeOptions {
   args: readonly string[];
   /** The agent's whole environment. */
   env: Record<string, string | undefined>;
-  /** The whole probe, from spawn to the commands notification. */
-  timeoutMs: number;
+  /** From spawn to the `initialize` answer (agents that install or index first take a while). */
+  initializeTimeoutMs: number;
+  /** For the `session/new` answer, once initialized. */
+  sessionTimeoutMs: number;
   /** How long to wait for `available_commands_update` after `session/new` answered. */
   commandsWaitMs: number;
   /** Aborting ends the probe as an error and stops the agent. */
@@ -29,6 +32,8 @@ export interface ProbeOptions {
   launcher?: ProcessLauncher;
   /** Its sandbox besides the probe's own directory (state directories, network). */
   profile?: LaunchProfile;
+  /** Whether the advice may be to put a key in the provider's env (see `chooseAuthMethod`). */
+  keysInEnv?: boolean;
 }
 
 /** The variables of `env` that are set. */
@@ -112,6 +117,11 @@ async function stopAgent(child: ChildProcess, exited: Promise<unknown>): Promise
   ]);
   signalGroup(child, "SIGKILL");
   if (!done) await Promise.race([exited, sleep(KILL_GRACE_MS)]);
+}
+
+/** The agent's refusal of a session for want of a login. */
+function isAuthRequired(error: unknown): error is acp.RequestError {
+  return error instanceof acp.RequestError && error.code === acp.RequestError.authRequired().code;
 }
 
 /** A `skill` is a command the agent marks with `_meta.kind: "skill"` (see docs/providers.md). */
@@ -289,9 +299,15 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
   child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
   child.stdin!.on("error", () => {});
 
-  const timer = setTimeout(() => {
-    fail(`no answer to ${phase} within ${options.timeoutMs} ms; the agent looks stuck`);
-  }, options.timeoutMs);
+  // Each start-up step has a bound of its own, so a slow initialize does not eat the session's.
+  let timer: NodeJS.Timeout | undefined;
+  const bound = (ms: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      fail(`no answer to ${phase} within ${ms} ms; the agent looks stuck`);
+    }, ms);
+  };
+  bound(options.initializeTimeoutMs);
   const onAbort = () => fail("the probe was cancelled");
   options.signal?.addEventListener("abort", onAbort, { once: true });
   if (options.signal?.aborted) onAbort();
@@ -373,23 +389,31 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
     partial.version = initialized.agentInfo?.version ?? null;
 
     phase = "session/new";
+    bound(options.sessionTimeoutMs);
+    const newSession = () =>
+      Promise.race([agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), failed]);
     let session: acp.NewSessionResponse;
     try {
-      session = await Promise.race([
-        agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      session = await newSession();
+    } catch (error) {
+      if (!isAuthRequired(error)) throw error;
+      // As a session would: log in with a method the agent's environment already serves.
+      const choice = chooseAuthMethod({
+        methods: initialized.authMethods ?? [],
+        env: options.env,
+        refusal: error.message,
+        advice: options.loginAdvice ?? OWN_LOGIN_ADVICE,
+        keysInEnv: options.keysInEnv ?? true,
+      });
+      if (choice.kind === "refuse") throw new ProbeFailure(choice.message);
+      phase = `authenticate (${choice.name})`;
+      await Promise.race([
+        agent.request(acp.methods.agent.authenticate, { methodId: choice.methodId }),
         failed,
       ]);
-    } catch (error) {
-      if (
-        error instanceof acp.RequestError &&
-        error.code === acp.RequestError.authRequired().code
-      ) {
-        const methods = (initialized.authMethods ?? []).map((method) => method.name).join(", ");
-        throw new ProbeFailure(
-          `the agent needs a login before it can open a session${methods ? ` (it offers: ${methods})` : ""}: ${error.message}; ${options.loginAdvice ?? OWN_LOGIN_ADVICE}`,
-        );
-      }
-      throw error;
+      phase = "session/new";
+      bound(options.sessionTimeoutMs);
+      session = await newSession();
     }
     const models = sessionModels(session, rawSession);
     const modes = sessionModes(session);
@@ -399,6 +423,7 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
     partial.currentMode = modes.current;
 
     phase = "the available_commands_update notification";
+    clearTimeout(timer);
     const announced = await Promise.race([
       commands,
       sleep(options.commandsWaitMs).then(() => undefined),

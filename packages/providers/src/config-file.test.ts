@@ -100,6 +100,7 @@ describe("interpretProvidersConfig", () => {
         modelProxy: null,
         stateDirectories: [],
         loginFiles: [],
+        serveFileReads: true,
         enabled: true,
       },
       expect.objectContaining({

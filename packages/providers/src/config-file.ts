@@ -183,6 +183,7 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
       modelProxy: null,
       stateDirectories: (valid.stateDirectories as string[] | undefined) ?? [],
       loginFiles: [],
+      serveFileReads: true,
       enabled: (valid.enabled as boolean | undefined) ?? true,
     });
   }

@@ -1,4 +1,10 @@
 export {
+  type AuthChoice,
+  type AuthChoiceInput,
+  authMethodVariables,
+  chooseAuthMethod,
+} from "./acp-auth.ts";
+export {
   type ProbeRecord,
   type ProbeResult,
   ProbeResultSchema,
@@ -6,7 +12,11 @@ export {
   parseStoredResult,
 } from "./probe-store.ts";
 export {
+  type AgentStartTimeoutSettings,
+  type AgentStartTimeouts,
   createProviderService,
+  DEFAULT_AGENT_START_TIMEOUTS,
+  type ListedProvider,
   type LogFields,
   type ModelProxyLease,
   type PatchConfigOptions,
@@ -22,3 +32,8 @@ export {
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
+export {
+  type AgentStartTimeoutsFile,
+  AgentStartTimeoutsFileSchema,
+  agentStartTimeoutsFrom,
+} from "./start-timeouts-file.ts";

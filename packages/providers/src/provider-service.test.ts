@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DECKHAND_SECRET_ENVIRONMENT } from "@deckhand/secrets";
-import { scriptedAcpAgentCommand } from "@deckhand/testkit";
+import { OPENCODE_HOSTED_MODEL, scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { MODEL_TOKEN_PREFIX, WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryProbeStore } from "./probe-store.ts";
@@ -144,7 +144,9 @@ describe("the snapshot", () => {
   });
 
   it("ends every failure mode as error with a diagnostic, and a hanging agent holds up no one", async () => {
-    const service = createTestService({ probeTimeoutMs: 1_500 });
+    const service = createTestService({
+      startTimeouts: { initializeMs: 1_500, sessionMs: 1_500 },
+    });
     writeConfig(service.configPath, {
       providers: {
         normal: scriptedProvider("normal"),
@@ -181,8 +183,73 @@ describe("the snapshot", () => {
     expect(diagnostic).toContain("--version, exit 0):\nscripted-acp-agent 1.2.3");
   });
 
+  it("bounds each agent's start by its own timeouts, over everyone's", async () => {
+    const slowly = (extra: Record<string, unknown> = {}) =>
+      scriptedProvider("normal", {
+        command: scriptedAcpAgentCommand("normal", {
+          initializeDelayMs: 1_000,
+          sessionDelayMs: 1_000,
+        }),
+        ...extra,
+      });
+    const service = createTestService({
+      startTimeouts: {
+        initializeMs: 600,
+        sessionMs: 600,
+        providers: { patient: { initializeMs: 4_000, sessionMs: 4_000 } },
+      },
+      snapshotWaitMs: 8_000,
+    });
+    writeConfig(service.configPath, {
+      providers: { patient: slowly(), impatient: slowly() },
+    });
+    const snapshot = await service.snapshot();
+    expect(entryOf(snapshot, "patient")).toMatchObject({ status: "ready", version: "1.2.3" });
+    expect(entryOf(snapshot, "impatient")).toMatchObject({
+      status: "error",
+      last_error: "no answer to initialize within 600 ms; the agent looks stuck",
+    });
+    // Sessions start the agent with the same bounds.
+    expect((await service.resolve("patient")).startTimeouts).toEqual({
+      initializeMs: 4_000,
+      sessionMs: 4_000,
+    });
+    expect((await service.resolve("impatient")).startTimeouts).toEqual({
+      initializeMs: 600,
+      sessionMs: 600,
+    });
+  });
+
+  it("shows an agent that is slow to start as starting, not error, and ready once it answered", async () => {
+    const service = createTestService({
+      startTimeouts: { initializeMs: 10_000, sessionMs: 10_000 },
+      snapshotWaitMs: 300,
+    });
+    writeConfig(service.configPath, {
+      providers: {
+        slow: scriptedProvider("normal", {
+          command: scriptedAcpAgentCommand("normal", { initializeDelayMs: 1_500 }),
+        }),
+      },
+    });
+    const started = Date.now();
+    const first = await service.snapshot();
+    // The snapshot does not wait the whole start.
+    expect(Date.now() - started).toBeLessThan(1_400);
+    expect(entryOf(first, "slow")).toMatchObject({ status: "starting", last_error: null });
+    // The probe goes on; a later snapshot joins it and shows the result.
+    let later = first;
+    const deadline = Date.now() + 15_000;
+    while (entryOf(later, "slow")!.status === "starting" && Date.now() < deadline) {
+      later = await service.snapshot();
+    }
+    expect(entryOf(later, "slow")).toMatchObject({ status: "ready", version: "1.2.3" });
+  });
+
   it("answers a refresh of one provider while another's refresh hangs, showing that one loading", async () => {
-    const service = createTestService({ probeTimeoutMs: 3_000 });
+    const service = createTestService({
+      startTimeouts: { initializeMs: 3_000, sessionMs: 3_000 },
+    });
     writeConfig(service.configPath, {
       providers: { normal: scriptedProvider("normal"), hang: scriptedProvider("hang") },
     });
@@ -429,6 +496,25 @@ describe("probing agents the model proxy serves", () => {
     expect(codex.last_error).not.toContain("credentials");
   });
 
+  it("points opencode at the upstream's models, so its default is no longer opencode's own", async () => {
+    const service = createTestService({
+      modelProxy: fakeProxy(["opencode"]),
+      upstreamModels: (agentType) =>
+        agentType === "opencode" ? ["gpt-5.1-codex", "gpt-5-mini"] : [],
+    });
+    writeConfig(service.configPath, {
+      providers: { opencode: { command: scriptedAcpAgentCommand("opencode") } },
+    });
+    const opencode = entryOf(await service.snapshot(), "opencode")!;
+    expect(opencode.status).toBe("ready");
+    expect(opencode.current_model).toBe("deckhand/gpt-5.1-codex");
+    expect(opencode.models.map((model) => model.id)).toEqual([
+      "deckhand/gpt-5.1-codex",
+      "deckhand/gpt-5-mini",
+    ]);
+    expect(opencode.models.map((model) => model.id)).not.toContain(OPENCODE_HOSTED_MODEL);
+  });
+
   it("keeps the own-login advice for an agent the proxy cannot serve", async () => {
     const service = createTestService({ modelProxy: fakeProxy(["codex"]) });
     writeConfig(service.configPath, { providers: { auth: scriptedProvider("auth-required") } });
@@ -669,6 +755,28 @@ describe("project-aware resolution", () => {
   });
 });
 
+describe("list", () => {
+  it("names every provider of the config with its transport, probing nothing", async () => {
+    const service = createTestService();
+    writeConfig(service.configPath, {
+      providers: { scripted: scriptedProvider("hang"), goose: { enabled: false } },
+    });
+    const listed = await service.list();
+    expect(listed.map((provider) => provider.id)).toEqual([...builtinIds, "scripted"]);
+    expect(listed.find((provider) => provider.id === "deckhand")).toMatchObject({
+      transport: "native",
+    });
+    expect(listed.find((provider) => provider.id === "goose")).toMatchObject({ enabled: false });
+    expect(listed.at(-1)).toEqual({
+      id: "scripted",
+      label: "Scripted hang",
+      transport: "acp",
+      enabled: true,
+    });
+    expect(runningScriptedAgents()).toEqual([]);
+  });
+});
+
 describe("resolve", () => {
   const proxy = {
     proxyUrl: "http://127.0.0.1:7420/model-provider/codex",
@@ -721,6 +829,10 @@ describe("resolve", () => {
       agentType: null,
       // No proxy support: it keeps its own login, so it gets the internet, not loopback.
       profile: { writable: [], readable: [], network: { internet: true, modelProxy: false } },
+      serveFileReads: true,
+      startTimeouts: { initializeMs: 4_000, sessionMs: 4_000 },
+      loginAdvice:
+        "log in with the agent's own CLI, or configure its credentials in the provider's env",
     });
     await expect(service.resolve("off")).rejects.toMatchObject({ code: "provider_disabled" });
     await expect(service.resolve("claude")).rejects.toMatchObject({

@@ -47,8 +47,35 @@ export interface ProvidersLogger {
 const silentLogger: ProvidersLogger = { info() {}, warn() {} };
 
 export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
-export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
 export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
+/**
+ * How long a snapshot waits for a probe it needs before it shows the provider `starting` and
+ * lets the probe finish in the background.
+ */
+export const DEFAULT_SNAPSHOT_WAIT_MS = 10_000;
+
+/** How long an ACP agent may take to start: each step has its own bound. */
+export interface AgentStartTimeouts {
+  /** From spawn to the `initialize` answer. */
+  initializeMs: number;
+  /** For the `session/new` (or `session/load`, `session/resume`) answer. */
+  sessionMs: number;
+}
+
+/**
+ * Measured on a loaded machine: opencode took 16-38 s to initialize and 15-22 s to open a
+ * session, Qwen Code 17-21 s; the bounds leave room above that for a slower machine, and a
+ * stuck agent is still reported within three minutes.
+ */
+export const DEFAULT_AGENT_START_TIMEOUTS: AgentStartTimeouts = {
+  initializeMs: 90_000,
+  sessionMs: 90_000,
+};
+
+/** Start timeouts for every agent, and per provider id over them. */
+export interface AgentStartTimeoutSettings extends Partial<AgentStartTimeouts> {
+  providers?: Readonly<Record<string, Partial<AgentStartTimeouts>>>;
+}
 
 /** Proxy access lent to one probe; its token is revoked by `release`. */
 export interface ModelProxyLease {
@@ -85,6 +112,12 @@ export interface ProviderServiceOptions {
    */
   modelProxy?: ProbeModelProxy;
   /**
+   * The models the upstream of an agent type serves, its default first (the server's
+   * `modelUpstreams.<type>.models`); agents pointed at the proxy that offer only models they are
+   * told of (opencode) are told these.
+   */
+  upstreamModels?: (agentType: string) => readonly string[];
+  /**
    * The project whose `node_modules/.bin` is searched before PATH when a call names none; relative
    * commands resolve against it, else against the config file's directory.
    */
@@ -109,7 +142,13 @@ export interface ProviderServiceOptions {
    */
   agentEnvironment?: AgentEnvironmentPolicy;
   logger?: ProvidersLogger;
-  probeTimeoutMs?: number;
+  /**
+   * How long agents may take to start, for probes and for sessions (`resolve()` returns them):
+   * the server's `agentStartTimeouts` of config.json. Default `DEFAULT_AGENT_START_TIMEOUTS`.
+   */
+  startTimeouts?: AgentStartTimeoutSettings;
+  /** How long a snapshot waits for a running probe; default `DEFAULT_SNAPSHOT_WAIT_MS`. */
+  snapshotWaitMs?: number;
   commandsWaitMs?: number;
   /** How long a probe result is trusted (24 h by default). */
   ttlMs?: number;
@@ -143,6 +182,12 @@ export interface ResolvedProvider {
    * `providerSandboxProfile`).
    */
   profile: LaunchProfile;
+  /** Whether the agent is told Deckhand serves its file reads (`fs.readTextFile`). */
+  serveFileReads: boolean;
+  /** How long the agent may take to start (probes use the same). */
+  startTimeouts: AgentStartTimeouts;
+  /** What to do when the agent wants a login Deckhand cannot give it (see `chooseAuthMethod`). */
+  loginAdvice: string;
 }
 
 export interface SnapshotOptions {
@@ -172,9 +217,19 @@ export interface PatchConfigOptions {
   ifMatch?: string;
 }
 
+/** A provider as the config file has it, without looking for its command or probing it. */
+export interface ListedProvider {
+  id: string;
+  label: string;
+  transport: "native" | "acp";
+  enabled: boolean;
+}
+
 export interface ProviderService {
   /** Every provider with its status; complete when returned (see the providers spec). */
   snapshot(options?: SnapshotOptions): Promise<ProvidersSnapshot>;
+  /** Every provider of the config, cheaply (no command lookup, no probe): to check names. */
+  list(): Promise<ListedProvider[]>;
   getConfig(): Promise<ProvidersConfigResponse>;
   /** Applies a JSON merge patch to the config file, atomically and one at a time. */
   patchConfig(patch: unknown, options?: PatchConfigOptions): Promise<ProvidersConfigResponse>;
@@ -269,7 +324,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     proxy?: ModelProxyContext,
   ): AgentLaunch => {
     const [, ...args] = provider.command!;
-    const proxyLaunch = proxy && provider.modelProxy ? provider.modelProxy.configure(proxy) : null;
+    const support = provider.modelProxy;
+    const proxyLaunch =
+      proxy && support
+        ? support.configure({
+            ...proxy,
+            models: proxy.models ?? options.upstreamModels?.(support.agentType) ?? [],
+          })
+        : null;
     return {
       executable,
       args: [...args, ...(proxyLaunch?.args ?? [])],
@@ -319,7 +381,17 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     return `configure modelUpstreams.${agentType} in the server's config.json: Deckhand then points the agent at its model proxy with a short-lived token, so the agent never holds a real key`;
   };
   const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
-  const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  const snapshotWaitMs = options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS;
+  /** The provider's own start timeouts over everyone's over the defaults. */
+  const startTimeoutsOf = (id: string): AgentStartTimeouts => {
+    const settings = options.startTimeouts;
+    const own = settings?.providers?.[id];
+    return {
+      initializeMs:
+        own?.initializeMs ?? settings?.initializeMs ?? DEFAULT_AGENT_START_TIMEOUTS.initializeMs,
+      sessionMs: own?.sessionMs ?? settings?.sessionMs ?? DEFAULT_AGENT_START_TIMEOUTS.sessionMs,
+    };
+  };
   const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
   const now = options.now ?? (() => new Date());
   const upstreamConfigured = () =>
@@ -444,10 +516,12 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         env: environmentOf(launch),
         launcher,
         profile: profileOf(installed, lease !== null),
-        timeoutMs: probeTimeoutMs,
+        initializeTimeoutMs: startTimeoutsOf(provider.id).initializeMs,
+        sessionTimeoutMs: startTimeoutsOf(provider.id).sessionMs,
         commandsWaitMs,
         signal: lifetime.signal,
         loginAdvice: loginAdvice(provider),
+        keysInEnv: provider.modelProxy === null,
         ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
       });
     } finally {
@@ -496,6 +570,23 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     });
     inflight.set(key, promise);
     return promise;
+  }
+
+  /**
+   * The probe's record once it finished within the snapshot's wait; null while the agent is
+   * still starting (the probe goes on, and the next snapshot joins it).
+   */
+  async function probeWithin(installed: Installed): Promise<ProbeRecord | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<null>((resolveWait) => {
+      timer = setTimeout(() => resolveWait(null), snapshotWaitMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([probe(installed), waited]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
@@ -554,6 +645,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     return { ...base, status: record?.status ?? "error" };
   }
 
+  /**
+   * A provider whose probe has not answered yet: `starting`, with the previous result's fields
+   * if there is one; an error of that result is no longer news.
+   */
+  function startingEntry(installed: Installed, previous: ProbeRecord | null): ProviderEntry {
+    return { ...entry(installed, previous), status: "starting", last_error: null };
+  }
+
   /** Tier 1 for everyone; tier 2 (a probe) for those without a fresh cached result. */
   async function buildSnapshot(
     config: ConfigSnapshot,
@@ -571,7 +670,8 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         if (refreshing.has(item.provider.id) || fresh(record, item.fingerprint)) {
           return entry(item, record);
         }
-        return entry(item, await probe(item));
+        const probed = await probeWithin(item);
+        return probed === null ? startingEntry(item, record) : entry(item, probed);
       }),
     );
     return { providers: entries, diagnostics: config.diagnostics, sandbox: sandboxStatus };
@@ -615,6 +715,16 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         throw new ProvidersError("unknown_project", `no project "${projectId}"`);
       }
       return buildSnapshot(await readConfig(), projectDir);
+    },
+
+    async list() {
+      const config = await readConfig();
+      return config.providers.map(({ id, label, transport, enabled }) => ({
+        id,
+        label,
+        transport,
+        enabled,
+      }));
     },
 
     async getConfig() {
@@ -811,6 +921,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
           agentType,
           // The native agent runs in the server; its commands get the workspace agent's sandbox.
           profile: { writable: [], network: { internet: false, modelProxy: false } },
+          serveFileReads: false,
+          startTimeouts: startTimeoutsOf(id),
+          loginAdvice: loginAdvice(provider),
         };
       }
       if (executable === null) {
@@ -826,6 +939,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         ...launchOf(provider, executable, proxy),
         agentType,
         profile: profileOf(installed, proxy !== undefined && provider.modelProxy !== null),
+        serveFileReads: provider.serveFileReads,
+        startTimeouts: startTimeoutsOf(id),
+        loginAdvice: loginAdvice(provider),
       };
     },
 

@@ -168,3 +168,47 @@ describe("the built-ins' model-proxy wiring", () => {
     });
   }
 });
+
+describe("opencode pointed at the proxy", () => {
+  const opencode = BUILTIN_PROVIDERS.find((provider) => provider.id === "opencode")!;
+
+  function configOf(launch: ModelProxyLaunch) {
+    return JSON.parse(launch.env.OPENCODE_CONFIG_CONTENT!) as {
+      model?: string;
+      small_model?: string;
+      enabled_providers?: string[];
+      share?: string;
+      autoupdate?: boolean;
+      provider: Record<string, { models?: Record<string, { name: string }> }>;
+    };
+  }
+
+  it("declares the upstream's models and uses the first, so it never falls back to opencode's own", () => {
+    const launch = opencode.modelProxy!.configure({
+      ...context,
+      models: ["gpt-5.1-codex", "gpt-5-mini"],
+    });
+    const config = configOf(launch);
+    expect(config.provider.deckhand!.models).toEqual({
+      "gpt-5.1-codex": { name: "gpt-5.1-codex" },
+      "gpt-5-mini": { name: "gpt-5-mini" },
+    });
+    expect(config.model).toBe("deckhand/gpt-5.1-codex");
+    expect(config.small_model).toBe("deckhand/gpt-5.1-codex");
+    // opencode's hosted models (opencode/big-pickle and the rest) are not loaded at all.
+    expect(config.enabled_providers).toEqual(["deckhand"]);
+    expect(config).toMatchObject({ share: "disabled", autoupdate: false });
+    expect(launch.env).toMatchObject({
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+    });
+  });
+
+  it("still keeps it to the proxy when no models are configured", () => {
+    const config = configOf(opencode.modelProxy!.configure(context));
+    expect(config.enabled_providers).toEqual(["deckhand"]);
+    expect(config.model).toBeUndefined();
+    expect(config.provider.deckhand!.models).toEqual({});
+  });
+});

@@ -8,6 +8,11 @@ export interface ModelProxyContext {
   token: string;
   /** The job or session turn the token was minted for; sent back in the job id header. */
   jobId: string;
+  /**
+   * The models the upstream for this agent type serves, its default first (the server's
+   * `modelUpstreams.<type>.models`): for agents that only offer models they were told of.
+   */
+  models?: readonly string[];
 }
 
 /** How to start an agent so that it talks to the proxy instead of a real provider. */
@@ -64,6 +69,12 @@ export interface ProviderDefinition {
    * this agent only when it keeps its own login (no model proxy serves it).
    */
   loginFiles: readonly string[];
+  /**
+   * Whether Deckhand advertises `fs.readTextFile` and so serves the agent's file reads. False
+   * for an agent that cannot take the answer to a read of a missing file (-32002, as ACP says):
+   * it reads the worktree itself, its writes still go through Deckhand.
+   */
+  serveFileReads: boolean;
 }
 
 /** Both values travel in the environment, where every launcher below reads them from. */
@@ -139,19 +150,33 @@ const claudeModelProxy: ModelProxySupport = {
 const OPENCODE_PROVIDER_ID = "deckhand";
 
 /**
- * `OPENCODE_CONFIG_CONTENT` is applied over every config file. The token and job id are
- * `{env:NAME}` references opencode substitutes on load, so the config text holds no secret.
+ * `OPENCODE_CONFIG_CONTENT` is applied over every config file. opencode offers only the models
+ * a custom provider declares, and without a `model` it picks its own hosted default
+ * (`opencode/big-pickle`, served by opencode's service): so the upstream's models are declared,
+ * the first is the model (and the small model for titles), and `enabled_providers` leaves
+ * opencode no provider but the proxy. Sharing, updates and the models.dev catalogue fetch, which
+ * reach opencode's own services, are off. The token and job id are `{env:NAME}` references
+ * opencode substitutes on load, so the config text holds no secret.
  */
 const opencodeModelProxy: ModelProxySupport = {
   agentType: "opencode",
   protocol: "openai",
   configure(context) {
+    const models = context.models ?? [];
+    const model = models[0];
     return {
       env: {
         ...tokenEnvironment(context),
         OPENCODE_CONFIG_CONTENT: JSON.stringify({
           autoupdate: false,
           share: "disabled",
+          enabled_providers: [OPENCODE_PROVIDER_ID],
+          ...(model === undefined
+            ? {}
+            : {
+                model: `${OPENCODE_PROVIDER_ID}/${model}`,
+                small_model: `${OPENCODE_PROVIDER_ID}/${model}`,
+              }),
           provider: {
             [OPENCODE_PROVIDER_ID]: {
               npm: "@ai-sdk/openai-compatible",
@@ -161,10 +186,13 @@ const opencodeModelProxy: ModelProxySupport = {
                 apiKey: `{env:${WireEnv.modelProviderToken}}`,
                 headers: { [WireHeader.jobId]: `{env:${WireEnv.jobId}}` },
               },
+              models: Object.fromEntries(models.map((id) => [id, { name: id }])),
             },
           },
         }),
         OPENCODE_DISABLE_AUTOUPDATE: "1",
+        OPENCODE_DISABLE_SHARE: "1",
+        OPENCODE_DISABLE_MODELS_FETCH: "1",
       },
       unset: [],
       args: [],
@@ -215,6 +243,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: null,
     stateDirectories: [],
     loginFiles: [],
+    serveFileReads: true,
   },
   {
     id: "codex",
@@ -228,6 +257,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: codexModelProxy,
     stateDirectories: [".codex"],
     loginFiles: [".codex/auth.json"],
+    serveFileReads: true,
   },
   {
     id: "claude",
@@ -241,6 +271,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: claudeModelProxy,
     stateDirectories: [".claude"],
     loginFiles: [".claude/.credentials.json"],
+    serveFileReads: true,
   },
   {
     id: "gemini",
@@ -256,6 +287,11 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: null,
     stateDirectories: [".gemini"],
     loginFiles: [".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
+    // Its write_file reads a file before writing it and must see a missing one as ENOENT; the
+    // ACP SDK the released CLI (0.61) bundles rejects with the bare JSON-RPC error object, which
+    // its check reads as "[object Object]", so every new file failed. Told Deckhand serves no
+    // reads, it reads the worktree itself (as it already does outside it).
+    serveFileReads: false,
   },
   {
     id: "opencode",
@@ -274,6 +310,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
       ".cache/opencode",
     ],
     loginFiles: [".local/share/opencode/auth.json"],
+    serveFileReads: true,
   },
   {
     id: "goose",
@@ -288,6 +325,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: gooseModelProxy,
     stateDirectories: [".config/goose", ".local/share/goose", ".local/state/goose"],
     loginFiles: [".config/goose/secrets.yaml"],
+    serveFileReads: true,
   },
   {
     id: "qwen",
@@ -304,6 +342,7 @@ export const BUILTIN_PROVIDERS: readonly ProviderDefinition[] = [
     modelProxy: null,
     stateDirectories: [".qwen"],
     loginFiles: [".qwen/oauth_creds.json"],
+    serveFileReads: true,
   },
 ];
 

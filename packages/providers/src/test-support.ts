@@ -44,7 +44,7 @@ export function createTestService(
   const service = createProviderService({
     modelUpstreamConfigured: true,
     env: { PATH: join(directory, "empty-path") },
-    probeTimeoutMs: 4_000,
+    startTimeouts: { initializeMs: 4_000, sessionMs: 4_000 },
     commandsWaitMs: 1_000,
     ...options,
     configPath,

@@ -1,11 +1,14 @@
 import { join } from "node:path";
 import {
+  type AcpLaunch,
   type AgentBackend,
+  agentEnvironment,
   createAcpBackend,
   createNativeBackend,
   FileSessionRecorder,
   type PermissionMemory,
 } from "@deckhand/agent-backends";
+import { chooseAuthMethod } from "@deckhand/providers";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { BackendFactory, BackendRequest } from "./agent-turns.ts";
 
@@ -54,19 +57,36 @@ export function agentBackendFactory(options: AgentBackendFactoryOptions): Backen
     if (provider.executable === null) {
       throw new Error(`provider ${provider.id} has no command to start`);
     }
+    const launch: AcpLaunch = {
+      executable: provider.executable,
+      args: provider.args,
+      env: provider.env,
+      unset: provider.unset,
+      ...(options.agentEnvironment ? { inherit: options.agentEnvironment } : {}),
+      profile: provider.profile,
+      ...(options.launcher ? { launcher: options.launcher } : {}),
+    };
     return createAcpBackend({
       context,
       agent,
-      launch: {
-        executable: provider.executable,
-        args: provider.args,
-        env: provider.env,
-        unset: provider.unset,
-        ...(options.agentEnvironment ? { inherit: options.agentEnvironment } : {}),
-        profile: provider.profile,
-        ...(options.launcher ? { launcher: options.launcher } : {}),
-      },
+      launch,
+      // A login the agent's own environment serves (an API key in the provider's env) is made
+      // for it, as probes do; otherwise the refusal says what the agent offers and what to set.
+      login: (methods, refusal) =>
+        chooseAuthMethod({
+          methods,
+          env: agentEnvironment(launch),
+          refusal,
+          advice: provider.loginAdvice,
+          // An agent type the proxy serves never holds a real key.
+          keysInEnv: provider.agentType === null,
+        }),
       permissionMemory: options.permissionMemory,
+      serveFileReads: provider.serveFileReads,
+      timeouts: {
+        initializeMs: provider.startTimeouts.initializeMs,
+        sessionMs: provider.startTimeouts.sessionMs,
+      },
       onIdleEvent: request.publishIdleEvent,
       logger: log,
     });

@@ -33,7 +33,8 @@ function checkOption(
 
 /**
  * Checks a choice against the providers snapshot: the agent is a provider that is enabled and
- * ready, and the model and mode are ones it offers. A `invalid_request` names what is wrong.
+ * ready, and the model and mode are ones it offers. A `invalid_request` names what is wrong; an
+ * agent still starting is `busy`, to be asked again shortly.
  */
 export function checkAgentChoice(snapshot: ProvidersSnapshot, choice: AgentChoice): ProviderEntry {
   const entry = snapshot.providers.find((provider) => provider.id === choice.agent);
@@ -41,6 +42,13 @@ export function checkAgentChoice(snapshot: ProvidersSnapshot, choice: AgentChoic
     throw new SessionsError(
       "invalid_request",
       `agent ${JSON.stringify(choice.agent)} is not a provider; choose one of ${snapshot.providers.map((provider) => provider.id).join(", ")}`,
+    );
+  }
+  if (entry.enabled && entry.status === "starting") {
+    // Not broken: its first start is slow, and the probe that waits for it goes on.
+    throw new SessionsError(
+      "busy",
+      `agent ${entry.id} is still starting (its probe has not finished); try again in a few seconds`,
     );
   }
   if (!entry.enabled || entry.status !== "ready") {

@@ -47,6 +47,7 @@ const snapshot: ProvidersSnapshot = {
     provider({}),
     provider({ id: "other", models: [], modes: [], current_model: null, current_mode: null }),
     provider({ id: "off", enabled: false, status: "disabled" }),
+    provider({ id: "slow", status: "starting" }),
   ],
   diagnostics: [],
   sandbox: { kind: "none", reason: "not configured in this test" },
@@ -139,6 +140,20 @@ describe("a session's agent, model and mode", () => {
       service.createMessage(chat.id, { agent: "scripted", text: "hi", mode: "yolo" }),
     );
     expect(message.message).toBe('mode "yolo" is not one of scripted\'s modes: "ask", "code"');
+  });
+
+  it("asks to try again shortly for an agent that is still starting, rather than calling it broken", async () => {
+    const project = await service.createProject({ repository_path: repository.path });
+    const refused = await service.createSession(project.id, { agent: "slow" }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(SessionsError.isInstance(refused)).toBe(true);
+    expect(refused).toMatchObject({
+      code: "busy",
+      message:
+        "agent slow is still starting (its probe has not finished); try again in a few seconds",
+    });
   });
 
   it("refuses an agent that is not ready and enabled, an unknown one, and a model without an agent", async () => {

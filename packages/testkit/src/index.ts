@@ -20,6 +20,8 @@ export {
   scriptedPrompt,
 } from "./acp-agent/scripted-acp-prompts.ts";
 export {
+  OPENCODE_HOSTED_MODEL,
+  QWEN_OPENAI_AUTH_METHOD,
   type ScriptedAgentScript,
   SKILL_META,
   scriptedAgentCommands,

@@ -59,8 +59,18 @@ const AgentTypeKey = z
   .string()
   .regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/, "must be an agent type such as codex or claude-code");
 
+/**
+ * How the permission requests of a `codingAgent` step of type `acp` are answered, with no person
+ * in the loop: `allow-edits` allows reading and changing files and refuses commands, fetches and
+ * the rest; `allow-all` allows every request; `deny` refuses every one.
+ */
+export const AcpStepPermissionsSchema = z.enum(["allow-edits", "allow-all", "deny"]);
+export type AcpStepPermissions = z.infer<typeof AcpStepPermissionsSchema>;
+
 /** Per-run inputs of `codingAgent` steps, by agent type (`codex`, `claude-code`). */
 export const BatchCodingAgentOptionsSchema = z.strictObject({
+  /** The policy of `acp` steps that name none; `allow-edits` when absent. */
+  acp_permissions: AcpStepPermissionsSchema.optional(),
   /** The agent version to install, e.g. `{"codex": "0.169.0"}`. */
   versions: z.record(z.string(), z.string().max(100)).optional(),
   /** The model each agent type asks the proxy for. */

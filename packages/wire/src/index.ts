@@ -1,4 +1,6 @@
 export {
+  type AcpStepPermissions,
+  AcpStepPermissionsSchema,
   type AgentStepTranscript,
   AgentStepTranscriptSchema,
   type AgentTranscriptEntry,

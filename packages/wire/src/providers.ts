@@ -31,6 +31,12 @@ export const ProviderStatusSchema = z.enum([
   "error",
   /** A forced refresh of this provider is running; the other fields hold the previous result. */
   "loading",
+  /**
+   * Its probe is still waiting for the agent to answer `initialize` or `session/new` (a first
+   * start can take a while); the other fields hold the previous result, if any. Ask again
+   * shortly: the probe goes on, bounded by the provider's start timeouts.
+   */
+  "starting",
 ]);
 export type ProviderStatus = z.infer<typeof ProviderStatusSchema>;
 

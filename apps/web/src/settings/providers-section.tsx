@@ -21,6 +21,7 @@ const STATUS_TEXT: Record<ProviderStatus, string> = {
   not_installed: "Not installed",
   error: "Error",
   loading: "Checking…",
+  starting: "Starting…",
 };
 
 /** Each provider with its status; enable, disable, probe again, diagnose, add a custom one. */

@@ -9,19 +9,21 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { ProcessClient } from "@deckhand/process-manager";
+import { chooseAuthMethod } from "@deckhand/providers";
 import { REDACTED } from "@deckhand/secrets";
 import {
   type ScriptedAcpAgentCommandOptions,
   scriptedAcpAgentCommand,
   scriptedAgentCommands,
 } from "@deckhand/testkit";
-import { type AgentEvent, AgentEventSchema } from "@deckhand/wire";
+import { type AgentEvent, AgentEventSchema, collectParts } from "@deckhand/wire";
 import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
 import { createInMemoryPermissionMemory } from "../permission-memory.ts";
 import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { type AcpBackendOptions, createAcpBackend } from "./acp-backend.ts";
+import { agentEnvironment } from "./agent-process.ts";
 
 const TOKEN = "acp-backend-test-token-7c2f";
 const CHAT = "6b1f0e2d-3c4a-4b5c-8d9e-0f1a2b3c4d5e";
@@ -368,6 +370,40 @@ describe("the ACP backend with the scripted agent", () => {
     ).rejects.toMatchObject({ code: "unknown_permission_request" });
   });
 
+  it("announces a tool call a permission request names first with all the request's fields", async () => {
+    const backend = backendFor();
+    for (const directive of ["edit-ask-only", "edit-ask-first"]) {
+      const turn = start(backend, `${directive} asked.txt from the request`);
+      const request = await turn.next("permission_request");
+      // Before anyone answers, the call is known with what the request said of it.
+      const announced = turn.events.find((event) => event.type === "tool_call");
+      expect(announced).toMatchObject({
+        tool_call_id: request.tool_call_id,
+        title: "Edit asked.txt",
+        kind: "edit",
+        status: "pending",
+        input: { path: "asked.txt", text: "from the request" },
+        locations: ["asked.txt"],
+      });
+      expect(turn.events.indexOf(announced!)).toBeLessThan(turn.events.indexOf(request));
+      await backend.respondToPermission({ requestId: request.request_id, outcome: "allow_once" });
+      expect(await turn.result).toMatchObject({ stopReason: "end_turn" });
+      const parts = collectParts(turn.events);
+      expect(parts.filter((part) => part.kind === "tool_call")).toEqual([
+        expect.objectContaining({
+          content: expect.objectContaining({
+            tool_call_id: request.tool_call_id,
+            kind: "edit",
+            status: "completed",
+            input: { path: "asked.txt", text: "from the request" },
+            locations: ["asked.txt"],
+            permission: expect.objectContaining({ outcome: "allow_once" }),
+          }),
+        }),
+      ]);
+    }
+  });
+
   it("remembers an always answer per (session, agent, tool kind) and still shows it", async () => {
     const memory = createInMemoryPermissionMemory();
     const backend = backendFor({}, { permissionMemory: memory });
@@ -547,6 +583,72 @@ describe("the ACP backend with the scripted agent", () => {
       { context: sessionContext({ resumeSessionId: "scripted-session-gone" }) },
     );
     expect((await unknown.ensureSession()).resumed).toBe(false);
+  });
+
+  it("logs an agent in with a method its environment serves when it refuses session/new for want of one", async () => {
+    const [executable, ...args] = scriptedAcpAgentCommand("env-auth");
+    const backendWith = (env: Record<string, string>) => {
+      const launch = { executable: executable!, args, env, unset: ["OPENAI_API_KEY"] };
+      const backend = createAcpBackend({
+        context: sessionContext(),
+        launch,
+        agent: "qwen",
+        timeouts: { initializeMs: 10_000, cancelMs: 2_000, stopGraceMs: 500 },
+        login: (methods, refusal) =>
+          chooseAuthMethod({
+            methods,
+            env: agentEnvironment(launch),
+            refusal,
+            advice: "log in with the agent's own CLI",
+            keysInEnv: true,
+          }),
+      });
+      backends.push(backend);
+      return backend;
+    };
+    const loggedIn = backendWith({ OPENAI_API_KEY: "sk-the-users-own-key-1234" });
+    expect((await loggedIn.ensureSession()).resumed).toBe(false);
+    expect((await run(loggedIn, "hello")).text).toBe("scripted reply");
+
+    const refused = backendWith({});
+    await expect(refused.ensureSession()).rejects.toMatchObject({
+      code: "agent_start_failed",
+      message: expect.stringContaining(
+        "the agent needs a login before it can open a session (it offers: Use OpenAI API key (needs OPENAI_API_KEY; not set: OPENAI_API_KEY)): Authentication required",
+      ),
+    });
+    expect(refused.health().lastError).toContain(
+      "set OPENAI_API_KEY in the provider's env in providers.json",
+    );
+  });
+
+  it("logs the agent's whole error when it refuses session/load: code, message and data", async () => {
+    const warnings: { message: string; fields: Record<string, unknown> | undefined }[] = [];
+    const backend = backendFor(
+      {},
+      {
+        context: sessionContext({ resumeSessionId: "scripted-session-gone" }),
+        logger: {
+          info() {},
+          error() {},
+          warn: (message, fields) => warnings.push({ message, fields }),
+        },
+      },
+    );
+    expect((await backend.ensureSession()).resumed).toBe(false);
+    expect(warnings).toEqual([
+      {
+        message: "the agent could not resume its session; starting a new one",
+        fields: {
+          agent: "scripted",
+          method: "session/load",
+          // The scripted agent answers as the SDK's resourceNotFound does.
+          code: -32002,
+          error: "Resource not found: scripted-session-gone",
+          data: { uri: "scripted-session-gone" },
+        },
+      },
+    ]);
   });
 
   it("resumes through session/resume when the agent offers it: the session goes on, nothing replayed", async () => {

@@ -22,7 +22,12 @@ import {
   createInMemoryPermissionMemory,
   type PermissionMemory,
 } from "../permission-memory.ts";
-import { eventsFromUpdate, stopReasonFrom, usageFromResponse } from "./acp-events.ts";
+import {
+  eventsFromUpdate,
+  stopReasonFrom,
+  toolCallFromPermission,
+  usageFromResponse,
+} from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
 import {
@@ -34,16 +39,20 @@ import {
 } from "./agent-process.ts";
 
 export interface AcpTimeouts {
-  /** Bound on each step of starting: `initialize`, then `session/new`, `load` or `resume`. */
+  /** Bound on starting the agent: from spawn to its `initialize` answer. */
   initializeMs: number;
+  /** Bound on opening its session: `session/new`, `load` or `resume`. */
+  sessionMs: number;
   /** After `session/cancel`, how long the agent has to end the turn before it is stopped. */
   cancelMs: number;
   /** After SIGTERM, how long the agent has to exit before SIGKILL. */
   stopGraceMs: number;
 }
 
+/** As @deckhand/providers' defaults, which the server passes per provider. */
 export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
-  initializeMs: 30_000,
+  initializeMs: 90_000,
+  sessionMs: 90_000,
   cancelMs: 5_000,
   stopGraceMs: 2_000,
 };
@@ -75,7 +84,23 @@ export interface AcpBackendOptions {
   clientInfo?: { name: string; version: string };
   /** Values that must never appear in events or logs (besides the model-proxy token). */
   secrets?: readonly string[];
+  /**
+   * Whether `fs.readTextFile` is advertised (default true). An agent told no reads it reads the
+   * worktree itself; reads it sends anyway are still served.
+   */
+  serveFileReads?: boolean;
+  /**
+   * Chooses how to log the agent in when it refuses `session/new` for want of a login, from
+   * the `authMethods` it listed in `initialize` and what it said; the backend then calls
+   * `authenticate` and asks for the session again. Without it, the refusal names the methods.
+   */
+  login?: (methods: readonly acp.AuthMethod[], refusal: string) => AcpLoginChoice;
 }
+
+/** How to log an agent in: a method to `authenticate` with, or why none can be used. */
+export type AcpLoginChoice =
+  | { kind: "authenticate"; methodId: string; name: string }
+  | { kind: "refuse"; message: string };
 
 const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
 
@@ -94,12 +119,16 @@ interface Turn {
   stoppedByCancel: boolean;
   cancelling: Promise<void> | null;
   finished: Promise<void>;
+  /** The tool calls announced in this turn, so a permission request can announce the others. */
+  announced: Set<string>;
 }
 
 interface Live {
   process: AgentProcess;
   connection: acp.ClientConnection;
   capabilities: acp.AgentCapabilities;
+  /** How the agent says it can be logged in (`initialize`). */
+  authMethods: acp.AuthMethod[];
   /** True once we decided to stop it: its exit is then expected, not a crash. */
   stopping: boolean;
   sessionId: string | null;
@@ -117,6 +146,15 @@ interface Live {
 interface OpenedSession {
   modes?: acp.SessionModeState | null | undefined;
   configOptions?: acp.SessionConfigOption[] | null | undefined;
+}
+
+/** ACP's code for "log in first". */
+const AUTH_REQUIRED = acp.RequestError.authRequired().code;
+
+/** A JSON-RPC error's code and data, for a log line; nothing for other errors. */
+function requestErrorFields(error: unknown): { code?: number; data?: unknown } {
+  if (!(error instanceof acp.RequestError)) return {};
+  return { code: error.code, ...(error.data === undefined ? {} : { data: error.data }) };
 }
 
 function sleep(ms: number): Promise<void> {
@@ -254,6 +292,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         continue;
       }
       if (current !== null && event.type === "text") current.text += redact(event.delta);
+      if (current !== null && event.type === "tool_call") current.announced.add(event.tool_call_id);
       emit(event);
     }
   }
@@ -275,6 +314,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
     if (current === null || current.cancelRequested) return cancelled;
     const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
+    // Asked about a call it has not announced: the request's own fields announce it.
+    if (!current.announced.has(params.toolCall.toolCallId)) {
+      current.announced.add(params.toolCall.toolCallId);
+      emit(toolCallFromPermission(params.toolCall, updateContext(current.messageId)));
+    }
     const key = { sessionId: context.sessionId, agent, toolKind };
     const requestId = randomUUID();
     const request: AgentEvent = {
@@ -348,22 +392,21 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     );
   }
 
-  /** Races `promise` against the agent dying and a time bound, for the start-up steps. */
+  /**
+   * Races `promise` against the agent dying and a time bound, for the start-up steps:
+   * `initialize` has `initializeMs`, the session's opening `sessionMs`.
+   */
   async function bounded<T>(
     agentProcess: AgentProcess,
     step: string,
     promise: Promise<T>,
   ): Promise<T> {
+    const limitMs = step === "initialize" ? timeouts.initializeMs : timeouts.sessionMs;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `no answer to ${step} within ${timeouts.initializeMs} ms; the agent looks stuck`,
-            ),
-          ),
-        timeouts.initializeMs,
+        () => reject(new Error(`no answer to ${step} within ${limitMs} ms; the agent looks stuck`)),
+        limitMs,
       );
     });
     const died = agentProcess.exited.then((exit) => {
@@ -407,7 +450,10 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         "initialize",
         connection.agent.request(acp.methods.agent.initialize, {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+          clientCapabilities: {
+            fs: { readTextFile: options.serveFileReads ?? true, writeTextFile: true },
+            terminal: true,
+          },
           clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
         }),
       );
@@ -415,6 +461,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         process: agentProcess,
         connection,
         capabilities: initialized.agentCapabilities ?? {},
+        authMethods: initialized.authMethods ?? [],
         stopping: false,
         sessionId: null,
         resumed: false,
@@ -469,12 +516,53 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       }
     } catch (error) {
       if (current.process.exit() !== null) throw error;
+      // The agent's JSON-RPC error whole (its code and data say why, e.g. which session it
+      // does not know), redacted like everything else the agent says.
       logger.warn("the agent could not resume its session; starting a new one", {
         agent,
+        method: current.capabilities.sessionCapabilities?.resume
+          ? "session/resume"
+          : "session/load",
         error: redact(errorMessage(error)),
+        ...redactValue(requestErrorFields(error), secrets),
       });
     }
     return null;
+  }
+
+  /**
+   * `session/new`; refused for want of a login, the agent is logged in with a method `login`
+   * chooses (one its environment already serves) and asked once more.
+   */
+  async function newSession(current: Live): Promise<acp.NewSessionResponse> {
+    const request = () =>
+      bounded(
+        current.process,
+        "session/new",
+        current.connection.agent.request(acp.methods.agent.session.new, {
+          cwd: context.worktreePath,
+          mcpServers: [],
+        }),
+      );
+    try {
+      return await request();
+    } catch (error) {
+      if (!(error instanceof acp.RequestError) || error.code !== AUTH_REQUIRED) throw error;
+      const choice: AcpLoginChoice = options.login?.(current.authMethods, error.message) ?? {
+        kind: "refuse",
+        message: `the agent needs a login before it can open a session${current.authMethods.length > 0 ? ` (it offers: ${current.authMethods.map((method) => method.name).join(", ")})` : ""}: ${error.message}`,
+      };
+      if (choice.kind === "refuse") throw new Error(choice.message);
+      logger.info("the agent needs a login; logging it in", { agent, method: choice.methodId });
+      await bounded(
+        current.process,
+        `authenticate (${choice.name})`,
+        current.connection.agent.request(acp.methods.agent.authenticate, {
+          methodId: choice.methodId,
+        }),
+      );
+      return await request();
+    }
   }
 
   async function openSession(): Promise<EnsureSessionResult> {
@@ -488,14 +576,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         current.resumed = true;
         opened = resumed;
       } else {
-        const created = await bounded(
-          current.process,
-          "session/new",
-          current.connection.agent.request(acp.methods.agent.session.new, {
-            cwd: context.worktreePath,
-            mcpServers: [],
-          }),
-        );
+        const created = await newSession(current);
         current.sessionId = created.sessionId;
         current.resumed = false;
         opened = created;
@@ -699,6 +780,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       finished: new Promise((resolve) => {
         finish = resolve;
       }),
+      announced: new Set(),
     };
     turn = current;
     status = "active";

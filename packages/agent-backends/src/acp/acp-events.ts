@@ -135,6 +135,29 @@ export function eventsFromUpdate(update: acp.SessionUpdate, context: UpdateConte
   }
 }
 
+/**
+ * The `tool_call` a permission request announces when the agent has not announced the call
+ * itself (Gemini CLI asks before it runs a tool and then sends only `tool_call_update`s; codex-acp
+ * announces commands after asking): every field the request's `toolCall` carries is kept, so the
+ * call shows its kind, input and locations while the request waits.
+ */
+export function toolCallFromPermission(
+  toolCall: acp.ToolCallUpdate,
+  context: UpdateContext,
+): Extract<AgentEvent, { type: "tool_call" }> {
+  const locations = relativeLocations(toolCall.locations, context.worktreePath);
+  return {
+    type: "tool_call",
+    message_id: context.messageId,
+    tool_call_id: toolCall.toolCallId,
+    title: toolCall.title ?? `${context.agent} asks to use a ${toolCall.kind ?? "other"} tool`,
+    kind: toolCall.kind ?? "other",
+    status: toolCall.status ?? "pending",
+    ...(toolCall.rawInput === undefined ? {} : { input: toolCall.rawInput }),
+    ...(locations === undefined ? {} : { locations }),
+  };
+}
+
 /** ACP's stop reasons are Deckhand's, minus `error`; anything newer counts as a normal end. */
 export function stopReasonFrom(reason: string): StopReason {
   const parsed = StopReasonSchema.safeParse(reason);

@@ -13,6 +13,7 @@ import type { changesets, workspaces } from "@deckhand/db";
 import { runGit } from "@deckhand/git";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
+import type { AcpAgentStepOptions } from "../acp-agent-step.ts";
 import { BatchesError } from "../batches-error.ts";
 import { checkoutWorkspace } from "../checkout-workspace.ts";
 import type { CodeHost } from "../code-host-config.ts";
@@ -74,6 +75,8 @@ export interface HookRunnerOptions {
   containerRuntime?: ContainerRuntime | null;
   modelProvider?: ModelProviderAccess;
   codingAgent?: CodingAgentOptions;
+  /** Deckhand's providers, for hook steps of type `acp`. */
+  acpAgents?: AcpAgentStepOptions;
   timeoutMs?: number;
 }
 
@@ -141,6 +144,7 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
           jobId: `changeset-hook:${changeset.id}:${input.hook}:${input.attempt}`,
           ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
           ...(options.codingAgent ? { codingAgent: options.codingAgent } : {}),
+          ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
         });
         if (result.status !== "completed") {
           throw new BatchesError(

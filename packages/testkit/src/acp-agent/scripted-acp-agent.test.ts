@@ -156,8 +156,13 @@ describe("parseScriptedAgentArguments", () => {
         loadSession: true,
         resumeSession: false,
         configOverrides: [],
+        initializeDelayMs: 0,
+        sessionDelayMs: 0,
       },
     });
+    expect(
+      parseScriptedAgentArguments(["--initialize-delay-ms", "1200", "--session-delay-ms", "800"]),
+    ).toMatchObject({ options: { initializeDelayMs: 1_200, sessionDelayMs: 800 } });
     expect(parseScriptedAgentArguments(["--resume", "--no-load"])).toMatchObject({
       options: { loadSession: false, resumeSession: true },
     });
@@ -187,5 +192,8 @@ describe("parseScriptedAgentArguments", () => {
       kind: "error",
     });
     expect(parseScriptedAgentArguments(["--nope"])).toMatchObject({ kind: "error" });
+    expect(parseScriptedAgentArguments(["--session-delay-ms", "-1"])).toMatchObject({
+      kind: "error",
+    });
   });
 });

@@ -22,6 +22,7 @@ import { errorMessage } from "@deckhand/errors";
 import { parseScriptedAgentArguments, type ScriptedAgentOptions } from "./scripted-acp-options.ts";
 import { parseScriptedPrompt, type ScriptedPrompt } from "./scripted-acp-prompts.ts";
 import { type ScriptedAgentScript, scriptedAgentScript } from "./scripted-acp-script.ts";
+import { readAsGemini } from "./scripted-gemini-write.ts";
 
 interface HistoryEntry {
   role: "user" | "agent";
@@ -43,6 +44,9 @@ interface SessionState {
 type TurnOutcome = { stopReason: acp.StopReason; usage?: Record<string, number> };
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** What the client advertised in `initialize` (one client per agent process). */
+let clientCapabilities: acp.ClientCapabilities = {};
 
 /** One prompt turn: sends updates for its session and collects the reply text for history. */
 class Turn {
@@ -133,29 +137,33 @@ async function runTerminal(
 }
 
 /**
- * `askFirst` asks permission for a call it announces only once answered, as codex-acp does for
- * commands; otherwise the call is announced first.
+ * When the edit's tool call is announced: `before` asking (claude-agent-acp), `after` the answer
+ * (codex-acp does so for commands), or `never`, the permission request being its only
+ * announcement before `tool_call_update`s (Gemini CLI). The request carries the call's fields
+ * (kind, input, locations), as all three agents send them.
  */
+type Announcement = "before" | "after" | "never";
+
 async function runEdit(
   turn: Turn,
   path: string,
   text: string,
-  askFirst = false,
+  announce: Announcement = "before",
 ): Promise<TurnOutcome> {
   const toolCallId = turn.toolCallId("edit");
   const absolute = turn.path(path);
-  const toolCall = {
+  const toolCall: acp.ToolCall = {
     toolCallId,
     title: `Edit ${path}`,
-    kind: "edit" as const,
-    status: "pending" as const,
+    kind: "edit",
+    status: "pending",
     locations: [{ path: absolute }],
     rawInput: { path, text },
   };
-  if (!askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (announce === "before") await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   const answer = await turn.client.request(acp.methods.client.session.requestPermission, {
     sessionId: turn.session.id,
-    toolCall: { toolCallId, title: toolCall.title, kind: "edit", status: "pending" },
+    toolCall,
     options: [
       { optionId: "yes", name: "Allow", kind: "allow_once" },
       { optionId: "always", name: "Always allow edits", kind: "allow_always" },
@@ -163,7 +171,7 @@ async function runEdit(
       { optionId: "never", name: "Never allow edits", kind: "reject_always" },
     ],
   });
-  if (askFirst) await turn.update({ sessionUpdate: "tool_call", ...toolCall });
+  if (announce === "after") await turn.update({ sessionUpdate: "tool_call", ...toolCall });
   if (answer.outcome.outcome === "cancelled") {
     await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
     return { stopReason: "cancelled" };
@@ -270,6 +278,35 @@ async function runPrompt(
       }
       return done;
     }
+    case "write-as-gemini": {
+      const toolCallId = turn.toolCallId("write_file");
+      const path = turn.path(prompt.path);
+      await turn.update({
+        sessionUpdate: "tool_call",
+        toolCallId,
+        title: `WriteFile ${prompt.path}`,
+        kind: "edit",
+        status: "in_progress",
+        locations: [{ path }],
+        rawInput: { file_path: path, content: prompt.text },
+      });
+      const before = await readAsGemini(turn.client, turn.session.id, clientCapabilities, path);
+      try {
+        if ("failed" in before) throw new Error(before.failed);
+        await turn.client.request(acp.methods.client.fs.writeTextFile, {
+          sessionId: turn.session.id,
+          path,
+          content: prompt.text,
+        });
+      } catch (error) {
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        await turn.say(`error: ${errorMessage(error)}`);
+        return done;
+      }
+      await turn.update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
+      await turn.say(`wrote ${prompt.path} (${before.exists ? "changed" : "new file"})`);
+      return done;
+    }
     case "read":
       try {
         const read = await turn.client.request(acp.methods.client.fs.readTextFile, {
@@ -302,7 +339,9 @@ async function runPrompt(
     case "edit":
       return runEdit(turn, prompt.path, prompt.text);
     case "edit-ask-first":
-      return runEdit(turn, prompt.path, prompt.text, true);
+      return runEdit(turn, prompt.path, prompt.text, "after");
+    case "edit-ask-only":
+      return runEdit(turn, prompt.path, prompt.text, "never");
     case "slow":
       return runStream(turn, prompt.ms, true);
     case "stubborn":
@@ -377,6 +416,8 @@ function run(options: ScriptedAgentOptions): void {
     process.stdout.write("scripted agent: this line is not JSON\n");
   }
   const sessions = new Map<string, SessionState>();
+  /** Whether `authenticate` succeeded (env-auth mode). */
+  let authenticated = false;
   const stateFile = (sessionId: string) =>
     options.stateDir === null
       ? null
@@ -419,7 +460,8 @@ function run(options: ScriptedAgentOptions): void {
 
   let app = acp
     .agent({ name: "scripted-acp-agent" })
-    .onRequest(acp.methods.agent.initialize, async () => {
+    .onRequest(acp.methods.agent.initialize, async ({ params }) => {
+      clientCapabilities = params.clientCapabilities ?? {};
       if (options.mode === "hang") {
         process.stderr.write("scripted agent: hanging in initialize as asked\n");
         return new Promise<never>(() => {});
@@ -428,6 +470,7 @@ function run(options: ScriptedAgentOptions): void {
         process.stderr.write("scripted agent: crashing in initialize as asked\n");
         process.exit(3);
       }
+      await sleep(options.initializeDelayMs);
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
@@ -438,14 +481,26 @@ function run(options: ScriptedAgentOptions): void {
         agentInfo: { name: "scripted-acp-agent", version: options.version },
       };
     })
-    .onRequest(acp.methods.agent.authenticate, async () => {
+    .onRequest(acp.methods.agent.authenticate, async ({ params }) => {
+      if (options.mode === "env-auth" && params.methodId === "openai") {
+        // As Qwen Code's refreshAuth: the key must be in the environment.
+        if (!process.env.OPENAI_API_KEY) {
+          throw acp.RequestError.internalError(
+            undefined,
+            "OPENAI_API_KEY environment variable not found",
+          );
+        }
+        authenticated = true;
+        return {};
+      }
       throw acp.RequestError.authRequired(undefined, "the scripted agent accepts no login");
     })
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
-      if (options.mode === "auth-required") {
+      await sleep(options.sessionDelayMs);
+      if (options.mode === "auth-required" || (options.mode === "env-auth" && !authenticated)) {
         throw acp.RequestError.authRequired(
           undefined,
-          "scripted agent: log in first (scripted auth-required mode)",
+          `scripted agent: log in first (scripted ${options.mode} mode)`,
         );
       }
       if (options.mode === "proxy-required") {

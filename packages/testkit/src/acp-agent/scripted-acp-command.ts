@@ -14,6 +14,10 @@ export interface ScriptedAcpAgentCommandOptions {
   resume?: boolean;
   /** Refuse `--version`, as codex-acp does. */
   noVersion?: boolean;
+  /** Take this long to answer `initialize`. */
+  initializeDelayMs?: number;
+  /** Take this long to answer `session/new`. */
+  sessionDelayMs?: number;
 }
 
 /** Where the agent script lives, for tests that need the file itself. */
@@ -39,5 +43,11 @@ export function scriptedAcpAgentCommand(
   if (options.noLoad === true) command.push("--no-load");
   if (options.resume === true) command.push("--resume");
   if (options.noVersion === true) command.push("--no-version");
+  if (options.initializeDelayMs !== undefined) {
+    command.push("--initialize-delay-ms", String(options.initializeDelayMs));
+  }
+  if (options.sessionDelayMs !== undefined) {
+    command.push("--session-delay-ms", String(options.sessionDelayMs));
+  }
   return command;
 }

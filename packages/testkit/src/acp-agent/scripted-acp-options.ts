@@ -10,6 +10,14 @@ import { parseArgs } from "node:util";
  * - `crash`: exits with code 3 while handling initialize;
  * - `garbage`: writes a line that is not JSON to stdout before speaking ACP;
  * - `auth-required`: advertises an auth method and refuses session/new with auth_required.
+ * - `opencode`: like normal, but its models are opencode's, from `OPENCODE_CONFIG_CONTENT` as
+ *   opencode reads it: its own hosted ones (`opencode/big-pickle`, the default) unless
+ *   `enabled_providers` leaves them out, then `<provider>/<model>` for every model a provider
+ *   declares; the config's `model` is the current one.
+ * - `env-auth`: as Qwen Code without a login: advertises one auth method, "Use OpenAI API key"
+ *   (`openai`, its description naming the `OPENAI_API_KEY` environment variable), refuses
+ *   session/new with auth_required until `authenticate` chose it, and accepts that only when
+ *   OPENAI_API_KEY is set in its environment.
  * - `proxy-required`: like normal, but, as codex-acp without a login, refuses session/new with
  *   auth_required unless Deckhand pointed it at the model proxy as it points codex: a
  *   `-c model_providers.<id>.base_url=...` override, and a scoped model token and a job id in
@@ -19,7 +27,9 @@ import { parseArgs } from "node:util";
  * process can `session/load` it (resume across restarts), `--no-load` stops the agent from
  * advertising `loadSession`, as agents without resume do, and `--resume` advertises
  * `sessionCapabilities.resume` and serves `session/resume` (the session continues, its history
- * kept, nothing replayed), as agents that cannot load offer instead. `-c key=value` overrides
+ * kept, nothing replayed), as agents that cannot load offer instead. `--initialize-delay-ms` and
+ * `--session-delay-ms` make it take that long to answer `initialize` and `session/new`, as agents
+ * that install or index before they answer do (opencode, Qwen Code). `-c key=value` overrides
  * (codex's, which Deckhand passes to point codex-acp at its proxy) are accepted, and
  * `--no-version` makes `--version` fail as codex-acp's does.
  */
@@ -30,6 +40,8 @@ export const SCRIPTED_AGENT_MODES = [
   "crash",
   "garbage",
   "auth-required",
+  "env-auth",
+  "opencode",
   "proxy-required",
 ] as const;
 export type ScriptedAgentMode = (typeof SCRIPTED_AGENT_MODES)[number];
@@ -48,6 +60,10 @@ export interface ScriptedAgentOptions {
   resumeSession: boolean;
   /** codex's `-c key=value` overrides, in order. */
   configOverrides: string[];
+  /** How long `initialize` takes to answer. */
+  initializeDelayMs: number;
+  /** How long `session/new` takes to answer. */
+  sessionDelayMs: number;
 }
 
 export const SCRIPTED_AGENT_VERSION = "1.2.3";
@@ -69,7 +85,8 @@ function isMode(value: string): value is ScriptedAgentMode {
 
 /**
  * `--mode M [--commands-delay-ms N] [--agent-version V] [--state-dir DIR] [--no-load]
- * [--resume] [--no-version] [-c key=value]... | --version`.
+ * [--resume] [--no-version] [--initialize-delay-ms N] [--session-delay-ms N] [-c key=value]... |
+ * --version`.
  */
 export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgentArguments {
   let values: Record<string, string | boolean | string[] | undefined>;
@@ -85,6 +102,8 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
         resume: { type: "boolean" },
         version: { type: "boolean" },
         "no-version": { type: "boolean" },
+        "initialize-delay-ms": { type: "string" },
+        "session-delay-ms": { type: "string" },
         config: { type: "string", short: "c", multiple: true },
       },
       strict: true,
@@ -103,10 +122,13 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       message: `unknown --mode "${mode}"; use one of ${SCRIPTED_AGENT_MODES.join(", ")}`,
     };
   }
-  const delayText = values["commands-delay-ms"] as string | undefined;
-  if (delayText !== undefined && !/^\d+$/.test(delayText)) {
-    return { kind: "error", message: `--commands-delay-ms must be a number, got "${delayText}"` };
+  for (const name of ["commands-delay-ms", "initialize-delay-ms", "session-delay-ms"]) {
+    const text = values[name] as string | undefined;
+    if (text !== undefined && !/^\d+$/.test(text)) {
+      return { kind: "error", message: `--${name} must be a number, got "${text}"` };
+    }
   }
+  const delayText = values["commands-delay-ms"] as string | undefined;
   const commandsDelayMs =
     delayText !== undefined
       ? Number(delayText)
@@ -123,6 +145,8 @@ export function parseScriptedAgentArguments(argv: string[]): ParsedScriptedAgent
       loadSession: values["no-load"] !== true,
       resumeSession: values.resume === true,
       configOverrides: (values.config as string[] | undefined) ?? [],
+      initializeDelayMs: Number(values["initialize-delay-ms"] ?? 0),
+      sessionDelayMs: Number(values["session-delay-ms"] ?? 0),
     },
   };
 }

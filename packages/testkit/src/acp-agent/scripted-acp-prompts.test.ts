@@ -9,6 +9,7 @@ describe("scripted prompts", () => {
   it("round-trips every directive through its text", () => {
     const prompts: ScriptedPrompt[] = [
       { kind: "write", path: "a/b.txt", text: "two words" },
+      { kind: "write-as-gemini", path: "c.txt", text: "new file" },
       { kind: "read", path: "/abs/x", line: null, limit: null },
       { kind: "read", path: "x", line: 2, limit: 3 },
       { kind: "read", path: "x", line: 1, limit: 3 },
@@ -18,6 +19,7 @@ describe("scripted prompts", () => {
       { kind: "run-release", command: "sleep 30" },
       { kind: "edit", path: "e.txt", text: "new" },
       { kind: "edit-ask-first", path: "e.txt", text: "new" },
+      { kind: "edit-ask-only", path: "e.txt", text: "new" },
       { kind: "slow", ms: 100 },
       { kind: "stubborn", ms: 100 },
       { kind: "crash" },

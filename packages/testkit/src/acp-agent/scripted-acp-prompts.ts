@@ -6,6 +6,11 @@
  * - `write <path> <text...>`: writes `<text>` through `fs/write_text_file` (a relative path is
  *   resolved against the session's cwd; an absolute one is sent as is, so a test can aim outside
  *   the worktree); replies `wrote <path>` or `error: <message>`.
+ * - `write-as-gemini <path> <text...>`: writes as Gemini CLI's `write_file` does (see
+ *   scripted-gemini-write.ts): reads the file first, through `fs/read_text_file` when the client
+ *   advertised it (any error but one Gemini's bundled SDK lets it recognise as a missing file
+ *   fails the tool) or from disk otherwise, then writes through `fs/write_text_file`; replies
+ *   `wrote <path> (new file)`, `wrote <path> (changed)` or `error: <message>`.
  * - `read <path> [line] [limit]`: reads through `fs/read_text_file`; replies with the content.
  * - `run [--limit N] <shell command...>`: runs `sh -c <command>` in a client terminal
  *   (`terminal/create` with `outputByteLimit` N, `wait_for_exit`, `output`, `release`); replies
@@ -20,6 +25,9 @@
  *   when the request was cancelled.
  * - `edit-ask-first <path> <text...>`: like `edit`, but asks permission for the tool call before
  *   announcing it, and announces it once answered (codex-acp does so for commands).
+ * - `edit-ask-only <path> <text...>`: like `edit`, but the permission request is the call's only
+ *   announcement; after it come `tool_call_update`s (Gemini CLI does so for every tool it asks
+ *   about).
  * - `slow [ms]`: streams a chunk every 50 ms for `ms` (default 30 s) or until `session/cancel`,
  *   which ends the turn `cancelled`.
  * - `stubborn [ms]`: like `slow`, but ignores `session/cancel` (a client must stop the process).
@@ -38,13 +46,13 @@
  * - anything else: replies with the script's fixed reply.
  */
 export type ScriptedPrompt =
-  | { kind: "write"; path: string; text: string }
+  | { kind: "write" | "write-as-gemini"; path: string; text: string }
   | { kind: "read"; path: string; line: number | null; limit: number | null }
   | { kind: "run"; command: string; limit: number | null }
   | { kind: "run-kill"; command: string }
   | { kind: "run-release"; command: string }
   | { kind: "exec"; command: string }
-  | { kind: "edit" | "edit-ask-first"; path: string; text: string }
+  | { kind: "edit" | "edit-ask-first" | "edit-ask-only"; path: string; text: string }
   | { kind: "slow"; ms: number }
   | { kind: "stubborn"; ms: number }
   | { kind: "crash" }
@@ -75,8 +83,10 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
   const [verb, first, second, third] = words;
   switch (verb) {
     case "write":
+    case "write-as-gemini":
     case "edit":
     case "edit-ask-first":
+    case "edit-ask-only":
       if (first === undefined) return { kind: "reply" };
       return { kind: verb, path: first, text: rest(text, 2) };
     case "read":
@@ -118,8 +128,10 @@ export function parseScriptedPrompt(text: string): ScriptedPrompt {
 export function scriptedPrompt(prompt: ScriptedPrompt): string {
   switch (prompt.kind) {
     case "write":
+    case "write-as-gemini":
     case "edit":
     case "edit-ask-first":
+    case "edit-ask-only":
       return `${prompt.kind} ${prompt.path} ${prompt.text}`;
     case "read":
       return [
