@@ -182,6 +182,8 @@ describe("deckhand executor arguments", () => {
       providersConfigPath: join(dataDir, "agents", "providers.json"),
       agentStartTimeouts: { initializeMs: 120_000, providers: { qwen: { sessionMs: 30_000 } } },
       modelUpstreams: { deckhand: { models: [] }, opencode: { models: ["gpt-5-mini"] } },
+      // Steps and hooks run in the server's sandbox, configured the same way.
+      sandbox: { mode: "auto", allowHosts: [], stepNetwork: "full", hide: [], writable: [] },
     });
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(
