@@ -1,3 +1,4 @@
+export { loadKubeConfig } from "./kube-config.ts";
 export {
   type KubernetesPropagationPolicy,
   KubernetesPropagationPolicySchema,
@@ -18,5 +19,4 @@ export {
   type KubernetesStepResult,
   KubernetesStepRunner,
 } from "./kubernetes-step-runner.ts";
-export { loadKubeConfig } from "./kube-config.ts";
 export { stepJobManifest, stepSecretManifest } from "./step-job.ts";

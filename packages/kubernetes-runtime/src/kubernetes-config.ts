@@ -104,6 +104,11 @@ export const KubernetesRuntimeConfigSchema = z.strictObject({
   propagationPolicy: KubernetesPropagationPolicySchema.optional(),
   /** A pod still pending after this long (unschedulable, image not pulled) fails the step. */
   pendingTimeoutSeconds: z.int().min(5).max(86_400).optional(),
+  /**
+   * How long a cancelled step's container has between TERM and KILL; 10 s by default. A step's
+   * shell is its container's process 1, which ignores TERM unless the script traps it.
+   */
+  terminationGracePeriodSeconds: z.int().min(0).max(3_600).optional(),
   /** Kubernetes removes a finished Job after this long should the executor not (it died). */
   ttlSecondsAfterFinished: z.int().min(0).max(604_800).optional(),
   /** Extra labels for step Jobs and pods (for NetworkPolicies and quotas to select them). */
@@ -147,6 +152,7 @@ export interface KubernetesRuntimeSettings {
   runAsGroup: number;
   propagationPolicy: KubernetesPropagationPolicy;
   pendingTimeoutMs: number;
+  terminationGracePeriodSeconds: number;
   ttlSecondsAfterFinished: number;
   labels: Record<string, string>;
 }
@@ -192,6 +198,7 @@ export function kubernetesRuntimeSettings(
     runAsGroup: config.runAsGroup ?? process.getgid?.() ?? 0,
     propagationPolicy: config.propagationPolicy ?? "Background",
     pendingTimeoutMs: (config.pendingTimeoutSeconds ?? DEFAULT_PENDING_TIMEOUT_SECONDS) * 1000,
+    terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? 10,
     ttlSecondsAfterFinished: config.ttlSecondsAfterFinished ?? DEFAULT_TTL_SECONDS_AFTER_FINISHED,
     labels: config.labels ?? {},
   };

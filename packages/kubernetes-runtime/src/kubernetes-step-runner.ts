@@ -4,14 +4,21 @@
 // deleted at the end however it ends — a cancel included.
 import { randomBytes } from "node:crypto";
 import { isAbsolute } from "node:path";
-import { BatchV1Api, CoreV1Api, type KubeConfig, Log, type V1Job, Watch } from "@kubernetes/client-node";
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  Log,
+  type V1Job,
+  Watch,
+} from "@kubernetes/client-node";
 import type { KubernetesRuntimeSettings } from "./kubernetes-config.ts";
 import { KubernetesRuntimeError } from "./kubernetes-runtime-error.ts";
 import { apiFailure, isNotFound } from "./kubernetes-status.ts";
 import { podOutcome } from "./pod-state.ts";
 import { stepJobManifest, stepLabels, stepSecretManifest } from "./step-job.ts";
-import { type PodEnding, StepPodObserver } from "./step-pod-observer.ts";
 import { FileTail } from "./step-output.ts";
+import { type PodEnding, StepPodObserver } from "./step-pod-observer.ts";
 import { type KubernetesStepMount, prepareVolume } from "./work-volume.ts";
 
 export type { KubernetesStepMount } from "./work-volume.ts";
@@ -128,7 +135,6 @@ export class KubernetesStepRunner {
         .catch((error: unknown) => {
           throw apiFailure(`creating Job ${name} in namespace ${namespace}`, error);
         });
-      const uid = job.metadata?.uid ?? "";
       const stderr = new FileTail(volume.stderrPath, (data) => step.onOutput?.("stderr", data));
       stderr.start();
       const observer = new StepPodObserver({

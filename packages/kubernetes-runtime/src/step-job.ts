@@ -103,6 +103,7 @@ export function stepJobManifest(settings: KubernetesRuntimeSettings, input: Step
         metadata: { labels: input.labels, annotations: input.annotations },
         spec: {
           restartPolicy: "Never",
+          terminationGracePeriodSeconds: settings.terminationGracePeriodSeconds,
           serviceAccountName: settings.serviceAccountName,
           automountServiceAccountToken: false,
           enableServiceLinks: false,

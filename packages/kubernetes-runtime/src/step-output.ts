@@ -12,7 +12,8 @@ export class LogFollower {
   readonly #target: { namespace: string; pod: string; container: string };
   readonly #onData: (data: Buffer) => void;
   #received = 0;
-  #controller: AbortController | null = null;
+  /** Set once the stream's data is no longer wanted (read back whole, or the step is over). */
+  #detached = false;
   #ended: Promise<void> | null = null;
 
   constructor(
@@ -44,8 +45,10 @@ export class LogFollower {
     });
     const sink = new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
-        this.#received += chunk.length;
-        this.#onData(chunk);
+        if (!this.#detached) {
+          this.#received += chunk.length;
+          this.#onData(chunk);
+        }
         callback();
       },
     });
@@ -54,7 +57,10 @@ export class LogFollower {
     sink.on("error", finish);
     try {
       const { namespace, pod, container } = this.#target;
-      this.#controller = await this.#log.log(namespace, pod, container, sink, { follow: true });
+      // Its AbortController is not used: aborting makes the client's response stream emit an
+      // error nobody listens to. The stream ends when the container does (or its pod is deleted);
+      // until then data that is no longer wanted is dropped.
+      await this.#log.log(namespace, pod, container, sink, { follow: true });
     } catch (error) {
       this.#ended = null;
       finish();
@@ -77,10 +83,10 @@ export class LogFollower {
 
   /**
    * After the container ended: reads its whole log and passes on what the stream did not (it was
-   * never opened, or broke off). The stream is closed first so nothing arrives twice.
+   * never opened, or broke off). The stream is detached first so nothing arrives twice.
    */
   async complete(): Promise<void> {
-    this.#controller?.abort();
+    this.#detached = true;
     const { namespace, pod, container } = this.#target;
     const whole = await this.#core.readNamespacedPodLog({ name: pod, namespace, container });
     const bytes = Buffer.from(whole, "utf8");
@@ -92,7 +98,7 @@ export class LogFollower {
   }
 
   stop(): void {
-    this.#controller?.abort();
+    this.#detached = true;
   }
 }
 
