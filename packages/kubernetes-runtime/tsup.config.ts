@@ -1,3 +1,7 @@
 import { libraryConfig } from "@deckhand/tsup-config";
 
-export default libraryConfig();
+// `./config` is the config.json schema alone, so reading a configuration does not load the
+// Kubernetes client.
+export default libraryConfig({
+  entry: { index: "src/index.ts", config: "src/kubernetes-config.ts" },
+});

@@ -31,7 +31,7 @@ const quantity = z
 
 /** Resource names a step may request or be limited to. */
 const ResourceListSchema = z
-  .record(
+  .partialRecord(
     z.enum(["cpu", "memory", "ephemeral-storage"], {
       error: "must be cpu, memory or ephemeral-storage",
     }),
