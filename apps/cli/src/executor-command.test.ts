@@ -182,7 +182,40 @@ describe("deckhand executor arguments", () => {
       providersConfigPath: join(dataDir, "agents", "providers.json"),
       agentStartTimeouts: { initializeMs: 120_000, providers: { qwen: { sessionMs: 30_000 } } },
       modelUpstreams: { deckhand: { models: [] }, opencode: { models: ["gpt-5-mini"] } },
+      sandbox: { mode: "auto", allowHosts: [], hide: [], stepNetwork: "full", writable: [] },
+      kubernetes: null,
     });
+    // The cluster of `kubernetes` runs, and a located error for a bad one.
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: { namespace: "steps", workVolume: { claimName: "data", mountPath: "/data" } },
+      }),
+    );
+    const withCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    );
+    expect(withCluster === "help" ? null : withCluster.config.kubernetes).toEqual({
+      namespace: "steps",
+      workVolume: { claimName: "data", mountPath: "/data" },
+    });
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: {
+          workVolume: { claimName: "data", mountPath: "/data" },
+          resources: { limits: { memory: "lots" } },
+        },
+      }),
+    );
+    const badCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    ).catch((caught: unknown) => caught);
+    expect((badCluster as Error).message).toMatch(
+      /config\.json: kubernetes\.resources\.limits\.memory: must be a Kubernetes quantity such as 500m/,
+    );
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(
       ["--database-url", URL_A, "--data-dir", dataDir],

@@ -118,6 +118,8 @@ export function stepJobManifest(settings: KubernetesRuntimeSettings, input: Step
           securityContext: {
             runAsUser: settings.runAsUser,
             runAsGroup: settings.runAsGroup,
+            // What the "restricted" Pod Security Standard asks for, whenever it can hold.
+            ...(settings.runAsUser !== 0 ? { runAsNonRoot: true } : {}),
             seccompProfile: { type: "RuntimeDefault" },
           },
           containers: [
