@@ -3,7 +3,7 @@
 // made when missing, as the kubelet does), env comes from the pod's Secrets, the image must be
 // in Podman's store (nothing is pulled: the reasons are those a kubelet gives), and stdout and
 // stderr go to one log per container, interleaved, as a kubelet's log files do.
-import { spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -121,21 +121,40 @@ export class FakeKubelet {
     });
   }
 
-  /** Stops a pod's containers within the grace period (TERM, then KILL), as a deletion does. */
+  /**
+   * Stops a pod's containers within the grace period (TERM, then KILL), as a deletion does. A
+   * container still being created is not there to stop yet: stopping is tried again until the
+   * pod's processes have ended.
+   */
   async kill(namespace: string, name: string, graceSeconds: number): Promise<void> {
     const running = this.#pods.get(`${namespace}/${name}`);
     if (running === undefined) return;
-    for (const container of running.names) {
-      spawnSync(this.#host.cli.binary, [
-        ...this.#host.cli.globalArgs,
-        "stop",
-        "--ignore",
-        "-t",
-        String(graceSeconds),
-        container,
-      ]);
+    let exited = false;
+    void running.exited.then(() => {
+      exited = true;
+    });
+    while (!exited) {
+      await Promise.all(
+        running.names.map(
+          (container) =>
+            new Promise<void>((resolve) => {
+              execFile(
+                this.#host.cli.binary,
+                [
+                  ...this.#host.cli.globalArgs,
+                  "stop",
+                  "--ignore",
+                  "-t",
+                  String(graceSeconds),
+                  container,
+                ],
+                () => resolve(),
+              );
+            }),
+        ),
+      );
+      if (!exited) await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    await running.exited;
   }
 
   /** Forgets a removed pod and its scratch space (emptyDir volumes). */
