@@ -5,6 +5,8 @@ export {
   type KubernetesRuntimeConfig,
   KubernetesRuntimeConfigSchema,
   type KubernetesRuntimeSettings,
+  type KubernetesToleration,
+  KubernetesTolerationSchema,
   kubernetesRuntimeSettings,
   NODE_NAME_ENV,
   parseKubernetesRuntimeConfig,
@@ -19,4 +21,4 @@ export {
   type KubernetesStepResult,
   KubernetesStepRunner,
 } from "./kubernetes-step-runner.ts";
-export { stepJobManifest, stepSecretManifest } from "./step-job.ts";
+export { type StepJobInput, stepJobManifest, stepSecretManifest } from "./step-job.ts";

@@ -39,13 +39,16 @@ const ResourceListSchema = z
   )
   .optional();
 
-const TolerationSchema = z.strictObject({
+export const KubernetesTolerationSchema = z.strictObject({
   key: z.string().regex(LABEL_KEY, "must be a label key").optional(),
   operator: z.enum(["Equal", "Exists"]).optional(),
   value: z.string().regex(LABEL_VALUE, "must be a label value").optional(),
   effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
   tolerationSeconds: z.int().min(0).optional(),
 });
+
+/** A toleration of a taint, as a pod spec writes it. */
+export type KubernetesToleration = z.infer<typeof KubernetesTolerationSchema>;
 
 export const KubernetesPropagationPolicySchema = z.enum(["Background", "Foreground"]);
 export type KubernetesPropagationPolicy = z.infer<typeof KubernetesPropagationPolicySchema>;
@@ -91,7 +94,7 @@ export const KubernetesRuntimeConfigSchema = z.strictObject({
       z.string().regex(LABEL_VALUE, "must be a label value"),
     )
     .optional(),
-  tolerations: z.array(TolerationSchema).optional(),
+  tolerations: z.array(KubernetesTolerationSchema).optional(),
   /**
    * Run step pods on the executor's own node, for a ReadWriteOnce work volume: the node is read
    * from the environment variable the executor's manifest fills from `spec.nodeName`.
@@ -145,7 +148,7 @@ export interface KubernetesRuntimeSettings {
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
   imagePullSecrets: string[];
   nodeSelector: Record<string, string>;
-  tolerations: z.infer<typeof TolerationSchema>[];
+  tolerations: KubernetesToleration[];
   /** The node step pods must run on; null for any. */
   nodeName: string | null;
   runAsUser: number;
