@@ -97,7 +97,8 @@ Options:
   --data-dir DIR           where config.json and the clone cache live (default:
                            $${WireEnv.serverDataDir}, else ~/.deckhand)
   --force-override-ignore  ignore .batchignore files
-  --runtime RUNTIME        the runtime the run will use, auto (default), local or container:
+  --runtime RUNTIME        the runtime the run will use, auto (default), local, container or
+                           kubernetes:
                            where a step runs is part of its cache key, so the cached steps
                            shown are those a run with that runtime would find
   --json                   print JSON lines even on a terminal
@@ -432,7 +433,8 @@ async function cachedStepCounts(
     // the container runtime is detected once for every workspace, and only when it matters.
     const { detectContainerRuntime } = await import("@deckhand/container-runtime");
     const containers =
-      runtime !== "local" && (spec.steps ?? []).some((step) => step.container !== undefined)
+      (runtime === "auto" || runtime === "container") &&
+      (spec.steps ?? []).some((step) => step.container !== undefined)
         ? { containerDetection: detectContainerRuntime() }
         : {};
     const counts: (number | null)[] = [];

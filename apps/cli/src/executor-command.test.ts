@@ -184,7 +184,39 @@ describe("deckhand executor arguments", () => {
       modelUpstreams: { deckhand: { models: [] }, opencode: { models: ["gpt-5-mini"] } },
       // Steps and hooks run in the server's sandbox, configured the same way.
       sandbox: { mode: "auto", allowHosts: [], stepNetwork: "full", hide: [], writable: [] },
+      kubernetes: null,
     });
+    // The cluster of `kubernetes` runs, and a located error for a bad one.
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: { namespace: "steps", workVolume: { claimName: "data", mountPath: "/data" } },
+      }),
+    );
+    const withCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    );
+    expect(withCluster === "help" ? null : withCluster.config.kubernetes).toEqual({
+      namespace: "steps",
+      workVolume: { claimName: "data", mountPath: "/data" },
+    });
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: {
+          workVolume: { claimName: "data", mountPath: "/data" },
+          resources: { limits: { memory: "lots" } },
+        },
+      }),
+    );
+    const badCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    ).catch((caught: unknown) => caught);
+    expect((badCluster as Error).message).toMatch(
+      /config\.json: kubernetes\.resources\.limits\.memory: must be a Kubernetes quantity such as 500m/,
+    );
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(
       ["--database-url", URL_A, "--data-dir", dataDir],

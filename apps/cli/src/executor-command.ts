@@ -350,6 +350,7 @@ export async function runExecutorCommand(
       outerEnvironment: io.environment,
       launcher,
       codingAgent: config.codingAgent,
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       acpAgents: {
         providers,
         proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,

@@ -54,6 +54,27 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("reads the kubernetes section, and names the field of a bad one", () => {
+    const kubernetes = {
+      namespace: "steps",
+      workVolume: { claimName: "executor-data", mountPath: "/data" },
+      resources: { limits: { memory: "2Gi" } },
+    };
+    expect(
+      resolveServerConfig({ dataDir: dataDir({ kubernetes }) }, { environment: {} }).kubernetes,
+    ).toEqual(kubernetes);
+    expect(
+      resolveServerConfig({ dataDir: dataDir({}) }, { environment: {} }).kubernetes,
+    ).toBeNull();
+    const error = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ kubernetes: { ...kubernetes, namespace: "Not A Namespace" } }) },
+        { environment: {} },
+      ),
+    );
+    expect(error.message).toMatch(/kubernetes\.namespace: must be a lower-case DNS label/);
+  });
+
   it("prefers flags over the environment over config.json", () => {
     const dir = dataDir({ listen: "127.0.0.1:9000", databaseUrl: "postgres://file/db" });
     const fromFile = resolveServerConfig({ dataDir: dir }, { environment: {} });

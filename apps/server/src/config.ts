@@ -10,6 +10,10 @@ import {
   normalizeOrigin,
   OriginPolicy,
 } from "@deckhand/http-kit";
+import {
+  type KubernetesRuntimeConfig,
+  KubernetesRuntimeConfigSchema,
+} from "@deckhand/kubernetes-runtime/config";
 import type { UpstreamConfig } from "@deckhand/model-proxy";
 import {
   type AgentStartTimeoutSettings,
@@ -119,6 +123,11 @@ export interface ServerConfig {
    * false never does; unset (undefined) finds out by trying a container.
    */
   containerRuntime: { restrictedHost: boolean | undefined };
+  /**
+   * Where the steps of `kubernetes` runs run as Jobs (`kubernetes` of config.json); null when the
+   * file has no such section (such runs then fail, saying so).
+   */
+  kubernetes: KubernetesRuntimeConfig | null;
   /** Defaults for batch `codingAgent` steps; a run's `coding_agent` options override them. */
   codingAgent: BatchCodingAgentOptions;
   /**
@@ -270,6 +279,11 @@ export const ServerConfigFileSchema = z.strictObject({
     .strictObject({ intervalSeconds: z.number().int().min(5).max(86_400).optional() })
     .optional(),
   containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
+  /**
+   * The cluster the steps of `--runtime kubernetes` runs run in: namespace, kubeconfig (or the
+   * pod's service account), work volume, resources, scheduling (docs/operations/kubernetes.md).
+   */
+  kubernetes: KubernetesRuntimeConfigSchema.optional(),
   /**
    * Agent versions, models and install source for batch `codingAgent` steps, e.g.
    * `{"versions": {"codex": "0.169.0"}, "models": {"codex": "gpt-5.5"}}`.
@@ -548,6 +562,7 @@ export function resolveServerConfig(
     codeHostConnections: file.codeHostConnections ?? [],
     changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
+    kubernetes: file.kubernetes ?? null,
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),

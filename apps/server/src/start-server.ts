@@ -305,6 +305,7 @@ export async function startServer(
         config.containerRuntime.restrictedHost === undefined
           ? {}
           : { restrictedHost: config.containerRuntime.restrictedHost },
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
       codingAgent: config.codingAgent,

@@ -8,6 +8,10 @@ import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/co
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
+  type KubernetesRuntimeConfig,
+  KubernetesRuntimeConfigSchema,
+} from "@deckhand/kubernetes-runtime/config";
+import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
   agentStartTimeoutsFrom,
@@ -232,6 +236,7 @@ const ExecutorConfigFileSchema = z.object({
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
   sandbox: SandboxSettingsFileSchema.optional(),
+  kubernetes: KubernetesRuntimeConfigSchema.optional(),
 });
 
 export interface ExecutorConfig {
@@ -260,6 +265,8 @@ export interface ExecutorConfig {
   agentStartTimeouts: AgentStartTimeoutSettings;
   /** The agent types the server's model proxy serves (`modelUpstreams`), with their models. */
   modelUpstreams: Record<string, { models: string[] }>;
+  /** `kubernetes`: the cluster the steps of `kubernetes` runs run in; null without one. */
+  kubernetes: KubernetesRuntimeConfig | null;
 }
 
 /**
@@ -286,6 +293,7 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         providersConfigPath: join(dataDir, "providers.json"),
         agentStartTimeouts: agentStartTimeoutsFrom(undefined),
         modelUpstreams: {},
+        kubernetes: null,
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -332,6 +340,7 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         { models: upstream.models ?? [] },
       ]),
     ),
+    kubernetes: file.kubernetes ?? null,
   };
 }
 

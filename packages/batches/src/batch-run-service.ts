@@ -34,6 +34,7 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/config";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
@@ -71,6 +72,7 @@ import type { CodeHost } from "./code-host-config.ts";
 import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
@@ -133,6 +135,8 @@ export interface BatchRunServiceOptions {
    */
   containerRuntime?: ContainerRuntime | null;
   containerDetection?: DetectContainerRuntimeOptions;
+  /** config.json's `kubernetes`: where the steps of `kubernetes` runs run as Jobs. */
+  kubernetes?: KubernetesRuntimeConfig;
   /**
    * Lends each workspace job a model-provider token for its `codingAgent` steps (the server's
    * `leaseModelProvider`); without it such steps fail naming what is missing.
@@ -191,7 +195,10 @@ function toStep(row: StepRow, spec?: StoredStepKinds): BatchWorkspaceStep {
     step_index: row.stepIndex,
     label: stepLabel(spec?.steps[row.stepIndex]),
     outcome: row.outcome,
-    runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
+    runtime:
+      row.runtime === "local" || row.runtime === "container" || row.runtime === "kubernetes"
+        ? row.runtime
+        : null,
     image: row.image,
     sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
     shell: row.shell,
@@ -240,9 +247,14 @@ export class BatchRunService {
   #containerDetection: Promise<ContainerRuntimeDetection> | undefined;
   readonly #containerShells = new Map<string, Promise<string>>();
   readonly #takeovers: WorkspaceTakeovers;
+  readonly #kubernetes: KubernetesRunnerSource | undefined;
 
   constructor(options: BatchRunServiceOptions) {
     this.#options = options;
+    this.#kubernetes =
+      options.kubernetes === undefined
+        ? undefined
+        : kubernetesRunnerSource(options.kubernetes, options.outerEnvironment ?? process.env);
     this.#cache = new DatabaseStepCache(options.database.db);
     this.#takeovers = new WorkspaceTakeovers(options.database.db, options.sessions);
   }
@@ -286,7 +298,9 @@ export class BatchRunService {
       return { containerRuntime: this.#options.containerRuntime };
     }
     const wantsContainer =
-      options.runtime !== "local" &&
+      (options.runtime === undefined ||
+        options.runtime === "auto" ||
+        options.runtime === "container") &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
     this.#containerDetection ??= detectContainerRuntime(this.#options.containerDetection);
@@ -1237,6 +1251,7 @@ export class BatchRunService {
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
         ...this.#containers(spec, options),
+        ...(this.#kubernetes ? { kubernetes: this.#kubernetes } : {}),
         ...(this.#options.environmentPolicy
           ? { environmentPolicy: this.#options.environmentPolicy }
           : {}),

@@ -45,6 +45,7 @@ export {
   type ModelProviderJobLease,
 } from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
+export { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step.ts";
 export {
   type ChangesetHookName,
   createHookRunner,

@@ -19,8 +19,11 @@ export const BatchWorkspaceRefSchema = z.object({
 });
 export type BatchWorkspaceRef = z.infer<typeof BatchWorkspaceRefSchema>;
 
-/** Where a step ran: on the host (bash where it has one, else sh), or in its container image. */
-export const BatchStepRuntimeSchema = z.enum(["local", "container"]);
+/**
+ * Where a step ran: on the host (bash where it has one, else sh), in its container image, or in
+ * its image as a Kubernetes Job.
+ */
+export const BatchStepRuntimeSchema = z.enum(["local", "container", "kubernetes"]);
 export type BatchStepRuntime = z.infer<typeof BatchStepRuntimeSchema>;
 
 /** How a step ended: it ran (and succeeded), came from the cache, was skipped by `if:`, or failed. */

@@ -21,6 +21,7 @@ const RUNTIMES: readonly { value: BatchRuntimeChoice; label: string }[] = [
   { value: "auto", label: "Auto: a container when one works, else on the host" },
   { value: "local", label: "Local: every step on the server's host with sh" },
   { value: "container", label: "Container: every step in its image" },
+  { value: "kubernetes", label: "Kubernetes: every step as a Job in the configured cluster" },
 ];
 
 interface Preview {
