@@ -16,10 +16,10 @@ import {
 import type { z } from "zod";
 import { answeredError, jsonOf, ServerApiError, unreachableReason } from "./server-api-error.ts";
 
-type Empty = Record<never, never>;
-
 /** A route's path parameters by name; none for a path without any. */
-type RouteParams<Route extends ServerRoute> = [PathParameterNames<Route["path"]>] extends [never]
+export type RouteParams<Route extends ServerRoute> = [PathParameterNames<Route["path"]>] extends [
+  never,
+]
   ? { params?: never }
   : { params: { [Name in PathParameterNames<Route["path"]>]: string } };
 
@@ -27,14 +27,18 @@ type RouteParams<Route extends ServerRoute> = [PathParameterNames<Route["path"]>
  * A route's query as its handler reads it (`{wait: true, cursor: 5}`); it is sent as text
  * (`?wait=true&cursor=5`), which the route's schema reads back into the same values.
  */
-type RouteQuery<Route extends ServerRoute> = Route extends { query: infer Query extends z.ZodType }
-  ? Empty extends z.output<Query>
+export type RouteQuery<Route extends ServerRoute> = Route extends {
+  query: infer Query extends z.ZodType;
+}
+  ? Record<never, never> extends z.output<Query>
     ? { query?: z.output<Query> }
     : { query: z.output<Query> }
   : { query?: never };
 
 /** A route's request body, as the caller writes it (its schema's input). */
-type RouteBody<Route extends ServerRoute> = Route extends { body: infer Body extends z.ZodType }
+export type RouteBody<Route extends ServerRoute> = Route extends {
+  body: infer Body extends z.ZodType;
+}
   ? { body: z.input<Body> }
   : { body?: never };
 
@@ -50,7 +54,13 @@ export type RouteAnswer<Route extends ServerRoute> = Route["success"]["schema"] 
   : null;
 
 /** A browser's cache modes (Node's fetch types have none: it keeps no HTTP cache). */
-type CacheMode = "default" | "no-store" | "reload" | "no-cache" | "force-cache" | "only-if-cached";
+export type CacheMode =
+  | "default"
+  | "no-store"
+  | "reload"
+  | "no-cache"
+  | "force-cache"
+  | "only-if-cached";
 
 /** Per call: more headers (`If-Match`), a signal that aborts it, the browser's cache mode. */
 export interface CallOptions {
@@ -61,13 +71,16 @@ export interface CallOptions {
 
 /** A route's URL (a `ws:` one for a WebSocket route when the client has an absolute base URL). */
 export interface RouteLink<Route extends ServerRoute> {
-  url: Empty extends RouteLocation<Route>
+  url: Record<never, never> extends RouteLocation<Route>
     ? (location?: RouteLocation<Route>) => string
     : (location: RouteLocation<Route>) => string;
 }
 
 /** Calls a route; the input may be left out when the route needs none. */
-export type RouteCall<Route extends ServerRoute> = (Empty extends RouteCallInput<Route>
+export type RouteCall<Route extends ServerRoute> = (Record<
+  never,
+  never
+> extends RouteCallInput<Route>
   ? (input?: RouteCallInput<Route>, options?: CallOptions) => Promise<RouteAnswer<Route>>
   : (input: RouteCallInput<Route>, options?: CallOptions) => Promise<RouteAnswer<Route>>) &
   RouteLink<Route>;
