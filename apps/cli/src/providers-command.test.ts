@@ -256,6 +256,6 @@ describe("deckhand providers", () => {
     const odd = fakeServer(snapshot, {
       "GET /snapshot": () => new Response("<html>", { status: 200 }),
     });
-    expect((await run(["list"], odd)).stderr).toContain("not a providers API response");
+    expect((await run(["list"], odd)).stderr).toContain("not a Deckhand API answer");
   });
 });

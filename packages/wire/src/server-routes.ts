@@ -87,12 +87,16 @@ export interface ServerRoute {
   summary: string;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** The body's media type when it is not `application/json` (a JSON merge patch); JSON either way. */
+  bodyContentType?: string;
   /** Success status and body schema; `null` body for 204. JSON unless `contentType` says. */
   success: {
     status: number;
     schema: z.ZodType | null;
     description: string;
     contentType?: string;
+    /** Other statuses whose body is this schema too, not an error, with why (health's 503). */
+    alsoAnswers?: Record<number, string>;
   };
   /** Error statuses this route answers besides 401, 403, 500 (and 415 with a body), with why. */
   errors?: Record<number, string>;
@@ -172,8 +176,12 @@ export const serverRoutes = [
     method: "get",
     path: ServerPath.health,
     summary: "Database, queue and workspace-agent reachability",
-    success: { status: 200, schema: ServerHealthSchema, description: "everything is reachable" },
-    errors: { 503: "something is unreachable; the body says what (same schema)" },
+    success: {
+      status: 200,
+      schema: ServerHealthSchema,
+      description: "everything is reachable",
+      alsoAnswers: { 503: "something is unreachable; the body says what" },
+    },
   },
   {
     operationId: "createProject",
@@ -509,6 +517,7 @@ export const serverRoutes = [
     summary:
       "Change the providers config with a JSON merge patch (application/merge-patch+json); send If-Match with the ETag",
     body: ProvidersConfigPatchSchema,
+    bodyContentType: "application/merge-patch+json",
     success: { status: 200, schema: ProvidersConfigResponseSchema, description: "the new config" },
     errors: {
       400: "not a JSON object, or the result is invalid",
@@ -764,18 +773,19 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         });
       }
     }
+    const successContent = route.success.schema
+      ? {
+          content: {
+            [route.success.contentType ?? "application/json"]: {
+              schema: schemaOf(route.success.schema, "output"),
+            },
+          },
+        }
+      : {};
     const responses: Record<string, unknown> = {
       [String(route.success.status)]: {
         description: route.success.description,
-        ...(route.success.schema
-          ? {
-              content: {
-                [route.success.contentType ?? "application/json"]: {
-                  schema: schemaOf(route.success.schema, "output"),
-                },
-              },
-            }
-          : {}),
+        ...successContent,
       },
       "401": { description: "missing or wrong bearer token", ...errorBody },
       "403": {
@@ -796,6 +806,9 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     for (const [status, description] of Object.entries(route.errors ?? {})) {
       responses[status] = { description, ...errorBody };
     }
+    for (const [status, description] of Object.entries(route.success.alsoAnswers ?? {})) {
+      responses[status] = { description, ...successContent };
+    }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,
@@ -804,7 +817,11 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         ? {
             requestBody: {
               required: true,
-              content: { "application/json": { schema: schemaOf(route.body, "input") } },
+              content: {
+                [route.bodyContentType ?? "application/json"]: {
+                  schema: schemaOf(route.body, "input"),
+                },
+              },
             },
           }
         : {}),

@@ -1,14 +1,12 @@
-import {
-  type BatchChange,
-  type BulkChangesetOperationRequest,
-  type BulkChangesetOperationResult,
-  ServerPath,
-  type StoredBatchChangeset,
-  serverPath,
+import type {
+  BatchChange,
+  BulkChangesetOperationRequest,
+  BulkChangesetOperationResult,
+  StoredBatchChangeset,
 } from "@deckhand/wire";
 import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
@@ -43,17 +41,14 @@ export function BatchChangeScreen({ name }: { name: string }) {
     results: BulkChangesetOperationResult["results"];
   } | null>(null);
 
-  const path = serverPath(ServerPath.batchChange, { name });
   const load = useCallback(
     async (refresh: boolean) => {
+      const params = { name };
       setChange(
-        await api<BatchChange>(
-          refresh ? "POST" : "GET",
-          refresh ? serverPath(ServerPath.batchChangeRefresh, { name }) : path,
-        ),
+        await (refresh ? server.refreshBatchChange({ params }) : server.getBatchChange({ params })),
       );
     },
-    [name, path],
+    [name],
   );
   useEffect(() => {
     load(false).catch((failure: unknown) => setError(messageOf(failure)));
@@ -135,11 +130,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
     setBusy(true);
     setError(null);
     try {
-      const answer = await api<BulkChangesetOperationResult>(
-        "POST",
-        serverPath(ServerPath.batchChangeBulk, { name }),
-        request,
-      );
+      const answer = await server.bulkBatchChangeChangesets({ params: { name }, body: request });
       setResults({ operation, results: answer.results });
       if (operation === "comment") setComment("");
       await load(false);

@@ -1,13 +1,8 @@
-import {
-  type ChangesetEvent,
-  ServerPath,
-  type StoredBatchChangeset,
-  serverPath,
-} from "@deckhand/wire";
+import type { ChangesetEvent, StoredBatchChangeset } from "@deckhand/wire";
 import { useState } from "react";
 import ReactMarkdown from "react-markdown";
 import remarkGfm from "remark-gfm";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { DiffView } from "../components/diff-view.tsx";
 
 const CHECKS: Record<NonNullable<StoredBatchChangeset["checks_state"]>, string> = {
@@ -82,10 +77,8 @@ function ChangesetEvents({ changeset }: { changeset: StoredBatchChangeset }) {
   const [events, setEvents] = useState<ChangesetEvent[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const load = () => {
-    api<{ events: ChangesetEvent[] }>(
-      "GET",
-      serverPath(ServerPath.changesetEvents, { changeset_id: changeset.id }),
-    )
+    server
+      .listChangesetEvents({ params: { changeset_id: changeset.id } })
       .then((loaded) => setEvents(loaded.events))
       .catch((failure: unknown) => setError(messageOf(failure)));
   };
