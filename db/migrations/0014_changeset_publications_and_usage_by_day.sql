@@ -10,7 +10,7 @@ CREATE TABLE "changeset_publications" (
 	"error" text,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
-	CONSTRAINT "changeset_publications_state_check" CHECK ("changeset_publications"."state" in ('scheduled', 'published', 'failed', 'cancelled'))
+	CONSTRAINT "changeset_publications_state_check" CHECK ("changeset_publications"."state" in ('scheduled', 'publishing', 'published', 'failed', 'cancelled'))
 );
 --> statement-breakpoint
 ALTER TABLE "changeset_publications" ADD CONSTRAINT "changeset_publications_changeset_id_changesets_id_fk" FOREIGN KEY ("changeset_id") REFERENCES "public"."changesets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint

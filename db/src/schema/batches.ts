@@ -328,7 +328,14 @@ export const changesetEvents = pgTable(
   ],
 );
 
-export const changesetPublicationStates = ["scheduled", "published", "failed", "cancelled"] as const;
+export const changesetPublicationStates = [
+  "scheduled",
+  /** Claimed by a rollout turn that is opening its pull request now. */
+  "publishing",
+  "published",
+  "failed",
+  "cancelled",
+] as const;
 export type ChangesetPublicationState = (typeof changesetPublicationStates)[number];
 
 /**
