@@ -85,6 +85,7 @@ class Simulation {
   #canariesPublished: number;
   /** Once one item cannot be placed, none after it can: the order is kept. */
   #blocked: Decision | null = null;
+  #previous: Decision | null = null;
 
   constructor(input: RolloutPlanInput, timeline: WindowTimeline | null) {
     this.#input = input;
@@ -113,6 +114,7 @@ class Simulation {
     this.#lastServer = Math.max(this.#lastServer ?? placed.at, placed.at);
     this.#open += 1;
     if (isCanary) this.#canariesPublished += 1;
+    this.#previous = placed;
     return placed;
   }
 
@@ -150,8 +152,9 @@ class Simulation {
   #place(): Decision {
     const now = this.#input.now;
     let at = Math.max(now, this.#lastBatchChangeFloor());
-    let reason: RolloutWait = "pace";
-    let detail = "due now";
+    // Behind an item that waits, this one waits at least as long, for the same reason.
+    let reason: RolloutWait = at > now ? (this.#previous?.waitingFor ?? "pace") : "pace";
+    let detail = at > now ? (this.#previous?.detail ?? "due now") : "due now";
     for (let round = 0; round < 64; round += 1) {
       const hourly = this.#hourlyFloor(at);
       if (hourly > at) {
