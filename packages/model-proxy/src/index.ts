@@ -1,3 +1,25 @@
+export {
+  BUDGET_EXCEEDED_STATUS,
+  budgetRefusalBody,
+} from "./budgets/budget-refusal.ts";
+export {
+  type BudgetRefusal,
+  type BudgetScope,
+  type BudgetScopeSource,
+  ModelBudgets,
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelBudgetsOptions,
+} from "./budgets/model-budgets.ts";
+export {
+  describeAmount,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+  PriceTable,
+  reachedPart,
+  tightest,
+} from "./budgets/spend.ts";
+export { DbSpendLedger, type SpendLedger, type SpendSelector } from "./budgets/spend-ledger.ts";
 export { DbModelTokenStore } from "./db-model-token-store.ts";
 export type { LogFields, ModelProxyLogger } from "./logger.ts";
 export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
