@@ -12,7 +12,9 @@ export {
   type ModelBudgetsOptions,
 } from "./budgets/model-budgets.ts";
 export {
+  addSpend,
   describeAmount,
+  emptySpend,
   type ModelPricesFile,
   ModelPricesFileSchema,
   PriceTable,

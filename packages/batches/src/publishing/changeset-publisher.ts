@@ -28,10 +28,18 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
+import {
+  addSpend,
+  DbSpendLedger,
+  emptySpend,
+  PriceTable,
+  type SpendLedger,
+} from "@deckhand/model-proxy";
 import type {
   BatchChange,
   BatchChangeBurndownPoint,
   BatchChangeRollout,
+  BatchChangeSpend,
   BatchChangeStats,
   BatchRunEvent,
   BatchRunOptions,
@@ -40,6 +48,7 @@ import type {
   ChangesetEvent,
   RolloutWindow,
 } from "@deckhand/wire";
+import { UsageJobId } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, isNotNull, ne, sql } from "drizzle-orm";
 import { z } from "zod";
 import { appendRunEvents } from "../batch-run-events.ts";
@@ -92,6 +101,8 @@ export interface ChangesetPublisherOptions {
   rolloutRecheckMs?: number;
   /** The clock publications are timed by (ms since the epoch); tests set it. */
   now?: () => number;
+  /** Where the batch change's model spend is read; its tokens, unpriced, by default. */
+  ledger?: SpendLedger;
 }
 
 export interface PublishRunResult {
@@ -724,16 +735,20 @@ export class ChangesetPublisher {
     if (newest === undefined) {
       throw new BatchesError("not_found", `no batch run has the spec name ${JSON.stringify(name)}`);
     }
-    return this.#batchChange(name);
+    const change = await this.#batchChange(name);
+    return { ...change, spend: change.spend! };
   }
 
   /** A batch change's counts and burndown, for lists (its changesets are left out). */
   async summary(name: string): Promise<Pick<BatchChange, "stats" | "burndown">> {
-    const { stats, burndown } = await this.#batchChange(name);
+    const { stats, burndown } = await this.#batchChange(name, false);
     return { stats, burndown };
   }
 
-  async #batchChange(name: string): Promise<BatchChange> {
+  async #batchChange(
+    name: string,
+    withSpend = true,
+  ): Promise<Omit<BatchChange, "spend"> & { spend?: BatchChangeSpend }> {
     const tracked = await this.#load(and(eq(batchSpecs.name, name), eq(changesets.tracked, true)));
     const trackedKeys = new Set(tracked.map(({ row }) => `${row.repository}\u0000${row.branch}`));
     // The newest apply run's changesets that are not published (yet) count as unpublished.
@@ -771,11 +786,47 @@ export class ChangesetPublisher {
         if (row.reviewState === "approved") stats.approved += 1;
       }
     }
+    const shown = [...tracked, ...unpublished];
     return {
       name,
       stats,
       burndown: await this.#burndown(name),
-      changesets: [...tracked, ...unpublished].map(({ row }) => toStoredChangeset(row)),
+      changesets: shown.map(({ row }) => toStoredChangeset(row)),
+      ...(withSpend ? { spend: await this.#spend(name, shown, stats.merged) } : {}),
+    };
+  }
+
+  /**
+   * The batch change's model spend: every workspace job of every run of it, each changeset's
+   * (its workspace's), and per merged pull request.
+   */
+  async #spend(
+    name: string,
+    shown: readonly LoadedChangeset[],
+    merged: number,
+  ): Promise<BatchChangeSpend> {
+    const ledger = this.#options.ledger ?? new DbSpendLedger(this.#db, () => PriceTable.none);
+    const rows = await this.#db
+      .select({ id: workspaces.id })
+      .from(workspaces)
+      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
+      .where(eq(batchSpecs.name, name));
+    const byJob = await ledger.spentByJob(rows.map((row) => UsageJobId.batchWorkspace(row.id)));
+    const empty = emptySpend(ledger.prices);
+    const total = [...byJob.values()].reduce(addSpend, empty);
+    return {
+      total,
+      merged,
+      per_merged:
+        merged === 0
+          ? null
+          : { tokens: total.tokens / merged, cost: total.cost === null ? null : total.cost / merged },
+      changesets: shown.map(({ row }) => ({
+        changeset_id: row.id,
+        spent: byJob.get(UsageJobId.batchWorkspace(row.workspaceId)) ?? empty,
+      })),
+      currency: ledger.prices.currency,
     };
   }
 

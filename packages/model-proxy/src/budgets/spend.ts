@@ -92,6 +92,18 @@ export function addModelTotals(spend: Spend, totals: ModelTotals, prices: PriceT
   };
 }
 
+/** Two spends together (of one price table). */
+export function addSpend(left: Spend, right: Spend): Spend {
+  return {
+    tokens: left.tokens + right.tokens,
+    input_tokens: left.input_tokens + right.input_tokens,
+    output_tokens: left.output_tokens + right.output_tokens,
+    cost: left.cost === null || right.cost === null ? null : left.cost + right.cost,
+    unpriced_tokens: left.unpriced_tokens + right.unpriced_tokens,
+    requests: left.requests + right.requests,
+  };
+}
+
 /** A limit that limits something, or null. */
 export function limitOrNull(limit: SpendLimit | null | undefined): SpendLimit | null {
   if (limit === null || limit === undefined) return null;
