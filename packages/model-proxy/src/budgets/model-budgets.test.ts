@@ -4,6 +4,7 @@
 import { createDb, type DbHandle, modelUsage } from "@deckhand/db";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { DbUsageRecorder } from "../db-usage-recorder.ts";
 import { startHarness } from "../test-support/proxy-harness.ts";
 import type { ModelUsageEntry, UsageRecorder } from "../usage.ts";
 import { type BudgetScope, ModelBudgets, type ModelBudgetsFile } from "./model-budgets.ts";
@@ -31,26 +32,13 @@ async function open(kind: string): Promise<DbHandle> {
   return handle;
 }
 
-/** Records usage as the server's recorder does: one `model_usage` row per request. */
+/** The server's recorder, counting what it recorded (usage is recorded when an answer ends). */
 function databaseRecorder(database: DbHandle): UsageRecorder & { recorded: number } {
+  const stored = new DbUsageRecorder(database.db);
   const recorder = {
     recorded: 0,
     async record(entry: ModelUsageEntry) {
-      await database.db.insert(modelUsage).values({
-        jobId: entry.jobId,
-        agentType: entry.agentType,
-        upstream: entry.upstream,
-        upstreamKind: entry.upstreamKind,
-        endpoint: entry.endpoint,
-        model: entry.model ?? null,
-        status: entry.status,
-        outcome: entry.outcome,
-        inputTokens: entry.inputTokens ?? null,
-        outputTokens: entry.outputTokens ?? null,
-        totalTokens: entry.totalTokens ?? null,
-        requestBytes: entry.requestBytes,
-        responseBytes: entry.responseBytes,
-      });
+      await stored.record(entry);
       recorder.recorded += 1;
     },
   };
