@@ -13,6 +13,7 @@ import { type Answer, api, messageOf } from "../api.ts";
 import { BatchRunStream } from "../batches/batch-run-stream.ts";
 import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
+import { RunSpend } from "../budgets/run-spend.tsx";
 import { formatDuration } from "../batches/step-detail.tsx";
 import { type TimelineEntry, WorkspaceTable, workspaceKey } from "../batches/workspace-table.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
@@ -232,6 +233,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
         </span>
       </header>
       <StatsBar stats={run.stats} />
+      <RunSpend runId={runId} live={!finished} />
       {run.error && (
         <p className="error" role="alert">
           {run.error}
