@@ -1,9 +1,13 @@
 // The CLI's client of the batch-run API: one for a server named by --server and for the one the
 // CLI starts in its own process, so both modes run the same code.
 import {
+  type BatchChangeRollout,
+  BatchChangeRolloutSchema,
   BatchChangesetListSchema,
   type BatchRun,
   BatchRunSchema,
+  type BatchRunSpend,
+  BatchRunSpendSchema,
   type BatchRunStreamFrame,
   BatchRunStreamFrameSchema,
   type CreateBatchRunRequest,
@@ -141,6 +145,20 @@ export class BatchRunClient {
       await this.#send("GET", serverPath(ServerPath.batchRunChangesets, { batch_run_id: runId })),
     );
     return answer.changesets;
+  }
+
+  /** The run's model spend against its budget and its workspaces'. */
+  async runSpend(runId: string): Promise<BatchRunSpend> {
+    return BatchRunSpendSchema.parse(
+      await this.#send("GET", serverPath(ServerPath.batchRunSpend, { batch_run_id: runId })),
+    );
+  }
+
+  /** A batch change's rollout: its pace and when each waiting pull request goes out. */
+  async rollout(name: string): Promise<BatchChangeRollout> {
+    return BatchChangeRolloutSchema.parse(
+      await this.#send("GET", serverPath(ServerPath.batchChangeRollout, { name })),
+    );
   }
 
   /** The run stream's WebSocket URL, resuming after event `after`. */

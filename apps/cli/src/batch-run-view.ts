@@ -38,6 +38,8 @@ export interface RunView {
   event(event: StoredBatchRunEvent): void;
   /** Something for the person at the terminal (cancelling, say). */
   note(text: string): void;
+  /** The run's model spend in a line (spend-output.ts), shown under its progress; null: none. */
+  spend(line: string | null): void;
   finished(result: RunResult): void;
   /** Stops redrawing and gives the terminal its cursor back; safe to call twice. */
   stop(): void;
@@ -66,6 +68,9 @@ export class JsonLinesView implements RunView {
   note(text: string): void {
     this.#stderr.write(`${text}\n`);
   }
+
+  /** JSON readers ask the API for spend (`GET /api/batch-runs/:id/spend`). */
+  spend(): void {}
 
   finished(result: RunResult): void {
     this.#stdout.write(jsonLine(summaryLine(result.summary)));
@@ -101,6 +106,7 @@ export class TerminalView implements RunView {
   readonly #startedAt: number;
   readonly #fallbackNoted = new Set<number>();
   #drawnLines = 0;
+  #spendLine: string | null = null;
   #timer: NodeJS.Timeout | null = null;
   #pending: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -154,9 +160,15 @@ export class TerminalView implements RunView {
     this.#above(text);
   }
 
+  spend(line: string | null): void {
+    this.#spendLine = line;
+    this.#schedule();
+  }
+
   finished(result: RunResult): void {
     this.stop();
     const out = this.#options.stdout;
+    if (this.#spendLine !== null) out.write(`${fitLine(this.#spendLine, this.#columns)}\n`);
     const changesets = result.changesets ?? [];
     if (changesets.length > 0) {
       for (const line of changesetTable(changesets, this.#options.action)) {
@@ -214,6 +226,7 @@ export class TerminalView implements RunView {
       columns: this.#columns,
       maxLines: Math.max(3, Math.min(20, (this.#options.stdout.rows || 24) - 4)),
     });
+    if (this.#spendLine !== null) lines.splice(1, 0, fitLine(`  ${this.#spendLine}`, this.#columns));
     this.#options.stdout.write(
       `${erase(this.#drawnLines)}${lines.map((line) => `${line}\n`).join("")}`,
     );
