@@ -36,7 +36,8 @@ const rollout: BatchChangeRollout = {
       canary: false,
       at: null,
       waiting_for: "concurrent_limit",
-      detail: "2 pull requests are open, the concurrent limit; the next goes out when one merges or closes",
+      detail:
+        "2 pull requests are open, the concurrent limit; the next goes out when one merges or closes",
     },
   ],
 };

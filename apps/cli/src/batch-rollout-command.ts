@@ -84,7 +84,9 @@ export async function runRolloutCommand(
   if (parsed.positionals.length !== 1) throw new UsageError("rollout takes one batch change name");
   const server = parsed.values.server ?? DEFAULT_SERVER;
   if (!/^https?:\/\/[^/]/.test(server)) {
-    throw new UsageError(`--server must be an http(s) URL such as ${DEFAULT_SERVER}, got "${server}"`);
+    throw new UsageError(
+      `--server must be an http(s) URL such as ${DEFAULT_SERVER}, got "${server}"`,
+    );
   }
   const client = new BatchRunClient(
     server,

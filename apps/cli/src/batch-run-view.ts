@@ -226,7 +226,8 @@ export class TerminalView implements RunView {
       columns: this.#columns,
       maxLines: Math.max(3, Math.min(20, (this.#options.stdout.rows || 24) - 4)),
     });
-    if (this.#spendLine !== null) lines.splice(1, 0, fitLine(`  ${this.#spendLine}`, this.#columns));
+    if (this.#spendLine !== null)
+      lines.splice(1, 0, fitLine(`  ${this.#spendLine}`, this.#columns));
     this.#options.stdout.write(
       `${erase(this.#drawnLines)}${lines.map((line) => `${line}\n`).join("")}`,
     );

@@ -57,9 +57,12 @@ describe("a run's spend line", () => {
   it("adds cost in the price table's currency", () => {
     expect(
       runSpendLine(
-        report({ ...status(100, { cost: 5 }), spent: { ...spent(100), cost: 1.5 } }, {
-          currency: "USD",
-        }),
+        report(
+          { ...status(100, { cost: 5 }), spent: { ...spent(100), cost: 1.5 } },
+          {
+            currency: "USD",
+          },
+        ),
       ),
     ).toBe("model spend: 100 tokens, 1.50 USD of 5.00 USD");
   });

@@ -34,6 +34,7 @@ export function runSpendLine(report: BatchRunSpend): string | null {
   if (reached > 0) {
     parts.push(`${reached} workspace${reached === 1 ? "" : "s"} at their budget`);
   }
-  if (report.day.limit !== null) parts.push(`server today: ${statusText(report.day, report.currency)}`);
+  if (report.day.limit !== null)
+    parts.push(`server today: ${statusText(report.day, report.currency)}`);
   return parts.join(" · ");
 }

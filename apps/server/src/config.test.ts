@@ -407,7 +407,9 @@ describe("resolveServerConfig", () => {
       ),
     );
     expect(badWindow.message).toContain("batchChanges.rolloutWindows.0.rate");
-    expect(badWindow.message).toContain("batchChanges.rolloutWindows.0.end: end (09:00) must be after start (17:00)");
+    expect(badWindow.message).toContain(
+      "batchChanges.rolloutWindows.0.end: end (09:00) must be after start (17:00)",
+    );
     const unpriced = configError(() =>
       resolveServerConfig(
         { dataDir: dataDir({ modelBudgets: { day: { cost: 50 } } }) },

@@ -110,12 +110,19 @@ describe("budget routes", () => {
     );
     expect(spend).toMatchObject({
       batch_run_id: run.id,
-      run: { scope: "run", limit: { tokens: 1_000_000 }, reached: false, spent: { tokens: 0, cost: 0 } },
+      run: {
+        scope: "run",
+        limit: { tokens: 1_000_000 },
+        reached: false,
+        spent: { tokens: 0, cost: 0 },
+      },
       workspaces: [],
       currency: "USD",
     });
     const missingRun = await app.request(
-      serverPath(ServerPath.batchRunSpend, { batch_run_id: "8e1a7c52-54e4-4a8e-9a3c-1a2b3c4d5e6f" }),
+      serverPath(ServerPath.batchRunSpend, {
+        batch_run_id: "8e1a7c52-54e4-4a8e-9a3c-1a2b3c4d5e6f",
+      }),
     );
     expect(missingRun.status).toBe(404);
     const missingSession = await app.request(
@@ -141,7 +148,10 @@ describe("budget routes", () => {
     const { app } = serverApp(true);
     const tokens = new DbModelTokenStore(database.db);
     const send = async () => {
-      const minted = await mintModelToken(tokens, { jobId: "provider-probe:codex:1", ttlMs: 60_000 });
+      const minted = await mintModelToken(tokens, {
+        jobId: "provider-probe:codex:1",
+        ttlMs: 60_000,
+      });
       return app.request(`${WirePath.modelProvider}/codex/v1/responses`, {
         method: "POST",
         headers: {

@@ -8,6 +8,12 @@ import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/co
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+} from "@deckhand/model-proxy";
+import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
   agentStartTimeoutsFrom,
@@ -18,12 +24,6 @@ import {
   sandboxSettings,
 } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import {
-  type ModelBudgetsFile,
-  ModelBudgetsFileSchema,
-  type ModelPricesFile,
-  ModelPricesFileSchema,
-} from "@deckhand/model-proxy";
 import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,

@@ -25,9 +25,9 @@ export {
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
 export { DbPermissionMemory } from "./permission-memory.ts";
-export { SessionBudgetScopes } from "./session-budget-scopes.ts";
 export { type SessionState, sessionStates } from "./session-activity.ts";
 export { SessionActivityHub, type SessionActivityHubOptions } from "./session-activity-hub.ts";
+export { SessionBudgetScopes } from "./session-budget-scopes.ts";
 export {
   appendSessionEvent,
   appendSessionEvents,

@@ -88,7 +88,8 @@ export function BatchChangeScreen({ name }: { name: string }) {
     [change],
   );
   const spendOf = useMemo(
-    () => new Map((change?.spend.changesets ?? []).map((entry) => [entry.changeset_id, entry.spent])),
+    () =>
+      new Map((change?.spend.changesets ?? []).map((entry) => [entry.changeset_id, entry.spent])),
     [change],
   );
 

@@ -65,7 +65,9 @@ function RolloutSettings({ rollout }: { rollout: BatchChangeRollout }) {
           <dt>canary</dt>
           <dd data-field="canary">
             {rollout.canary.passed} of {rollout.canary.count} passed
-            {rollout.canary.failing.length > 0 ? `; failing: ${rollout.canary.failing.join(", ")}` : ""}
+            {rollout.canary.failing.length > 0
+              ? `; failing: ${rollout.canary.failing.join(", ")}`
+              : ""}
           </dd>
         </>
       )}
@@ -97,10 +99,15 @@ export function RolloutPanel({ name, reloadKey }: { name: string; reloadKey: unk
           {rollout.state}
         </span>{" "}
         {rollout.pending.length} waiting
-        {rollout.next_at ? `; next ${inHowLong(rollout.next_at, now)} (${new Date(rollout.next_at).toLocaleString()})` : ""}
+        {rollout.next_at
+          ? `; next ${inHowLong(rollout.next_at, now)} (${new Date(rollout.next_at).toLocaleString()})`
+          : ""}
       </p>
       {rollout.reason && (
-        <p className={rollout.state === "halted" ? "error" : "muted"} role={rollout.state === "halted" ? "alert" : undefined}>
+        <p
+          className={rollout.state === "halted" ? "error" : "muted"}
+          role={rollout.state === "halted" ? "alert" : undefined}
+        >
           {rollout.reason}
         </p>
       )}

@@ -17,7 +17,15 @@ export function BudgetMeter({
     <div className="budget-meter" data-scope={status.scope} data-reached={status.reached}>
       <span className="budget-label">{label}</span>
       {fraction !== null && (
-        <meter min={0} max={1} low={0.75} high={0.9} optimum={0} value={fraction} aria-label={`${label}: ${words}`}>
+        <meter
+          min={0}
+          max={1}
+          low={0.75}
+          high={0.9}
+          optimum={0}
+          value={fraction}
+          aria-label={`${label}: ${words}`}
+        >
           {Math.round(fraction * 100)}%
         </meter>
       )}

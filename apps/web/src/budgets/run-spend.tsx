@@ -51,8 +51,8 @@ export function RunSpend({ runId, live }: { runId: string; live: boolean }) {
       )}
       {data.run.spent.unpriced_tokens > 0 && (
         <p className="muted">
-          {formatSpend({ tokens: data.run.spent.unpriced_tokens, cost: null }, null)} of models
-          the price table does not price are not in the cost.
+          {formatSpend({ tokens: data.run.spent.unpriced_tokens, cost: null }, null)} of models the
+          price table does not price are not in the cost.
         </p>
       )}
     </section>

@@ -16,7 +16,10 @@ export function formatCost(cost: number | null, currency: string | null): string
 }
 
 /** `1.2M tokens · 3.40 USD`. */
-export function formatSpend(spend: Pick<Spend, "tokens" | "cost">, currency: string | null): string {
+export function formatSpend(
+  spend: Pick<Spend, "tokens" | "cost">,
+  currency: string | null,
+): string {
   const cost = formatCost(spend.cost, currency);
   return cost === "" ? formatTokens(spend.tokens) : `${formatTokens(spend.tokens)} · ${cost}`;
 }

@@ -305,11 +305,7 @@ export class ChangesetPublisher {
     }
     if (item.row.externalId !== null) return { ok: true };
     try {
-      await this.#publishOne(
-        item,
-        item.runOptions.publish_rate,
-        item.row.published === "draft",
-      );
+      await this.#publishOne(item, item.runOptions.publish_rate, item.row.published === "draft");
       return { ok: true };
     } catch (error) {
       const message = errorMessage(error);
@@ -821,7 +817,10 @@ export class ChangesetPublisher {
       per_merged:
         merged === 0
           ? null
-          : { tokens: total.tokens / merged, cost: total.cost === null ? null : total.cost / merged },
+          : {
+              tokens: total.tokens / merged,
+              cost: total.cost === null ? null : total.cost / merged,
+            },
       changesets: shown.map(({ row }) => ({
         changeset_id: row.id,
         spent: byJob.get(UsageJobId.batchWorkspace(row.workspaceId)) ?? empty,

@@ -89,7 +89,8 @@ describe.each(backends)("paced rollouts on %s", { timeout: 240_000 }, (kind) => 
     service = new BatchRunService({
       database,
       containerRuntime: null,
-      codeHosts: () => REPOSITORIES.map((path) => ({ type: "git" as const, url: github.cloneUrl(path) })),
+      codeHosts: () =>
+        REPOSITORIES.map((path) => ({ type: "git" as const, url: github.cloneUrl(path) })),
       cacheDirectory: join(scratch.path, "cache"),
       workDirectory: join(scratch.path, "work"),
       outerEnvironment: environment,
@@ -279,7 +280,9 @@ ${rollout}`;
   it("applies the server's windows to every batch change, in the windows' zone", async () => {
     // New York, Sunday 10 March 2030: 02:00 EST becomes 03:00 EDT. A window from 08:00 New York
     // time opens at 13:00 UTC the day before and at 12:00 UTC from that Sunday on.
-    serverWindows = [{ rate: "unlimited", start: "08:00", end: "18:00", timezone: "America/New_York" }];
+    serverWindows = [
+      { rate: "unlimited", start: "08:00", end: "18:00", timezone: "America/New_York" },
+    ];
     clock.now = Date.parse("2030-03-09T23:30:00Z"); // Saturday 18:30 EST: closed
     await apply("");
     await runDueTurns(clock.now);

@@ -3,7 +3,7 @@
 // once. A durable queue task per batch change publishes what is due, then queues itself again
 // for the next one, so a restarted server goes on with the same schedule; tracking goes on
 // beside it. The plan (rollout-plan.ts) says when each waiting pull request goes out.
-import { type DbHandle, enqueue, type Executor, type TaskRegistry } from "@deckhand/db";
+import { type DbHandle, type Executor, enqueue, type TaskRegistry } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
 import type {
   BatchChangeRollout,
@@ -12,7 +12,12 @@ import type {
   RolloutWindow,
 } from "@deckhand/wire";
 import { z } from "zod";
-import { type CanaryState, type PlannedPublication, planRollout, type RolloutPlan } from "./rollout-plan.ts";
+import {
+  type CanaryState,
+  type PlannedPublication,
+  planRollout,
+  type RolloutPlan,
+} from "./rollout-plan.ts";
 import {
   claimPublication,
   type RolloutSnapshot,
@@ -171,7 +176,10 @@ export class ChangesetRollout {
     return {
       name: batchChange,
       paced: snapshot.settings !== null || serverWindows !== null,
-      settings: { spec: snapshot.settings, server_windows: serverWindows === null ? null : [...serverWindows] },
+      settings: {
+        spec: snapshot.settings,
+        server_windows: serverWindows === null ? null : [...serverWindows],
+      },
       state,
       reason: halted?.detail ?? (state === "waiting" ? (plan.items[0]?.detail ?? null) : null),
       next_at: plan.nextAt === null ? null : new Date(plan.nextAt).toISOString(),

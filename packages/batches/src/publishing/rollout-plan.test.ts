@@ -1,7 +1,7 @@
 // The rollout plan on a clock the test sets: the hourly limit over a sliding hour, the
 // concurrent limit, canaries, and windows with their pace, in their time zones.
 import { describe, expect, it } from "vitest";
-import { type RolloutPlanInput, planRollout } from "./rollout-plan.ts";
+import { planRollout, type RolloutPlanInput } from "./rollout-plan.ts";
 import { RolloutWindowSet } from "./rollout-windows.ts";
 
 const MINUTE = 60_000;
@@ -111,9 +111,7 @@ describe("planning a rollout", () => {
   });
 
   it("spreads publications at a window's pace", () => {
-    const plan = planRollout(
-      input({ specWindows: new RolloutWindowSet([{ rate: "10/hour" }]) }),
-    );
+    const plan = planRollout(input({ specWindows: new RolloutWindowSet([{ rate: "10/hour" }]) }));
     expect(plan.items.map((item) => minutesFromNow(item.at))).toEqual([0, 6, 12, 18]);
     expect(plan.dueNow).toBe(1);
   });

@@ -28,7 +28,12 @@ export interface ScheduledItem {
  */
 export async function schedulePublications(
   executor: Executor,
-  input: { batchChange: string; runId: string; items: readonly ScheduledItem[]; canaryCount: number },
+  input: {
+    batchChange: string;
+    runId: string;
+    items: readonly ScheduledItem[];
+    canaryCount: number;
+  },
 ): Promise<void> {
   await executor
     .update(changesetPublications)
@@ -229,9 +234,7 @@ async function canariesOf(db: Database, runId: string): Promise<CanaryRow[]> {
     .select({ publication: changesetPublications, changeset: changesets })
     .from(changesetPublications)
     .innerJoin(changesets, eq(changesets.id, changesetPublications.changesetId))
-    .where(
-      and(eq(changesetPublications.batchRunId, runId), eq(changesetPublications.canary, true)),
-    )
+    .where(and(eq(changesetPublications.batchRunId, runId), eq(changesetPublications.canary, true)))
     .orderBy(asc(changesetPublications.position));
   return rows.map(({ publication, changeset }) => ({
     repository: changeset.repository,

@@ -53,7 +53,12 @@ describe("which window is in force", () => {
   it("lets the last matching window win, as Sourcegraph's do", () => {
     const set = new RolloutWindowSet([
       { rate: "unlimited" },
-      { rate: "3/minute", days: ["monday", "tuesday", "wednesday", "thursday", "friday"], start: "08:00", end: "16:00" },
+      {
+        rate: "3/minute",
+        days: ["monday", "tuesday", "wednesday", "thursday", "friday"],
+        start: "08:00",
+        end: "16:00",
+      },
     ]);
     expect(set.intervalAt(at("2025-06-02T10:00:00Z"))).toBe(20_000);
     expect(set.intervalAt(at("2025-06-02T17:00:00Z"))).toBe(0);
@@ -61,9 +66,11 @@ describe("which window is in force", () => {
   });
 
   it("allows nothing outside every window, and nothing at all with an empty list", () => {
-    expect(new RolloutWindowSet([{ rate: "1/minute", days: ["saturday"] }]).intervalAt(at("2025-06-02T10:00:00Z"))).toBe(
-      Number.POSITIVE_INFINITY,
-    );
+    expect(
+      new RolloutWindowSet([{ rate: "1/minute", days: ["saturday"] }]).intervalAt(
+        at("2025-06-02T10:00:00Z"),
+      ),
+    ).toBe(Number.POSITIVE_INFINITY);
     expect(new RolloutWindowSet([]).intervalAt(at("2025-06-02T10:00:00Z"))).toBe(
       Number.POSITIVE_INFINITY,
     );
@@ -150,7 +157,13 @@ describe("the timeline of several window sets", () => {
   it("needs every set to allow publishing, at the slowest pace", () => {
     const server = new RolloutWindowSet([{ rate: "60/hour" }]);
     const spec = new RolloutWindowSet([
-      { rate: "unlimited", days: ["monday"], start: "09:00", end: "12:00", timezone: "Europe/Berlin" },
+      {
+        rate: "unlimited",
+        days: ["monday"],
+        start: "09:00",
+        end: "12:00",
+        timezone: "Europe/Berlin",
+      },
     ]);
     const from = at("2025-06-01T12:00:00Z"); // a Sunday
     const timeline = new WindowTimeline([server, spec], from, from + 8 * 24 * HOUR);
@@ -178,7 +191,9 @@ describe("the timeline of several window sets", () => {
   const days = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"];
   const time = fc
     .tuple(fc.integer({ min: 0, max: 23 }), fc.constantFrom(0, 15, 30, 45, 59))
-    .map(([hours, minutes]) => `${String(hours).padStart(2, "0")}:${String(minutes).padStart(2, "0")}`);
+    .map(
+      ([hours, minutes]) => `${String(hours).padStart(2, "0")}:${String(minutes).padStart(2, "0")}`,
+    );
   const window: fc.Arbitrary<RolloutWindow> = fc
     .record({
       rate: fc.constantFrom<RolloutWindow["rate"]>("unlimited", "10/hour", "1/minute", 0),

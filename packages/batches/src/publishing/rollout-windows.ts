@@ -179,7 +179,10 @@ export function describeWindow(window: ParsedWindow): string {
           .join(", ");
   const time = (minutes: number) =>
     `${String(Math.floor(minutes / 60)).padStart(2, "0")}:${String(minutes % 60).padStart(2, "0")}`;
-  const hours = window.start === 0 && window.end === 24 * 60 ? "" : ` ${time(window.start)}–${time(window.end)}`;
+  const hours =
+    window.start === 0 && window.end === 24 * 60
+      ? ""
+      : ` ${time(window.start)}–${time(window.end)}`;
   const rate = window.source.rate === 0 ? "rate 0" : String(window.source.rate);
   return `${rate} ${days}${hours} ${window.timeZone}`;
 }
@@ -225,7 +228,11 @@ export class RolloutWindowSet {
     }
     for (const [timeZone, minutes] of zones) {
       const firstDay = Math.floor(wallClock(from, timeZone).local / DAY) * DAY - DAY;
-      for (let day = firstDay; day <= firstDay + Math.ceil((to - from) / DAY) * DAY + 2 * DAY; day += DAY) {
+      for (
+        let day = firstDay;
+        day <= firstDay + Math.ceil((to - from) / DAY) * DAY + 2 * DAY;
+        day += DAY
+      ) {
         for (const minute of minutes) {
           for (const instant of instantsOfLocal(day + minute * MINUTE, timeZone)) {
             if (instant > from && instant <= to) found.add(instant);
@@ -274,7 +281,11 @@ export class WindowTimeline {
         : Math.max(0, ...active.map((window) => window!.intervalMs));
       const windows = active.filter((window): window is ParsedWindow => window !== null);
       const previous = segments.at(-1);
-      if (previous !== undefined && previous.intervalMs === intervalMs && sameWindows(previous.windows, windows)) {
+      if (
+        previous !== undefined &&
+        previous.intervalMs === intervalMs &&
+        sameWindows(previous.windows, windows)
+      ) {
         previous.end = end;
       } else {
         segments.push({ start, end, intervalMs, windows });

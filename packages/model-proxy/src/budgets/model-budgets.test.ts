@@ -109,7 +109,13 @@ describe.each(kinds)("model budgets on %s", (kind) => {
       const response = await fetch(`${proxy.baseUrl(agentType)}${path}`, {
         method: "POST",
         headers: proxy.agentHeaders(token, { jobId, anthropic: agentType === "claude-code" }),
-        body: JSON.stringify({ model: "gpt-5", input: "hi", stream: true, messages: [], max_tokens: 10 }),
+        body: JSON.stringify({
+          model: "gpt-5",
+          input: "hi",
+          stream: true,
+          messages: [],
+          max_tokens: 10,
+        }),
       });
       const text = await response.text();
       // Usage is recorded once the answer has ended; the next request must see it.
@@ -210,7 +216,12 @@ describe.each(kinds)("model budgets on %s", (kind) => {
     );
     const status = await budgets.status(budgets.dayScope());
     expect(status).toMatchObject({ scope: "day", id: day, limit: { tokens: 20 }, reached: true });
-    expect(status.spent).toMatchObject({ tokens: 36, input_tokens: 22, output_tokens: 14, requests: 2 });
+    expect(status.spent).toMatchObject({
+      tokens: 36,
+      input_tokens: 22,
+      output_tokens: 14,
+      requests: 2,
+    });
   });
 
   it("prices usage per model and refuses at a cost budget", async () => {

@@ -11,8 +11,8 @@ import {
   SpendLimitSchema,
 } from "@deckhand/wire";
 import { z } from "zod";
-import type { SpendLedger, SpendSelector } from "./spend-ledger.ts";
 import { describeAmount, reachedPart, tightest } from "./spend.ts";
+import type { SpendLedger, SpendSelector } from "./spend-ledger.ts";
 
 /** `modelBudgets` in config.json: the limits for every job, run, session and (UTC) day. */
 export const ModelBudgetsFileSchema = z.strictObject({

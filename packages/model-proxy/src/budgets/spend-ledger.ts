@@ -104,6 +104,7 @@ function totalsOf(row: {
 
 function chunked(ids: readonly string[]): (readonly string[])[] {
   const chunks: (readonly string[])[] = [];
-  for (let start = 0; start < ids.length; start += CHUNK) chunks.push(ids.slice(start, start + CHUNK));
+  for (let start = 0; start < ids.length; start += CHUNK)
+    chunks.push(ids.slice(start, start + CHUNK));
   return chunks;
 }

@@ -87,7 +87,8 @@ export function addModelTotals(spend: Spend, totals: ModelTotals, prices: PriceT
     input_tokens: spend.input_tokens + totals.inputTokens,
     output_tokens: spend.output_tokens + totals.outputTokens,
     cost: spend.cost === null ? null : spend.cost + (cost ?? 0),
-    unpriced_tokens: spend.unpriced_tokens + (cost === undefined && prices.configured ? totals.totalTokens : 0),
+    unpriced_tokens:
+      spend.unpriced_tokens + (cost === undefined && prices.configured ? totals.totalTokens : 0),
     requests: spend.requests + totals.requests,
   };
 }
@@ -114,7 +115,8 @@ export function limitOrNull(limit: SpendLimit | null | undefined): SpendLimit | 
 export function tightest(...limits: (SpendLimit | null | undefined)[]): SpendLimit | null {
   const result: SpendLimit = {};
   for (const limit of limits) {
-    if (limit?.tokens !== undefined) result.tokens = Math.min(result.tokens ?? Infinity, limit.tokens);
+    if (limit?.tokens !== undefined)
+      result.tokens = Math.min(result.tokens ?? Infinity, limit.tokens);
     if (limit?.cost !== undefined) result.cost = Math.min(result.cost ?? Infinity, limit.cost);
   }
   return limitOrNull(result);
@@ -131,7 +133,11 @@ export function reachedPart(spent: Spend, limit: SpendLimit | null): "tokens" | 
 const integer = new Intl.NumberFormat("en-US");
 
 /** `2,000,000 tokens` or `5.00 USD`. */
-export function describeAmount(part: "tokens" | "cost", amount: number, currency: string | null): string {
+export function describeAmount(
+  part: "tokens" | "cost",
+  amount: number,
+  currency: string | null,
+): string {
   return part === "tokens"
     ? `${integer.format(amount)} tokens`
     : `${amount.toFixed(2)} ${currency ?? ""}`.trim();
