@@ -107,6 +107,9 @@ export class TerminalView implements RunView {
   readonly #fallbackNoted = new Set<number>();
   #drawnLines = 0;
   #spendLine: string | null = null;
+  /** Pull requests the batch change's paced rollout opens later, and the batch change. */
+  #scheduled = 0;
+  #batchChange = "";
   #timer: NodeJS.Timeout | null = null;
   #pending: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -123,6 +126,7 @@ export class TerminalView implements RunView {
   }
 
   started(run: BatchRun): void {
+    this.#batchChange = run.name;
     for (const message of run.warnings) this.#options.stderr.write(`warning: ${message}\n`);
     this.#options.stdout.write(HIDE_CURSOR);
     // An exit that skips stop() (a third Ctrl-C) must not leave the terminal without a cursor.
@@ -134,6 +138,7 @@ export class TerminalView implements RunView {
   event(stored: StoredBatchRunEvent): void {
     const event = stored.event;
     this.#progress.apply(event);
+    if (event.type === "changeset_scheduled") this.#scheduled += 1;
     // Cancelled workspaces are counted, not listed: a cancel (Ctrl-C, --fail-fast) says why.
     if (
       event.type === "workspace_finished" &&
@@ -183,6 +188,11 @@ export class TerminalView implements RunView {
       }
     }
     if (result.error !== null) this.#options.stderr.write(`error: ${result.error}\n`);
+    if (this.#scheduled > 0) {
+      out.write(
+        `${this.#scheduled} pull request${this.#scheduled === 1 ? " waits" : "s wait"} for the batch change's paced rollout; "deckhand batch rollout ${this.#batchChange}" says when each goes out\n`,
+      );
+    }
     out.write(`${summaryText(result.summary, result.elapsedMs)}\n`);
   }
 
