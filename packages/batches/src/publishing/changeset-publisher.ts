@@ -263,8 +263,14 @@ export class ChangesetPublisher {
    */
   async #schedulePaced(runId: string, loaded: readonly LoadedChangeset[]): Promise<Set<string>> {
     const settings = await this.#rollout.pacingOf(runId);
-    const name = loaded[0]?.batchChange;
-    if (settings === null || name === undefined) return new Set();
+    const name = loaded[0]?.batchChange ?? (await this.#batchChangeOfRun(runId));
+    if (name === undefined) return new Set();
+    if (settings === null) {
+      // This run's changesets go out now; what an earlier paced apply still had waiting is
+      // superseded by them.
+      await this.#rollout.supersede(name, runId);
+      return new Set();
+    }
     const open = await this.#load(
       and(
         eq(batchSpecs.name, name),
@@ -281,7 +287,6 @@ export class ChangesetPublisher {
         row.externalId === null &&
         !openBranches.has(`${row.repository}\u0000${row.branch}`),
     );
-    if (fresh.length === 0) return new Set();
     const events = await this.#rollout.schedule({
       batchChange: name,
       runId,

@@ -242,6 +242,15 @@ ${rollout}`;
     await runDueTurns(clock.now + RECHECK_MS);
     expect(openedTitles()).toBe(3);
     expect((await current.publisher.rollout("paced")).open).toBe(2);
+
+    // A newer apply without a pace publishes its changesets at once, and what the older one
+    // still had waiting is not opened behind its back.
+    await apply("");
+    expect(openedTitles()).toBe(4);
+    const after = await current.publisher.rollout("paced");
+    expect(after).toMatchObject({ paced: false, state: "idle", pending: [] });
+    await runDueTurns(clock.now + 2 * RECHECK_MS);
+    expect(openedTitles()).toBe(4);
   });
 
   it("publishes only inside windows on their zone's clock, across a daylight-saving shift", async () => {

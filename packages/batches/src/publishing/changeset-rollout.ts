@@ -94,6 +94,10 @@ export class ChangesetRollout {
     settings: RolloutSettings;
     items: readonly (ScheduledItem & { repository: string; branch: string })[];
   }): Promise<BatchRunEvent[]> {
+    if (input.items.length === 0) {
+      await this.supersede(input.batchChange, input.runId);
+      return [];
+    }
     await this.#db.transaction(async (transaction) => {
       await schedulePublications(transaction, {
         batchChange: input.batchChange,
@@ -118,6 +122,11 @@ export class ChangesetRollout {
         },
       ];
     });
+  }
+
+  /** Cancels what earlier applies of the batch change still had waiting (a newer one's run). */
+  async supersede(batchChange: string, runId: string): Promise<void> {
+    await schedulePublications(this.#db, { batchChange, runId, items: [], canaryCount: 0 });
   }
 
   /**
