@@ -50,7 +50,7 @@ Commands:
 Run "deckhand batch <command> --help" for a command's options.
 `;
 
-export const rolloutUsage = `Usage: deckhand batch rollout <name> [options]
+const rolloutUsage = `Usage: deckhand batch rollout <name> [options]
 
 Shows the rollout of the batch change <name> (its spec's name) on a running server: its pace
 (the spec's rollout: and the server's rollout windows), whether it is publishing, waiting or
@@ -564,7 +564,13 @@ export async function runBatchCommand(
         return await workspaces(rest, io, process.env);
       case "rollout": {
         const { runRolloutCommand } = await import("./batch-rollout-command.ts");
-        return await runRolloutCommand(rest, { stdout: io.stdout, env: io.env ?? process.env });
+        const code = await runRolloutCommand(rest, {
+          stdout: io.stdout,
+          env: io.env ?? process.env,
+        });
+        if (code !== "help") return code;
+        io.stdout.write(rolloutUsage);
+        return 0;
       }
       case "preview":
       case "apply": {

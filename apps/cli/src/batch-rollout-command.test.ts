@@ -92,6 +92,8 @@ describe("deckhand batch rollout", () => {
     };
     expect(await runBatchCommand(["help"], io)).toBe(0);
     expect(out.join("")).toContain("rollout <name>");
+    expect(await runBatchCommand(["rollout", "--help"], io)).toBe(0);
+    expect(out.join("")).toContain("Usage: deckhand batch rollout <name> [options]");
     expect(await runBatchCommand(["rollout"], io)).toBe(2);
     expect(err.join("")).toContain("rollout takes one batch change name");
   });

@@ -2,7 +2,6 @@
 // its state, and each pull request waiting to be opened with when it goes out.
 import { parseArgs } from "node:util";
 import { type BatchChangeRollout, WireEnv } from "@deckhand/wire";
-import { rolloutUsage } from "./batch-command.ts";
 import { BatchApiError, BatchRunClient } from "./batch-run-client.ts";
 import { table } from "./batch-run-output.ts";
 import type { ViewOutput } from "./batch-run-view.ts";
@@ -70,17 +69,15 @@ export async function runRolloutCommand(
     now?: () => number;
     fetch?: typeof fetch;
   },
-): Promise<number> {
+): Promise<number | "help"> {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  if (parsed.values.help) {
-    io.stdout.write(rolloutUsage);
-    return 0;
-  }
+  // The caller prints the usage (batch-command.ts keeps every batch command's).
+  if (parsed.values.help) return "help";
   if (parsed.positionals.length !== 1) throw new UsageError("rollout takes one batch change name");
   const server = parsed.values.server ?? DEFAULT_SERVER;
   if (!/^https?:\/\/[^/]/.test(server)) {
