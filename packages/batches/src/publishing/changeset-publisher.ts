@@ -28,13 +28,7 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
-import {
-  addSpend,
-  DbSpendLedger,
-  emptySpend,
-  PriceTable,
-  type SpendLedger,
-} from "@deckhand/model-proxy";
+import { DbSpendLedger, PriceTable, type SpendLedger } from "@deckhand/model-proxy";
 import type {
   BatchChange,
   BatchChangeBurndownPoint,
@@ -48,11 +42,11 @@ import type {
   ChangesetEvent,
   RolloutWindow,
 } from "@deckhand/wire";
-import { UsageJobId } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, isNotNull, ne, sql } from "drizzle-orm";
 import { z } from "zod";
 import { appendRunEvents } from "../batch-run-events.ts";
 import { BatchesError } from "../batches-error.ts";
+import { batchChangeSpend } from "../budgets/batch-change-spend.ts";
 import { StoredRunOptionsSchema, StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import { type ChangesetHookName, type HookRunner, hookLimit } from "./changeset-hooks.ts";
 import { ChangesetRollout, type PublishOutcome } from "./changeset-rollout.ts";
@@ -793,44 +787,19 @@ export class ChangesetPublisher {
       stats,
       burndown: await this.#burndown(name),
       changesets: shown.map(({ row }) => toStoredChangeset(row)),
-      ...(withSpend ? { spend: await this.#spend(name, shown, stats.merged) } : {}),
-    };
-  }
-
-  /**
-   * The batch change's model spend: every workspace job of every run of it, each changeset's
-   * (its workspace's), and per merged pull request.
-   */
-  async #spend(
-    name: string,
-    shown: readonly LoadedChangeset[],
-    merged: number,
-  ): Promise<BatchChangeSpend> {
-    const ledger = this.#options.ledger ?? new DbSpendLedger(this.#db, () => PriceTable.none);
-    const rows = await this.#db
-      .select({ id: workspaces.id })
-      .from(workspaces)
-      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
-      .innerJoin(batchSpecs, eq(batchSpecs.id, batchRuns.batchSpecId))
-      .where(eq(batchSpecs.name, name));
-    const byJob = await ledger.spentByJob(rows.map((row) => UsageJobId.batchWorkspace(row.id)));
-    const empty = emptySpend(ledger.prices);
-    const total = [...byJob.values()].reduce(addSpend, empty);
-    return {
-      total,
-      merged,
-      per_merged:
-        merged === 0
-          ? null
-          : {
-              tokens: total.tokens / merged,
-              cost: total.cost === null ? null : total.cost / merged,
-            },
-      changesets: shown.map(({ row }) => ({
-        changeset_id: row.id,
-        spent: byJob.get(UsageJobId.batchWorkspace(row.workspaceId)) ?? empty,
-      })),
-      currency: ledger.prices.currency,
+      ...(withSpend
+        ? {
+            spend: await batchChangeSpend(
+              this.#db,
+              this.#options.ledger ?? new DbSpendLedger(this.#db, () => PriceTable.none),
+              {
+                name,
+                changesets: shown.map(({ row }) => row),
+                merged: stats.merged,
+              },
+            ),
+          }
+        : {}),
     };
   }
 
