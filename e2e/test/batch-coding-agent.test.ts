@@ -369,7 +369,12 @@ describe.runIf(databaseBackends.includes("postgres"))(
       });
       writeFileSync(
         join(executorDir, "config.json"),
-        JSON.stringify({ codeHosts: [{ type: "directory", path: code }], codingAgent }),
+        JSON.stringify({
+          codeHosts: [{ type: "directory", path: code }],
+          codingAgent,
+          // The executor's steps run sandboxed too: the record directory is shared with them.
+          sandbox: { writable: [records] },
+        }),
       );
       const environment: NodeJS.ProcessEnv = { ...process.env };
       delete environment[UPSTREAM_KEY_ENV];

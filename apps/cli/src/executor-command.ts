@@ -20,14 +20,20 @@ import { createDb, type DbHandle } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
 import { batchJobModelProviderAccess, DbModelTokenStore } from "@deckhand/model-proxy";
 import { createProviderService } from "@deckhand/providers";
-import { detectSandbox, ProcessLauncher, type SandboxCapability } from "@deckhand/sandbox";
+import {
+  detectSandbox,
+  ProcessLauncher,
+  remoteModelProxy,
+  remoteModelProxyHosts,
+  type SandboxCapability,
+} from "@deckhand/sandbox";
 import {
   agentEnvironment,
   agentEnvironmentPolicy,
   redactSecrets,
   rememberSecrets,
 } from "@deckhand/secrets";
-import { WireEnv } from "@deckhand/wire";
+import { WireEnv, WirePath } from "@deckhand/wire";
 import pino from "pino";
 
 export const DATABASE_URL_ENV = "DATABASE_URL";
@@ -314,9 +320,19 @@ export async function runExecutorCommand(
       "local batch steps run UNSANDBOXED, as this executor's user; see docs/operations/security.md",
     );
   }
+  // Sandboxed codingAgent and acp steps reach the server's model proxy (and nothing else of it)
+  // through this executor, as the server's own sandboxes reach it.
+  const serverUrl = settings.serverUrl;
   const launcher = new ProcessLauncher({
     capability,
-    settings: config.sandbox,
+    settings:
+      serverUrl === null
+        ? config.sandbox
+        : {
+            ...config.sandbox,
+            allowHosts: [...config.sandbox.allowHosts, ...remoteModelProxyHosts(serverUrl)],
+          },
+    modelProxy: serverUrl === null ? null : remoteModelProxy(serverUrl, WirePath.modelProvider),
     policy,
     sourceEnvironment: io.environment,
     hidden: [settings.dataDir, config.providersConfigPath],

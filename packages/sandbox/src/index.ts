@@ -13,6 +13,7 @@ export {
   ProcessLauncher,
   type ProcessLauncherOptions,
 } from "./process-launcher.ts";
+export { remoteModelProxy, remoteModelProxyHosts } from "./remote-model-proxy.ts";
 export type { ModelProxyEndpoint } from "./sandbox-endpoints.ts";
 export { SandboxError, type SandboxErrorCode } from "./sandbox-error.ts";
 export {
