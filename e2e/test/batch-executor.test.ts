@@ -5,7 +5,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import {
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,

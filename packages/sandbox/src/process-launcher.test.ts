@@ -405,7 +405,9 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
       detached: true,
     });
     await new Promise<void>((resolve) => child.stdout!.once("data", () => resolve()));
-    const closed = new Promise((resolve) => child.once("close", (code, signal) => resolve(signal)));
+    const closed = new Promise((resolve) =>
+      child.once("close", (_code, signal) => resolve(signal)),
+    );
     process.kill(-child.pid!, "SIGTERM");
     expect(await closed).toBe("SIGTERM");
     // pgrep answers 1 when no process matches.

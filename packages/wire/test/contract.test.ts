@@ -62,9 +62,7 @@ describe("contract parity", () => {
       "packages/testkit/src/code-hosts",
       "packages/kubernetes-runtime/src",
       "packages/testkit/src/kubernetes",
-    ].map(
-      (path) => `${repositoryRoot}${path}`,
-    );
+    ].map((path) => `${repositoryRoot}${path}`);
     const findings = findWireLiteralDuplicates(roots, {
       base: repositoryRoot,
       skip: (path) =>
