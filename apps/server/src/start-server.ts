@@ -63,6 +63,7 @@ import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
+import { sessionModelAccess } from "./session-model-access.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
 
@@ -415,13 +416,15 @@ export async function startServer(
       database,
       sessions,
       providers,
-      modelTokens,
-      serverUrl: () => {
-        if (serverUrl === null) throw new Error("the server is not listening yet");
-        return serverUrl;
-      },
+      modelAccess: sessionModelAccess({
+        modelTokens,
+        serverUrl: () => {
+          if (serverUrl === null) throw new Error("the server is not listening yet");
+          return serverUrl;
+        },
+        serves: hasUpstream,
+      }),
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
-      hasUpstream,
       createBackend:
         options.createBackend ??
         agentBackendFactory({

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentBackend, PromptInput } from "@deckhand/agent-backends";
 import { createDb, type DbHandle } from "@deckhand/db";
-import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
+import type { ResolvedProvider } from "@deckhand/providers";
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -103,18 +103,12 @@ beforeAll(async () => {
   turns = new AgentTurns({
     database,
     sessions: service,
-    providers: { resolve: async () => provider } as unknown as ProviderService,
-    modelTokens: {
-      insert: async () => {
-        throw new Error("no model tokens in this test");
-      },
-      findByHash: async () => undefined,
-      revoke: async () => false,
-      extend: async () => false,
+    providers: { resolve: async () => provider },
+    modelAccess: {
+      serves: () => false,
+      lease: () => Promise.reject(new Error("no model proxy in this test")),
     },
-    serverUrl: () => "http://127.0.0.1:9",
     workspaceAgent: { url: "http://127.0.0.1:9", token: null },
-    hasUpstream: () => false,
     createBackend: () => textBackend(),
     logger: pino({ level: "silent" }),
   });

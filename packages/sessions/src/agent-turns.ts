@@ -18,7 +18,6 @@ import {
   tasks,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
-import { leaseModelProxy, type ModelTokenStore, revokeModelToken } from "@deckhand/model-proxy";
 import type { ProviderService, ResolvedProvider } from "@deckhand/providers";
 import { redactSecrets, redactValue } from "@deckhand/secrets";
 import {
@@ -44,6 +43,7 @@ import { resolveCommit } from "./git.ts";
 import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { ABORTED } from "./session-lock.ts";
 import type { SessionService } from "./session-service.ts";
+import type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
 import { agentSessionJobId } from "./usage-job.ts";
 
 /** NOTIFY channel for cancel and permission answers: whichever process runs the agent acts. */
@@ -94,25 +94,14 @@ export type BackendFactory = (request: BackendRequest) => AgentBackend | Promise
 export interface AgentTurnsOptions {
   database: DbHandle;
   sessions: SessionService;
-  providers: ProviderService;
-  modelTokens: ModelTokenStore & {
-    /** Moves a live token's expiry, so an agent in use keeps proxy access. */
-    extend(id: string, expiresAt: Date): Promise<boolean>;
-  };
-  /** The server's own URL (known once it listens): agents reach the model proxy through it. */
-  serverUrl: () => string;
+  providers: Pick<ProviderService, "resolve">;
+  /** The model-provider proxy's access for agents, which the server supplies. */
+  modelAccess: ModelAccess;
   workspaceAgent: { url: string; token: string | null } | null;
-  /**
-   * Whether the proxy has an upstream for an agent type. An agent whose type has none is not
-   * pointed at the proxy: it keeps its own login and credentials.
-   */
-  hasUpstream(agentType: string): boolean;
   createBackend: BackendFactory;
   logger: Logger;
   /** Backends unused this long are stopped. Defaults to 15 minutes. */
   idleTimeoutMs?: number;
-  /** Lifetime of the model token each backend gets. Defaults to 12 hours. */
-  modelTokenTtlMs?: number;
   /** How often backends are checked for a crash between turns. Defaults to 1 s. */
   healthIntervalMs?: number;
   /**
@@ -197,8 +186,8 @@ export class AgentTurns {
   readonly pool: AgentPool<CreateContext>;
   readonly #options: AgentTurnsOptions;
   readonly #logger: Logger;
-  /** The model token of each live backend, revoked when the backend goes. */
-  readonly #tokens = new Map<string, string>();
+  /** The model access of each live backend, released when the backend goes. */
+  readonly #leases = new Map<string, ModelAccessLease>();
   /** The model-usage job id of each live backend, announced so clients can read its usage. */
   readonly #jobIds = new Map<string, string>();
   /** The `agent_sessions` row each live backend was created for. */
@@ -217,12 +206,12 @@ export class AgentTurns {
       create: (key, context) => this.#createBackend(key.sessionId, key.agent, context),
       onDisposed: async (key) => {
         const id = `${key.sessionId}/${key.agent}`;
-        const tokenId = this.#tokens.get(id);
+        const lease = this.#leases.get(id);
         const rowId = this.#rows.get(id);
-        this.#tokens.delete(id);
+        this.#leases.delete(id);
         this.#jobIds.delete(id);
         this.#rows.delete(id);
-        if (tokenId) await revokeModelToken(options.modelTokens, tokenId).catch(() => {});
+        if (lease) await lease.release().catch(() => {});
         // The agent is gone: its row is history now, and the next turn makes a new one that
         // resumes the agent's own session from this row's resume id.
         if (rowId) {
@@ -431,21 +420,18 @@ export class AgentTurns {
     agent: string,
     context: CreateContext,
   ): Promise<AgentBackend> {
-    const { providers, modelTokens, serverUrl } = this.#options;
+    const { providers, modelAccess } = this.#options;
     // The agent runs in the session's worktree: its node_modules/.bin comes before PATH.
     const where = { projectDir: context.worktreePath };
     const plain = await providers.resolve(agent, where);
     const agentType = plain.agentType ?? (plain.transport === "native" ? NATIVE_AGENT_TYPE : null);
     let modelProxy: AgentSessionContext["modelProxy"] = null;
     let provider = plain;
-    if (agentType !== null && this.#options.hasUpstream(agentType)) {
+    if (agentType !== null && modelAccess.serves(agentType)) {
       const jobId = agentSessionJobId(context.agentSessionRowId);
-      // Revoked when the backend goes (see onDisposed), not when this call ends.
-      const lease = await leaseModelProxy({ modelTokens, serverUrl }, agentType, {
-        jobId,
-        ttlMs: this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000,
-      });
-      this.#tokens.set(`${sessionId}/${agent}`, lease.tokenId);
+      // Released when the backend goes (see onDisposed), not when this call ends.
+      const lease = await modelAccess.lease(agentType, jobId);
+      this.#leases.set(`${sessionId}/${agent}`, lease);
       this.#jobIds.set(`${sessionId}/${agent}`, jobId);
       const { proxyUrl, token } = lease.context;
       modelProxy = { url: proxyUrl, token, jobId };
@@ -774,15 +760,9 @@ export class AgentTurns {
         updatedAt: new Date(),
       })
       .where(eq(agentSessions.id, rowId));
-    // Each turn renews the backend's model token: it expires only when the agent sits unused
+    // Each turn renews the backend's model access: it expires only when the agent sits unused
     // longer than its lifetime (the pool disposes idle agents well before that).
-    const tokenId = this.#tokens.get(`${sessionId}/${agent}`);
-    if (tokenId) {
-      await this.#options.modelTokens.extend(
-        tokenId,
-        new Date(Date.now() + (this.#options.modelTokenTtlMs ?? 12 * 60 * 60_000)),
-      );
-    }
+    await this.#leases.get(`${sessionId}/${agent}`)?.renew();
     let stopReason: StopReason;
     // A cancel that came while the agent was starting or the turn waited: no prompt at all.
     if (await this.#cancelRequested(live)) {

@@ -58,4 +58,5 @@ export {
   type SessionWork,
 } from "./session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
-export { agentSessionJobId } from "./usage-job.ts";
+export type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
+export { type AgentSessionUsageJob, agentSessionJobId } from "./usage-job.ts";

@@ -12,7 +12,6 @@ import {
   sessions,
   sessionWorktrees,
 } from "@deckhand/db";
-import type { SessionUsageJob } from "@deckhand/model-proxy";
 import { redactSecrets } from "@deckhand/secrets";
 import type {
   Chat,
@@ -81,7 +80,7 @@ import {
   type SessionWorktreeRow,
 } from "./session-repository.ts";
 import { SessionsError } from "./sessions-error.ts";
-import { agentSessionJobId } from "./usage-job.ts";
+import { type AgentSessionUsageJob, agentSessionJobId } from "./usage-job.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";
@@ -810,7 +809,7 @@ export class SessionService {
    * The jobs a session's model usage is recorded under: one per agent session it ran (closed
    * ones too, their usage stays theirs), oldest first. A `not_found` when there is no such session.
    */
-  async usageJobs(sessionId: string): Promise<SessionUsageJob[]> {
+  async usageJobs(sessionId: string): Promise<AgentSessionUsageJob[]> {
     await this.#sessionRows(sessionId);
     const rows = await this.#db
       .select({
