@@ -40,9 +40,13 @@ import {
   AgentTurnPayloadSchema,
 } from "./agent-turn-task.ts";
 import { resolveCommit } from "./git.ts";
-import { appendSessionEvent, publishSessionEvent, SessionEventWriter } from "./session-events.ts";
 import { ABORTED } from "./session-lock.ts";
 import type { SessionService } from "./session-service.ts";
+import {
+  appendSessionEvent,
+  publishSessionEvent,
+  SessionEventWriter,
+} from "./store/session-events.ts";
 import type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
 import { agentSessionJobId } from "./usage-job.ts";
 

@@ -1,9 +1,4 @@
 export {
-  type AgentBackendFactoryOptions,
-  agentBackendFactory,
-  DEFAULT_NATIVE_MODEL,
-} from "./agent-backend-factory.ts";
-export {
   type AgentCatalog,
   type AgentChoice,
   checkAgentChoice,
@@ -24,22 +19,7 @@ export {
   INTERRUPTED_ERROR,
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
-export { DbPermissionMemory } from "./permission-memory.ts";
-export { type SessionState, sessionStates } from "./session-activity.ts";
-export { SessionActivityHub, type SessionActivityHubOptions } from "./session-activity-hub.ts";
-export {
-  appendSessionEvent,
-  appendSessionEvents,
-  publishSessionEvent,
-  type QueuedEvent,
-  readSessionEvents,
-  SESSION_EVENTS_CHANNEL,
-  SessionEventWriter,
-  type SessionEventWriterOptions,
-  SessionStreamHub,
-} from "./session-events.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
-export { SessionProcesses, type SessionProcessesOptions } from "./session-processes.ts";
 export {
   type ChatRow,
   type PendingChangeRow,
@@ -57,6 +37,29 @@ export {
   type SessionServiceOptions,
   type SessionWork,
 } from "./session-service.ts";
+export {
+  SessionActivityHub,
+  type SessionActivityHubOptions,
+} from "./sessions/session-activity-hub.ts";
+export { SessionProcesses, type SessionProcessesOptions } from "./sessions/session-processes.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
+export { DbPermissionMemory } from "./store/permission-memory.ts";
+export {
+  appendSessionEvent,
+  appendSessionEvents,
+  publishSessionEvent,
+  type QueuedEvent,
+  readSessionEvents,
+  SESSION_EVENTS_CHANNEL,
+  SessionEventWriter,
+  type SessionEventWriterOptions,
+  SessionStreamHub,
+} from "./store/session-events.ts";
+export { type SessionState, sessionStates } from "./store/session-states.ts";
+export {
+  type AgentBackendFactoryOptions,
+  agentBackendFactory,
+  DEFAULT_NATIVE_MODEL,
+} from "./turns/agent-backend-factory.ts";
 export type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
 export { type AgentSessionUsageJob, agentSessionJobId } from "./usage-job.ts";

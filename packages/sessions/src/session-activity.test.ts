@@ -8,9 +8,9 @@ import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assistantMessageId } from "./agent-turns.ts";
-import { publishSessionEvent } from "./session-events.ts";
 import { SessionService } from "./session-service.ts";
 import { SessionsError } from "./sessions-error.ts";
+import { publishSessionEvent } from "./store/session-events.ts";
 
 let database: DbHandle;
 let scratch: string;

@@ -68,8 +68,6 @@ import {
   projectResource,
   sessionResource,
 } from "./resources.ts";
-import { NEW_SESSION_STATE, sessionStates } from "./session-activity.ts";
-import { appendSessionEvent, SESSION_EVENTS_CHANNEL } from "./session-events.ts";
 import { SessionLock } from "./session-lock.ts";
 import {
   type ChatRow,
@@ -80,6 +78,8 @@ import {
   type SessionWorktreeRow,
 } from "./session-repository.ts";
 import { SessionsError } from "./sessions-error.ts";
+import { appendSessionEvent, SESSION_EVENTS_CHANNEL } from "./store/session-events.ts";
+import { NEW_SESSION_STATE, sessionStates } from "./store/session-states.ts";
 import { type AgentSessionUsageJob, agentSessionJobId } from "./usage-job.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */

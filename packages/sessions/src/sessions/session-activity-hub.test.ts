@@ -8,9 +8,9 @@ import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import type { SessionActivityEvent } from "@deckhand/wire";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SessionService } from "../session-service.ts";
+import { publishSessionEvent, SESSION_EVENTS_CHANNEL } from "../store/session-events.ts";
 import { SessionActivityHub } from "./session-activity-hub.ts";
-import { publishSessionEvent, SESSION_EVENTS_CHANNEL } from "./session-events.ts";
-import { SessionService } from "./session-service.ts";
 
 let database: DbHandle;
 let scratch: string;

@@ -8,8 +8,8 @@ import {
   type SessionProcessOutputQuery,
   type SignalProcessResponse,
 } from "@deckhand/wire";
-import type { SessionService } from "./session-service.ts";
-import { SessionsError } from "./sessions-error.ts";
+import type { SessionService } from "../session-service.ts";
+import { SessionsError } from "../sessions-error.ts";
 
 export interface SessionProcessesOptions {
   sessions: Pick<SessionService, "listChats">;
