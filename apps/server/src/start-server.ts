@@ -36,11 +36,12 @@ import {
   AgentTurns,
   agentBackendFactory,
   type BackendFactory,
+  createSessionDomain,
   DbPermissionMemory,
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
   SessionActivityHub,
-  SessionService,
+  type SessionDomain,
   SessionStreamHub,
   SessionsError,
 } from "@deckhand/sessions";
@@ -79,7 +80,7 @@ export interface RunningServer {
   agentTurns: AgentTurns;
   modelTokens: DbModelTokenStore;
   modelUsage: DbUsageRecorder;
-  sessions: SessionService;
+  sessions: SessionDomain;
   batches: BatchRunService;
   apiTokens: ApiTokenStore;
   providers: ProviderService;
@@ -275,7 +276,7 @@ export async function startServer(
       if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
       return providerCatalog;
     };
-    const sessions = new SessionService({
+    const sessions = createSessionDomain({
       database,
       projectsDir: join(config.dataDir, "projects"),
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
@@ -381,7 +382,7 @@ export async function startServer(
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {
-          return (await sessions.getProject(projectId)).repository_path;
+          return (await sessions.projects.get(projectId)).repository_path;
         } catch (error) {
           if (SessionsError.isInstance(error) && error.code === "not_found") return null;
           throw error;
@@ -403,7 +404,7 @@ export async function startServer(
     await hub.start();
     cleanups.push(() => hub.stop());
     const activityHub = new SessionActivityHub(database, {
-      sessionsById: (ids) => sessions.sessionsById(ids),
+      sessionsById: (ids) => sessions.sessions.byIds(ids),
     });
     await activityHub.start();
     cleanups.push(() => activityHub.stop());
@@ -496,7 +497,7 @@ export async function startServer(
       logger: logger.child({ component: "session-stream" }),
       authorize,
       check: async (sessionId) => {
-        await sessions.getSession(sessionId).catch((error: unknown) => {
+        await sessions.sessions.get(sessionId).catch((error: unknown) => {
           throw sessionsErrorToHttp(error);
         });
       },

@@ -34,19 +34,23 @@ import {
 import { and, asc, eq, gte, inArray, isNull, ne, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { resolveCommit } from "./git.ts";
+import { requireOpenSession } from "./required-rows.ts";
+import type { SessionDomain } from "./session-domain.ts";
+import { ABORTED } from "./session-lock.ts";
 import {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
   AgentTurnPayloadSchema,
-} from "./agent-turn-task.ts";
-import { resolveCommit } from "./git.ts";
-import { ABORTED } from "./session-lock.ts";
-import type { SessionService } from "./session-service.ts";
+} from "./store/agent-turn-tasks.ts";
 import {
   appendSessionEvent,
   publishSessionEvent,
   SessionEventWriter,
 } from "./store/session-events.ts";
+import type { SessionWorktreeRow } from "./store/session-rows.ts";
+import { SessionStore } from "./store/session-store.ts";
+import { foldAgentCommits } from "./turns/fold-agent-commits.ts";
 import type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
 import { agentSessionJobId } from "./usage-job.ts";
 
@@ -97,7 +101,8 @@ export type BackendFactory = (request: BackendRequest) => AgentBackend | Promise
 
 export interface AgentTurnsOptions {
   database: DbHandle;
-  sessions: SessionService;
+  /** The session domain whose lock and pending changes the turns use. */
+  sessions: Pick<SessionDomain, "lock" | "pendingChanges">;
   providers: Pick<ProviderService, "resolve">;
   /** The model-provider proxy's access for agents, which the server supplies. */
   modelAccess: ModelAccess;
@@ -576,10 +581,10 @@ export class AgentTurns {
     const messageId = assistantMessageId(payload.user_message_id);
     if (!(await this.#begin(payload, messageId))) return;
 
-    const { repository } = this.#options.sessions;
-    const asked = await repository.userMessageText(payload.user_message_id);
+    const store = new SessionStore(db);
+    const asked = await store.messages.userMessageText(payload.user_message_id);
     // An agent new to the chat is told first what Deckhand told it (a taken-over workspace).
-    const context = await repository.contextFor(payload.user_message_id);
+    const context = await store.messages.contextFor(payload.user_message_id);
     const text = context === "" ? asked : `${context}\n\n---\n\n${asked}`;
 
     const live: LiveTurn = {
@@ -628,8 +633,8 @@ export class AgentTurns {
 
     let outcome: TurnOutcome;
     try {
-      const worktree = await this.#options.sessions.activeWorktree(sessionId);
-      const { approvalPolicy } = (await this.#options.sessions.sessionRows(sessionId)).session;
+      const { session, worktree } = await requireOpenSession(store, sessionId);
+      const { approvalPolicy } = session;
       // The session's lock (shared with the session service): one turn of a session at a time,
       // and no pending change applied or rejected here while it runs.
       const ran = await this.#options.sessions.lock.turn(
@@ -643,15 +648,12 @@ export class AgentTurns {
           // The branch's commit before the agent works: commits it makes are folded back after.
           const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
           try {
-            agentSessionRowId = await this.#options.sessions.ensureAgentSession(
-              sessionId,
-              agent,
-              null,
-            );
+            const agentSession = await store.agentSessions.ensure(sessionId, agent, null);
+            agentSessionRowId = agentSession.id;
             const rowId = agentSessionRowId;
             const resumeSessionId =
-              (await repository.resumeIdOf(rowId)) ??
-              (await repository.latestResumeId(sessionId, agent));
+              agentSession.resumeSessionId ??
+              (await store.agentSessions.latestResumeId(sessionId, agent));
             stopReason = await this.pool.use(
               { sessionId, agent },
               (backend) =>
@@ -684,6 +686,7 @@ export class AgentTurns {
               agent,
               messageId,
               agentSessionRowId,
+              worktree,
               since,
               onEvent,
               flushEvents,
@@ -818,15 +821,19 @@ export class AgentTurns {
     agent: string;
     messageId: string;
     agentSessionRowId: string;
+    worktree: SessionWorktreeRow;
     since: string | null;
     onEvent(event: AgentEvent): Promise<void>;
     flushEvents(): Promise<void>;
   }): Promise<void> {
     const { sessions } = this.#options;
+    const since = turn.since;
     const { sessionId, chatId, agent, messageId } = turn;
-    if (turn.since !== null) {
+    if (since !== null) {
       try {
-        const folded = await sessions.foldAgentCommits(sessionId, turn.since);
+        const folded = await sessions.lock.git(sessionId, () =>
+          foldAgentCommits(turn.worktree, since),
+        );
         if (folded.kind === "moved") {
           await turn.onEvent({
             type: "error",
@@ -855,8 +862,13 @@ export class AgentTurns {
       }
     }
     await turn.flushEvents();
-    await sessions
-      .recordPendingChanges({ sessionId, agentSessionId: turn.agentSessionRowId, chatId })
+    await sessions.pendingChanges
+      .record({
+        sessionId,
+        worktreePath: turn.worktree.path,
+        agentSession: { id: turn.agentSessionRowId, agent },
+        chatId,
+      })
       .catch((error: unknown) =>
         this.#logger.warn({ err: error, sessionId }, "recording pending changes failed"),
       );

@@ -1,16 +1,5 @@
+export type { AgentCatalog, AgentChoice } from "./agent-choice.ts";
 export {
-  type AgentCatalog,
-  type AgentChoice,
-  checkAgentChoice,
-} from "./agent-choice.ts";
-export {
-  AGENT_TURN_TASK,
-  type AgentTurnPayload,
-  AgentTurnPayloadSchema,
-  enqueueAgentTurn,
-} from "./agent-turn-task.ts";
-export {
-  AGENT_CONTROL_CHANNEL,
   AgentTurns,
   type AgentTurnsOptions,
   assistantMessageId,
@@ -19,47 +8,39 @@ export {
   INTERRUPTED_ERROR,
   NATIVE_AGENT_TYPE,
 } from "./agent-turns.ts";
+export type { ChatService } from "./chats/chat-service.ts";
+export type { MessageService } from "./chats/message-service.ts";
+export type { GitEnvironment } from "./git.ts";
+export type {
+  PendingChangeService,
+  RecordedWork,
+} from "./pending-changes/pending-change-service.ts";
+export type { ProjectService } from "./projects/project-service.ts";
+export {
+  createSessionDomain,
+  type SessionDomain,
+  type SessionDomainOptions,
+} from "./session-domain.ts";
 export { ABORTED, SessionLock } from "./session-lock.ts";
-export {
-  type ChatRow,
-  type PendingChangeRow,
-  type PendingChangeWithAgent,
-  type ProjectRow,
-  SessionRepository,
-  type SessionRow,
-  type SessionWithWorktree,
-  type SessionWorktreeRow,
-} from "./session-repository.ts";
-export {
-  type CreateSessionOptions,
-  type FoldCommitsResult,
-  SessionService,
-  type SessionServiceOptions,
-  type SessionWork,
-} from "./session-service.ts";
+export type { AgentSessionService } from "./sessions/agent-session-service.ts";
 export {
   SessionActivityHub,
   type SessionActivityHubOptions,
 } from "./sessions/session-activity-hub.ts";
 export { SessionProcesses, type SessionProcessesOptions } from "./sessions/session-processes.ts";
+export type {
+  CreateSessionOptions,
+  SessionService,
+  SessionWork,
+} from "./sessions/session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
+export { AGENT_TURN_TASK, type AgentTurnPayload } from "./store/agent-turn-tasks.ts";
 export { DbPermissionMemory } from "./store/permission-memory.ts";
-export {
-  appendSessionEvent,
-  appendSessionEvents,
-  publishSessionEvent,
-  type QueuedEvent,
-  readSessionEvents,
-  SESSION_EVENTS_CHANNEL,
-  SessionEventWriter,
-  type SessionEventWriterOptions,
-  SessionStreamHub,
-} from "./store/session-events.ts";
-export { type SessionState, sessionStates } from "./store/session-states.ts";
+export { publishSessionEvent, SessionStreamHub } from "./store/session-events.ts";
 export {
   type AgentBackendFactoryOptions,
   agentBackendFactory,
   DEFAULT_NATIVE_MODEL,
 } from "./turns/agent-backend-factory.ts";
 export type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
-export { type AgentSessionUsageJob, agentSessionJobId } from "./usage-job.ts";
+export type { AgentSessionUsageJob } from "./usage-job.ts";

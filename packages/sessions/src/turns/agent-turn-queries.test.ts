@@ -12,12 +12,12 @@ import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentTurns } from "../agent-turns.ts";
-import { SessionService } from "../session-service.ts";
+import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
 
 let database: DbHandle;
 let scratch: string;
 let repository: TempRepository;
-let service: SessionService;
+let service: SessionDomain;
 let turns: AgentTurns;
 
 /** The statements drizzle sends, and the transactions it opens (each a BEGIN and a COMMIT). */
@@ -95,7 +95,7 @@ beforeAll(async () => {
   database = await createDb({ dataDir: "memory://" });
   scratch = mkdtempSync(join(tmpdir(), "deckhand-turn-queries-"));
   repository = createTempRepository({ "README.md": "# demo\n" });
-  service = new SessionService({
+  service = createSessionDomain({
     database,
     projectsDir: join(scratch, "projects"),
     worktreesDir: join(scratch, "worktrees"),
@@ -123,7 +123,7 @@ afterAll(async () => {
 });
 
 async function runTextTurn(sessionId: string, chatId: string, text: string) {
-  const { message } = await service.createMessage(chatId, { agent: "scripted", text });
+  const { message } = await service.messages.create(chatId, { agent: "scripted", text });
   resetCount();
   await turns.runTurn({
     session_id: sessionId,
@@ -142,14 +142,14 @@ async function runTextTurn(sessionId: string, chatId: string, text: string) {
 
 describe("a simple text turn's queries", () => {
   it("stays within the turn's handful of round trips, first turn and next", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(project.id, {});
-    const chat = await service.createChat(session.id, {});
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(project.id, {});
+    const chat = await service.chats.create(session.id, {});
 
     const first = await runTextTurn(session.id, chat.id, "hello");
     const next = await runTextTurn(session.id, chat.id, "again");
 
-    const [, answer] = await service.listMessages(chat.id);
+    const [, answer] = await service.messages.list(chat.id);
     expect(answer).toMatchObject({ role: "assistant", status: "complete" });
     expect(answer!.parts).toEqual([{ position: 0, kind: "text", content: { text: "Done." } }]);
     expect(first.statements).toBeLessThanOrEqual(FIRST_TURN_STATEMENTS);
