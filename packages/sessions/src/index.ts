@@ -1,13 +1,4 @@
 export type { AgentCatalog, AgentChoice } from "./agent-choice.ts";
-export {
-  AgentTurns,
-  type AgentTurnsOptions,
-  assistantMessageId,
-  type BackendFactory,
-  type BackendRequest,
-  INTERRUPTED_ERROR,
-  NATIVE_AGENT_TYPE,
-} from "./agent-turns.ts";
 export type { ChatService } from "./chats/chat-service.ts";
 export type { MessageService } from "./chats/message-service.ts";
 export type { GitEnvironment } from "./git.ts";
@@ -42,5 +33,13 @@ export {
   agentBackendFactory,
   DEFAULT_NATIVE_MODEL,
 } from "./turns/agent-backend-factory.ts";
+export { AgentTurns, type AgentTurnsOptions } from "./turns/agent-turns.ts";
 export type { ModelAccess, ModelAccessLease } from "./turns/model-access.ts";
+export {
+  type AgentStart,
+  type BackendFactory,
+  type BackendRequest,
+  NATIVE_AGENT_TYPE,
+} from "./turns/session-agents.ts";
+export { assistantMessageId, INTERRUPTED_ERROR } from "./turns/turn-messages.ts";
 export type { AgentSessionUsageJob } from "./usage-job.ts";

@@ -7,10 +7,10 @@ import { agentSessions, createDb, type DbHandle, messages, pendingChanges } from
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assistantMessageId } from "../agent-turns.ts";
 import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
 import { SessionsError } from "../sessions-error.ts";
 import { publishSessionEvent } from "../store/session-events.ts";
+import { assistantMessageId } from "../turns/turn-messages.ts";
 
 let database: DbHandle;
 let scratch: string;

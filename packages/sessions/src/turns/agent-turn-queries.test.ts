@@ -11,8 +11,8 @@ import type { ResolvedProvider } from "@deckhand/providers";
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentTurns } from "../agent-turns.ts";
 import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
+import { AgentTurns } from "./agent-turns.ts";
 
 let database: DbHandle;
 let scratch: string;
