@@ -6,13 +6,13 @@ export type {
   PendingChangeService,
   RecordedWork,
 } from "./pending-changes/pending-change-service.ts";
-export type { ProjectService } from "./projects/project-service.ts";
+export type { ProjectService, ProjectServiceOptions } from "./projects/project-service.ts";
 export {
   createSessionDomain,
   type SessionDomain,
   type SessionDomainOptions,
 } from "./session-domain.ts";
-export { ABORTED, SessionLock } from "./session-lock.ts";
+export type { ABORTED, SessionLock } from "./session-lock.ts";
 export type { AgentSessionService } from "./sessions/agent-session-service.ts";
 export {
   SessionActivityHub,
@@ -22,12 +22,18 @@ export { SessionProcesses, type SessionProcessesOptions } from "./sessions/sessi
 export type {
   CreateSessionOptions,
   SessionService,
+  SessionServiceOptions,
   SessionWork,
 } from "./sessions/session-service.ts";
 export { SessionsError, type SessionsErrorCode } from "./sessions-error.ts";
-export { AGENT_TURN_TASK, type AgentTurnPayload } from "./store/agent-turn-tasks.ts";
+export {
+  AGENT_TURN_TASK,
+  type AgentTurnPayload,
+  AgentTurnPayloadSchema,
+} from "./store/agent-turn-tasks.ts";
 export { DbPermissionMemory } from "./store/permission-memory.ts";
 export { publishSessionEvent, SessionStreamHub } from "./store/session-events.ts";
+export type { SessionWorktreeRow } from "./store/session-rows.ts";
 export {
   type AgentBackendFactoryOptions,
   agentBackendFactory,

@@ -8,7 +8,6 @@ import { ProjectService } from "./projects/project-service.ts";
 import { SessionLock } from "./session-lock.ts";
 import { AgentSessionService } from "./sessions/agent-session-service.ts";
 import { SessionService } from "./sessions/session-service.ts";
-import { SessionStore } from "./store/session-store.ts";
 
 export interface SessionDomainOptions {
   database: DbHandle;
@@ -16,8 +15,6 @@ export interface SessionDomainOptions {
   projectsDir: string;
   /** Where session worktrees go: inside the workspace agent's root, so its APIs can reach them. */
   worktreesDir: string;
-  /** The process's session lock; the turn runner shares it through `lock`. A new one by default. */
-  lock?: SessionLock;
   /**
    * The providers snapshot, to check a session's or a message's agent, model and mode against.
    * Without it, requests that choose a model or mode (or a session's agent) are refused.
@@ -32,7 +29,7 @@ export interface SessionDomainOptions {
 }
 
 /**
- * The session domain, one service per thing it keeps, over one store and one lock. Git work on
+ * The session domain, one service per thing it keeps, each over the store, sharing one lock. Git work on
  * one session is serialised in this process by `lock`; the database transaction is the unit
  * everywhere else.
  */
@@ -43,28 +40,31 @@ export interface SessionDomain {
   messages: MessageService;
   pendingChanges: PendingChangeService;
   agentSessions: AgentSessionService;
-  /** Serialises git work on a session with this process's other git work and turns on it. */
+  /**
+   * The process's one lock per session: it serialises git work on a session, and turns on it
+   * (`AgentTurns` shares it).
+   */
   lock: SessionLock;
 }
 
 export function createSessionDomain(options: SessionDomainOptions): SessionDomain {
-  const store = new SessionStore(options.database.db);
-  const lock = options.lock ?? new SessionLock();
+  const { db } = options.database;
+  const lock = new SessionLock();
   const agentCatalog = options.agentCatalog ?? null;
   const { gitEnvironment } = options;
   return {
-    projects: new ProjectService({ store, projectsDir: options.projectsDir, gitEnvironment }),
+    projects: new ProjectService({ db, projectsDir: options.projectsDir, gitEnvironment }),
     sessions: new SessionService({
-      store,
+      db,
       lock,
       worktreesDir: options.worktreesDir,
       agentCatalog,
       gitEnvironment,
     }),
-    chats: new ChatService(store),
-    messages: new MessageService(store, agentCatalog),
-    pendingChanges: new PendingChangeService(store, lock),
-    agentSessions: new AgentSessionService(store),
+    chats: new ChatService(db),
+    messages: new MessageService(db, agentCatalog),
+    pendingChanges: new PendingChangeService(db, lock),
+    agentSessions: new AgentSessionService(db),
     lock,
   };
 }

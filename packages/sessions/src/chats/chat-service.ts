@@ -1,15 +1,16 @@
+import type { Database } from "@deckhand/db";
 import { redactSecrets } from "@deckhand/secrets";
 import type { Chat, CreateChatRequest } from "@deckhand/wire";
 import { notFound, requireChat, requireOpenSession, requireSession } from "../required-rows.ts";
 import { chatResource } from "../resources.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import { SessionStore } from "../store/session-store.ts";
 
 /** Chats: the conversations of a session, each with any of its agents; one may branch another. */
 export class ChatService {
   readonly #store: SessionStore;
 
-  constructor(store: SessionStore) {
-    this.#store = store;
+  constructor(db: Database) {
+    this.#store = new SessionStore(db);
   }
 
   async create(sessionId: string, request: CreateChatRequest): Promise<Chat> {

@@ -1,8 +1,9 @@
+import type { Database } from "@deckhand/db";
 import type { CreateMessageRequest, CreateMessageResponse, Message } from "@deckhand/wire";
 import { type AgentCatalog, checkChoiceInCatalog } from "../agent-choice.ts";
 import { requireChat, requireOpenSession } from "../required-rows.ts";
 import { messageResource } from "../resources.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import { SessionStore } from "../store/session-store.ts";
 
 /**
  * Messages of a chat. A person's message asks an agent for a turn: it is stored with the task
@@ -12,8 +13,8 @@ export class MessageService {
   readonly #store: SessionStore;
   readonly #agentCatalog: AgentCatalog | null;
 
-  constructor(store: SessionStore, agentCatalog: AgentCatalog | null) {
-    this.#store = store;
+  constructor(db: Database, agentCatalog: AgentCatalog | null) {
+    this.#store = new SessionStore(db);
     this.#agentCatalog = agentCatalog;
   }
 

@@ -1,4 +1,4 @@
-import type { PendingChangeStatus } from "@deckhand/db";
+import type { Database, PendingChangeStatus } from "@deckhand/db";
 import type { PendingChange } from "@deckhand/wire";
 import { changedPaths, commitPath, diffPath, restorePath } from "../git.ts";
 import { requireOpenSession, requirePendingChange, requireSession } from "../required-rows.ts";
@@ -6,7 +6,7 @@ import { pendingChangeResource } from "../resources.ts";
 import type { SessionLock } from "../session-lock.ts";
 import { SessionsError } from "../sessions-error.ts";
 import type { PendingChangeRow } from "../store/pending-change-rows.ts";
-import type { SessionStore, SessionTransaction } from "../store/session-store.ts";
+import { SessionStore, type SessionTransaction } from "../store/session-store.ts";
 import { appliedCommitMessage } from "./applied-commits.ts";
 
 /** What an agent's turn left in a session's worktree, to record as pending changes. */
@@ -27,8 +27,8 @@ export class PendingChangeService {
   readonly #store: SessionStore;
   readonly #lock: SessionLock;
 
-  constructor(store: SessionStore, lock: SessionLock) {
-    this.#store = store;
+  constructor(db: Database, lock: SessionLock) {
+    this.#store = new SessionStore(db);
     this.#lock = lock;
   }
 

@@ -1,16 +1,17 @@
 import { rm } from "node:fs/promises";
 import { basename, resolve } from "node:path";
+import type { Database } from "@deckhand/db";
 import { redactSecrets } from "@deckhand/secrets";
 import type { CreateProjectRequest, Project, ProjectBranchList } from "@deckhand/wire";
 import { type GitEnvironment, repositoryRoot, startingBranches } from "../git.ts";
 import { requireProject } from "../required-rows.ts";
 import { projectResource } from "../resources.ts";
 import type { ProjectRow } from "../store/project-rows.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import { SessionStore } from "../store/session-store.ts";
 import { checkoutRoot, cloneProject, defaultBranchOf } from "./project-repository.ts";
 
 export interface ProjectServiceOptions {
-  store: SessionStore;
+  db: Database;
   /** Where cloned projects go. */
   projectsDir: string;
   /** Credentials for git commands that reach a project's URL (see `SessionDomainOptions`). */
@@ -24,7 +25,7 @@ export class ProjectService {
   readonly #gitEnvironment: GitEnvironment | undefined;
 
   constructor(options: ProjectServiceOptions) {
-    this.#store = options.store;
+    this.#store = new SessionStore(options.db);
     this.#projectsDir = options.projectsDir;
     this.#gitEnvironment = options.gitEnvironment;
   }

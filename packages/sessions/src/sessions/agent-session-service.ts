@@ -1,5 +1,6 @@
+import type { Database } from "@deckhand/db";
 import { requireSession } from "../required-rows.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import { SessionStore } from "../store/session-store.ts";
 import { type AgentSessionUsageJob, agentSessionJobId } from "../usage-job.ts";
 
 /**
@@ -9,8 +10,8 @@ import { type AgentSessionUsageJob, agentSessionJobId } from "../usage-job.ts";
 export class AgentSessionService {
   readonly #store: SessionStore;
 
-  constructor(store: SessionStore) {
-    this.#store = store;
+  constructor(db: Database) {
+    this.#store = new SessionStore(db);
   }
 
   /** The live agent session of (session, agent, chat), created on first use; its id. */

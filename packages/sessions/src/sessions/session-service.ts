@@ -1,3 +1,4 @@
+import type { Database } from "@deckhand/db";
 import { redactSecrets } from "@deckhand/secrets";
 import type {
   CreateSessionRequest,
@@ -19,7 +20,7 @@ import type { SessionLock } from "../session-lock.ts";
 import { SessionsError } from "../sessions-error.ts";
 import type { SessionRow, SessionWorktreeRow } from "../store/session-rows.ts";
 import { NEW_SESSION_STATE } from "../store/session-states.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import { SessionStore } from "../store/session-store.ts";
 import { addSessionWorktree, baseCommitFor, removeWorktree } from "./session-worktrees.ts";
 
 /**
@@ -59,7 +60,7 @@ export interface SessionWork {
 }
 
 export interface SessionServiceOptions {
-  store: SessionStore;
+  db: Database;
   lock: SessionLock;
   /** Where session worktrees go: inside the workspace agent's root, so its APIs can reach them. */
   worktreesDir: string;
@@ -79,7 +80,7 @@ export class SessionService {
   readonly #gitEnvironment: GitEnvironment | undefined;
 
   constructor(options: SessionServiceOptions) {
-    this.#store = options.store;
+    this.#store = new SessionStore(options.db);
     this.#lock = options.lock;
     this.#worktreesDir = options.worktreesDir;
     this.#agentCatalog = options.agentCatalog;
