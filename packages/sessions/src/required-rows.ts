@@ -1,12 +1,11 @@
+// The rows a request names, found or refused: ids come from URLs, so a missing row is a
+// `not_found` that names what was asked for, and a closed session a `conflict`.
 import { SessionsError } from "./sessions-error.ts";
 import type { ChatRow } from "./store/chat-rows.ts";
 import type { PendingChangeWithAgent } from "./store/pending-change-rows.ts";
 import type { ProjectRow } from "./store/project-rows.ts";
 import type { SessionRow, SessionWithWorktree, SessionWorktreeRow } from "./store/session-rows.ts";
 import type { SessionStore } from "./store/session-store.ts";
-
-// The rows a request names, found or refused: ids come from URLs, so a missing row is a
-// `not_found` that names what was asked for, and a closed session a `conflict`.
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -19,8 +18,16 @@ export function notFound(what: string, id: string): SessionsError {
   return new SessionsError("not_found", `no ${what} with id ${JSON.stringify(id)}`);
 }
 
-function checkId(what: string, id: string): void {
+/** The row `read` finds for an id from outside; a `not_found` naming `what` otherwise. */
+async function found<Row>(
+  what: string,
+  id: string,
+  read: (id: string) => Promise<Row | undefined>,
+): Promise<Row> {
   if (!isUuid(id)) throw notFound(what, id);
+  const row = await read(id);
+  if (row === undefined) throw notFound(what, id);
+  return row;
 }
 
 /** An open session with its active worktree. */
@@ -29,21 +36,15 @@ export interface OpenSession {
   worktree: SessionWorktreeRow;
 }
 
-export async function requireProject(store: SessionStore, projectId: string): Promise<ProjectRow> {
-  checkId("project", projectId);
-  const row = await store.projects.get(projectId);
-  if (!row) throw notFound("project", projectId);
-  return row;
+export function requireProject(store: SessionStore, projectId: string): Promise<ProjectRow> {
+  return found("project", projectId, (id) => store.projects.get(id));
 }
 
-export async function requireSession(
+export function requireSession(
   store: SessionStore,
   sessionId: string,
 ): Promise<SessionWithWorktree> {
-  checkId("session", sessionId);
-  const rows = await store.sessions.get(sessionId);
-  if (!rows) throw notFound("session", sessionId);
-  return rows;
+  return found("session", sessionId, (id) => store.sessions.get(id));
 }
 
 /** The session and its active worktree; a `conflict` when the session is closed. */
@@ -58,19 +59,13 @@ export async function requireOpenSession(
   return { session, worktree };
 }
 
-export async function requireChat(store: SessionStore, chatId: string): Promise<ChatRow> {
-  checkId("chat", chatId);
-  const row = await store.chats.get(chatId);
-  if (!row) throw notFound("chat", chatId);
-  return row;
+export function requireChat(store: SessionStore, chatId: string): Promise<ChatRow> {
+  return found("chat", chatId, (id) => store.chats.get(id));
 }
 
-export async function requirePendingChange(
+export function requirePendingChange(
   store: SessionStore,
   pendingChangeId: string,
 ): Promise<PendingChangeWithAgent> {
-  checkId("pending change", pendingChangeId);
-  const row = await store.pendingChanges.get(pendingChangeId);
-  if (!row) throw notFound("pending change", pendingChangeId);
-  return row;
+  return found("pending change", pendingChangeId, (id) => store.pendingChanges.get(id));
 }

@@ -1,7 +1,6 @@
-import type { CommitSummary } from "../git.ts";
-
 // Commits Deckhand makes applying a pending change carry a line naming the change; folding an
 // agent's commits after its turn recognises them by it and leaves them on the branch.
+import type { CommitSummary } from "../git.ts";
 
 /** The line that marks a commit Deckhand made applying a pending change. */
 const APPLIED_LINE = "Applied from Deckhand pending change";

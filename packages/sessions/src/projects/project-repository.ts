@@ -1,3 +1,5 @@
+// The repository behind a project: a checkout on the server's machine, or a clone of a URL into
+// the projects directory, and the branch its sessions start from by default.
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -9,9 +11,6 @@ import {
   resolveCommit,
 } from "../git.ts";
 import { SessionsError } from "../sessions-error.ts";
-
-// The repository behind a project: a checkout on the server's machine, or a clone of a URL into
-// the projects directory, and the branch its sessions start from by default.
 
 /** The top-level directory of the checkout at `path`; an `invalid_request` when there is none. */
 export async function checkoutRoot(path: string): Promise<string> {

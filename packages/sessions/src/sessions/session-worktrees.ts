@@ -1,12 +1,11 @@
+// A session's worktree: a git worktree of the project's repository on the session's own branch,
+// in the worktrees directory (inside the workspace agent's root, so its APIs reach it).
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { CreateSessionRequest } from "@deckhand/wire";
 import { commitDiff, type GitEnvironment, git, gitCredentials, resolveCommit } from "../git.ts";
 import { SessionsError } from "../sessions-error.ts";
 import type { ProjectRow } from "../store/project-rows.ts";
-
-// A session's worktree: a git worktree of the project's repository on the session's own branch,
-// in the worktrees directory (inside the workspace agent's root, so its APIs reach it).
 
 /** The commit a session starts from: a given one, its base branch's, or the default branch's. */
 export async function baseCommitFor(
