@@ -7,6 +7,7 @@ import {
   type BatchWorker,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   createRunEventHub,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -64,6 +65,7 @@ import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
+import { SessionBudgetScopes } from "./session-budget-scopes.ts";
 import { sessionModelAccess } from "./session-model-access.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
@@ -295,9 +297,20 @@ export async function startServer(
       modelTokens,
       serverUrl: () => listeningUrl,
     });
+    // Model budgets (config.json's modelBudgets, priced with modelPrices): the proxy refuses
+    // what a reached one covers, and runs whose budget is spent start no more workspaces.
+    const spend = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
+    const sessionScopes = new SessionBudgetScopes(sessions.agentSessions);
+    spend.budgets.addSource(sessionScopes);
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
+      spend: spend.spend,
       dataDir: config.dataDir,
       codeHosts: () => config.codeHosts,
       environmentPolicy: agentPolicy,
@@ -307,6 +320,7 @@ export async function startServer(
         config.containerRuntime.restrictedHost === undefined
           ? {}
           : { restrictedHost: config.containerRuntime.restrictedHost },
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
       codingAgent: config.codingAgent,
@@ -326,6 +340,7 @@ export async function startServer(
         connections: () => config.codeHostConnections,
         environment: process.env,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },
@@ -470,6 +485,7 @@ export async function startServer(
       maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,
       modelUsage,
+      spend: { budgets: spend.budgets, batches: spend.spend, sessions: sessionScopes },
       logger,
       webDir: config.webDir ?? null,
     });

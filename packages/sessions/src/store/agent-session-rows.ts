@@ -63,6 +63,15 @@ export class AgentSessionRows {
     return row?.resumeSessionId ?? null;
   }
 
+  /** The session an agent session ran in, and its agent. */
+  async owner(agentSessionId: string): Promise<{ sessionId: string; agent: string } | undefined> {
+    const [row] = await this.#executor
+      .select({ sessionId: agentSessions.sessionId, agent: agentSessions.agentType })
+      .from(agentSessions)
+      .where(eq(agentSessions.id, agentSessionId));
+    return row;
+  }
+
   /** Every agent session the session ran (closed ones too), oldest first. */
   listOfSession(
     sessionId: string,
