@@ -8,12 +8,7 @@ import {
   sessionUsageReport,
   type UpstreamConfig,
 } from "@deckhand/model-proxy";
-import type {
-  AgentTurns,
-  SessionBudgetScopes,
-  SessionProcesses,
-  SessionService,
-} from "@deckhand/sessions";
+import type { AgentTurns, SessionDomain, SessionProcesses } from "@deckhand/sessions";
 import {
   type ServerOperationId,
   type ServerRouteEntry,
@@ -24,6 +19,7 @@ import type { Hono } from "hono";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { type RouteHandler, serveRoute } from "./serve-route.ts";
+import type { SessionBudgetScopes } from "./session-budget-scopes.ts";
 
 /** Routes served elsewhere: health in the app, the stream by the upgrade, providers by their router. */
 const SERVED_ELSEWHERE = [
@@ -56,7 +52,7 @@ export interface ServerSpend {
 }
 
 export interface ApiRouteServices {
-  sessions: SessionService;
+  sessions: SessionDomain;
   /** Runs agent turns; absent when this process runs none (cancel and answers still go out). */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool">;
   apiTokens: ApiTokenStore;
@@ -98,7 +94,8 @@ function idOf(value: string, what: string): string {
 
 /** Every route in `serverRoutes` except health and the WebSocket stream, by operation id. */
 function handlers(services: ApiRouteServices): RouteHandlers {
-  const { sessions, apiTokens, usage, agentTurns, batches, processes } = services;
+  const { apiTokens, usage, agentTurns, batches, processes } = services;
+  const { projects, sessions, chats, messages, pendingChanges, agentSessions } = services.sessions;
   const publishing = () => {
     if (services.publishing === undefined) {
       throw new HttpError(503, "internal", "publishing is not set up in this server");
@@ -115,7 +112,7 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     getBatchChangeRollout: ({ params }) => publishing().rollout(params.name),
     getBatchRunSpend: ({ params }) => spend().batches.runSpend(params.batch_run_id),
     getSessionSpend: async ({ params }) => {
-      await sessions.getSession(params.session_id);
+      await sessions.get(params.session_id);
       const { budgets, sessions: scopes } = spend();
       const scope = budgets.withServerLimit(await scopes.sessionScope(params.session_id));
       return {
@@ -167,40 +164,40 @@ function handlers(services: ApiRouteServices): RouteHandlers {
       batches.getStep(params.workspace_id, stepIndexOf(params.step_index)),
     retryBatchWorkspace: ({ params }) => batches.retryWorkspace(params.workspace_id),
     takeOverBatchWorkspace: ({ params }) => batches.takeOverWorkspace(params.workspace_id),
-    createProject: ({ body }) => sessions.createProject(body),
-    listProjects: async () => ({ projects: await sessions.listProjects() }),
-    getProject: ({ params }) => sessions.getProject(params.project_id),
-    listProjectBranches: ({ params }) => sessions.listProjectBranches(params.project_id),
-    createSession: ({ params, body }) => sessions.createSession(params.project_id, body),
+    createProject: ({ body }) => projects.create(body),
+    listProjects: async () => ({ projects: await projects.list() }),
+    getProject: ({ params }) => projects.get(params.project_id),
+    listProjectBranches: ({ params }) => projects.branches(params.project_id),
+    createSession: ({ params, body }) => sessions.create(params.project_id, body),
     listSessions: async ({ params }) => ({
-      sessions: await sessions.listSessions(params.project_id),
+      sessions: await sessions.list(params.project_id),
     }),
-    getSession: ({ params }) => sessions.getSession(params.session_id),
-    listAllSessions: async ({ query }) => ({ sessions: await sessions.listAllSessions(query) }),
-    updateSession: ({ params, body }) => sessions.updateSession(params.session_id, body),
+    getSession: ({ params }) => sessions.get(params.session_id),
+    listAllSessions: async ({ query }) => ({ sessions: await sessions.listAll(query) }),
+    updateSession: ({ params, body }) => sessions.update(params.session_id, body),
     closeSession: async ({ params, query }) => {
-      const closed = await sessions.closeSession(params.session_id, query.force ?? false);
+      const closed = await sessions.close(params.session_id, query.force ?? false);
       await agentTurns.pool.closeSession(closed.id);
       return closed;
     },
     cancelAgentTurn: async ({ params }) => {
-      await sessions.getSession(params.session_id);
+      await sessions.get(params.session_id);
       await agentTurns.cancel(params.session_id, params.agent);
       return { delivered: true };
     },
     answerPermission: async ({ params, body }) => {
-      await sessions.getSession(params.session_id);
+      await sessions.get(params.session_id);
       await agentTurns.answerPermission(params.session_id, params.agent, params.request_id, body);
       return { delivered: true };
     },
-    createChat: ({ params, body }) => sessions.createChat(params.session_id, body),
-    listChats: async ({ params }) => ({ chats: await sessions.listChats(params.session_id) }),
-    createMessage: ({ params, body }) => sessions.createMessage(params.chat_id, body),
+    createChat: ({ params, body }) => chats.create(params.session_id, body),
+    listChats: async ({ params }) => ({ chats: await chats.list(params.session_id) }),
+    createMessage: ({ params, body }) => messages.create(params.chat_id, body),
     listMessages: async ({ params }) => ({
-      messages: await sessions.listMessages(params.chat_id),
+      messages: await messages.list(params.chat_id),
     }),
     listPendingChanges: async ({ params, query }) => ({
-      pending_changes: await sessions.listPendingChanges(params.session_id, query.status),
+      pending_changes: await pendingChanges.list(params.session_id, query.status),
     }),
     listSessionProcesses: async ({ params }) => ({
       processes: await processes.list(params.session_id),
@@ -210,15 +207,15 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     signalSessionProcess: ({ params, body }) =>
       processes.signal(params.session_id, params.process_id, body.signal),
     applyPendingChange: async ({ params }) => {
-      const { pendingChange, commit } = await sessions.applyPendingChange(params.pending_change_id);
+      const { pendingChange, commit } = await pendingChanges.apply(params.pending_change_id);
       return { pending_change: pendingChange, commit };
     },
     rejectPendingChange: async ({ params }) => ({
-      pending_change: await sessions.rejectPendingChange(params.pending_change_id),
+      pending_change: await pendingChanges.reject(params.pending_change_id),
     }),
     getUsage: async ({ query }) => jobUsageReport(query.job_id, await usage.forJob(query.job_id)),
     getSessionUsage: async ({ params }) => {
-      const jobs = await sessions.usageJobs(params.session_id);
+      const jobs = await agentSessions.usageJobs(params.session_id);
       const rows = await usage.forJobs(jobs.map((job) => job.jobId));
       return sessionUsageReport(params.session_id, jobs, rows);
     },

@@ -6,7 +6,7 @@ import { BatchRunService } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { DbModelTokenStore, mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
-import { SessionService } from "@deckhand/sessions";
+import { createSessionDomain } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
@@ -50,7 +50,7 @@ function app(overrides: Partial<ServerAppOptions> = {}): Hono {
     }),
     requireAuth: overrides.adminToken !== undefined && overrides.adminToken !== null,
     adminToken: null,
-    sessions: new SessionService({
+    sessions: createSessionDomain({
       database,
       projectsDir: join(workDir, "projects"),
       worktreesDir: join(workDir, "worktrees"),

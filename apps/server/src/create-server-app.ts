@@ -23,7 +23,7 @@ import {
 } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { type AgentTurns, SessionProcesses, type SessionService } from "@deckhand/sessions";
+import { type AgentTurns, type SessionDomain, SessionProcesses } from "@deckhand/sessions";
 import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
@@ -51,7 +51,7 @@ export interface ServerAppOptions {
   requireAuth: boolean;
   /** The configured admin token, if any; stored API tokens are accepted besides it. */
   adminToken: string | null;
-  sessions: SessionService;
+  sessions: SessionDomain;
   batches: BatchRunService;
   /** Publishing and tracking of batch changes' pull requests. */
   publishing?: ChangesetPublisher;
@@ -249,7 +249,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
     modelUpstreams: options.modelUpstreams,
     codeHostConnections: () => options.codeHostConnections ?? [],
     environment: options.environment ?? process.env,
-    processes: new SessionProcesses({ sessions: options.sessions, workspaceAgent: options.agent }),
+    processes: new SessionProcesses({
+      chats: options.sessions.chats,
+      workspaceAgent: options.agent,
+    }),
   });
   if (options.providers) {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));

@@ -1,15 +1,10 @@
 export {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
-  appendSessionEvent,
-  appendSessionEvents,
+  createSessionDomain,
   publishSessionEvent,
-  readSessionEvents,
-  SESSION_EVENTS_CHANNEL,
-  SessionEventWriter,
-  type SessionEventWriterOptions,
-  SessionService,
-  type SessionServiceOptions,
+  type SessionDomain,
+  type SessionDomainOptions,
   SessionStreamHub,
 } from "@deckhand/sessions";
 export {

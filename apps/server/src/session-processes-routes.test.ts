@@ -63,11 +63,11 @@ beforeAll(async () => {
     logDestination: new PassThrough(),
     warmUpProviders: false,
   });
-  const project = await server.sessions.createProject({ repository_path: repository.path });
-  session = await server.sessions.createSession(project.id, {});
-  chat = await server.sessions.createChat(session.id, {});
-  otherSession = await server.sessions.createSession(project.id, {});
-  otherChat = await server.sessions.createChat(otherSession.id, {});
+  const project = await server.sessions.projects.create({ repository_path: repository.path });
+  session = await server.sessions.sessions.create(project.id, {});
+  chat = await server.sessions.chats.create(session.id, {});
+  otherSession = await server.sessions.sessions.create(project.id, {});
+  otherChat = await server.sessions.chats.create(otherSession.id, {});
   // Migrating the embedded database takes a while on a loaded machine.
 }, 120_000);
 

@@ -12,7 +12,7 @@ import {
 } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { DbModelTokenStore, DbUsageRecorder, mintModelToken } from "@deckhand/model-proxy";
-import { SessionBudgetScopes, SessionService } from "@deckhand/sessions";
+import { createSessionDomain } from "@deckhand/sessions";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { ServerPath, serverPath, WireHeader, WirePath } from "@deckhand/wire";
 import pino from "pino";
@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
+import { SessionBudgetScopes } from "./session-budget-scopes.ts";
 
 let database: DbHandle;
 let workDir: string;
@@ -41,7 +42,12 @@ function serverApp(withSpend: boolean) {
     limits: { day: { tokens: 20 }, run: { tokens: 1_000_000 } },
     prices: { currency: "USD", models: { "gpt-5*": { input: 1, output: 10 } } },
   });
-  const sessionScopes = new SessionBudgetScopes(database);
+  const sessions = createSessionDomain({
+    database,
+    projectsDir: join(workDir, "projects"),
+    worktreesDir: join(workDir, "worktrees"),
+  });
+  const sessionScopes = new SessionBudgetScopes(sessions.agentSessions);
   spend.budgets.addSource(sessionScopes);
   const batches = new BatchRunService({
     database,
@@ -59,11 +65,7 @@ function serverApp(withSpend: boolean) {
     }),
     requireAuth: false,
     adminToken: null,
-    sessions: new SessionService({
-      database,
-      projectsDir: join(workDir, "projects"),
-      worktreesDir: join(workDir, "worktrees"),
-    }),
+    sessions,
     batches,
     publishing: new ChangesetPublisher({
       database,

@@ -37,12 +37,12 @@ import {
   AgentTurns,
   agentBackendFactory,
   type BackendFactory,
+  createSessionDomain,
   DbPermissionMemory,
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
   SessionActivityHub,
-  SessionBudgetScopes,
-  SessionService,
+  type SessionDomain,
   SessionStreamHub,
   SessionsError,
 } from "@deckhand/sessions";
@@ -65,6 +65,8 @@ import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
+import { SessionBudgetScopes } from "./session-budget-scopes.ts";
+import { sessionModelAccess } from "./session-model-access.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
 
@@ -80,7 +82,7 @@ export interface RunningServer {
   agentTurns: AgentTurns;
   modelTokens: DbModelTokenStore;
   modelUsage: DbUsageRecorder;
-  sessions: SessionService;
+  sessions: SessionDomain;
   batches: BatchRunService;
   apiTokens: ApiTokenStore;
   providers: ProviderService;
@@ -276,7 +278,7 @@ export async function startServer(
       if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
       return providerCatalog;
     };
-    const sessions = new SessionService({
+    const sessions = createSessionDomain({
       database,
       projectsDir: join(config.dataDir, "projects"),
       // Inside the workspace agent's root, so the agent's process and file APIs reach them.
@@ -303,7 +305,7 @@ export async function startServer(
       prices: config.modelPrices,
       codingAgent: config.codingAgent,
     });
-    const sessionScopes = new SessionBudgetScopes(database);
+    const sessionScopes = new SessionBudgetScopes(sessions.agentSessions);
     spend.budgets.addSource(sessionScopes);
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
@@ -395,7 +397,7 @@ export async function startServer(
       // A snapshot for a project also looks commands up in that project's checkout.
       projectDirectory: async (projectId) => {
         try {
-          return (await sessions.getProject(projectId)).repository_path;
+          return (await sessions.projects.get(projectId)).repository_path;
         } catch (error) {
           if (SessionsError.isInstance(error) && error.code === "not_found") return null;
           throw error;
@@ -417,7 +419,7 @@ export async function startServer(
     await hub.start();
     cleanups.push(() => hub.stop());
     const activityHub = new SessionActivityHub(database, {
-      sessionsById: (ids) => sessions.sessionsById(ids),
+      sessionsById: (ids) => sessions.sessions.byIds(ids),
     });
     await activityHub.start();
     cleanups.push(() => activityHub.stop());
@@ -430,13 +432,15 @@ export async function startServer(
       database,
       sessions,
       providers,
-      modelTokens,
-      serverUrl: () => {
-        if (serverUrl === null) throw new Error("the server is not listening yet");
-        return serverUrl;
-      },
+      modelAccess: sessionModelAccess({
+        modelTokens,
+        serverUrl: () => {
+          if (serverUrl === null) throw new Error("the server is not listening yet");
+          return serverUrl;
+        },
+        serves: hasUpstream,
+      }),
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
-      hasUpstream,
       createBackend:
         options.createBackend ??
         agentBackendFactory({
@@ -509,7 +513,7 @@ export async function startServer(
       logger: logger.child({ component: "session-stream" }),
       authorize,
       check: async (sessionId) => {
-        await sessions.getSession(sessionId).catch((error: unknown) => {
+        await sessions.sessions.get(sessionId).catch((error: unknown) => {
           throw sessionsErrorToHttp(error);
         });
       },

@@ -1,5 +1,5 @@
 import type { WorkspaceSession, WorkspaceSessions } from "@deckhand/batches";
-import { type SessionService, SessionsError } from "@deckhand/sessions";
+import { type SessionDomain, SessionsError } from "@deckhand/sessions";
 import type { Session } from "@deckhand/wire";
 
 function asWorkspaceSession(session: Session): WorkspaceSession {
@@ -16,20 +16,18 @@ function asWorkspaceSession(session: Session): WorkspaceSession {
  * repository becomes a project (found or created), and its result the session's first commit.
  */
 export function workspaceSessions(
-  sessions: Pick<
-    SessionService,
-    "projectForRepository" | "createSession" | "getSession" | "sessionWork" | "closeSession"
-  >,
+  domain: Pick<SessionDomain, "projects" | "sessions">,
 ): WorkspaceSessions {
+  const { projects, sessions } = domain;
   return {
     async open(request) {
-      const project = await sessions.projectForRepository({
+      const project = await projects.forRepository({
         ...(request.repository.kind === "working_copy"
           ? { repository_path: request.repository.path }
           : { repository_url: request.repository.url }),
         default_branch: request.branch,
       });
-      const session = await sessions.createSession(
+      const session = await sessions.create(
         project.id,
         { title: request.title },
         {
@@ -42,7 +40,7 @@ export function workspaceSessions(
     },
     async find(sessionId) {
       try {
-        return asWorkspaceSession(await sessions.getSession(sessionId));
+        return asWorkspaceSession(await sessions.get(sessionId));
       } catch (error) {
         if (SessionsError.isInstance(error) && error.code === "not_found") return null;
         throw error;
@@ -50,8 +48,8 @@ export function workspaceSessions(
     },
     async work(sessionId) {
       const [session, work] = await Promise.all([
-        sessions.getSession(sessionId),
-        sessions.sessionWork(sessionId),
+        sessions.get(sessionId),
+        sessions.work(sessionId),
       ]);
       return {
         branch: session.branch,
@@ -61,7 +59,7 @@ export function workspaceSessions(
       };
     },
     async discard(sessionId) {
-      await sessions.closeSession(sessionId, true);
+      await sessions.close(sessionId, true);
     },
   };
 }

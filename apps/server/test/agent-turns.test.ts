@@ -320,14 +320,15 @@ describe("agent turns", () => {
 
   it("refuses to apply or reject a pending change while a turn of its session runs, then applies it", async () => {
     writeFileSync(join(session.worktree_path!, "during-turn.txt"), "written before the turn\n");
-    const agentSessionId = await harness.server.sessions.ensureAgentSession(
+    const agentSessionId = await harness.server.sessions.agentSessions.ensure(
       session.id,
       "fake",
       chat.id,
     );
-    const recorded = await harness.server.sessions.recordPendingChanges({
+    const recorded = await harness.server.sessions.pendingChanges.record({
       sessionId: session.id,
-      agentSessionId,
+      worktreePath: session.worktree_path!,
+      agentSession: { id: agentSessionId, agent: "fake" },
       chatId: chat.id,
     });
     const change = recorded.find((pending) => pending.path === "during-turn.txt")!;

@@ -6,8 +6,8 @@ import { mintModelToken } from "@deckhand/model-proxy";
 import {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
+  createSessionDomain,
   publishSessionEvent,
-  SessionService,
 } from "@deckhand/sessions";
 import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import {
@@ -62,10 +62,10 @@ function testRegistry(): TaskRegistry {
   return new TaskRegistry().register<AgentTurnPayload>(AGENT_TURN_TASK, {
     async handle(payload) {
       turns.push(payload);
-      const worktree = await harness.server.sessions.activeWorktree(payload.session_id);
+      const worktree = await harness.server.sessions.sessions.activeWorktree(payload.session_id);
       writeFileSync(join(worktree.path, `agent-${turns.length}.txt`), `turn ${turns.length}\n`);
       writeFileSync(join(worktree.path, "README.md"), `# demo\n\nedited by turn ${turns.length}\n`);
-      const agentSessionId = await harness.server.sessions.ensureAgentSession(
+      const agentSessionId = await harness.server.sessions.agentSessions.ensure(
         payload.session_id,
         payload.agent,
         payload.chat_id,
@@ -76,9 +76,10 @@ function testRegistry(): TaskRegistry {
         message_id: payload.user_message_id,
         delta: "done",
       });
-      await harness.server.sessions.recordPendingChanges({
+      await harness.server.sessions.pendingChanges.record({
         sessionId: payload.session_id,
-        agentSessionId,
+        worktreePath: worktree.path,
+        agentSession: { id: agentSessionId, agent: payload.agent },
         chatId: payload.chat_id,
       });
       await publishSessionEvent(db, payload.session_id, payload.chat_id, {
@@ -436,18 +437,19 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
     it("resolves a pending change once when two replicas apply it at the same time", async () => {
       const { session, chat } = await newSession();
       writeFileSync(join(session.worktree_path!, "race.txt"), "raced\n");
-      const agentSessionId = await harness.server.sessions.ensureAgentSession(
+      const agentSessionId = await harness.server.sessions.agentSessions.ensure(
         session.id,
         "racer",
         chat.id,
       );
-      const [change] = await harness.server.sessions.recordPendingChanges({
+      const [change] = await harness.server.sessions.pendingChanges.record({
         sessionId: session.id,
-        agentSessionId,
+        worktreePath: session.worktree_path!,
+        agentSession: { id: agentSessionId, agent: "racer" },
         chatId: chat.id,
       });
       // A second replica: its own service (and in-process lock) over the same database.
-      const replica = new SessionService({
+      const replica = createSessionDomain({
         database: harness.server.database,
         projectsDir: join(harness.config.dataDir, "projects"),
         worktreesDir: join(harness.config.dataDir, "workspaces", "sessions"),
@@ -458,7 +460,7 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
           "POST",
           serverPath(ServerPath.applyPendingChange, { pending_change_id: change!.id }),
         ),
-        replica.applyPendingChange(change!.id),
+        replica.pendingChanges.apply(change!.id),
       ]);
       const outcomes = [
         viaApi.status === "fulfilled" ? viaApi.value.status : "rejected",
@@ -515,7 +517,7 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
   describe("model usage", () => {
     it("reports each request proxied for a session's job, with the totals", async () => {
       const { session, chat } = await newSession();
-      const agentSessionId = await harness.server.sessions.ensureAgentSession(
+      const agentSessionId = await harness.server.sessions.agentSessions.ensure(
         session.id,
         "codex",
         chat.id,
@@ -647,7 +649,7 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
       expect(missing.status).toBe(400);
 
       // Per session: every agent the session ran, each under its own job, with the same rows.
-      const quietAgent = await harness.server.sessions.ensureAgentSession(
+      const quietAgent = await harness.server.sessions.agentSessions.ensure(
         session.id,
         "claude",
         null,

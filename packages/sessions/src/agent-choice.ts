@@ -61,3 +61,21 @@ export function checkAgentChoice(snapshot: ProvidersSnapshot, choice: AgentChoic
   checkOption(entry, "mode", choice.mode);
   return entry;
 }
+
+/**
+ * Checks a choice against the catalog of the project's agents (see `checkAgentChoice`); without
+ * a catalog every choice is refused, since none can be checked.
+ */
+export async function checkChoiceInCatalog(
+  catalog: AgentCatalog | null,
+  projectId: string,
+  choice: AgentChoice,
+): Promise<void> {
+  if (catalog === null) {
+    throw new SessionsError(
+      "invalid_request",
+      "this server has no provider registry to check an agent, model or mode against; leave them out",
+    );
+  }
+  checkAgentChoice(await catalog(projectId), choice);
+}

@@ -3,6 +3,22 @@ import { SessionsError } from "./sessions-error.ts";
 
 export type { GitResult };
 
+/**
+ * Variables for git commands that reach a repository's URL (cloning it, fetching from it): the
+ * matching code host connection's credentials, passed to that one command and never written to
+ * the clone's config; undefined for a URL that needs none.
+ */
+export type GitEnvironment = (url: string) => Readonly<Record<string, string>> | undefined;
+
+/** The `git` options that pass a URL's credentials to one command, if it has any. */
+export function gitCredentials(
+  gitEnvironment: GitEnvironment | undefined,
+  url: string,
+): { environment?: Readonly<Record<string, string>> } {
+  const environment = gitEnvironment?.(url);
+  return environment === undefined ? {} : { environment };
+}
+
 /** The identity of the commits Deckhand makes on session branches. */
 const DECKHAND_IDENTITY: Record<string, string> = {
   GIT_AUTHOR_NAME: "Deckhand",

@@ -16,7 +16,7 @@ import {
   type Project,
   type Session,
 } from "@deckhand/wire";
-import type { SessionState } from "./session-activity.ts";
+import type { SessionState } from "./store/session-states.ts";
 
 /** Database rows to the API's snake_case resources (the shapes in @deckhand/wire). */
 

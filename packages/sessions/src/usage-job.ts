@@ -1,10 +1,17 @@
 import { UsageJobId } from "@deckhand/wire";
 
 /**
- * The job an agent session's model usage is recorded under. The turn runner leases model tokens
+ * The job an agent session's model usage is recorded under. The turn runner leases model access
  * for it, the session usage route reads it back and the session's budget sums it (@deckhand/wire
  * owns the spelling).
  */
 export function agentSessionJobId(agentSessionRowId: string): string {
   return UsageJobId.agentSession(agentSessionRowId);
+}
+
+/** One job a session's model usage is recorded under: an agent session it ran. */
+export interface AgentSessionUsageJob {
+  jobId: string;
+  agent: string;
+  chatId: string | null;
 }

@@ -5,8 +5,8 @@ import {
   AGENT_TURN_TASK,
   type AgentTurnPayload,
   AgentTurnPayloadSchema,
-  enqueueAgentTurn,
-} from "./agent-turn-task.ts";
+} from "./agent-turn-tasks.ts";
+import { SessionStore } from "./session-store.ts";
 
 let handle: DbHandle;
 beforeAll(async () => {
@@ -23,10 +23,10 @@ function payload(): AgentTurnPayload {
   };
 }
 
-describe("enqueueAgentTurn", () => {
+describe("SessionStore.turnTasks.enqueue", () => {
   it("queues the payload the runner's schema reads back, serialised per session", async () => {
     const turn = payload();
-    const { id } = await enqueueAgentTurn(handle.db, turn);
+    const { id } = await new SessionStore(handle.db).turnTasks.enqueue(turn);
     const [row] = await handle.db.select().from(tasks).where(eq(tasks.id, id));
     expect(row).toMatchObject({
       type: AGENT_TURN_TASK,
@@ -38,14 +38,14 @@ describe("enqueueAgentTurn", () => {
 
   it("queues one task per user message however often it is asked", async () => {
     const turn = payload();
-    const first = await enqueueAgentTurn(handle.db, turn);
-    const second = await enqueueAgentTurn(handle.db, turn);
+    const first = await new SessionStore(handle.db).turnTasks.enqueue(turn);
+    const second = await new SessionStore(handle.db).turnTasks.enqueue(turn);
     expect(second.id).toBe(first.id);
   });
 
   it("refuses a payload the runner would refuse, queueing nothing", async () => {
     const turn = { ...payload(), agent: "" };
-    await expect(enqueueAgentTurn(handle.db, turn)).rejects.toThrow();
+    await expect(new SessionStore(handle.db).turnTasks.enqueue(turn)).rejects.toThrow();
     const queued = await handle.db
       .select()
       .from(tasks)

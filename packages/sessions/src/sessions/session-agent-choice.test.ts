@@ -9,9 +9,9 @@ import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import type { ProviderEntry, ProvidersSnapshot } from "@deckhand/wire";
 import { eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AgentTurnPayloadSchema } from "./agent-turn-task.ts";
-import { SessionService } from "./session-service.ts";
-import { SessionsError } from "./sessions-error.ts";
+import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
+import { SessionsError } from "../sessions-error.ts";
+import { AgentTurnPayloadSchema } from "../store/agent-turn-tasks.ts";
 
 function provider(overrides: Partial<ProviderEntry>): ProviderEntry {
   return {
@@ -56,7 +56,7 @@ const snapshot: ProvidersSnapshot = {
 let database: DbHandle;
 let scratch: string;
 let repository: TempRepository;
-let service: SessionService;
+let service: SessionDomain;
 
 beforeAll(async () => {
   database = await createDb({ dataDir: "memory://" });
@@ -67,7 +67,7 @@ afterAll(async () => {
 beforeEach(() => {
   scratch = mkdtempSync(join(tmpdir(), "deckhand-agent-choice-"));
   repository = createTempRepository({ "README.md": "# demo\n" });
-  service = new SessionService({
+  service = createSessionDomain({
     database,
     projectsDir: join(scratch, "projects"),
     worktreesDir: join(scratch, "worktrees"),
@@ -95,20 +95,20 @@ async function payloadOf(taskId: number) {
 
 describe("a session's agent, model and mode", () => {
   it("stores the choice, and each turn of that agent carries it unless the message overrides it", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(project.id, {
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(project.id, {
       agent: "scripted",
       model: "scripted-small",
       mode: "code",
     });
     expect(session).toMatchObject({ agent: "scripted", model: "scripted-small", mode: "code" });
-    expect(await service.getSession(session.id)).toMatchObject({ model: "scripted-small" });
-    const chat = await service.createChat(session.id, {});
+    expect(await service.sessions.get(session.id)).toMatchObject({ model: "scripted-small" });
+    const chat = await service.chats.create(session.id, {});
 
-    const plain = await service.createMessage(chat.id, { agent: "scripted", text: "hi" });
+    const plain = await service.messages.create(chat.id, { agent: "scripted", text: "hi" });
     expect(await payloadOf(plain.task_id)).toMatchObject({ model: "scripted-small", mode: "code" });
 
-    const overridden = await service.createMessage(chat.id, {
+    const overridden = await service.messages.create(chat.id, {
       agent: "scripted",
       text: "hi",
       model: "scripted-large",
@@ -119,32 +119,34 @@ describe("a session's agent, model and mode", () => {
     });
 
     // Another agent keeps its own defaults: the session's model is not one of its models.
-    const other = await service.createMessage(chat.id, { agent: "other", text: "hi" });
+    const other = await service.messages.create(chat.id, { agent: "other", text: "hi" });
     expect(await payloadOf(other.task_id)).toMatchObject({ model: null, mode: null });
   });
 
   it("refuses a model or mode the agent does not offer, naming the ones it does", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
+    const project = await service.projects.create({ repository_path: repository.path });
     const model = await refusal(
-      service.createSession(project.id, { agent: "scripted", model: "gpt-nothing" }),
+      service.sessions.create(project.id, { agent: "scripted", model: "gpt-nothing" }),
     );
     expect(model.code).toBe("invalid_request");
     expect(model.message).toBe(
       'model "gpt-nothing" is not one of scripted\'s models: "scripted-large", "scripted-small"',
     );
-    const mode = await refusal(service.createSession(project.id, { agent: "other", mode: "code" }));
+    const mode = await refusal(
+      service.sessions.create(project.id, { agent: "other", mode: "code" }),
+    );
     expect(mode.message).toContain("other offers no modes to choose from");
-    const session = await service.createSession(project.id, { agent: "scripted" });
-    const chat = await service.createChat(session.id, {});
+    const session = await service.sessions.create(project.id, { agent: "scripted" });
+    const chat = await service.chats.create(session.id, {});
     const message = await refusal(
-      service.createMessage(chat.id, { agent: "scripted", text: "hi", mode: "yolo" }),
+      service.messages.create(chat.id, { agent: "scripted", text: "hi", mode: "yolo" }),
     );
     expect(message.message).toBe('mode "yolo" is not one of scripted\'s modes: "ask", "code"');
   });
 
   it("asks to try again shortly for an agent that is still starting, rather than calling it broken", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    const refused = await service.createSession(project.id, { agent: "slow" }).then(
+    const project = await service.projects.create({ repository_path: repository.path });
+    const refused = await service.sessions.create(project.id, { agent: "slow" }).then(
       () => null,
       (error: unknown) => error,
     );
@@ -157,15 +159,15 @@ describe("a session's agent, model and mode", () => {
   });
 
   it("refuses an agent that is not ready and enabled, an unknown one, and a model without an agent", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    expect((await refusal(service.createSession(project.id, { agent: "off" }))).message).toBe(
+    const project = await service.projects.create({ repository_path: repository.path });
+    expect((await refusal(service.sessions.create(project.id, { agent: "off" }))).message).toBe(
       "agent off is disabled; choose a ready, enabled agent",
     );
     expect(
-      (await refusal(service.createSession(project.id, { agent: "nobody" }))).message,
+      (await refusal(service.sessions.create(project.id, { agent: "nobody" }))).message,
     ).toContain('agent "nobody" is not a provider');
     expect(
-      (await refusal(service.createSession(project.id, { model: "scripted-small" }))).message,
+      (await refusal(service.sessions.create(project.id, { model: "scripted-small" }))).message,
     ).toBe("model and mode belong to an agent: give agent too");
   });
 });
@@ -176,11 +178,11 @@ describe("a session's base branch", () => {
     repository.git("commit", "--quiet", "--allow-empty", "-m", "on release");
     const release = repository.git("rev-parse", "HEAD");
     repository.git("checkout", "--quiet", "main");
-    const project = await service.createProject({ repository_path: repository.path });
+    const project = await service.projects.create({ repository_path: repository.path });
     expect(project.default_branch).toBe("main");
-    const session = await service.createSession(project.id, { base_branch: "release" });
+    const session = await service.sessions.create(project.id, { base_branch: "release" });
     expect(session.base_commit).toBe(release);
-    const missing = await refusal(service.createSession(project.id, { base_branch: "nope" }));
+    const missing = await refusal(service.sessions.create(project.id, { base_branch: "nope" }));
     expect(missing.code).toBe("invalid_request");
     expect(missing.message).toContain('base_branch "nope" is no branch or commit');
   });

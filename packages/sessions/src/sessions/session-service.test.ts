@@ -12,13 +12,14 @@ import {
   type TempRepository,
 } from "@deckhand/testkit";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { SessionService } from "./session-service.ts";
-import { SessionsError } from "./sessions-error.ts";
+import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
+import { SessionsError } from "../sessions-error.ts";
+import { SessionStore } from "../store/session-store.ts";
 
 let database: DbHandle;
 let scratch: string;
 let repository: TempRepository;
-let service: SessionService;
+let service: SessionDomain;
 
 // One database for the file (each test has its own repository): PGlite takes seconds to start.
 beforeAll(async () => {
@@ -32,7 +33,7 @@ afterAll(async () => {
 beforeEach(() => {
   scratch = mkdtempSync(join(tmpdir(), "deckhand-sessions-"));
   repository = createTempRepository({ "README.md": "# demo\n", "src/app.txt": "one\n" });
-  service = new SessionService({
+  service = createSessionDomain({
     database,
     projectsDir: join(scratch, "projects"),
     worktreesDir: join(scratch, "worktrees"),
@@ -66,17 +67,17 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   return (error as SessionsError).code;
 }
 
-describe("SessionService.projectForRepository", () => {
+describe("ProjectService.forRepository", () => {
   it("finds a working copy's project by its top-level directory, or creates one", async () => {
-    const created = await service.projectForRepository({ repository_path: repository.path });
+    const created = await service.projects.forRepository({ repository_path: repository.path });
     expect(created.repository_path).toBe(repository.git("rev-parse", "--show-toplevel"));
     mkdirSync(join(repository.path, "src", "deep"), { recursive: true });
-    const again = await service.projectForRepository({
+    const again = await service.projects.forRepository({
       repository_path: join(repository.path, "src"),
       default_branch: "main",
     });
     expect(again.id).toBe(created.id);
-    const projects = await service.listProjects();
+    const projects = await service.projects.list();
     expect(
       projects.filter((project) => project.repository_path === created.repository_path),
     ).toHaveLength(1);
@@ -84,7 +85,7 @@ describe("SessionService.projectForRepository", () => {
 
   it("prefers default_branch when creating, and falls back to the checked-out branch", async () => {
     repository.git("branch", "release");
-    const release = await service.projectForRepository({
+    const release = await service.projects.forRepository({
       repository_path: repository.path,
       default_branch: "release",
     });
@@ -92,7 +93,7 @@ describe("SessionService.projectForRepository", () => {
 
     const other = createTempRepository();
     try {
-      const fallback = await service.projectForRepository({
+      const fallback = await service.projects.forRepository({
         repository_path: other.path,
         default_branch: "origin-only",
       });
@@ -100,7 +101,7 @@ describe("SessionService.projectForRepository", () => {
       // createProject itself still refuses a branch the repository lacks.
       expect(
         await codeOf(
-          service.createProject({ repository_path: other.path, default_branch: "origin-only" }),
+          service.projects.create({ repository_path: other.path, default_branch: "origin-only" }),
         ),
       ).toBe("invalid_request");
     } finally {
@@ -110,42 +111,42 @@ describe("SessionService.projectForRepository", () => {
 
   it("finds a cloned project by its URL and clones once", async () => {
     const url = `file://${repository.path}`;
-    const first = await service.projectForRepository({ repository_url: url });
-    const second = await service.projectForRepository({ repository_url: url });
+    const first = await service.projects.forRepository({ repository_url: url });
+    const second = await service.projects.forRepository({ repository_url: url });
     expect(second.id).toBe(first.id);
     expect(first.repository_path).toContain(join(scratch, "projects"));
     expect(readFileSync(join(first.repository_path!, "README.md"), "utf8")).toBe("# demo\n");
   });
 });
 
-describe("SessionService.listProjectBranches", () => {
+describe("ProjectService.branches", () => {
   it("lists what a session can start from: the default first, origin's branches of a clone too, no session branches", async () => {
     repository.git("branch", "release");
     repository.git("branch", "deckhand/abc12345");
-    const project = await service.createProject({ repository_path: repository.path });
-    const listed = await service.listProjectBranches(project.id);
+    const project = await service.projects.create({ repository_path: repository.path });
+    const listed = await service.projects.branches(project.id);
     expect(listed.default_branch).toBe(project.default_branch);
     expect(listed.branches).toEqual([project.default_branch, "release"]);
-    const cloned = await service.createProject({ repository_url: `file://${repository.path}` });
-    expect((await service.listProjectBranches(cloned.id)).branches).toEqual([
+    const cloned = await service.projects.create({ repository_url: `file://${repository.path}` });
+    expect((await service.projects.branches(cloned.id)).branches).toEqual([
       project.default_branch,
       "release",
     ]);
   });
 });
 
-describe("SessionService with a code host's credentials", () => {
+describe("the session domain with a code host's credentials", () => {
   it("clones a URL with its connection's credentials, given per command and never written to the clone", async () => {
     const host = await startFakeCodeHost({ type: "github" });
     try {
       host.createRepository("acme/private", { files: { "README.md": "# private\n" } });
       const url = host.cloneUrl("acme/private");
       // Without them the host refuses (git asks for a user name it cannot read).
-      expect(await codeOf(service.projectForRepository({ repository_url: url }))).toBe(
+      expect(await codeOf(service.projects.forRepository({ repository_url: url }))).toBe(
         "invalid_request",
       );
       const header = `Authorization: Basic ${Buffer.from(`x-access-token:${host.token}`).toString("base64")}`;
-      const withCredentials = new SessionService({
+      const withCredentials = createSessionDomain({
         database,
         projectsDir: join(scratch, "projects"),
         worktreesDir: join(scratch, "worktrees"),
@@ -158,14 +159,14 @@ describe("SessionService with a code host's credentials", () => {
               }
             : undefined,
       });
-      const project = await withCredentials.projectForRepository({ repository_url: url });
+      const project = await withCredentials.projects.forRepository({ repository_url: url });
       const clone = project.repository_path!;
       expect(readFileSync(join(clone, "README.md"), "utf8")).toBe("# private\n");
       const config = readFileSync(join(clone, ".git", "config"), "utf8");
       expect(config).not.toContain(host.token);
       expect(config).not.toContain("extraHeader");
       // A commit pushed later is fetched the same way when a session starts from it.
-      const session = await withCredentials.createSession(project.id, {});
+      const session = await withCredentials.sessions.create(project.id, {});
       expect(session.worktree_path).not.toBeNull();
     } finally {
       await host.close();
@@ -173,26 +174,28 @@ describe("SessionService with a code host's credentials", () => {
   }, 60_000);
 });
 
-describe("SessionService.createSession with options", () => {
+describe("SessionService.create with options", () => {
   it("opens the session on its context: a system message first in its chat, given to each agent's first prompt", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(
       project.id,
       {},
       { context: "Step 0 `make` failed" },
     );
-    const [chat] = await service.listChats(session.id);
-    const [note] = await service.listMessages(chat!.id);
+    const [chat] = await service.chats.list(session.id);
+    const [note] = await service.messages.list(chat!.id);
     expect(note).toMatchObject({ role: "system", agent: null, status: "complete" });
     expect(note!.parts[0]).toMatchObject({
       kind: "text",
       content: { text: "Step 0 `make` failed" },
     });
-    const first = await service.createMessage(chat!.id, { agent: "deckhand", text: "fix it" });
-    expect(await service.repository.contextFor(first.message.id)).toBe("Step 0 `make` failed");
+    const first = await service.messages.create(chat!.id, { agent: "deckhand", text: "fix it" });
+    expect(await new SessionStore(database.db).messages.contextFor(first.message.id)).toBe(
+      "Step 0 `make` failed",
+    );
     // Told once: the agent's next message goes as written.
-    const second = await service.createMessage(chat!.id, { agent: "deckhand", text: "and now?" });
-    expect(await service.repository.contextFor(second.message.id)).toBe("");
+    const second = await service.messages.create(chat!.id, { agent: "deckhand", text: "and now?" });
+    expect(await new SessionStore(database.db).messages.contextFor(second.message.id)).toBe("");
   });
 
   it("starts at a given commit with the changes committed first, by Deckhand", async () => {
@@ -200,8 +203,8 @@ describe("SessionService.createSession with options", () => {
     writeFileSync(join(repository.path, "later.txt"), "later\n");
     repository.git("add", "-A");
     repository.git("commit", "--quiet", "-m", "later");
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(
       project.id,
       { title: "taken over" },
       {
@@ -223,8 +226,8 @@ describe("SessionService.createSession with options", () => {
 
   it("commits nothing for an empty diff", async () => {
     const base = repository.git("rev-parse", "HEAD");
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(
       project.id,
       {},
       { baseCommit: base, initialCommit: { diff: "", message: "nothing" } },
@@ -233,17 +236,17 @@ describe("SessionService.createSession with options", () => {
   });
 
   it("refuses a commit the repository lacks, and fetches it into a cloned project", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
+    const project = await service.projects.create({ repository_path: repository.path });
     expect(
-      await codeOf(service.createSession(project.id, {}, { baseCommit: "f".repeat(40) })),
+      await codeOf(service.sessions.create(project.id, {}, { baseCommit: "f".repeat(40) })),
     ).toBe("conflict");
 
-    const cloned = await service.createProject({ repository_url: `file://${repository.path}` });
+    const cloned = await service.projects.create({ repository_url: `file://${repository.path}` });
     writeFileSync(join(repository.path, "pushed.txt"), "pushed later\n");
     repository.git("add", "-A");
     repository.git("commit", "--quiet", "-m", "pushed later");
     const pushed = repository.git("rev-parse", "HEAD");
-    const session = await service.createSession(cloned.id, {}, { baseCommit: pushed });
+    const session = await service.sessions.create(cloned.id, {}, { baseCommit: pushed });
     expect(session.base_commit).toBe(pushed);
     expect(readFileSync(join(session.worktree_path!, "pushed.txt"), "utf8")).toBe("pushed later\n");
   });
@@ -251,10 +254,10 @@ describe("SessionService.createSession with options", () => {
   it("removes the worktree and the branch again when the changes do not apply", async () => {
     const base = repository.git("rev-parse", "HEAD");
     const diff = readmeDiff(base, "# changed\n").replace("-# demo", "-# something else");
-    const project = await service.createProject({ repository_path: repository.path });
+    const project = await service.projects.create({ repository_path: repository.path });
     expect(
       await codeOf(
-        service.createSession(
+        service.sessions.create(
           project.id,
           { branch: "taken/over" },
           { baseCommit: base, initialCommit: { diff, message: "broken" } },
@@ -266,14 +269,18 @@ describe("SessionService.createSession with options", () => {
   });
 });
 
-describe("SessionService.sessionWork", () => {
+describe("SessionService.work", () => {
   it("is every commit since the base as one diff, kept after the session is closed", async () => {
     const base = repository.git("rev-parse", "HEAD");
-    const project = await service.createProject({ repository_path: repository.path });
-    const plain = await service.createSession(project.id, {});
-    expect(await service.sessionWork(plain.id)).toEqual({ baseCommit: base, head: base, diff: "" });
+    const project = await service.projects.create({ repository_path: repository.path });
+    const plain = await service.sessions.create(project.id, {});
+    expect(await service.sessions.work(plain.id)).toEqual({
+      baseCommit: base,
+      head: base,
+      diff: "",
+    });
 
-    const session = await service.createSession(
+    const session = await service.sessions.create(
       project.id,
       {},
       { baseCommit: base, initialCommit: { diff: readmeDiff(base, "# changed\n"), message: "r" } },
@@ -283,7 +290,7 @@ describe("SessionService.sessionWork", () => {
     gitIn(worktree, "commit", "--quiet", "-am", "edit");
     // Uncommitted changes are not the session's work.
     writeFileSync(join(worktree, "scratch.txt"), "not applied\n");
-    const work = await service.sessionWork(session.id);
+    const work = await service.sessions.work(session.id);
     expect(work.baseCommit).toBe(base);
     expect(work.head).toBe(gitIn(worktree, "rev-parse", "HEAD"));
     expect(work.diff).toContain("+# changed");
@@ -291,10 +298,10 @@ describe("SessionService.sessionWork", () => {
     expect(work.diff).not.toContain("scratch.txt");
     expect(work.diff).toMatch(/^diff --git a\/README\.md b\/README\.md\nindex [0-9a-f]{40}\.\./);
 
-    await service.closeSession(session.id, true);
-    expect((await service.sessionWork(session.id)).diff).toBe(work.diff);
+    await service.sessions.close(session.id, true);
+    expect((await service.sessions.work(session.id)).diff).toBe(work.diff);
     repository.git("branch", "-D", session.branch);
-    expect(await codeOf(service.sessionWork(session.id))).toBe("conflict");
-    expect(await codeOf(service.sessionWork(crypto.randomUUID()))).toBe("not_found");
+    expect(await codeOf(service.sessions.work(session.id))).toBe("conflict");
+    expect(await codeOf(service.sessions.work(crypto.randomUUID()))).toBe("not_found");
   });
 });

@@ -8,27 +8,27 @@ import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import type { SessionActivityEvent } from "@deckhand/wire";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
+import { publishSessionEvent, SESSION_EVENTS_CHANNEL } from "../store/session-events.ts";
 import { SessionActivityHub } from "./session-activity-hub.ts";
-import { publishSessionEvent, SESSION_EVENTS_CHANNEL } from "./session-events.ts";
-import { SessionService } from "./session-service.ts";
 
 let database: DbHandle;
 let scratch: string;
 let repository: TempRepository;
-let service: SessionService;
+let service: SessionDomain;
 let hub: SessionActivityHub;
 
 beforeAll(async () => {
   database = await createDb({ dataDir: "memory://" });
   scratch = mkdtempSync(join(tmpdir(), "deckhand-activity-hub-"));
   repository = createTempRepository({ "README.md": "# demo\n" });
-  service = new SessionService({
+  service = createSessionDomain({
     database,
     projectsDir: join(scratch, "projects"),
     worktreesDir: join(scratch, "worktrees"),
   });
   hub = new SessionActivityHub(database, {
-    sessionsById: (ids) => service.sessionsById(ids),
+    sessionsById: (ids) => service.sessions.byIds(ids),
     coalesceMs: 20,
   });
   await hub.start();
@@ -51,9 +51,9 @@ async function until(check: () => boolean): Promise<void> {
 
 describe("SessionActivityHub", () => {
   it("pushes a session once per change to every subscriber, numbering frames from afterId", async () => {
-    const project = await service.createProject({ repository_path: repository.path });
-    const session = await service.createSession(project.id, { title: "hub" });
-    const other = await service.createSession(project.id, { title: "other" });
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(project.id, { title: "hub" });
+    const other = await service.sessions.create(project.id, { title: "other" });
     const first: SessionActivityEvent[] = [];
     const second: SessionActivityEvent[] = [];
     let ready: number | null = null;
@@ -86,7 +86,7 @@ describe("SessionActivityHub", () => {
     await until(() => first.some((frame) => frame.session.id === other.id));
     expect(first.filter((frame) => frame.session.id === session.id)).toHaveLength(1);
 
-    await service.updateSession(session.id, { archived: true });
+    await service.sessions.update(session.id, { archived: true });
     await until(() => first.length === 3);
     expect(first[2]).toMatchObject({
       id: 3,

@@ -1,6 +1,6 @@
 import type { DbHandle, FeedSubscribeOptions, FeedSubscription } from "@deckhand/db";
 import type { Session, SessionActivityEvent } from "@deckhand/wire";
-import { SESSION_EVENTS_CHANNEL } from "./session-events.ts";
+import { SESSION_EVENTS_CHANNEL } from "../store/session-events.ts";
 
 export interface SessionActivityHubOptions {
   /** Sessions by id, whole (as the API gives them). */

@@ -8,11 +8,12 @@ import {
   type SessionProcessOutputQuery,
   type SignalProcessResponse,
 } from "@deckhand/wire";
-import type { SessionService } from "./session-service.ts";
-import { SessionsError } from "./sessions-error.ts";
+import type { ChatService } from "../chats/chat-service.ts";
+import { SessionsError } from "../sessions-error.ts";
 
 export interface SessionProcessesOptions {
-  sessions: Pick<SessionService, "listChats">;
+  /** The session's chats: the workspace agent scopes processes by chat. */
+  chats: Pick<ChatService, "list">;
   /** The workspace agent the session's agents start processes through; null when none runs. */
   workspaceAgent: { url: string; token: string | null } | null;
 }
@@ -23,12 +24,12 @@ export interface SessionProcessesOptions {
  * scoping to a session is done here, and a process of another session's chat is not found.
  */
 export class SessionProcesses {
-  readonly #sessions: SessionProcessesOptions["sessions"];
+  readonly #chats: SessionProcessesOptions["chats"];
   /** Unscoped: sees every chat's processes, so that this class can scope them by session. */
   readonly #client: ProcessClient | null;
 
   constructor(options: SessionProcessesOptions) {
-    this.#sessions = options.sessions;
+    this.#chats = options.chats;
     const agent = options.workspaceAgent;
     this.#client =
       agent === null
@@ -81,7 +82,7 @@ export class SessionProcesses {
   }
 
   async #chatIds(sessionId: string): Promise<Set<string>> {
-    const chats = await this.#sessions.listChats(sessionId);
+    const chats = await this.#chats.list(sessionId);
     return new Set(chats.map((chat) => chat.id));
   }
 

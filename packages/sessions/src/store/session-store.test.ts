@@ -16,22 +16,22 @@ import {
   testPostgresUrl,
 } from "@deckhand/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SessionRepository } from "./session-repository.ts";
+import { SessionStore } from "./session-store.ts";
 
 const backends = [
   { name: "pglite", postgres: false },
   ...(testPostgresUrl ? [{ name: "postgresql", postgres: true }] : []),
 ];
 
-describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
+describe.each(backends)("SessionStore on $name", ({ postgres }) => {
   let handle: DbHandle;
   let database: PostgresTestDatabase | undefined;
-  let repository: SessionRepository;
+  let store: SessionStore;
 
   beforeAll(async () => {
     database = postgres ? await createPostgresTestDatabase() : undefined;
     handle = await createDb(database ? { databaseUrl: database.url } : {});
-    repository = new SessionRepository(handle.db);
+    store = new SessionStore(handle.db);
   });
   afterAll(async () => {
     await handle.close();
@@ -67,12 +67,12 @@ describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
       branch: session.branch,
       baseCommit: "b".repeat(40),
     });
-    const found = await repository.session(session.id);
+    const found = await store.sessions.get(session.id);
     expect(found?.session).toMatchObject({ id: session.id, projectId: project.id, status: "open" });
     expect(found?.worktree).toMatchObject({ path: "/new", status: "active" });
-    expect(await repository.project(project.id)).toMatchObject({ name: "demo" });
-    expect(await repository.session(crypto.randomUUID())).toBeUndefined();
-    expect(await repository.chat(crypto.randomUUID())).toBeUndefined();
+    expect(await store.projects.get(project.id)).toMatchObject({ name: "demo" });
+    expect(await store.sessions.get(crypto.randomUUID())).toBeUndefined();
+    expect(await store.chats.get(crypto.randomUUID())).toBeUndefined();
   });
 
   it("reads a user message's text from its first part, and an empty text from anything else", async () => {
@@ -85,7 +85,7 @@ describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
       { messageId: message!.id, position: 1, kind: "text", content: { text: "second" } },
       { messageId: message!.id, position: 0, kind: "text", content: { text: "first" } },
     ]);
-    expect(await repository.userMessageText(message!.id)).toBe("first");
+    expect(await store.messages.userMessageText(message!.id)).toBe("first");
     const [odd] = await handle.db
       .insert(messages)
       .values({ chatId: chat.id, role: "user", agentType: "claude", status: "complete" })
@@ -93,11 +93,11 @@ describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
     await handle.db
       .insert(messageParts)
       .values({ messageId: odd!.id, position: 0, kind: "text", content: { text: 42 } });
-    expect(await repository.userMessageText(odd!.id)).toBe("");
-    expect(await repository.userMessageText(crypto.randomUUID())).toBe("");
+    expect(await store.messages.userMessageText(odd!.id)).toBe("");
+    expect(await store.messages.userMessageText(crypto.randomUUID())).toBe("");
   });
 
-  it("reads resume ids and a pending change with the agent it is credited to", async () => {
+  it("finds the live agent session, the latest resume id, and a pending change with the agent it is credited to", async () => {
     const { session, chat } = await seed();
     const [older] = await handle.db
       .insert(agentSessions)
@@ -114,10 +114,14 @@ describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
       .insert(agentSessions)
       .values({ sessionId: session.id, agentType: "claude", chatId: null })
       .returning();
-    expect(await repository.resumeIdOf(older!.id)).toBe("resume-old");
-    expect(await repository.resumeIdOf(current!.id)).toBeNull();
-    expect(await repository.latestResumeId(session.id, "claude")).toBe("resume-old");
-    expect(await repository.latestResumeId(session.id, "codex")).toBeNull();
+    // The live one (not the closed one) is the session's, with no resume id of its own yet.
+    expect(older!.status).toBe("closed");
+    expect(await store.agentSessions.ensure(session.id, "claude", null)).toEqual({
+      id: current!.id,
+      resumeSessionId: null,
+    });
+    expect(await store.agentSessions.latestResumeId(session.id, "claude")).toBe("resume-old");
+    expect(await store.agentSessions.latestResumeId(session.id, "codex")).toBeNull();
     const [change] = await handle.db
       .insert(pendingChanges)
       .values({
@@ -128,6 +132,6 @@ describe.each(backends)("SessionRepository on $name", ({ postgres }) => {
         diff: "+a",
       })
       .returning();
-    expect(await repository.pendingChange(change!.id)).toEqual({ change, agent: "claude" });
+    expect(await store.pendingChanges.get(change!.id)).toEqual({ change, agent: "claude" });
   });
 });

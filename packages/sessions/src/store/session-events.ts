@@ -64,7 +64,7 @@ export async function appendSessionEvents(
     )
     .returning();
   // Delivered on commit, so a listener never wakes for an event it cannot read yet.
-  await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
+  await notifySessionChanged(transaction, sessionId);
   // A multi-row insert assigns the identity values in the order of its VALUES list.
   return rows.map(toSessionEvent).sort((left, right) => left.id - right.id);
 }
@@ -136,6 +136,14 @@ export function publishSessionEvent(
   return db.transaction((transaction) => appendSessionEvent(transaction, sessionId, chatId, event));
 }
 
+/** Tells listeners on the events channel that the session changed (delivered on commit). */
+export async function notifySessionChanged(
+  transaction: Transaction,
+  sessionId: string,
+): Promise<void> {
+  await transaction.execute(sql`select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})`);
+}
+
 /** Events of a session after `afterId`, oldest first. */
 export async function readSessionEvents(
   executor: Executor,
@@ -150,6 +158,30 @@ export async function readSessionEvents(
     .orderBy(asc(sessionEvents.id))
     .limit(limit);
   return rows.map(toSessionEvent);
+}
+
+/** Reads of the session event log. */
+export class SessionEventRows {
+  readonly #executor: Executor;
+
+  constructor(executor: Executor) {
+    this.#executor = executor;
+  }
+
+  /** The payloads of one message's events, in the order they were appended. */
+  async payloadsOfMessage(sessionId: string, messageId: string): Promise<unknown[]> {
+    const rows = await this.#executor
+      .select({ payload: sessionEvents.payload })
+      .from(sessionEvents)
+      .where(
+        and(
+          eq(sessionEvents.sessionId, sessionId),
+          sql`${sessionEvents.payload}->>'message_id' = ${messageId}`,
+        ),
+      )
+      .orderBy(asc(sessionEvents.id));
+    return rows.map((row) => row.payload);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import {
 } from "@deckhand/agent-backends";
 import { chooseAuthMethod } from "@deckhand/providers";
 import type { ProcessLauncher } from "@deckhand/sandbox";
-import type { BackendFactory, BackendRequest } from "./agent-turns.ts";
+import type { BackendFactory, BackendRequest } from "./session-agents.ts";
 
 /** The model the native agent asks for unless the server's config names another. */
 export const DEFAULT_NATIVE_MODEL = "gpt-5.1-codex";

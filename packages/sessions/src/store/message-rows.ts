@@ -1,0 +1,219 @@
+import { type Executor, messageParts, messages } from "@deckhand/db";
+import { redactSecrets, redactValue } from "@deckhand/secrets";
+import { type CollectedPart, type PartChanges, TextPartContentSchema } from "@deckhand/wire";
+import { and, asc, eq, gte, inArray, isNull, lt, ne } from "drizzle-orm";
+
+export type MessageRow = typeof messages.$inferSelect;
+export type MessagePartRow = typeof messageParts.$inferSelect;
+
+/** How a turn's assistant message ended. */
+export interface MessageOutcome {
+  status: "complete" | "failed" | "cancelled";
+  error?: string;
+}
+
+/**
+ * Queries of `messages` and their `message_parts`. Text that a person wrote or an agent sent is
+ * redacted on its way into a row: a pasted model token would otherwise go out on the stream.
+ */
+export class MessageRows {
+  readonly #executor: Executor;
+
+  constructor(executor: Executor) {
+    this.#executor = executor;
+  }
+
+  async get(messageId: string): Promise<MessageRow | undefined> {
+    const [row] = await this.#executor.select().from(messages).where(eq(messages.id, messageId));
+    return row;
+  }
+
+  async statusOf(messageId: string): Promise<MessageRow["status"] | undefined> {
+    const [row] = await this.#executor
+      .select({ status: messages.status })
+      .from(messages)
+      .where(eq(messages.id, messageId));
+    return row?.status;
+  }
+
+  /** A chat's messages with their parts, oldest first. */
+  async listOfChat(chatId: string): Promise<{ message: MessageRow; parts: MessagePartRow[] }[]> {
+    const rows = await this.#executor
+      .select()
+      .from(messages)
+      .where(eq(messages.chatId, chatId))
+      .orderBy(asc(messages.createdAt), asc(messages.id));
+    if (rows.length === 0) return [];
+    const parts = await this.#executor
+      .select()
+      .from(messageParts)
+      .where(
+        inArray(
+          messageParts.messageId,
+          rows.map((row) => row.id),
+        ),
+      );
+    return rows.map((message) => ({
+      message,
+      parts: parts.filter((part) => part.messageId === message.id),
+    }));
+  }
+
+  /** A complete message of one text part: a person's (`user`) or Deckhand's (`system`). */
+  async insertText(values: {
+    chatId: string;
+    role: "user" | "system";
+    agentType: string | null;
+    text: string;
+  }): Promise<{ message: MessageRow; part: MessagePartRow }> {
+    const [message] = await this.#executor
+      .insert(messages)
+      .values({
+        chatId: values.chatId,
+        role: values.role,
+        agentType: values.agentType,
+        status: "complete",
+      })
+      .returning();
+    const [part] = await this.#executor
+      .insert(messageParts)
+      .values({
+        messageId: message!.id,
+        position: 0,
+        kind: "text",
+        content: { text: redactSecrets(values.text) },
+      })
+      .returning();
+    return { message: message!, part: part! };
+  }
+
+  /**
+   * Inserts a turn's assistant message under its deterministic id; false when it exists already
+   * (a task delivered again, or a turn cancelled before it started).
+   */
+  async insertAssistant(values: {
+    id: string;
+    chatId: string;
+    agentType: string;
+    status: "streaming" | "cancelled";
+  }): Promise<boolean> {
+    const inserted = await this.#executor
+      .insert(messages)
+      .values({
+        ...values,
+        role: "assistant",
+        ...(values.status === "cancelled" ? { completedAt: new Date() } : {}),
+      })
+      .onConflictDoNothing()
+      .returning({ id: messages.id });
+    return inserted.length > 0;
+  }
+
+  /** Marks an unfinished message cancelled; the turn finishing it keeps that status. */
+  async markCancelled(messageId: string): Promise<void> {
+    await this.#executor
+      .update(messages)
+      .set({ status: "cancelled" })
+      .where(and(eq(messages.id, messageId), isNull(messages.completedAt)));
+  }
+
+  /** Stores what a turn's parts changed since the last store (see `PartCollector`). */
+  async storePartChanges(messageId: string, changes: PartChanges): Promise<void> {
+    if (changes.truncateFrom !== null) {
+      await this.#executor
+        .delete(messageParts)
+        .where(
+          and(
+            eq(messageParts.messageId, messageId),
+            gte(messageParts.position, changes.truncateFrom),
+          ),
+        );
+    }
+    for (const { position, part } of changes.put) {
+      const content = redactValue(part.content);
+      await this.#executor
+        .insert(messageParts)
+        .values({ messageId, position, kind: part.kind, content })
+        .onConflictDoUpdate({
+          target: [messageParts.messageId, messageParts.position],
+          set: { kind: part.kind, content },
+        });
+    }
+  }
+
+  /**
+   * Ends a message: its status and error, and its parts rewritten whole (so a secret split
+   * across deltas is redacted too).
+   */
+  async finish(messageId: string, outcome: MessageOutcome, parts: CollectedPart[]): Promise<void> {
+    await this.#executor.delete(messageParts).where(eq(messageParts.messageId, messageId));
+    if (parts.length > 0) {
+      await this.#executor.insert(messageParts).values(
+        parts.map((part, position) => ({
+          messageId,
+          position,
+          kind: part.kind,
+          content: redactValue(part.content),
+        })),
+      );
+    }
+    await this.#executor
+      .update(messages)
+      .set({ status: outcome.status, error: outcome.error ?? null, completedAt: new Date() })
+      .where(eq(messages.id, messageId));
+  }
+
+  /** The text of a user message: its first part, when that is text ("" otherwise). */
+  async userMessageText(messageId: string): Promise<string> {
+    const [part] = await this.#executor
+      .select({ content: messageParts.content })
+      .from(messageParts)
+      .where(eq(messageParts.messageId, messageId))
+      .orderBy(asc(messageParts.position))
+      .limit(1);
+    const content = TextPartContentSchema.safeParse(part?.content);
+    return content.success ? content.data.text : "";
+  }
+
+  /**
+   * What Deckhand told the chat before this user message, for the agent it is for when it is
+   * that agent's first message in the chat: the chat's system messages (a taken-over batch
+   * workspace's context, say), "" when there are none or the agent had an earlier message.
+   */
+  async contextFor(messageId: string): Promise<string> {
+    const message = await this.get(messageId);
+    if (message === undefined) return "";
+    const [earlier] = await this.#executor
+      .select({ id: messages.id })
+      .from(messages)
+      .where(
+        and(
+          eq(messages.chatId, message.chatId),
+          eq(messages.role, "user"),
+          message.agentType === null ? undefined : eq(messages.agentType, message.agentType),
+          ne(messages.id, message.id),
+          lt(messages.createdAt, message.createdAt),
+        ),
+      )
+      .limit(1);
+    if (earlier !== undefined) return "";
+    const notes = await this.#executor
+      .select({ content: messageParts.content })
+      .from(messages)
+      .innerJoin(messageParts, eq(messageParts.messageId, messages.id))
+      .where(
+        and(
+          eq(messages.chatId, message.chatId),
+          eq(messages.role, "system"),
+          lt(messages.createdAt, message.createdAt),
+        ),
+      )
+      .orderBy(asc(messages.createdAt), asc(messageParts.position));
+    return notes
+      .flatMap((note) => {
+        const content = TextPartContentSchema.safeParse(note.content);
+        return content.success ? [content.data.text] : [];
+      })
+      .join("\n\n");
+  }
+}

@@ -1,0 +1,162 @@
+// How many database round trips a simple text turn makes: the turn runner's server work, from
+// the queued task to the finished message, counted by a logger on the drizzle session. The bound
+// is what the turn costs today; a change that adds a query to every turn fails here. Set
+// SHOW_TURN_QUERIES=1 to print the statements.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AgentBackend, PromptInput } from "@deckhand/agent-backends";
+import { createDb, type DbHandle } from "@deckhand/db";
+import type { ResolvedProvider } from "@deckhand/providers";
+import { createTempRepository, type TempRepository } from "@deckhand/testkit";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionDomain, type SessionDomain } from "../session-domain.ts";
+import { AgentTurns } from "./agent-turns.ts";
+
+let database: DbHandle;
+let scratch: string;
+let repository: TempRepository;
+let service: SessionDomain;
+let turns: AgentTurns;
+
+/** The statements drizzle sends, and the transactions it opens (each a BEGIN and a COMMIT). */
+const counted = { statements: [] as string[], transactions: 0 };
+
+/**
+ * Counts what goes to the database through `database.db`: drizzle logs every statement it
+ * prepares (inside transactions too, whose sessions share these options), and every transaction
+ * goes through the session's `transaction`.
+ */
+function countQueries(handle: DbHandle): void {
+  const session = (
+    handle.db as unknown as {
+      session: {
+        options: { logger?: unknown };
+        logger: unknown;
+        transaction: (...args: unknown[]) => Promise<unknown>;
+      };
+    }
+  ).session;
+  const logger = { logQuery: (query: string) => counted.statements.push(query) };
+  session.options.logger = logger;
+  session.logger = logger;
+  const transaction = session.transaction.bind(session);
+  session.transaction = (...args: unknown[]) => {
+    counted.transactions += 1;
+    return transaction(...args);
+  };
+}
+
+function resetCount(): void {
+  counted.statements = [];
+  counted.transactions = 0;
+}
+
+const provider: ResolvedProvider = {
+  id: "scripted",
+  label: "Scripted",
+  transport: "acp",
+  executable: "/bin/true",
+  args: [],
+  env: {},
+  unset: [],
+  agentType: null,
+  profile: { writable: [], network: { internet: false, modelProxy: false } },
+  serveFileReads: false,
+  startTimeouts: { initializeMs: 1_000, sessionMs: 1_000 },
+  loginAdvice: "",
+};
+
+/** A backend that answers every prompt with one line of text. */
+function textBackend(): AgentBackend {
+  return {
+    async ensureSession() {
+      return { agentSessionId: "scripted-session", resumed: false };
+    },
+    async prompt(input: PromptInput) {
+      await input.onEvent({ type: "text", message_id: input.messageId, delta: "Done." });
+      await input.onEvent({
+        type: "turn_end",
+        message_id: input.messageId,
+        stop_reason: "end_turn",
+      });
+      return { stopReason: "end_turn", text: "Done." };
+    },
+    async cancel() {},
+    async respondToPermission() {},
+    async closeSession() {},
+    async dispose() {},
+    health: () => ({ status: "idle", pid: null, lastError: null }),
+  };
+}
+
+beforeAll(async () => {
+  database = await createDb({ dataDir: "memory://" });
+  scratch = mkdtempSync(join(tmpdir(), "deckhand-turn-queries-"));
+  repository = createTempRepository({ "README.md": "# demo\n" });
+  service = createSessionDomain({
+    database,
+    projectsDir: join(scratch, "projects"),
+    worktreesDir: join(scratch, "worktrees"),
+  });
+  turns = new AgentTurns({
+    database,
+    sessions: service,
+    providers: { resolve: async () => provider },
+    modelAccess: {
+      serves: () => false,
+      lease: () => Promise.reject(new Error("no model proxy in this test")),
+    },
+    workspaceAgent: { url: "http://127.0.0.1:9", token: null },
+    createBackend: () => textBackend(),
+    logger: pino({ level: "silent" }),
+  });
+  countQueries(database);
+});
+
+afterAll(async () => {
+  await turns.stop();
+  await database.close();
+  repository.remove();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+async function runTextTurn(sessionId: string, chatId: string, text: string) {
+  const { message } = await service.messages.create(chatId, { agent: "scripted", text });
+  resetCount();
+  await turns.runTurn({
+    session_id: sessionId,
+    chat_id: chatId,
+    user_message_id: message.id,
+    agent: "scripted",
+  });
+  const result = { statements: counted.statements.length, transactions: counted.transactions };
+  console.log(
+    `a text turn: ${result.statements} statements in ${result.transactions} transactions`,
+  );
+  if (process.env.SHOW_TURN_QUERIES)
+    console.log(counted.statements.map((query) => query.slice(0, 110)).join("\n"));
+  return result;
+}
+
+describe("a simple text turn's queries", () => {
+  it("stays within the turn's handful of round trips, first turn and next", async () => {
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(project.id, {});
+    const chat = await service.chats.create(session.id, {});
+
+    const first = await runTextTurn(session.id, chat.id, "hello");
+    const next = await runTextTurn(session.id, chat.id, "again");
+
+    const [, answer] = await service.messages.list(chat.id);
+    expect(answer).toMatchObject({ role: "assistant", status: "complete" });
+    expect(answer!.parts).toEqual([{ position: 0, kind: "text", content: { text: "Done." } }]);
+    expect(first.statements).toBeLessThanOrEqual(FIRST_TURN_STATEMENTS);
+    expect(next.statements).toBeLessThanOrEqual(NEXT_TURN_STATEMENTS);
+  });
+});
+
+/** What a session's first text turn costs (its agent session row is made) and a later one. */
+const FIRST_TURN_STATEMENTS = 35;
+const NEXT_TURN_STATEMENTS = 29;
