@@ -19,6 +19,7 @@ import {
   EmbeddedServerConfigError,
   startEmbeddedServer,
 } from "./embedded-server.ts";
+import { runSpendLine } from "./spend-output.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
 
 export type StopSignal = "SIGINT" | "SIGTERM";
@@ -36,6 +37,27 @@ export interface BatchRunIo {
 const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143 };
 /** How long a cancelled run has to report its end before the command stops waiting. */
 const CANCEL_WAIT_MS = 15_000;
+/** How often the run's model spend is read while it runs. */
+const SPEND_POLL_MS = 5_000;
+
+/**
+ * Reads the run's spend now and every few seconds into the view; stopping reads it once more.
+ * A server without the spend route (an older one) just shows none.
+ */
+function followSpend(client: ServerClient, runId: string, view: RunView): () => Promise<void> {
+  const read = () =>
+    client.getBatchRunSpend({ params: { batch_run_id: runId } }).then(
+      (report) => view.spend(runSpendLine(report)),
+      () => {},
+    );
+  void read();
+  const timer = setInterval(() => void read(), SPEND_POLL_MS);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await read();
+  };
+}
 
 /** Signals of this process; a third one exits at once, however far the cancel got. */
 export function processSignals(handler: (signal: StopSignal) => void): () => void {
@@ -204,6 +226,7 @@ export async function runBatchRunCommand(
     if (state.interrupted !== null) cancel();
     const progress = new RunProgress();
     const shown = view;
+    const stopSpend = followSpend(client, run.id, shown);
     try {
       await target.follower.follow(run.id, {
         signal: stopWaiting.signal,
@@ -213,9 +236,11 @@ export async function runBatchRunCommand(
         },
       });
     } catch (error) {
+      await stopSpend();
       shown.stop();
       throw error;
     }
+    await stopSpend();
     const finished = progress.finished;
     const summary: RunSummary =
       finished !== null

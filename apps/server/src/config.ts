@@ -14,7 +14,13 @@ import {
   type KubernetesRuntimeConfig,
   KubernetesRuntimeConfigSchema,
 } from "@deckhand/kubernetes-runtime/config";
-import type { UpstreamConfig } from "@deckhand/model-proxy";
+import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+  type UpstreamConfig,
+} from "@deckhand/model-proxy";
 import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
@@ -29,6 +35,8 @@ import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
   ModelUpstreamKindSchema,
+  type RolloutWindow,
+  RolloutWindowsSchema,
   WireEnv,
 } from "@deckhand/wire";
 import { parseListenAddress } from "@deckhand/workspace-agent";
@@ -117,6 +125,15 @@ export interface ServerConfig {
   codeHostConnections: CodeHostConnection[];
   /** How often published changesets are read back from their hosts. */
   changesetTrackingIntervalMs: number;
+  /**
+   * `batchChanges.rolloutWindows`: when (and how fast) every batch change's pull requests are
+   * opened; null when none are configured (as fast as the hosts allow).
+   */
+  rolloutWindows: RolloutWindow[] | null;
+  /** `modelBudgets`: the most every job, run, session and UTC day may spend on models. */
+  modelBudgets: ModelBudgetsFile;
+  /** `modelPrices`: each model's price per million tokens, for cost budgets and reports. */
+  modelPrices: ModelPricesFile | undefined;
   /**
    * How container steps find their runtime: `restrictedHost` true runs Podman with runc, cgroupfs
    * and fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed;
@@ -278,6 +295,23 @@ export const ServerConfigFileSchema = z.strictObject({
   changesetTracking: z
     .strictObject({ intervalSeconds: z.number().int().min(5).max(86_400).optional() })
     .optional(),
+  /**
+   * Batch changes: `rolloutWindows`, as Sourcegraph's `batchChanges.rolloutWindows` with a
+   * `timezone` per window (docs/operations/budgets-and-rollouts.md); null or absent for none.
+   */
+  batchChanges: z
+    .strictObject({ rolloutWindows: RolloutWindowsSchema.nullable().optional() })
+    .optional(),
+  /**
+   * The most each job, batch run, session and UTC day may spend on models:
+   * `{"run": {"tokens": 2000000}, "day": {"cost": 50}}` (cost needs modelPrices).
+   */
+  modelBudgets: ModelBudgetsFileSchema.optional(),
+  /**
+   * Model prices per million tokens: `{"currency": "USD", "models": {"gpt-5*": {"input": 1.25,
+   * "output": 10}}}`; a key ending in `*` prices every model starting with the rest.
+   */
+  modelPrices: ModelPricesFileSchema.optional(),
   containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
   /**
    * The cluster the steps of `--runtime kubernetes` runs run in: namespace, kubeconfig (or the
@@ -532,6 +566,19 @@ export function resolveServerConfig(
     );
   }
 
+  // A cost can only be known with prices: a cost budget without them would never be reached.
+  if (file.modelPrices === undefined) {
+    const costly = Object.entries(file.modelBudgets ?? {}).find(
+      ([, limit]) => limit?.cost !== undefined,
+    );
+    if (costly !== undefined) {
+      throw new ServerError(
+        "invalid_config",
+        `modelBudgets.${costly[0]}.cost in ${CONFIG_FILE_NAME} needs modelPrices (each model's price per million tokens) to know what requests cost; add modelPrices, or give the budget in tokens`,
+      );
+    }
+  }
+
   return {
     host: listen.host,
     port: listen.port,
@@ -561,6 +608,9 @@ export function resolveServerConfig(
     codeHosts: file.codeHosts ?? [],
     codeHostConnections: file.codeHostConnections ?? [],
     changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
+    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
     kubernetes: file.kubernetes ?? null,
     codingAgent: file.codingAgent ?? {},

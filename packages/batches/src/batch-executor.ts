@@ -12,6 +12,12 @@ import {
   KubernetesRuntimeConfigSchema,
 } from "@deckhand/kubernetes-runtime/config";
 import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+} from "@deckhand/model-proxy";
+import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
   agentStartTimeoutsFrom,
@@ -22,7 +28,12 @@ import {
   sandboxSettings,
 } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
+import {
+  type BatchCodingAgentOptions,
+  BatchCodingAgentOptionsSchema,
+  type RolloutWindow,
+  RolloutWindowsSchema,
+} from "@deckhand/wire";
 import { z } from "zod";
 import {
   BatchRunService,
@@ -30,6 +41,7 @@ import {
   codingAgentOptions,
 } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
+import type { BatchSpend } from "./budgets/batch-spend.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
 import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
@@ -57,8 +69,18 @@ export function batchDirectories(dataDir: string): {
  */
 export type CreateBatchRunServiceOptions = Omit<
   BatchRunServiceOptions,
-  "cacheDirectory" | "workDirectory" | "agentInstallDirectory" | "environmentPolicy" | "publishing"
+  | "cacheDirectory"
+  | "workDirectory"
+  | "agentInstallDirectory"
+  | "environmentPolicy"
+  | "publishing"
+  | "budgets"
 > & {
+  /**
+   * Model spend (budgets/batch-spend.ts): runs whose budget is spent start no more workspaces,
+   * and batch changes report their spend priced with its table.
+   */
+  spend?: BatchSpend;
   /** The process's data directory (see `batchDirectories`). */
   dataDir: string;
   /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
@@ -72,6 +94,8 @@ export type CreateBatchRunServiceOptions = Omit<
     environment: Readonly<Record<string, string | undefined>>;
     trackingIntervalMs?: number;
     onError?: (error: unknown, context: { changesetId: string }) => void;
+    /** config.json's `batchChanges.rolloutWindows`; null or absent for none. */
+    rolloutWindows?: () => readonly RolloutWindow[] | null;
   };
 };
 
@@ -81,7 +105,7 @@ export type CreateBatchRunServiceOptions = Omit<
  * since the apply job and tracking run on whichever batch worker claims them.
  */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { dataDir, publishing: publishingOptions, ...rest } = options;
+  const { dataDir, publishing: publishingOptions, spend, ...rest } = options;
   const directories = batchDirectories(dataDir);
   const outerEnvironment = options.outerEnvironment ?? process.env;
   let service: BatchRunService | null = null;
@@ -111,6 +135,10 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         ? { trackingIntervalMs: publishingOptions.trackingIntervalMs }
         : {}),
       ...(publishingOptions.onError ? { onError: publishingOptions.onError } : {}),
+      ...(publishingOptions.rolloutWindows
+        ? { rolloutWindows: publishingOptions.rolloutWindows }
+        : {}),
+      ...(spend ? { ledger: spend.ledger } : {}),
     });
   }
   service = new BatchRunService({
@@ -118,6 +146,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
     ...directories,
     outerEnvironment,
     ...(publishing ? { publishing } : {}),
+    ...(spend ? { budgets: spend } : {}),
   });
   return service;
 }
@@ -237,6 +266,9 @@ const ExecutorConfigFileSchema = z.object({
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
   sandbox: SandboxSettingsFileSchema.optional(),
   kubernetes: KubernetesRuntimeConfigSchema.optional(),
+  modelBudgets: ModelBudgetsFileSchema.optional(),
+  modelPrices: ModelPricesFileSchema.optional(),
+  batchChanges: z.object({ rolloutWindows: RolloutWindowsSchema.nullable().optional() }).optional(),
 });
 
 export interface ExecutorConfig {
@@ -267,6 +299,12 @@ export interface ExecutorConfig {
   modelUpstreams: Record<string, { models: string[] }>;
   /** `kubernetes`: the cluster the steps of `kubernetes` runs run in; null without one. */
   kubernetes: KubernetesRuntimeConfig | null;
+  /** `modelBudgets`: the server's spend limits (a run whose budget is spent starts no more). */
+  modelBudgets: ModelBudgetsFile;
+  /** `modelPrices`: what model tokens cost, for cost budgets. */
+  modelPrices: ModelPricesFile | undefined;
+  /** `batchChanges.rolloutWindows`: when this process's rollout turns may publish. */
+  rolloutWindows: RolloutWindow[] | null;
 }
 
 /**
@@ -294,6 +332,9 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         agentStartTimeouts: agentStartTimeoutsFrom(undefined),
         modelUpstreams: {},
         kubernetes: null,
+        modelBudgets: {},
+        modelPrices: undefined,
+        rolloutWindows: null,
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -341,6 +382,9 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
       ]),
     ),
     kubernetes: file.kubernetes ?? null,
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
+    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
   };
 }
 

@@ -59,6 +59,7 @@ import type {
   ResolvedBatchWorkspaces,
   StoredBatchChangeset,
 } from "@deckhand/wire";
+import { UsageJobId } from "@deckhand/wire";
 import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
 import { type AcpAgentStepOptions, acpProviderCatalogue } from "./acp-agent-step.ts";
@@ -166,6 +167,11 @@ export interface BatchRunServiceOptions {
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
   /**
+   * Model spend budgets (budgets/batch-spend.ts): a workspace whose run's budget is spent is not
+   * started, and says why.
+   */
+  budgets?: { runBudgetReached(runId: string): Promise<string | null> };
+  /**
    * The interactive sessions workspaces are taken over with, and whose work later runs use
    * instead of the steps; without them taking over is refused, and a workspace that continues a
    * session runs its steps with a warning.
@@ -186,7 +192,7 @@ function specError(request: { file?: string | undefined }, diagnostics: string[]
 
 /** The job id a workspace's model usage is recorded under. */
 function workspaceJobId(workspaceId: string): string {
-  return `batch-workspace:${workspaceId}`;
+  return UsageJobId.batchWorkspace(workspaceId);
 }
 
 /** Of a stored spec, only what tells a `codingAgent` step from a `run` step. */
@@ -1163,6 +1169,12 @@ export class BatchRunService {
       .returning({ attempts: workspaces.attempts });
     if (claimed === undefined) return;
     const claim: WorkspaceClaim = { executor: context.workerId, attempt: claimed.attempts };
+    // A run whose budget is spent dispatches no further workspace.
+    const spent = await this.#options.budgets?.runBudgetReached(run.id);
+    if (spent) {
+      await this.#finishWorkspace(row, run, options, claim, notStarted(spent));
+      return;
+    }
     await this.#db
       .update(batchRuns)
       .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
@@ -1765,6 +1777,18 @@ function lastTask(type: string, key: string, id: AnyColumn, column: SQL) {
 }
 
 /** How a workspace's job ended, as #finishWorkspace writes it. */
+/** A workspace that is not started because its run's model budget is spent. */
+function notStarted(reason: string): WorkspaceOutcome {
+  return {
+    status: "cancelled",
+    error: `not started: ${reason}`,
+    diff: null,
+    steps: [],
+    changesets: [],
+    events: [],
+  };
+}
+
 interface WorkspaceOutcome {
   status: BatchWorkspaceStatus;
   error: string | null;

@@ -20,6 +20,7 @@ import {
   ResolveBatchWorkspacesRequestSchema,
   ResolvedBatchWorkspacesSchema,
 } from "./batch-api.ts";
+import { BatchRunSpendSchema, ServerBudgetsSchema, SessionSpendSchema } from "./budgets.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import { ProcessOutputResponseSchema, SignalProcessResponseSchema } from "./process-api.ts";
@@ -30,6 +31,7 @@ import {
   ProvidersSnapshotQuerySchema,
   ProvidersSnapshotSchema,
 } from "./providers.ts";
+import { BatchChangeRolloutSchema } from "./rollout.ts";
 import {
   AgentControlResponseSchema,
   AnswerPermissionRequestSchema,
@@ -126,6 +128,8 @@ export const ServerPath = {
   rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
   usage: `${api}/usage`,
   sessionUsage: `${api}/sessions/:session_id/usage`,
+  sessionSpend: `${api}/sessions/:session_id/spend`,
+  budgets: `${api}/budgets`,
   modelUpstreams: `${api}/model-upstreams`,
   codeHostConnections: `${api}/code-host-connections`,
   apiTokens: `${api}/tokens`,
@@ -145,6 +149,7 @@ export const ServerPath = {
   batchRunCancel: `${api}/batch-runs/:batch_run_id/cancel`,
   batchRunApply: `${api}/batch-runs/:batch_run_id/apply`,
   batchRunRetry: `${api}/batch-runs/:batch_run_id/retry`,
+  batchRunSpend: `${api}/batch-runs/:batch_run_id/spend`,
   resolveBatchWorkspaces: `${api}/batch-workspaces/resolve`,
   batchWorkspace: `${api}/batch-workspaces/:workspace_id`,
   batchWorkspaceStep: `${api}/batch-workspaces/:workspace_id/steps/:step_index`,
@@ -154,6 +159,7 @@ export const ServerPath = {
   batchChange: `${api}/batch-changes/:name`,
   batchChangeRefresh: `${api}/batch-changes/:name/refresh`,
   batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
+  batchChangeRollout: `${api}/batch-changes/:name/rollout`,
   changesetEvents: `${api}/changesets/:changeset_id/events`,
 } as const;
 
@@ -450,6 +456,21 @@ export const serverRoutes = [
     errors: { 404: "no such session" },
   },
   {
+    operationId: "getSessionSpend",
+    method: "get",
+    path: ServerPath.sessionSpend,
+    summary: "A session's model spend against its budget, and the server's spend today",
+    success: { status: 200, schema: SessionSpendSchema, description: "the spend" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "getBudgets",
+    method: "get",
+    path: ServerPath.budgets,
+    summary: "The model spend budgets config.json sets, the price table's models and today's spend",
+    success: { status: 200, schema: ServerBudgetsSchema, description: "the budgets" },
+  },
+  {
     operationId: "listModelUpstreams",
     method: "get",
     path: ServerPath.modelUpstreams,
@@ -633,6 +654,14 @@ export const serverRoutes = [
     errors: { 404: "no such run", 409: "the run has not finished" },
   },
   {
+    operationId: "getBatchRunSpend",
+    method: "get",
+    path: ServerPath.batchRunSpend,
+    summary: "A run's model spend, per workspace, against the run's and each workspace's budget",
+    success: { status: 200, schema: BatchRunSpendSchema, description: "the spend" },
+    errors: { 404: "no such run" },
+  },
+  {
     operationId: "resolveBatchWorkspaces",
     method: "post",
     path: ServerPath.resolveBatchWorkspaces,
@@ -724,6 +753,15 @@ export const serverRoutes = [
       schema: BulkChangesetOperationResultSchema,
       description: "one result per changeset",
     },
+    errors: { 404: "no run has that spec name" },
+  },
+  {
+    operationId: "getBatchChangeRollout",
+    method: "get",
+    path: ServerPath.batchChangeRollout,
+    summary:
+      "A batch change's rollout: its pace, what waits to be published and when each pull request goes out",
+    success: { status: 200, schema: BatchChangeRolloutSchema, description: "the rollout" },
     errors: { 404: "no run has that spec name" },
   },
   {

@@ -11,8 +11,10 @@ import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
+import { BatchChangeSpendSummary } from "./batch-change-spend.tsx";
 import { BurndownChart } from "./burndown-chart.tsx";
 import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
+import { RolloutPanel } from "./rollout-panel.tsx";
 
 /** Changesets shown at once; "select all matching" reaches the rest too. */
 const PAGE = 25;
@@ -78,6 +80,11 @@ export function BatchChangeScreen({ name }: { name: string }) {
   }, [matching]);
   const byId = useMemo(
     () => new Map((change?.changesets ?? []).map((changeset) => [changeset.id, changeset])),
+    [change],
+  );
+  const spendOf = useMemo(
+    () =>
+      new Map((change?.spend.changesets ?? []).map((entry) => [entry.changeset_id, entry.spent])),
     [change],
   );
 
@@ -198,10 +205,12 @@ export function BatchChangeScreen({ name }: { name: string }) {
           </div>
         ))}
       </dl>
+      <RolloutPanel name={name} reloadKey={change} />
       <section aria-labelledby="burndown-heading">
         <h2 id="burndown-heading">Burndown</h2>
         <BurndownChart points={change.burndown} />
       </section>
+      <BatchChangeSpendSummary spend={change.spend} />
       <section aria-labelledby="changesets-heading">
         <h2 id="changesets-heading">Changesets</h2>
         <fieldset className="filters">
@@ -317,6 +326,8 @@ export function BatchChangeScreen({ name }: { name: string }) {
               <ChangesetCard
                 key={changeset.id}
                 changeset={changeset}
+                spend={spendOf.get(changeset.id)}
+                currency={change.spend.currency}
                 selection={{
                   selected: selected.has(changeset.id),
                   onChange: (on) => toggle(changeset, on),

@@ -13,6 +13,7 @@ import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
 import { formatDuration } from "../batches/step-detail.tsx";
 import { type TimelineEntry, WorkspaceTable, workspaceKey } from "../batches/workspace-table.tsx";
+import { RunSpend } from "../budgets/run-spend.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { onTabListKeyDown } from "../components/tab-keys.ts";
@@ -225,6 +226,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
         </span>
       </header>
       <StatsBar stats={run.stats} />
+      <RunSpend runId={runId} live={!finished} />
       {run.error && (
         <p className="error" role="alert">
           {run.error}

@@ -1,6 +1,7 @@
 import type { SessionUsageResponse, UsageRow, UsageTotals } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { messageOf, server } from "../api.ts";
+import { SessionSpend } from "../budgets/session-spend.tsx";
 import { LoadState } from "../components/load-state.tsx";
 
 /** Totals in one line. */
@@ -93,6 +94,7 @@ export function SessionUsagePanel({ sessionId }: { sessionId: string }) {
   return (
     <section aria-labelledby="session-usage-heading">
       <h2 id="session-usage-heading">Model usage</h2>
+      <SessionSpend sessionId={sessionId} />
       <LoadState error={error} loading={usage === null && error === null} />
       {usage && <SessionUsageView usage={usage} />}
     </section>
