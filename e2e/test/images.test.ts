@@ -9,7 +9,15 @@
 // own. The base is cached in Podman's storage under a tag naming its content, so later runs on the
 // same machine build only the app images (seconds).
 import { execFile } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -53,7 +61,8 @@ interface ComposeService {
   image: string;
   command?: string[];
   environment?: Record<string, string>;
-  healthcheck?: unknown;
+  security_opt?: string[];
+  devices?: string[];
 }
 const compose = parseYaml(
   readFileSync(join(repositoryRoot, "deploy/images/compose.yaml"), "utf8"),
@@ -69,7 +78,8 @@ async function waitFor<T>(
   for (;;) {
     const value = await check();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolveWait) => setTimeout(resolveWait, 200));
   }
 }
@@ -204,7 +214,9 @@ describe.skipIf(skipReason !== "")(
       }
       await database?.drop();
       if (postgres !== null) {
-        await run("bash", ["scripts/ci-postgres.sh", "stop", postgres.dir], { cwd: repositoryRoot });
+        await run("bash", ["scripts/ci-postgres.sh", "stop", postgres.dir], {
+          cwd: repositoryRoot,
+        });
       }
       if (scratch) rmSync(scratch, { recursive: true, force: true });
     }, 120_000);
@@ -216,12 +228,7 @@ describe.skipIf(skipReason !== "")(
           await podman(["image", "inspect", images[target]!.reference]),
         ) as [{ Config: { User: string }; Healthcheck?: { Test: string[]; Interval: number } }];
         expect(config.Config.User, target).toBe(`${IMAGE_USER}:${IMAGE_USER}`);
-        expect(config.Healthcheck?.Test, target).toEqual([
-          "CMD",
-          "deckhand",
-          "health",
-          target,
-        ]);
+        expect(config.Healthcheck?.Test, target).toEqual(["CMD", "deckhand", "health", target]);
       }
       // The compose file names the images these targets build, and runs executors on the
       // database URL (full trust) until the executor API over HTTP replaces it.
@@ -279,6 +286,17 @@ describe.skipIf(skipReason !== "")(
       const port = await freePort();
       serverUrl = `http://127.0.0.1:${port}`;
 
+      // The compose file's config files, with this test's code host: they ask for bubblewrap
+      // (the start fails without it), so the steps below run sandboxed.
+      const shippedConfig = (name: string): Record<string, unknown> =>
+        JSON.parse(readFileSync(join(repositoryRoot, `deploy/images/config/${name}.json`), "utf8"));
+      expect(shippedConfig("server")).toMatchObject({ sandbox: "bubblewrap", batchConcurrency: 0 });
+      expect(shippedConfig("executor")).toMatchObject({ sandbox: "bubblewrap" });
+      // What the compose file gives the containers for bubblewrap and slirp4netns.
+      const sandboxOptions = (service: ComposeService) => [
+        ...(service.security_opt ?? []).flatMap((option) => ["--security-opt", option]),
+        ...(service.devices ?? []).flatMap((device) => ["--device", device]),
+      ];
       const volume = (name: string, config: Record<string, unknown>) => {
         const dir = ownedDirectory(join(scratch, name));
         writeFileSync(join(dir, "config.json"), JSON.stringify(config));
@@ -295,7 +313,8 @@ describe.skipIf(skipReason !== "")(
         "--network",
         "host",
         ...runtime!.runArgs,
-        ...volume("server", { codeHosts, batchConcurrency: 0 }),
+        ...sandboxOptions(serverService),
+        ...volume("server", { ...shippedConfig("server"), codeHosts }),
         "--volume",
         `${code}:${code}`,
         "--env",
@@ -335,7 +354,8 @@ describe.skipIf(skipReason !== "")(
           "--network",
           "host",
           ...runtime!.runArgs,
-          ...volume(`executor-${index + 1}`, { codeHosts }),
+          ...sandboxOptions(service),
+          ...volume(`executor-${index + 1}`, { ...shippedConfig("executor"), codeHosts }),
           "--volume",
           `${code}:${code}`,
           "--volume",
@@ -347,7 +367,10 @@ describe.skipIf(skipReason !== "")(
         ]);
       }
       for (const name of names.executors) {
-        await waitFor(async () => (await logs(name)).includes("deckhand executor ready"), `${name} to be ready`);
+        await waitFor(
+          async () => (await logs(name)).includes("deckhand executor ready"),
+          `${name} to be ready`,
+        );
         await waitFor(() => healthy(name), `${name} to be healthy`, 60_000);
       }
 
@@ -361,7 +384,7 @@ steps:
         */repo-0|*/repo-1) ;;
         *) while [ ! -e /gate/open ]; do sleep 0.2; done ;;
       esac
-      echo "\${{ repository.name }} from $(id -u)" > MARK
+      echo "\${{ repository.name }} from $(id -u), pid 1 $(cat /proc/1/comm)" > MARK
     # Required by the spec's schema; a local run runs the step in the executor's container.
     container: alpine:3
 changesetTemplate:
@@ -384,7 +407,12 @@ changesetTemplate:
         return state.stats.completed === 2 && state.status === "running";
       }, "two workspaces to complete");
 
-      const startedBefore = await podman(["inspect", "--format", "{{.State.StartedAt}}", names.server]);
+      const startedBefore = await podman([
+        "inspect",
+        "--format",
+        "{{.State.StartedAt}}",
+        names.server,
+      ]);
       await podman(["restart", "--time", "30", names.server]);
       expect(await podman(["inspect", "--format", "{{.State.StartedAt}}", names.server])).not.toBe(
         startedBefore,
@@ -426,8 +454,11 @@ changesetTemplate:
       );
       expect(changesets).toHaveLength(REPOSITORIES);
       for (const changeset of changesets) {
-        // The step ran in the executor's container, as its user.
-        expect(changeset.diff).toContain(`+${changeset.repository} from ${IMAGE_USER}`);
+        // The step ran in the executor's container, as its user, in a bubblewrap sandbox (its own
+        // PID namespace, where the container's tini is not pid 1).
+        expect(changeset.diff).toContain(
+          `+${changeset.repository} from ${IMAGE_USER}, pid 1 bwrap`,
+        );
       }
 
       // SIGTERM through tini: each executor stops cleanly, removing its health file.
