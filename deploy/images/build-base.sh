@@ -23,10 +23,11 @@ set -euo pipefail
 NODE_VERSION="22.23.3"
 DEBIAN_SUITE="bookworm"
 # What the apps run (node), what batch steps and the agent need (git; curl, tar and gzip for
-# codingAgent installs), the sandbox (bubblewrap, and slirp4netns for sandboxes that reach the
-# internet but not the container's loopback), TLS roots, and an init that reaps the orphans of
-# steps (tini). Everything else comes from --variant=minbase.
-PACKAGES="ca-certificates,curl,git,bubblewrap,slirp4netns,tini"
+# codingAgent installs), the sandbox (bubblewrap), TLS roots, and an init that reaps the orphans
+# of steps (tini). Everything else comes from --variant=minbase. Not slirp4netns: run as the
+# image's user it cannot join a sandbox's network namespace (setns fails with EPERM), so a
+# sandbox with network shares the container's, which holds no service but Deckhand's own.
+PACKAGES="ca-certificates,curl,git,bubblewrap,tini"
 DECKHAND_UID=1000
 
 log() { echo "build-base: $*" >&2; }

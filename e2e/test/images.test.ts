@@ -62,7 +62,6 @@ interface ComposeService {
   command?: string[];
   environment?: Record<string, string>;
   security_opt?: string[];
-  devices?: string[];
 }
 const compose = parseYaml(
   readFileSync(join(repositoryRoot, "deploy/images/compose.yaml"), "utf8"),
@@ -292,11 +291,9 @@ describe.skipIf(skipReason !== "")(
         JSON.parse(readFileSync(join(repositoryRoot, `deploy/images/config/${name}.json`), "utf8"));
       expect(shippedConfig("server")).toMatchObject({ sandbox: "bubblewrap", batchConcurrency: 0 });
       expect(shippedConfig("executor")).toMatchObject({ sandbox: "bubblewrap" });
-      // What the compose file gives the containers for bubblewrap and slirp4netns.
-      const sandboxOptions = (service: ComposeService) => [
-        ...(service.security_opt ?? []).flatMap((option) => ["--security-opt", option]),
-        ...(service.devices ?? []).flatMap((device) => ["--device", device]),
-      ];
+      // What the compose file gives the containers for bubblewrap.
+      const sandboxOptions = (service: ComposeService) =>
+        (service.security_opt ?? []).flatMap((option) => ["--security-opt", option]);
       const volume = (name: string, config: Record<string, unknown>) => {
         const dir = ownedDirectory(join(scratch, name));
         writeFileSync(join(dir, "config.json"), JSON.stringify(config));
