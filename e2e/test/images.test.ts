@@ -40,6 +40,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { repositoryRoot } from "./deckhand-up.ts";
+import { waitFor as waitForCondition } from "./wait-for.ts";
 
 const run = promisify(execFile);
 const ENABLE_ENV = "DECKHAND_TEST_IMAGES";
@@ -68,19 +69,13 @@ const compose = parseYaml(
   { merge: true },
 ) as { services: Record<string, ComposeService> };
 
-async function waitFor<T>(
+/** Polls `check` (each poll may start a podman process, so not too often). */
+function waitFor<T>(
   check: () => Promise<T | undefined | false> | T | undefined | false,
   what: string,
   timeoutMs = 120_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolveWait) => setTimeout(resolveWait, 200));
-  }
+  return waitForCondition(check, what, timeoutMs, 200);
 }
 
 /** A free loopback port (the server binds it right after; nothing else here takes ports). */
@@ -206,10 +201,14 @@ describe.skipIf(skipReason !== "")(
 
     afterAll(async () => {
       if (runtime !== null) {
-        const containers = [names.server, ...names.executors, names.agent];
-        await podman(["rm", "--force", "--time", "5", ...containers]).catch(() => {});
-        const references = Object.values(images).map((image) => image.reference);
-        if (references.length > 0) await podman(["rmi", ...references]).catch(() => {});
+        // One at a time: a container that never started, or an image still in use, must not
+        // keep the others.
+        for (const name of [names.server, ...names.executors, names.agent]) {
+          await podman(["rm", "--force", "--ignore", "--time", "5", name]).catch(() => {});
+        }
+        for (const image of Object.values(images)) {
+          await podman(["rmi", image.reference]).catch(() => {});
+        }
       }
       await database?.drop();
       if (postgres !== null) {
