@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the container-runtime tests need on a Debian machine of Deckhand's CI kind:
 # Podman with runc (the default crun refuses these machines' hybrid cgroup layout) and
-# busybox-static (the offline test image is built from it; nothing can be pulled here).
+# busybox-static (the offline test image is built from it; nothing can be pulled here), and
+# debootstrap and binutils, which deploy/images/build-base.sh builds Deckhand's images' base with.
 # Idempotent: installs only what is missing and runs `apt-get update` at most once. Run as root.
 #
 # It does not write /etc/containers/containers.conf: @deckhand/container-runtime passes the
@@ -18,7 +19,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-for package in podman runc busybox-static; do
+for package in podman runc busybox-static debootstrap binutils; do
   # dpkg, not PATH: /bin/busybox may be the dynamic `busybox` package, useless in an image.
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
     missing+=("$package")
@@ -30,7 +31,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update
   apt-get install -y "${missing[@]}"
 else
-  echo "container-runtime.sh: podman, runc and busybox-static are installed"
+  echo "container-runtime.sh: podman, runc, busybox-static, debootstrap and binutils are installed"
 fi
 
 # A working `info` is what makes a runtime, not a binary on PATH. The flags are the same ones

@@ -35,6 +35,7 @@ import {
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repositoryRoot, spawnDeckhandUp } from "./deckhand-up.ts";
+import { waitFor } from "./wait-for.ts";
 
 const REPOSITORIES = 8;
 /** Short, so the test waits seconds, not the default 30 s, for the take-over. */
@@ -80,21 +81,6 @@ function running(pid: number): boolean {
     return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return false;
-  }
-}
-
-async function waitFor<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  what: string,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolveWait) => setTimeout(resolveWait, 50));
   }
 }
 

@@ -8,6 +8,7 @@ Commands:
   batch      run a batch spec (preview, apply), validate it, list its workspaces, render a step
   executor   run batch workspace jobs from a server's PostgreSQL queue on this machine
   providers  list, refresh, enable, disable or add agent providers on a running server
+  health     check a server, agent or executor on this machine (for container health checks)
   version    print the version
   help       show this help
 
@@ -43,6 +44,10 @@ export async function runCli(argv: string[]): Promise<number> {
     case "providers": {
       const { runProvidersCommand } = await import("./providers-command.ts");
       return runProvidersCommand(rest);
+    }
+    case "health": {
+      const { runHealthCommand } = await import("./health-command.ts");
+      return runHealthCommand(rest);
     }
     case "version":
     case "--version":

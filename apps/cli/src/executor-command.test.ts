@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatchesError } from "@deckhand/batches";
+import { createDb } from "@deckhand/db";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { WireEnv } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -15,6 +16,7 @@ import {
   parseExecutorArguments,
   runExecutorCommand,
 } from "./executor-command.ts";
+import { checkExecutorHealth, EXECUTOR_HEALTH_FILE } from "./executor-health.ts";
 
 const cliEntry = fileURLToPath(new URL("./bin.ts", import.meta.url));
 const cliRoot = fileURLToPath(new URL("..", import.meta.url));
@@ -279,7 +281,7 @@ describe("deckhand executor", () => {
   }, 30_000);
 
   it.runIf(testPostgresUrl)(
-    "starts on PostgreSQL, says it is ready, and exits 0 on SIGTERM",
+    "starts on PostgreSQL, says it is ready, reports its health (the queue lost and found again), and exits 0 on SIGTERM",
     async () => {
       const database = await createPostgresTestDatabase();
       cleanups.push(() => database.drop());
@@ -328,11 +330,47 @@ describe("deckhand executor", () => {
         executor: "exec-1",
         concurrency: 2,
       });
+      expect(await checkExecutorHealth(dataDir)).toEqual({
+        healthy: true,
+        message: "executor exec-1 is healthy: 0 jobs running, queue reachable",
+      });
+
+      // The database refuses the executor: its polls fail, and the health file says so within
+      // one interval; once it lets the executor in again, the next interval is healthy.
+      const admin = await createDb({ databaseUrl: testPostgresUrl!, migrate: false, poolSize: 1 });
+      cleanups.push(() => admin.close());
+      const shut = async (allow: boolean) => {
+        await admin.query(`alter database ${database.name} with allow_connections ${allow}`);
+        if (!allow) {
+          await admin.query(
+            "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1",
+            [database.name],
+          );
+        }
+      };
+      cleanups.push(() => shut(true));
+      const waitForHealth = async (healthy: boolean) => {
+        const until = Date.now() + 30_000;
+        for (;;) {
+          const verdict = await checkExecutorHealth(dataDir);
+          if (verdict.healthy === healthy) return verdict;
+          if (Date.now() > until) throw new Error(`still ${JSON.stringify(verdict)}\n${output}`);
+          await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+        }
+      };
+      await shut(false);
+      const lost = await waitForHealth(false);
+      expect(lost.message).toMatch(/^executor exec-1 cannot reach its queue: /);
+      await shut(true);
+      await waitForHealth(true);
+
       child.kill("SIGTERM");
       const [code] = await exited;
       expect(code).toBe(0);
       expect(output).toContain('"msg":"stopped"');
+      // A stopped executor leaves no health file behind that would call it healthy.
+      expect(existsSync(join(dataDir, EXECUTOR_HEALTH_FILE))).toBe(false);
     },
-    60_000,
+    120_000,
   );
 });

@@ -35,6 +35,7 @@ import {
 } from "@deckhand/secrets";
 import { WireEnv, WirePath } from "@deckhand/wire";
 import pino from "pino";
+import { type ExecutorHealthFile, startExecutorHealthFile } from "./executor-health.ts";
 
 export const DATABASE_URL_ENV = "DATABASE_URL";
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "silent"] as const;
@@ -351,7 +352,10 @@ export async function runExecutorCommand(
     upstreamModels: (agentType) => config.modelUpstreams[agentType]?.models ?? [],
   });
   let database: DbHandle | null = null;
-  let worker: BatchWorker;
+  let worker: BatchWorker | undefined;
+  let health: ExecutorHealthFile;
+  // Worker errors (the queue unreachable) reach the health file once it exists.
+  let reportWorkerError: (error: unknown) => void = () => {};
   try {
     await mkdir(settings.dataDir, { recursive: true });
     database = await createDb({
@@ -406,7 +410,10 @@ export async function runExecutorCommand(
       ...(settings.id !== null ? { workerId: settings.id } : {}),
       leaseMs: settings.leaseMs,
       shutdownTimeoutMs: settings.graceMs,
-      onError: (error) => logger.warn({ err: error }, "batch worker error; retrying"),
+      onError: (error) => {
+        reportWorkerError(error);
+        logger.warn({ err: error }, "batch worker error; retrying");
+      },
       redact: (text) => redactSecrets(text),
       onTaskFailed: (task) => logger.warn(task, "batch job attempt failed"),
       onRecovered: (recovered) =>
@@ -414,8 +421,18 @@ export async function runExecutorCommand(
     });
     // Published changesets are refreshed where batch jobs run (queued once per interval).
     if (config.codeHostConnections.length > 0) await service.publishing?.scheduleTracking();
+    // For `deckhand health executor` (the image's health check): an executor serves no port.
+    const started = worker;
+    health = await startExecutorHealthFile({
+      dataDir: settings.dataDir,
+      executorId: started.workerId,
+      runningJobs: () => started.activeCount,
+      redact: (text) => redactSecrets(text),
+    });
+    reportWorkerError = (error) => health.workerError(error);
   } catch (error) {
     forget();
+    await worker?.stop().catch(() => {});
     await launcher.close().catch(() => {});
     await database?.close().catch(() => {});
     await providers.close();
@@ -446,8 +463,9 @@ export async function runExecutorCommand(
         { running: running.activeCount, graceMs: settings.graceMs },
         "stopping: no new jobs; running jobs finish within the grace period or go back to the queue",
       );
-      running
-        .stop()
+      health
+        .close()
+        .then(() => running.stop())
         .then(() => launcher.close())
         .then(() => providers.close())
         .then(() => handle.close())

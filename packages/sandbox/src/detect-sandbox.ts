@@ -100,6 +100,10 @@ async function probeSlirp(
     return code === 0 ? null : `a sandbox with slirp4netns exited with code ${code}`;
   } catch (error) {
     child.kill("SIGKILL");
+    // bubblewrap's own child (PID 1 of the sandbox) outlives it, holding the stderr pipe and
+    // waiting on the block fd whose other end is ours: closing our ends lets it run `true` and
+    // exit, and the child's "close" come.
+    for (const stream of child.stdio) stream?.destroy();
     await closed;
     return errorMessage(error);
   } finally {
