@@ -3,7 +3,6 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
-import { looksLikeSecretName, redactSecrets, redactValue } from "@deckhand/secrets";
 import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
 import type {
@@ -29,6 +28,7 @@ import {
   usageFromResponse,
 } from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
+import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
 import {
   type AcpLaunch,
@@ -56,15 +56,6 @@ export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
   cancelMs: 5_000,
   stopGraceMs: 2_000,
 };
-
-export type AcpLogFields = Record<string, unknown>;
-
-/** Where the backend reports what the caller does not see in events. Messages are redacted. */
-export interface AcpBackendLogger {
-  info(message: string, fields?: AcpLogFields): void;
-  warn(message: string, fields?: AcpLogFields): void;
-  error(message: string, fields?: AcpLogFields): void;
-}
 
 export interface AcpBackendOptions {
   context: AgentSessionContext;
@@ -101,8 +92,6 @@ export interface AcpBackendOptions {
 export type AcpLoginChoice =
   | { kind: "authenticate"; methodId: string; name: string }
   | { kind: "refuse"; message: string };
-
-const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
 
 interface PendingPermission {
   resolve(outcome: PermissionOptionKind | "cancelled"): void;
@@ -183,21 +172,9 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   const { context, launch, agent } = options;
   const timeouts: AcpTimeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
   const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
-  const secrets = [
-    ...(options.secrets ?? []),
-    ...(context.modelProxy ? [context.modelProxy.token] : []),
-    ...Object.entries(launch.env)
-      .filter(([name]) => looksLikeSecretName(name))
-      .map(([, value]) => value),
-    context.workspaceAgent.token,
-  ];
-  const redact = (text: string): string => redactSecrets(text, secrets);
-  const rawLogger = options.logger ?? silentLogger;
-  const logger: AcpBackendLogger = {
-    info: (message, fields) => rawLogger.info(redact(message), fields),
-    warn: (message, fields) => rawLogger.warn(redact(message), fields),
-    error: (message, fields) => rawLogger.error(redact(message), fields),
-  };
+  const redaction = new AcpRedaction(context, launch, options.secrets);
+  const redact = (text: string): string => redaction.text(text);
+  const logger = redaction.logger(options.logger ?? silentLogger);
 
   const workspaceToken =
     context.workspaceAgent.token === null ? {} : { token: context.workspaceAgent.token };
@@ -233,7 +210,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   function emit(raw: AgentEvent): void {
     // The one way out for what the agent reports: whatever it saw (a tool's output holding a
     // key) is redacted before anyone stores, streams or records it.
-    const event = redactValue(raw, secrets);
+    const event = redaction.value(raw);
     const current = turn;
     if (current === null) {
       if (event.type === "commands" || event.type === "mode") options.onIdleEvent?.(event);
@@ -524,7 +501,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
           ? "session/resume"
           : "session/load",
         error: redact(errorMessage(error)),
-        ...redactValue(requestErrorFields(error), secrets),
+        ...redaction.value(requestErrorFields(error)),
       });
     }
     return null;
