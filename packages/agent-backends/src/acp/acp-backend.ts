@@ -21,15 +21,12 @@ import {
   createInMemoryPermissionMemory,
   type PermissionMemory,
 } from "../permission-memory.ts";
-import {
-  eventsFromUpdate,
-  stopReasonFrom,
-  toolCallFromPermission,
-  usageFromResponse,
-} from "./acp-events.ts";
+import { AcpEventRouter } from "./acp-event-router.ts";
+import { stopReasonFrom, toolCallFromPermission, usageFromResponse } from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
 import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
+import { AcpTurn } from "./acp-turn.ts";
 import {
   type AcpLaunch,
   type AgentExit,
@@ -95,21 +92,6 @@ export type AcpLoginChoice =
 
 interface PendingPermission {
   resolve(outcome: PermissionOptionKind | "cancelled"): void;
-}
-
-interface Turn {
-  messageId: string;
-  onEvent: PromptInput["onEvent"];
-  /** Events are delivered one at a time, in the order they were produced. */
-  queue: Promise<void>;
-  text: string;
-  cancelRequested: boolean;
-  /** Set when cancel had to stop the process: its exit is then not a crash. */
-  stoppedByCancel: boolean;
-  cancelling: Promise<void> | null;
-  finished: Promise<void>;
-  /** The tool calls announced in this turn, so a permission request can announce the others. */
-  announced: Set<string>;
 }
 
 interface Live {
@@ -197,86 +179,21 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
 
   let live: Live | null = null;
   let starting: Promise<EnsureSessionResult> | null = null;
-  let turn: Turn | null = null;
   let status: BackendHealth["status"] = "idle";
   let lastError: string | null = null;
   let disposed = false;
   /** The agent's session to resume when the agent is started (again). */
   let resumeSessionId: string | null = context.resumeSessionId;
-  /** While a session is being loaded, its replayed history is not this turn's news. */
-  let loadingSessionId: string | null = null;
   const permissions = new Map<string, PendingPermission>();
-
-  function emit(raw: AgentEvent): void {
-    // The one way out for what the agent reports: whatever it saw (a tool's output holding a
-    // key) is redacted before anyone stores, streams or records it.
-    const event = redaction.value(raw);
-    const current = turn;
-    if (current === null) {
-      if (event.type === "commands" || event.type === "mode") options.onIdleEvent?.(event);
-      return;
-    }
-    current.queue = current.queue.then(async () => {
-      try {
-        await current.onEvent(event);
-      } catch (error) {
-        logger.warn("an event consumer failed; the turn goes on", {
-          event: event.type,
-          error: errorMessage(error),
-        });
-      }
-    });
-  }
-
-  /** Lets notifications already read reach the queue, then waits until they are delivered. */
-  async function settle(current: Turn): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    await current.queue;
-  }
-
-  function onUpdate(notification: acp.SessionNotification): void {
-    const { update } = notification;
-    // The agent may change its mode itself; a turn that asks for another must still switch.
-    if (
-      update.sessionUpdate === "current_mode_update" &&
-      live !== null &&
-      notification.sessionId === live.sessionId
-    ) {
-      live.modeId = update.currentModeId;
-    }
-    const state =
-      update.sessionUpdate === "available_commands_update" ||
-      update.sessionUpdate === "current_mode_update";
-    const current = turn;
-    if (notification.sessionId === loadingSessionId) {
-      // Replayed history is not this turn's news; only the agent's commands and mode still are.
-      if (state) {
-        for (const event of eventsFromUpdate(update, updateContext("")))
-          options.onIdleEvent?.(event);
-      }
-      return;
-    }
-    if (live?.sessionId == null || notification.sessionId !== live.sessionId) {
-      // Commands may arrive before the session/new answer is processed; they are state.
-      if (state) for (const event of eventsFromUpdate(update, updateContext(""))) emit(event);
-      return;
-    }
-    for (const event of eventsFromUpdate(update, updateContext(current?.messageId ?? ""))) {
-      if (current === null && !state) {
-        logger.info("the agent sent an update outside a turn; dropped", {
-          update: update.sessionUpdate,
-        });
-        continue;
-      }
-      if (current !== null && event.type === "text") current.text += redact(event.delta);
-      if (current !== null && event.type === "tool_call") current.announced.add(event.tool_call_id);
-      emit(event);
-    }
-  }
-
-  function updateContext(messageId: string) {
-    return { messageId, agent, worktreePath: context.worktreePath };
-  }
+  const events = new AcpEventRouter({
+    agent,
+    worktreePath: context.worktreePath,
+    redaction,
+    logger,
+    onIdleEvent: options.onIdleEvent,
+    session: () => live,
+  });
+  const emit = (event: AgentEvent): void => events.emit(event);
 
   function resolvePermissions(outcome: "cancelled"): void {
     const pending = [...permissions.values()];
@@ -287,14 +204,14 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   async function onPermission(
     params: acp.RequestPermissionRequest,
   ): Promise<acp.RequestPermissionResponse> {
-    const current = turn;
+    const current = events.turn;
     const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
     if (current === null || current.cancelRequested) return cancelled;
     const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
     // Asked about a call it has not announced: the request's own fields announce it.
     if (!current.announced.has(params.toolCall.toolCallId)) {
       current.announced.add(params.toolCall.toolCallId);
-      emit(toolCallFromPermission(params.toolCall, updateContext(current.messageId)));
+      emit(toolCallFromPermission(params.toolCall, events.context(current.messageId)));
     }
     const key = { sessionId: context.sessionId, agent, toolKind };
     const requestId = randomUUID();
@@ -318,7 +235,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       usable: (answer) => chooseOption(params.options, answer) !== null,
       ask: () => {
         // Cancelled while the memory was read: nothing is shown, nothing to resolve.
-        if (current.cancelRequested || turn !== current) return Promise.resolve("cancelled");
+        if (current.cancelRequested || events.turn !== current) return Promise.resolve("cancelled");
         // Pending before the event goes out, so an answer given while it is delivered finds it.
         const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
           permissions.set(requestId, { resolve }),
@@ -345,7 +262,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   function connect(agentProcess: AgentProcess): acp.ClientConnection {
     const app = acp
       .client({ name: "deckhand" })
-      .onNotification(acp.methods.client.session.update, ({ params }) => onUpdate(params))
+      .onNotification(acp.methods.client.session.update, ({ params }) => events.onUpdate(params))
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => onPermission(params))
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
       .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
@@ -476,7 +393,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         return { sessionId, modes: resumed.modes, configOptions: resumed.configOptions };
       }
       if (current.capabilities.loadSession) {
-        loadingSessionId = sessionId;
+        events.loadingSessionId = sessionId;
         try {
           const loaded: acp.LoadSessionResponse = await bounded(
             current.process,
@@ -488,7 +405,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
           await new Promise((resolve) => setImmediate(resolve));
           return { sessionId, modes: loaded.modes, configOptions: loaded.configOptions };
         } finally {
-          loadingSessionId = null;
+          events.loadingSessionId = null;
         }
       }
     } catch (error) {
@@ -652,7 +569,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     if (answer?.configOptions) current.configOptions = answer.configOptions;
   }
 
-  async function runTurn(current: Turn, input: PromptInput): Promise<StopReason> {
+  async function runTurn(current: AcpTurn, input: PromptInput): Promise<StopReason> {
     let session: EnsureSessionResult;
     try {
       session = await ensureSession();
@@ -684,7 +601,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         sessionId: session.agentSessionId,
         prompt: [{ type: "text", text: input.text }],
       });
-      await settle(current);
+      await current.settle();
       const usage = usageFromResponse(response, current.messageId);
       if (usage !== null) emit(usage);
       return stopReasonFrom(response.stopReason);
@@ -692,7 +609,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       if (current.stoppedByCancel) return "cancelled";
       // A closed pipe usually means the agent died; its exit and stderr tell the real story.
       const exit = await Promise.race([agentProcess.exited, sleep(1_000).then(() => null)]);
-      await settle(current);
+      await current.settle();
       if (exit !== null) {
         const message = redact(`${agent} ${describeExit(exit)} during the turn`);
         lastError = message;
@@ -712,7 +629,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     }
   }
 
-  async function cancelTurn(current: Turn): Promise<void> {
+  async function cancelTurn(current: AcpTurn): Promise<void> {
     current.cancelRequested = true;
     const running = live;
     if (running?.sessionId != null) {
@@ -726,7 +643,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       current.finished.then(() => true),
       sleep(timeouts.cancelMs).then(() => false),
     ]);
-    if (!ended && running !== null && turn === current) {
+    if (!ended && running !== null && events.turn === current) {
       logger.warn("the agent did not end the turn after session/cancel; stopping it", {
         agent,
         waitedMs: timeouts.cancelMs,
@@ -739,27 +656,14 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
 
   async function prompt(input: PromptInput): Promise<PromptResult> {
     if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
-    if (turn !== null) {
+    if (events.turn !== null) {
       throw new AgentBackendError(
         "turn_in_progress",
         `${agent} is still working on a turn; cancel it or wait for its turn_end`,
       );
     }
-    let finish: () => void = () => {};
-    const current: Turn = {
-      messageId: input.messageId,
-      onEvent: input.onEvent,
-      queue: Promise.resolve(),
-      text: "",
-      cancelRequested: input.signal?.aborted === true,
-      stoppedByCancel: false,
-      cancelling: null,
-      finished: new Promise((resolve) => {
-        finish = resolve;
-      }),
-      announced: new Set(),
-    };
-    turn = current;
+    const current = new AcpTurn(input, logger);
+    events.turn = current;
     status = "active";
     const onAbort = () => void cancel();
     input.signal?.addEventListener("abort", onAbort, { once: true });
@@ -767,19 +671,19 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       const stopReason = current.cancelRequested ? "cancelled" : await runTurn(current, input);
       resolvePermissions("cancelled");
       emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
-      await current.queue;
+      await current.delivered();
       return { stopReason, text: current.text };
     } finally {
       input.signal?.removeEventListener("abort", onAbort);
-      turn = null;
+      events.turn = null;
       // A crash already said "crashed"; anything else leaves the backend ready for a turn.
       if (status === "active") status = "idle";
-      finish();
+      current.finish();
     }
   }
 
   async function cancel(): Promise<void> {
-    const current = turn;
+    const current = events.turn;
     if (current === null) return;
     current.cancelling ??= cancelTurn(current);
     await current.cancelling;
