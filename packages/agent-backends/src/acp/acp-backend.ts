@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errorMessage } from "@deckhand/errors";
 import { ProcessClient } from "@deckhand/process-manager";
-import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
+import type { AgentEvent, StopReason } from "@deckhand/wire";
 import { FileClient } from "@deckhand/workspace-files";
 import type {
   AgentBackend,
@@ -15,15 +14,11 @@ import type {
   PromptResult,
 } from "../backend.ts";
 import { AgentBackendError } from "../errors.ts";
-import { decidePermission } from "../permission-gate.ts";
-import {
-  type AcpToolKind,
-  createInMemoryPermissionMemory,
-  type PermissionMemory,
-} from "../permission-memory.ts";
+import { createInMemoryPermissionMemory, type PermissionMemory } from "../permission-memory.ts";
 import { AcpEventRouter } from "./acp-event-router.ts";
-import { stopReasonFrom, toolCallFromPermission, usageFromResponse } from "./acp-events.ts";
+import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpFiles } from "./acp-files.ts";
+import { AcpPermissions } from "./acp-permissions.ts";
 import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
 import { AcpTerminals } from "./acp-terminals.ts";
 import { AcpTurn } from "./acp-turn.ts";
@@ -90,10 +85,6 @@ export type AcpLoginChoice =
   | { kind: "authenticate"; methodId: string; name: string }
   | { kind: "refuse"; message: string };
 
-interface PendingPermission {
-  resolve(outcome: PermissionOptionKind | "cancelled"): void;
-}
-
 interface Live {
   process: AgentProcess;
   connection: acp.ClientConnection;
@@ -132,17 +123,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-/** A `kind` the user chose, or the closest option the agent offers with the same meaning. */
-function chooseOption(
-  options: readonly acp.PermissionOption[],
-  kind: PermissionOptionKind,
-): acp.PermissionOption | null {
-  const exact = options.find((option) => option.kind === kind);
-  if (exact) return exact;
-  const allow = kind.startsWith("allow");
-  return options.find((option) => option.kind.startsWith(allow ? "allow" : "reject")) ?? null;
-}
-
 /**
  * An AgentBackend for an agent that speaks the Agent Client Protocol over stdio. It starts the
  * agent on first use (in the worktree), serves the agent's fs and terminal requests through the
@@ -153,7 +133,6 @@ function chooseOption(
 export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   const { context, launch, agent } = options;
   const timeouts: AcpTimeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
-  const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
   const redaction = new AcpRedaction(context, launch, options.secrets);
   const redact = (text: string): string => redaction.text(text);
   const logger = redaction.logger(options.logger ?? silentLogger);
@@ -184,7 +163,6 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   let disposed = false;
   /** The agent's session to resume when the agent is started (again). */
   let resumeSessionId: string | null = context.resumeSessionId;
-  const permissions = new Map<string, PendingPermission>();
   const events = new AcpEventRouter({
     agent,
     worktreePath: context.worktreePath,
@@ -194,76 +172,21 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     session: () => live,
   });
   const emit = (event: AgentEvent): void => events.emit(event);
-
-  function resolvePermissions(outcome: "cancelled"): void {
-    const pending = [...permissions.values()];
-    permissions.clear();
-    for (const request of pending) request.resolve(outcome);
-  }
-
-  async function onPermission(
-    params: acp.RequestPermissionRequest,
-  ): Promise<acp.RequestPermissionResponse> {
-    const current = events.turn;
-    const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
-    if (current === null || current.cancelRequested) return cancelled;
-    const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
-    // Asked about a call it has not announced: the request's own fields announce it.
-    if (!current.announced.has(params.toolCall.toolCallId)) {
-      current.announced.add(params.toolCall.toolCallId);
-      emit(toolCallFromPermission(params.toolCall, events.context(current.messageId)));
-    }
-    const key = { sessionId: context.sessionId, agent, toolKind };
-    const requestId = randomUUID();
-    const request: AgentEvent = {
-      type: "permission_request",
-      message_id: current.messageId,
-      request_id: requestId,
-      tool_call_id: params.toolCall.toolCallId ?? null,
-      title: params.toolCall.title ?? `${agent} asks to use a ${toolKind} tool`,
-      options: params.options.map((option) => ({
-        option_id: option.optionId,
-        name: option.name,
-        kind: option.kind,
-      })),
-    };
-    let shown = false;
-    const { outcome, remembered } = await decidePermission({
-      memory,
-      key,
-      logger,
-      usable: (answer) => chooseOption(params.options, answer) !== null,
-      ask: () => {
-        // Cancelled while the memory was read: nothing is shown, nothing to resolve.
-        if (current.cancelRequested || events.turn !== current) return Promise.resolve("cancelled");
-        // Pending before the event goes out, so an answer given while it is delivered finds it.
-        const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
-          permissions.set(requestId, { resolve }),
-        );
-        emit(request);
-        shown = true;
-        return answered;
-      },
-    });
-    // Answered without asking, but the UI still sees the request and its answer.
-    if (remembered) emit(request);
-    else if (!shown) return cancelled;
-    const option = outcome === "cancelled" ? null : chooseOption(params.options, outcome);
-    emit({
-      type: "permission_resolved",
-      message_id: current.messageId,
-      request_id: requestId,
-      outcome: option === null ? "cancelled" : outcome,
-    });
-    if (option === null) return cancelled;
-    return { outcome: { outcome: "selected", optionId: option.optionId } };
-  }
+  const permissions = new AcpPermissions({
+    sessionId: context.sessionId,
+    agent,
+    memory: options.permissionMemory ?? createInMemoryPermissionMemory(),
+    logger,
+    events,
+  });
 
   function connect(agentProcess: AgentProcess): acp.ClientConnection {
     const app = acp
       .client({ name: "deckhand" })
       .onNotification(acp.methods.client.session.update, ({ params }) => events.onUpdate(params))
-      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => onPermission(params))
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) =>
+        permissions.request(params),
+      )
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
       .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
       .onRequest(acp.methods.client.terminal.create, ({ params }) => terminals.create(params))
@@ -327,7 +250,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     if (live === current) live = null;
     current.connection.close();
     void terminals.releaseAll();
-    resolvePermissions("cancelled");
+    permissions.cancelAll();
     if (current.stopping) return;
     status = "crashed";
     lastError = redact(`${agent} ${describeExit(exit)}`);
@@ -638,7 +561,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         .catch(() => {});
     }
     // ACP: the client answers every pending permission request with `cancelled`.
-    resolvePermissions("cancelled");
+    permissions.cancelAll();
     const ended = await Promise.race([
       current.finished.then(() => true),
       sleep(timeouts.cancelMs).then(() => false),
@@ -669,7 +592,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     input.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const stopReason = current.cancelRequested ? "cancelled" : await runTurn(current, input);
-      resolvePermissions("cancelled");
+      permissions.cancelAll();
       emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
       await current.delivered();
       return { stopReason, text: current.text };
@@ -714,15 +637,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     cancel,
 
     async respondToPermission(answer: PermissionAnswer) {
-      const pending = permissions.get(answer.requestId);
-      if (!pending) {
-        throw new AgentBackendError(
-          "unknown_permission_request",
-          `permission request ${answer.requestId} is not pending; it was answered or cancelled already`,
-        );
-      }
-      permissions.delete(answer.requestId);
-      pending.resolve(answer.outcome);
+      permissions.respond(answer);
     },
 
     closeSession,
