@@ -1,9 +1,6 @@
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errorMessage } from "@deckhand/errors";
-import { ProcessClient } from "@deckhand/process-manager";
 import type { AgentEvent, StopReason } from "@deckhand/wire";
-import { FileClient } from "@deckhand/workspace-files";
 import type {
   AgentBackend,
   AgentSessionContext,
@@ -15,12 +12,15 @@ import type {
 } from "../backend.ts";
 import { AgentBackendError } from "../errors.ts";
 import { createInMemoryPermissionMemory, type PermissionMemory } from "../permission-memory.ts";
+import {
+  type AcpClientHandlers,
+  connectAcpClient,
+  workspaceRequestHandlers,
+} from "./acp-client.ts";
 import { AcpEventRouter } from "./acp-event-router.ts";
 import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
-import { AcpFiles } from "./acp-files.ts";
 import { AcpPermissions } from "./acp-permissions.ts";
 import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
-import { AcpTerminals } from "./acp-terminals.ts";
 import { AcpTurn } from "./acp-turn.ts";
 import {
   type AcpLaunch,
@@ -137,24 +137,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   const redact = (text: string): string => redaction.text(text);
   const logger = redaction.logger(options.logger ?? silentLogger);
 
-  const workspaceToken =
-    context.workspaceAgent.token === null ? {} : { token: context.workspaceAgent.token };
-  const files = new AcpFiles(
-    new FileClient({
-      baseUrl: context.workspaceAgent.url,
-      ...workspaceToken,
-      root: context.worktreePath,
-    }),
-    context.worktreePath,
-  );
-  const terminals = new AcpTerminals(
-    new ProcessClient({
-      baseUrl: context.workspaceAgent.url,
-      ...workspaceToken,
-      chatId: context.chatId,
-    }),
-    context.worktreePath,
-  );
+  const { files, terminals } = workspaceRequestHandlers(context);
 
   let live: Live | null = null;
   let starting: Promise<EnsureSessionResult> | null = null;
@@ -180,34 +163,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     events,
   });
 
-  function connect(agentProcess: AgentProcess): acp.ClientConnection {
-    const app = acp
-      .client({ name: "deckhand" })
-      .onNotification(acp.methods.client.session.update, ({ params }) => events.onUpdate(params))
-      .onRequest(acp.methods.client.session.requestPermission, ({ params }) =>
-        permissions.request(params),
-      )
-      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
-      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
-      .onRequest(acp.methods.client.terminal.create, ({ params }) => terminals.create(params))
-      // Terminal output goes to the agent's model: a secret in it is redacted before it leaves.
-      .onRequest(acp.methods.client.terminal.output, async ({ params }) => {
-        const answer = await terminals.output(params);
-        return { ...answer, output: redact(answer.output) };
-      })
-      .onRequest(acp.methods.client.terminal.waitForExit, ({ params, signal }) =>
-        terminals.waitForExit(params, signal),
-      )
-      .onRequest(acp.methods.client.terminal.kill, ({ params }) => terminals.kill(params))
-      .onRequest(acp.methods.client.terminal.release, ({ params }) => terminals.release(params));
-    const { child } = agentProcess;
-    return app.connect(
-      acp.ndJsonStream(
-        Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
-        Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
-      ),
-    );
-  }
+  const handlers: AcpClientHandlers = {
+    onUpdate: (notification) => events.onUpdate(notification),
+    requestPermission: (params) => permissions.request(params),
+    files,
+    terminals,
+    redact,
+  };
 
   /**
    * Races `promise` against the agent dying and a time bound, for the start-up steps:
@@ -261,7 +223,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     let agentProcess: AgentProcess | null = null;
     try {
       agentProcess = spawnAgentProcess(launch, context.worktreePath);
-      const connection = connect(agentProcess);
+      const connection = connectAcpClient(agentProcess, handlers);
       const initialized = await bounded<acp.InitializeResponse>(
         agentProcess,
         "initialize",
