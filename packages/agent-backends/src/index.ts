@@ -1,8 +1,8 @@
 // ACP backend: an agent process speaking the Agent Client Protocol over stdio.
+export type { AcpTimeouts } from "./acp/acp-agent-connection.ts";
 export {
   type AcpBackendOptions,
   type AcpLoginChoice,
-  type AcpTimeouts,
   createAcpBackend,
 } from "./acp/acp-backend.ts";
 export type { AcpBackendLogger, AcpLogFields } from "./acp/acp-redaction.ts";

@@ -13,10 +13,12 @@ import type {
 import { AgentBackendError } from "../errors.ts";
 import { createInMemoryPermissionMemory, type PermissionMemory } from "../permission-memory.ts";
 import {
-  type AcpClientHandlers,
-  connectAcpClient,
-  workspaceRequestHandlers,
-} from "./acp-client.ts";
+  AcpAgentConnection,
+  type AcpTimeouts,
+  DEFAULT_ACP_TIMEOUTS,
+  type OpenedSession,
+} from "./acp-agent-connection.ts";
+import { type AcpClientHandlers, workspaceRequestHandlers } from "./acp-client.ts";
 import { AcpEventRouter } from "./acp-event-router.ts";
 import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpPermissions } from "./acp-permissions.ts";
@@ -29,25 +31,6 @@ import {
   describeExit,
   spawnAgentProcess,
 } from "./agent-process.ts";
-
-export interface AcpTimeouts {
-  /** Bound on starting the agent: from spawn to its `initialize` answer. */
-  initializeMs: number;
-  /** Bound on opening its session: `session/new`, `load` or `resume`. */
-  sessionMs: number;
-  /** After `session/cancel`, how long the agent has to end the turn before it is stopped. */
-  cancelMs: number;
-  /** After SIGTERM, how long the agent has to exit before SIGKILL. */
-  stopGraceMs: number;
-}
-
-/** As @deckhand/providers' defaults, which the server passes per provider. */
-export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
-  initializeMs: 90_000,
-  sessionMs: 90_000,
-  cancelMs: 5_000,
-  stopGraceMs: 2_000,
-};
 
 export interface AcpBackendOptions {
   context: AgentSessionContext;
@@ -85,31 +68,6 @@ export type AcpLoginChoice =
   | { kind: "authenticate"; methodId: string; name: string }
   | { kind: "refuse"; message: string };
 
-interface Live {
-  process: AgentProcess;
-  connection: acp.ClientConnection;
-  capabilities: acp.AgentCapabilities;
-  /** How the agent says it can be logged in (`initialize`). */
-  authMethods: acp.AuthMethod[];
-  /** True once we decided to stop it: its exit is then expected, not a crash. */
-  stopping: boolean;
-  sessionId: string | null;
-  resumed: boolean;
-  /** The session's modes as the agent announced them (`session/set_mode` picks among them). */
-  modeId: string | null;
-  hasModes: boolean;
-  /** The session's config options (a model or mode selector among them, for current agents). */
-  configOptions: acp.SessionConfigOption[];
-  /** The model last chosen here; null until a turn names one. */
-  modelId: string | null;
-}
-
-/** What an agent answers `session/new`, `load` or `resume` with that settings depend on. */
-interface OpenedSession {
-  modes?: acp.SessionModeState | null | undefined;
-  configOptions?: acp.SessionConfigOption[] | null | undefined;
-}
-
 /** ACP's code for "log in first". */
 const AUTH_REQUIRED = acp.RequestError.authRequired().code;
 
@@ -139,7 +97,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
 
   const { files, terminals } = workspaceRequestHandlers(context);
 
-  let live: Live | null = null;
+  let live: AcpAgentConnection | null = null;
   let starting: Promise<EnsureSessionResult> | null = null;
   let status: BackendHealth["status"] = "idle";
   let lastError: string | null = null;
@@ -171,33 +129,6 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     redact,
   };
 
-  /**
-   * Races `promise` against the agent dying and a time bound, for the start-up steps:
-   * `initialize` has `initializeMs`, the session's opening `sessionMs`.
-   */
-  async function bounded<T>(
-    agentProcess: AgentProcess,
-    step: string,
-    promise: Promise<T>,
-  ): Promise<T> {
-    const limitMs = step === "initialize" ? timeouts.initializeMs : timeouts.sessionMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer to ${step} within ${limitMs} ms; the agent looks stuck`)),
-        limitMs,
-      );
-    });
-    const died = agentProcess.exited.then((exit) => {
-      throw new Error(`the agent ${describeExit(exit)} during ${step}`);
-    });
-    try {
-      return await Promise.race([promise, timeout, died]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   function startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
     const tail = agentProcess?.stderrTail().trim() ?? "";
     const message = redact(
@@ -208,7 +139,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   }
 
   /** What happens when the agent process ends. */
-  function onExit(current: Live, exit: AgentExit): void {
+  function onExit(current: AcpAgentConnection, exit: AgentExit): void {
     if (live === current) live = null;
     current.connection.close();
     void terminals.releaseAll();
@@ -219,36 +150,16 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     logger.error("the agent process died", { agent, exit: describeExit(exit) });
   }
 
-  async function startProcess(): Promise<Live> {
+  async function startProcess(): Promise<AcpAgentConnection> {
     let agentProcess: AgentProcess | null = null;
     try {
       agentProcess = spawnAgentProcess(launch, context.worktreePath);
-      const connection = connectAcpClient(agentProcess, handlers);
-      const initialized = await bounded<acp.InitializeResponse>(
-        agentProcess,
-        "initialize",
-        connection.agent.request(acp.methods.agent.initialize, {
-          protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: {
-            fs: { readTextFile: options.serveFileReads ?? true, writeTextFile: true },
-            terminal: true,
-          },
-          clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
-        }),
-      );
-      const started: Live = {
-        process: agentProcess,
-        connection,
-        capabilities: initialized.agentCapabilities ?? {},
-        authMethods: initialized.authMethods ?? [],
-        stopping: false,
-        sessionId: null,
-        resumed: false,
-        modeId: null,
-        hasModes: false,
-        configOptions: [],
-        modelId: null,
-      };
+      const started = await AcpAgentConnection.initialize(agentProcess, {
+        handlers,
+        timeouts,
+        serveFileReads: options.serveFileReads ?? true,
+        clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
+      });
       void agentProcess.exited.then((exit) => onExit(started, exit));
       return started;
     } catch (error) {
@@ -263,27 +174,25 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
    * when it cannot or refuses. openSession emits the mode, whichever way the session opened.
    */
   async function resume(
-    current: Live,
+    current: AcpAgentConnection,
     sessionId: string,
   ): Promise<({ sessionId: string } & OpenedSession) | null> {
     const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
     try {
       // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
       if (current.capabilities.sessionCapabilities?.resume) {
-        const resumed: acp.ResumeSessionResponse = await bounded(
-          current.process,
+        const resumed: acp.ResumeSessionResponse = await current.bounded(
           "session/resume",
-          current.connection.agent.request(acp.methods.agent.session.resume, request),
+          current.agent.request(acp.methods.agent.session.resume, request),
         );
         return { sessionId, modes: resumed.modes, configOptions: resumed.configOptions };
       }
       if (current.capabilities.loadSession) {
         events.loadingSessionId = sessionId;
         try {
-          const loaded: acp.LoadSessionResponse = await bounded(
-            current.process,
+          const loaded: acp.LoadSessionResponse = await current.bounded(
             "session/load",
-            current.connection.agent.request(acp.methods.agent.session.load, request),
+            current.agent.request(acp.methods.agent.session.load, request),
           );
           // Replayed notifications read before the answer are still on their way in, and
           // the mode event goes out after them.
@@ -313,12 +222,11 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
    * `session/new`; refused for want of a login, the agent is logged in with a method `login`
    * chooses (one its environment already serves) and asked once more.
    */
-  async function newSession(current: Live): Promise<acp.NewSessionResponse> {
+  async function newSession(current: AcpAgentConnection): Promise<acp.NewSessionResponse> {
     const request = () =>
-      bounded(
-        current.process,
+      current.bounded(
         "session/new",
-        current.connection.agent.request(acp.methods.agent.session.new, {
+        current.agent.request(acp.methods.agent.session.new, {
           cwd: context.worktreePath,
           mcpServers: [],
         }),
@@ -333,10 +241,9 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       };
       if (choice.kind === "refuse") throw new Error(choice.message);
       logger.info("the agent needs a login; logging it in", { agent, method: choice.methodId });
-      await bounded(
-        current.process,
+      await current.bounded(
         `authenticate (${choice.name})`,
-        current.connection.agent.request(acp.methods.agent.authenticate, {
+        current.agent.request(acp.methods.agent.authenticate, {
           methodId: choice.methodId,
         }),
       );
@@ -347,24 +254,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
   async function openSession(): Promise<EnsureSessionResult> {
     live ??= await startProcess();
     const current = live;
+    let agentSessionId: string;
     try {
       const resumed = resumeSessionId === null ? null : await resume(current, resumeSessionId);
-      let opened: OpenedSession;
-      if (resumed !== null) {
-        current.sessionId = resumed.sessionId;
-        current.resumed = true;
-        opened = resumed;
-      } else {
-        const created = await newSession(current);
-        current.sessionId = created.sessionId;
-        current.resumed = false;
-        opened = created;
-      }
+      const opened = resumed ?? (await newSession(current));
+      agentSessionId = opened.sessionId;
+      current.adopt(agentSessionId, resumed !== null, opened);
       const modes = opened.modes;
-      current.hasModes = modes != null;
-      current.modeId = modes?.currentModeId ?? null;
-      current.configOptions = opened.configOptions ?? [];
-      current.modelId = null;
       if (modes) emit({ type: "mode", agent, mode_id: modes.currentModeId });
     } catch (error) {
       const failure = startFailure(current.process, error);
@@ -372,9 +268,9 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       await current.process.stop(timeouts.stopGraceMs);
       throw failure;
     }
-    resumeSessionId = current.sessionId;
+    resumeSessionId = agentSessionId;
     if (status !== "active") status = "idle";
-    return { agentSessionId: current.sessionId, resumed: current.resumed };
+    return { agentSessionId, resumed: current.resumed };
   }
 
   async function ensureSession(): Promise<EnsureSessionResult> {
@@ -384,74 +280,6 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       starting = null;
     });
     return starting;
-  }
-
-  async function stopLive(current: Live): Promise<void> {
-    current.stopping = true;
-    current.connection.close();
-    await current.process.stop(timeouts.stopGraceMs);
-    await current.process.exited;
-  }
-
-  /** A select config option of the category, as current ACP agents offer models and modes. */
-  function selector(current: Live, category: "model" | "mode"): acp.SessionConfigOption | null {
-    return (
-      current.configOptions.find(
-        (option) => option.category === category && option.type === "select",
-      ) ?? null
-    );
-  }
-
-  /**
-   * Puts the agent in the turn's mode and model when they differ from what it has: modes with
-   * `session/set_mode` (or a mode config option), models with a model config option
-   * (`session/set_config_option`) or, for agents on older SDKs, the unstable `session/set_model`.
-   */
-  async function applySettings(current: Live, sessionId: string, input: PromptInput) {
-    const { mode, model } = input;
-    if (mode != null && mode !== current.modeId) {
-      const option = selector(current, "mode");
-      if (current.hasModes || option === null) {
-        await connection(current).request(acp.methods.agent.session.setMode, {
-          sessionId,
-          modeId: mode,
-        });
-      } else {
-        await setOption(current, sessionId, option, mode);
-      }
-      current.modeId = mode;
-      emit({ type: "mode", agent, mode_id: mode });
-    }
-    if (model != null && model !== current.modelId) {
-      const option = selector(current, "model");
-      if (option !== null) {
-        if (String(option.currentValue) !== model) {
-          await setOption(current, sessionId, option, model);
-        }
-      } else {
-        await connection(current).request("session/set_model", { sessionId, modelId: model });
-      }
-      current.modelId = model;
-    }
-  }
-
-  function connection(current: Live) {
-    return current.connection.agent;
-  }
-
-  async function setOption(
-    current: Live,
-    sessionId: string,
-    option: acp.SessionConfigOption,
-    value: string,
-  ): Promise<void> {
-    const answer = await connection(current).request(acp.methods.agent.session.setConfigOption, {
-      sessionId,
-      configId: option.id,
-      value,
-    });
-    // The agent answers with every option as it now is: later turns compare against those.
-    if (answer?.configOptions) current.configOptions = answer.configOptions;
   }
 
   async function runTurn(current: AcpTurn, input: PromptInput): Promise<StopReason> {
@@ -475,7 +303,9 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     const agentProcess = live.process;
     const connection = live.connection;
     try {
-      await applySettings(live, session.agentSessionId, input);
+      await live.applySettings(session.agentSessionId, input, (mode) =>
+        emit({ type: "mode", agent, mode_id: mode }),
+      );
     } catch (error) {
       const message = redact(`${agent} refused the turn's settings: ${errorMessage(error)}`);
       emit({ type: "error", message_id: current.messageId, message });
@@ -518,7 +348,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     current.cancelRequested = true;
     const running = live;
     if (running?.sessionId != null) {
-      await running.connection.agent
+      await running.agent
         .notify(acp.methods.agent.session.cancel, { sessionId: running.sessionId })
         .catch(() => {});
     }
@@ -534,7 +364,7 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
         waitedMs: timeouts.cancelMs,
       });
       current.stoppedByCancel = true;
-      await stopLive(running);
+      await running.stop();
     }
     await current.finished;
   }
@@ -581,13 +411,13 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     if (current !== null) {
       if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
         await Promise.race([
-          current.connection.agent
+          current.agent
             .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
             .catch(() => {}),
           sleep(timeouts.stopGraceMs),
         ]);
       }
-      await stopLive(current);
+      await current.stop();
     }
     await terminals.releaseAll();
     status = "closed";
