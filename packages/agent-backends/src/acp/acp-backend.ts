@@ -16,13 +16,13 @@ import {
   AcpAgentConnection,
   type AcpTimeouts,
   DEFAULT_ACP_TIMEOUTS,
-  type OpenedSession,
 } from "./acp-agent-connection.ts";
 import { type AcpClientHandlers, workspaceRequestHandlers } from "./acp-client.ts";
 import { AcpEventRouter } from "./acp-event-router.ts";
 import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpPermissions } from "./acp-permissions.ts";
 import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
+import { type AcpLoginChoice, AcpSessionOpener } from "./acp-session-opener.ts";
 import { AcpTurn } from "./acp-turn.ts";
 import {
   type AcpLaunch,
@@ -61,20 +61,6 @@ export interface AcpBackendOptions {
    * `authenticate` and asks for the session again. Without it, the refusal names the methods.
    */
   login?: (methods: readonly acp.AuthMethod[], refusal: string) => AcpLoginChoice;
-}
-
-/** How to log an agent in: a method to `authenticate` with, or why none can be used. */
-export type AcpLoginChoice =
-  | { kind: "authenticate"; methodId: string; name: string }
-  | { kind: "refuse"; message: string };
-
-/** ACP's code for "log in first". */
-const AUTH_REQUIRED = acp.RequestError.authRequired().code;
-
-/** A JSON-RPC error's code and data, for a log line; nothing for other errors. */
-function requestErrorFields(error: unknown): { code?: number; data?: unknown } {
-  if (!(error instanceof acp.RequestError)) return {};
-  return { code: error.code, ...(error.data === undefined ? {} : { data: error.data }) };
 }
 
 function sleep(ms: number): Promise<void> {
@@ -119,6 +105,15 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     memory: options.permissionMemory ?? createInMemoryPermissionMemory(),
     logger,
     events,
+  });
+
+  const opener = new AcpSessionOpener({
+    agent,
+    worktreePath: context.worktreePath,
+    logger,
+    redaction,
+    events,
+    login: options.login,
   });
 
   const handlers: AcpClientHandlers = {
@@ -169,99 +164,12 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
     }
   }
 
-  /**
-   * Resumes `sessionId` if the agent can: the session, with the modes the agent answered; null
-   * when it cannot or refuses. openSession emits the mode, whichever way the session opened.
-   */
-  async function resume(
-    current: AcpAgentConnection,
-    sessionId: string,
-  ): Promise<({ sessionId: string } & OpenedSession) | null> {
-    const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
-    try {
-      // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
-      if (current.capabilities.sessionCapabilities?.resume) {
-        const resumed: acp.ResumeSessionResponse = await current.bounded(
-          "session/resume",
-          current.agent.request(acp.methods.agent.session.resume, request),
-        );
-        return { sessionId, modes: resumed.modes, configOptions: resumed.configOptions };
-      }
-      if (current.capabilities.loadSession) {
-        events.loadingSessionId = sessionId;
-        try {
-          const loaded: acp.LoadSessionResponse = await current.bounded(
-            "session/load",
-            current.agent.request(acp.methods.agent.session.load, request),
-          );
-          // Replayed notifications read before the answer are still on their way in, and
-          // the mode event goes out after them.
-          await new Promise((resolve) => setImmediate(resolve));
-          return { sessionId, modes: loaded.modes, configOptions: loaded.configOptions };
-        } finally {
-          events.loadingSessionId = null;
-        }
-      }
-    } catch (error) {
-      if (current.process.exit() !== null) throw error;
-      // The agent's JSON-RPC error whole (its code and data say why, e.g. which session it
-      // does not know), redacted like everything else the agent says.
-      logger.warn("the agent could not resume its session; starting a new one", {
-        agent,
-        method: current.capabilities.sessionCapabilities?.resume
-          ? "session/resume"
-          : "session/load",
-        error: redact(errorMessage(error)),
-        ...redaction.value(requestErrorFields(error)),
-      });
-    }
-    return null;
-  }
-
-  /**
-   * `session/new`; refused for want of a login, the agent is logged in with a method `login`
-   * chooses (one its environment already serves) and asked once more.
-   */
-  async function newSession(current: AcpAgentConnection): Promise<acp.NewSessionResponse> {
-    const request = () =>
-      current.bounded(
-        "session/new",
-        current.agent.request(acp.methods.agent.session.new, {
-          cwd: context.worktreePath,
-          mcpServers: [],
-        }),
-      );
-    try {
-      return await request();
-    } catch (error) {
-      if (!(error instanceof acp.RequestError) || error.code !== AUTH_REQUIRED) throw error;
-      const choice: AcpLoginChoice = options.login?.(current.authMethods, error.message) ?? {
-        kind: "refuse",
-        message: `the agent needs a login before it can open a session${current.authMethods.length > 0 ? ` (it offers: ${current.authMethods.map((method) => method.name).join(", ")})` : ""}: ${error.message}`,
-      };
-      if (choice.kind === "refuse") throw new Error(choice.message);
-      logger.info("the agent needs a login; logging it in", { agent, method: choice.methodId });
-      await current.bounded(
-        `authenticate (${choice.name})`,
-        current.agent.request(acp.methods.agent.authenticate, {
-          methodId: choice.methodId,
-        }),
-      );
-      return await request();
-    }
-  }
-
   async function openSession(): Promise<EnsureSessionResult> {
     live ??= await startProcess();
     const current = live;
     let agentSessionId: string;
     try {
-      const resumed = resumeSessionId === null ? null : await resume(current, resumeSessionId);
-      const opened = resumed ?? (await newSession(current));
-      agentSessionId = opened.sessionId;
-      current.adopt(agentSessionId, resumed !== null, opened);
-      const modes = opened.modes;
-      if (modes) emit({ type: "mode", agent, mode_id: modes.currentModeId });
+      agentSessionId = await opener.open(current, resumeSessionId);
     } catch (error) {
       const failure = startFailure(current.process, error);
       current.stopping = true;
