@@ -23,6 +23,7 @@ import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
 import { AcpPermissions } from "./acp-permissions.ts";
 import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
 import { type AcpLoginChoice, AcpSessionOpener } from "./acp-session-opener.ts";
+import type { AcpTerminals } from "./acp-terminals.ts";
 import { AcpTurn } from "./acp-turn.ts";
 import {
   type AcpLaunch,
@@ -73,160 +74,282 @@ function sleep(ms: number): Promise<void> {
  * workspace agent, turns `session/update`s into AgentEvents and permission requests into
  * `permission_request` events, and restarts the agent on the next prompt after a crash or a
  * cancel that had to stop it, resuming its session when the agent can.
+ *
+ * Its parts: the started agent (AcpAgentConnection, over agent-process.ts), the client side it
+ * serves (acp-client.ts: files and terminals), the event router and the turn, the permission
+ * requests, and the session opener; this class starts and restarts the agent and runs turns.
  */
-export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
-  const { context, launch, agent } = options;
-  const timeouts: AcpTimeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
-  const redaction = new AcpRedaction(context, launch, options.secrets);
-  const redact = (text: string): string => redaction.text(text);
-  const logger = redaction.logger(options.logger ?? silentLogger);
-
-  const { files, terminals } = workspaceRequestHandlers(context);
-
-  let live: AcpAgentConnection | null = null;
-  let starting: Promise<EnsureSessionResult> | null = null;
-  let status: BackendHealth["status"] = "idle";
-  let lastError: string | null = null;
-  let disposed = false;
+export class AcpBackend implements AgentBackend {
+  readonly #options: AcpBackendOptions;
+  readonly #agent: string;
+  readonly #timeouts: AcpTimeouts;
+  readonly #redaction: AcpRedaction;
+  readonly #logger: AcpBackendLogger;
+  readonly #terminals: AcpTerminals;
+  readonly #events: AcpEventRouter;
+  readonly #permissions: AcpPermissions;
+  readonly #opener: AcpSessionOpener;
+  readonly #handlers: AcpClientHandlers;
+  #live: AcpAgentConnection | null = null;
+  #starting: Promise<EnsureSessionResult> | null = null;
+  #status: BackendHealth["status"] = "idle";
+  #lastError: string | null = null;
+  #disposed = false;
   /** The agent's session to resume when the agent is started (again). */
-  let resumeSessionId: string | null = context.resumeSessionId;
-  const events = new AcpEventRouter({
-    agent,
-    worktreePath: context.worktreePath,
-    redaction,
-    logger,
-    onIdleEvent: options.onIdleEvent,
-    session: () => live,
-  });
-  const emit = (event: AgentEvent): void => events.emit(event);
-  const permissions = new AcpPermissions({
-    sessionId: context.sessionId,
-    agent,
-    memory: options.permissionMemory ?? createInMemoryPermissionMemory(),
-    logger,
-    events,
-  });
+  #resumeSessionId: string | null;
 
-  const opener = new AcpSessionOpener({
-    agent,
-    worktreePath: context.worktreePath,
-    logger,
-    redaction,
-    events,
-    login: options.login,
-  });
-
-  const handlers: AcpClientHandlers = {
-    onUpdate: (notification) => events.onUpdate(notification),
-    requestPermission: (params) => permissions.request(params),
-    files,
-    terminals,
-    redact,
-  };
-
-  function startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
-    const tail = agentProcess?.stderrTail().trim() ?? "";
-    const message = redact(
-      `cannot start ${agent} (${launch.executable}): ${errorMessage(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
-    );
-    lastError = message;
-    return new AgentBackendError("agent_start_failed", message, { cause: error });
+  constructor(options: AcpBackendOptions) {
+    const { context, launch, agent } = options;
+    this.#options = options;
+    this.#agent = agent;
+    this.#timeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
+    this.#redaction = new AcpRedaction(context, launch, options.secrets);
+    const redaction = this.#redaction;
+    const logger = redaction.logger(options.logger ?? silentLogger);
+    this.#logger = logger;
+    this.#resumeSessionId = context.resumeSessionId;
+    const { files, terminals } = workspaceRequestHandlers(context);
+    this.#terminals = terminals;
+    const worktreePath = context.worktreePath;
+    const events = new AcpEventRouter({
+      agent,
+      worktreePath,
+      redaction,
+      logger,
+      onIdleEvent: options.onIdleEvent,
+      session: () => this.#live,
+    });
+    this.#events = events;
+    const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
+    const permissions = new AcpPermissions({
+      sessionId: context.sessionId,
+      agent,
+      memory,
+      logger,
+      events,
+    });
+    this.#permissions = permissions;
+    this.#opener = new AcpSessionOpener({
+      agent,
+      worktreePath,
+      logger,
+      redaction,
+      events,
+      login: options.login,
+    });
+    this.#handlers = {
+      onUpdate: (notification) => events.onUpdate(notification),
+      requestPermission: (params) => permissions.request(params),
+      files,
+      terminals,
+      redact: (text) => redaction.text(text),
+    };
   }
 
-  /** What happens when the agent process ends. */
-  function onExit(current: AcpAgentConnection, exit: AgentExit): void {
-    if (live === current) live = null;
-    current.connection.close();
-    void terminals.releaseAll();
-    permissions.cancelAll();
-    if (current.stopping) return;
-    status = "crashed";
-    lastError = redact(`${agent} ${describeExit(exit)}`);
-    logger.error("the agent process died", { agent, exit: describeExit(exit) });
+  async ensureSession(): Promise<EnsureSessionResult> {
+    this.#assertUsable();
+    const live = this.#live;
+    if (live?.sessionId != null) return { agentSessionId: live.sessionId, resumed: live.resumed };
+    this.#starting ??= this.#openSession().finally(() => {
+      this.#starting = null;
+    });
+    return this.#starting;
   }
 
-  async function startProcess(): Promise<AcpAgentConnection> {
+  async prompt(input: PromptInput): Promise<PromptResult> {
+    this.#assertUsable();
+    if (this.#events.turn !== null) {
+      throw new AgentBackendError(
+        "turn_in_progress",
+        `${this.#agent} is still working on a turn; cancel it or wait for its turn_end`,
+      );
+    }
+    const current = new AcpTurn(input, this.#logger);
+    this.#events.turn = current;
+    this.#status = "active";
+    const onAbort = () => void this.cancel();
+    input.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const stopReason = current.cancelRequested
+        ? "cancelled"
+        : await this.#runTurn(current, input);
+      this.#permissions.cancelAll();
+      this.#emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
+      await current.delivered();
+      return { stopReason, text: current.text };
+    } finally {
+      input.signal?.removeEventListener("abort", onAbort);
+      this.#events.turn = null;
+      // A crash already said "crashed"; anything else leaves the backend ready for a turn.
+      if (this.#status === "active") this.#status = "idle";
+      current.finish();
+    }
+  }
+
+  async cancel(): Promise<void> {
+    const current = this.#events.turn;
+    if (current === null) return;
+    current.cancelling ??= this.#cancelTurn(current);
+    await current.cancelling;
+  }
+
+  async respondToPermission(answer: PermissionAnswer): Promise<void> {
+    this.#permissions.respond(answer);
+  }
+
+  async closeSession(): Promise<void> {
+    await this.cancel();
+    await this.#starting?.catch(() => {});
+    const current = this.#live;
+    if (current !== null) {
+      if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
+        await Promise.race([
+          current.agent
+            .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
+            .catch(() => {}),
+          sleep(this.#timeouts.stopGraceMs),
+        ]);
+      }
+      await current.stop();
+    }
+    await this.#terminals.releaseAll();
+    this.#status = "closed";
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    await this.closeSession();
+  }
+
+  health(): BackendHealth {
+    return {
+      status: this.#status,
+      pid: this.#live?.process.pid ?? null,
+      lastError: this.#lastError,
+    };
+  }
+
+  #assertUsable(): void {
+    if (this.#disposed) {
+      throw new AgentBackendError("disposed", `the ${this.#agent} backend was disposed`);
+    }
+  }
+
+  #emit(event: AgentEvent): void {
+    this.#events.emit(event);
+  }
+
+  #redact(text: string): string {
+    return this.#redaction.text(text);
+  }
+
+  async #openSession(): Promise<EnsureSessionResult> {
+    this.#live ??= await this.#startProcess();
+    const current = this.#live;
+    let agentSessionId: string;
+    try {
+      agentSessionId = await this.#opener.open(current, this.#resumeSessionId);
+    } catch (error) {
+      const failure = this.#startFailure(current.process, error);
+      current.stopping = true;
+      await current.process.stop(this.#timeouts.stopGraceMs);
+      throw failure;
+    }
+    this.#resumeSessionId = agentSessionId;
+    if (this.#status !== "active") this.#status = "idle";
+    return { agentSessionId, resumed: current.resumed };
+  }
+
+  /** Spawns the agent (through its launcher, in the worktree) and initializes it. */
+  async #startProcess(): Promise<AcpAgentConnection> {
+    const { launch, context } = this.#options;
     let agentProcess: AgentProcess | null = null;
     try {
       agentProcess = spawnAgentProcess(launch, context.worktreePath);
       const started = await AcpAgentConnection.initialize(agentProcess, {
-        handlers,
-        timeouts,
-        serveFileReads: options.serveFileReads ?? true,
-        clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
+        handlers: this.#handlers,
+        timeouts: this.#timeouts,
+        serveFileReads: this.#options.serveFileReads ?? true,
+        clientInfo: this.#options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
       });
-      void agentProcess.exited.then((exit) => onExit(started, exit));
+      void agentProcess.exited.then((exit) => this.#onExit(started, exit));
       return started;
     } catch (error) {
-      const failure = startFailure(agentProcess, error);
-      await agentProcess?.stop(timeouts.stopGraceMs);
+      const failure = this.#startFailure(agentProcess, error);
+      await agentProcess?.stop(this.#timeouts.stopGraceMs);
       throw failure;
     }
   }
 
-  async function openSession(): Promise<EnsureSessionResult> {
-    live ??= await startProcess();
-    const current = live;
-    let agentSessionId: string;
-    try {
-      agentSessionId = await opener.open(current, resumeSessionId);
-    } catch (error) {
-      const failure = startFailure(current.process, error);
-      current.stopping = true;
-      await current.process.stop(timeouts.stopGraceMs);
-      throw failure;
-    }
-    resumeSessionId = agentSessionId;
-    if (status !== "active") status = "idle";
-    return { agentSessionId, resumed: current.resumed };
+  #startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
+    const tail = agentProcess?.stderrTail().trim() ?? "";
+    const message = this.#redact(
+      `cannot start ${this.#agent} (${this.#options.launch.executable}): ${errorMessage(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
+    );
+    this.#lastError = message;
+    return new AgentBackendError("agent_start_failed", message, { cause: error });
   }
 
-  async function ensureSession(): Promise<EnsureSessionResult> {
-    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
-    if (live?.sessionId != null) return { agentSessionId: live.sessionId, resumed: live.resumed };
-    starting ??= openSession().finally(() => {
-      starting = null;
-    });
-    return starting;
+  /** What happens when the agent process ends. */
+  #onExit(current: AcpAgentConnection, exit: AgentExit): void {
+    if (this.#live === current) this.#live = null;
+    current.connection.close();
+    void this.#terminals.releaseAll();
+    this.#permissions.cancelAll();
+    if (current.stopping) return;
+    this.#status = "crashed";
+    this.#lastError = this.#redact(`${this.#agent} ${describeExit(exit)}`);
+    this.#logger.error("the agent process died", { agent: this.#agent, exit: describeExit(exit) });
   }
 
-  async function runTurn(current: AcpTurn, input: PromptInput): Promise<StopReason> {
+  async #runTurn(current: AcpTurn, input: PromptInput): Promise<StopReason> {
+    const agent = this.#agent;
     let session: EnsureSessionResult;
     try {
-      session = await ensureSession();
+      session = await this.ensureSession();
     } catch (error) {
-      emit({ type: "error", message_id: current.messageId, message: redact(errorMessage(error)) });
+      this.#turnError(current, this.#redact(errorMessage(error)));
       return "error";
     }
     // A cancel that came while the agent was starting: the turn ends before it begins.
     if (current.cancelRequested) return "cancelled";
+    const live = this.#live;
     if (live === null) {
-      emit({
-        type: "error",
-        message_id: current.messageId,
-        message: lastError ?? `${agent} is not running`,
-      });
+      this.#turnError(current, this.#lastError ?? `${agent} is not running`);
       return "error";
     }
-    const agentProcess = live.process;
-    const connection = live.connection;
     try {
       await live.applySettings(session.agentSessionId, input, (mode) =>
-        emit({ type: "mode", agent, mode_id: mode }),
+        this.#emit({ type: "mode", agent, mode_id: mode }),
       );
     } catch (error) {
-      const message = redact(`${agent} refused the turn's settings: ${errorMessage(error)}`);
-      emit({ type: "error", message_id: current.messageId, message });
+      this.#turnError(
+        current,
+        this.#redact(`${agent} refused the turn's settings: ${errorMessage(error)}`),
+      );
       return "error";
     }
+    return this.#promptAgent(live, session.agentSessionId, current, input.text);
+  }
+
+  /** `session/prompt`, and what its failure means: the agent died, or it failed the prompt. */
+  async #promptAgent(
+    live: AcpAgentConnection,
+    sessionId: string,
+    current: AcpTurn,
+    text: string,
+  ): Promise<StopReason> {
+    const agent = this.#agent;
+    const agentProcess = live.process;
     try {
-      const response = await connection.agent.request(acp.methods.agent.session.prompt, {
-        sessionId: session.agentSessionId,
-        prompt: [{ type: "text", text: input.text }],
+      const response = await live.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text }],
       });
       await current.settle();
       const usage = usageFromResponse(response, current.messageId);
-      if (usage !== null) emit(usage);
+      if (usage !== null) this.#emit(usage);
       return stopReasonFrom(response.stopReason);
     } catch (error) {
       if (current.stoppedByCancel) return "cancelled";
@@ -234,122 +357,55 @@ export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
       const exit = await Promise.race([agentProcess.exited, sleep(1_000).then(() => null)]);
       await current.settle();
       if (exit !== null) {
-        const message = redact(`${agent} ${describeExit(exit)} during the turn`);
-        lastError = message;
-        status = "crashed";
-        emit({
+        const message = this.#redact(`${agent} ${describeExit(exit)} during the turn`);
+        this.#lastError = message;
+        this.#status = "crashed";
+        this.#emit({
           type: "error",
           message_id: current.messageId,
           message,
-          stderr_tail: redact(agentProcess.stderrTail()),
+          stderr_tail: this.#redact(agentProcess.stderrTail()),
         });
         return "error";
       }
-      const message = redact(`${agent} failed the prompt: ${errorMessage(error)}`);
-      lastError = message;
-      emit({ type: "error", message_id: current.messageId, message });
+      const message = this.#redact(`${agent} failed the prompt: ${errorMessage(error)}`);
+      this.#lastError = message;
+      this.#turnError(current, message);
       return "error";
     }
   }
 
-  async function cancelTurn(current: AcpTurn): Promise<void> {
+  #turnError(current: AcpTurn, message: string): void {
+    this.#emit({ type: "error", message_id: current.messageId, message });
+  }
+
+  async #cancelTurn(current: AcpTurn): Promise<void> {
     current.cancelRequested = true;
-    const running = live;
+    const running = this.#live;
     if (running?.sessionId != null) {
       await running.agent
         .notify(acp.methods.agent.session.cancel, { sessionId: running.sessionId })
         .catch(() => {});
     }
     // ACP: the client answers every pending permission request with `cancelled`.
-    permissions.cancelAll();
+    this.#permissions.cancelAll();
+    const { cancelMs } = this.#timeouts;
     const ended = await Promise.race([
       current.finished.then(() => true),
-      sleep(timeouts.cancelMs).then(() => false),
+      sleep(cancelMs).then(() => false),
     ]);
-    if (!ended && running !== null && events.turn === current) {
-      logger.warn("the agent did not end the turn after session/cancel; stopping it", {
-        agent,
-        waitedMs: timeouts.cancelMs,
+    if (!ended && running !== null && this.#events.turn === current) {
+      this.#logger.warn("the agent did not end the turn after session/cancel; stopping it", {
+        agent: this.#agent,
+        waitedMs: cancelMs,
       });
       current.stoppedByCancel = true;
       await running.stop();
     }
     await current.finished;
   }
+}
 
-  async function prompt(input: PromptInput): Promise<PromptResult> {
-    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
-    if (events.turn !== null) {
-      throw new AgentBackendError(
-        "turn_in_progress",
-        `${agent} is still working on a turn; cancel it or wait for its turn_end`,
-      );
-    }
-    const current = new AcpTurn(input, logger);
-    events.turn = current;
-    status = "active";
-    const onAbort = () => void cancel();
-    input.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      const stopReason = current.cancelRequested ? "cancelled" : await runTurn(current, input);
-      permissions.cancelAll();
-      emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
-      await current.delivered();
-      return { stopReason, text: current.text };
-    } finally {
-      input.signal?.removeEventListener("abort", onAbort);
-      events.turn = null;
-      // A crash already said "crashed"; anything else leaves the backend ready for a turn.
-      if (status === "active") status = "idle";
-      current.finish();
-    }
-  }
-
-  async function cancel(): Promise<void> {
-    const current = events.turn;
-    if (current === null) return;
-    current.cancelling ??= cancelTurn(current);
-    await current.cancelling;
-  }
-
-  async function closeSession(): Promise<void> {
-    await cancel();
-    await starting?.catch(() => {});
-    const current = live;
-    if (current !== null) {
-      if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
-        await Promise.race([
-          current.agent
-            .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
-            .catch(() => {}),
-          sleep(timeouts.stopGraceMs),
-        ]);
-      }
-      await current.stop();
-    }
-    await terminals.releaseAll();
-    status = "closed";
-  }
-
-  return {
-    ensureSession,
-    prompt,
-    cancel,
-
-    async respondToPermission(answer: PermissionAnswer) {
-      permissions.respond(answer);
-    },
-
-    closeSession,
-
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await closeSession();
-    },
-
-    health() {
-      return { status, pid: live?.process.pid ?? null, lastError };
-    },
-  };
+export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
+  return new AcpBackend(options);
 }
