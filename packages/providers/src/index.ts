@@ -12,10 +12,7 @@ export {
   parseStoredResult,
 } from "./probe-store.ts";
 export {
-  type AgentStartTimeoutSettings,
-  type AgentStartTimeouts,
   createProviderService,
-  DEFAULT_AGENT_START_TIMEOUTS,
   type ListedProvider,
   type LogFields,
   type ModelProxyLease,
@@ -32,6 +29,11 @@ export {
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
+export {
+  type AgentStartTimeoutSettings,
+  type AgentStartTimeouts,
+  DEFAULT_AGENT_START_TIMEOUTS,
+} from "./start-timeouts.ts";
 export {
   type AgentStartTimeoutsFile,
   AgentStartTimeoutsFileSchema,

@@ -36,6 +36,11 @@ import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-sto
 import { ProvidersError } from "./providers-error.ts";
 import type { ModelProxyContext } from "./registry.ts";
 import { providerSandboxProfile } from "./sandbox-profile.ts";
+import {
+  type AgentStartTimeoutSettings,
+  type AgentStartTimeouts,
+  startTimeoutsFor,
+} from "./start-timeouts.ts";
 
 export type LogFields = Record<string, unknown>;
 
@@ -53,29 +58,6 @@ export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
  * lets the probe finish in the background.
  */
 export const DEFAULT_SNAPSHOT_WAIT_MS = 10_000;
-
-/** How long an ACP agent may take to start: each step has its own bound. */
-export interface AgentStartTimeouts {
-  /** From spawn to the `initialize` answer. */
-  initializeMs: number;
-  /** For the `session/new` (or `session/load`, `session/resume`) answer. */
-  sessionMs: number;
-}
-
-/**
- * Measured on a loaded machine: opencode took 16-38 s to initialize and 15-22 s to open a
- * session, Qwen Code 17-21 s; the bounds leave room above that for a slower machine, and a
- * stuck agent is still reported within three minutes.
- */
-export const DEFAULT_AGENT_START_TIMEOUTS: AgentStartTimeouts = {
-  initializeMs: 90_000,
-  sessionMs: 90_000,
-};
-
-/** Start timeouts for every agent, and per provider id over them. */
-export interface AgentStartTimeoutSettings extends Partial<AgentStartTimeouts> {
-  providers?: Readonly<Record<string, Partial<AgentStartTimeouts>>>;
-}
 
 /** Proxy access lent to one probe; its token is revoked by `release`. */
 export interface ModelProxyLease {
@@ -382,16 +364,8 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   };
   const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
   const snapshotWaitMs = options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS;
-  /** The provider's own start timeouts over everyone's over the defaults. */
-  const startTimeoutsOf = (id: string): AgentStartTimeouts => {
-    const settings = options.startTimeouts;
-    const own = settings?.providers?.[id];
-    return {
-      initializeMs:
-        own?.initializeMs ?? settings?.initializeMs ?? DEFAULT_AGENT_START_TIMEOUTS.initializeMs,
-      sessionMs: own?.sessionMs ?? settings?.sessionMs ?? DEFAULT_AGENT_START_TIMEOUTS.sessionMs,
-    };
-  };
+  const startTimeoutsOf = (id: string): AgentStartTimeouts =>
+    startTimeoutsFor(options.startTimeouts, id);
   const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
   const now = options.now ?? (() => new Date());
   const upstreamConfigured = () =>
