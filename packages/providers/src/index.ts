@@ -14,19 +14,18 @@ export {
 export {
   createProviderService,
   type ListedProvider,
-  type LogFields,
   type ModelProxyLease,
-  type PatchConfigOptions,
   type ProbeModelProxy,
   type ProviderService,
   type ProviderServiceOptions,
-  type ProvidersLogger,
   type RefreshOptions,
   type ResolvedProvider,
   type ResolveOptions,
   type SnapshotOptions,
 } from "./provider-service.ts";
+export type { PatchConfigOptions } from "./providers-config-store.ts";
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
+export type { LogFields, ProvidersLogger } from "./providers-logger.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
 export {

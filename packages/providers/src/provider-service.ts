@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import { errnoCode, errorMessage } from "@deckhand/errors";
+import { errorMessage } from "@deckhand/errors";
 import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import {
   type AgentEnvironmentPolicy,
@@ -9,12 +9,7 @@ import {
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
 import { resolveExecutable } from "@deckhand/shell";
-import type {
-  ProviderEntry,
-  ProvidersConfigResponse,
-  ProvidersDiagnostic,
-  ProvidersSnapshot,
-} from "@deckhand/wire";
+import type { ProviderEntry, ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
 import { WireEnv } from "@deckhand/wire";
 import {
   emptyProbeResult,
@@ -23,17 +18,16 @@ import {
   probeAcpAgent,
   versionOutput,
 } from "./acp-probe.ts";
-import {
-  type ConfigSnapshot,
-  type ConfiguredProvider,
-  configEtag,
-  interpretProvidersConfig,
-  readProvidersConfig,
-  writeFileAtomically,
-} from "./config-file.ts";
-import { applyMergePatch } from "./merge-patch.ts";
+import type { ConfigSnapshot, ConfiguredProvider } from "./config-file.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
+import {
+  configResponse,
+  type PatchConfigOptions,
+  ProvidersConfigStore,
+  unknownProvider,
+} from "./providers-config-store.ts";
 import { ProvidersError } from "./providers-error.ts";
+import { type ProvidersLogger, silentLogger } from "./providers-logger.ts";
 import type { ModelProxyContext } from "./registry.ts";
 import { providerSandboxProfile } from "./sandbox-profile.ts";
 import {
@@ -41,15 +35,6 @@ import {
   type AgentStartTimeouts,
   startTimeoutsFor,
 } from "./start-timeouts.ts";
-
-export type LogFields = Record<string, unknown>;
-
-export interface ProvidersLogger {
-  info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-}
-
-const silentLogger: ProvidersLogger = { info() {}, warn() {} };
 
 export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
@@ -194,11 +179,6 @@ export interface RefreshOptions {
   force?: boolean;
 }
 
-export interface PatchConfigOptions {
-  /** The `If-Match` header: the ETag the patch was made against, or `*`. */
-  ifMatch?: string;
-}
-
 /** A provider as the config file has it, without looking for its command or probing it. */
 export interface ListedProvider {
   id: string;
@@ -264,19 +244,6 @@ interface AgentLaunch {
   args: string[];
   env: Record<string, string>;
   unset: string[];
-}
-
-/**
- * `If-Match` uses the strong comparison (RFC 9110, 13.1.1): a weak tag (`W/"..."`) never
- * matches, since it only promises an equivalent file, not the bytes a patch was made against.
- */
-function etagMatches(header: string, etag: string): boolean {
-  const candidates = header.split(",").map((candidate) => candidate.trim());
-  return candidates.includes("*") || candidates.includes(etag);
-}
-
-function diagnosticKey(diagnostic: ProvidersDiagnostic): string {
-  return `${diagnostic.field}\u0000${diagnostic.message}`;
 }
 
 export function createProviderService(options: ProviderServiceOptions): ProviderService {
@@ -385,21 +352,9 @@ export function createProviderService(options: ProviderServiceOptions): Provider
    */
   const refreshing = new Set<string>();
   const lifetime = new AbortController();
-  let writes: Promise<unknown> = Promise.resolve();
   let warming: Promise<void> | null = null;
-  let loggedDiagnostics = "";
-
-  async function readConfig(): Promise<ConfigSnapshot> {
-    const config = await readProvidersConfig(options.configPath);
-    const key = config.diagnostics.map(diagnosticKey).join("\n");
-    if (key !== loggedDiagnostics) {
-      loggedDiagnostics = key;
-      for (const diagnostic of config.diagnostics) {
-        logger.warn("providers config problem", { ...diagnostic });
-      }
-    }
-    return config;
-  }
+  const configFile = new ProvidersConfigStore(options.configPath, logger);
+  const readConfig = (): Promise<ConfigSnapshot> => configFile.read();
 
   /** Tier 1: where the command is, looked up in `projectDir` (or the default project) first. */
   async function install(
@@ -651,30 +606,11 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     return { providers: entries, diagnostics: config.diagnostics, sandbox: sandboxStatus };
   }
 
-  function configResponse(config: ConfigSnapshot): ProvidersConfigResponse {
-    return { config: config.document, etag: config.etag, diagnostics: config.diagnostics };
-  }
-
-  /** Serialises writers: each patch reads the file only after the previous one wrote it. */
-  function serialised<T>(operation: () => Promise<T>): Promise<T> {
-    const next = writes.then(operation, operation);
-    writes = next.catch(() => {});
-    return next;
-  }
-
   async function find(
     id: string,
     projectDir: string | undefined = options.projectDir,
   ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
-    const config = await readConfig();
-    const provider = config.providers.find((candidate) => candidate.id === id);
-    if (!provider) {
-      const known = config.providers.map((candidate) => candidate.id).join(", ");
-      throw new ProvidersError(
-        "unknown_provider",
-        `no provider "${id}"; known providers: ${known}`,
-      );
-    }
+    const { config, provider } = await configFile.find(id);
     return { config, installed: await install(provider, projectDir) };
   }
 
@@ -706,56 +642,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     },
 
     patchConfig(patch, patchOptions = {}) {
-      return serialised(async () => {
-        if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
-          throw new ProvidersError(
-            "invalid_patch",
-            'a providers config patch must be a JSON object (a JSON merge patch), e.g. {"providers": {"codex": {"enabled": false}}}',
-          );
-        }
-        const current = await readConfig();
-        if (
-          patchOptions.ifMatch !== undefined &&
-          !etagMatches(patchOptions.ifMatch, current.etag)
-        ) {
-          throw new ProvidersError(
-            "stale_config",
-            `the providers config changed since ${patchOptions.ifMatch} (now ${current.etag}); read it again and reapply your change`,
-          );
-        }
-        if (!current.patchable) {
-          const problem = current.diagnostics.map((diagnostic) => diagnostic.message).join("; ");
-          throw new ProvidersError(
-            "unreadable_config",
-            `${current.path} cannot be patched: ${problem}; fix or remove the file first`,
-          );
-        }
-        const document = applyMergePatch(current.document, patch) as Record<string, unknown>;
-        const text = `${JSON.stringify(document, null, 2)}\n`;
-        // The file may already hold problems the user has not fixed; only new ones are refused.
-        const before = new Set(current.diagnostics.map(diagnosticKey));
-        const introduced = interpretProvidersConfig(current.path, text).diagnostics.filter(
-          (diagnostic) => !before.has(diagnosticKey(diagnostic)),
-        );
-        if (introduced.length > 0) {
-          throw new ProvidersError(
-            "invalid_patch",
-            introduced.map((diagnostic) => `${diagnostic.field}: ${diagnostic.message}`).join("; "),
-          );
-        }
-        try {
-          await writeFileAtomically(current.path, text);
-        } catch (error) {
-          const code = errnoCode(error) ?? errorMessage(error);
-          throw new ProvidersError(
-            "config_write_failed",
-            `cannot write ${current.path}: ${code}; check the permissions and free space of its directory`,
-            { cause: error },
-          );
-        }
-        logger.info("providers config changed", { file: current.path, etag: configEtag(text) });
-        return configResponse(await readConfig());
-      });
+      return configFile.patch(patch, patchOptions);
     },
 
     async refresh(refreshOptions = {}) {
@@ -763,10 +650,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
       const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
       for (const id of ids) {
         if (!config.providers.some((provider) => provider.id === id)) {
-          throw new ProvidersError(
-            "unknown_provider",
-            `no provider "${id}"; known providers: ${config.providers.map((provider) => provider.id).join(", ")}`,
-          );
+          throw unknownProvider(id, config);
         }
       }
       const chosen = config.providers.filter(
