@@ -1,25 +1,12 @@
-import { createHash } from "node:crypto";
-import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { errorMessage } from "@deckhand/errors";
-import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
-import {
-  type AgentEnvironmentPolicy,
-  agentEnvironment,
-  agentEnvironmentPolicy,
-} from "@deckhand/secrets";
-import { resolveExecutable } from "@deckhand/shell";
+import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
+import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type { ProviderEntry, ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
-import { WireEnv } from "@deckhand/wire";
-import {
-  emptyProbeResult,
-  OWN_LOGIN_ADVICE,
-  type ProbeOutcome,
-  probeAcpAgent,
-  versionOutput,
-} from "./acp-probe.ts";
+import { emptyProbeResult, type ProbeOutcome, probeAcpAgent } from "./acp-probe.ts";
 import type { ConfigSnapshot, ConfiguredProvider } from "./config-file.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
+import { type AgentLaunch, type Installed, ProviderLaunches } from "./provider-launches.ts";
 import {
   configResponse,
   type PatchConfigOptions,
@@ -29,12 +16,7 @@ import {
 import { ProvidersError } from "./providers-error.ts";
 import { type ProvidersLogger, silentLogger } from "./providers-logger.ts";
 import type { ModelProxyContext } from "./registry.ts";
-import { providerSandboxProfile } from "./sandbox-profile.ts";
-import {
-  type AgentStartTimeoutSettings,
-  type AgentStartTimeouts,
-  startTimeoutsFor,
-} from "./start-timeouts.ts";
+import type { AgentStartTimeoutSettings, AgentStartTimeouts } from "./start-timeouts.ts";
 
 export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
@@ -210,129 +192,24 @@ export interface ProviderService {
   close(): Promise<void>;
 }
 
-interface Installed {
-  provider: ConfiguredProvider;
-  executable: string | null;
-  fingerprint: string | null;
-  /** Whether sessions (and so probes) point this agent at the model proxy. */
-  proxied: boolean;
-  /** The project the command was looked up in, if any. */
-  projectDir: string | undefined;
-}
-
-/**
- * What a probe result was made with. Whether the proxy served the agent is part of it (a result
- * from before an upstream was configured says nothing about the agent with one); the proxy
- * token is not, since each probe gets a new one.
- */
-function fingerprintOf(
-  executable: string,
-  args: readonly string[],
-  env: Record<string, string>,
-  proxied: boolean,
-) {
-  // The environment is hashed, never stored, since it may hold credentials.
-  const sortedEnv = Object.entries(env).sort(([left], [right]) => left.localeCompare(right));
-  return createHash("sha256")
-    .update(JSON.stringify({ executable, args, env: sortedEnv, ...(proxied ? { proxied } : {}) }))
-    .digest("hex");
-}
-
-/** How to start an ACP agent: what `resolve()` returns and probes run, built in one place. */
-interface AgentLaunch {
-  executable: string;
-  args: string[];
-  env: Record<string, string>;
-  unset: string[];
-}
-
 export function createProviderService(options: ProviderServiceOptions): ProviderService {
   const store = options.probeStore ?? new MemoryProbeStore();
   const logger = options.logger ?? silentLogger;
-  const env = options.env ?? process.env;
-  const home = env.HOME || homedir();
-  const launcher = options.launcher ?? ProcessLauncher.unconfined();
+  const launches = new ProviderLaunches(options);
+  const launcher = launches.launcher;
   const sandboxStatus = { kind: launcher.sandbox, reason: launcher.unconfinedReason };
-  const policy =
-    options.agentEnvironment ?? agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
-  const withheld = new Set<string>([
-    WireEnv.adminToken,
-    WireEnv.agentToken,
-    WireEnv.modelProviderToken,
-    ...policy.secretNames,
-    ...(options.withheldEnv ?? []),
-  ]);
-  /**
-   * How sessions and probes start a provider's agent: its command, its env, and with `proxy`
-   * what points it at the model proxy; Deckhand's tokens, the upstream keys and whatever the
-   * proxy setup replaces are removed from what it inherits.
-   */
   const launchOf = (
     provider: ConfiguredProvider,
     executable: string,
     proxy?: ModelProxyContext,
-  ): AgentLaunch => {
-    const [, ...args] = provider.command!;
-    const support = provider.modelProxy;
-    const proxyLaunch =
-      proxy && support
-        ? support.configure({
-            ...proxy,
-            models: proxy.models ?? options.upstreamModels?.(support.agentType) ?? [],
-          })
-        : null;
-    return {
-      executable,
-      args: [...args, ...(proxyLaunch?.args ?? [])],
-      env: { ...provider.env, ...(proxyLaunch?.env ?? {}) },
-      unset: [...new Set([...withheld, ...(proxyLaunch?.unset ?? [])])],
-    };
-  };
-  /**
-   * The whole environment of a launched agent: the server's environment as the agent policy of
-   * @deckhand/secrets leaves it, less `unset`, plus `env`.
-   */
-  const environmentOf = (launch: AgentLaunch): Record<string, string | undefined> => {
-    const removed = new Set(launch.unset);
-    const inherited = Object.fromEntries(
-      Object.entries(agentEnvironment(policy, env)).filter(([name]) => !removed.has(name)),
-    );
-    return { ...inherited, ...launch.env };
-  };
-  /**
-   * A provider's sandbox; an agent installed in the project (`node_modules/.bin`) is shown its
-   * packages, wherever the project lives.
-   */
-  const profileOf = (installed: Installed, proxied: boolean): LaunchProfile => {
-    const profile = providerSandboxProfile(installed.provider, proxied, home);
-    const { executable, projectDir } = installed;
-    if (executable === null || projectDir === undefined) return profile;
-    const modules = join(projectDir, "node_modules");
-    if (!executable.startsWith(`${modules}/`)) return profile;
-    return { ...profile, readable: [...(profile.readable ?? []), modules] };
-  };
-  const proxiedType = (provider: ConfiguredProvider): string | null => {
-    const agentType = provider.modelProxy?.agentType ?? null;
-    return agentType !== null && options.modelProxy?.configured(agentType) ? agentType : null;
-  };
-  /**
-   * What to do when the agent wants a login. An agent type the proxy serves never gets a real
-   * key: the server's upstream for its type is what it needs.
-   */
-  const loginAdvice = (provider: ConfiguredProvider): string => {
-    const agentType = provider.modelProxy?.agentType;
-    if (agentType === undefined) {
-      return OWN_LOGIN_ADVICE;
-    }
-    if (proxiedType(provider) !== null) {
-      return `it refused the model proxy Deckhand pointed it at; check modelUpstreams.${agentType} in the server's config.json and the agent's stderr`;
-    }
-    return `configure modelUpstreams.${agentType} in the server's config.json: Deckhand then points the agent at its model proxy with a short-lived token, so the agent never holds a real key`;
-  };
+  ): AgentLaunch => launches.launch(provider, executable, proxy);
+  const environmentOf = (launch: AgentLaunch) => launches.environment(launch);
+  const profileOf = (installed: Installed, proxied: boolean): LaunchProfile =>
+    launches.profile(installed, proxied);
+  const loginAdvice = (provider: ConfiguredProvider): string => launches.loginAdvice(provider);
   const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
   const snapshotWaitMs = options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS;
-  const startTimeoutsOf = (id: string): AgentStartTimeouts =>
-    startTimeoutsFor(options.startTimeouts, id);
+  const startTimeoutsOf = (id: string): AgentStartTimeouts => launches.startTimeouts(id);
   const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
   const now = options.now ?? (() => new Date());
   const upstreamConfigured = () =>
@@ -356,31 +233,10 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const configFile = new ProvidersConfigStore(options.configPath, logger);
   const readConfig = (): Promise<ConfigSnapshot> => configFile.read();
 
-  /** Tier 1: where the command is, looked up in `projectDir` (or the default project) first. */
-  async function install(
+  const install = (
     provider: ConfiguredProvider,
     projectDir: string | undefined = options.projectDir,
-  ): Promise<Installed> {
-    if (provider.transport === "native" || provider.command === null) {
-      return { provider, executable: null, fingerprint: null, proxied: false, projectDir };
-    }
-    const [name, ...args] = provider.command;
-    const executable = await resolveExecutable(name!, {
-      ...(projectDir !== undefined ? { projectDir } : {}),
-      relativeTo: dirname(options.configPath),
-      path: env.PATH ?? "",
-    });
-    const proxied = proxiedType(provider) !== null;
-    return {
-      provider,
-      executable,
-      fingerprint: executable
-        ? fingerprintOf(executable, args, { ...provider.env }, proxied)
-        : null,
-      proxied,
-      projectDir,
-    };
-  }
+  ): Promise<Installed> => launches.install(provider, projectDir);
 
   const recordKey = (id: string, fingerprint: string) => `${id}\u0000${fingerprint}`;
 
@@ -697,22 +553,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         lines.push(`env: ${envNames.length > 0 ? envNames.join(", ") : "(none)"}`);
       }
       if (executable && provider.versionArgs !== null) {
-        // No proxy: printing a version needs no model.
-        const launch = launchOf(provider, executable);
-        const version = await versionOutput(
-          executable,
-          provider.versionArgs,
-          environmentOf(launch),
-          undefined,
-          {
-            launcher,
-            // Printing a version needs no network and no login.
-            profile: {
-              writable: providerSandboxProfile(provider, true, home).writable,
-              network: { internet: false, modelProxy: false },
-            },
-          },
-        );
+        const version = await launches.version(provider, executable, provider.versionArgs);
         const status = version.timedOut
           ? "timed out"
           : version.exitCode === null
