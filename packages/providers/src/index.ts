@@ -11,11 +11,10 @@ export {
   type ProbeStore,
   parseStoredResult,
 } from "./probe-store.ts";
+export type { ModelProxyLease, ProbeModelProxy } from "./provider-probes.ts";
 export {
   createProviderService,
   type ListedProvider,
-  type ModelProxyLease,
-  type ProbeModelProxy,
   type ProviderService,
   type ProviderServiceOptions,
   type RefreshOptions,

@@ -3,10 +3,16 @@ import { errorMessage } from "@deckhand/errors";
 import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type { ProviderEntry, ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
-import { emptyProbeResult, type ProbeOutcome, probeAcpAgent } from "./acp-probe.ts";
 import type { ConfigSnapshot, ConfiguredProvider } from "./config-file.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
 import { type AgentLaunch, type Installed, ProviderLaunches } from "./provider-launches.ts";
+import {
+  DEFAULT_COMMANDS_WAIT_MS,
+  DEFAULT_PROBE_TTL_MS,
+  DEFAULT_SNAPSHOT_WAIT_MS,
+  type ProbeModelProxy,
+  ProviderProbes,
+} from "./provider-probes.ts";
 import {
   configResponse,
   type PatchConfigOptions,
@@ -17,31 +23,6 @@ import { ProvidersError } from "./providers-error.ts";
 import { type ProvidersLogger, silentLogger } from "./providers-logger.ts";
 import type { ModelProxyContext } from "./registry.ts";
 import type { AgentStartTimeoutSettings, AgentStartTimeouts } from "./start-timeouts.ts";
-
-export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
-export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
-/**
- * How long a snapshot waits for a probe it needs before it shows the provider `starting` and
- * lets the probe finish in the background.
- */
-export const DEFAULT_SNAPSHOT_WAIT_MS = 10_000;
-
-/** Proxy access lent to one probe; its token is revoked by `release`. */
-export interface ModelProxyLease {
-  context: ModelProxyContext;
-  release(): Promise<void>;
-}
-
-/**
- * How probes reach the model-provider proxy: the same access sessions give their agents, so an
- * agent that needs the proxy to open a session (codex-acp) is probed as it runs.
- */
-export interface ProbeModelProxy {
-  /** Whether the proxy has an upstream for this agent type (the server's `modelUpstreams`). */
-  configured(agentType: string): boolean;
-  /** A short-lived scoped token and the proxy route for this agent type. */
-  lease(agentType: string): Promise<ModelProxyLease>;
-}
 
 export interface ProviderServiceOptions {
   /** The providers config file, e.g. `<data-dir>/providers.json`; it need not exist. */
@@ -203,32 +184,27 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     executable: string,
     proxy?: ModelProxyContext,
   ): AgentLaunch => launches.launch(provider, executable, proxy);
-  const environmentOf = (launch: AgentLaunch) => launches.environment(launch);
+  const _environmentOf = (launch: AgentLaunch) => launches.environment(launch);
   const profileOf = (installed: Installed, proxied: boolean): LaunchProfile =>
     launches.profile(installed, proxied);
   const loginAdvice = (provider: ConfiguredProvider): string => launches.loginAdvice(provider);
-  const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
-  const snapshotWaitMs = options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS;
   const startTimeoutsOf = (id: string): AgentStartTimeouts => launches.startTimeouts(id);
-  const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
-  const now = options.now ?? (() => new Date());
   const upstreamConfigured = () =>
     typeof options.modelUpstreamConfigured === "function"
       ? options.modelUpstreamConfigured()
       : options.modelUpstreamConfigured;
 
-  /** Last known record per provider; filled from the store on first use. */
-  const records = new Map<string, ProbeRecord | null>();
-  /** Every record of this process's life by provider and fingerprint (see `recordFor`). */
-  const probed = new Map<string, ProbeRecord>();
-  /** Running probes by provider and fingerprint. */
-  const inflight = new Map<string, Promise<ProbeRecord>>();
-  /**
-   * Providers a `refresh()` is probing: the only ones a snapshot shows as `loading`, so a
-   * refresh of one provider never waits for another's probe.
-   */
-  const refreshing = new Set<string>();
-  const lifetime = new AbortController();
+  const probes = new ProviderProbes({
+    store,
+    launches,
+    logger,
+    modelProxy: options.modelProxy,
+    ttlMs: options.ttlMs ?? DEFAULT_PROBE_TTL_MS,
+    snapshotWaitMs: options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS,
+    commandsWaitMs: options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS,
+    now: options.now ?? (() => new Date()),
+    clientVersion: options.clientVersion,
+  });
   let warming: Promise<void> | null = null;
   const configFile = new ProvidersConfigStore(options.configPath, logger);
   const readConfig = (): Promise<ConfigSnapshot> => configFile.read();
@@ -237,142 +213,6 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     provider: ConfiguredProvider,
     projectDir: string | undefined = options.projectDir,
   ): Promise<Installed> => launches.install(provider, projectDir);
-
-  const recordKey = (id: string, fingerprint: string) => `${id}\u0000${fingerprint}`;
-
-  /** The last record of a provider, whatever it was probed with; loaded from the store once. */
-  async function knownRecord(id: string): Promise<ProbeRecord | null> {
-    if (records.has(id)) return records.get(id)!;
-    let record: ProbeRecord | null = null;
-    try {
-      // A stored result that no longer parses comes back as none (see ProbeStore.load), so the
-      // provider is probed again rather than shown with nothing.
-      record = (await store.load(id)) ?? null;
-    } catch (error) {
-      logger.warn("cannot load a provider probe result; probing again", {
-        providerId: id,
-        error: errorMessage(error),
-      });
-    }
-    if (!records.has(id)) {
-      records.set(id, record);
-      if (record) probed.set(recordKey(id, record.fingerprint), record);
-    }
-    return records.get(id)!;
-  }
-
-  /**
-   * The record for this exact command: the same provider resolves to different executables in
-   * different projects, and each keeps its own result instead of evicting the other's.
-   */
-  async function recordFor(id: string, fingerprint: string): Promise<ProbeRecord | null> {
-    const last = await knownRecord(id);
-    return probed.get(recordKey(id, fingerprint)) ?? last;
-  }
-
-  function fresh(record: ProbeRecord | null, fingerprint: string): record is ProbeRecord {
-    return (
-      record !== null &&
-      record.fingerprint === fingerprint &&
-      now().getTime() - record.probedAt.getTime() < ttlMs
-    );
-  }
-
-  /** Probes the agent as a session starts it, with a proxy lease of its own when it has one. */
-  async function probeWithLaunch(installed: Installed): Promise<ProbeOutcome> {
-    const { provider, executable, proxied } = installed;
-    let lease: ModelProxyLease | null = null;
-    if (proxied) {
-      try {
-        lease = await options.modelProxy!.lease(provider.modelProxy!.agentType);
-      } catch (error) {
-        return {
-          status: "error",
-          error: `cannot give the probe access to the model proxy: ${(error as Error).message}`,
-          result: emptyProbeResult(""),
-        };
-      }
-    }
-    try {
-      const launch = launchOf(provider, executable!, lease?.context);
-      return await probeAcpAgent({
-        executable: launch.executable,
-        args: launch.args,
-        env: environmentOf(launch),
-        launcher,
-        profile: profileOf(installed, lease !== null),
-        initializeTimeoutMs: startTimeoutsOf(provider.id).initializeMs,
-        sessionTimeoutMs: startTimeoutsOf(provider.id).sessionMs,
-        commandsWaitMs,
-        signal: lifetime.signal,
-        loginAdvice: loginAdvice(provider),
-        keysInEnv: provider.modelProxy === null,
-        ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
-      });
-    } finally {
-      await lease?.release().catch((error: unknown) =>
-        logger.warn("cannot revoke a provider probe's model token", {
-          providerId: provider.id,
-          error: (error as Error).message,
-        }),
-      );
-    }
-  }
-
-  function probe(installed: Installed): Promise<ProbeRecord> {
-    const { provider, fingerprint } = installed;
-    const key = recordKey(provider.id, fingerprint!);
-    const running = inflight.get(key);
-    if (running) return running;
-    const promise = (async () => {
-      const outcome = await probeWithLaunch(installed);
-      const record: ProbeRecord = {
-        providerId: provider.id,
-        fingerprint: fingerprint!,
-        status: outcome.status,
-        result: outcome.result,
-        error: outcome.status === "ready" ? null : outcome.error,
-        probedAt: now(),
-      };
-      if (outcome.status !== "ready") {
-        logger.warn("provider probe failed", { providerId: provider.id, error: outcome.error });
-      }
-      if (!lifetime.signal.aborted) {
-        records.set(provider.id, record);
-        probed.set(key, record);
-        try {
-          await store.save(record);
-        } catch (error) {
-          logger.warn("cannot save a provider probe result", {
-            providerId: provider.id,
-            error: errorMessage(error),
-          });
-        }
-      }
-      return record;
-    })().finally(() => {
-      if (inflight.get(key) === promise) inflight.delete(key);
-    });
-    inflight.set(key, promise);
-    return promise;
-  }
-
-  /**
-   * The probe's record once it finished within the snapshot's wait; null while the agent is
-   * still starting (the probe goes on, and the next snapshot joins it).
-   */
-  async function probeWithin(installed: Installed): Promise<ProbeRecord | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<null>((resolveWait) => {
-      timer = setTimeout(() => resolveWait(null), snapshotWaitMs);
-      timer.unref();
-    });
-    try {
-      return await Promise.race([probe(installed), waited]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
 
   function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
     const { provider, executable, projectDir } = installed;
@@ -426,7 +266,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         last_error: `${name} was not found ${where}${hint}`,
       };
     }
-    if (refreshing.has(provider.id)) return { ...base, status: "loading" };
+    if (probes.refreshing(provider.id)) return { ...base, status: "loading" };
     return { ...base, status: record?.status ?? "error" };
   }
 
@@ -449,13 +289,13 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     const entries = await Promise.all(
       installed.map(async (item) => {
         if (item.fingerprint === null || !item.provider.enabled) {
-          return entry(item, await knownRecord(item.provider.id));
+          return entry(item, await probes.known(item.provider.id));
         }
-        const record = await recordFor(item.provider.id, item.fingerprint);
-        if (refreshing.has(item.provider.id) || fresh(record, item.fingerprint)) {
+        const record = await probes.recordFor(item.provider.id, item.fingerprint);
+        if (probes.refreshing(item.provider.id) || probes.fresh(record, item.fingerprint)) {
           return entry(item, record);
         }
-        const probed = await probeWithin(item);
+        const probed = await probes.within(item);
         return probed === null ? startingEntry(item, record) : entry(item, probed);
       }),
     );
@@ -513,32 +353,14 @@ export function createProviderService(options: ProviderServiceOptions): Provider
         (provider) => ids.includes(provider.id) && provider.enabled,
       );
       const installed = await Promise.all(chosen.map((provider) => install(provider)));
-      const probes = installed
-        .filter((item) => item.fingerprint !== null)
-        .map(async (item) => {
-          const id = item.provider.id;
-          if (
-            !refreshOptions.force &&
-            fresh(await recordFor(id, item.fingerprint!), item.fingerprint!)
-          )
-            return;
-          refreshing.add(id);
-          try {
-            // A forced refresh does not reuse a probe that started before it was asked for.
-            if (refreshOptions.force) inflight.delete(recordKey(id, item.fingerprint!));
-            await probe(item);
-          } finally {
-            refreshing.delete(id);
-          }
-        });
-      await Promise.all(probes);
+      await probes.refresh(installed, refreshOptions.force);
       return buildSnapshot(await readConfig());
     },
 
     async diagnostic(id) {
       const { config, installed } = await find(id);
       const { provider, executable, fingerprint } = installed;
-      const record = fingerprint ? await recordFor(id, fingerprint) : await knownRecord(id);
+      const record = fingerprint ? await probes.recordFor(id, fingerprint) : await probes.known(id);
       const snapshotEntry = entry(installed, record);
       const lines = [
         `provider: ${provider.id} (${provider.label}; ${provider.transport}; ${provider.builtin ? "built-in" : "custom"})`,
@@ -657,8 +479,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     },
 
     async close() {
-      lifetime.abort();
-      await Promise.allSettled([...inflight.values(), ...(warming ? [warming] : [])]);
+      await probes.close(warming ? [warming] : []);
     },
   };
 }
