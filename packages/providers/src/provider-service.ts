@@ -1,4 +1,3 @@
-import { dirname } from "node:path";
 import { errorMessage } from "@deckhand/errors";
 import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
@@ -13,6 +12,7 @@ import {
   type ProbeModelProxy,
   ProviderProbes,
 } from "./provider-probes.ts";
+import { ProviderSnapshots } from "./provider-snapshot.ts";
 import {
   configResponse,
   type PatchConfigOptions,
@@ -177,8 +177,7 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const store = options.probeStore ?? new MemoryProbeStore();
   const logger = options.logger ?? silentLogger;
   const launches = new ProviderLaunches(options);
-  const launcher = launches.launcher;
-  const sandboxStatus = { kind: launcher.sandbox, reason: launcher.unconfinedReason };
+  const _launcher = launches.launcher;
   const launchOf = (
     provider: ConfiguredProvider,
     executable: string,
@@ -214,93 +213,17 @@ export function createProviderService(options: ProviderServiceOptions): Provider
     projectDir: string | undefined = options.projectDir,
   ): Promise<Installed> => launches.install(provider, projectDir);
 
-  function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
-    const { provider, executable, projectDir } = installed;
-    const result = record?.result ?? null;
-    const base: ProviderEntry = {
-      id: provider.id,
-      label: provider.label,
-      transport: provider.transport,
-      builtin: provider.builtin,
-      enabled: provider.enabled,
-      status: "ready",
-      command: provider.command ? [...provider.command] : null,
-      resolved_path: executable,
-      install_hint: provider.installHint,
-      version: result?.version ?? null,
-      models: result?.models ?? [],
-      current_model: result?.currentModel ?? null,
-      modes: result?.modes ?? [],
-      current_mode: result?.currentMode ?? null,
-      commands: result?.commands ?? [],
-      last_error: record?.error ?? null,
-      probed_at: record ? record.probedAt.toISOString() : null,
-    };
-    if (!provider.enabled) return { ...base, status: "disabled" };
-    if (provider.transport === "native") {
-      const models = options.nativeModels ?? [];
-      if (models.length > 0) {
-        base.models = models.map((id) => ({ id, name: id, description: null }));
-        base.current_model = models[0]!;
-      }
-      return upstreamConfigured()
-        ? base
-        : {
-            ...base,
-            status: "error",
-            last_error:
-              "no model upstream is configured; add one under modelUpstreams in the server's config.json",
-          };
-    }
-    if (executable === null) {
-      const name = provider.command?.[0] ?? "";
-      const where = name.includes("/")
-        ? `at ${projectDir ?? dirname(options.configPath)}`
-        : projectDir
-          ? `on PATH or in ${projectDir}/node_modules/.bin`
-          : "on PATH";
-      const hint = provider.installHint ? `; install it with: ${provider.installHint}` : "";
-      return {
-        ...base,
-        status: "not_installed",
-        last_error: `${name} was not found ${where}${hint}`,
-      };
-    }
-    if (probes.refreshing(provider.id)) return { ...base, status: "loading" };
-    return { ...base, status: record?.status ?? "error" };
-  }
-
-  /**
-   * A provider whose probe has not answered yet: `starting`, with the previous result's fields
-   * if there is one; an error of that result is no longer news.
-   */
-  function startingEntry(installed: Installed, previous: ProbeRecord | null): ProviderEntry {
-    return { ...entry(installed, previous), status: "starting", last_error: null };
-  }
-
-  /** Tier 1 for everyone; tier 2 (a probe) for those without a fresh cached result. */
-  async function buildSnapshot(
-    config: ConfigSnapshot,
-    projectDir?: string,
-  ): Promise<ProvidersSnapshot> {
-    const installed = await Promise.all(
-      config.providers.map((provider) => install(provider, projectDir)),
-    );
-    const entries = await Promise.all(
-      installed.map(async (item) => {
-        if (item.fingerprint === null || !item.provider.enabled) {
-          return entry(item, await probes.known(item.provider.id));
-        }
-        const record = await probes.recordFor(item.provider.id, item.fingerprint);
-        if (probes.refreshing(item.provider.id) || probes.fresh(record, item.fingerprint)) {
-          return entry(item, record);
-        }
-        const probed = await probes.within(item);
-        return probed === null ? startingEntry(item, record) : entry(item, probed);
-      }),
-    );
-    return { providers: entries, diagnostics: config.diagnostics, sandbox: sandboxStatus };
-  }
+  const snapshots = new ProviderSnapshots({
+    configPath: options.configPath,
+    nativeModels: options.nativeModels,
+    upstreamConfigured,
+    launches,
+    probes,
+  });
+  const entry = (installed: Installed, record: ProbeRecord | null): ProviderEntry =>
+    snapshots.entry(installed, record);
+  const buildSnapshot = (config: ConfigSnapshot, projectDir?: string) =>
+    snapshots.build(config, projectDir);
 
   async function find(
     id: string,
