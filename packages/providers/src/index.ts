@@ -12,14 +12,13 @@ export {
   parseStoredResult,
 } from "./probe-store.ts";
 export type { ModelProxyLease, ProbeModelProxy } from "./provider-probes.ts";
+export type { ResolvedProvider, ResolveOptions } from "./provider-resolution.ts";
 export {
   createProviderService,
   type ListedProvider,
   type ProviderService,
   type ProviderServiceOptions,
   type RefreshOptions,
-  type ResolvedProvider,
-  type ResolveOptions,
   type SnapshotOptions,
 } from "./provider-service.ts";
 export type { PatchConfigOptions } from "./providers-config-store.ts";

@@ -4,6 +4,7 @@ import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type { ProviderEntry, ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
 import type { ConfigSnapshot, ConfiguredProvider } from "./config-file.ts";
 import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
+import { providerDiagnostic } from "./provider-diagnostic.ts";
 import { type AgentLaunch, type Installed, ProviderLaunches } from "./provider-launches.ts";
 import {
   DEFAULT_COMMANDS_WAIT_MS,
@@ -12,6 +13,11 @@ import {
   type ProbeModelProxy,
   ProviderProbes,
 } from "./provider-probes.ts";
+import {
+  type ResolvedProvider,
+  type ResolveOptions,
+  resolveProvider,
+} from "./provider-resolution.ts";
 import { ProviderSnapshots } from "./provider-snapshot.ts";
 import {
   configResponse,
@@ -87,52 +93,9 @@ export interface ProviderServiceOptions {
   clientVersion?: string;
 }
 
-/** What the agent-backends need to start a provider's agent. */
-export interface ResolvedProvider {
-  id: string;
-  label: string;
-  transport: "native" | "acp";
-  /** The executable's absolute path; null for the native agent. */
-  executable: string | null;
-  args: string[];
-  /** Set over the inherited environment (the provider's `env`, then the proxy's variables). */
-  env: Record<string, string>;
-  /**
-   * Removed from the inherited environment first: Deckhand's own tokens, the withheld variables
-   * (upstream API keys) and whatever the agent's proxy setup replaces.
-   */
-  unset: string[];
-  /**
-   * The proxy route's last segment for this provider (`<server>/model-provider/<agentType>`);
-   * null when the agent cannot be pointed at the proxy.
-   */
-  agentType: string | null;
-  /**
-   * Its sandbox before the worktree is added: state directories, login files and network (see
-   * `providerSandboxProfile`).
-   */
-  profile: LaunchProfile;
-  /** Whether the agent is told Deckhand serves its file reads (`fs.readTextFile`). */
-  serveFileReads: boolean;
-  /** How long the agent may take to start (probes use the same). */
-  startTimeouts: AgentStartTimeouts;
-  /** What to do when the agent wants a login Deckhand cannot give it (see `chooseAuthMethod`). */
-  loginAdvice: string;
-}
-
 export interface SnapshotOptions {
   /** Also look commands up in this project (see `projectDirectory`). */
   projectId?: string;
-}
-
-export interface ResolveOptions {
-  /** Point the agent at the model-provider proxy. */
-  proxy?: ModelProxyContext;
-  /**
-   * Where the agent will run (a session's worktree): its `node_modules/.bin` is searched before
-   * PATH and relative commands resolve against it.
-   */
-  projectDir?: string;
 }
 
 export interface RefreshOptions {
@@ -178,16 +141,16 @@ export function createProviderService(options: ProviderServiceOptions): Provider
   const logger = options.logger ?? silentLogger;
   const launches = new ProviderLaunches(options);
   const _launcher = launches.launcher;
-  const launchOf = (
+  const _launchOf = (
     provider: ConfiguredProvider,
     executable: string,
     proxy?: ModelProxyContext,
   ): AgentLaunch => launches.launch(provider, executable, proxy);
   const _environmentOf = (launch: AgentLaunch) => launches.environment(launch);
-  const profileOf = (installed: Installed, proxied: boolean): LaunchProfile =>
+  const _profileOf = (installed: Installed, proxied: boolean): LaunchProfile =>
     launches.profile(installed, proxied);
-  const loginAdvice = (provider: ConfiguredProvider): string => launches.loginAdvice(provider);
-  const startTimeoutsOf = (id: string): AgentStartTimeouts => launches.startTimeouts(id);
+  const _loginAdvice = (provider: ConfiguredProvider): string => launches.loginAdvice(provider);
+  const _startTimeoutsOf = (id: string): AgentStartTimeouts => launches.startTimeouts(id);
   const upstreamConfigured = () =>
     typeof options.modelUpstreamConfigured === "function"
       ? options.modelUpstreamConfigured()
@@ -282,111 +245,28 @@ export function createProviderService(options: ProviderServiceOptions): Provider
 
     async diagnostic(id) {
       const { config, installed } = await find(id);
-      const { provider, executable, fingerprint } = installed;
+      const { fingerprint } = installed;
       const record = fingerprint ? await probes.recordFor(id, fingerprint) : await probes.known(id);
-      const snapshotEntry = entry(installed, record);
-      const lines = [
-        `provider: ${provider.id} (${provider.label}; ${provider.transport}; ${provider.builtin ? "built-in" : "custom"})`,
-        `status: ${snapshotEntry.status}`,
-        `enabled: ${provider.enabled}`,
-      ];
-      if (provider.command) {
-        lines.push(`command: ${provider.command.map((part) => JSON.stringify(part)).join(" ")}`);
-        lines.push(`resolved: ${executable ?? "not found"}`);
-        const envNames = Object.keys(provider.env);
-        // Names only: values may be credentials.
-        lines.push(`env: ${envNames.length > 0 ? envNames.join(", ") : "(none)"}`);
-      }
-      if (executable && provider.versionArgs !== null) {
-        const version = await launches.version(provider, executable, provider.versionArgs);
-        const status = version.timedOut
-          ? "timed out"
-          : version.exitCode === null
-            ? "did not run"
-            : `exit ${version.exitCode}`;
-        lines.push(`version output (${provider.versionArgs.join(" ")}, ${status}):`);
-        lines.push(version.output.trimEnd() === "" ? "  (none)" : version.output.trimEnd());
-      } else if (executable) {
-        const reported = record?.result?.version ?? null;
-        lines.push(
-          `version: ${reported ?? "unknown"} (as the agent reports it in ACP initialize; it has no version command)`,
-        );
-      }
-      if (snapshotEntry.last_error) lines.push(`error: ${snapshotEntry.last_error}`);
-      if (record) {
-        const stale =
-          fingerprint === null || record.fingerprint !== fingerprint
-            ? " (for an earlier command or env)"
-            : "";
-        lines.push(`last probe: ${record.probedAt.toISOString()}, ${record.status}${stale}`);
-        if (record.error) lines.push(`last probe error: ${record.error}`);
-        const tail = record.result?.stderrTail.trimEnd() ?? "";
-        lines.push(`stderr (tail):`);
-        lines.push(tail === "" ? "  (empty)" : tail);
-      } else {
-        lines.push("last probe: never");
-      }
-      const related = config.diagnostics.filter(
-        (diagnostic) =>
-          diagnostic.field === `providers.${id}` || diagnostic.field.startsWith(`providers.${id}.`),
-      );
-      for (const diagnostic of related) {
-        lines.push(`config: ${diagnostic.file}: ${diagnostic.field}: ${diagnostic.message}`);
-      }
-      return `${lines.join("\n")}\n`;
+      return providerDiagnostic({
+        id,
+        config,
+        installed,
+        record,
+        entry: entry(installed, record),
+        launches,
+      });
     },
 
     async resolve(id, resolveOptions = {}) {
       const { proxy, projectDir } = resolveOptions;
       const { installed } = await find(id, projectDir);
-      const { provider, executable } = installed;
-      if (!provider.enabled) {
-        throw new ProvidersError(
-          "provider_disabled",
-          `provider "${id}" is disabled; enable it with "deckhand providers enable ${id}"`,
-        );
-      }
-      const agentType = provider.modelProxy?.agentType ?? null;
-      if (provider.transport === "native") {
-        if (!upstreamConfigured()) {
-          throw new ProvidersError(
-            "provider_unavailable",
-            "the native agent needs a model upstream; add one under modelUpstreams in the server's config.json",
-          );
-        }
-        return {
-          id,
-          label: provider.label,
-          transport: "native",
-          executable: null,
-          args: [],
-          env: {},
-          unset: [],
-          agentType,
-          // The native agent runs in the server; its commands get the workspace agent's sandbox.
-          profile: { writable: [], network: { internet: false, modelProxy: false } },
-          serveFileReads: false,
-          startTimeouts: startTimeoutsOf(id),
-          loginAdvice: loginAdvice(provider),
-        };
-      }
-      if (executable === null) {
-        throw new ProvidersError(
-          "provider_not_installed",
-          `provider "${id}": ${entry(installed, null).last_error}`,
-        );
-      }
-      return {
-        id,
-        label: provider.label,
-        transport: "acp",
-        ...launchOf(provider, executable, proxy),
-        agentType,
-        profile: profileOf(installed, proxy !== undefined && provider.modelProxy !== null),
-        serveFileReads: provider.serveFileReads,
-        startTimeouts: startTimeoutsOf(id),
-        loginAdvice: loginAdvice(provider),
-      };
+      return resolveProvider(id, {
+        installed,
+        proxy,
+        launches,
+        upstreamConfigured,
+        notInstalled: () => entry(installed, null).last_error,
+      });
     },
 
     async warmUp() {
