@@ -1,11 +1,11 @@
 import { errorMessage } from "@deckhand/errors";
-import type { LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
+import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import type { ProviderEntry, ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
-import type { ConfigSnapshot, ConfiguredProvider } from "./config-file.ts";
-import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
+import type { ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
+import type { ConfigSnapshot } from "./config-file.ts";
+import { MemoryProbeStore, type ProbeStore } from "./probe-store.ts";
 import { providerDiagnostic } from "./provider-diagnostic.ts";
-import { type AgentLaunch, type Installed, ProviderLaunches } from "./provider-launches.ts";
+import { type Installed, ProviderLaunches } from "./provider-launches.ts";
 import {
   DEFAULT_COMMANDS_WAIT_MS,
   DEFAULT_PROBE_TTL_MS,
@@ -27,8 +27,7 @@ import {
 } from "./providers-config-store.ts";
 import { ProvidersError } from "./providers-error.ts";
 import { type ProvidersLogger, silentLogger } from "./providers-logger.ts";
-import type { ModelProxyContext } from "./registry.ts";
-import type { AgentStartTimeoutSettings, AgentStartTimeouts } from "./start-timeouts.ts";
+import type { AgentStartTimeoutSettings } from "./start-timeouts.ts";
 
 export interface ProviderServiceOptions {
   /** The providers config file, e.g. `<data-dir>/providers.json`; it need not exist. */
@@ -136,153 +135,154 @@ export interface ProviderService {
   close(): Promise<void>;
 }
 
-export function createProviderService(options: ProviderServiceOptions): ProviderService {
-  const store = options.probeStore ?? new MemoryProbeStore();
-  const logger = options.logger ?? silentLogger;
-  const launches = new ProviderLaunches(options);
-  const _launcher = launches.launcher;
-  const _launchOf = (
-    provider: ConfiguredProvider,
-    executable: string,
-    proxy?: ModelProxyContext,
-  ): AgentLaunch => launches.launch(provider, executable, proxy);
-  const _environmentOf = (launch: AgentLaunch) => launches.environment(launch);
-  const _profileOf = (installed: Installed, proxied: boolean): LaunchProfile =>
-    launches.profile(installed, proxied);
-  const _loginAdvice = (provider: ConfiguredProvider): string => launches.loginAdvice(provider);
-  const _startTimeoutsOf = (id: string): AgentStartTimeouts => launches.startTimeouts(id);
-  const upstreamConfigured = () =>
-    typeof options.modelUpstreamConfigured === "function"
-      ? options.modelUpstreamConfigured()
-      : options.modelUpstreamConfigured;
+/**
+ * The provider registry as the server and executors use it: the config file (ProvidersConfigStore),
+ * how agents are found and started (ProviderLaunches), their probes and the probe cache
+ * (ProviderProbes), the snapshot (ProviderSnapshots), the diagnostic and resolution.
+ */
+export class ProviderCatalog implements ProviderService {
+  readonly #options: ProviderServiceOptions;
+  readonly #logger: ProvidersLogger;
+  readonly #configFile: ProvidersConfigStore;
+  readonly #launches: ProviderLaunches;
+  readonly #probes: ProviderProbes;
+  readonly #snapshots: ProviderSnapshots;
+  /** The snapshot `warmUp` started, which `close` waits for. */
+  #warming: Promise<void> | null = null;
 
-  const probes = new ProviderProbes({
-    store,
-    launches,
-    logger,
-    modelProxy: options.modelProxy,
-    ttlMs: options.ttlMs ?? DEFAULT_PROBE_TTL_MS,
-    snapshotWaitMs: options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS,
-    commandsWaitMs: options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS,
-    now: options.now ?? (() => new Date()),
-    clientVersion: options.clientVersion,
-  });
-  let warming: Promise<void> | null = null;
-  const configFile = new ProvidersConfigStore(options.configPath, logger);
-  const readConfig = (): Promise<ConfigSnapshot> => configFile.read();
-
-  const install = (
-    provider: ConfiguredProvider,
-    projectDir: string | undefined = options.projectDir,
-  ): Promise<Installed> => launches.install(provider, projectDir);
-
-  const snapshots = new ProviderSnapshots({
-    configPath: options.configPath,
-    nativeModels: options.nativeModels,
-    upstreamConfigured,
-    launches,
-    probes,
-  });
-  const entry = (installed: Installed, record: ProbeRecord | null): ProviderEntry =>
-    snapshots.entry(installed, record);
-  const buildSnapshot = (config: ConfigSnapshot, projectDir?: string) =>
-    snapshots.build(config, projectDir);
-
-  async function find(
-    id: string,
-    projectDir: string | undefined = options.projectDir,
-  ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
-    const { config, provider } = await configFile.find(id);
-    return { config, installed: await install(provider, projectDir) };
+  constructor(options: ProviderServiceOptions) {
+    this.#options = options;
+    const logger = options.logger ?? silentLogger;
+    this.#logger = logger;
+    const launches = new ProviderLaunches(options);
+    this.#launches = launches;
+    const probes = new ProviderProbes({
+      store: options.probeStore ?? new MemoryProbeStore(),
+      launches,
+      logger,
+      modelProxy: options.modelProxy,
+      ttlMs: options.ttlMs ?? DEFAULT_PROBE_TTL_MS,
+      snapshotWaitMs: options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS,
+      commandsWaitMs: options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS,
+      now: options.now ?? (() => new Date()),
+      clientVersion: options.clientVersion,
+    });
+    this.#probes = probes;
+    this.#configFile = new ProvidersConfigStore(options.configPath, logger);
+    this.#snapshots = new ProviderSnapshots({
+      configPath: options.configPath,
+      nativeModels: options.nativeModels,
+      upstreamConfigured: () => this.#upstreamConfigured(),
+      launches,
+      probes,
+    });
   }
 
-  return {
-    async snapshot(snapshotOptions = {}) {
-      const { projectId } = snapshotOptions;
-      if (projectId === undefined) return buildSnapshot(await readConfig());
-      const projectDir = options.projectDirectory
-        ? await options.projectDirectory(projectId)
-        : null;
-      if (projectDir === null) {
-        throw new ProvidersError("unknown_project", `no project "${projectId}"`);
+  async snapshot(snapshotOptions: SnapshotOptions = {}): Promise<ProvidersSnapshot> {
+    const { projectId } = snapshotOptions;
+    if (projectId === undefined) return this.#snapshots.build(await this.#configFile.read());
+    const projectDir = this.#options.projectDirectory
+      ? await this.#options.projectDirectory(projectId)
+      : null;
+    if (projectDir === null) {
+      throw new ProvidersError("unknown_project", `no project "${projectId}"`);
+    }
+    return this.#snapshots.build(await this.#configFile.read(), projectDir);
+  }
+
+  async list(): Promise<ListedProvider[]> {
+    const config = await this.#configFile.read();
+    return config.providers.map(({ id, label, transport, enabled }) => ({
+      id,
+      label,
+      transport,
+      enabled,
+    }));
+  }
+
+  async getConfig(): Promise<ProvidersConfigResponse> {
+    return configResponse(await this.#configFile.read());
+  }
+
+  patchConfig(patch: unknown, options: PatchConfigOptions = {}): Promise<ProvidersConfigResponse> {
+    return this.#configFile.patch(patch, options);
+  }
+
+  async refresh(refreshOptions: RefreshOptions = {}): Promise<ProvidersSnapshot> {
+    const config = await this.#configFile.read();
+    const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
+    for (const id of ids) {
+      if (!config.providers.some((provider) => provider.id === id)) {
+        throw unknownProvider(id, config);
       }
-      return buildSnapshot(await readConfig(), projectDir);
-    },
+    }
+    const chosen = config.providers.filter(
+      (provider) => ids.includes(provider.id) && provider.enabled,
+    );
+    const installed = await Promise.all(chosen.map((provider) => this.#launches.install(provider)));
+    await this.#probes.refresh(installed, refreshOptions.force);
+    return this.#snapshots.build(await this.#configFile.read());
+  }
 
-    async list() {
-      const config = await readConfig();
-      return config.providers.map(({ id, label, transport, enabled }) => ({
-        id,
-        label,
-        transport,
-        enabled,
-      }));
-    },
+  async diagnostic(id: string): Promise<string> {
+    const { config, installed } = await this.#find(id);
+    const { fingerprint } = installed;
+    const record = fingerprint
+      ? await this.#probes.recordFor(id, fingerprint)
+      : await this.#probes.known(id);
+    return providerDiagnostic({
+      id,
+      config,
+      installed,
+      record,
+      entry: this.#snapshots.entry(installed, record),
+      launches: this.#launches,
+    });
+  }
 
-    async getConfig() {
-      return configResponse(await readConfig());
-    },
+  async resolve(id: string, resolveOptions: ResolveOptions = {}): Promise<ResolvedProvider> {
+    const { proxy, projectDir } = resolveOptions;
+    const { installed } = await this.#find(id, projectDir);
+    return resolveProvider(id, {
+      installed,
+      proxy,
+      launches: this.#launches,
+      upstreamConfigured: () => this.#upstreamConfigured(),
+      notInstalled: () => this.#snapshots.entry(installed, null).last_error,
+    });
+  }
 
-    patchConfig(patch, patchOptions = {}) {
-      return configFile.patch(patch, patchOptions);
-    },
+  async warmUp(): Promise<void> {
+    const config = await this.#configFile.read();
+    // Probes never throw; what could fail here is the store, which only costs a later probe.
+    this.#warming ??= this.#snapshots.build(config).then(
+      () => {},
+      (error: unknown) =>
+        this.#logger.warn(
+          "warming the providers snapshot failed; it is built on the next request",
+          { error: errorMessage(error) },
+        ),
+    );
+  }
 
-    async refresh(refreshOptions = {}) {
-      const config = await readConfig();
-      const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
-      for (const id of ids) {
-        if (!config.providers.some((provider) => provider.id === id)) {
-          throw unknownProvider(id, config);
-        }
-      }
-      const chosen = config.providers.filter(
-        (provider) => ids.includes(provider.id) && provider.enabled,
-      );
-      const installed = await Promise.all(chosen.map((provider) => install(provider)));
-      await probes.refresh(installed, refreshOptions.force);
-      return buildSnapshot(await readConfig());
-    },
+  async close(): Promise<void> {
+    await this.#probes.close(this.#warming ? [this.#warming] : []);
+  }
 
-    async diagnostic(id) {
-      const { config, installed } = await find(id);
-      const { fingerprint } = installed;
-      const record = fingerprint ? await probes.recordFor(id, fingerprint) : await probes.known(id);
-      return providerDiagnostic({
-        id,
-        config,
-        installed,
-        record,
-        entry: entry(installed, record),
-        launches,
-      });
-    },
+  #upstreamConfigured(): boolean {
+    const configured = this.#options.modelUpstreamConfigured;
+    return typeof configured === "function" ? configured() : configured;
+  }
 
-    async resolve(id, resolveOptions = {}) {
-      const { proxy, projectDir } = resolveOptions;
-      const { installed } = await find(id, projectDir);
-      return resolveProvider(id, {
-        installed,
-        proxy,
-        launches,
-        upstreamConfigured,
-        notInstalled: () => entry(installed, null).last_error,
-      });
-    },
+  async #find(
+    id: string,
+    projectDir: string | undefined = this.#options.projectDir,
+  ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
+    const { config, provider } = await this.#configFile.find(id);
+    return { config, installed: await this.#launches.install(provider, projectDir) };
+  }
+}
 
-    async warmUp() {
-      const config = await readConfig();
-      // Probes never throw; what could fail here is the store, which only costs a later probe.
-      warming ??= buildSnapshot(config).then(
-        () => {},
-        (error: unknown) =>
-          logger.warn("warming the providers snapshot failed; it is built on the next request", {
-            error: errorMessage(error),
-          }),
-      );
-    },
-
-    async close() {
-      await probes.close(warming ? [warming] : []);
-    },
-  };
+export function createProviderService(options: ProviderServiceOptions): ProviderService {
+  return new ProviderCatalog(options);
 }
