@@ -7,16 +7,13 @@ import { BodyObserver } from "./body-observer.ts";
 import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
+import { ProxyUpstreams } from "./proxy-upstreams.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
 import { upstreamRequestBody } from "./request-body.ts";
 import {
-  AgentTypeSchema,
   agentResponseHeaders,
-  endpointLabels,
-  matchEndpoint,
   scrubSearch,
   type UpstreamConfig,
-  UpstreamConfigSchema,
   upstreamRequestHeaders,
   upstreamUrl,
 } from "./upstreams.ts";
@@ -73,26 +70,8 @@ function presentedCredentials(
  * streams the answer back as it arrives and records usage for the token's job.
  */
 export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironment> {
-  const upstreams = new Map<string, UpstreamConfig>();
-  for (const [agentType, config] of Object.entries(options.upstreams)) {
-    if (!AgentTypeSchema.safeParse(agentType).success) {
-      throw new ModelProxyError(
-        "invalid_request",
-        `agent type "${agentType}" is not a valid path segment; use lower-case letters, digits, ".", "_" and "-"`,
-      );
-    }
-    const parsed = UpstreamConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      // The issues could quote the key; name only the fields.
-      const fields = parsed.error.issues.map((issue) => issue.path.join(".")).join(", ");
-      throw new ModelProxyError(
-        "invalid_request",
-        `the upstream for agent type "${agentType}" is invalid (${fields}); give kind "openai", "anthropic" or "gemini", an http(s) baseUrl and a non-empty apiKey`,
-      );
-    }
-    upstreams.set(agentType, parsed.data);
-  }
-  const upstreamKeys = [...upstreams.values()].map((upstream) => upstream.apiKey);
+  const upstreams = new ProxyUpstreams(options.upstreams);
+  const upstreamKeys = upstreams.keys;
   const now = options.now ?? Date.now;
   const fetchUpstream = options.fetch ?? globalThis.fetch;
   const limiter =
@@ -101,7 +80,7 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
       : new TokenBucketLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT);
   const maxUsageBodyBytes = options.maxUsageBodyBytes ?? 4 * 1024 * 1024;
   const baseLogger = options.logger ?? silentLogger;
-  const configuredTypes = [...upstreams.keys()].sort().join(", ") || "none";
+  const configuredTypes = upstreams.configuredTypes;
 
   const app = new Hono<ProxyEnvironment>().basePath(WirePath.modelProvider);
   const secretsOf = (context: Context<ProxyEnvironment>) => [
@@ -174,24 +153,9 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
         );
       }
     }
-    const upstream = upstreams.get(agentType);
-    if (!upstream) {
-      throw new ModelProxyError(
-        "not_found",
-        `no upstream is configured for agent type "${agentType}"; configured agent types: ${configuredTypes}`,
-      );
-    }
     const url = new URL(context.req.url);
-    const prefix = `${WirePath.modelProvider}/${agentType}`;
-    const restPath = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : "";
     const method = context.req.method;
-    const endpoint = matchEndpoint(upstream.kind, method, restPath);
-    if (!endpoint) {
-      throw new ModelProxyError(
-        "not_found",
-        `agent type "${agentType}" forwards only ${endpointLabels(upstream.kind).join(", ")}; ${method} ${restPath || "/"} is not one of them`,
-      );
-    }
+    const { upstream, endpoint, restPath, upstreamName } = upstreams.route(agentType, method, url);
 
     const received =
       method === "GET" || method === "HEAD"
@@ -217,7 +181,6 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
     }
     const body = forwarded?.body;
     const target = upstreamUrl(upstream.baseUrl, restPath, scrubSearch(url.search, token));
-    const upstreamName = upstream.baseUrl.replace(/\/+$/, "");
 
     // The agent going away aborts the upstream request, so a dropped stream stops costing tokens.
     const abort = new AbortController();
