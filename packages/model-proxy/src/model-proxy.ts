@@ -1,15 +1,17 @@
 import { errorResponse, httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
 import { describeError, redactSecrets } from "@deckhand/secrets";
 import type { ModelUsageOutcome } from "@deckhand/wire";
-import { WireEnv, WireHeader, WirePath } from "@deckhand/wire";
+import { WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
 import { BodyObserver } from "./body-observer.ts";
-import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
+import { type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
-import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
+import type { ModelTokenStore } from "./model-token.ts";
 import { ProxyUpstreams } from "./proxy-upstreams.ts";
-import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
+import type { RateLimitOptions } from "./rate-limit.ts";
+import { type ProxyEnvironment, RequestAuthentication } from "./request-authentication.ts";
 import { upstreamRequestBody } from "./request-body.ts";
+import { RequestRateLimit } from "./request-rate-limit.ts";
 import {
   agentResponseHeaders,
   scrubSearch,
@@ -35,35 +37,6 @@ export interface ModelProxyOptions {
   maxUsageBodyBytes?: number;
 }
 
-type ProxyEnvironment = { Variables: { secrets: string[] } };
-
-const UNAUTHORIZED_MESSAGE = `missing or invalid model-provider token; send the token from ${WireEnv.modelProviderToken} as "${WireHeader.authorization}: Bearer <token>", "x-api-key: <token>" or "x-goog-api-key: <token>", with ${WireHeader.jobId} set to the job it was minted for`;
-
-/**
- * The token an agent presented, in the form its provider's SDK sends an API key: OpenAI SDKs a
- * bearer token, Anthropic SDKs `x-api-key`, Google's `x-goog-api-key` or the `key` query
- * parameter. An SDK may send the same key in two of these; that is one credential.
- */
-function presentedCredentials(
-  headers: Headers,
-  search: URLSearchParams,
-): { token: string | undefined; raw: string[] } {
-  const authorization = headers.get(WireHeader.authorization);
-  const apiKey = headers.get("x-api-key");
-  const googleKey = headers.get("x-goog-api-key");
-  const queryKey = search.get("key");
-  const raw = [authorization, apiKey, googleKey, queryKey].filter(
-    (value): value is string => !!value,
-  );
-  const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-  const candidates = [bearer, apiKey?.trim(), googleKey?.trim(), queryKey?.trim()].filter(
-    (value): value is string => !!value,
-  );
-  // Two different credentials at once is ambiguous; refuse rather than pick one.
-  if (new Set(candidates).size !== 1) return { token: undefined, raw };
-  return { token: candidates[0], raw };
-}
-
 /**
  * The model-provider proxy: a hono app serving `${WirePath.modelProvider}/<agent-type>/...`.
  * It checks the scoped token and job id, forwards to the agent type's upstream with the real key,
@@ -74,10 +47,8 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
   const upstreamKeys = upstreams.keys;
   const now = options.now ?? Date.now;
   const fetchUpstream = options.fetch ?? globalThis.fetch;
-  const limiter =
-    options.rateLimit === false
-      ? undefined
-      : new TokenBucketLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT);
+  const authentication = new RequestAuthentication(options.tokens, now);
+  const rateLimit = new RequestRateLimit(options.rateLimit, now);
   const maxUsageBodyBytes = options.maxUsageBodyBytes ?? 4 * 1024 * 1024;
   const baseLogger = options.logger ?? silentLogger;
   const configuredTypes = upstreams.configuredTypes;
@@ -109,50 +80,11 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
 
   app.all("/:agentType/*", async (context) => {
     const started = now();
-    const { token, raw } = presentedCredentials(
-      context.req.raw.headers,
-      new URL(context.req.url).searchParams,
-    );
-    // Whatever the agent sent as a credential is a secret from here on, even if malformed.
-    context.set("secrets", raw);
     const logger = loggerFor(context);
     const agentType = context.req.param("agentType");
-    const refuse = (reason: string, fields: LogFields = {}): never => {
-      logger.warn("model-provider request refused", { agentType, reason, ...fields });
-      throw new ModelProxyError("unauthorized", UNAUTHORIZED_MESSAGE);
-    };
-    if (token === undefined) return refuse("no_token");
-    context.set("secrets", [...raw, token]);
-    const verification = await verifyModelToken(
-      options.tokens,
-      token,
-      context.req.header(WireHeader.jobId),
-      now(),
-    );
-    if (!verification.ok) {
-      return refuse(verification.reason, { tokenId: verification.record?.id });
-    }
-    const { record } = verification;
-    if (limiter) {
-      const decision = limiter.take(record.id, now());
-      if (!decision.allowed) {
-        logger.warn("model-provider request rate limited", {
-          agentType,
-          jobId: record.jobId,
-          tokenId: record.id,
-        });
-        return context.json(
-          {
-            error: {
-              code: "rate_limited",
-              message: `too many model requests for this token; retry after ${decision.retryAfterSeconds} s`,
-            },
-          },
-          429,
-          { "Retry-After": String(decision.retryAfterSeconds) },
-        );
-      }
-    }
+    const { token, record } = await authentication.authenticate(context, agentType, logger);
+    const refusal = rateLimit.refusal(context, agentType, record, logger);
+    if (refusal !== null) return refusal;
     const url = new URL(context.req.url);
     const method = context.req.method;
     const { upstream, endpoint, restPath, upstreamName } = upstreams.route(agentType, method, url);
