@@ -12,6 +12,7 @@ import type { RateLimitOptions } from "./rate-limit.ts";
 import { type ProxyEnvironment, RequestAuthentication } from "./request-authentication.ts";
 import { upstreamRequestBody } from "./request-body.ts";
 import { RequestRateLimit } from "./request-rate-limit.ts";
+import { RequestUsage } from "./request-usage.ts";
 import {
   agentResponseHeaders,
   scrubSearch,
@@ -19,7 +20,7 @@ import {
   upstreamRequestHeaders,
   upstreamUrl,
 } from "./upstreams.ts";
-import { UsageAccumulator, type UsageRecorder } from "./usage.ts";
+import type { UsageRecorder } from "./usage.ts";
 
 export interface ModelProxyOptions {
   /** Agent type (the path segment after the proxy's path) → where its requests go. */
@@ -87,7 +88,8 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
     if (refusal !== null) return refusal;
     const url = new URL(context.req.url);
     const method = context.req.method;
-    const { upstream, endpoint, restPath, upstreamName } = upstreams.route(agentType, method, url);
+    const route = upstreams.route(agentType, method, url);
+    const { upstream, restPath, upstreamName } = route;
 
     const received =
       method === "GET" || method === "HEAD"
@@ -121,45 +123,18 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
     clientSignal.addEventListener("abort", onClientAbort, { once: true });
     const detach = () => clientSignal.removeEventListener("abort", onClientAbort);
 
-    const counts = new UsageAccumulator();
-    let recorded = false;
-    const finish = async (
-      status: number,
-      outcome: ModelUsageOutcome,
-      responseBytes: number,
-    ): Promise<void> => {
-      if (recorded) return;
-      recorded = true;
-      detach();
-      const usage = counts.counts;
-      const entry = {
-        jobId: record.jobId,
-        agentType,
-        upstream: upstreamName,
-        upstreamKind: upstream.kind,
-        endpoint,
-        ...(usage.model === undefined ? {} : { model: usage.model }),
-        ...(usage.inputTokens === undefined ? {} : { inputTokens: usage.inputTokens }),
-        ...(usage.outputTokens === undefined ? {} : { outputTokens: usage.outputTokens }),
-        ...(usage.totalTokens === undefined ? {} : { totalTokens: usage.totalTokens }),
-        requestBytes,
-        responseBytes,
-        status,
-        outcome,
-      };
-      const fields = {
-        ...entry,
-        tokenId: record.id,
-        durationMs: now() - started,
-      };
-      if (outcome === "completed" && status < 400) logger.info("model-provider request", fields);
-      else logger.warn("model-provider request did not complete", fields);
-      try {
-        await options.usage.record(entry);
-      } catch (error) {
-        logger.error("recording model usage failed", { error: describeError(error) });
-      }
-    };
+    const usage = new RequestUsage({
+      recorder: options.usage,
+      logger,
+      now,
+      started,
+      record,
+      route,
+      requestBytes,
+      onEnd: detach,
+    });
+    const finish = (status: number, outcome: ModelUsageOutcome, responseBytes: number) =>
+      usage.finish(status, outcome, responseBytes);
 
     const upstreamFailed = async (error: unknown): Promise<Response> => {
       if (abort.signal.aborted) {
@@ -209,7 +184,7 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
     const observer = new BodyObserver({
       contentType: response.headers.get("content-type") ?? "",
       maxUsageBodyBytes,
-      counts,
+      counts: usage.counts,
     });
     const observed = observeBody(response.body, observer, {
       clientGone: () => abort.signal.aborted,
