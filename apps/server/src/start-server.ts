@@ -5,7 +5,6 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
-  codeHostSecrets,
   createBatchRunService,
   createRunEventHub,
   startBatchWorker,
@@ -25,12 +24,7 @@ import {
 } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
 import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
-import {
-  agentEnvironment,
-  agentEnvironmentPolicy,
-  redactSecrets,
-  rememberSecrets,
-} from "@deckhand/secrets";
+import { redactSecrets, rememberSecrets } from "@deckhand/secrets";
 import {
   AGENT_TURN_TASK,
   AgentTurns,
@@ -63,6 +57,7 @@ import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
+import { serverAgentEnvironment } from "./server-secrets.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { workspaceSessions } from "./workspace-sessions.ts";
 
@@ -136,17 +131,6 @@ const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
-/** The password in a PostgreSQL URL, as written and decoded; none for the embedded database. */
-function databasePasswords(databaseUrl: string | null): string[] {
-  if (databaseUrl === null) return [];
-  try {
-    const { password } = new URL(databaseUrl);
-    return password === "" ? [] : [password, decodeURIComponent(password)];
-  } catch {
-    return [];
-  }
-}
-
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
   config: ServerConfig,
@@ -154,27 +138,7 @@ export async function startServer(
 ): Promise<RunningServer> {
   // Deckhand's own secrets: redacted wherever this process redacts (logs, events, parts,
   // recordings, agent output), and never inherited by an agent process.
-  const ownSecrets = [
-    ...Object.values(config.modelUpstreams).map((upstream) => upstream.apiKey),
-    config.adminToken,
-    config.databaseUrl,
-    ...databasePasswords(config.databaseUrl),
-    // Code host tokens as they are now (they are read again at each use, so a rotated one is
-    // remembered then): redacted everywhere, and no variable holding one reaches an agent.
-    ...config.codeHostConnections.map((connection) => process.env[connection.tokenEnv] || null),
-    // Passwords in git URL code hosts: git gets them per command, and they are secrets alike.
-    ...codeHostSecrets(config.codeHosts),
-  ];
-  rememberSecrets(ownSecrets);
-  const agentPolicy = agentEnvironmentPolicy({
-    secretNames: config.withheldEnv,
-    secretValues: ownSecrets,
-    deny: config.agentEnvironment.deny,
-    allow: config.agentEnvironment.allow,
-  });
-  // One environment for every process started for an agent: native `execute`, ACP terminals
-  // (both through the workspace agent), ACP agent processes and provider probes.
-  const agentEnv = agentEnvironment(agentPolicy, process.env);
+  const { policy: agentPolicy, environment: agentEnv } = serverAgentEnvironment(config);
   const logger =
     options.logger ??
     pino(
