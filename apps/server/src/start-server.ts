@@ -49,6 +49,7 @@ import {
 } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
+import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
@@ -293,19 +294,7 @@ export async function startServer(
       },
     });
     const publishing = batches.publishing;
-    let generatedAdminToken: string | null = null;
-    if (config.requireAuth && config.adminToken === null) {
-      generatedAdminToken = await apiTokens.ensureGeneratedAdminToken({
-        replace: config.resetAdminToken,
-      });
-      rememberSecrets([generatedAdminToken]);
-    } else if (config.resetAdminToken) {
-      logger.warn(
-        config.adminToken === null
-          ? "--reset-admin-token has no effect: on loopback without an admin token the API needs none"
-          : `--reset-admin-token has no effect: ${ADMIN_TOKEN_ENV} is set, so no token is generated`,
-      );
-    }
+    const generatedAdminToken = await generateAdminToken(config, apiTokens, logger);
     /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
     const hasUpstream = (agentType: string) => agentType in config.modelUpstreams;
     // Probes may start before the server listens (warmUp); their proxy access waits for it.
@@ -566,18 +555,7 @@ export async function startServer(
       `next: curl ${url}${ServerPath.health}${config.requireAuth ? ` -H "${WireHeader.authorization}: Bearer $${ADMIN_TOKEN_ENV}"` : ""}`,
     );
     if (generatedAdminToken !== null) {
-      // Printed to the terminal only, never logged: it is shown this once and stored as a hash.
-      (options.announce ?? ((line: string) => process.stderr.write(`${line}\n`)))(
-        [
-          "",
-          `Generated admin token (shown only now; export it as ${ADMIN_TOKEN_ENV} for API clients):`,
-          "",
-          `  ${generatedAdminToken}`,
-          "",
-          "Lost it? Restart with --reset-admin-token to revoke it and print a new one.",
-          "",
-        ].join("\n"),
-      );
+      announceAdminToken(generatedAdminToken, options.announce);
     }
 
     let closing: Promise<void> | null = null;
