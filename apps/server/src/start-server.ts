@@ -23,7 +23,6 @@ import {
   leaseModelProxy,
 } from "@deckhand/model-proxy";
 import { createProviderService, type ProviderService } from "@deckhand/providers";
-import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
 import { redactSecrets, rememberSecrets } from "@deckhand/secrets";
 import {
   AGENT_TURN_TASK,
@@ -44,18 +43,19 @@ import {
   type SessionEvent,
   type StoredBatchRunEvent,
   WireHeader,
-  WirePath,
   WireSubprotocol,
 } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
+import { startAgentLauncher } from "./agent-launcher.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
+import { ServerEndpoint } from "./server-endpoint.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
 import { serverAgentEnvironment } from "./server-secrets.ts";
@@ -166,36 +166,8 @@ export async function startServer(
     cleanups.push(() => database.close());
     logger.info({ kind: database.kind }, "database ready (migrations applied)");
 
-    // One launcher for every process started for an agent or a step: the environment policy
-    // and, where bubblewrap works, the sandbox. A server without one says so once, here.
-    const capability = await detectSandbox(config.sandbox.mode);
-    if (capability.kind === "none" && config.sandbox.mode === "auto") {
-      logger.warn(
-        { sandbox: "none", reason: capability.reason },
-        "agents, their commands and local batch steps run UNSANDBOXED, as this server's user: they can read what this user can; see docs/operations/security.md",
-      );
-    } else if (capability.kind === "bubblewrap" && capability.internetFallback !== null) {
-      logger.warn({ reason: capability.internetFallback }, "sandboxed steps share the network");
-    }
-    let appFetch: ((request: Request) => Response | Promise<Response>) | null = null;
-    let serverPort: number | null = null;
-    const launcher = new ProcessLauncher({
-      capability,
-      settings: config.sandbox,
-      policy: agentPolicy,
-      sourceEnvironment: process.env,
-      hidden: [config.dataDir, config.providersConfigPath],
-      // Sandboxed agents reach the model proxy through a socket that serves nothing else.
-      modelProxy: {
-        pathPrefix: WirePath.modelProvider,
-        port: () => serverPort,
-        fetch: (request) => {
-          if (appFetch === null) return new Response("the server is starting", { status: 503 });
-          return appFetch(request);
-        },
-      },
-      onWarning: (message, error) => logger.warn({ err: error }, message),
-    });
+    const endpoint = new ServerEndpoint();
+    const launcher = await startAgentLauncher(config, agentPolicy, logger, endpoint);
     cleanups.push(() => launcher.close());
 
     const workspacesRoot = join(config.dataDir, "workspaces");
@@ -256,7 +228,7 @@ export async function startServer(
     // environment at each use (never stored, never handed to an agent: see config.ts).
     const modelProvider = batchJobModelProviderAccess({
       modelTokens,
-      serverUrl: () => listeningUrl,
+      serverUrl: () => endpoint.listeningUrl,
     });
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
@@ -298,13 +270,6 @@ export async function startServer(
     /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
     const hasUpstream = (agentType: string) => agentType in config.modelUpstreams;
     // Probes may start before the server listens (warmUp); their proxy access waits for it.
-    let listening: (url: string) => void = () => {};
-    let notListening: (error: Error) => void = () => {};
-    const listeningUrl = new Promise<string>((resolveUrl, rejectUrl) => {
-      listening = resolveUrl;
-      notListening = rejectUrl;
-    });
-    listeningUrl.catch(() => {});
     const providers = createProviderService({
       configPath: config.providersConfigPath,
       probeStore: new DbProbeStore(database.db),
@@ -318,7 +283,7 @@ export async function startServer(
       modelProxy: {
         configured: hasUpstream,
         lease: (agentType) =>
-          leaseModelProxy({ modelTokens, serverUrl: () => listeningUrl }, agentType, {
+          leaseModelProxy({ modelTokens, serverUrl: () => endpoint.listeningUrl }, agentType, {
             jobId: `provider-probe:${agentType}:${randomUUID()}`,
             ttlMs: PROBE_MODEL_TOKEN_TTL_MS,
           }),
@@ -347,7 +312,7 @@ export async function startServer(
     providerCatalog = providers;
     cleanups.push(() => providers.close());
     // Runs before providers.close(): a probe waiting for a server that never listened gives up.
-    cleanups.push(async () => notListening(new Error("the server stopped before it listened")));
+    cleanups.push(async () => endpoint.abandon());
     // Config problems reach the log now, and probes that are due run while the server starts.
     if (options.warmUpProviders ?? true) await providers.warmUp();
 
@@ -363,16 +328,12 @@ export async function startServer(
     await runHub.start();
     cleanups.push(() => runHub.stop());
 
-    let serverUrl: string | null = null;
     const agentTurns = new AgentTurns({
       database,
       sessions,
       providers,
       modelTokens,
-      serverUrl: () => {
-        if (serverUrl === null) throw new Error("the server is not listening yet");
-        return serverUrl;
-      },
+      serverUrl: () => endpoint.url(),
       workspaceAgent: agent ? { url: agent.url, token: agentToken } : null,
       hasUpstream,
       createBackend:
@@ -494,10 +455,7 @@ export async function startServer(
       }
     });
     cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
-    serverUrl = url;
-    serverPort = port;
-    appFetch = (request) => app.fetch(request);
-    listening(url);
+    endpoint.listened(url, port, (request) => app.fetch(request));
 
     // The worker starts once the server listens: agent turns reach the model proxy through it.
     if (options.runTasks ?? true) {
