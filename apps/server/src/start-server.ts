@@ -1,11 +1,10 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
-  createBatchRunService,
   createRunEventHub,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -17,12 +16,8 @@ import {
   TaskWorker,
 } from "@deckhand/db";
 import { admitUpgrade, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
-import {
-  batchJobModelProviderAccess,
-  DbModelTokenStore,
-  leaseModelProxy,
-} from "@deckhand/model-proxy";
-import { createProviderService, type ProviderService } from "@deckhand/providers";
+import type { DbModelTokenStore } from "@deckhand/model-proxy";
+import type { ProviderService } from "@deckhand/providers";
 import { redactSecrets, rememberSecrets } from "@deckhand/secrets";
 import {
   AGENT_TURN_TASK,
@@ -30,12 +25,9 @@ import {
   agentBackendFactory,
   type BackendFactory,
   DbPermissionMemory,
-  DEFAULT_NATIVE_MODEL,
-  NATIVE_AGENT_TYPE,
   SessionActivityHub,
-  SessionService,
+  type SessionService,
   SessionStreamHub,
-  SessionsError,
 } from "@deckhand/sessions";
 import {
   ServerPath,
@@ -49,18 +41,18 @@ import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
 import { startAgentLauncher } from "./agent-launcher.ts";
-import { ApiTokenStore } from "./api-tokens.ts";
+import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
-import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import type { DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerEndpoint } from "./server-endpoint.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
 import { serverAgentEnvironment } from "./server-secrets.ts";
+import { composeServices } from "./server-services.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
-import { workspaceSessions } from "./workspace-sessions.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -131,7 +123,7 @@ export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
 const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
-const PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
+const _PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
 export async function startServer(
   config: ServerConfig,
@@ -201,115 +193,20 @@ export async function startServer(
       cleanups.push(() => started.close());
     }
 
-    const modelTokens = new DbModelTokenStore(database.db);
-    const modelUsage = new DbUsageRecorder(database.db);
-    const apiTokens = new ApiTokenStore(database.db);
-    // The providers are made below (their snapshot looks projects up in the sessions); a
-    // session's agent, model and mode are checked against the snapshot when they are chosen.
-    let providerCatalog: ProviderService | null = null;
-    const readyProviders = (): ProviderService => {
-      if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
-      return providerCatalog;
-    };
-    const sessions = new SessionService({
+    const services = composeServices({
+      config,
       database,
-      projectsDir: join(config.dataDir, "projects"),
-      // Inside the workspace agent's root, so the agent's process and file APIs reach them.
-      worktreesDir: join(workspacesRoot, "sessions"),
-      agentCatalog: (projectId) => {
-        if (providerCatalog === null) throw new Error("the provider registry is not ready yet");
-        return providerCatalog.snapshot({ projectId });
-      },
-      // A project cloned from a code host's URL (a taken-over batch workspace's) is cloned and
-      // fetched with that host's connection credentials, per command, as batch checkouts are.
-      gitEnvironment: (url) => batches.publishing?.access.gitEnvironment(url),
-    });
-    // Publishing: code host connections from config.json, their tokens read from the
-    // environment at each use (never stored, never handed to an agent: see config.ts).
-    const modelProvider = batchJobModelProviderAccess({
-      modelTokens,
-      serverUrl: () => endpoint.listeningUrl,
-    });
-    // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
-    const batches = createBatchRunService({
-      database,
-      dataDir: config.dataDir,
-      codeHosts: () => config.codeHosts,
-      environmentPolicy: agentPolicy,
-      outerEnvironment: process.env,
+      workspacesRoot,
+      agentEnvironment: { policy: agentPolicy, environment: agentEnv },
       launcher,
-      containerDetection:
-        config.containerRuntime.restrictedHost === undefined
-          ? {}
-          : { restrictedHost: config.containerRuntime.restrictedHost },
-      // codingAgent steps reach this server's model proxy with a token bound to their job.
-      modelProvider,
-      codingAgent: config.codingAgent,
-      // acp steps run this server's providers (made below), pointed at the proxy as sessions are.
-      acpAgents: {
-        providers: {
-          list: () => readyProviders().list(),
-          resolve: (id, resolveOptions) => readyProviders().resolve(id, resolveOptions),
-        },
-        proxied: (agentType) => hasUpstream(agentType),
-      },
-      // Workspaces are taken over with this server's interactive sessions.
-      sessions: workspaceSessions(sessions),
-      // Publishing: code host connections from config.json, their tokens read from the
-      // environment at each use (never stored, never handed to an agent: see config.ts).
-      publishing: {
-        connections: () => config.codeHostConnections,
-        environment: process.env,
-        trackingIntervalMs: config.changesetTrackingIntervalMs,
-        onError: (error, context) =>
-          logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
-      },
+      endpoint,
+      logger,
     });
+    const { modelTokens, modelUsage, apiTokens, sessions, batches, providers } = services;
     const publishing = batches.publishing;
     const generatedAdminToken = await generateAdminToken(config, apiTokens, logger);
     /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
     const hasUpstream = (agentType: string) => agentType in config.modelUpstreams;
-    // Probes may start before the server listens (warmUp); their proxy access waits for it.
-    const providers = createProviderService({
-      configPath: config.providersConfigPath,
-      probeStore: new DbProbeStore(database.db),
-      // The native agent talks to the upstream configured for its own agent type.
-      modelUpstreamConfigured: () => NATIVE_AGENT_TYPE in config.modelUpstreams,
-      nativeModels: [
-        ...new Set([config.nativeModel ?? DEFAULT_NATIVE_MODEL, ...config.nativeModels]),
-      ],
-      // Probes start an agent as sessions do: pointed at the proxy with a token of its own,
-      // revoked once the probe ends.
-      modelProxy: {
-        configured: hasUpstream,
-        lease: (agentType) =>
-          leaseModelProxy({ modelTokens, serverUrl: () => endpoint.listeningUrl }, agentType, {
-            jobId: `provider-probe:${agentType}:${randomUUID()}`,
-            ttlMs: PROBE_MODEL_TOKEN_TTL_MS,
-          }),
-      },
-      withheldEnv: config.withheldEnv,
-      env: agentEnv,
-      agentEnvironment: agentPolicy,
-      launcher,
-      startTimeouts: config.agentStartTimeouts,
-      // opencode offers only the models it is told of: those of its upstream.
-      upstreamModels: (agentType) => config.upstreamModels[agentType] ?? [],
-      // A snapshot for a project also looks commands up in that project's checkout.
-      projectDirectory: async (projectId) => {
-        try {
-          return (await sessions.getProject(projectId)).repository_path;
-        } catch (error) {
-          if (SessionsError.isInstance(error) && error.code === "not_found") return null;
-          throw error;
-        }
-      },
-      logger: {
-        info: (message, fields) => logger.info({ component: "providers", ...fields }, message),
-        warn: (message, fields) => logger.warn({ component: "providers", ...fields }, message),
-      },
-    });
-    providerCatalog = providers;
     cleanups.push(() => providers.close());
     // Runs before providers.close(): a probe waiting for a server that never listened gives up.
     cleanups.push(async () => endpoint.abandon());
