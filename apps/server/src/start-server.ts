@@ -15,7 +15,6 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
-import { admitUpgrade, listen, refuseUpgrade, tokenMatches } from "@deckhand/http-kit";
 import type { DbModelTokenStore } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
 import { redactSecrets, rememberSecrets } from "@deckhand/secrets";
@@ -29,30 +28,21 @@ import {
   type SessionService,
   SessionStreamHub,
 } from "@deckhand/sessions";
-import {
-  ServerPath,
-  type SessionActivityEvent,
-  type SessionEvent,
-  type StoredBatchRunEvent,
-  WireHeader,
-  WireSubprotocol,
-} from "@deckhand/wire";
+import { ServerPath, WireHeader } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import pino, { type Logger } from "pino";
 import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
 import { startAgentLauncher } from "./agent-launcher.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
-import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
-import { EventStreamSocket } from "./event-stream-socket.ts";
 import { ServerEndpoint } from "./server-endpoint.ts";
 import { ServerError } from "./server-error.ts";
+import { ServerHttp } from "./server-http.ts";
 import { serverPaths } from "./server-paths.ts";
 import { serverAgentEnvironment } from "./server-secrets.ts";
 import { composeServices } from "./server-services.ts";
-import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 
 export interface RunningServer {
   /** `http://host:port`, with the port actually bound (useful with port 0). */
@@ -119,8 +109,6 @@ export interface StartServerOptions {
 
 /** What shutdown gives running tasks (agent turns) to finish before releasing them. */
 export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
-/** What shutdown gives HTTP requests still in flight once no task runs any more. */
-const HTTP_SHUTDOWN_GRACE_MS = 2_000;
 
 /** A provider probe's model token outlives any probe (20 s by default) and is revoked after it. */
 const _PROBE_MODEL_TOKEN_TTL_MS = 5 * 60_000;
@@ -281,76 +269,17 @@ export async function startServer(
       webDir: config.webDir ?? null,
     });
 
-    const { server, port, url } = await listen(
-      app.fetch,
+    const http = await ServerHttp.listen({
       config,
-      (error) =>
-        new ServerError(
-          "listen_failed",
-          `cannot listen on ${config.host}:${config.port}: ${error.message}; choose another --listen address`,
-          { cause: error },
-        ),
-    );
-    const authorize = async (token: string | null) => {
-      if (!config.requireAuth) return true;
-      if (token === null) return false;
-      if (config.adminToken !== null && tokenMatches(config.adminToken, token)) return true;
-      return apiTokens.verify(token);
-    };
-    const streams = new EventStreamSocket<SessionEvent>({
-      path: ServerPath.sessionStream,
-      subprotocol: WireSubprotocol.sessionStream,
-      hub,
-      logger: logger.child({ component: "session-stream" }),
-      authorize,
-      check: async (sessionId) => {
-        await sessions.getSession(sessionId).catch((error: unknown) => {
-          throw sessionsErrorToHttp(error);
-        });
-      },
+      fetch: app.fetch,
+      originPolicy,
+      hubs: { sessions: hub, activity: activityHub, runs: runHub },
+      sessions,
+      batches,
+      apiTokens,
+      logger,
     });
-    const runStreams = new EventStreamSocket<StoredBatchRunEvent>({
-      path: ServerPath.batchRunStream,
-      subprotocol: WireSubprotocol.batchRunStream,
-      hub: runHub,
-      logger: logger.child({ component: "batch-run-stream" }),
-      authorize,
-      check: async (runId) => {
-        await batches.getRun(runId).catch((error: unknown) => {
-          throw batchesErrorToHttp(error);
-        });
-      },
-    });
-    const activityStreams = new EventStreamSocket<SessionActivityEvent>({
-      path: ServerPath.sessionActivity,
-      subprotocol: WireSubprotocol.sessionActivity,
-      hub: activityHub,
-      logger: logger.child({ component: "session-activity" }),
-      authorize,
-      check: async () => {},
-    });
-    server.on("upgrade", (request, socket, head) => {
-      // The streams carry transcripts and run logs: a page of another origin (or a rebinding
-      // one) must not open one, whatever token it may hold.
-      const refused = (refusal: { code: string }) =>
-        logger.info(
-          { path: new URL(request.url ?? "/", "http://x").pathname, code: refusal.code },
-          "WebSocket upgrade refused",
-        );
-      if (!admitUpgrade(originPolicy, request, socket, refused)) return;
-      if (
-        !streams.handleUpgrade(request, socket, head) &&
-        !runStreams.handleUpgrade(request, socket, head) &&
-        !activityStreams.handleUpgrade(request, socket, head)
-      ) {
-        refuseUpgrade(
-          socket,
-          404,
-          "not_found",
-          `no WebSocket endpoint at ${new URL(request.url ?? "/", "http://x").pathname}`,
-        );
-      }
-    });
+    const { server, port, url } = http;
     cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
     endpoint.listened(url, port, (request) => app.fetch(request));
 
@@ -423,7 +352,7 @@ export async function startServer(
         //    server from their last event id) and the API refuses new work with a 503, rather
         //    than showing a live stream and taking a message no worker will run.
         shuttingDown = true;
-        await Promise.all([streams.close(), runStreams.close(), activityStreams.close()]);
+        await http.closeStreams();
         // The order matters: a running agent turn talks to the model proxy over this server's
         // HTTP listener, so HTTP stays up until no task runs and no agent process is left.
         // 1. Stop claiming; running tasks get the worker's shutdown timeout to finish, then
@@ -435,14 +364,7 @@ export async function startServer(
         await Promise.all([worker?.stop(), batchWorker?.stop(), agentTurns.stop()]);
         await providers.close();
         // 3. HTTP: no new connections; requests in flight get a short grace, then are cut.
-        const stopped = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
-        if ("closeIdleConnections" in server) server.closeIdleConnections();
-        const grace = new Promise<void>((resolveGrace) =>
-          setTimeout(resolveGrace, HTTP_SHUTDOWN_GRACE_MS).unref(),
-        );
-        await Promise.race([stopped, grace]);
-        if ("closeAllConnections" in server) server.closeAllConnections();
-        await stopped;
+        await http.stop();
         await hub.stop();
         await runHub.stop();
         // 4. The workspace agent (whatever processes it still runs), then the database.
