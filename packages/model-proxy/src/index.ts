@@ -12,7 +12,6 @@ export {
   type ModelProxyLeaseToken,
 } from "./model-proxy-lease.ts";
 export {
-  hashModelToken,
   InMemoryModelTokenStore,
   type MintedModelToken,
   type MintModelTokenOptions,
@@ -25,7 +24,8 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
-export { describeUpstreams, type UpstreamConfig, upstreamEndpoints } from "./upstreams.ts";
+export type { ProxyEnvironment } from "./request-authentication.ts";
+export { describeUpstreams, type UpstreamConfig } from "./upstreams.ts";
 export {
   InMemoryUsageRecorder,
   jobUsageReport,
@@ -34,6 +34,5 @@ export {
   type StoredModelUsage,
   sessionUsageReport,
   type UsageRecorder,
-  usageRow,
   usageTotals,
 } from "./usage.ts";

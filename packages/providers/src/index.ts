@@ -1,7 +1,6 @@
 export {
   type AuthChoice,
   type AuthChoiceInput,
-  authMethodVariables,
   chooseAuthMethod,
 } from "./acp-auth.ts";
 export {
@@ -26,10 +25,9 @@ export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 export type { LogFields, ProvidersLogger } from "./providers-logger.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
-export {
-  type AgentStartTimeoutSettings,
-  type AgentStartTimeouts,
-  DEFAULT_AGENT_START_TIMEOUTS,
+export type {
+  AgentStartTimeoutSettings,
+  AgentStartTimeouts,
 } from "./start-timeouts.ts";
 export {
   type AgentStartTimeoutsFile,
