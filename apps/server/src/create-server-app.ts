@@ -189,28 +189,20 @@ export function createServerApp(options: ServerAppOptions): Hono {
   if (options.providers) {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));
   }
-  // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
-  app.get(ServerPath.batchRunStream, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
-  app.get(ServerPath.sessionActivity, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
-  app.get(ServerPath.sessionStream, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
+  // A plain GET of a stream path: the upgrade itself is handled beside the app (see server-http).
+  for (const path of [
+    ServerPath.batchRunStream,
+    ServerPath.sessionActivity,
+    ServerPath.sessionStream,
+  ]) {
+    app.get(path, () => {
+      throw new HttpError(
+        426,
+        "invalid_request",
+        "this is a WebSocket endpoint; connect with a WebSocket client",
+      );
+    });
+  }
 
   const proxy = createModelProxy({
     upstreams: options.modelUpstreams,
