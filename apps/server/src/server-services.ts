@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { type BatchRunService, createBatchRunService } from "@deckhand/batches";
+import { type BatchRunService, createBatchRunService, createModelSpend } from "@deckhand/batches";
 import type { DbHandle } from "@deckhand/db";
 import {
   batchJobModelProviderAccess,
@@ -12,10 +12,12 @@ import type { ProcessLauncher } from "@deckhand/sandbox";
 import {
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
+  SessionBudgetScopes,
   SessionService,
   SessionsError,
 } from "@deckhand/sessions";
 import type { Logger } from "pino";
+import type { ServerSpend } from "./api-routes.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import type { ServerConfig } from "./config.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
@@ -46,13 +48,16 @@ export interface ServerServices {
   sessions: SessionService;
   batches: BatchRunService;
   providers: ProviderService;
+  /** Model spend against budgets: the proxy's check, batch runs' and sessions' spend. */
+  spend: ServerSpend;
 }
 
 /**
  * Makes the domain services, which need one another: a session's agent, model and mode are
  * checked against the providers' snapshot, which looks projects up in the sessions; batch runs
  * take workspaces over with sessions and run the providers' agents; sessions clone with the
- * batch publishing's code host credentials.
+ * batch publishing's code host credentials; batch runs stop starting workspaces once their
+ * spend budget is reached.
  */
 export function composeServices(input: ServicesInput): ServerServices {
   const { database } = input;
@@ -64,7 +69,13 @@ export function composeServices(input: ServicesInput): ServerServices {
   };
   let batchRuns: BatchRunService | null = null;
   const sessions = sessionService(input, readyProviders, () => batchRuns);
-  const batches = batchRunService(input, modelTokens, sessions, readyProviders);
+  const spend = modelSpend(input);
+  const batches = batchRunService(input, {
+    modelTokens,
+    sessions,
+    providers: readyProviders,
+    spend,
+  });
   batchRuns = batches;
   const providers = providerService(input, modelTokens, sessions);
   providerCatalog = providers;
@@ -75,7 +86,25 @@ export function composeServices(input: ServicesInput): ServerServices {
     sessions,
     batches,
     providers,
+    spend,
   };
+}
+
+/**
+ * Model budgets (config.json's modelBudgets, priced with modelPrices): the proxy refuses what a
+ * reached one covers, and runs whose budget is spent start no more workspaces.
+ */
+function modelSpend(input: ServicesInput): ServerSpend {
+  const { config, database } = input;
+  const spend = createModelSpend({
+    database,
+    limits: config.modelBudgets,
+    prices: config.modelPrices,
+    codingAgent: config.codingAgent,
+  });
+  const sessions = new SessionBudgetScopes(database);
+  spend.budgets.addSource(sessions);
+  return { budgets: spend.budgets, batches: spend.spend, sessions };
 }
 
 /** Whether the proxy serves an agent type: sessions and probes point such agents at it. */
@@ -104,13 +133,18 @@ function sessionService(
 /** The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches. */
 function batchRunService(
   input: ServicesInput,
-  modelTokens: DbModelTokenStore,
-  sessions: SessionService,
-  providers: () => ProviderService,
+  parts: {
+    modelTokens: DbModelTokenStore;
+    sessions: SessionService;
+    providers: () => ProviderService;
+    spend: ServerSpend;
+  },
 ): BatchRunService {
   const { config, database, launcher, logger } = input;
+  const { modelTokens, sessions, providers } = parts;
   return createBatchRunService({
     database,
+    spend: parts.spend.batches,
     dataDir: config.dataDir,
     codeHosts: () => config.codeHosts,
     environmentPolicy: input.agentEnvironment.policy,
@@ -120,6 +154,7 @@ function batchRunService(
       config.containerRuntime.restrictedHost === undefined
         ? {}
         : { restrictedHost: config.containerRuntime.restrictedHost },
+    ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
     // codingAgent steps reach this server's model proxy with a token bound to their job.
     modelProvider: batchJobModelProviderAccess({
       modelTokens,
@@ -142,6 +177,7 @@ function batchRunService(
       connections: () => config.codeHostConnections,
       environment: process.env,
       trackingIntervalMs: config.changesetTrackingIntervalMs,
+      rolloutWindows: () => config.rolloutWindows,
       onError: (error, context) =>
         logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
     },

@@ -414,6 +414,7 @@ async function startHttp(
     maxRequestBodyBytes: config.maxRequestBodyBytes,
     modelTokens: services.modelTokens,
     modelUsage: services.modelUsage,
+    spend: services.spend,
     logger,
     webDir: config.webDir ?? null,
   });

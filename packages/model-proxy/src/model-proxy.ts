@@ -12,6 +12,7 @@ import {
   type ProxyEnvironment,
   RequestAuthentication,
 } from "./request-authentication.ts";
+import { type BudgetCheck, RequestBudget } from "./request-budget.ts";
 import { RequestRateLimit } from "./request-rate-limit.ts";
 import { ForwardedRequest, type ForwardingOptions } from "./upstream-forwarding.ts";
 import type { UpstreamConfig } from "./upstreams.ts";
@@ -31,20 +32,27 @@ export interface ModelProxyOptions {
   now?: () => number;
   /** Non-streaming bodies up to this size are parsed for usage; larger ones count bytes only. */
   maxUsageBodyBytes?: number;
+  /**
+   * Spend budgets (ModelBudgets): asked before each request that costs tokens is forwarded; a
+   * reached budget is answered with 402 and the message, in the upstream's error shape.
+   */
+  budgets?: BudgetCheck;
 }
 
 /**
  * The model-provider proxy: a hono app serving `${WirePath.modelProvider}/<agent-type>/...`.
  * A request is authenticated by its scoped token and job id (RequestAuthentication), held to
  * its token's rate limit (RequestRateLimit), routed to its agent type's upstream
- * (ProxyUpstreams) and forwarded with the real key, its answer streamed back as it arrives and
- * its usage recorded for the token's job (ForwardedRequest).
+ * (ProxyUpstreams), refused once a spend budget covering its job is reached (RequestBudget),
+ * and forwarded with the real key, its answer streamed back as it arrives and its usage
+ * recorded for the token's job (ForwardedRequest).
  */
 class ModelProxy {
   readonly app = new Hono<ProxyEnvironment>().basePath(WirePath.modelProvider);
   readonly #upstreams: ProxyUpstreams;
   readonly #authentication: RequestAuthentication;
   readonly #rateLimit: RequestRateLimit;
+  readonly #budget: RequestBudget;
   readonly #forwarding: ForwardingOptions;
   readonly #logger: ModelProxyLogger;
   readonly #now: () => number;
@@ -55,6 +63,7 @@ class ModelProxy {
     this.#now = now;
     this.#authentication = new RequestAuthentication(options.tokens, now);
     this.#rateLimit = new RequestRateLimit(options.rateLimit, now);
+    this.#budget = new RequestBudget(options.budgets);
     this.#forwarding = {
       fetch: options.fetch ?? globalThis.fetch,
       usage: options.usage,
@@ -91,6 +100,8 @@ class ModelProxy {
     const refusal = this.#rateLimit.refusal(context, agentType, record, logger);
     if (refusal !== null) return refusal;
     const route = this.#upstreams.route(agentType, context.req.method, new URL(context.req.url));
+    const overBudget = await this.#budget.refusal(route, record, logger);
+    if (overBudget !== null) return overBudget;
     const request = {
       token,
       record,
