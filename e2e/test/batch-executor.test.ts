@@ -54,6 +54,28 @@ interface Executor {
 }
 
 /** Whether a process runs (a zombie waiting to be reaped does not). */
+/**
+ * The host pids of the `sleep` processes of the steps an executor runs (their environment names
+ * it). Steps run in a sandbox with a process namespace of their own, so the pid a step sees of
+ * itself is not the host's: the host's /proc is where to find them.
+ */
+function stepSleepsOf(executorId: string): number[] {
+  const marker = `E2E_EXECUTOR=${executorId}`;
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[0] ?? "";
+      if (!command.endsWith("sleep")) continue;
+      const environment = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
+      if (environment.includes(marker)) pids.push(Number(entry));
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return pids;
+}
+
 function running(pid: number): boolean {
   try {
     return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
@@ -185,13 +207,12 @@ describe.skipIf(!testPostgresUrl)(title, () => {
 
   it("loses no workspace and completes none twice when an executor is killed mid-step", async () => {
     expect(server.output.join("\n")).toContain("this server runs no batch workspace jobs");
-    const pids = join(scratch, "step-pids");
     const spec = `
 name: executors
 on:
   - repositoriesMatchingQuery: repo:^github\\.com/acme/
 steps:
-  - run: echo "$E2E_EXECUTOR $$" >> ${pids}; sleep 2; echo "$E2E_EXECUTOR $$ done" >> ${pids}; echo \${{ repository.name }} > X
+  - run: if [ "$E2E_EXECUTOR" = exec-a ]; then sleep 60; else sleep 2; fi; echo \${{ repository.name }} > X
     container: alpine:3
     env:
       - E2E_EXECUTOR
@@ -220,14 +241,14 @@ changesetTemplate:
       return rows.length === 2 ? rows : undefined;
     }, "exec-a to run two steps");
     const victimSteps = await waitFor(() => {
-      const lines = existsSync(pids) ? readFileSync(pids, "utf8").split("\n") : [];
-      const mine = lines.filter((line) => /^exec-a \d+$/.test(line));
-      return mine.length === 2 ? mine.map((line) => Number(line.split(" ")[1])) : undefined;
+      const mine = stepSleepsOf("exec-a");
+      return mine.length === 2 ? mine : undefined;
     }, "exec-a's step processes");
     victim.child.kill("SIGKILL");
     await victim.exited;
-    // Its steps die with it (they watch their executor), instead of working on as orphans.
-    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 5_000);
+    // Its steps die with it (they watch their executor), instead of working on as orphans: long
+    // before their minute of sleep is over.
+    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 20_000);
 
     const run = await waitFor(
       async () => {
@@ -241,7 +262,7 @@ changesetTemplate:
       120_000,
     );
 
-    expect(run.status).toBe("completed");
+    expect(run.status, JSON.stringify(run)).toBe("completed");
     expect(run.stats).toMatchObject({
       workspaces: REPOSITORIES,
       completed: REPOSITORIES,
@@ -290,10 +311,6 @@ changesetTemplate:
       );
       expect(started, repository).toHaveLength(2);
     }
-
-    // exec-a's steps never got past their sleep (the run took longer than it, with the lease).
-    const stepLog = readFileSync(pids, "utf8").split("\n");
-    for (const pid of victimSteps) expect(stepLog).not.toContain(`exec-a ${pid} done`);
 
     // One changeset per workspace, each with that repository's change.
     const { changesets: stored } = await api<{ changesets: StoredBatchChangeset[] }>(

@@ -1,4 +1,4 @@
-import type { BatchChangeRollout } from "@deckhand/wire";
+import { type BatchChangeRollout, WireEnv, WireHeader } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
 import { runBatchCommand } from "./batch-command.ts";
 import { rolloutText, runRolloutCommand } from "./batch-rollout-command.ts";
@@ -62,14 +62,14 @@ describe("deckhand batch rollout", () => {
     const fetch = (async (url: string | URL, init?: RequestInit) => {
       seen.push({
         url: String(url),
-        authorization: new Headers(init?.headers).get("authorization"),
+        authorization: new Headers(init?.headers).get(WireHeader.authorization),
       });
       return new Response(JSON.stringify(rollout), { status: 200 });
     }) as typeof globalThis.fetch;
     const written: string[] = [];
     const code = await runRolloutCommand(["paced", "--server", "http://127.0.0.1:9", "--json"], {
       stdout: { write: (text: string) => written.push(text) },
-      env: { DECKHAND_ADMIN_TOKEN: "admin-token-0123456789" },
+      env: { [WireEnv.adminToken]: "admin-token-0123456789" },
       fetch,
     });
     expect(code).toBe(0);

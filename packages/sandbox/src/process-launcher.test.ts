@@ -209,6 +209,24 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     });
   });
 
+  it("starts with a readable path that does not exist (an agent never logged in), absent inside", async () => {
+    const outcome = await run(
+      launcher,
+      `const fs = require("node:fs");
+       const read = (path) => { try { return fs.readFileSync(path, "utf8"); } catch (error) { return error.code; } };
+       console.log(JSON.stringify({
+         missing: read(${JSON.stringify(join(home, ".never-logged-in", "oauth_creds.json"))}),
+         worktree: fs.readdirSync(".").length >= 0,
+       }));`,
+      {
+        ...agentProfile(),
+        network: { internet: true, modelProxy: false },
+        readable: [join(home, ".never-logged-in", "oauth_creds.json")],
+      },
+    );
+    expect(JSON.parse(outcome.stdout)).toEqual({ missing: "ENOENT", worktree: true });
+  });
+
   it("cannot undo its view: no capabilities, so what hides the data directory stays", async () => {
     const outcome = await run(
       launcher,
