@@ -24,15 +24,15 @@ import {
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
 import { type AgentTurns, type SessionDomain, SessionProcesses } from "@deckhand/sessions";
-import { type ServerHealth, ServerPath, WireHeader, WirePath } from "@deckhand/wire";
+import { ServerPath, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
-import packageJson from "../package.json" with { type: "json" };
 import { registerApiRoutes, type ServerSpend } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { registerHealthRoute } from "./server-health.ts";
 import { type ServerDirectory, withoutServerPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
 import { serveWebUi, WEB_UI_CONTENT_SECURITY_POLICY } from "./web-ui.ts";
@@ -117,9 +117,7 @@ function proxyLogger(logger: Logger): ModelProxyLogger {
 
 /** The control plane's HTTP application: admin auth, health, and the model-provider proxy. */
 export function createServerApp(options: ServerAppOptions): Hono {
-  const { logger, database } = options;
-  const fetchImpl = options.fetch ?? globalThis.fetch;
-  const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
+  const { logger } = options;
   const app = new Hono();
   const errorHandling: ErrorHandlingOptions = {
     redact: (message) => withoutServerPaths(redactSecrets(message), options.serverPaths ?? []),
@@ -176,67 +174,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     );
   }
 
-  const checkDatabase = async (): Promise<boolean> => {
-    try {
-      await database.query("select 1");
-      return true;
-    } catch (error) {
-      logger.warn({ err: error }, "health: database check failed");
-      return false;
-    }
-  };
-  const checkQueue = async (): Promise<boolean> => {
-    if (options.queueRunning && !options.queueRunning()) return false;
-    try {
-      // The queue is the tasks table; reaching it is what enqueueing needs.
-      await database.query("select 1 from tasks limit 1");
-      return true;
-    } catch (error) {
-      logger.warn({ err: error }, "health: queue check failed");
-      return false;
-    }
-  };
-  const checkAgent = async (): Promise<ServerHealth["agent"]> => {
-    const agent = options.agent;
-    if (!agent) return null;
-    try {
-      const response = await fetchImpl(`${agent.url}${WirePath.agentHealth}`, {
-        headers: agent.token ? { [WireHeader.authorization]: `Bearer ${agent.token}` } : {},
-        signal: AbortSignal.timeout(agentTimeoutMs),
-      });
-      await response.body?.cancel();
-      return { ok: response.ok, url: agent.url };
-    } catch {
-      return { ok: false, url: agent.url };
-    }
-  };
-
-  app.get(ServerPath.health, async (context) => {
-    const [databaseOk, queueOk, agent, backends] = await Promise.all([
-      checkDatabase(),
-      checkQueue(),
-      checkAgent(),
-      options.agentTurns.health(),
-    ]);
-    const ok = databaseOk && queueOk && (agent === null || agent.ok);
-    const body: ServerHealth = {
-      status: ok ? "ok" : "degraded",
-      version: packageJson.version,
-      database: { ok: databaseOk, kind: database.kind },
-      queue: { ok: queueOk },
-      agent,
-      // A crashed agent is reported, not counted against health: its next prompt restarts it.
-      agents: backends.map((backend) => ({
-        session_id: backend.sessionId,
-        agent: backend.agent,
-        status: backend.status,
-        busy: backend.busy,
-        idle_ms: backend.idleMs,
-        last_error: backend.lastError,
-      })),
-    };
-    return context.json(body, ok ? 200 : 503);
-  });
+  registerHealthRoute(app, options);
 
   registerApiRoutes(app, {
     batches: options.batches,
@@ -257,28 +195,20 @@ export function createServerApp(options: ServerAppOptions): Hono {
   if (options.providers) {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));
   }
-  // A plain GET of the stream path: the upgrade itself is handled beside the app (see start-server).
-  app.get(ServerPath.batchRunStream, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
-  app.get(ServerPath.sessionActivity, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
-  app.get(ServerPath.sessionStream, () => {
-    throw new HttpError(
-      426,
-      "invalid_request",
-      "this is a WebSocket endpoint; connect with a WebSocket client",
-    );
-  });
+  // A plain GET of a stream path: the upgrade itself is handled beside the app (see server-http).
+  for (const path of [
+    ServerPath.batchRunStream,
+    ServerPath.sessionActivity,
+    ServerPath.sessionStream,
+  ]) {
+    app.get(path, () => {
+      throw new HttpError(
+        426,
+        "invalid_request",
+        "this is a WebSocket endpoint; connect with a WebSocket client",
+      );
+    });
+  }
 
   const proxy = createModelProxy({
     upstreams: options.modelUpstreams,

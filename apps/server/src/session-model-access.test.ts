@@ -1,7 +1,7 @@
 // Session agents' model access over this server's token store (PGlite): a lease per backend
 // bound to its usage job, renewed each turn, revoked when the backend goes.
 import { createDb, type DbHandle } from "@deckhand/db";
-import { DbModelTokenStore, hashModelToken, verifyModelToken } from "@deckhand/model-proxy";
+import { DbModelTokenStore, verifyModelToken } from "@deckhand/model-proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessionModelAccess } from "./session-model-access.ts";
 
@@ -45,15 +45,20 @@ describe("sessionModelAccess", () => {
 
   it("renews the token for another lifetime, and revokes it on release", async () => {
     const lease = await access().lease("codex", "agent-session:renew");
-    const hash = hashModelToken(lease.context.token);
-    // A lifetime of hours: the lease runs out long after this test.
-    const expiresIn = async () =>
-      (await modelTokens.findByHash(hash))!.expiresAt.getTime() - Date.now();
+    // A lifetime of hours: the lease runs out long after this test. The job has one token.
+    const expiresIn = async () => {
+      const { rows } = await database.query<{ expires_at: string | Date }>(
+        "select expires_at from model_tokens where job_id = $1",
+        ["agent-session:renew"],
+      );
+      expect(rows).toHaveLength(1);
+      return new Date(rows[0]!.expires_at).getTime() - Date.now();
+    };
     expect(await expiresIn()).toBeGreaterThan(60 * 60_000);
     // As if the agent had sat unused until a minute before the end: a turn renews it.
     await database.query(
-      "update model_tokens set expires_at = now() + interval '1 minute' where token_hash = $1",
-      [hash],
+      "update model_tokens set expires_at = now() + interval '1 minute' where job_id = $1",
+      ["agent-session:renew"],
     );
     expect(await expiresIn()).toBeLessThan(2 * 60_000);
     await lease.renew();

@@ -1,7 +1,7 @@
 // Taking a batch workspace over through the server: the batch engine and the session domain as
 // `startServer` composes them (the real SessionService behind WorkspaceSessions), on PGlite and
 // real git, every call through the HTTP API and checked against the wire.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import {
   type BatchRun,
@@ -32,7 +32,12 @@ describe.each(backends)("taking a batch workspace over on $backend", ({ backend 
   let repository: string;
 
   beforeAll(async () => {
-    repository = makeRepository(cleanups, { "README.md": "# demo\n", "app.txt": "one\n" });
+    const made = makeRepository(cleanups, { "README.md": "# demo\n", "app.txt": "one\n" });
+    // The run's code host directory holds this repository alone: the temporary directory it was
+    // made in is shared with every other test on the machine, whose repositories come and go
+    // while the run resolves them (one removed mid-way failed the run's creation with a 500).
+    repository = join(tempDir(cleanups), basename(made));
+    renameSync(made, repository);
     const databaseUrl = await databaseUrlFor(cleanups, backend);
     harness = await startTestServer(cleanups, {
       dataDir: tempDir(cleanups),

@@ -1,12 +1,8 @@
 // ACP backend: an agent process speaking the Agent Client Protocol over stdio.
-export {
-  type AcpBackendLogger,
-  type AcpBackendOptions,
-  type AcpLogFields,
-  type AcpLoginChoice,
-  type AcpTimeouts,
-  createAcpBackend,
-} from "./acp/acp-backend.ts";
+export type { AcpTimeouts } from "./acp/acp-agent-connection.ts";
+export { type AcpBackendOptions, createAcpBackend } from "./acp/acp-backend.ts";
+export type { AcpBackendLogger, AcpLogFields } from "./acp/acp-redaction.ts";
+export type { AcpLoginChoice } from "./acp/acp-session-opener.ts";
 export { type AcpLaunch, agentEnvironment } from "./acp/agent-process.ts";
 export type {
   AgentBackend,

@@ -37,7 +37,6 @@ export {
   type ModelProxyLeaseToken,
 } from "./model-proxy-lease.ts";
 export {
-  hashModelToken,
   InMemoryModelTokenStore,
   type MintedModelToken,
   type MintModelTokenOptions,
@@ -50,7 +49,9 @@ export {
   verifyModelToken,
 } from "./model-token.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
-export { describeUpstreams, type UpstreamConfig, upstreamEndpoints } from "./upstreams.ts";
+export type { ProxyEnvironment } from "./request-authentication.ts";
+export type { BudgetCheck } from "./request-budget.ts";
+export { describeUpstreams, type UpstreamConfig } from "./upstreams.ts";
 export {
   InMemoryUsageRecorder,
   jobUsageReport,
@@ -59,6 +60,5 @@ export {
   type StoredModelUsage,
   sessionUsageReport,
   type UsageRecorder,
-  usageRow,
   usageTotals,
 } from "./usage.ts";

@@ -1,5 +1,6 @@
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type ScriptedAcpAgentCommandOptions,
   type ScriptedAgentMode,
@@ -8,7 +9,7 @@ import {
   scriptedAgentModels,
   scriptedAgentModes,
 } from "@deckhand/testkit";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandKind, probeAcpAgent, versionOutput } from "./acp-probe.ts";
 
 function probe(
@@ -33,6 +34,21 @@ function probe(
     ...(overrides.signal ? { signal: overrides.signal } : {}),
   });
 }
+
+// Probes make their directories under the temporary directory. Other test files (and other
+// checkouts on the machine) probe at the same time, so this file's probes get one of their own,
+// where a directory left behind is this file's.
+const sharedTemporaryDirectory = process.env.TMPDIR;
+let ownTemporaryDirectory = "";
+beforeAll(() => {
+  ownTemporaryDirectory = mkdtempSync(join(tmpdir(), "deckhand-probe-test-"));
+  process.env.TMPDIR = ownTemporaryDirectory;
+});
+afterAll(() => {
+  if (sharedTemporaryDirectory === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = sharedTemporaryDirectory;
+  rmSync(ownTemporaryDirectory, { recursive: true, force: true });
+});
 
 function probeDirectories(): string[] {
   return readdirSync(tmpdir()).filter((name) => name.startsWith("deckhand-probe-"));
@@ -83,9 +99,14 @@ describe("probeAcpAgent against the scripted agent", () => {
     expect(late.status).toBe("ready");
     expect(late.result.commands).toHaveLength(3);
 
+    // Commands 5 s after the session, a 300 ms bound: the probe ends long before they come,
+    // however long the agent took to start on a busy machine.
     const started = Date.now();
-    const tooLate = await probe("slow-commands", { commandsWaitMs: 300 });
-    expect(Date.now() - started).toBeLessThan(1_400);
+    const tooLate = await probe("slow-commands", {
+      commandsWaitMs: 300,
+      command: { commandsDelayMs: 5_000 },
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
     expect(tooLate.status).toBe("ready");
     expect(tooLate.result).toMatchObject({
       commands: [],

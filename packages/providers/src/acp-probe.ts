@@ -8,6 +8,7 @@ import { errnoCode, errorMessage } from "@deckhand/errors";
 import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
 import type { ProviderCommand, ProviderOption } from "@deckhand/wire";
 import { chooseAuthMethod } from "./acp-auth.ts";
+import { AcpStdoutWatch } from "./acp-stdout-watch.ts";
 import type { ProbeResult } from "./probe-store.ts";
 
 export interface ProbeOptions {
@@ -53,8 +54,6 @@ export const OWN_LOGIN_ADVICE =
 
 /** Enough of stderr to show why an agent failed, small enough for a database row. */
 const STDERR_TAIL_BYTES = 4096;
-/** A line this long without a newline is not an ACP message anyone should wait for. */
-const MAX_PENDING_LINE_BYTES = 8 * 1024 * 1024;
 /** After SIGTERM, how long an agent has to exit before SIGKILL. */
 const KILL_GRACE_MS = 1_000;
 
@@ -86,10 +85,6 @@ class TailBuffer {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function quote(text: string, limit = 200): string {
-  return JSON.stringify(text.length > limit ? `${text.slice(0, limit)}...` : text);
 }
 
 /** Signals the agent's whole process group, so wrappers (npx, shell scripts) die with it. */
@@ -249,20 +244,6 @@ export async function probeAcpAgent(options: ProbeOptions): Promise<ProbeOutcome
 
 async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
   const cwd = await mkdtemp(join(tmpdir(), "deckhand-probe-"));
-  const stderr = new TailBuffer(STDERR_TAIL_BYTES);
-  const partial = emptyProbeResult("");
-  let phase = "start";
-  let settled = false;
-
-  let fail: (message: string) => void = () => {};
-  const failed = new Promise<never>((_, reject) => {
-    fail = (message) => {
-      if (!settled) reject(new ProbeFailure(message));
-    };
-  });
-  // The probe may finish first; a later failure must not surface as an unhandled rejection.
-  failed.catch(() => {});
-
   let child: ChildProcess;
   try {
     child = (options.launcher ?? ProcessLauncher.unconfined()).spawn({
@@ -282,116 +263,149 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
     await rm(cwd, { recursive: true, force: true });
     throw error;
   }
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-    child.once("error", () => resolve({ code: null, signal: null }));
-  });
-  let notFound = false;
-  child.once("error", (error: NodeJS.ErrnoException) => {
-    notFound = error.code === "ENOENT";
-    fail(`cannot start ${options.executable}: ${error.code ?? error.message}`);
-  });
-  child.once("exit", (code, signal) => {
-    fail(
-      `the agent exited (${code !== null ? `code ${code}` : `signal ${signal}`}) during ${phase}`,
-    );
-  });
-  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
-  child.stdin!.on("error", () => {});
+  return new ProbeRun(options, cwd, child).run();
+}
 
-  // Each start-up step has a bound of its own, so a slow initialize does not eat the session's.
-  let timer: NodeJS.Timeout | undefined;
-  const bound = (ms: number) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      fail(`no answer to ${phase} within ${ms} ms; the agent looks stuck`);
-    }, ms);
-  };
-  bound(options.initializeTimeoutMs);
-  const onAbort = () => fail("the probe was cancelled");
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  if (options.signal?.aborted) onAbort();
+/**
+ * One probe of a started agent: the start-up step it is in, each step's bound, what it learnt
+ * so far, and the first failure (a crash, a hang, bad output, a cancel) that ends it.
+ */
+class ProbeRun {
+  readonly #options: ProbeOptions;
+  readonly #cwd: string;
+  readonly #child: ChildProcess;
+  readonly #stderr = new TailBuffer(STDERR_TAIL_BYTES);
+  readonly #partial = emptyProbeResult("");
+  #phase = "start";
+  #settled = false;
+  #notFound = false;
+  #timer: NodeJS.Timeout | undefined;
+  #fail: (message: string) => void = () => {};
+  /** Rejects with the first failure, unless the probe ended first. */
+  readonly #failed: Promise<never>;
+  readonly #exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly #onAbort = () => this.#fail("the probe was cancelled");
+  readonly #watch: AcpStdoutWatch;
+  readonly #connection: acp.ClientConnection;
+  readonly #commands: Promise<acp.AvailableCommand[]>;
 
-  // Watches stdout as it passes to the SDK: anything that is not a JSON object on its own line
-  // breaks ACP framing, and the raw `session/new` result carries fields the SDK's parser drops.
-  let rawSession: Record<string, unknown> | undefined;
-  let pending = "";
-  const decoder = new TextDecoder();
-  const inspectLine = (line: string) => {
-    const trimmed = line.trim();
-    if (trimmed === "") return;
-    let message: unknown;
-    try {
-      message = JSON.parse(trimmed);
-    } catch {
-      fail(`the agent wrote something that is not ACP JSON to stdout: ${quote(trimmed)}`);
-      return;
-    }
-    if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      fail(`the agent wrote something that is not an ACP message to stdout: ${quote(trimmed)}`);
-      return;
-    }
-    const result = (message as { result?: unknown }).result;
-    if (
-      typeof result === "object" &&
-      result !== null &&
-      typeof (result as { sessionId?: unknown }).sessionId === "string"
-    ) {
-      rawSession = result as Record<string, unknown>;
-    }
-  };
-  const watch = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      pending += decoder.decode(chunk, { stream: true });
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      for (const line of lines) inspectLine(line);
-      if (pending.length > MAX_PENDING_LINE_BYTES) {
-        fail("the agent wrote more than 8 MiB to stdout without a newline");
-      }
-      controller.enqueue(chunk);
-    },
-    flush() {
-      inspectLine(pending);
-    },
-  });
-
-  let commandsArrived: (commands: acp.AvailableCommand[]) => void = () => {};
-  const commands = new Promise<acp.AvailableCommand[]>((resolve) => {
-    commandsArrived = resolve;
-  });
-  const app = acp
-    .client({ name: "deckhand-provider-probe" })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      if (params.update.sessionUpdate === "available_commands_update") {
-        commandsArrived(params.update.availableCommands);
-      }
+  constructor(options: ProbeOptions, cwd: string, child: ChildProcess) {
+    this.#options = options;
+    this.#cwd = cwd;
+    this.#child = child;
+    this.#failed = new Promise<never>((_, reject) => {
+      this.#fail = (message) => {
+        if (!this.#settled) reject(new ProbeFailure(message));
+      };
     });
-  const stream = acp.ndJsonStream(
-    Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
-    (Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(watch),
-  );
-  const connection = app.connect(stream);
-  const agent = connection.agent;
+    // The probe may finish first; a later failure must not surface as an unhandled rejection.
+    this.#failed.catch(() => {});
+    this.#exited = new Promise((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+      child.once("error", () => resolve({ code: null, signal: null }));
+    });
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      this.#notFound = error.code === "ENOENT";
+      this.#fail(`cannot start ${options.executable}: ${error.code ?? error.message}`);
+    });
+    child.once("exit", (code, signal) => {
+      this.#fail(
+        `the agent exited (${code !== null ? `code ${code}` : `signal ${signal}`}) during ${this.#phase}`,
+      );
+    });
+    child.stderr!.on("data", (chunk: Buffer) => this.#stderr.push(chunk));
+    child.stdin!.on("error", () => {});
+    this.#bound(options.initializeTimeoutMs);
+    options.signal?.addEventListener("abort", this.#onAbort, { once: true });
+    if (options.signal?.aborted) this.#onAbort();
+    this.#watch = new AcpStdoutWatch((message) => this.#fail(message));
+    let commandsArrived: (commands: acp.AvailableCommand[]) => void = () => {};
+    this.#commands = new Promise<acp.AvailableCommand[]>((resolve) => {
+      commandsArrived = resolve;
+    });
+    const app = acp
+      .client({ name: "deckhand-provider-probe" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        if (params.update.sessionUpdate === "available_commands_update") {
+          commandsArrived(params.update.availableCommands);
+        }
+      });
+    const stream = acp.ndJsonStream(
+      Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+      (Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(this.#watch.stream),
+    );
+    this.#connection = app.connect(stream);
+  }
 
-  try {
-    phase = "initialize";
-    const initialized = await Promise.race([
-      agent.request(acp.methods.agent.initialize, {
+  async run(): Promise<ProbeOutcome> {
+    try {
+      const initialized = await this.#initialize();
+      const session = await this.#openSession(initialized);
+      await this.#awaitCommands();
+      if (initialized.agentCapabilities?.sessionCapabilities?.close) {
+        this.#phase = "session/close";
+        await Promise.race([
+          this.#agent.request(acp.methods.agent.session.close, { sessionId: session.sessionId }),
+          sleep(500),
+          this.#failed,
+        ]).catch(() => {});
+      }
+      this.#settled = true;
+      return { status: "ready", result: { ...this.#partial, stderrTail: this.#stderr.text() } };
+    } catch (error) {
+      const message = await this.#failureMessage(error);
+      this.#settled = true;
+      return {
+        status: this.#notFound ? "not_installed" : "error",
+        error: message,
+        result: { ...this.#partial, stderrTail: this.#stderr.text() },
+      };
+    } finally {
+      await this.#cleanUp();
+    }
+  }
+
+  get #agent(): acp.ClientConnection["agent"] {
+    return this.#connection.agent;
+  }
+
+  /** Each start-up step has a bound of its own, so a slow initialize does not eat the session's. */
+  #bound(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#fail(`no answer to ${this.#phase} within ${ms} ms; the agent looks stuck`);
+    }, ms);
+  }
+
+  /** `promise`, or the failure that ends the probe first. */
+  #orFailure<T>(promise: Promise<T>): Promise<T> {
+    return Promise.race([promise, this.#failed]);
+  }
+
+  async #initialize(): Promise<acp.InitializeResponse> {
+    this.#phase = "initialize";
+    const initialized = await this.#orFailure(
+      this.#agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         // A probe reads nothing and runs nothing: no file system, no terminal.
         clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-        clientInfo: { name: "deckhand", version: options.clientVersion ?? "0.0.0" },
+        clientInfo: { name: "deckhand", version: this.#options.clientVersion ?? "0.0.0" },
       }),
-      failed,
-    ]);
-    partial.agentName = initialized.agentInfo?.title ?? initialized.agentInfo?.name ?? null;
-    partial.version = initialized.agentInfo?.version ?? null;
+    );
+    this.#partial.agentName = initialized.agentInfo?.title ?? initialized.agentInfo?.name ?? null;
+    this.#partial.version = initialized.agentInfo?.version ?? null;
+    return initialized;
+  }
 
-    phase = "session/new";
-    bound(options.sessionTimeoutMs);
+  /** `session/new`, logging the agent in first when it asks and its environment serves a way. */
+  async #openSession(initialized: acp.InitializeResponse): Promise<acp.NewSessionResponse> {
+    const options = this.#options;
+    this.#phase = "session/new";
+    this.#bound(options.sessionTimeoutMs);
     const newSession = () =>
-      Promise.race([agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), failed]);
+      this.#orFailure(
+        this.#agent.request(acp.methods.agent.session.new, { cwd: this.#cwd, mcpServers: [] }),
+      );
     let session: acp.NewSessionResponse;
     try {
       session = await newSession();
@@ -406,70 +420,56 @@ async function runProbe(options: ProbeOptions): Promise<ProbeOutcome> {
         keysInEnv: options.keysInEnv ?? true,
       });
       if (choice.kind === "refuse") throw new ProbeFailure(choice.message);
-      phase = `authenticate (${choice.name})`;
-      await Promise.race([
-        agent.request(acp.methods.agent.authenticate, { methodId: choice.methodId }),
-        failed,
-      ]);
-      phase = "session/new";
-      bound(options.sessionTimeoutMs);
+      this.#phase = `authenticate (${choice.name})`;
+      await this.#orFailure(
+        this.#agent.request(acp.methods.agent.authenticate, { methodId: choice.methodId }),
+      );
+      this.#phase = "session/new";
+      this.#bound(options.sessionTimeoutMs);
       session = await newSession();
     }
-    const models = sessionModels(session, rawSession);
+    const models = sessionModels(session, this.#watch.rawSession);
     const modes = sessionModes(session);
-    partial.models = models.models;
-    partial.currentModel = models.current;
-    partial.modes = modes.modes;
-    partial.currentMode = modes.current;
+    this.#partial.models = models.models;
+    this.#partial.currentModel = models.current;
+    this.#partial.modes = modes.modes;
+    this.#partial.currentMode = modes.current;
+    return session;
+  }
 
-    phase = "the available_commands_update notification";
-    clearTimeout(timer);
+  /** The slash commands, if the agent announces them within `commandsWaitMs`. */
+  async #awaitCommands(): Promise<void> {
+    this.#phase = "the available_commands_update notification";
+    clearTimeout(this.#timer);
     const announced = await Promise.race([
-      commands,
-      sleep(options.commandsWaitMs).then(() => undefined),
-      failed,
+      this.#commands,
+      sleep(this.#options.commandsWaitMs).then(() => undefined),
+      this.#failed,
     ]);
     if (announced) {
-      partial.commands = toCommands(announced);
-      partial.commandsComplete = true;
+      this.#partial.commands = toCommands(announced);
+      this.#partial.commandsComplete = true;
     }
+  }
 
-    if (initialized.agentCapabilities?.sessionCapabilities?.close) {
-      phase = "session/close";
-      await Promise.race([
-        agent.request(acp.methods.agent.session.close, { sessionId: session.sessionId }),
-        sleep(500),
-        failed,
-      ]).catch(() => {});
-    }
-    settled = true;
-    return { status: "ready", result: { ...partial, stderrTail: stderr.text() } };
-  } catch (error) {
-    let message: string;
-    if (error instanceof ProbeFailure) {
-      message = error.message;
-    } else {
-      // A broken pipe usually means the agent died; its exit tells the real story.
-      const exit = await Promise.race([exited, sleep(300).then(() => undefined)]);
-      message = exit
-        ? `the agent exited (${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`}) during ${phase}`
-        : `${phase} failed: ${errorMessage(error)}`;
-    }
-    settled = true;
-    return {
-      status: notFound ? "not_installed" : "error",
-      error: message,
-      result: { ...partial, stderrTail: stderr.text() },
-    };
-  } finally {
-    settled = true;
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
-    connection.close();
-    await stopAgent(child, exited);
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-    await rm(cwd, { recursive: true, force: true }).catch(() => {});
+  async #failureMessage(error: unknown): Promise<string> {
+    if (error instanceof ProbeFailure) return error.message;
+    // A broken pipe usually means the agent died; its exit tells the real story.
+    const exit = await Promise.race([this.#exited, sleep(300).then(() => undefined)]);
+    return exit
+      ? `the agent exited (${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`}) during ${this.#phase}`
+      : `${this.#phase} failed: ${errorMessage(error)}`;
+  }
+
+  async #cleanUp(): Promise<void> {
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#options.signal?.removeEventListener("abort", this.#onAbort);
+    this.#connection.close();
+    await stopAgent(this.#child, this.#exited);
+    this.#child.stdout?.destroy();
+    this.#child.stderr?.destroy();
+    await rm(this.#cwd, { recursive: true, force: true }).catch(() => {});
   }
 }
 

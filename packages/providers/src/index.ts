@@ -1,7 +1,6 @@
 export {
   type AuthChoice,
   type AuthChoiceInput,
-  authMethodVariables,
   chooseAuthMethod,
 } from "./acp-auth.ts";
 export {
@@ -11,27 +10,25 @@ export {
   type ProbeStore,
   parseStoredResult,
 } from "./probe-store.ts";
+export type { ModelProxyLease, ProbeModelProxy } from "./provider-probes.ts";
+export type { ResolvedProvider, ResolveOptions } from "./provider-resolution.ts";
 export {
-  type AgentStartTimeoutSettings,
-  type AgentStartTimeouts,
   createProviderService,
-  DEFAULT_AGENT_START_TIMEOUTS,
   type ListedProvider,
-  type LogFields,
-  type ModelProxyLease,
-  type PatchConfigOptions,
-  type ProbeModelProxy,
   type ProviderService,
   type ProviderServiceOptions,
-  type ProvidersLogger,
   type RefreshOptions,
-  type ResolvedProvider,
-  type ResolveOptions,
   type SnapshotOptions,
 } from "./provider-service.ts";
+export type { PatchConfigOptions } from "./providers-config-store.ts";
 export { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
+export type { LogFields, ProvidersLogger } from "./providers-logger.ts";
 export { createProvidersRouter } from "./providers-router.ts";
 export type { ModelProxyContext } from "./registry.ts";
+export type {
+  AgentStartTimeoutSettings,
+  AgentStartTimeouts,
+} from "./start-timeouts.ts";
 export {
   type AgentStartTimeoutsFile,
   AgentStartTimeoutsFileSchema,

@@ -1,98 +1,33 @@
-import { createHash } from "node:crypto";
-import { homedir } from "node:os";
-import { dirname, join } from "node:path";
-import { errnoCode, errorMessage } from "@deckhand/errors";
-import { type LaunchProfile, ProcessLauncher } from "@deckhand/sandbox";
+import { errorMessage } from "@deckhand/errors";
+import type { ProcessLauncher } from "@deckhand/sandbox";
+import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
+import type { ProvidersConfigResponse, ProvidersSnapshot } from "@deckhand/wire";
+import type { ConfigSnapshot } from "./config-file.ts";
+import { MemoryProbeStore, type ProbeStore } from "./probe-store.ts";
+import { providerDiagnostic } from "./provider-diagnostic.ts";
+import { type Installed, ProviderLaunches } from "./provider-launches.ts";
 import {
-  type AgentEnvironmentPolicy,
-  agentEnvironment,
-  agentEnvironmentPolicy,
-} from "@deckhand/secrets";
-import { resolveExecutable } from "@deckhand/shell";
-import type {
-  ProviderEntry,
-  ProvidersConfigResponse,
-  ProvidersDiagnostic,
-  ProvidersSnapshot,
-} from "@deckhand/wire";
-import { WireEnv } from "@deckhand/wire";
+  DEFAULT_COMMANDS_WAIT_MS,
+  DEFAULT_PROBE_TTL_MS,
+  DEFAULT_SNAPSHOT_WAIT_MS,
+  type ProbeModelProxy,
+  ProviderProbes,
+} from "./provider-probes.ts";
 import {
-  emptyProbeResult,
-  OWN_LOGIN_ADVICE,
-  type ProbeOutcome,
-  probeAcpAgent,
-  versionOutput,
-} from "./acp-probe.ts";
+  type ResolvedProvider,
+  type ResolveOptions,
+  resolveProvider,
+} from "./provider-resolution.ts";
+import { ProviderSnapshots } from "./provider-snapshot.ts";
 import {
-  type ConfigSnapshot,
-  type ConfiguredProvider,
-  configEtag,
-  interpretProvidersConfig,
-  readProvidersConfig,
-  writeFileAtomically,
-} from "./config-file.ts";
-import { applyMergePatch } from "./merge-patch.ts";
-import { MemoryProbeStore, type ProbeRecord, type ProbeStore } from "./probe-store.ts";
+  configResponse,
+  type PatchConfigOptions,
+  ProvidersConfigStore,
+  unknownProvider,
+} from "./providers-config-store.ts";
 import { ProvidersError } from "./providers-error.ts";
-import type { ModelProxyContext } from "./registry.ts";
-import { providerSandboxProfile } from "./sandbox-profile.ts";
-
-export type LogFields = Record<string, unknown>;
-
-export interface ProvidersLogger {
-  info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-}
-
-const silentLogger: ProvidersLogger = { info() {}, warn() {} };
-
-export const DEFAULT_PROBE_TTL_MS = 24 * 60 * 60 * 1000;
-export const DEFAULT_COMMANDS_WAIT_MS = 3_000;
-/**
- * How long a snapshot waits for a probe it needs before it shows the provider `starting` and
- * lets the probe finish in the background.
- */
-export const DEFAULT_SNAPSHOT_WAIT_MS = 10_000;
-
-/** How long an ACP agent may take to start: each step has its own bound. */
-export interface AgentStartTimeouts {
-  /** From spawn to the `initialize` answer. */
-  initializeMs: number;
-  /** For the `session/new` (or `session/load`, `session/resume`) answer. */
-  sessionMs: number;
-}
-
-/**
- * Measured on a loaded machine: opencode took 16-38 s to initialize and 15-22 s to open a
- * session, Qwen Code 17-21 s; the bounds leave room above that for a slower machine, and a
- * stuck agent is still reported within three minutes.
- */
-export const DEFAULT_AGENT_START_TIMEOUTS: AgentStartTimeouts = {
-  initializeMs: 90_000,
-  sessionMs: 90_000,
-};
-
-/** Start timeouts for every agent, and per provider id over them. */
-export interface AgentStartTimeoutSettings extends Partial<AgentStartTimeouts> {
-  providers?: Readonly<Record<string, Partial<AgentStartTimeouts>>>;
-}
-
-/** Proxy access lent to one probe; its token is revoked by `release`. */
-export interface ModelProxyLease {
-  context: ModelProxyContext;
-  release(): Promise<void>;
-}
-
-/**
- * How probes reach the model-provider proxy: the same access sessions give their agents, so an
- * agent that needs the proxy to open a session (codex-acp) is probed as it runs.
- */
-export interface ProbeModelProxy {
-  /** Whether the proxy has an upstream for this agent type (the server's `modelUpstreams`). */
-  configured(agentType: string): boolean;
-  /** A short-lived scoped token and the proxy route for this agent type. */
-  lease(agentType: string): Promise<ModelProxyLease>;
-}
+import { type ProvidersLogger, silentLogger } from "./providers-logger.ts";
+import type { AgentStartTimeoutSettings } from "./start-timeouts.ts";
 
 export interface ProviderServiceOptions {
   /** The providers config file, e.g. `<data-dir>/providers.json`; it need not exist. */
@@ -157,52 +92,9 @@ export interface ProviderServiceOptions {
   clientVersion?: string;
 }
 
-/** What the agent-backends need to start a provider's agent. */
-export interface ResolvedProvider {
-  id: string;
-  label: string;
-  transport: "native" | "acp";
-  /** The executable's absolute path; null for the native agent. */
-  executable: string | null;
-  args: string[];
-  /** Set over the inherited environment (the provider's `env`, then the proxy's variables). */
-  env: Record<string, string>;
-  /**
-   * Removed from the inherited environment first: Deckhand's own tokens, the withheld variables
-   * (upstream API keys) and whatever the agent's proxy setup replaces.
-   */
-  unset: string[];
-  /**
-   * The proxy route's last segment for this provider (`<server>/model-provider/<agentType>`);
-   * null when the agent cannot be pointed at the proxy.
-   */
-  agentType: string | null;
-  /**
-   * Its sandbox before the worktree is added: state directories, login files and network (see
-   * `providerSandboxProfile`).
-   */
-  profile: LaunchProfile;
-  /** Whether the agent is told Deckhand serves its file reads (`fs.readTextFile`). */
-  serveFileReads: boolean;
-  /** How long the agent may take to start (probes use the same). */
-  startTimeouts: AgentStartTimeouts;
-  /** What to do when the agent wants a login Deckhand cannot give it (see `chooseAuthMethod`). */
-  loginAdvice: string;
-}
-
 export interface SnapshotOptions {
   /** Also look commands up in this project (see `projectDirectory`). */
   projectId?: string;
-}
-
-export interface ResolveOptions {
-  /** Point the agent at the model-provider proxy. */
-  proxy?: ModelProxyContext;
-  /**
-   * Where the agent will run (a session's worktree): its `node_modules/.bin` is searched before
-   * PATH and relative commands resolve against it.
-   */
-  projectDir?: string;
 }
 
 export interface RefreshOptions {
@@ -210,11 +102,6 @@ export interface RefreshOptions {
   ids?: readonly string[];
   /** Probe even when the cached result is still fresh. */
   force?: boolean;
-}
-
-export interface PatchConfigOptions {
-  /** The `If-Match` header: the ETag the patch was made against, or `*`. */
-  ifMatch?: string;
 }
 
 /** A provider as the config file has it, without looking for its command or probing it. */
@@ -248,718 +135,154 @@ export interface ProviderService {
   close(): Promise<void>;
 }
 
-interface Installed {
-  provider: ConfiguredProvider;
-  executable: string | null;
-  fingerprint: string | null;
-  /** Whether sessions (and so probes) point this agent at the model proxy. */
-  proxied: boolean;
-  /** The project the command was looked up in, if any. */
-  projectDir: string | undefined;
-}
-
 /**
- * What a probe result was made with. Whether the proxy served the agent is part of it (a result
- * from before an upstream was configured says nothing about the agent with one); the proxy
- * token is not, since each probe gets a new one.
+ * The provider registry as the server and executors use it: the config file (ProvidersConfigStore),
+ * how agents are found and started (ProviderLaunches), their probes and the probe cache
+ * (ProviderProbes), the snapshot (ProviderSnapshots), the diagnostic and resolution.
  */
-function fingerprintOf(
-  executable: string,
-  args: readonly string[],
-  env: Record<string, string>,
-  proxied: boolean,
-) {
-  // The environment is hashed, never stored, since it may hold credentials.
-  const sortedEnv = Object.entries(env).sort(([left], [right]) => left.localeCompare(right));
-  return createHash("sha256")
-    .update(JSON.stringify({ executable, args, env: sortedEnv, ...(proxied ? { proxied } : {}) }))
-    .digest("hex");
-}
+export class ProviderCatalog implements ProviderService {
+  readonly #options: ProviderServiceOptions;
+  readonly #logger: ProvidersLogger;
+  readonly #configFile: ProvidersConfigStore;
+  readonly #launches: ProviderLaunches;
+  readonly #probes: ProviderProbes;
+  readonly #snapshots: ProviderSnapshots;
+  /** The snapshot `warmUp` started, which `close` waits for. */
+  #warming: Promise<void> | null = null;
 
-/** How to start an ACP agent: what `resolve()` returns and probes run, built in one place. */
-interface AgentLaunch {
-  executable: string;
-  args: string[];
-  env: Record<string, string>;
-  unset: string[];
-}
+  constructor(options: ProviderServiceOptions) {
+    this.#options = options;
+    const logger = options.logger ?? silentLogger;
+    this.#logger = logger;
+    const launches = new ProviderLaunches(options);
+    this.#launches = launches;
+    const probes = new ProviderProbes({
+      store: options.probeStore ?? new MemoryProbeStore(),
+      launches,
+      logger,
+      modelProxy: options.modelProxy,
+      ttlMs: options.ttlMs ?? DEFAULT_PROBE_TTL_MS,
+      snapshotWaitMs: options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS,
+      commandsWaitMs: options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS,
+      now: options.now ?? (() => new Date()),
+      clientVersion: options.clientVersion,
+    });
+    this.#probes = probes;
+    this.#configFile = new ProvidersConfigStore(options.configPath, logger);
+    this.#snapshots = new ProviderSnapshots({
+      configPath: options.configPath,
+      nativeModels: options.nativeModels,
+      upstreamConfigured: () => this.#upstreamConfigured(),
+      launches,
+      probes,
+    });
+  }
 
-/**
- * `If-Match` uses the strong comparison (RFC 9110, 13.1.1): a weak tag (`W/"..."`) never
- * matches, since it only promises an equivalent file, not the bytes a patch was made against.
- */
-function etagMatches(header: string, etag: string): boolean {
-  const candidates = header.split(",").map((candidate) => candidate.trim());
-  return candidates.includes("*") || candidates.includes(etag);
-}
+  async snapshot(snapshotOptions: SnapshotOptions = {}): Promise<ProvidersSnapshot> {
+    const { projectId } = snapshotOptions;
+    if (projectId === undefined) return this.#snapshots.build(await this.#configFile.read());
+    const projectDir = this.#options.projectDirectory
+      ? await this.#options.projectDirectory(projectId)
+      : null;
+    if (projectDir === null) {
+      throw new ProvidersError("unknown_project", `no project "${projectId}"`);
+    }
+    return this.#snapshots.build(await this.#configFile.read(), projectDir);
+  }
 
-function diagnosticKey(diagnostic: ProvidersDiagnostic): string {
-  return `${diagnostic.field}\u0000${diagnostic.message}`;
+  async list(): Promise<ListedProvider[]> {
+    const config = await this.#configFile.read();
+    return config.providers.map(({ id, label, transport, enabled }) => ({
+      id,
+      label,
+      transport,
+      enabled,
+    }));
+  }
+
+  async getConfig(): Promise<ProvidersConfigResponse> {
+    return configResponse(await this.#configFile.read());
+  }
+
+  patchConfig(patch: unknown, options: PatchConfigOptions = {}): Promise<ProvidersConfigResponse> {
+    return this.#configFile.patch(patch, options);
+  }
+
+  async refresh(refreshOptions: RefreshOptions = {}): Promise<ProvidersSnapshot> {
+    const config = await this.#configFile.read();
+    const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
+    for (const id of ids) {
+      if (!config.providers.some((provider) => provider.id === id)) {
+        throw unknownProvider(id, config);
+      }
+    }
+    const chosen = config.providers.filter(
+      (provider) => ids.includes(provider.id) && provider.enabled,
+    );
+    const installed = await Promise.all(chosen.map((provider) => this.#launches.install(provider)));
+    await this.#probes.refresh(installed, refreshOptions.force);
+    return this.#snapshots.build(await this.#configFile.read());
+  }
+
+  async diagnostic(id: string): Promise<string> {
+    const { config, installed } = await this.#find(id);
+    const { fingerprint } = installed;
+    const record = fingerprint
+      ? await this.#probes.recordFor(id, fingerprint)
+      : await this.#probes.known(id);
+    return providerDiagnostic({
+      id,
+      config,
+      installed,
+      record,
+      entry: this.#snapshots.entry(installed, record),
+      launches: this.#launches,
+    });
+  }
+
+  async resolve(id: string, resolveOptions: ResolveOptions = {}): Promise<ResolvedProvider> {
+    const { proxy, projectDir } = resolveOptions;
+    const { installed } = await this.#find(id, projectDir);
+    return resolveProvider(id, {
+      installed,
+      proxy,
+      launches: this.#launches,
+      upstreamConfigured: () => this.#upstreamConfigured(),
+      notInstalled: () => this.#snapshots.entry(installed, null).last_error,
+    });
+  }
+
+  async warmUp(): Promise<void> {
+    const config = await this.#configFile.read();
+    // Probes never throw; what could fail here is the store, which only costs a later probe.
+    this.#warming ??= this.#snapshots.build(config).then(
+      () => {},
+      (error: unknown) =>
+        this.#logger.warn(
+          "warming the providers snapshot failed; it is built on the next request",
+          { error: errorMessage(error) },
+        ),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.#probes.close(this.#warming ? [this.#warming] : []);
+  }
+
+  #upstreamConfigured(): boolean {
+    const configured = this.#options.modelUpstreamConfigured;
+    return typeof configured === "function" ? configured() : configured;
+  }
+
+  async #find(
+    id: string,
+    projectDir: string | undefined = this.#options.projectDir,
+  ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
+    const { config, provider } = await this.#configFile.find(id);
+    return { config, installed: await this.#launches.install(provider, projectDir) };
+  }
 }
 
 export function createProviderService(options: ProviderServiceOptions): ProviderService {
-  const store = options.probeStore ?? new MemoryProbeStore();
-  const logger = options.logger ?? silentLogger;
-  const env = options.env ?? process.env;
-  const home = env.HOME || homedir();
-  const launcher = options.launcher ?? ProcessLauncher.unconfined();
-  const sandboxStatus = { kind: launcher.sandbox, reason: launcher.unconfinedReason };
-  const policy =
-    options.agentEnvironment ?? agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
-  const withheld = new Set<string>([
-    WireEnv.adminToken,
-    WireEnv.agentToken,
-    WireEnv.modelProviderToken,
-    ...policy.secretNames,
-    ...(options.withheldEnv ?? []),
-  ]);
-  /**
-   * How sessions and probes start a provider's agent: its command, its env, and with `proxy`
-   * what points it at the model proxy; Deckhand's tokens, the upstream keys and whatever the
-   * proxy setup replaces are removed from what it inherits.
-   */
-  const launchOf = (
-    provider: ConfiguredProvider,
-    executable: string,
-    proxy?: ModelProxyContext,
-  ): AgentLaunch => {
-    const [, ...args] = provider.command!;
-    const support = provider.modelProxy;
-    const proxyLaunch =
-      proxy && support
-        ? support.configure({
-            ...proxy,
-            models: proxy.models ?? options.upstreamModels?.(support.agentType) ?? [],
-          })
-        : null;
-    return {
-      executable,
-      args: [...args, ...(proxyLaunch?.args ?? [])],
-      env: { ...provider.env, ...(proxyLaunch?.env ?? {}) },
-      unset: [...new Set([...withheld, ...(proxyLaunch?.unset ?? [])])],
-    };
-  };
-  /**
-   * The whole environment of a launched agent: the server's environment as the agent policy of
-   * @deckhand/secrets leaves it, less `unset`, plus `env`.
-   */
-  const environmentOf = (launch: AgentLaunch): Record<string, string | undefined> => {
-    const removed = new Set(launch.unset);
-    const inherited = Object.fromEntries(
-      Object.entries(agentEnvironment(policy, env)).filter(([name]) => !removed.has(name)),
-    );
-    return { ...inherited, ...launch.env };
-  };
-  /**
-   * A provider's sandbox; an agent installed in the project (`node_modules/.bin`) is shown its
-   * packages, wherever the project lives.
-   */
-  const profileOf = (installed: Installed, proxied: boolean): LaunchProfile => {
-    const profile = providerSandboxProfile(installed.provider, proxied, home);
-    const { executable, projectDir } = installed;
-    if (executable === null || projectDir === undefined) return profile;
-    const modules = join(projectDir, "node_modules");
-    if (!executable.startsWith(`${modules}/`)) return profile;
-    return { ...profile, readable: [...(profile.readable ?? []), modules] };
-  };
-  const proxiedType = (provider: ConfiguredProvider): string | null => {
-    const agentType = provider.modelProxy?.agentType ?? null;
-    return agentType !== null && options.modelProxy?.configured(agentType) ? agentType : null;
-  };
-  /**
-   * What to do when the agent wants a login. An agent type the proxy serves never gets a real
-   * key: the server's upstream for its type is what it needs.
-   */
-  const loginAdvice = (provider: ConfiguredProvider): string => {
-    const agentType = provider.modelProxy?.agentType;
-    if (agentType === undefined) {
-      return OWN_LOGIN_ADVICE;
-    }
-    if (proxiedType(provider) !== null) {
-      return `it refused the model proxy Deckhand pointed it at; check modelUpstreams.${agentType} in the server's config.json and the agent's stderr`;
-    }
-    return `configure modelUpstreams.${agentType} in the server's config.json: Deckhand then points the agent at its model proxy with a short-lived token, so the agent never holds a real key`;
-  };
-  const ttlMs = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
-  const snapshotWaitMs = options.snapshotWaitMs ?? DEFAULT_SNAPSHOT_WAIT_MS;
-  /** The provider's own start timeouts over everyone's over the defaults. */
-  const startTimeoutsOf = (id: string): AgentStartTimeouts => {
-    const settings = options.startTimeouts;
-    const own = settings?.providers?.[id];
-    return {
-      initializeMs:
-        own?.initializeMs ?? settings?.initializeMs ?? DEFAULT_AGENT_START_TIMEOUTS.initializeMs,
-      sessionMs: own?.sessionMs ?? settings?.sessionMs ?? DEFAULT_AGENT_START_TIMEOUTS.sessionMs,
-    };
-  };
-  const commandsWaitMs = options.commandsWaitMs ?? DEFAULT_COMMANDS_WAIT_MS;
-  const now = options.now ?? (() => new Date());
-  const upstreamConfigured = () =>
-    typeof options.modelUpstreamConfigured === "function"
-      ? options.modelUpstreamConfigured()
-      : options.modelUpstreamConfigured;
-
-  /** Last known record per provider; filled from the store on first use. */
-  const records = new Map<string, ProbeRecord | null>();
-  /** Every record of this process's life by provider and fingerprint (see `recordFor`). */
-  const probed = new Map<string, ProbeRecord>();
-  /** Running probes by provider and fingerprint. */
-  const inflight = new Map<string, Promise<ProbeRecord>>();
-  /**
-   * Providers a `refresh()` is probing: the only ones a snapshot shows as `loading`, so a
-   * refresh of one provider never waits for another's probe.
-   */
-  const refreshing = new Set<string>();
-  const lifetime = new AbortController();
-  let writes: Promise<unknown> = Promise.resolve();
-  let warming: Promise<void> | null = null;
-  let loggedDiagnostics = "";
-
-  async function readConfig(): Promise<ConfigSnapshot> {
-    const config = await readProvidersConfig(options.configPath);
-    const key = config.diagnostics.map(diagnosticKey).join("\n");
-    if (key !== loggedDiagnostics) {
-      loggedDiagnostics = key;
-      for (const diagnostic of config.diagnostics) {
-        logger.warn("providers config problem", { ...diagnostic });
-      }
-    }
-    return config;
-  }
-
-  /** Tier 1: where the command is, looked up in `projectDir` (or the default project) first. */
-  async function install(
-    provider: ConfiguredProvider,
-    projectDir: string | undefined = options.projectDir,
-  ): Promise<Installed> {
-    if (provider.transport === "native" || provider.command === null) {
-      return { provider, executable: null, fingerprint: null, proxied: false, projectDir };
-    }
-    const [name, ...args] = provider.command;
-    const executable = await resolveExecutable(name!, {
-      ...(projectDir !== undefined ? { projectDir } : {}),
-      relativeTo: dirname(options.configPath),
-      path: env.PATH ?? "",
-    });
-    const proxied = proxiedType(provider) !== null;
-    return {
-      provider,
-      executable,
-      fingerprint: executable
-        ? fingerprintOf(executable, args, { ...provider.env }, proxied)
-        : null,
-      proxied,
-      projectDir,
-    };
-  }
-
-  const recordKey = (id: string, fingerprint: string) => `${id}\u0000${fingerprint}`;
-
-  /** The last record of a provider, whatever it was probed with; loaded from the store once. */
-  async function knownRecord(id: string): Promise<ProbeRecord | null> {
-    if (records.has(id)) return records.get(id)!;
-    let record: ProbeRecord | null = null;
-    try {
-      // A stored result that no longer parses comes back as none (see ProbeStore.load), so the
-      // provider is probed again rather than shown with nothing.
-      record = (await store.load(id)) ?? null;
-    } catch (error) {
-      logger.warn("cannot load a provider probe result; probing again", {
-        providerId: id,
-        error: errorMessage(error),
-      });
-    }
-    if (!records.has(id)) {
-      records.set(id, record);
-      if (record) probed.set(recordKey(id, record.fingerprint), record);
-    }
-    return records.get(id)!;
-  }
-
-  /**
-   * The record for this exact command: the same provider resolves to different executables in
-   * different projects, and each keeps its own result instead of evicting the other's.
-   */
-  async function recordFor(id: string, fingerprint: string): Promise<ProbeRecord | null> {
-    const last = await knownRecord(id);
-    return probed.get(recordKey(id, fingerprint)) ?? last;
-  }
-
-  function fresh(record: ProbeRecord | null, fingerprint: string): record is ProbeRecord {
-    return (
-      record !== null &&
-      record.fingerprint === fingerprint &&
-      now().getTime() - record.probedAt.getTime() < ttlMs
-    );
-  }
-
-  /** Probes the agent as a session starts it, with a proxy lease of its own when it has one. */
-  async function probeWithLaunch(installed: Installed): Promise<ProbeOutcome> {
-    const { provider, executable, proxied } = installed;
-    let lease: ModelProxyLease | null = null;
-    if (proxied) {
-      try {
-        lease = await options.modelProxy!.lease(provider.modelProxy!.agentType);
-      } catch (error) {
-        return {
-          status: "error",
-          error: `cannot give the probe access to the model proxy: ${(error as Error).message}`,
-          result: emptyProbeResult(""),
-        };
-      }
-    }
-    try {
-      const launch = launchOf(provider, executable!, lease?.context);
-      return await probeAcpAgent({
-        executable: launch.executable,
-        args: launch.args,
-        env: environmentOf(launch),
-        launcher,
-        profile: profileOf(installed, lease !== null),
-        initializeTimeoutMs: startTimeoutsOf(provider.id).initializeMs,
-        sessionTimeoutMs: startTimeoutsOf(provider.id).sessionMs,
-        commandsWaitMs,
-        signal: lifetime.signal,
-        loginAdvice: loginAdvice(provider),
-        keysInEnv: provider.modelProxy === null,
-        ...(options.clientVersion !== undefined ? { clientVersion: options.clientVersion } : {}),
-      });
-    } finally {
-      await lease?.release().catch((error: unknown) =>
-        logger.warn("cannot revoke a provider probe's model token", {
-          providerId: provider.id,
-          error: (error as Error).message,
-        }),
-      );
-    }
-  }
-
-  function probe(installed: Installed): Promise<ProbeRecord> {
-    const { provider, fingerprint } = installed;
-    const key = recordKey(provider.id, fingerprint!);
-    const running = inflight.get(key);
-    if (running) return running;
-    const promise = (async () => {
-      const outcome = await probeWithLaunch(installed);
-      const record: ProbeRecord = {
-        providerId: provider.id,
-        fingerprint: fingerprint!,
-        status: outcome.status,
-        result: outcome.result,
-        error: outcome.status === "ready" ? null : outcome.error,
-        probedAt: now(),
-      };
-      if (outcome.status !== "ready") {
-        logger.warn("provider probe failed", { providerId: provider.id, error: outcome.error });
-      }
-      if (!lifetime.signal.aborted) {
-        records.set(provider.id, record);
-        probed.set(key, record);
-        try {
-          await store.save(record);
-        } catch (error) {
-          logger.warn("cannot save a provider probe result", {
-            providerId: provider.id,
-            error: errorMessage(error),
-          });
-        }
-      }
-      return record;
-    })().finally(() => {
-      if (inflight.get(key) === promise) inflight.delete(key);
-    });
-    inflight.set(key, promise);
-    return promise;
-  }
-
-  /**
-   * The probe's record once it finished within the snapshot's wait; null while the agent is
-   * still starting (the probe goes on, and the next snapshot joins it).
-   */
-  async function probeWithin(installed: Installed): Promise<ProbeRecord | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<null>((resolveWait) => {
-      timer = setTimeout(() => resolveWait(null), snapshotWaitMs);
-      timer.unref();
-    });
-    try {
-      return await Promise.race([probe(installed), waited]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  function entry(installed: Installed, record: ProbeRecord | null): ProviderEntry {
-    const { provider, executable, projectDir } = installed;
-    const result = record?.result ?? null;
-    const base: ProviderEntry = {
-      id: provider.id,
-      label: provider.label,
-      transport: provider.transport,
-      builtin: provider.builtin,
-      enabled: provider.enabled,
-      status: "ready",
-      command: provider.command ? [...provider.command] : null,
-      resolved_path: executable,
-      install_hint: provider.installHint,
-      version: result?.version ?? null,
-      models: result?.models ?? [],
-      current_model: result?.currentModel ?? null,
-      modes: result?.modes ?? [],
-      current_mode: result?.currentMode ?? null,
-      commands: result?.commands ?? [],
-      last_error: record?.error ?? null,
-      probed_at: record ? record.probedAt.toISOString() : null,
-    };
-    if (!provider.enabled) return { ...base, status: "disabled" };
-    if (provider.transport === "native") {
-      const models = options.nativeModels ?? [];
-      if (models.length > 0) {
-        base.models = models.map((id) => ({ id, name: id, description: null }));
-        base.current_model = models[0]!;
-      }
-      return upstreamConfigured()
-        ? base
-        : {
-            ...base,
-            status: "error",
-            last_error:
-              "no model upstream is configured; add one under modelUpstreams in the server's config.json",
-          };
-    }
-    if (executable === null) {
-      const name = provider.command?.[0] ?? "";
-      const where = name.includes("/")
-        ? `at ${projectDir ?? dirname(options.configPath)}`
-        : projectDir
-          ? `on PATH or in ${projectDir}/node_modules/.bin`
-          : "on PATH";
-      const hint = provider.installHint ? `; install it with: ${provider.installHint}` : "";
-      return {
-        ...base,
-        status: "not_installed",
-        last_error: `${name} was not found ${where}${hint}`,
-      };
-    }
-    if (refreshing.has(provider.id)) return { ...base, status: "loading" };
-    return { ...base, status: record?.status ?? "error" };
-  }
-
-  /**
-   * A provider whose probe has not answered yet: `starting`, with the previous result's fields
-   * if there is one; an error of that result is no longer news.
-   */
-  function startingEntry(installed: Installed, previous: ProbeRecord | null): ProviderEntry {
-    return { ...entry(installed, previous), status: "starting", last_error: null };
-  }
-
-  /** Tier 1 for everyone; tier 2 (a probe) for those without a fresh cached result. */
-  async function buildSnapshot(
-    config: ConfigSnapshot,
-    projectDir?: string,
-  ): Promise<ProvidersSnapshot> {
-    const installed = await Promise.all(
-      config.providers.map((provider) => install(provider, projectDir)),
-    );
-    const entries = await Promise.all(
-      installed.map(async (item) => {
-        if (item.fingerprint === null || !item.provider.enabled) {
-          return entry(item, await knownRecord(item.provider.id));
-        }
-        const record = await recordFor(item.provider.id, item.fingerprint);
-        if (refreshing.has(item.provider.id) || fresh(record, item.fingerprint)) {
-          return entry(item, record);
-        }
-        const probed = await probeWithin(item);
-        return probed === null ? startingEntry(item, record) : entry(item, probed);
-      }),
-    );
-    return { providers: entries, diagnostics: config.diagnostics, sandbox: sandboxStatus };
-  }
-
-  function configResponse(config: ConfigSnapshot): ProvidersConfigResponse {
-    return { config: config.document, etag: config.etag, diagnostics: config.diagnostics };
-  }
-
-  /** Serialises writers: each patch reads the file only after the previous one wrote it. */
-  function serialised<T>(operation: () => Promise<T>): Promise<T> {
-    const next = writes.then(operation, operation);
-    writes = next.catch(() => {});
-    return next;
-  }
-
-  async function find(
-    id: string,
-    projectDir: string | undefined = options.projectDir,
-  ): Promise<{ config: ConfigSnapshot; installed: Installed }> {
-    const config = await readConfig();
-    const provider = config.providers.find((candidate) => candidate.id === id);
-    if (!provider) {
-      const known = config.providers.map((candidate) => candidate.id).join(", ");
-      throw new ProvidersError(
-        "unknown_provider",
-        `no provider "${id}"; known providers: ${known}`,
-      );
-    }
-    return { config, installed: await install(provider, projectDir) };
-  }
-
-  return {
-    async snapshot(snapshotOptions = {}) {
-      const { projectId } = snapshotOptions;
-      if (projectId === undefined) return buildSnapshot(await readConfig());
-      const projectDir = options.projectDirectory
-        ? await options.projectDirectory(projectId)
-        : null;
-      if (projectDir === null) {
-        throw new ProvidersError("unknown_project", `no project "${projectId}"`);
-      }
-      return buildSnapshot(await readConfig(), projectDir);
-    },
-
-    async list() {
-      const config = await readConfig();
-      return config.providers.map(({ id, label, transport, enabled }) => ({
-        id,
-        label,
-        transport,
-        enabled,
-      }));
-    },
-
-    async getConfig() {
-      return configResponse(await readConfig());
-    },
-
-    patchConfig(patch, patchOptions = {}) {
-      return serialised(async () => {
-        if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
-          throw new ProvidersError(
-            "invalid_patch",
-            'a providers config patch must be a JSON object (a JSON merge patch), e.g. {"providers": {"codex": {"enabled": false}}}',
-          );
-        }
-        const current = await readConfig();
-        if (
-          patchOptions.ifMatch !== undefined &&
-          !etagMatches(patchOptions.ifMatch, current.etag)
-        ) {
-          throw new ProvidersError(
-            "stale_config",
-            `the providers config changed since ${patchOptions.ifMatch} (now ${current.etag}); read it again and reapply your change`,
-          );
-        }
-        if (!current.patchable) {
-          const problem = current.diagnostics.map((diagnostic) => diagnostic.message).join("; ");
-          throw new ProvidersError(
-            "unreadable_config",
-            `${current.path} cannot be patched: ${problem}; fix or remove the file first`,
-          );
-        }
-        const document = applyMergePatch(current.document, patch) as Record<string, unknown>;
-        const text = `${JSON.stringify(document, null, 2)}\n`;
-        // The file may already hold problems the user has not fixed; only new ones are refused.
-        const before = new Set(current.diagnostics.map(diagnosticKey));
-        const introduced = interpretProvidersConfig(current.path, text).diagnostics.filter(
-          (diagnostic) => !before.has(diagnosticKey(diagnostic)),
-        );
-        if (introduced.length > 0) {
-          throw new ProvidersError(
-            "invalid_patch",
-            introduced.map((diagnostic) => `${diagnostic.field}: ${diagnostic.message}`).join("; "),
-          );
-        }
-        try {
-          await writeFileAtomically(current.path, text);
-        } catch (error) {
-          const code = errnoCode(error) ?? errorMessage(error);
-          throw new ProvidersError(
-            "config_write_failed",
-            `cannot write ${current.path}: ${code}; check the permissions and free space of its directory`,
-            { cause: error },
-          );
-        }
-        logger.info("providers config changed", { file: current.path, etag: configEtag(text) });
-        return configResponse(await readConfig());
-      });
-    },
-
-    async refresh(refreshOptions = {}) {
-      const config = await readConfig();
-      const ids = refreshOptions.ids ?? config.providers.map((provider) => provider.id);
-      for (const id of ids) {
-        if (!config.providers.some((provider) => provider.id === id)) {
-          throw new ProvidersError(
-            "unknown_provider",
-            `no provider "${id}"; known providers: ${config.providers.map((provider) => provider.id).join(", ")}`,
-          );
-        }
-      }
-      const chosen = config.providers.filter(
-        (provider) => ids.includes(provider.id) && provider.enabled,
-      );
-      const installed = await Promise.all(chosen.map((provider) => install(provider)));
-      const probes = installed
-        .filter((item) => item.fingerprint !== null)
-        .map(async (item) => {
-          const id = item.provider.id;
-          if (
-            !refreshOptions.force &&
-            fresh(await recordFor(id, item.fingerprint!), item.fingerprint!)
-          )
-            return;
-          refreshing.add(id);
-          try {
-            // A forced refresh does not reuse a probe that started before it was asked for.
-            if (refreshOptions.force) inflight.delete(recordKey(id, item.fingerprint!));
-            await probe(item);
-          } finally {
-            refreshing.delete(id);
-          }
-        });
-      await Promise.all(probes);
-      return buildSnapshot(await readConfig());
-    },
-
-    async diagnostic(id) {
-      const { config, installed } = await find(id);
-      const { provider, executable, fingerprint } = installed;
-      const record = fingerprint ? await recordFor(id, fingerprint) : await knownRecord(id);
-      const snapshotEntry = entry(installed, record);
-      const lines = [
-        `provider: ${provider.id} (${provider.label}; ${provider.transport}; ${provider.builtin ? "built-in" : "custom"})`,
-        `status: ${snapshotEntry.status}`,
-        `enabled: ${provider.enabled}`,
-      ];
-      if (provider.command) {
-        lines.push(`command: ${provider.command.map((part) => JSON.stringify(part)).join(" ")}`);
-        lines.push(`resolved: ${executable ?? "not found"}`);
-        const envNames = Object.keys(provider.env);
-        // Names only: values may be credentials.
-        lines.push(`env: ${envNames.length > 0 ? envNames.join(", ") : "(none)"}`);
-      }
-      if (executable && provider.versionArgs !== null) {
-        // No proxy: printing a version needs no model.
-        const launch = launchOf(provider, executable);
-        const version = await versionOutput(
-          executable,
-          provider.versionArgs,
-          environmentOf(launch),
-          undefined,
-          {
-            launcher,
-            // Printing a version needs no network and no login.
-            profile: {
-              writable: providerSandboxProfile(provider, true, home).writable,
-              network: { internet: false, modelProxy: false },
-            },
-          },
-        );
-        const status = version.timedOut
-          ? "timed out"
-          : version.exitCode === null
-            ? "did not run"
-            : `exit ${version.exitCode}`;
-        lines.push(`version output (${provider.versionArgs.join(" ")}, ${status}):`);
-        lines.push(version.output.trimEnd() === "" ? "  (none)" : version.output.trimEnd());
-      } else if (executable) {
-        const reported = record?.result?.version ?? null;
-        lines.push(
-          `version: ${reported ?? "unknown"} (as the agent reports it in ACP initialize; it has no version command)`,
-        );
-      }
-      if (snapshotEntry.last_error) lines.push(`error: ${snapshotEntry.last_error}`);
-      if (record) {
-        const stale =
-          fingerprint === null || record.fingerprint !== fingerprint
-            ? " (for an earlier command or env)"
-            : "";
-        lines.push(`last probe: ${record.probedAt.toISOString()}, ${record.status}${stale}`);
-        if (record.error) lines.push(`last probe error: ${record.error}`);
-        const tail = record.result?.stderrTail.trimEnd() ?? "";
-        lines.push(`stderr (tail):`);
-        lines.push(tail === "" ? "  (empty)" : tail);
-      } else {
-        lines.push("last probe: never");
-      }
-      const related = config.diagnostics.filter(
-        (diagnostic) =>
-          diagnostic.field === `providers.${id}` || diagnostic.field.startsWith(`providers.${id}.`),
-      );
-      for (const diagnostic of related) {
-        lines.push(`config: ${diagnostic.file}: ${diagnostic.field}: ${diagnostic.message}`);
-      }
-      return `${lines.join("\n")}\n`;
-    },
-
-    async resolve(id, resolveOptions = {}) {
-      const { proxy, projectDir } = resolveOptions;
-      const { installed } = await find(id, projectDir);
-      const { provider, executable } = installed;
-      if (!provider.enabled) {
-        throw new ProvidersError(
-          "provider_disabled",
-          `provider "${id}" is disabled; enable it with "deckhand providers enable ${id}"`,
-        );
-      }
-      const agentType = provider.modelProxy?.agentType ?? null;
-      if (provider.transport === "native") {
-        if (!upstreamConfigured()) {
-          throw new ProvidersError(
-            "provider_unavailable",
-            "the native agent needs a model upstream; add one under modelUpstreams in the server's config.json",
-          );
-        }
-        return {
-          id,
-          label: provider.label,
-          transport: "native",
-          executable: null,
-          args: [],
-          env: {},
-          unset: [],
-          agentType,
-          // The native agent runs in the server; its commands get the workspace agent's sandbox.
-          profile: { writable: [], network: { internet: false, modelProxy: false } },
-          serveFileReads: false,
-          startTimeouts: startTimeoutsOf(id),
-          loginAdvice: loginAdvice(provider),
-        };
-      }
-      if (executable === null) {
-        throw new ProvidersError(
-          "provider_not_installed",
-          `provider "${id}": ${entry(installed, null).last_error}`,
-        );
-      }
-      return {
-        id,
-        label: provider.label,
-        transport: "acp",
-        ...launchOf(provider, executable, proxy),
-        agentType,
-        profile: profileOf(installed, proxy !== undefined && provider.modelProxy !== null),
-        serveFileReads: provider.serveFileReads,
-        startTimeouts: startTimeoutsOf(id),
-        loginAdvice: loginAdvice(provider),
-      };
-    },
-
-    async warmUp() {
-      const config = await readConfig();
-      // Probes never throw; what could fail here is the store, which only costs a later probe.
-      warming ??= buildSnapshot(config).then(
-        () => {},
-        (error: unknown) =>
-          logger.warn("warming the providers snapshot failed; it is built on the next request", {
-            error: errorMessage(error),
-          }),
-      );
-    },
-
-    async close() {
-      lifetime.abort();
-      await Promise.allSettled([...inflight.values(), ...(warming ? [warming] : [])]);
-    },
-  };
+  return new ProviderCatalog(options);
 }

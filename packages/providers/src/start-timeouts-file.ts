@@ -3,7 +3,7 @@
 // provider id, as the milliseconds the provider service takes.
 import { ProviderIdSchema } from "@deckhand/wire";
 import { z } from "zod";
-import type { AgentStartTimeoutSettings } from "./provider-service.ts";
+import type { AgentStartTimeoutSettings } from "./start-timeouts.ts";
 
 const StartSecondsSchema = z.number().positive().max(3_600);
 

@@ -562,6 +562,8 @@ describe("the ACP backend with the scripted agent", () => {
     });
     backends.push(second);
     expect(await second.ensureSession()).toEqual({ agentSessionId, resumed: true });
+    // As after session/resume below: the turn starts once the agent's commands are in.
+    await until(() => idle.some((event) => event.type === "commands"));
     const next = await run(second, "hello");
     // Only this turn's reply: the replayed "hello" / "scripted reply" / "wrote ..." stay out.
     expect(next.events.map((event) => event.type)).toEqual(["text", "turn_end"]);
@@ -667,6 +669,9 @@ describe("the ACP backend with the scripted agent", () => {
     });
     // resumed is only possible through session/resume: this agent offers no session/load.
     expect(await second.ensureSession()).toEqual({ agentSessionId, resumed: true });
+    // The commands come shortly after session/resume; on a busy machine a turn started at once
+    // would get them as its own.
+    await until(() => idle.some((event) => event.type === "commands"));
     const next = await run(second, "history");
     // The agent remembers both earlier prompts, and only this turn's reply is on the stream.
     expect(next.events.map((event) => event.type)).toEqual(["text", "turn_end"]);

@@ -1,11 +1,6 @@
-import { randomUUID } from "node:crypto";
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { errorMessage } from "@deckhand/errors";
-import { ProcessClient } from "@deckhand/process-manager";
-import { looksLikeSecretName, redactSecrets, redactValue } from "@deckhand/secrets";
-import type { AgentEvent, PermissionOptionKind, StopReason } from "@deckhand/wire";
-import { FileClient } from "@deckhand/workspace-files";
+import type { AgentEvent, StopReason } from "@deckhand/wire";
 import type {
   AgentBackend,
   AgentSessionContext,
@@ -16,20 +11,20 @@ import type {
   PromptResult,
 } from "../backend.ts";
 import { AgentBackendError } from "../errors.ts";
-import { decidePermission } from "../permission-gate.ts";
+import { createInMemoryPermissionMemory, type PermissionMemory } from "../permission-memory.ts";
 import {
-  type AcpToolKind,
-  createInMemoryPermissionMemory,
-  type PermissionMemory,
-} from "../permission-memory.ts";
-import {
-  eventsFromUpdate,
-  stopReasonFrom,
-  toolCallFromPermission,
-  usageFromResponse,
-} from "./acp-events.ts";
-import { AcpFiles } from "./acp-files.ts";
-import { AcpTerminals } from "./acp-terminals.ts";
+  AcpAgentConnection,
+  type AcpTimeouts,
+  DEFAULT_ACP_TIMEOUTS,
+} from "./acp-agent-connection.ts";
+import { type AcpClientHandlers, workspaceRequestHandlers } from "./acp-client.ts";
+import { AcpEventRouter } from "./acp-event-router.ts";
+import { stopReasonFrom, usageFromResponse } from "./acp-events.ts";
+import { AcpPermissions } from "./acp-permissions.ts";
+import { type AcpBackendLogger, AcpRedaction, silentLogger } from "./acp-redaction.ts";
+import { type AcpLoginChoice, AcpSessionOpener } from "./acp-session-opener.ts";
+import type { AcpTerminals } from "./acp-terminals.ts";
+import { AcpTurn } from "./acp-turn.ts";
 import {
   type AcpLaunch,
   type AgentExit,
@@ -37,34 +32,6 @@ import {
   describeExit,
   spawnAgentProcess,
 } from "./agent-process.ts";
-
-export interface AcpTimeouts {
-  /** Bound on starting the agent: from spawn to its `initialize` answer. */
-  initializeMs: number;
-  /** Bound on opening its session: `session/new`, `load` or `resume`. */
-  sessionMs: number;
-  /** After `session/cancel`, how long the agent has to end the turn before it is stopped. */
-  cancelMs: number;
-  /** After SIGTERM, how long the agent has to exit before SIGKILL. */
-  stopGraceMs: number;
-}
-
-/** As @deckhand/providers' defaults, which the server passes per provider. */
-export const DEFAULT_ACP_TIMEOUTS: AcpTimeouts = {
-  initializeMs: 90_000,
-  sessionMs: 90_000,
-  cancelMs: 5_000,
-  stopGraceMs: 2_000,
-};
-
-export type AcpLogFields = Record<string, unknown>;
-
-/** Where the backend reports what the caller does not see in events. Messages are redacted. */
-export interface AcpBackendLogger {
-  info(message: string, fields?: AcpLogFields): void;
-  warn(message: string, fields?: AcpLogFields): void;
-  error(message: string, fields?: AcpLogFields): void;
-}
 
 export interface AcpBackendOptions {
   context: AgentSessionContext;
@@ -97,79 +64,8 @@ export interface AcpBackendOptions {
   login?: (methods: readonly acp.AuthMethod[], refusal: string) => AcpLoginChoice;
 }
 
-/** How to log an agent in: a method to `authenticate` with, or why none can be used. */
-export type AcpLoginChoice =
-  | { kind: "authenticate"; methodId: string; name: string }
-  | { kind: "refuse"; message: string };
-
-const silentLogger: AcpBackendLogger = { info() {}, warn() {}, error() {} };
-
-interface PendingPermission {
-  resolve(outcome: PermissionOptionKind | "cancelled"): void;
-}
-
-interface Turn {
-  messageId: string;
-  onEvent: PromptInput["onEvent"];
-  /** Events are delivered one at a time, in the order they were produced. */
-  queue: Promise<void>;
-  text: string;
-  cancelRequested: boolean;
-  /** Set when cancel had to stop the process: its exit is then not a crash. */
-  stoppedByCancel: boolean;
-  cancelling: Promise<void> | null;
-  finished: Promise<void>;
-  /** The tool calls announced in this turn, so a permission request can announce the others. */
-  announced: Set<string>;
-}
-
-interface Live {
-  process: AgentProcess;
-  connection: acp.ClientConnection;
-  capabilities: acp.AgentCapabilities;
-  /** How the agent says it can be logged in (`initialize`). */
-  authMethods: acp.AuthMethod[];
-  /** True once we decided to stop it: its exit is then expected, not a crash. */
-  stopping: boolean;
-  sessionId: string | null;
-  resumed: boolean;
-  /** The session's modes as the agent announced them (`session/set_mode` picks among them). */
-  modeId: string | null;
-  hasModes: boolean;
-  /** The session's config options (a model or mode selector among them, for current agents). */
-  configOptions: acp.SessionConfigOption[];
-  /** The model last chosen here; null until a turn names one. */
-  modelId: string | null;
-}
-
-/** What an agent answers `session/new`, `load` or `resume` with that settings depend on. */
-interface OpenedSession {
-  modes?: acp.SessionModeState | null | undefined;
-  configOptions?: acp.SessionConfigOption[] | null | undefined;
-}
-
-/** ACP's code for "log in first". */
-const AUTH_REQUIRED = acp.RequestError.authRequired().code;
-
-/** A JSON-RPC error's code and data, for a log line; nothing for other errors. */
-function requestErrorFields(error: unknown): { code?: number; data?: unknown } {
-  if (!(error instanceof acp.RequestError)) return {};
-  return { code: error.code, ...(error.data === undefined ? {} : { data: error.data }) };
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/** A `kind` the user chose, or the closest option the agent offers with the same meaning. */
-function chooseOption(
-  options: readonly acp.PermissionOption[],
-  kind: PermissionOptionKind,
-): acp.PermissionOption | null {
-  const exact = options.find((option) => option.kind === kind);
-  if (exact) return exact;
-  const allow = kind.startsWith("allow");
-  return options.find((option) => option.kind.startsWith(allow ? "allow" : "reject")) ?? null;
 }
 
 /**
@@ -178,682 +74,338 @@ function chooseOption(
  * workspace agent, turns `session/update`s into AgentEvents and permission requests into
  * `permission_request` events, and restarts the agent on the next prompt after a crash or a
  * cancel that had to stop it, resuming its session when the agent can.
+ *
+ * Its parts: the started agent (AcpAgentConnection, over agent-process.ts), the client side it
+ * serves (acp-client.ts: files and terminals), the event router and the turn, the permission
+ * requests, and the session opener; this class starts and restarts the agent and runs turns.
  */
-export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
-  const { context, launch, agent } = options;
-  const timeouts: AcpTimeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
-  const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
-  const secrets = [
-    ...(options.secrets ?? []),
-    ...(context.modelProxy ? [context.modelProxy.token] : []),
-    ...Object.entries(launch.env)
-      .filter(([name]) => looksLikeSecretName(name))
-      .map(([, value]) => value),
-    context.workspaceAgent.token,
-  ];
-  const redact = (text: string): string => redactSecrets(text, secrets);
-  const rawLogger = options.logger ?? silentLogger;
-  const logger: AcpBackendLogger = {
-    info: (message, fields) => rawLogger.info(redact(message), fields),
-    warn: (message, fields) => rawLogger.warn(redact(message), fields),
-    error: (message, fields) => rawLogger.error(redact(message), fields),
-  };
-
-  const workspaceToken =
-    context.workspaceAgent.token === null ? {} : { token: context.workspaceAgent.token };
-  const files = new AcpFiles(
-    new FileClient({
-      baseUrl: context.workspaceAgent.url,
-      ...workspaceToken,
-      root: context.worktreePath,
-    }),
-    context.worktreePath,
-  );
-  const terminals = new AcpTerminals(
-    new ProcessClient({
-      baseUrl: context.workspaceAgent.url,
-      ...workspaceToken,
-      chatId: context.chatId,
-    }),
-    context.worktreePath,
-  );
-
-  let live: Live | null = null;
-  let starting: Promise<EnsureSessionResult> | null = null;
-  let turn: Turn | null = null;
-  let status: BackendHealth["status"] = "idle";
-  let lastError: string | null = null;
-  let disposed = false;
+export class AcpBackend implements AgentBackend {
+  readonly #options: AcpBackendOptions;
+  readonly #agent: string;
+  readonly #timeouts: AcpTimeouts;
+  readonly #redaction: AcpRedaction;
+  readonly #logger: AcpBackendLogger;
+  readonly #terminals: AcpTerminals;
+  readonly #events: AcpEventRouter;
+  readonly #permissions: AcpPermissions;
+  readonly #opener: AcpSessionOpener;
+  readonly #handlers: AcpClientHandlers;
+  #live: AcpAgentConnection | null = null;
+  #starting: Promise<EnsureSessionResult> | null = null;
+  #status: BackendHealth["status"] = "idle";
+  #lastError: string | null = null;
+  #disposed = false;
   /** The agent's session to resume when the agent is started (again). */
-  let resumeSessionId: string | null = context.resumeSessionId;
-  /** While a session is being loaded, its replayed history is not this turn's news. */
-  let loadingSessionId: string | null = null;
-  const permissions = new Map<string, PendingPermission>();
+  #resumeSessionId: string | null;
 
-  function emit(raw: AgentEvent): void {
-    // The one way out for what the agent reports: whatever it saw (a tool's output holding a
-    // key) is redacted before anyone stores, streams or records it.
-    const event = redactValue(raw, secrets);
-    const current = turn;
-    if (current === null) {
-      if (event.type === "commands" || event.type === "mode") options.onIdleEvent?.(event);
-      return;
-    }
-    current.queue = current.queue.then(async () => {
-      try {
-        await current.onEvent(event);
-      } catch (error) {
-        logger.warn("an event consumer failed; the turn goes on", {
-          event: event.type,
-          error: errorMessage(error),
-        });
-      }
-    });
-  }
-
-  /** Lets notifications already read reach the queue, then waits until they are delivered. */
-  async function settle(current: Turn): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    await current.queue;
-  }
-
-  function onUpdate(notification: acp.SessionNotification): void {
-    const { update } = notification;
-    // The agent may change its mode itself; a turn that asks for another must still switch.
-    if (
-      update.sessionUpdate === "current_mode_update" &&
-      live !== null &&
-      notification.sessionId === live.sessionId
-    ) {
-      live.modeId = update.currentModeId;
-    }
-    const state =
-      update.sessionUpdate === "available_commands_update" ||
-      update.sessionUpdate === "current_mode_update";
-    const current = turn;
-    if (notification.sessionId === loadingSessionId) {
-      // Replayed history is not this turn's news; only the agent's commands and mode still are.
-      if (state) {
-        for (const event of eventsFromUpdate(update, updateContext("")))
-          options.onIdleEvent?.(event);
-      }
-      return;
-    }
-    if (live?.sessionId == null || notification.sessionId !== live.sessionId) {
-      // Commands may arrive before the session/new answer is processed; they are state.
-      if (state) for (const event of eventsFromUpdate(update, updateContext(""))) emit(event);
-      return;
-    }
-    for (const event of eventsFromUpdate(update, updateContext(current?.messageId ?? ""))) {
-      if (current === null && !state) {
-        logger.info("the agent sent an update outside a turn; dropped", {
-          update: update.sessionUpdate,
-        });
-        continue;
-      }
-      if (current !== null && event.type === "text") current.text += redact(event.delta);
-      if (current !== null && event.type === "tool_call") current.announced.add(event.tool_call_id);
-      emit(event);
-    }
-  }
-
-  function updateContext(messageId: string) {
-    return { messageId, agent, worktreePath: context.worktreePath };
-  }
-
-  function resolvePermissions(outcome: "cancelled"): void {
-    const pending = [...permissions.values()];
-    permissions.clear();
-    for (const request of pending) request.resolve(outcome);
-  }
-
-  async function onPermission(
-    params: acp.RequestPermissionRequest,
-  ): Promise<acp.RequestPermissionResponse> {
-    const current = turn;
-    const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
-    if (current === null || current.cancelRequested) return cancelled;
-    const toolKind: AcpToolKind = params.toolCall.kind ?? "other";
-    // Asked about a call it has not announced: the request's own fields announce it.
-    if (!current.announced.has(params.toolCall.toolCallId)) {
-      current.announced.add(params.toolCall.toolCallId);
-      emit(toolCallFromPermission(params.toolCall, updateContext(current.messageId)));
-    }
-    const key = { sessionId: context.sessionId, agent, toolKind };
-    const requestId = randomUUID();
-    const request: AgentEvent = {
-      type: "permission_request",
-      message_id: current.messageId,
-      request_id: requestId,
-      tool_call_id: params.toolCall.toolCallId ?? null,
-      title: params.toolCall.title ?? `${agent} asks to use a ${toolKind} tool`,
-      options: params.options.map((option) => ({
-        option_id: option.optionId,
-        name: option.name,
-        kind: option.kind,
-      })),
-    };
-    let shown = false;
-    const { outcome, remembered } = await decidePermission({
-      memory,
-      key,
+  constructor(options: AcpBackendOptions) {
+    const { context, launch, agent } = options;
+    this.#options = options;
+    this.#agent = agent;
+    this.#timeouts = { ...DEFAULT_ACP_TIMEOUTS, ...options.timeouts };
+    this.#redaction = new AcpRedaction(context, launch, options.secrets);
+    const redaction = this.#redaction;
+    const logger = redaction.logger(options.logger ?? silentLogger);
+    this.#logger = logger;
+    this.#resumeSessionId = context.resumeSessionId;
+    const { files, terminals } = workspaceRequestHandlers(context);
+    this.#terminals = terminals;
+    const worktreePath = context.worktreePath;
+    const events = new AcpEventRouter({
+      agent,
+      worktreePath,
+      redaction,
       logger,
-      usable: (answer) => chooseOption(params.options, answer) !== null,
-      ask: () => {
-        // Cancelled while the memory was read: nothing is shown, nothing to resolve.
-        if (current.cancelRequested || turn !== current) return Promise.resolve("cancelled");
-        // Pending before the event goes out, so an answer given while it is delivered finds it.
-        const answered = new Promise<PermissionOptionKind | "cancelled">((resolve) =>
-          permissions.set(requestId, { resolve }),
-        );
-        emit(request);
-        shown = true;
-        return answered;
-      },
+      onIdleEvent: options.onIdleEvent,
+      session: () => this.#live,
     });
-    // Answered without asking, but the UI still sees the request and its answer.
-    if (remembered) emit(request);
-    else if (!shown) return cancelled;
-    const option = outcome === "cancelled" ? null : chooseOption(params.options, outcome);
-    emit({
-      type: "permission_resolved",
-      message_id: current.messageId,
-      request_id: requestId,
-      outcome: option === null ? "cancelled" : outcome,
+    this.#events = events;
+    const memory = options.permissionMemory ?? createInMemoryPermissionMemory();
+    const permissions = new AcpPermissions({
+      sessionId: context.sessionId,
+      agent,
+      memory,
+      logger,
+      events,
     });
-    if (option === null) return cancelled;
-    return { outcome: { outcome: "selected", optionId: option.optionId } };
+    this.#permissions = permissions;
+    this.#opener = new AcpSessionOpener({
+      agent,
+      worktreePath,
+      logger,
+      redaction,
+      events,
+      login: options.login,
+    });
+    this.#handlers = {
+      onUpdate: (notification) => events.onUpdate(notification),
+      requestPermission: (params) => permissions.request(params),
+      files,
+      terminals,
+      redact: (text) => redaction.text(text),
+    };
   }
 
-  function connect(agentProcess: AgentProcess): acp.ClientConnection {
-    const app = acp
-      .client({ name: "deckhand" })
-      .onNotification(acp.methods.client.session.update, ({ params }) => onUpdate(params))
-      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => onPermission(params))
-      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => files.read(params))
-      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => files.write(params))
-      .onRequest(acp.methods.client.terminal.create, ({ params }) => terminals.create(params))
-      // Terminal output goes to the agent's model: a secret in it is redacted before it leaves.
-      .onRequest(acp.methods.client.terminal.output, async ({ params }) => {
-        const answer = await terminals.output(params);
-        return { ...answer, output: redact(answer.output) };
-      })
-      .onRequest(acp.methods.client.terminal.waitForExit, ({ params, signal }) =>
-        terminals.waitForExit(params, signal),
-      )
-      .onRequest(acp.methods.client.terminal.kill, ({ params }) => terminals.kill(params))
-      .onRequest(acp.methods.client.terminal.release, ({ params }) => terminals.release(params));
-    const { child } = agentProcess;
-    return app.connect(
-      acp.ndJsonStream(
-        Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
-        Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
-      ),
-    );
+  async ensureSession(): Promise<EnsureSessionResult> {
+    this.#assertUsable();
+    const live = this.#live;
+    if (live?.sessionId != null) return { agentSessionId: live.sessionId, resumed: live.resumed };
+    this.#starting ??= this.#openSession().finally(() => {
+      this.#starting = null;
+    });
+    return this.#starting;
   }
 
-  /**
-   * Races `promise` against the agent dying and a time bound, for the start-up steps:
-   * `initialize` has `initializeMs`, the session's opening `sessionMs`.
-   */
-  async function bounded<T>(
-    agentProcess: AgentProcess,
-    step: string,
-    promise: Promise<T>,
-  ): Promise<T> {
-    const limitMs = step === "initialize" ? timeouts.initializeMs : timeouts.sessionMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer to ${step} within ${limitMs} ms; the agent looks stuck`)),
-        limitMs,
+  async prompt(input: PromptInput): Promise<PromptResult> {
+    this.#assertUsable();
+    if (this.#events.turn !== null) {
+      throw new AgentBackendError(
+        "turn_in_progress",
+        `${this.#agent} is still working on a turn; cancel it or wait for its turn_end`,
       );
-    });
-    const died = agentProcess.exited.then((exit) => {
-      throw new Error(`the agent ${describeExit(exit)} during ${step}`);
-    });
+    }
+    const current = new AcpTurn(input, this.#logger);
+    this.#events.turn = current;
+    this.#status = "active";
+    const onAbort = () => void this.cancel();
+    input.signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await Promise.race([promise, timeout, died]);
+      const stopReason = current.cancelRequested
+        ? "cancelled"
+        : await this.#runTurn(current, input);
+      this.#permissions.cancelAll();
+      this.#emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
+      await current.delivered();
+      return { stopReason, text: current.text };
     } finally {
-      clearTimeout(timer);
+      input.signal?.removeEventListener("abort", onAbort);
+      this.#events.turn = null;
+      // A crash already said "crashed"; anything else leaves the backend ready for a turn.
+      if (this.#status === "active") this.#status = "idle";
+      current.finish();
     }
   }
 
-  function startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
+  async cancel(): Promise<void> {
+    const current = this.#events.turn;
+    if (current === null) return;
+    current.cancelling ??= this.#cancelTurn(current);
+    await current.cancelling;
+  }
+
+  async respondToPermission(answer: PermissionAnswer): Promise<void> {
+    this.#permissions.respond(answer);
+  }
+
+  async closeSession(): Promise<void> {
+    await this.cancel();
+    await this.#starting?.catch(() => {});
+    const current = this.#live;
+    if (current !== null) {
+      if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
+        await Promise.race([
+          current.agent
+            .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
+            .catch(() => {}),
+          sleep(this.#timeouts.stopGraceMs),
+        ]);
+      }
+      await current.stop();
+    }
+    await this.#terminals.releaseAll();
+    this.#status = "closed";
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    await this.closeSession();
+  }
+
+  health(): BackendHealth {
+    return {
+      status: this.#status,
+      pid: this.#live?.process.pid ?? null,
+      lastError: this.#lastError,
+    };
+  }
+
+  #assertUsable(): void {
+    if (this.#disposed) {
+      throw new AgentBackendError("disposed", `the ${this.#agent} backend was disposed`);
+    }
+  }
+
+  #emit(event: AgentEvent): void {
+    this.#events.emit(event);
+  }
+
+  #redact(text: string): string {
+    return this.#redaction.text(text);
+  }
+
+  async #openSession(): Promise<EnsureSessionResult> {
+    this.#live ??= await this.#startProcess();
+    const current = this.#live;
+    let agentSessionId: string;
+    try {
+      agentSessionId = await this.#opener.open(current, this.#resumeSessionId);
+    } catch (error) {
+      const failure = this.#startFailure(current.process, error);
+      current.stopping = true;
+      await current.process.stop(this.#timeouts.stopGraceMs);
+      throw failure;
+    }
+    this.#resumeSessionId = agentSessionId;
+    if (this.#status !== "active") this.#status = "idle";
+    return { agentSessionId, resumed: current.resumed };
+  }
+
+  /** Spawns the agent (through its launcher, in the worktree) and initializes it. */
+  async #startProcess(): Promise<AcpAgentConnection> {
+    const { launch, context } = this.#options;
+    let agentProcess: AgentProcess | null = null;
+    try {
+      agentProcess = spawnAgentProcess(launch, context.worktreePath);
+      const started = await AcpAgentConnection.initialize(agentProcess, {
+        handlers: this.#handlers,
+        timeouts: this.#timeouts,
+        serveFileReads: this.#options.serveFileReads ?? true,
+        clientInfo: this.#options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
+      });
+      void agentProcess.exited.then((exit) => this.#onExit(started, exit));
+      return started;
+    } catch (error) {
+      const failure = this.#startFailure(agentProcess, error);
+      await agentProcess?.stop(this.#timeouts.stopGraceMs);
+      throw failure;
+    }
+  }
+
+  #startFailure(agentProcess: AgentProcess | null, error: unknown): AgentBackendError {
     const tail = agentProcess?.stderrTail().trim() ?? "";
-    const message = redact(
-      `cannot start ${agent} (${launch.executable}): ${errorMessage(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
+    const message = this.#redact(
+      `cannot start ${this.#agent} (${this.#options.launch.executable}): ${errorMessage(error)}${tail ? `; its stderr ends with: ${tail}` : ""}`,
     );
-    lastError = message;
+    this.#lastError = message;
     return new AgentBackendError("agent_start_failed", message, { cause: error });
   }
 
   /** What happens when the agent process ends. */
-  function onExit(current: Live, exit: AgentExit): void {
-    if (live === current) live = null;
+  #onExit(current: AcpAgentConnection, exit: AgentExit): void {
+    if (this.#live === current) this.#live = null;
     current.connection.close();
-    void terminals.releaseAll();
-    resolvePermissions("cancelled");
+    void this.#terminals.releaseAll();
+    this.#permissions.cancelAll();
     if (current.stopping) return;
-    status = "crashed";
-    lastError = redact(`${agent} ${describeExit(exit)}`);
-    logger.error("the agent process died", { agent, exit: describeExit(exit) });
+    this.#status = "crashed";
+    this.#lastError = this.#redact(`${this.#agent} ${describeExit(exit)}`);
+    this.#logger.error("the agent process died", { agent: this.#agent, exit: describeExit(exit) });
   }
 
-  async function startProcess(): Promise<Live> {
-    let agentProcess: AgentProcess | null = null;
-    try {
-      agentProcess = spawnAgentProcess(launch, context.worktreePath);
-      const connection = connect(agentProcess);
-      const initialized = await bounded<acp.InitializeResponse>(
-        agentProcess,
-        "initialize",
-        connection.agent.request(acp.methods.agent.initialize, {
-          protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: {
-            fs: { readTextFile: options.serveFileReads ?? true, writeTextFile: true },
-            terminal: true,
-          },
-          clientInfo: options.clientInfo ?? { name: "deckhand", version: "0.0.0" },
-        }),
-      );
-      const started: Live = {
-        process: agentProcess,
-        connection,
-        capabilities: initialized.agentCapabilities ?? {},
-        authMethods: initialized.authMethods ?? [],
-        stopping: false,
-        sessionId: null,
-        resumed: false,
-        modeId: null,
-        hasModes: false,
-        configOptions: [],
-        modelId: null,
-      };
-      void agentProcess.exited.then((exit) => onExit(started, exit));
-      return started;
-    } catch (error) {
-      const failure = startFailure(agentProcess, error);
-      await agentProcess?.stop(timeouts.stopGraceMs);
-      throw failure;
-    }
-  }
-
-  /**
-   * Resumes `sessionId` if the agent can: the session, with the modes the agent answered; null
-   * when it cannot or refuses. openSession emits the mode, whichever way the session opened.
-   */
-  async function resume(
-    current: Live,
-    sessionId: string,
-  ): Promise<({ sessionId: string } & OpenedSession) | null> {
-    const request = { sessionId, cwd: context.worktreePath, mcpServers: [] };
-    try {
-      // Preferred over load: nothing is replayed, so nothing has to be kept off the stream.
-      if (current.capabilities.sessionCapabilities?.resume) {
-        const resumed: acp.ResumeSessionResponse = await bounded(
-          current.process,
-          "session/resume",
-          current.connection.agent.request(acp.methods.agent.session.resume, request),
-        );
-        return { sessionId, modes: resumed.modes, configOptions: resumed.configOptions };
-      }
-      if (current.capabilities.loadSession) {
-        loadingSessionId = sessionId;
-        try {
-          const loaded: acp.LoadSessionResponse = await bounded(
-            current.process,
-            "session/load",
-            current.connection.agent.request(acp.methods.agent.session.load, request),
-          );
-          // Replayed notifications read before the answer are still on their way in, and
-          // the mode event goes out after them.
-          await new Promise((resolve) => setImmediate(resolve));
-          return { sessionId, modes: loaded.modes, configOptions: loaded.configOptions };
-        } finally {
-          loadingSessionId = null;
-        }
-      }
-    } catch (error) {
-      if (current.process.exit() !== null) throw error;
-      // The agent's JSON-RPC error whole (its code and data say why, e.g. which session it
-      // does not know), redacted like everything else the agent says.
-      logger.warn("the agent could not resume its session; starting a new one", {
-        agent,
-        method: current.capabilities.sessionCapabilities?.resume
-          ? "session/resume"
-          : "session/load",
-        error: redact(errorMessage(error)),
-        ...redactValue(requestErrorFields(error), secrets),
-      });
-    }
-    return null;
-  }
-
-  /**
-   * `session/new`; refused for want of a login, the agent is logged in with a method `login`
-   * chooses (one its environment already serves) and asked once more.
-   */
-  async function newSession(current: Live): Promise<acp.NewSessionResponse> {
-    const request = () =>
-      bounded(
-        current.process,
-        "session/new",
-        current.connection.agent.request(acp.methods.agent.session.new, {
-          cwd: context.worktreePath,
-          mcpServers: [],
-        }),
-      );
-    try {
-      return await request();
-    } catch (error) {
-      if (!(error instanceof acp.RequestError) || error.code !== AUTH_REQUIRED) throw error;
-      const choice: AcpLoginChoice = options.login?.(current.authMethods, error.message) ?? {
-        kind: "refuse",
-        message: `the agent needs a login before it can open a session${current.authMethods.length > 0 ? ` (it offers: ${current.authMethods.map((method) => method.name).join(", ")})` : ""}: ${error.message}`,
-      };
-      if (choice.kind === "refuse") throw new Error(choice.message);
-      logger.info("the agent needs a login; logging it in", { agent, method: choice.methodId });
-      await bounded(
-        current.process,
-        `authenticate (${choice.name})`,
-        current.connection.agent.request(acp.methods.agent.authenticate, {
-          methodId: choice.methodId,
-        }),
-      );
-      return await request();
-    }
-  }
-
-  async function openSession(): Promise<EnsureSessionResult> {
-    live ??= await startProcess();
-    const current = live;
-    try {
-      const resumed = resumeSessionId === null ? null : await resume(current, resumeSessionId);
-      let opened: OpenedSession;
-      if (resumed !== null) {
-        current.sessionId = resumed.sessionId;
-        current.resumed = true;
-        opened = resumed;
-      } else {
-        const created = await newSession(current);
-        current.sessionId = created.sessionId;
-        current.resumed = false;
-        opened = created;
-      }
-      const modes = opened.modes;
-      current.hasModes = modes != null;
-      current.modeId = modes?.currentModeId ?? null;
-      current.configOptions = opened.configOptions ?? [];
-      current.modelId = null;
-      if (modes) emit({ type: "mode", agent, mode_id: modes.currentModeId });
-    } catch (error) {
-      const failure = startFailure(current.process, error);
-      current.stopping = true;
-      await current.process.stop(timeouts.stopGraceMs);
-      throw failure;
-    }
-    resumeSessionId = current.sessionId;
-    if (status !== "active") status = "idle";
-    return { agentSessionId: current.sessionId, resumed: current.resumed };
-  }
-
-  async function ensureSession(): Promise<EnsureSessionResult> {
-    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
-    if (live?.sessionId != null) return { agentSessionId: live.sessionId, resumed: live.resumed };
-    starting ??= openSession().finally(() => {
-      starting = null;
-    });
-    return starting;
-  }
-
-  async function stopLive(current: Live): Promise<void> {
-    current.stopping = true;
-    current.connection.close();
-    await current.process.stop(timeouts.stopGraceMs);
-    await current.process.exited;
-  }
-
-  /** A select config option of the category, as current ACP agents offer models and modes. */
-  function selector(current: Live, category: "model" | "mode"): acp.SessionConfigOption | null {
-    return (
-      current.configOptions.find(
-        (option) => option.category === category && option.type === "select",
-      ) ?? null
-    );
-  }
-
-  /**
-   * Puts the agent in the turn's mode and model when they differ from what it has: modes with
-   * `session/set_mode` (or a mode config option), models with a model config option
-   * (`session/set_config_option`) or, for agents on older SDKs, the unstable `session/set_model`.
-   */
-  async function applySettings(current: Live, sessionId: string, input: PromptInput) {
-    const { mode, model } = input;
-    if (mode != null && mode !== current.modeId) {
-      const option = selector(current, "mode");
-      if (current.hasModes || option === null) {
-        await connection(current).request(acp.methods.agent.session.setMode, {
-          sessionId,
-          modeId: mode,
-        });
-      } else {
-        await setOption(current, sessionId, option, mode);
-      }
-      current.modeId = mode;
-      emit({ type: "mode", agent, mode_id: mode });
-    }
-    if (model != null && model !== current.modelId) {
-      const option = selector(current, "model");
-      if (option !== null) {
-        if (String(option.currentValue) !== model) {
-          await setOption(current, sessionId, option, model);
-        }
-      } else {
-        await connection(current).request("session/set_model", { sessionId, modelId: model });
-      }
-      current.modelId = model;
-    }
-  }
-
-  function connection(current: Live) {
-    return current.connection.agent;
-  }
-
-  async function setOption(
-    current: Live,
-    sessionId: string,
-    option: acp.SessionConfigOption,
-    value: string,
-  ): Promise<void> {
-    const answer = await connection(current).request(acp.methods.agent.session.setConfigOption, {
-      sessionId,
-      configId: option.id,
-      value,
-    });
-    // The agent answers with every option as it now is: later turns compare against those.
-    if (answer?.configOptions) current.configOptions = answer.configOptions;
-  }
-
-  async function runTurn(current: Turn, input: PromptInput): Promise<StopReason> {
+  async #runTurn(current: AcpTurn, input: PromptInput): Promise<StopReason> {
+    const agent = this.#agent;
     let session: EnsureSessionResult;
     try {
-      session = await ensureSession();
+      session = await this.ensureSession();
     } catch (error) {
-      emit({ type: "error", message_id: current.messageId, message: redact(errorMessage(error)) });
+      this.#turnError(current, this.#redact(errorMessage(error)));
       return "error";
     }
     // A cancel that came while the agent was starting: the turn ends before it begins.
     if (current.cancelRequested) return "cancelled";
+    const live = this.#live;
     if (live === null) {
-      emit({
-        type: "error",
-        message_id: current.messageId,
-        message: lastError ?? `${agent} is not running`,
-      });
+      this.#turnError(current, this.#lastError ?? `${agent} is not running`);
       return "error";
     }
-    const agentProcess = live.process;
-    const connection = live.connection;
     try {
-      await applySettings(live, session.agentSessionId, input);
+      await live.applySettings(session.agentSessionId, input, (mode) =>
+        this.#emit({ type: "mode", agent, mode_id: mode }),
+      );
     } catch (error) {
-      const message = redact(`${agent} refused the turn's settings: ${errorMessage(error)}`);
-      emit({ type: "error", message_id: current.messageId, message });
+      this.#turnError(
+        current,
+        this.#redact(`${agent} refused the turn's settings: ${errorMessage(error)}`),
+      );
       return "error";
     }
+    return this.#promptAgent(live, session.agentSessionId, current, input.text);
+  }
+
+  /** `session/prompt`, and what its failure means: the agent died, or it failed the prompt. */
+  async #promptAgent(
+    live: AcpAgentConnection,
+    sessionId: string,
+    current: AcpTurn,
+    text: string,
+  ): Promise<StopReason> {
+    const agent = this.#agent;
+    const agentProcess = live.process;
     try {
-      const response = await connection.agent.request(acp.methods.agent.session.prompt, {
-        sessionId: session.agentSessionId,
-        prompt: [{ type: "text", text: input.text }],
+      const response = await live.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text }],
       });
-      await settle(current);
+      await current.settle();
       const usage = usageFromResponse(response, current.messageId);
-      if (usage !== null) emit(usage);
+      if (usage !== null) this.#emit(usage);
       return stopReasonFrom(response.stopReason);
     } catch (error) {
       if (current.stoppedByCancel) return "cancelled";
       // A closed pipe usually means the agent died; its exit and stderr tell the real story.
       const exit = await Promise.race([agentProcess.exited, sleep(1_000).then(() => null)]);
-      await settle(current);
+      await current.settle();
       if (exit !== null) {
-        const message = redact(`${agent} ${describeExit(exit)} during the turn`);
-        lastError = message;
-        status = "crashed";
-        emit({
+        const message = this.#redact(`${agent} ${describeExit(exit)} during the turn`);
+        this.#lastError = message;
+        this.#status = "crashed";
+        this.#emit({
           type: "error",
           message_id: current.messageId,
           message,
-          stderr_tail: redact(agentProcess.stderrTail()),
+          stderr_tail: this.#redact(agentProcess.stderrTail()),
         });
         return "error";
       }
-      const message = redact(`${agent} failed the prompt: ${errorMessage(error)}`);
-      lastError = message;
-      emit({ type: "error", message_id: current.messageId, message });
+      const message = this.#redact(`${agent} failed the prompt: ${errorMessage(error)}`);
+      this.#lastError = message;
+      this.#turnError(current, message);
       return "error";
     }
   }
 
-  async function cancelTurn(current: Turn): Promise<void> {
+  #turnError(current: AcpTurn, message: string): void {
+    this.#emit({ type: "error", message_id: current.messageId, message });
+  }
+
+  async #cancelTurn(current: AcpTurn): Promise<void> {
     current.cancelRequested = true;
-    const running = live;
+    const running = this.#live;
     if (running?.sessionId != null) {
-      await running.connection.agent
+      await running.agent
         .notify(acp.methods.agent.session.cancel, { sessionId: running.sessionId })
         .catch(() => {});
     }
     // ACP: the client answers every pending permission request with `cancelled`.
-    resolvePermissions("cancelled");
+    this.#permissions.cancelAll();
+    const { cancelMs } = this.#timeouts;
     const ended = await Promise.race([
       current.finished.then(() => true),
-      sleep(timeouts.cancelMs).then(() => false),
+      sleep(cancelMs).then(() => false),
     ]);
-    if (!ended && running !== null && turn === current) {
-      logger.warn("the agent did not end the turn after session/cancel; stopping it", {
-        agent,
-        waitedMs: timeouts.cancelMs,
+    if (!ended && running !== null && this.#events.turn === current) {
+      this.#logger.warn("the agent did not end the turn after session/cancel; stopping it", {
+        agent: this.#agent,
+        waitedMs: cancelMs,
       });
       current.stoppedByCancel = true;
-      await stopLive(running);
+      await running.stop();
     }
     await current.finished;
   }
+}
 
-  async function prompt(input: PromptInput): Promise<PromptResult> {
-    if (disposed) throw new AgentBackendError("disposed", `the ${agent} backend was disposed`);
-    if (turn !== null) {
-      throw new AgentBackendError(
-        "turn_in_progress",
-        `${agent} is still working on a turn; cancel it or wait for its turn_end`,
-      );
-    }
-    let finish: () => void = () => {};
-    const current: Turn = {
-      messageId: input.messageId,
-      onEvent: input.onEvent,
-      queue: Promise.resolve(),
-      text: "",
-      cancelRequested: input.signal?.aborted === true,
-      stoppedByCancel: false,
-      cancelling: null,
-      finished: new Promise((resolve) => {
-        finish = resolve;
-      }),
-      announced: new Set(),
-    };
-    turn = current;
-    status = "active";
-    const onAbort = () => void cancel();
-    input.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      const stopReason = current.cancelRequested ? "cancelled" : await runTurn(current, input);
-      resolvePermissions("cancelled");
-      emit({ type: "turn_end", message_id: current.messageId, stop_reason: stopReason });
-      await current.queue;
-      return { stopReason, text: current.text };
-    } finally {
-      input.signal?.removeEventListener("abort", onAbort);
-      turn = null;
-      // A crash already said "crashed"; anything else leaves the backend ready for a turn.
-      if (status === "active") status = "idle";
-      finish();
-    }
-  }
-
-  async function cancel(): Promise<void> {
-    const current = turn;
-    if (current === null) return;
-    current.cancelling ??= cancelTurn(current);
-    await current.cancelling;
-  }
-
-  async function closeSession(): Promise<void> {
-    await cancel();
-    await starting?.catch(() => {});
-    const current = live;
-    if (current !== null) {
-      if (current.sessionId !== null && current.capabilities.sessionCapabilities?.close) {
-        await Promise.race([
-          current.connection.agent
-            .request(acp.methods.agent.session.close, { sessionId: current.sessionId })
-            .catch(() => {}),
-          sleep(timeouts.stopGraceMs),
-        ]);
-      }
-      await stopLive(current);
-    }
-    await terminals.releaseAll();
-    status = "closed";
-  }
-
-  return {
-    ensureSession,
-    prompt,
-    cancel,
-
-    async respondToPermission(answer: PermissionAnswer) {
-      const pending = permissions.get(answer.requestId);
-      if (!pending) {
-        throw new AgentBackendError(
-          "unknown_permission_request",
-          `permission request ${answer.requestId} is not pending; it was answered or cancelled already`,
-        );
-      }
-      permissions.delete(answer.requestId);
-      pending.resolve(answer.outcome);
-    },
-
-    closeSession,
-
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await closeSession();
-    },
-
-    health() {
-      return { status, pid: live?.process.pid ?? null, lastError };
-    },
-  };
+export function createAcpBackend(options: AcpBackendOptions): AgentBackend {
+  return new AcpBackend(options);
 }

@@ -1,0 +1,233 @@
+import type { ModelUsageOutcome } from "@deckhand/wire";
+import { BodyObserver } from "./body-observer.ts";
+import { describeError, type ModelProxyLogger } from "./logger.ts";
+import { ModelProxyError } from "./model-proxy-error.ts";
+import type { UpstreamRoute } from "./proxy-upstreams.ts";
+import type { AuthenticatedRequest, ProxyContext } from "./request-authentication.ts";
+import { upstreamRequestBody } from "./request-body.ts";
+import { RequestUsage } from "./request-usage.ts";
+import {
+  agentResponseHeaders,
+  scrubSearch,
+  upstreamRequestHeaders,
+  upstreamUrl,
+} from "./upstreams.ts";
+import type { UsageRecorder } from "./usage.ts";
+
+export interface ForwardingOptions {
+  fetch: typeof globalThis.fetch;
+  usage: UsageRecorder;
+  now: () => number;
+  /** Non-streaming bodies up to this size are parsed for usage; larger ones count bytes only. */
+  maxUsageBodyBytes: number;
+}
+
+/** One authenticated request, routed to its upstream. */
+export interface RoutedRequest extends AuthenticatedRequest {
+  route: UpstreamRoute;
+  /** When the proxy received it. */
+  started: number;
+  logger: ModelProxyLogger;
+  /** The real keys and whatever the request presented: never forwarded back or logged. */
+  secrets: () => string[];
+}
+
+/**
+ * Sends one request on to its upstream with the real key (its body and query scrubbed of the
+ * scoped token and the job id) and streams the answer back as it arrives, recording its usage
+ * however it ends: completed, the agent hanging up, or the upstream failing or breaking off.
+ */
+export class ForwardedRequest {
+  readonly #context: ProxyContext;
+  readonly #request: RoutedRequest;
+  readonly #options: ForwardingOptions;
+  /** The agent going away aborts the upstream request, so a dropped stream stops costing. */
+  readonly #abort = new AbortController();
+
+  constructor(context: ProxyContext, request: RoutedRequest, options: ForwardingOptions) {
+    this.#context = context;
+    this.#request = request;
+    this.#options = options;
+  }
+
+  async forward(): Promise<Response> {
+    const context = this.#context;
+    const { route, token, logger } = this.#request;
+    const method = context.req.method;
+    const received =
+      method === "GET" || method === "HEAD"
+        ? undefined
+        : new Uint8Array(await context.req.raw.arrayBuffer());
+    const forwarded = this.#upstreamBody(received);
+    const url = new URL(context.req.url);
+    const target = upstreamUrl(
+      route.upstream.baseUrl,
+      route.restPath,
+      scrubSearch(url.search, token),
+    );
+
+    const clientSignal = context.req.raw.signal;
+    const onClientAbort = () => this.#abort.abort(new Error("the agent closed the connection"));
+    clientSignal.addEventListener("abort", onClientAbort, { once: true });
+    const usage = new RequestUsage({
+      recorder: this.#options.usage,
+      logger,
+      now: this.#options.now,
+      started: this.#request.started,
+      record: this.#request.record,
+      route,
+      requestBytes: received?.byteLength ?? 0,
+      onEnd: () => clientSignal.removeEventListener("abort", onClientAbort),
+    });
+
+    const requestHeaders = upstreamRequestHeaders(context.req.raw.headers, route.upstream, token);
+    // The body goes upstream as the proxy read it: uncompressed.
+    if (forwarded?.decoded) requestHeaders.delete("content-encoding");
+    let response: Response;
+    try {
+      response = await this.#options.fetch(target, {
+        method,
+        headers: requestHeaders,
+        ...(forwarded?.body === undefined ? {} : { body: forwarded.body }),
+        signal: this.#abort.signal,
+        redirect: "manual",
+      });
+    } catch (error) {
+      return this.#upstreamFailed(error, usage);
+    }
+    return this.#answer(response, usage);
+  }
+
+  /**
+   * The body as the upstream gets it, with the request's secrets replaced. The job's id goes
+   * too: the upstream has no use for it (its header is not forwarded either), and beside the
+   * token it is what an environment dump shows of the job.
+   */
+  #upstreamBody(received: Uint8Array | undefined) {
+    if (received === undefined) return undefined;
+    const { route, record, logger } = this.#request;
+    const forwarded = upstreamRequestBody(received, this.#context.req.header("content-encoding"), [
+      ...this.#request.secrets(),
+      record.jobId,
+    ]);
+    if (forwarded.redactions > 0) {
+      logger.warn("secrets replaced in a model-provider request body", {
+        agentType: route.agentType,
+        jobId: record.jobId,
+        tokenId: record.id,
+        redactions: forwarded.redactions,
+      });
+    }
+    return forwarded;
+  }
+
+  async #upstreamFailed(error: unknown, usage: RequestUsage): Promise<Response> {
+    const { route, logger } = this.#request;
+    if (this.#abort.signal.aborted) {
+      await usage.finish(499, "client_aborted", 0);
+      return new Response(null, { status: 499 });
+    }
+    logger.error("model-provider upstream unreachable", {
+      agentType: route.agentType,
+      upstream: route.upstreamName,
+      error: describeError(error),
+    });
+    await usage.finish(502, "upstream_unavailable", 0);
+    throw new ModelProxyError(
+      "upstream_unavailable",
+      `the upstream for agent type "${route.agentType}" could not be reached; try again, and if it persists ask the operator to check its base URL`,
+      { cause: error },
+    );
+  }
+
+  /** The upstream's answer for the agent, its body streamed through and observed for usage. */
+  async #answer(response: Response, usage: RequestUsage): Promise<Response> {
+    const { route, logger } = this.#request;
+    const headers = agentResponseHeaders(response.headers, this.#request.secrets());
+    if (!response.body) {
+      await usage.finish(response.status, "completed", 0);
+      return new Response(null, { status: response.status, headers });
+    }
+    const observer = new BodyObserver({
+      contentType: response.headers.get("content-type") ?? "",
+      maxUsageBodyBytes: this.#options.maxUsageBodyBytes,
+      counts: usage.counts,
+    });
+    const observed = observeBody(response.body, observer, {
+      clientGone: () => this.#abort.signal.aborted,
+      onUpstreamError: (error) =>
+        logger.warn("model-provider upstream broke off mid-stream", {
+          agentType: route.agentType,
+          upstream: route.upstreamName,
+          error: describeError(error),
+        }),
+      onEnd: (outcome) => {
+        if (outcome === "client_aborted") {
+          this.#abort.abort(new Error("the agent closed the connection"));
+        }
+        void usage.finish(response.status, outcome, observer.bytes);
+      },
+    });
+    return new Response(observed, { status: response.status, headers });
+  }
+}
+
+interface ObserveOptions {
+  /** True once the agent has gone away, which also makes the upstream read fail. */
+  clientGone: () => boolean;
+  onEnd: (outcome: ModelUsageOutcome) => void;
+  onUpstreamError: (error: unknown) => void;
+}
+
+/**
+ * Passes the upstream body through chunk by chunk, as it arrives, showing each to the observer.
+ * A pull-based stream rather than a TransformStream: a transformer's single `cancel` hook cannot
+ * tell the agent hanging up from the upstream breaking off, and usage records which it was.
+ */
+function observeBody(
+  body: ReadableStream<Uint8Array>,
+  observer: BodyObserver,
+  options: ObserveOptions,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let ended = false;
+  const end = (outcome: ModelUsageOutcome) => {
+    if (ended) return;
+    ended = true;
+    options.onEnd(outcome);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let result: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        if (options.clientGone()) {
+          end("client_aborted");
+          controller.error(new ModelProxyError("internal", "the agent closed the connection"));
+          return;
+        }
+        options.onUpstreamError(error);
+        end("upstream_aborted");
+        // Breaking the agent's stream is how it learns the answer is incomplete. The error is
+        // our own, without a cause: whatever hosts the app may print it.
+        controller.error(
+          new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
+        );
+        return;
+      }
+      if (result.done) {
+        observer.end();
+        end("completed");
+        controller.close();
+        return;
+      }
+      observer.chunk(result.value);
+      controller.enqueue(result.value);
+    },
+    async cancel(reason) {
+      end("client_aborted");
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
+}
