@@ -218,11 +218,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
          missing: read(${JSON.stringify(join(home, ".never-logged-in", "oauth_creds.json"))}),
          worktree: fs.readdirSync(".").length >= 0,
        }));`,
-      {
-        ...agentProfile(),
-        network: { internet: true, modelProxy: false },
-        readable: [join(home, ".never-logged-in", "oauth_creds.json")],
-      },
+      { ...agentProfile(), readable: [join(home, ".never-logged-in", "oauth_creds.json")] },
     );
     expect(JSON.parse(outcome.stdout)).toEqual({ missing: "ENOENT", worktree: true });
   });
