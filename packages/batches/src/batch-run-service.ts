@@ -77,14 +77,16 @@ import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
 import { loadRepositories, locateRepository } from "./repositories.ts";
 import { mapLimited, repositoryGit } from "./repository-git.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
-import { cachedStepCount, runWorkspace, type StepRecord } from "./run-workspace.ts";
+import { runWorkspace } from "./run-workspace.ts";
 import { type StoredStepKinds, StoredStepKindsSchema, stepLabel } from "./step-label.ts";
+import { cachedStepCount } from "./step-plan.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
   StoredWorkspaceDefinitionSchema,
   storeWorkspaceDefinition,
 } from "./stored-run.ts";
+import type { StepRecord } from "./workspace-run-report.ts";
 import {
   continuationKey,
   takenOverRun,

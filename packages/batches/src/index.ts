@@ -86,21 +86,20 @@ export {
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
 export {
-  cachedStepCount,
   DEFAULT_WORKSPACE_TIMEOUT_MS,
   type RunWorkspaceOptions,
   runWorkspace,
-  type StepRecord,
-  type WorkspaceRunResult,
-  workspaceRef,
 } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";
+export { cachedStepCount } from "./step-plan.ts";
+export type { StepCheckout } from "./step-runner.ts";
 export {
   type ChangedFile,
   type ChangedFileStatus,
   templateChangedFiles,
 } from "./workspace-diff.ts";
+export { type StepRecord, type WorkspaceRunResult, workspaceRef } from "./workspace-run-report.ts";
 export type {
   OpenWorkspaceSessionRequest,
   WorkspaceSession,
