@@ -414,7 +414,8 @@ async function cachedStepCounts(
     return { counts: workspaces.map(() => 0), note: null };
   }
   const { createDb, DataDirLockedError } = await import("@deckhand/db");
-  const { cachedStepCount, DatabaseStepCache } = await import("@deckhand/batches");
+  const { batchDirectories, cachedStepCount, DatabaseStepCache, ExecutionEnvironment } =
+    await import("@deckhand/batches");
   let database: Awaited<ReturnType<typeof createDb>>;
   try {
     database = await createDb({ dataDir: join(dataDir, "db") });
@@ -430,22 +431,11 @@ async function cachedStepCounts(
     const cache = new DatabaseStepCache(database.db);
     // Where a step runs is part of its cache key, as a run with this runtime would choose it:
     // the container runtime is detected once for every workspace, and only when it matters.
-    const { detectContainerRuntime } = await import("@deckhand/container-runtime");
-    const containers =
-      runtime !== "local" && (spec.steps ?? []).some((step) => step.container !== undefined)
-        ? { containerDetection: detectContainerRuntime() }
-        : {};
+    const environment = new ExecutionEnvironment({ directories: batchDirectories(dataDir) });
     const counts: (number | null)[] = [];
     for (const workspace of workspaces) {
       counts.push(
-        await cachedStepCount({
-          workspace,
-          spec,
-          cache,
-          specDirectory,
-          runtime,
-          ...containers,
-        }),
+        await cachedStepCount({ workspace, spec, cache, specDirectory, runtime, environment }),
       );
     }
     return { counts, note: null };

@@ -9,8 +9,10 @@ import { parseArgs } from "node:util";
 import {
   BatchesError,
   type BatchWorker,
+  batchDirectories,
   codeHostSecrets,
   createBatchRunService,
+  ExecutionEnvironment,
   type ExecutorConfig,
   readExecutorConfig,
   startBatchWorker,
@@ -344,24 +346,26 @@ export async function runExecutorCommand(
     });
     const service = createBatchRunService({
       database,
-      dataDir: settings.dataDir,
       codeHosts: () => config.codeHosts,
-      environmentPolicy: policy,
-      outerEnvironment: io.environment,
-      launcher,
-      codingAgent: config.codingAgent,
-      acpAgents: {
-        providers,
-        proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
-      },
-      ...(settings.serverUrl !== null
-        ? {
-            modelProvider: batchJobModelProviderAccess({
-              modelTokens: new DbModelTokenStore(database.db),
-              serverUrl: () => settings.serverUrl as string,
-            }),
-          }
-        : {}),
+      environment: new ExecutionEnvironment({
+        directories: batchDirectories(settings.dataDir),
+        environmentPolicy: policy,
+        outerEnvironment: io.environment,
+        launcher,
+        codingAgent: config.codingAgent,
+        acpAgents: {
+          providers,
+          proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
+        },
+        ...(settings.serverUrl !== null
+          ? {
+              modelProvider: batchJobModelProviderAccess({
+                modelTokens: new DbModelTokenStore(database.db),
+                serverUrl: () => settings.serverUrl as string,
+              }),
+            }
+          : {}),
+      }),
       // The apply job and changeset tracking run on whichever batch worker claims them, so an
       // executor publishes with the same connections (and its own environment's tokens).
       publishing: {

@@ -5,9 +5,11 @@ import { join } from "node:path";
 import {
   type BatchRunService,
   type BatchWorker,
+  batchDirectories,
   codeHostSecrets,
   createBatchRunService,
   createRunEventHub,
+  ExecutionEnvironment,
   startBatchWorker,
 } from "@deckhand/batches";
 import {
@@ -296,26 +298,29 @@ export async function startServer(
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
-      dataDir: config.dataDir,
       codeHosts: () => config.codeHosts,
-      environmentPolicy: agentPolicy,
-      outerEnvironment: process.env,
-      launcher,
-      containerDetection:
-        config.containerRuntime.restrictedHost === undefined
-          ? {}
-          : { restrictedHost: config.containerRuntime.restrictedHost },
-      // codingAgent steps reach this server's model proxy with a token bound to their job.
-      modelProvider,
-      codingAgent: config.codingAgent,
-      // acp steps run this server's providers (made below), pointed at the proxy as sessions are.
-      acpAgents: {
-        providers: {
-          list: () => readyProviders().list(),
-          resolve: (id, resolveOptions) => readyProviders().resolve(id, resolveOptions),
+      environment: new ExecutionEnvironment({
+        directories: batchDirectories(config.dataDir),
+        environmentPolicy: agentPolicy,
+        outerEnvironment: process.env,
+        launcher,
+        containerDetection:
+          config.containerRuntime.restrictedHost === undefined
+            ? {}
+            : { restrictedHost: config.containerRuntime.restrictedHost },
+        // codingAgent steps reach this server's model proxy with a token bound to their job.
+        modelProvider,
+        codingAgent: config.codingAgent,
+        // acp steps run this server's providers (made below), pointed at the proxy as sessions
+        // are.
+        acpAgents: {
+          providers: {
+            list: () => readyProviders().list(),
+            resolve: (id, resolveOptions) => readyProviders().resolve(id, resolveOptions),
+          },
+          proxied: (agentType) => hasUpstream(agentType),
         },
-        proxied: (agentType) => hasUpstream(agentType),
-      },
+      }),
       // Workspaces are taken over with this server's interactive sessions.
       sessions: workspaceSessions(sessions),
       // Publishing: code host connections from config.json, their tokens read from the

@@ -17,48 +17,20 @@ import {
   SandboxSettingsFileSchema,
   sandboxSettings,
 } from "@deckhand/sandbox";
-import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
 import { z } from "zod";
-import {
-  BatchRunService,
-  type BatchRunServiceOptions,
-  codingAgentOptions,
-} from "./batch-run-service.ts";
+import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
 import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { CodeHostAccess } from "./publishing/code-host-access.ts";
 
-/** Where a data directory keeps what batch jobs need on disk. */
-export function batchDirectories(dataDir: string): {
-  /** Git URL hosts' mirrors: `<data-dir>/cache/repositories`. */
-  cacheDirectory: string;
-  /** Workspace checkouts while their job runs: `<data-dir>/workspaces/batches`. */
-  workDirectory: string;
-  /** Agent CLIs codingAgent steps install when run locally: `<data-dir>/agents`, not the home. */
-  agentInstallDirectory: string;
-} {
-  return {
-    cacheDirectory: join(dataDir, "cache", "repositories"),
-    workDirectory: join(dataDir, "workspaces", "batches"),
-    agentInstallDirectory: join(dataDir, "agents"),
-  };
-}
-
 /**
- * What a process with a data directory gives its batch-run service: everything the service
- * takes, with the clone cache, the checkouts and agent installs placed in the data directory.
+ * What a process gives its batch-run service: everything the service takes, with publishing
+ * (and its hooks) made from the code host connections.
  */
-export type CreateBatchRunServiceOptions = Omit<
-  BatchRunServiceOptions,
-  "cacheDirectory" | "workDirectory" | "agentInstallDirectory" | "environmentPolicy" | "publishing"
-> & {
-  /** The process's data directory (see `batchDirectories`). */
-  dataDir: string;
-  /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
-  environmentPolicy: AgentEnvironmentPolicy;
+export type CreateBatchRunServiceOptions = Omit<BatchRunServiceOptions, "publishing"> & {
   /**
    * Publishing to code hosts (`codeHostConnections` of config.json): tokens are read from
    * `environment` at each use. Without connections nothing is published.
@@ -72,14 +44,13 @@ export type CreateBatchRunServiceOptions = Omit<
 };
 
 /**
- * The batch-run service of a process with a data directory, as the server and executors make it:
- * with its publisher (pull requests, tracking, hooks) when code host connections are configured,
- * since the apply job and tracking run on whichever batch worker claims them.
+ * The batch-run service of a process, as the server and executors make it: with its publisher
+ * (pull requests, tracking, hooks run in the same execution environment) when code host
+ * connections are configured, since the apply job and tracking run on whichever batch worker
+ * claims them.
  */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { dataDir, publishing: publishingOptions, ...rest } = options;
-  const directories = batchDirectories(dataDir);
-  const outerEnvironment = options.outerEnvironment ?? process.env;
+  const { publishing: publishingOptions, ...rest } = options;
   let service: BatchRunService | null = null;
   let publishing: ChangesetPublisher | undefined;
   if (publishingOptions !== undefined) {
@@ -93,14 +64,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
       hooks: createHookRunner({
         access,
         codeHosts: options.codeHosts,
-        cacheDirectory: directories.cacheDirectory,
-        workDirectory: join(dataDir, "workspaces", "hooks"),
-        environmentPolicy: options.environmentPolicy,
-        outerEnvironment,
-        ...(options.launcher ? { launcher: options.launcher } : {}),
-        ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
-        ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
-        codingAgent: codingAgentOptions(options.codingAgent, undefined),
+        environment: options.environment,
       }),
       retryWorkspace: async (workspaceId) => service?.retryWorkspace(workspaceId),
       ...(publishingOptions.trackingIntervalMs !== undefined
@@ -109,12 +73,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
       ...(publishingOptions.onError ? { onError: publishingOptions.onError } : {}),
     });
   }
-  service = new BatchRunService({
-    ...rest,
-    ...directories,
-    outerEnvironment,
-    ...(publishing ? { publishing } : {}),
-  });
+  service = new BatchRunService({ ...rest, ...(publishing ? { publishing } : {}) });
   return service;
 }
 

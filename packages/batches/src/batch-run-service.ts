@@ -6,18 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import {
-  type BatchSpec,
-  formatDiagnostic,
-  type InstallSource,
-  parseBatchSpec,
-} from "@deckhand/batch-spec";
-import {
-  type ContainerRuntime,
-  type ContainerRuntimeDetection,
-  type DetectContainerRuntimeOptions,
-  detectContainerRuntime,
-} from "@deckhand/container-runtime";
+import { type BatchSpec, formatDiagnostic, parseBatchSpec } from "@deckhand/batch-spec";
 import {
   batchRuns,
   batchSpecs,
@@ -34,14 +23,10 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
-import type { ProcessLauncher } from "@deckhand/sandbox";
-import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
-  AcpStepPermissions,
   BatchChangeStats,
   BatchChangeSummary,
   BatchChangeset,
-  BatchCodingAgentOptions,
   BatchRun,
   BatchRunErrorCode,
   BatchRunEvent,
@@ -60,7 +45,7 @@ import type {
 } from "@deckhand/wire";
 import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
-import { type AcpAgentStepOptions, acpProviderCatalogue } from "./acp-agent-step.ts";
+import { acpProviderCatalogue } from "./acp-agent-step.ts";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { applyChangeset } from "./apply-changeset.ts";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
@@ -69,8 +54,8 @@ import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { CodeHost } from "./code-host-config.ts";
 import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
-import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
@@ -119,50 +104,16 @@ export interface BatchRunServiceOptions {
   database: DbHandle;
   /** The configured code hosts, read at each resolution (config.json may change). */
   codeHosts: () => readonly CodeHost[];
-  /** Where git URL hosts are cloned (`<data-dir>/cache/repositories`). */
-  cacheDirectory: string;
-  /** Where workspace checkouts are made while their job runs. */
-  workDirectory: string;
-  /** What of the outer environment steps inherit (Deckhand's secrets never). */
-  environmentPolicy?: AgentEnvironmentPolicy;
-  outerEnvironment?: Readonly<Record<string, string | undefined>>;
-  /** Starts local steps: the process's environment policy and sandbox (unconfined without one). */
-  launcher?: ProcessLauncher;
   /**
-   * The container runtime for container steps (null for none). When absent it is detected once,
-   * at the first job that needs one, with `containerDetection` (e.g. `restrictedHost` for Podman
-   * on hosts that need runc and fixed ulimits without a containers.conf).
+   * What this process runs steps with (launcher, container runtime, model-provider access,
+   * agents) and where its clones and checkouts live.
    */
-  containerRuntime?: ContainerRuntime | null;
-  containerDetection?: DetectContainerRuntimeOptions;
-  /**
-   * Lends each workspace job a model-provider token for its `codingAgent` steps (the server's
-   * `leaseModelProvider`); without it such steps fail naming what is missing.
-   */
-  modelProvider?: ModelProviderAccess;
-  /**
-   * Agent versions, models and install source (config.json's `codingAgent`), per agent type,
-   * unless a run's `coding_agent` says otherwise.
-   */
-  codingAgent?: BatchCodingAgentOptions;
-  /**
-   * Deckhand's providers, which `codingAgent` steps of type `acp` run: specs naming a provider
-   * there is not are refused when they are previewed, and the steps start the provider's agent.
-   */
-  acpAgents?: AcpAgentStepOptions;
-  /**
-   * Where local `codingAgent` steps install agents, as `<directory>/<type>/<version>`: absolute,
-   * or starting with `$HOME/`. The server passes `<data-dir>/agents`, so its installs stay in its
-   * data directory; without it, `$HOME/.deckhand/agents` of the environment steps run in.
-   */
-  agentInstallDirectory?: string;
+  environment: ExecutionEnvironment;
   /**
    * Publishes applied changesets to their code hosts at the end of the apply job, and gives git
    * the code host connections' tokens for cloning, fetching and pushing their repositories.
    */
   publishing?: ChangesetPublisher;
-  /** Told about jobs that could not report (the database gone, say). */
-  onError?: (error: unknown, context: { workspaceId: string }) => void;
   /**
    * The interactive sessions workspaces are taken over with, and whose work later runs use
    * instead of the steps; without them taking over is refused, and a workspace that continues a
@@ -239,8 +190,6 @@ function toWorkspace(
 export class BatchRunService {
   readonly #options: BatchRunServiceOptions;
   readonly #cache: DatabaseStepCache;
-  #containerDetection: Promise<ContainerRuntimeDetection> | undefined;
-  readonly #containerShells = new Map<string, Promise<string>>();
   readonly #takeovers: WorkspaceTakeovers;
 
   constructor(options: BatchRunServiceOptions) {
@@ -251,6 +200,10 @@ export class BatchRunService {
 
   get #db() {
     return this.#options.database.db;
+  }
+
+  get #environment(): ExecutionEnvironment {
+    return this.#options.environment;
   }
 
   /** The publisher of applied changesets, when this service publishes (for its API routes). */
@@ -272,30 +225,6 @@ export class BatchRunService {
   }
 
   /**
-   * How the run's steps find their container runtime: the one given, or a detection made once
-   * per process (`info` and a trial container take a while, and the answer does not change),
-   * whose reasons a step that needs a runtime reports when none works. Nothing for a run that
-   * needs no container.
-   */
-  #containers(
-    spec: BatchSpec,
-    options: BatchRunOptions,
-  ):
-    | { containerRuntime: ContainerRuntime | null }
-    | { containerDetection: Promise<ContainerRuntimeDetection> }
-    | Record<string, never> {
-    if (this.#options.containerRuntime !== undefined) {
-      return { containerRuntime: this.#options.containerRuntime };
-    }
-    const wantsContainer =
-      options.runtime !== "local" &&
-      (spec.steps ?? []).some((step) => step.container !== undefined);
-    if (!wantsContainer) return {};
-    this.#containerDetection ??= detectContainerRuntime(this.#options.containerDetection);
-    return { containerDetection: this.#containerDetection };
-  }
-
-  /**
    * Parses a request's spec; throws `invalid_spec` with every diagnostic, located. The providers
    * `acp` steps name are checked against this service's (a read of the providers config).
    */
@@ -303,7 +232,7 @@ export class BatchRunService {
     const file = request.file ?? "spec.yaml";
     const parsed = parseBatchSpec(request.source, {
       file,
-      acpProviders: await acpProviderCatalogue(this.#options.acpAgents),
+      acpProviders: await acpProviderCatalogue(this.#environment.acpProviders),
       ...(request.spec_directory !== undefined
         ? { specDirectory: resolve(request.spec_directory) }
         : {}),
@@ -328,7 +257,7 @@ export class BatchRunService {
     const repositories = await loadRepositories({
       codeHosts: this.#options.codeHosts(),
       extraDirectories: options.code_host_directories ?? [],
-      cacheDirectory: this.#options.cacheDirectory,
+      cacheDirectory: this.#environment.directories.cacheDirectory,
       ...this.#git,
       ...(signal ? { signal } : {}),
     });
@@ -360,17 +289,10 @@ export class BatchRunService {
             spec,
             cache: this.#cache,
             runtime: options.runtime ?? "auto",
-            ...this.#containers(spec, options),
+            environment: this.#environment,
             ...(request.spec_directory !== undefined
               ? { specDirectory: resolve(request.spec_directory) }
               : {}),
-            ...(this.#options.environmentPolicy
-              ? { environmentPolicy: this.#options.environmentPolicy }
-              : {}),
-            ...(this.#options.outerEnvironment
-              ? { outerEnvironment: this.#options.outerEnvironment }
-              : {}),
-            ...(this.#options.launcher ? { launcher: this.#options.launcher } : {}),
           }),
     );
     return {
@@ -744,7 +666,7 @@ export class BatchRunService {
    * keeps logs. Batch workers call this as they start (`startBatchWorker`).
    */
   async sweepCheckouts(): Promise<number> {
-    const workRoot = resolve(this.#options.workDirectory);
+    const workRoot = resolve(this.#environment.directories.workDirectory);
     let names: string[];
     try {
       names = await readdir(workRoot);
@@ -1034,7 +956,7 @@ export class BatchRunService {
           .limit(1);
         const path = await locateRepository(definition.repository, row.baseRevision, {
           codeHosts: this.#options.codeHosts(),
-          cacheDirectory: this.#options.cacheDirectory,
+          cacheDirectory: this.#environment.directories.cacheDirectory,
           ...this.#git,
           signal: context.signal,
         });
@@ -1195,7 +1117,7 @@ export class BatchRunService {
     }, CANCEL_POLL_MS);
     // One directory per attempt: an earlier attempt still alive on this machine (its lease
     // lapsed) removes only its own checkout when it stops, never this one.
-    const workRoot = resolve(this.#options.workDirectory);
+    const workRoot = resolve(this.#environment.directories.workDirectory);
     const checkoutDirectory = join(workRoot, `${workspaceId}.${claim.attempt}`);
     const workspace: Workspace = {
       repository: {
@@ -1218,7 +1140,7 @@ export class BatchRunService {
       const checkout = async () => {
         const repositoryPath = await locateRepository(workspace.repository, row.revision, {
           codeHosts: this.#options.codeHosts(),
-          cacheDirectory: this.#options.cacheDirectory,
+          cacheDirectory: this.#environment.directories.cacheDirectory,
           ...this.#git,
           signal: stopped,
         });
@@ -1235,37 +1157,15 @@ export class BatchRunService {
         workspace,
         spec,
         checkout,
-        containerShells: this.#containerShells,
+        environment: this.#environment,
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
-        ...this.#containers(spec, options),
-        ...(this.#options.environmentPolicy
-          ? { environmentPolicy: this.#options.environmentPolicy }
-          : {}),
-        ...(this.#options.outerEnvironment
-          ? { outerEnvironment: this.#options.outerEnvironment }
-          : {}),
-        ...(this.#options.launcher ? { launcher: this.#options.launcher } : {}),
+        ...(options.coding_agent !== undefined ? { codingAgent: options.coding_agent } : {}),
         ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
         cache: this.#cache,
         clearCache: options.clear_cache ?? false,
         // The job, as model usage and its token name it: one per workspace (and attempt).
         jobId: workspaceJobId(workspaceId),
-        ...(this.#options.modelProvider ? { modelProvider: this.#options.modelProvider } : {}),
-        ...(this.#options.acpAgents
-          ? {
-              acpAgents: {
-                ...this.#options.acpAgents,
-                ...acpPermissionsDefault(this.#options.codingAgent, options.coding_agent),
-              },
-            }
-          : {}),
-        codingAgent: {
-          ...codingAgentOptions(this.#options.codingAgent, options.coding_agent),
-          ...(this.#options.agentInstallDirectory !== undefined
-            ? { installDirectory: this.#options.agentInstallDirectory }
-            : {}),
-        },
         signal: stopped,
         onEvent: report,
       });
@@ -1677,52 +1577,6 @@ async function summaryOf(transaction: Transaction, runId: string): Promise<Batch
     steps_run: stats.steps_run,
     steps_cached: stats.steps_cached,
     failed: stats.failed + stats.cancelled,
-  };
-}
-
-/** The policy of a run's `acp` steps that name none: the run's, else config.json's. */
-function acpPermissionsDefault(
-  defaults: BatchCodingAgentOptions | undefined,
-  run: BatchCodingAgentOptions | undefined,
-): { defaultPermissions?: AcpStepPermissions } {
-  const chosen = run?.acp_permissions ?? defaults?.acp_permissions;
-  return chosen === undefined ? {} : { defaultPermissions: chosen };
-}
-
-type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;
-
-/** An install source as config.json and the API spell it, as the renderer takes it. */
-function installSourceOf(source: WireInstallSource): InstallSource {
-  if (source.kind === "release") return { kind: "release", baseUrl: source.base_url };
-  if (source.kind === "npm") {
-    return { kind: "npm", ...(source.registry ? { registry: source.registry } : {}) };
-  }
-  return { kind: "installed", ...(source.path ? { path: source.path } : {}) };
-}
-
-/**
- * The service's agent settings with a run's own on top, per agent type. A run's
- * `install_source` replaces the service's default one but not the service's per-type
- * `install_sources` (an operator's offline mirror for one agent stays in force); a run's
- * per-type entries replace the service's for those types.
- */
-export function codingAgentOptions(
-  defaults: BatchCodingAgentOptions | undefined,
-  run: BatchCodingAgentOptions | undefined,
-): CodingAgentOptions {
-  const source = run?.install_source ?? defaults?.install_source;
-  const perType = { ...defaults?.install_sources, ...run?.install_sources };
-  return {
-    versions: { ...defaults?.versions, ...run?.versions },
-    models: { ...defaults?.models, ...run?.models },
-    ...(source === undefined ? {} : { installSource: installSourceOf(source) }),
-    ...(Object.keys(perType).length === 0
-      ? {}
-      : {
-          installSources: Object.fromEntries(
-            Object.entries(perType).map(([type, given]) => [type, installSourceOf(given)]),
-          ),
-        }),
   };
 }
 

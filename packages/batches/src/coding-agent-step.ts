@@ -14,7 +14,7 @@ import {
 } from "@deckhand/batch-spec";
 import { type ContainerRuntime, runContainer } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
-import { WireEnv } from "@deckhand/wire";
+import { type BatchCodingAgentOptions, WireEnv } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 
 /**
@@ -340,4 +340,41 @@ export function installSourcePaths(source: InstallSource): string[] {
     return [fileURLToPath(source.baseUrl)];
   }
   return [];
+}
+
+type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;
+
+/** An install source as config.json and the API spell it, as the renderer takes it. */
+function installSourceOf(source: WireInstallSource): InstallSource {
+  if (source.kind === "release") return { kind: "release", baseUrl: source.base_url };
+  if (source.kind === "npm") {
+    return { kind: "npm", ...(source.registry ? { registry: source.registry } : {}) };
+  }
+  return { kind: "installed", ...(source.path ? { path: source.path } : {}) };
+}
+
+/**
+ * The service's agent settings with a run's own on top, per agent type. A run's
+ * `install_source` replaces the service's default one but not the service's per-type
+ * `install_sources` (an operator's offline mirror for one agent stays in force); a run's
+ * per-type entries replace the service's for those types.
+ */
+export function codingAgentOptions(
+  defaults: BatchCodingAgentOptions | undefined,
+  run: BatchCodingAgentOptions | undefined,
+): CodingAgentOptions {
+  const source = run?.install_source ?? defaults?.install_source;
+  const perType = { ...defaults?.install_sources, ...run?.install_sources };
+  return {
+    versions: { ...defaults?.versions, ...run?.versions },
+    models: { ...defaults?.models, ...run?.models },
+    ...(source === undefined ? {} : { installSource: installSourceOf(source) }),
+    ...(Object.keys(perType).length === 0
+      ? {}
+      : {
+          installSources: Object.fromEntries(
+            Object.entries(perType).map(([type, given]) => [type, installSourceOf(given)]),
+          ),
+        }),
+  };
 }

@@ -13,7 +13,6 @@ export {
   BATCH_RECOVERY_INTERVAL_MS,
   type BatchWorker,
   type BatchWorkerOptions,
-  batchDirectories,
   type CreateBatchRunServiceOptions,
   createBatchRunService,
   type ExecutorConfig,
@@ -31,7 +30,6 @@ export {
   BATCH_WORKSPACE_TASK,
   BatchRunService,
   type BatchRunServiceOptions,
-  codingAgentOptions,
 } from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
@@ -45,6 +43,13 @@ export {
   type ModelProviderJobLease,
 } from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
+export {
+  type BatchDirectories,
+  batchDirectories,
+  type ContainerAccess,
+  ExecutionEnvironment,
+  type ExecutionEnvironmentOptions,
+} from "./execution-environment.ts";
 export {
   type ChangesetHookName,
   createHookRunner,

@@ -8,24 +8,17 @@
 // job and revoked when the workspace run ends.
 import { resolve } from "node:path";
 import type { BatchSpec, TemplateStepResult } from "@deckhand/batch-spec";
-import type { ContainerRuntime, ContainerRuntimeDetection } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
-import type { ProcessLauncher } from "@deckhand/sandbox";
-import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import type { BatchRunEvent } from "@deckhand/wire";
-import type { AcpAgentStepOptions } from "./acp-agent-step.ts";
+import type { BatchCodingAgentOptions, BatchRunEvent } from "@deckhand/wire";
 import { AcpStepRunner } from "./acp-step-runner.ts";
-import {
-  type CodingAgentOptions,
-  JobModelProviderLease,
-  type ModelProviderAccess,
-} from "./coding-agent-step.ts";
+import { JobModelProviderLease } from "./coding-agent-step.ts";
+import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { LocalStepRunner } from "./local-step-runner.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { runStep, StepRunners } from "./run-step.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
 import type { StepRuntimeChoice } from "./step-placement.ts";
-import { planSteps, type StepPlan, stepLauncher, stepPlacer } from "./step-plan.ts";
+import { planSteps, type StepPlan, stepPlacer } from "./step-plan.ts";
 import { StepPreparation, stepCondition, stepTemplateContext } from "./step-preparation.ts";
 import type { StepCheckout } from "./step-runner.ts";
 import { applyWorkspaceDiff } from "./workspace-diff.ts";
@@ -47,31 +40,16 @@ export interface RunWorkspaceOptions {
    */
   checkout: StepCheckout | (() => Promise<StepCheckout>);
   /**
-   * Which shell each image's `run` scripts get (bash when it has one), shared across the runs of
-   * one process so an image is probed once; keyed by the image's id, so a rebuilt tag is probed
-   * again.
+   * What the process runs steps with: its launcher (environment policy and sandbox), container
+   * runtime, model-provider access, agent settings and providers.
    */
-  containerShells?: Map<string, Promise<string>>;
+  environment: ExecutionEnvironment;
   /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
   specDirectory?: string;
   /** Default "auto": a container when the step names one and a runtime works, else this machine. */
   runtime?: StepRuntimeChoice;
-  /** The runtime for container steps, null for none; detected when needed if not given. */
-  containerRuntime?: ContainerRuntime | null;
-  /**
-   * A detection made by the caller (once per process): its runtime, or why none works, which a
-   * step that needs one reports. Used when `containerRuntime` is not given.
-   */
-  containerDetection?: ContainerRuntimeDetection | Promise<ContainerRuntimeDetection>;
-  /** The policy that decides what of `outerEnvironment` steps inherit. */
-  environmentPolicy?: AgentEnvironmentPolicy;
-  /** The environment steps start from (before the policy); default this process's. */
-  outerEnvironment?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Starts local steps: its environment policy and sandbox. Without one, steps run unconfined
-   * with `environmentPolicy` over `outerEnvironment`.
-   */
-  launcher?: ProcessLauncher;
+  /** The run's own agent settings (its `coding_agent` option), over the environment's. */
+  codingAgent?: BatchCodingAgentOptions;
   /** For the whole workspace; default 60 minutes. */
   timeoutMs?: number;
   cache: StepCache;
@@ -84,19 +62,6 @@ export interface RunWorkspaceOptions {
    * to it, and it reaches the agent as `DECKHAND_JOB_ID`. Needed when a `codingAgent` step runs.
    */
   jobId?: string;
-  /**
-   * Lends the job access to the model-provider proxy: leased once, at the first `codingAgent`
-   * step that runs, and released when the run ends however it ends. Needed when a
-   * `codingAgent` step runs.
-   */
-  modelProvider?: ModelProviderAccess;
-  /** Versions, models and install sources of the agents `codingAgent` steps name. */
-  codingAgent?: CodingAgentOptions;
-  /**
-   * Deckhand's providers, for `codingAgent` steps of type `acp`; such a step fails, saying so,
-   * without them.
-   */
-  acpAgents?: AcpAgentStepOptions;
 }
 
 /**
@@ -142,7 +107,7 @@ class StepCheckouts {
  * reports how it ended, whether it completed, failed, timed out or was cancelled.
  */
 export async function runWorkspace(options: RunWorkspaceOptions): Promise<WorkspaceRunResult> {
-  const jobModel = new JobModelProviderLease(options.modelProvider, options.jobId);
+  const jobModel = new JobModelProviderLease(options.environment.modelProvider, options.jobId);
   try {
     return await runSteps(options, jobModel);
   } finally {
@@ -194,8 +159,8 @@ async function runSteps(
   options: RunWorkspaceOptions,
   jobModel: JobModelProviderLease,
 ): Promise<WorkspaceRunResult> {
-  const { workspace, spec, cache } = options;
-  const launcher = stepLauncher(options);
+  const { workspace, spec, cache, environment } = options;
+  const launcher = environment.launcher;
   const inherited = launcher.inheritedEnvironment();
   const timeoutMs = options.timeoutMs ?? DEFAULT_WORKSPACE_TIMEOUT_MS;
   const timeout = AbortSignal.timeout(timeoutMs);
@@ -204,14 +169,15 @@ async function runSteps(
   const report = new WorkspaceRunReport(workspace, options.onEvent, jobModel);
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
   const placer = stepPlacer(options, inherited, "missing");
+  const acpAgents = environment.acpAgents(options.codingAgent);
   const steps = {
     report,
     preparation: new StepPreparation({
       specDirectory,
       inherited,
       launcher,
-      codingAgent: options.codingAgent,
-      acpPermissions: options.acpAgents?.defaultPermissions,
+      codingAgent: environment.codingAgent(options.codingAgent),
+      acpPermissions: acpAgents?.defaultPermissions,
       jobModel,
       signal,
     }),
@@ -220,11 +186,11 @@ async function runSteps(
       acp: new AcpStepRunner({
         launcher,
         inherited,
-        acpAgents: options.acpAgents,
+        acpAgents,
         lease: () => jobModel.get(),
       }),
       detection: () => placer.detection(),
-      shells: options.containerShells ?? new Map<string, Promise<string>>(),
+      shells: environment.containerShells,
     }),
     cache,
     sandbox: launcher.sandbox,

@@ -9,8 +9,6 @@ import {
   type Step,
   type StepRuntimeKey,
 } from "@deckhand/batch-spec";
-import { ProcessLauncher } from "@deckhand/sandbox";
-import { agentEnvironmentPolicy } from "@deckhand/secrets";
 import type { RunWorkspaceOptions } from "./run-workspace.ts";
 import { placementKey, type StepPlacement, StepPlacer } from "./step-placement.ts";
 
@@ -19,20 +17,6 @@ export interface StepPlan {
   step: Step;
   placement: StepPlacement;
   cacheKey: string;
-}
-
-/** The launcher a run's local steps start through: the given one, or an unconfined one. */
-export function stepLauncher(
-  options: Pick<RunWorkspaceOptions, "launcher" | "environmentPolicy" | "outerEnvironment">,
-): ProcessLauncher {
-  return (
-    options.launcher ??
-    new ProcessLauncher({
-      capability: { kind: "none", reason: "no sandbox was configured for this run" },
-      policy: options.environmentPolicy ?? agentEnvironmentPolicy(),
-      sourceEnvironment: options.outerEnvironment ?? process.env,
-    })
-  );
 }
 
 async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]> {
@@ -58,20 +42,11 @@ async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]>
 export async function cachedStepCount(
   options: Pick<
     RunWorkspaceOptions,
-    | "workspace"
-    | "spec"
-    | "specDirectory"
-    | "environmentPolicy"
-    | "outerEnvironment"
-    | "launcher"
-    | "cache"
-    | "runtime"
-    | "containerRuntime"
-    | "containerDetection"
+    "workspace" | "spec" | "specDirectory" | "cache" | "runtime" | "environment"
   >,
 ): Promise<number> {
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
-  const runnerEnv = stepLauncher(options).inheritedEnvironment();
+  const runnerEnv = options.environment.launcher.inheritedEnvironment();
   // Counting pulls no image: a step whose image is not here has no result to find.
   const placer = stepPlacer(options, runnerEnv, "never");
   const plans = await planSteps(options, runnerEnv, specDirectory, placer);
@@ -81,19 +56,16 @@ export async function cachedStepCount(
   return 0;
 }
 
+/** Places a run's steps with the environment's container runtime (detected once per process). */
 export function stepPlacer(
-  options: Pick<RunWorkspaceOptions, "runtime" | "containerRuntime" | "containerDetection">,
+  options: Pick<RunWorkspaceOptions, "spec" | "runtime" | "environment">,
   runnerEnv: Record<string, string>,
   pull: "missing" | "never",
 ): StepPlacer {
+  const choice = options.runtime ?? "auto";
   return new StepPlacer({
-    choice: options.runtime ?? "auto",
-    ...(options.containerRuntime !== undefined
-      ? { containerRuntime: options.containerRuntime }
-      : {}),
-    ...(options.containerDetection !== undefined
-      ? { containerDetection: options.containerDetection }
-      : {}),
+    choice,
+    ...options.environment.containers(options.spec, choice),
     path: runnerEnv.PATH,
     pull,
   });
