@@ -5,6 +5,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatchesError } from "@deckhand/batches";
+import { sandboxSettings } from "@deckhand/sandbox";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { WireEnv } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -178,6 +179,8 @@ describe("deckhand executor arguments", () => {
       codeHostConnections: [],
       changesetTrackingIntervalMs: 300_000,
       codingAgent: {},
+      // No sandbox key: the server's default.
+      sandbox: sandboxSettings(undefined),
       // What acp steps need to start the server's providers as its sessions do.
       providersConfigPath: join(dataDir, "agents", "providers.json"),
       agentStartTimeouts: { initializeMs: 120_000, providers: { qwen: { sessionMs: 30_000 } } },
