@@ -16,8 +16,8 @@ import {
   resolveStepEnv,
   type TemplateValue,
 } from "@deckhand/batch-spec";
-import type { CodeHost, Workspace } from "@deckhand/batches";
-import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { Workspace } from "@deckhand/batches";
+import { errorMessage } from "@deckhand/errors";
 import { type BatchRuntimeChoice, WireEnv, WirePath } from "@deckhand/wire";
 import { batchRunUsage, runtimeOf } from "./batch-run-arguments.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
@@ -312,39 +312,6 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
   return 0;
 }
 
-/** The `codeHosts` of `<data-dir>/config.json`; none when the file or the key is absent. */
-async function configuredCodeHosts(dataDir: string): Promise<CodeHost[]> {
-  const file = join(dataDir, "config.json");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return [];
-    throw new Error(`cannot read ${file}: ${errorMessage(error)}`, { cause: error });
-  }
-  let config: unknown;
-  try {
-    config = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`${file} is not valid JSON: ${errorMessage(error)}`, { cause: error });
-  }
-  if (typeof config !== "object" || config === null || !("codeHosts" in config)) return [];
-  // Only the codeHosts key: the server validates the rest, and importing it would load the
-  // database and the HTTP stack for a preview.
-  const { CodeHostsSchema } = await import("@deckhand/batches");
-  const parsed = CodeHostsSchema.safeParse(config.codeHosts);
-  if (!parsed.success) {
-    const issues = parsed.error.issues
-      .map(
-        (issue) =>
-          `codeHosts${issue.path.map((key) => `[${JSON.stringify(key)}]`).join("")}: ${issue.message}`,
-      )
-      .join("; ");
-    throw new Error(`${file}: ${issues}`);
-  }
-  return parsed.data;
-}
-
 function workspaceLine(workspace: Workspace, cachedSteps: number | null): Record<string, unknown> {
   return {
     type: "workspace",
@@ -397,16 +364,17 @@ function workspaceTable(
 }
 
 /**
- * How many steps of each workspace the step cache in the data directory's database would answer.
- * The database is opened only when it exists and no server holds it; otherwise the counts are
- * unknown (null) and the note says why.
+ * How many steps of each workspace the step cache in the data directory's database would answer,
+ * counted as a run would count them. The database is opened only when it exists and no server
+ * holds it; otherwise the counts are unknown (null) and the note says why.
  */
-async function cachedStepCounts(
+async function cachedStepCountsOf(
   workspaces: readonly Workspace[],
   spec: BatchSpec,
   dataDir: string,
   specDirectory: string,
   runtime: BatchRuntimeChoice,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ counts: (number | null)[]; note: string | null }> {
   const unknown = (note: string | null) => ({ counts: workspaces.map(() => null), note });
   if (workspaces.length === 0) return unknown(null);
@@ -414,7 +382,7 @@ async function cachedStepCounts(
     return { counts: workspaces.map(() => 0), note: null };
   }
   const { createDb, DataDirLockedError } = await import("@deckhand/db");
-  const { batchDirectories, cachedStepCount, DatabaseStepCache, ExecutionEnvironment } =
+  const { batchDirectories, cachedStepCounts, DatabaseStepCache, ExecutionEnvironment } =
     await import("@deckhand/batches");
   let database: Awaited<ReturnType<typeof createDb>>;
   try {
@@ -428,16 +396,16 @@ async function cachedStepCounts(
     return unknown(`the step cache is not shown: ${errorMessage(error)}`);
   }
   try {
-    const cache = new DatabaseStepCache(database.db);
-    // Where a step runs is part of its cache key, as a run with this runtime would choose it:
-    // the container runtime is detected once for every workspace, and only when it matters.
-    const environment = new ExecutionEnvironment({ directories: batchDirectories(dataDir) });
-    const counts: (number | null)[] = [];
-    for (const workspace of workspaces) {
-      counts.push(
-        await cachedStepCount({ workspace, spec, cache, specDirectory, runtime, environment }),
-      );
-    }
+    const counts = await cachedStepCounts(workspaces, {
+      spec,
+      cache: new DatabaseStepCache(database.db),
+      specDirectory,
+      runtime,
+      environment: new ExecutionEnvironment({
+        directories: batchDirectories(dataDir),
+        outerEnvironment: env,
+      }),
+    });
     return { counts, note: null };
   } finally {
     await database.close();
@@ -477,26 +445,23 @@ async function workspaces(
       env[WireEnv.serverDataDir] ??
       join(homedir(), ".deckhand"),
   );
-  const codeHosts = await configuredCodeHosts(dataDir);
   // Loaded here, not at the top: validate, render and schema never need git or the engine.
-  const { loadRepositories, resolveWorkspaces } = await import("@deckhand/batches");
-  const repositories = await loadRepositories({
-    codeHosts,
-    extraDirectories: ((values["code-host"] as string[] | undefined) ?? []).map((directory) =>
+  const { configuredRepositories, readExecutorConfig } = await import("@deckhand/batches");
+  // The code hosts of config.json, with its code host connections' tokens, as a run finds them.
+  const repositories = configuredRepositories(await readExecutorConfig(dataDir), dataDir, env);
+  const result = await repositories.workspaces(spec, {
+    code_host_directories: ((values["code-host"] as string[] | undefined) ?? []).map((directory) =>
       resolve(io.cwd, directory),
     ),
-    cacheDirectory: join(dataDir, "cache", "repositories"),
+    force_override_ignore: values["force-override-ignore"] === true,
   });
-  const result = await resolveWorkspaces(spec, {
-    repositories,
-    forceOverrideIgnore: values["force-override-ignore"] === true,
-  });
-  const cached = await cachedStepCounts(
+  const cached = await cachedStepCountsOf(
     result.workspaces,
     spec,
     dataDir,
     dirname(resolve(io.cwd, path)),
     runtime,
+    env,
   );
   if (cached.note !== null) result.warnings.push(cached.note);
   if (values.json || !io.stdout.isTTY) {
@@ -538,7 +503,7 @@ export async function runBatchCommand(
       case "schema":
         return schema(rest, io);
       case "workspaces":
-        return await workspaces(rest, io, process.env);
+        return await workspaces(rest, io, io.env ?? process.env);
       case "preview":
       case "apply": {
         // Loaded here: the run client and, without --server, the whole server.

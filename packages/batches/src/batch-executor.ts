@@ -22,9 +22,11 @@ import { z } from "zod";
 import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
+import { batchDirectories } from "./execution-environment.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
 import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { CodeHostAccess } from "./publishing/code-host-access.ts";
+import { RepositorySource } from "./repository-source.ts";
 
 /**
  * What a process gives its batch-run service: everything the service takes, with publishing
@@ -75,6 +77,25 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
   }
   service = new BatchRunService({ ...rest, ...(publishing ? { publishing } : {}) });
   return service;
+}
+
+/**
+ * Where a process with this configuration finds repositories: its code hosts, git URL hosts
+ * cloned into its data directory, with the code host connections' tokens (read from
+ * `environment`) for their URLs, as the batch-run services of the server and executors find
+ * them. `deckhand batch workspaces` lists a spec's workspaces with it.
+ */
+export function configuredRepositories(
+  config: Pick<ExecutorConfig, "codeHosts" | "codeHostConnections">,
+  dataDir: string,
+  environment: Readonly<Record<string, string | undefined>>,
+): RepositorySource {
+  const access = new CodeHostAccess({ connections: () => config.codeHostConnections, environment });
+  return new RepositorySource({
+    codeHosts: () => config.codeHosts,
+    cacheDirectory: batchDirectories(dataDir).cacheDirectory,
+    connections: access.gitEnvironment,
+  });
 }
 
 /** How often a batch worker ends jobs the queue gave up on, by default. */

@@ -27,13 +27,12 @@ import type { CodeHost } from "./code-host-config.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
-import { mapLimited } from "./repository-git.ts";
 import { RepositorySource } from "./repository-source.ts";
 import { RunReadModel } from "./run-read-model.ts";
 import { RunRecovery } from "./run-recovery.ts";
 import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, knownId, RunStore } from "./run-store.ts";
 
-import { cachedStepCount } from "./step-plan.ts";
+import { cachedStepCounts } from "./step-plan.ts";
 import { WorkspaceJob } from "./workspace-job.ts";
 import { type WorkspaceSessions, WorkspaceTakeovers } from "./workspace-takeover.ts";
 
@@ -148,20 +147,16 @@ export class BatchRunService {
     const spec = await this.#parse(request);
     const options = request.options ?? {};
     const { workspaces: resolved, warnings } = await this.#repositories.workspaces(spec, options);
-    const cached = await mapLimited(resolved, 4, async (workspace) =>
-      options.clear_cache === true
-        ? 0
-        : cachedStepCount({
-            workspace,
-            spec,
-            cache: this.#cache,
-            runtime: options.runtime ?? "auto",
-            environment: this.#options.environment,
-            ...(request.spec_directory !== undefined
-              ? { specDirectory: resolve(request.spec_directory) }
-              : {}),
-          }),
-    );
+    const cached = await cachedStepCounts(resolved, {
+      spec,
+      cache: this.#cache,
+      runtime: options.runtime ?? "auto",
+      environment: this.#options.environment,
+      clearCache: options.clear_cache === true,
+      ...(request.spec_directory !== undefined
+        ? { specDirectory: resolve(request.spec_directory) }
+        : {}),
+    });
     return {
       workspaces: resolved.map((workspace, index) => ({
         repository: workspace.repository.name,

@@ -14,6 +14,7 @@ export {
   type BatchWorker,
   type BatchWorkerOptions,
   type CreateBatchRunServiceOptions,
+  configuredRepositories,
   createBatchRunService,
   type ExecutorConfig,
   readExecutorConfig,
@@ -83,6 +84,12 @@ export {
   type RepositoryQuery,
 } from "./repository-query.ts";
 export {
+  RepositorySource,
+  type RepositorySourceOptions,
+  type ResolvedWorkspaces,
+  type WorkspaceSelection,
+} from "./repository-source.ts";
+export {
   type ResolveWorkspacesOptions,
   type ResolveWorkspacesResult,
   resolveWorkspaces,
@@ -97,7 +104,7 @@ export {
 } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";
-export { cachedStepCount } from "./step-plan.ts";
+export { cachedStepCount, cachedStepCounts } from "./step-plan.ts";
 export type { StepCheckout } from "./step-runner.ts";
 export {
   type ChangedFile,

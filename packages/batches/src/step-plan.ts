@@ -9,6 +9,8 @@ import {
   type Step,
   type StepRuntimeKey,
 } from "@deckhand/batch-spec";
+import { mapLimited } from "./repository-git.ts";
+import type { Workspace } from "./resolve-workspaces.ts";
 import type { RunWorkspaceOptions } from "./run-workspace.ts";
 import { placementKey, type StepPlacement, StepPlacer } from "./step-placement.ts";
 
@@ -54,6 +56,24 @@ export async function cachedStepCount(
     if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
   }
   return 0;
+}
+
+/**
+ * `cachedStepCount` of each workspace, a few at a time (each may look images up); 0 for every one
+ * when the run clears the cache.
+ */
+export function cachedStepCounts(
+  workspaces: readonly Workspace[],
+  options: Pick<
+    RunWorkspaceOptions,
+    "spec" | "specDirectory" | "cache" | "runtime" | "environment"
+  > & {
+    clearCache?: boolean;
+  },
+): Promise<number[]> {
+  return mapLimited(workspaces, 4, async (workspace) =>
+    options.clearCache === true ? 0 : cachedStepCount({ ...options, workspace }),
+  );
 }
 
 /** Places a run's steps with the environment's container runtime (detected once per process). */
