@@ -3,18 +3,11 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  ACP_AGENT_TYPE,
   type BatchSpec,
   BatchSpecError,
-  createStepTemplateContext,
-  defaultAgentRegistry,
   formatDiagnostic,
   parseBatchSpec,
   renderBatchSpecJsonSchema,
-  renderCodingAgentStep,
-  renderTemplate,
-  resolveStepEnv,
-  type TemplateValue,
 } from "@deckhand/batch-spec";
 import type { Workspace } from "@deckhand/batches";
 import { errorMessage } from "@deckhand/errors";
@@ -182,7 +175,11 @@ function requiredString(
   return value;
 }
 
-function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): number {
+async function render(
+  argv: string[],
+  io: BatchCommandIo,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
   const { values, positionals } = parse(argv, {
     step: { type: "string" },
     repository: { type: "string" },
@@ -221,79 +218,25 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
     );
     return 1;
   }
-  const steps = spec.steps ?? [];
-  const index = Number(stepText);
-  const step = steps[index];
-  if (step === undefined) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `${path} has ${steps.length} step${steps.length === 1 ? "" : "s"}; --step ${index} is not one of them (steps are counted from 0)`,
-    );
-  }
-  if (step.codingAgent === undefined) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `steps[${index}] is a run step; render prints codingAgent steps (a run step's script is its "run" text)`,
-    );
-  }
-  if (step.codingAgent.type === ACP_AGENT_TYPE) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `steps[${index}] runs provider ${step.codingAgent.provider ?? "(none named)"} over ACP: it has no script to print; the server starts the provider's agent in the workspace and sends it the prompt`,
-    );
-  }
-
-  // Outputs of earlier steps exist only at run time: a preview shows where they go.
-  const outputs: Record<string, TemplateValue> = {};
-  for (const earlier of steps.slice(0, index)) {
-    for (const name of Object.keys(earlier.outputs ?? {})) outputs[name] = `<outputs.${name}>`;
-  }
-  const context = createStepTemplateContext({
-    repository: { name: repository, branch: (values.branch as string | undefined) ?? "" },
-    batchChange: { name: spec.name, description: spec.description ?? "" },
-    outputs,
-  });
-  let prompt: string;
-  const stepEnv: Record<string, string> = {};
-  try {
-    prompt = renderTemplate(step.codingAgent.prompt, context);
-    // Names passed through from the runner stay empty: this machine's environment is not the
-    // runner's, and its values must not end up in printed output.
-    for (const [name, value] of Object.entries(resolveStepEnv(step.env, {}))) {
-      stepEnv[name] = renderTemplate(value, context);
-    }
-  } catch (error) {
-    if (error instanceof BatchSpecError) {
-      throw new BatchSpecError(
-        error.code,
-        `steps[${index}]: ${error.message} (a preview has no step results or output values)`,
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-
-  const definition = defaultAgentRegistry.get(step.codingAgent.type);
   const version = (values["agent-version"] as string | undefined) ?? placeholderVersion;
   const model = (values.model as string | undefined) ?? placeholderModel;
-  const rendered = renderCodingAgentStep({
-    type: step.codingAgent.type,
-    prompt,
+  // The step is prepared as a run prepares it (@deckhand/batches), with placeholders for what
+  // only a run has.
+  const { previewCodingAgentScript } = await import("@deckhand/batches");
+  const script = previewCodingAgentScript({
+    spec,
+    file: path,
+    stepIndex: Number(stepText),
+    repository: { name: repository, branch: (values.branch as string | undefined) ?? "" },
     version,
     model,
     platform: { os, arch },
-    installSource:
-      installSourceName === "npm"
-        ? { kind: "npm" }
-        : { kind: "release", baseUrl: definition?.defaultReleaseBaseUrl ?? "" },
+    installSource: installSourceName,
     modelProviderUrl:
       (values["model-provider-url"] as string | undefined) ??
       env[WireEnv.modelProviderUrl] ??
       `http://localhost${WirePath.modelProvider}`,
-    image: step.container ?? "",
-    env: stepEnv,
   });
-  if (!rendered.ok) throw rendered.error;
   if (version === placeholderVersion || model === placeholderModel) {
     io.stderr.write(
       `note: rendered with placeholders (${[
@@ -304,11 +247,7 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
         .join(", ")}); pass --agent-version and --model for a script that runs\n`,
     );
   }
-  io.stdout.write(
-    rendered.value.redactedScript.endsWith("\n")
-      ? rendered.value.redactedScript
-      : `${rendered.value.redactedScript}\n`,
-  );
+  io.stdout.write(script.endsWith("\n") ? script : `${script}\n`);
   return 0;
 }
 
@@ -499,7 +438,7 @@ export async function runBatchCommand(
       case "validate":
         return validate(rest, io);
       case "render":
-        return render(rest, io, process.env);
+        return await render(rest, io, io.env ?? process.env);
       case "schema":
         return schema(rest, io);
       case "workspaces":

@@ -105,6 +105,7 @@ export {
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";
 export { cachedStepCount, cachedStepCounts } from "./step-plan.ts";
+export { type CodingAgentPreview, previewCodingAgentScript } from "./step-preparation.ts";
 export type { StepCheckout } from "./step-runner.ts";
 export {
   type ChangedFile,

@@ -6,7 +6,11 @@ import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
   ACP_AGENT_TYPE,
+  type AgentPlatform,
+  type BatchSpec,
+  BatchSpecError,
   createStepTemplateContext,
+  defaultAgentRegistry,
   renderTemplate,
   resolveStepEnv,
   type Step,
@@ -29,6 +33,7 @@ import {
   installSourcePaths,
   type JobModelProviderLease,
   localAgentInstallDirectory,
+  renderAgentScript,
 } from "./coding-agent-step.ts";
 import type { CachedStepResult } from "./step-cache.ts";
 import { StepOutput, type StepStream } from "./step-output.ts";
@@ -319,4 +324,96 @@ export class StepPreparation {
     }
     return files;
   }
+}
+
+export interface CodingAgentPreview {
+  spec: BatchSpec;
+  /** The spec's file, for messages. */
+  file: string;
+  /** The step, as in `steps[N]`. */
+  stepIndex: number;
+  /** The repository (and branch) templates see. */
+  repository: { name: string; branch: string };
+  version: string;
+  model: string;
+  platform: AgentPlatform;
+  /** `release`: the agent's own release downloads; `npm`: the npm registry. */
+  installSource: "release" | "npm";
+  modelProviderUrl: string;
+}
+
+/**
+ * The script a `codingAgent` step would run in one repository, secrets redacted: its prompt and
+ * env templated as a run templates them (outputs of earlier steps, which exist only at run time,
+ * as placeholders; names the env takes from the runner, empty) and rendered by the same
+ * renderer. What `deckhand batch render` prints; nothing runs.
+ */
+export function previewCodingAgentScript(preview: CodingAgentPreview): string {
+  const { spec, stepIndex: index } = preview;
+  const steps = spec.steps ?? [];
+  const step = steps[index];
+  if (step === undefined) {
+    throw new BatchSpecError(
+      "invalid_argument",
+      `${preview.file} has ${steps.length} step${steps.length === 1 ? "" : "s"}; --step ${index} is not one of them (steps are counted from 0)`,
+    );
+  }
+  if (step.codingAgent === undefined) {
+    throw new BatchSpecError(
+      "invalid_argument",
+      `steps[${index}] is a run step; render prints codingAgent steps (a run step's script is its "run" text)`,
+    );
+  }
+  if (isAcpStep(step)) {
+    throw new BatchSpecError(
+      "invalid_argument",
+      `steps[${index}] runs provider ${step.codingAgent.provider ?? "(none named)"} over ACP: it has no script to print; the server starts the provider's agent in the workspace and sends it the prompt`,
+    );
+  }
+  // Outputs of earlier steps exist only at run time: a preview shows where they go.
+  const outputs: Record<string, string> = {};
+  for (const earlier of steps.slice(0, index)) {
+    for (const name of Object.keys(earlier.outputs ?? {})) outputs[name] = `<outputs.${name}>`;
+  }
+  const context = stepTemplateContext({
+    repository: preview.repository,
+    batchChange: { name: spec.name, description: spec.description },
+    outputs,
+  });
+  let prompt: string;
+  let env: Record<string, string>;
+  try {
+    prompt = renderTemplate(step.codingAgent.prompt, context);
+    // Names passed through from the runner stay empty: this machine's environment is not the
+    // runner's, and its values must not end up in printed output.
+    env = renderStepEnv(step, {}, context);
+  } catch (error) {
+    if (error instanceof BatchSpecError) {
+      throw new BatchSpecError(
+        error.code,
+        `steps[${index}]: ${error.message} (a preview has no step results or output values)`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  const definition = defaultAgentRegistry.get(step.codingAgent.type);
+  const rendered = renderAgentScript({
+    type: step.codingAgent.type,
+    prompt,
+    settings: {
+      version: preview.version,
+      model: preview.model,
+      installSource:
+        preview.installSource === "npm"
+          ? { kind: "npm" }
+          : { kind: "release", baseUrl: definition?.defaultReleaseBaseUrl ?? "" },
+    },
+    platform: preview.platform,
+    modelProviderUrl: preview.modelProviderUrl,
+    image: step.container ?? "",
+    env,
+  });
+  if (!rendered.ok) throw rendered.error;
+  return rendered.value.redactedScript;
 }
