@@ -15,6 +15,22 @@ import { BatchesError } from "../batches-error.ts";
 import type { ChangesetRecords } from "./changeset-records.ts";
 import { toStoredChangeset } from "./stored-changeset.ts";
 
+/** A batch change's counts before anything was published. */
+export function emptyBatchChangeStats(): BatchChangeStats {
+  return {
+    total: 0,
+    unpublished: 0,
+    draft: 0,
+    open: 0,
+    merged: 0,
+    closed: 0,
+    deleted: 0,
+    checks_failing: 0,
+    conflicting: 0,
+    approved: 0,
+  };
+}
+
 export class BatchChangeReadModel {
   readonly #records: ChangesetRecords;
 
@@ -67,16 +83,9 @@ export class BatchChangeReadModel {
             ({ row }) => !trackedKeys.has(`${row.repository}\u0000${row.branch}`),
           );
     const stats: BatchChangeStats = {
+      ...emptyBatchChangeStats(),
       total: tracked.length + unpublished.length,
       unpublished: unpublished.length,
-      draft: 0,
-      open: 0,
-      merged: 0,
-      closed: 0,
-      deleted: 0,
-      checks_failing: 0,
-      conflicting: 0,
-      approved: 0,
     };
     for (const { row } of tracked) {
       const state = row.externalState ?? "open";
