@@ -12,6 +12,7 @@ import {
   batchDirectories,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   ExecutionEnvironment,
   type ExecutorConfig,
   readExecutorConfig,
@@ -344,8 +345,16 @@ export async function runExecutorCommand(
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
     });
+    // Runs whose model budget is spent start no more workspaces here either.
+    const { spend } = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
     const service = createBatchRunService({
       database,
+      spend,
       codeHosts: () => config.codeHosts,
       environment: new ExecutionEnvironment({
         directories: batchDirectories(settings.dataDir),
@@ -353,6 +362,7 @@ export async function runExecutorCommand(
         outerEnvironment: io.environment,
         launcher,
         codingAgent: config.codingAgent,
+        ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
         acpAgents: {
           providers,
           proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
@@ -372,6 +382,7 @@ export async function runExecutorCommand(
         connections: () => config.codeHostConnections,
         environment: io.environment,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },

@@ -41,7 +41,10 @@ function toStep(row: StepRow, spec?: StoredStepKinds): BatchWorkspaceStep {
     step_index: row.stepIndex,
     label: stepLabel(spec?.steps[row.stepIndex]),
     outcome: row.outcome,
-    runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
+    runtime:
+      row.runtime === "local" || row.runtime === "container" || row.runtime === "kubernetes"
+        ? row.runtime
+        : null,
     image: row.image,
     sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
     shell: row.shell,
