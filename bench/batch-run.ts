@@ -14,7 +14,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { BatchRunService } from "@deckhand/batches";
+import { BatchRunService, ExecutionEnvironment } from "@deckhand/batches";
 import { type ContainerRuntime, detectContainerRuntime } from "@deckhand/container-runtime";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { BUSYBOX_TEST_IMAGE, ensureBusyboxTestImage } from "@deckhand/testkit";
@@ -195,11 +195,16 @@ async function main(): Promise<void> {
     const service = new BatchRunService({
       database,
       codeHosts: () => [{ type: "directory", path: root }],
-      cacheDirectory: join(scratch, "cache"),
-      workDirectory: join(scratch, "work"),
-      outerEnvironment: { PATH: process.env.PATH },
-      // These machines need runc and fixed ulimits for Podman (see @deckhand/container-runtime).
-      containerDetection: { restrictedHost: true },
+      environment: new ExecutionEnvironment({
+        directories: {
+          cacheDirectory: join(scratch, "cache"),
+          workDirectory: join(scratch, "work"),
+          hookDirectory: join(scratch, "hooks"),
+        },
+        outerEnvironment: { PATH: process.env.PATH },
+        // These machines need runc and fixed ulimits for Podman (see @deckhand/container-runtime).
+        containerDetection: { restrictedHost: true },
+      }),
     });
     const registry = new TaskRegistry();
     service.register(registry);

@@ -3,21 +3,14 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  ACP_AGENT_TYPE,
   type BatchSpec,
   BatchSpecError,
-  createStepTemplateContext,
-  defaultAgentRegistry,
   formatDiagnostic,
   parseBatchSpec,
   renderBatchSpecJsonSchema,
-  renderCodingAgentStep,
-  renderTemplate,
-  resolveStepEnv,
-  type TemplateValue,
 } from "@deckhand/batch-spec";
-import type { CodeHost, Workspace } from "@deckhand/batches";
-import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { Workspace } from "@deckhand/batches";
+import { errorMessage } from "@deckhand/errors";
 import { type BatchRuntimeChoice, WireEnv, WirePath } from "@deckhand/wire";
 import { batchRunUsage, runtimeOf } from "./batch-run-arguments.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
@@ -196,7 +189,11 @@ function requiredString(
   return value;
 }
 
-function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): number {
+async function render(
+  argv: string[],
+  io: BatchCommandIo,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
   const { values, positionals } = parse(argv, {
     step: { type: "string" },
     repository: { type: "string" },
@@ -235,79 +232,25 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
     );
     return 1;
   }
-  const steps = spec.steps ?? [];
-  const index = Number(stepText);
-  const step = steps[index];
-  if (step === undefined) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `${path} has ${steps.length} step${steps.length === 1 ? "" : "s"}; --step ${index} is not one of them (steps are counted from 0)`,
-    );
-  }
-  if (step.codingAgent === undefined) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `steps[${index}] is a run step; render prints codingAgent steps (a run step's script is its "run" text)`,
-    );
-  }
-  if (step.codingAgent.type === ACP_AGENT_TYPE) {
-    throw new BatchSpecError(
-      "invalid_argument",
-      `steps[${index}] runs provider ${step.codingAgent.provider ?? "(none named)"} over ACP: it has no script to print; the server starts the provider's agent in the workspace and sends it the prompt`,
-    );
-  }
-
-  // Outputs of earlier steps exist only at run time: a preview shows where they go.
-  const outputs: Record<string, TemplateValue> = {};
-  for (const earlier of steps.slice(0, index)) {
-    for (const name of Object.keys(earlier.outputs ?? {})) outputs[name] = `<outputs.${name}>`;
-  }
-  const context = createStepTemplateContext({
-    repository: { name: repository, branch: (values.branch as string | undefined) ?? "" },
-    batchChange: { name: spec.name, description: spec.description ?? "" },
-    outputs,
-  });
-  let prompt: string;
-  const stepEnv: Record<string, string> = {};
-  try {
-    prompt = renderTemplate(step.codingAgent.prompt, context);
-    // Names passed through from the runner stay empty: this machine's environment is not the
-    // runner's, and its values must not end up in printed output.
-    for (const [name, value] of Object.entries(resolveStepEnv(step.env, {}))) {
-      stepEnv[name] = renderTemplate(value, context);
-    }
-  } catch (error) {
-    if (error instanceof BatchSpecError) {
-      throw new BatchSpecError(
-        error.code,
-        `steps[${index}]: ${error.message} (a preview has no step results or output values)`,
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-
-  const definition = defaultAgentRegistry.get(step.codingAgent.type);
   const version = (values["agent-version"] as string | undefined) ?? placeholderVersion;
   const model = (values.model as string | undefined) ?? placeholderModel;
-  const rendered = renderCodingAgentStep({
-    type: step.codingAgent.type,
-    prompt,
+  // The step is prepared as a run prepares it (@deckhand/batches), with placeholders for what
+  // only a run has.
+  const { previewCodingAgentScript } = await import("@deckhand/batches");
+  const script = previewCodingAgentScript({
+    spec,
+    file: path,
+    stepIndex: Number(stepText),
+    repository: { name: repository, branch: (values.branch as string | undefined) ?? "" },
     version,
     model,
     platform: { os, arch },
-    installSource:
-      installSourceName === "npm"
-        ? { kind: "npm" }
-        : { kind: "release", baseUrl: definition?.defaultReleaseBaseUrl ?? "" },
+    installSource: installSourceName,
     modelProviderUrl:
       (values["model-provider-url"] as string | undefined) ??
       env[WireEnv.modelProviderUrl] ??
       `http://localhost${WirePath.modelProvider}`,
-    image: step.container ?? "",
-    env: stepEnv,
   });
-  if (!rendered.ok) throw rendered.error;
   if (version === placeholderVersion || model === placeholderModel) {
     io.stderr.write(
       `note: rendered with placeholders (${[
@@ -318,45 +261,8 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
         .join(", ")}); pass --agent-version and --model for a script that runs\n`,
     );
   }
-  io.stdout.write(
-    rendered.value.redactedScript.endsWith("\n")
-      ? rendered.value.redactedScript
-      : `${rendered.value.redactedScript}\n`,
-  );
+  io.stdout.write(script.endsWith("\n") ? script : `${script}\n`);
   return 0;
-}
-
-/** The `codeHosts` of `<data-dir>/config.json`; none when the file or the key is absent. */
-async function configuredCodeHosts(dataDir: string): Promise<CodeHost[]> {
-  const file = join(dataDir, "config.json");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return [];
-    throw new Error(`cannot read ${file}: ${errorMessage(error)}`, { cause: error });
-  }
-  let config: unknown;
-  try {
-    config = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`${file} is not valid JSON: ${errorMessage(error)}`, { cause: error });
-  }
-  if (typeof config !== "object" || config === null || !("codeHosts" in config)) return [];
-  // Only the codeHosts key: the server validates the rest, and importing it would load the
-  // database and the HTTP stack for a preview.
-  const { CodeHostsSchema } = await import("@deckhand/batches");
-  const parsed = CodeHostsSchema.safeParse(config.codeHosts);
-  if (!parsed.success) {
-    const issues = parsed.error.issues
-      .map(
-        (issue) =>
-          `codeHosts${issue.path.map((key) => `[${JSON.stringify(key)}]`).join("")}: ${issue.message}`,
-      )
-      .join("; ");
-    throw new Error(`${file}: ${issues}`);
-  }
-  return parsed.data;
 }
 
 function workspaceLine(workspace: Workspace, cachedSteps: number | null): Record<string, unknown> {
@@ -411,16 +317,17 @@ function workspaceTable(
 }
 
 /**
- * How many steps of each workspace the step cache in the data directory's database would answer.
- * The database is opened only when it exists and no server holds it; otherwise the counts are
- * unknown (null) and the note says why.
+ * How many steps of each workspace the step cache in the data directory's database would answer,
+ * counted as a run would count them. The database is opened only when it exists and no server
+ * holds it; otherwise the counts are unknown (null) and the note says why.
  */
-async function cachedStepCounts(
+async function cachedStepCountsOf(
   workspaces: readonly Workspace[],
   spec: BatchSpec,
   dataDir: string,
   specDirectory: string,
   runtime: BatchRuntimeChoice,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ counts: (number | null)[]; note: string | null }> {
   const unknown = (note: string | null) => ({ counts: workspaces.map(() => null), note });
   if (workspaces.length === 0) return unknown(null);
@@ -428,7 +335,8 @@ async function cachedStepCounts(
     return { counts: workspaces.map(() => 0), note: null };
   }
   const { createDb, DataDirLockedError } = await import("@deckhand/db");
-  const { cachedStepCount, DatabaseStepCache } = await import("@deckhand/batches");
+  const { batchDirectories, cachedStepCounts, DatabaseStepCache, ExecutionEnvironment } =
+    await import("@deckhand/batches");
   let database: Awaited<ReturnType<typeof createDb>>;
   try {
     database = await createDb({ dataDir: join(dataDir, "db") });
@@ -441,28 +349,16 @@ async function cachedStepCounts(
     return unknown(`the step cache is not shown: ${errorMessage(error)}`);
   }
   try {
-    const cache = new DatabaseStepCache(database.db);
-    // Where a step runs is part of its cache key, as a run with this runtime would choose it:
-    // the container runtime is detected once for every workspace, and only when it matters.
-    const { detectContainerRuntime } = await import("@deckhand/container-runtime");
-    const containers =
-      (runtime === "auto" || runtime === "container") &&
-      (spec.steps ?? []).some((step) => step.container !== undefined)
-        ? { containerDetection: detectContainerRuntime() }
-        : {};
-    const counts: (number | null)[] = [];
-    for (const workspace of workspaces) {
-      counts.push(
-        await cachedStepCount({
-          workspace,
-          spec,
-          cache,
-          specDirectory,
-          runtime,
-          ...containers,
-        }),
-      );
-    }
+    const counts = await cachedStepCounts(workspaces, {
+      spec,
+      cache: new DatabaseStepCache(database.db),
+      specDirectory,
+      runtime,
+      environment: new ExecutionEnvironment({
+        directories: batchDirectories(dataDir),
+        outerEnvironment: env,
+      }),
+    });
     return { counts, note: null };
   } finally {
     await database.close();
@@ -502,26 +398,23 @@ async function workspaces(
       env[WireEnv.serverDataDir] ??
       join(homedir(), ".deckhand"),
   );
-  const codeHosts = await configuredCodeHosts(dataDir);
   // Loaded here, not at the top: validate, render and schema never need git or the engine.
-  const { loadRepositories, resolveWorkspaces } = await import("@deckhand/batches");
-  const repositories = await loadRepositories({
-    codeHosts,
-    extraDirectories: ((values["code-host"] as string[] | undefined) ?? []).map((directory) =>
+  const { configuredRepositories, readExecutorConfig } = await import("@deckhand/batches");
+  // The code hosts of config.json, with its code host connections' tokens, as a run finds them.
+  const repositories = configuredRepositories(await readExecutorConfig(dataDir), dataDir, env);
+  const result = await repositories.workspaces(spec, {
+    code_host_directories: ((values["code-host"] as string[] | undefined) ?? []).map((directory) =>
       resolve(io.cwd, directory),
     ),
-    cacheDirectory: join(dataDir, "cache", "repositories"),
+    force_override_ignore: values["force-override-ignore"] === true,
   });
-  const result = await resolveWorkspaces(spec, {
-    repositories,
-    forceOverrideIgnore: values["force-override-ignore"] === true,
-  });
-  const cached = await cachedStepCounts(
+  const cached = await cachedStepCountsOf(
     result.workspaces,
     spec,
     dataDir,
     dirname(resolve(io.cwd, path)),
     runtime,
+    env,
   );
   if (cached.note !== null) result.warnings.push(cached.note);
   if (values.json || !io.stdout.isTTY) {
@@ -559,11 +452,11 @@ export async function runBatchCommand(
       case "validate":
         return validate(rest, io);
       case "render":
-        return render(rest, io, process.env);
+        return await render(rest, io, io.env ?? process.env);
       case "schema":
         return schema(rest, io);
       case "workspaces":
-        return await workspaces(rest, io, process.env);
+        return await workspaces(rest, io, io.env ?? process.env);
       case "rollout": {
         const { runRolloutCommand } = await import("./batch-rollout-command.ts");
         const code = await runRolloutCommand(rest, {

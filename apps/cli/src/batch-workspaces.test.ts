@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { createTempRepository, gitIn } from "@deckhand/testkit";
+import { createTempRepository, gitIn, startGitHttpServer } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runBatchCommand } from "./batch-command.ts";
 
@@ -31,7 +31,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(scratch, { recursive: true, force: true }));
 
-async function run(argv: string[], spec: string) {
+async function run(argv: string[], spec: string, env?: NodeJS.ProcessEnv) {
   writeFileSync(join(scratch, "spec.yaml"), spec);
   let stdout = "";
   let stderr = "";
@@ -39,6 +39,7 @@ async function run(argv: string[], spec: string) {
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     cwd: scratch,
+    ...(env ? { env } : {}),
   });
   return { code, stdout, stderr };
 }
@@ -139,6 +140,45 @@ changesetTemplate:
     expect(lines(result.stdout)).toContainEqual(
       expect.objectContaining({ repository: "github.com/acme/docs" }),
     );
+  });
+
+  it("clones a git URL host with its code host connection's token, as a run does", async () => {
+    // A host that answers only with the connection's token: the workspace a preview would run in
+    // is listed only when the listing reaches the host as the run does.
+    const token = "workspaces-connection-token-7f3a";
+    const hostRoot = join(scratch, "host");
+    const made = createTempRepository({ "README.md": "# api\n" });
+    gitIn(scratch, "clone", "--quiet", "--bare", made.path, join(hostRoot, "acme", "api.git"));
+    const head = gitIn(made.path, "rev-parse", "HEAD");
+    const host = await startGitHttpServer({ projectRoot: hostRoot, token });
+    try {
+      writeFileSync(
+        join(dataDirectory, "config.json"),
+        JSON.stringify({
+          codeHosts: [
+            { type: "git", url: `${host.url}/acme/api.git`, name: "git.example/acme/api" },
+          ],
+          codeHostConnections: [
+            { type: "gitea", url: host.url, tokenEnv: "TEST_WORKSPACES_TOKEN" },
+          ],
+        }),
+      );
+      const result = await run(
+        ["spec.yaml", "--data-dir", dataDirectory],
+        "name: demo\non:\n  - repository: git.example/acme/api\n",
+        { PATH: process.env.PATH, HOME: process.env.HOME, TEST_WORKSPACES_TOKEN: token },
+      );
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(lines(result.stdout)).toEqual([
+        expect.objectContaining({ repository: "git.example/acme/api", revision: head }),
+        { type: "summary", workspaces: 1 },
+      ]);
+      expect(host.requests.some((request) => request.status === 200)).toBe(true);
+    } finally {
+      await host.close();
+      rmSync(made.path, { recursive: true, force: true });
+    }
   });
 
   it("exits 1 naming the closest repositories when a spec names an unknown one", async () => {

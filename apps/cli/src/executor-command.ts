@@ -9,9 +9,11 @@ import { parseArgs } from "node:util";
 import {
   BatchesError,
   type BatchWorker,
+  batchDirectories,
   codeHostSecrets,
   createBatchRunService,
   createModelSpend,
+  ExecutionEnvironment,
   type ExecutorConfig,
   readExecutorConfig,
   startBatchWorker,
@@ -373,25 +375,27 @@ export async function runExecutorCommand(
     const service = createBatchRunService({
       database,
       spend,
-      dataDir: settings.dataDir,
       codeHosts: () => config.codeHosts,
-      environmentPolicy: policy,
-      outerEnvironment: io.environment,
-      launcher,
-      codingAgent: config.codingAgent,
-      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
-      acpAgents: {
-        providers,
-        proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
-      },
-      ...(settings.serverUrl !== null
-        ? {
-            modelProvider: batchJobModelProviderAccess({
-              modelTokens: new DbModelTokenStore(database.db),
-              serverUrl: () => settings.serverUrl as string,
-            }),
-          }
-        : {}),
+      environment: new ExecutionEnvironment({
+        directories: batchDirectories(settings.dataDir),
+        environmentPolicy: policy,
+        outerEnvironment: io.environment,
+        launcher,
+        codingAgent: config.codingAgent,
+        ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
+        acpAgents: {
+          providers,
+          proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
+        },
+        ...(settings.serverUrl !== null
+          ? {
+              modelProvider: batchJobModelProviderAccess({
+                modelTokens: new DbModelTokenStore(database.db),
+                serverUrl: () => settings.serverUrl as string,
+              }),
+            }
+          : {}),
+      }),
       // The apply job and changeset tracking run on whichever batch worker claims them, so an
       // executor publishes with the same connections (and its own environment's tokens).
       publishing: {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentPool } from "@deckhand/agent-backends";
-import { BatchRunService } from "@deckhand/batches";
+import { BatchRunService, ExecutionEnvironment } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { DbModelTokenStore, mintModelToken } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
@@ -58,8 +58,13 @@ function app(overrides: Partial<ServerAppOptions> = {}): Hono {
     batches: new BatchRunService({
       database,
       codeHosts: () => [],
-      cacheDirectory: join(workDir, "cache"),
-      workDirectory: join(workDir, "batches"),
+      environment: new ExecutionEnvironment({
+        directories: {
+          cacheDirectory: join(workDir, "cache"),
+          workDirectory: join(workDir, "batches"),
+          hookDirectory: join(workDir, "hooks"),
+        },
+      }),
     }),
     apiTokens: new ApiTokenStore(database.db),
     agentTurns: {

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { type BatchRunService, createBatchRunService, createModelSpend } from "@deckhand/batches";
+import {
+  type BatchRunService,
+  batchDirectories,
+  createBatchRunService,
+  createModelSpend,
+  ExecutionEnvironment,
+} from "@deckhand/batches";
 import type { DbHandle } from "@deckhand/db";
 import {
   batchJobModelProviderAccess,
@@ -146,30 +152,32 @@ function batchRunService(
   return createBatchRunService({
     database,
     spend: parts.spend.batches,
-    dataDir: config.dataDir,
     codeHosts: () => config.codeHosts,
-    environmentPolicy: input.agentEnvironment.policy,
-    outerEnvironment: process.env,
-    launcher,
-    containerDetection:
-      config.containerRuntime.restrictedHost === undefined
-        ? {}
-        : { restrictedHost: config.containerRuntime.restrictedHost },
-    ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
-    // codingAgent steps reach this server's model proxy with a token bound to their job.
-    modelProvider: batchJobModelProviderAccess({
-      modelTokens,
-      serverUrl: () => input.endpoint.listeningUrl,
-    }),
-    codingAgent: config.codingAgent,
-    // acp steps run this server's providers, pointed at the proxy as sessions are.
-    acpAgents: {
-      providers: {
-        list: () => providers().list(),
-        resolve: (id, resolveOptions) => providers().resolve(id, resolveOptions),
+    environment: new ExecutionEnvironment({
+      directories: batchDirectories(config.dataDir),
+      environmentPolicy: input.agentEnvironment.policy,
+      outerEnvironment: process.env,
+      launcher,
+      containerDetection:
+        config.containerRuntime.restrictedHost === undefined
+          ? {}
+          : { restrictedHost: config.containerRuntime.restrictedHost },
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
+      // codingAgent steps reach this server's model proxy with a token bound to their job.
+      modelProvider: batchJobModelProviderAccess({
+        modelTokens,
+        serverUrl: () => input.endpoint.listeningUrl,
+      }),
+      codingAgent: config.codingAgent,
+      // acp steps run this server's providers, pointed at the proxy as sessions are.
+      acpAgents: {
+        providers: {
+          list: () => providers().list(),
+          resolve: (id, resolveOptions) => providers().resolve(id, resolveOptions),
+        },
+        proxied: (agentType) => hasUpstream(config, agentType),
       },
-      proxied: (agentType) => hasUpstream(config, agentType),
-    },
+    }),
     // Workspaces are taken over with this server's interactive sessions.
     sessions: workspaceSessions(sessions),
     // Publishing: code host connections from config.json, their tokens read from the

@@ -9,6 +9,7 @@ import {
   ChangesetPublisher,
   CodeHostAccess,
   createModelSpend,
+  ExecutionEnvironment,
 } from "@deckhand/batches";
 import { createDb, type DbHandle } from "@deckhand/db";
 import { DbModelTokenStore, DbUsageRecorder, mintModelToken } from "@deckhand/model-proxy";
@@ -52,8 +53,13 @@ function serverApp(withSpend: boolean) {
   const batches = new BatchRunService({
     database,
     codeHosts: () => [],
-    cacheDirectory: join(workDir, "cache"),
-    workDirectory: join(workDir, "batches"),
+    environment: new ExecutionEnvironment({
+      directories: {
+        cacheDirectory: join(workDir, "cache"),
+        workDirectory: join(workDir, "batches"),
+        hookDirectory: join(workDir, "hooks"),
+      },
+    }),
   });
   const app = createServerApp({
     database,

@@ -33,7 +33,7 @@ import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const UPSTREAM_KEY = "sk-fake-upstream-key-acp-steps-77";
 const REPOSITORIES = ["api", "web"];
@@ -203,14 +203,16 @@ changesetTemplate:
             checkout: await checkoutWorkspace(workspace, checkoutDirectory),
             cache: new MemoryStepCache(),
             runtime: "local",
-            outerEnvironment: { PATH: process.env.PATH },
+            environment: testEnvironment(scratch.path, {
+              outerEnvironment: { PATH: process.env.PATH },
+              modelProvider,
+              acpAgents: {
+                providers,
+                proxied: (agentType) => agentType === agent.agentType,
+                defaultPermissions: "allow-edits",
+              },
+            }),
             jobId,
-            modelProvider,
-            acpAgents: {
-              providers,
-              proxied: (agentType) => agentType === agent.agentType,
-              defaultPermissions: "allow-edits",
-            },
           });
           expect(run.error).toBeNull();
           expect(run.status).toBe("completed");

@@ -12,7 +12,7 @@ import { type AcpAgentStepOptions, permissionAnswer } from "./acp-agent-step.ts"
 import { BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { ModelProviderAccess } from "./coding-agent-step.ts";
-import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;
@@ -74,13 +74,13 @@ afterEach(async () => {
 function serviceWith(acpAgents: AcpAgentStepOptions | undefined): BatchRunService {
   const service = new BatchRunService({
     database,
-    containerRuntime: null,
     codeHosts: () => [{ type: "directory", path: root }],
-    cacheDirectory: join(scratch.path, "cache"),
-    workDirectory: join(scratch.path, "work"),
-    outerEnvironment: { PATH: process.env.PATH },
-    modelProvider,
-    ...(acpAgents ? { acpAgents } : {}),
+    environment: testEnvironment(scratch.path, {
+      containerRuntime: null,
+      outerEnvironment: { PATH: process.env.PATH },
+      modelProvider,
+      ...(acpAgents ? { acpAgents } : {}),
+    }),
   });
   const registry = new TaskRegistry();
   service.register(registry);

@@ -27,7 +27,6 @@ import {
   SandboxSettingsFileSchema,
   sandboxSettings,
 } from "@deckhand/sandbox";
-import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
@@ -35,56 +34,29 @@ import {
   RolloutWindowsSchema,
 } from "@deckhand/wire";
 import { z } from "zod";
-import {
-  BatchRunService,
-  type BatchRunServiceOptions,
-  codingAgentOptions,
-} from "./batch-run-service.ts";
+import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { BatchSpend } from "./budgets/batch-spend.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
+import { batchDirectories } from "./execution-environment.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
 import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { CodeHostAccess } from "./publishing/code-host-access.ts";
-
-/** Where a data directory keeps what batch jobs need on disk. */
-export function batchDirectories(dataDir: string): {
-  /** Git URL hosts' mirrors: `<data-dir>/cache/repositories`. */
-  cacheDirectory: string;
-  /** Workspace checkouts while their job runs: `<data-dir>/workspaces/batches`. */
-  workDirectory: string;
-  /** Agent CLIs codingAgent steps install when run locally: `<data-dir>/agents`, not the home. */
-  agentInstallDirectory: string;
-} {
-  return {
-    cacheDirectory: join(dataDir, "cache", "repositories"),
-    workDirectory: join(dataDir, "workspaces", "batches"),
-    agentInstallDirectory: join(dataDir, "agents"),
-  };
-}
+import { RepositorySource } from "./repository-source.ts";
 
 /**
- * What a process with a data directory gives its batch-run service: everything the service
- * takes, with the clone cache, the checkouts and agent installs placed in the data directory.
+ * What a process gives its batch-run service: everything the service takes, with publishing
+ * (and its hooks) made from the code host connections.
  */
 export type CreateBatchRunServiceOptions = Omit<
   BatchRunServiceOptions,
-  | "cacheDirectory"
-  | "workDirectory"
-  | "agentInstallDirectory"
-  | "environmentPolicy"
-  | "publishing"
-  | "budgets"
+  "publishing" | "budgets"
 > & {
   /**
    * Model spend (budgets/batch-spend.ts): runs whose budget is spent start no more workspaces,
    * and batch changes report their spend priced with its table.
    */
   spend?: BatchSpend;
-  /** The process's data directory (see `batchDirectories`). */
-  dataDir: string;
-  /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
-  environmentPolicy: AgentEnvironmentPolicy;
   /**
    * Publishing to code hosts (`codeHostConnections` of config.json): tokens are read from
    * `environment` at each use. Without connections nothing is published.
@@ -100,14 +72,13 @@ export type CreateBatchRunServiceOptions = Omit<
 };
 
 /**
- * The batch-run service of a process with a data directory, as the server and executors make it:
- * with its publisher (pull requests, tracking, hooks) when code host connections are configured,
- * since the apply job and tracking run on whichever batch worker claims them.
+ * The batch-run service of a process, as the server and executors make it: with its publisher
+ * (pull requests, tracking, hooks run in the same execution environment) when code host
+ * connections are configured, since the apply job and tracking run on whichever batch worker
+ * claims them.
  */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { dataDir, publishing: publishingOptions, spend, ...rest } = options;
-  const directories = batchDirectories(dataDir);
-  const outerEnvironment = options.outerEnvironment ?? process.env;
+  const { publishing: publishingOptions, spend, ...rest } = options;
   let service: BatchRunService | null = null;
   let publishing: ChangesetPublisher | undefined;
   if (publishingOptions !== undefined) {
@@ -121,14 +92,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
       hooks: createHookRunner({
         access,
         codeHosts: options.codeHosts,
-        cacheDirectory: directories.cacheDirectory,
-        workDirectory: join(dataDir, "workspaces", "hooks"),
-        environmentPolicy: options.environmentPolicy,
-        outerEnvironment,
-        ...(options.launcher ? { launcher: options.launcher } : {}),
-        ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
-        ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
-        codingAgent: codingAgentOptions(options.codingAgent, undefined),
+        environment: options.environment,
       }),
       retryWorkspace: async (workspaceId) => service?.retryWorkspace(workspaceId),
       ...(publishingOptions.trackingIntervalMs !== undefined
@@ -143,12 +107,29 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
   }
   service = new BatchRunService({
     ...rest,
-    ...directories,
-    outerEnvironment,
     ...(publishing ? { publishing } : {}),
     ...(spend ? { budgets: spend } : {}),
   });
   return service;
+}
+
+/**
+ * Where a process with this configuration finds repositories: its code hosts, git URL hosts
+ * cloned into its data directory, with the code host connections' tokens (read from
+ * `environment`) for their URLs, as the batch-run services of the server and executors find
+ * them. `deckhand batch workspaces` lists a spec's workspaces with it.
+ */
+export function configuredRepositories(
+  config: Pick<ExecutorConfig, "codeHosts" | "codeHostConnections">,
+  dataDir: string,
+  environment: Readonly<Record<string, string | undefined>>,
+): RepositorySource {
+  const access = new CodeHostAccess({ connections: () => config.codeHostConnections, environment });
+  return new RepositorySource({
+    codeHosts: () => config.codeHosts,
+    cacheDirectory: batchDirectories(dataDir).cacheDirectory,
+    connections: access.gitEnvironment,
+  });
 }
 
 /** How often a batch worker ends jobs the queue gave up on, by default. */

@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "./batch-run-events.ts";
 import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
-import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;
@@ -32,12 +32,12 @@ beforeEach(async () => {
   database = await createDb({ dataDir: "memory://" });
   service = new BatchRunService({
     database,
-    // The steps name an image; these tests run them with sh (the container runtime has its own).
-    containerRuntime: null,
     codeHosts: () => [{ type: "directory", path: root }],
-    cacheDirectory: join(scratch.path, "cache"),
-    workDirectory: join(scratch.path, "work"),
-    outerEnvironment: { PATH: process.env.PATH },
+    environment: testEnvironment(scratch.path, {
+      // The steps name an image; these tests run them with sh (the container runtime has its own).
+      containerRuntime: null,
+      outerEnvironment: { PATH: process.env.PATH },
+    }),
   });
   worker = null;
 });
@@ -431,7 +431,9 @@ describe("BatchRunService on many executors", () => {
     await waitUntil(
       async () =>
         (await service.listWorkspaces(created.id))[0]!.state === "pending" &&
-        readdirSync(join(scratch.path, "work")).length === 0,
+        // Stopped before its checkout was made, the job made no work directory at all.
+        (!existsSync(join(scratch.path, "work")) ||
+          readdirSync(join(scratch.path, "work")).length === 0),
       "the released job",
     );
     const [released] = await service.listWorkspaces(created.id);
@@ -546,27 +548,27 @@ describe("BatchRunService with codingAgent steps", () => {
       let released = 0;
       service = new BatchRunService({
         database,
-        containerRuntime: null,
         codeHosts: () => [{ type: "directory", path: root }],
-        cacheDirectory: join(scratch.path, "cache"),
-        workDirectory: join(scratch.path, "work"),
-        outerEnvironment: { PATH: process.env.PATH, HOME: home },
-        // The agent talks to the fake model directly: what is under test is where it lands.
-        modelProvider: {
-          lease: async () => ({
-            baseUrl: model.url,
-            token: "service-test-token-0123456789",
-            release: async () => {
-              released += 1;
-            },
-          }),
-        },
-        codingAgent: {
-          versions: { codex: "0.0.1-fake" },
-          models: { codex: "gpt-5.5" },
-          install_source: { kind: "release", base_url: release.baseUrl },
-        },
-        agentInstallDirectory: agents,
+        environment: testEnvironment(scratch.path, {
+          containerRuntime: null,
+          outerEnvironment: { PATH: process.env.PATH, HOME: home },
+          // The agent talks to the fake model directly: what is under test is where it lands.
+          modelProvider: {
+            lease: async () => ({
+              baseUrl: model.url,
+              token: "service-test-token-0123456789",
+              release: async () => {
+                released += 1;
+              },
+            }),
+          },
+          codingAgent: {
+            versions: { codex: "0.0.1-fake" },
+            models: { codex: "gpt-5.5" },
+            install_source: { kind: "release", base_url: release.baseUrl },
+          },
+          directories: { agentInstallDirectory: agents },
+        }),
       });
       startWorker();
       const run = await finished(

@@ -16,9 +16,9 @@ import { errorMessage } from "@deckhand/errors";
 import { type BatchChangeset, type BatchRunEvent, branchNameProblem } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
-import { workspaceRef } from "./run-workspace.ts";
 import type { CachedStepResult } from "./step-cache.ts";
 import { type ChangedFile, splitDiffSections, templateChangedFiles } from "./workspace-diff.ts";
+import { workspaceRef } from "./workspace-run-report.ts";
 
 export interface WorkspaceOutcome {
   workspace: Workspace;

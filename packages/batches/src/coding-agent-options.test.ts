@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { codingAgentOptions } from "./batch-run-service.ts";
+import { codingAgentOptions } from "./coding-agent-step.ts";
 
 describe("codingAgentOptions", () => {
   it("takes per-type install sources of every kind from config.json, with a run's own on top", () => {

@@ -8,13 +8,15 @@ import { fileURLToPath } from "node:url";
 import {
   type AgentPlatform,
   type AgentTypeRegistry,
+  type CodingAgentResult,
   defaultAgentRegistry,
   type InstallSource,
+  type RenderedCodingAgentStep,
   renderCodingAgentStep,
 } from "@deckhand/batch-spec";
 import { type ContainerRuntime, runContainer } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
-import { WireEnv } from "@deckhand/wire";
+import { type BatchCodingAgentOptions, WireEnv } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 
 /**
@@ -125,7 +127,7 @@ export class JobModelProviderLease {
   }
 }
 
-interface AgentSettings {
+export interface AgentSettings {
   version: string;
   model: string;
   installSource: InstallSource;
@@ -215,6 +217,50 @@ export async function containerPlatform(
   return { os: "linux", arch: process.arch };
 }
 
+export interface AgentScriptInput {
+  type: string;
+  /** The prompt, templated with the step context. */
+  prompt: string;
+  settings: AgentSettings;
+  platform: AgentPlatform;
+  /** The model-provider proxy's base URL, without an agent type. */
+  modelProviderUrl: string;
+  /** The step's image, or what is said of where a local step runs. */
+  image: string;
+  /** The step's own environment, rendered. */
+  env: Readonly<Record<string, string>>;
+  /** Where this version of the agent is installed; the renderer's default otherwise. */
+  installDirectory?: string;
+  /** A local step's own agent state directory. */
+  stateDirectory?: string;
+  registry?: AgentTypeRegistry;
+}
+
+/**
+ * The script that installs and runs a `codingAgent` step's agent, and its environment: one
+ * rendering for the steps a run runs and the script `deckhand batch render` prints.
+ */
+export function renderAgentScript(
+  input: AgentScriptInput,
+): CodingAgentResult<RenderedCodingAgentStep> {
+  return renderCodingAgentStep(
+    {
+      type: input.type,
+      prompt: input.prompt,
+      version: input.settings.version,
+      model: input.settings.model,
+      platform: input.platform,
+      installSource: input.settings.installSource,
+      modelProviderUrl: input.modelProviderUrl,
+      image: input.image,
+      ...(input.installDirectory !== undefined ? { installDirectory: input.installDirectory } : {}),
+      ...(input.stateDirectory !== undefined ? { stateDirectory: input.stateDirectory } : {}),
+      env: input.env,
+    },
+    input.registry === undefined ? {} : { registry: input.registry },
+  );
+}
+
 export interface CodingAgentScriptInput {
   type: string;
   /** The prompt, templated with the step context. */
@@ -250,26 +296,22 @@ export function codingAgentScript(input: CodingAgentScriptInput): {
     input.runtime === "container"
       ? (options?.containerInstallDirectory ?? DEFAULT_CONTAINER_INSTALL_DIRECTORY)
       : options?.installDirectory;
-  const rendered = renderCodingAgentStep(
-    {
-      type,
-      prompt: input.prompt,
-      version: settings.version,
-      model: settings.model,
-      platform: input.platform,
-      installSource: settings.installSource,
-      modelProviderUrl: input.lease.baseUrl,
-      image: input.image ?? "this machine (the step runs locally)",
-      ...(root === undefined
-        ? {}
-        : { installDirectory: `${root.replace(/\/+$/, "")}/${type}/${settings.version}` }),
-      ...(input.runtime === "local" && input.stateDirectory !== undefined
-        ? { stateDirectory: input.stateDirectory }
-        : {}),
-      env: input.env,
-    },
-    options?.registry === undefined ? {} : { registry: options.registry },
-  );
+  const rendered = renderAgentScript({
+    type,
+    prompt: input.prompt,
+    settings,
+    platform: input.platform,
+    modelProviderUrl: input.lease.baseUrl,
+    image: input.image ?? "this machine (the step runs locally)",
+    ...(root === undefined
+      ? {}
+      : { installDirectory: `${root.replace(/\/+$/, "")}/${type}/${settings.version}` }),
+    ...(input.runtime === "local" && input.stateDirectory !== undefined
+      ? { stateDirectory: input.stateDirectory }
+      : {}),
+    env: input.env,
+    ...(options?.registry === undefined ? {} : { registry: options.registry }),
+  });
   if (!rendered.ok) {
     throw new BatchesError(
       "coding_agent_unavailable",
@@ -340,4 +382,41 @@ export function installSourcePaths(source: InstallSource): string[] {
     return [fileURLToPath(source.baseUrl)];
   }
   return [];
+}
+
+type WireInstallSource = NonNullable<BatchCodingAgentOptions["install_source"]>;
+
+/** An install source as config.json and the API spell it, as the renderer takes it. */
+function installSourceOf(source: WireInstallSource): InstallSource {
+  if (source.kind === "release") return { kind: "release", baseUrl: source.base_url };
+  if (source.kind === "npm") {
+    return { kind: "npm", ...(source.registry ? { registry: source.registry } : {}) };
+  }
+  return { kind: "installed", ...(source.path ? { path: source.path } : {}) };
+}
+
+/**
+ * The service's agent settings with a run's own on top, per agent type. A run's
+ * `install_source` replaces the service's default one but not the service's per-type
+ * `install_sources` (an operator's offline mirror for one agent stays in force); a run's
+ * per-type entries replace the service's for those types.
+ */
+export function codingAgentOptions(
+  defaults: BatchCodingAgentOptions | undefined,
+  run: BatchCodingAgentOptions | undefined,
+): CodingAgentOptions {
+  const source = run?.install_source ?? defaults?.install_source;
+  const perType = { ...defaults?.install_sources, ...run?.install_sources };
+  return {
+    versions: { ...defaults?.versions, ...run?.versions },
+    models: { ...defaults?.models, ...run?.models },
+    ...(source === undefined ? {} : { installSource: installSourceOf(source) }),
+    ...(Object.keys(perType).length === 0
+      ? {}
+      : {
+          installSources: Object.fromEntries(
+            Object.entries(perType).map(([type, given]) => [type, installSourceOf(given)]),
+          ),
+        }),
+  };
 }

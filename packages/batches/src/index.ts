@@ -1,8 +1,7 @@
-export {
-  type AcpAgentStepOptions,
-  type AcpStepProviders,
-  DEFAULT_ACP_STEP_PERMISSIONS,
-} from "./acp-agent-step.ts";
+// The batch engine's public surface: what the server, `deckhand executor`, the CLI and library
+// users (docs/batch-changes.md) import, and the types their signatures name. Everything else is
+// the package's own.
+export type { AcpAgentStepOptions, AcpStepProviders } from "./acp-agent-step.ts";
 export {
   type AppliedChangeset,
   type ApplyChangesetOptions,
@@ -10,81 +9,55 @@ export {
   applyChangeset,
 } from "./apply-changeset.ts";
 export {
-  BATCH_RECOVERY_INTERVAL_MS,
   type BatchWorker,
   type BatchWorkerOptions,
-  batchDirectories,
   type CreateBatchRunServiceOptions,
+  configuredRepositories,
   createBatchRunService,
   type ExecutorConfig,
   readExecutorConfig,
   startBatchWorker,
 } from "./batch-executor.ts";
-export {
-  appendRunEvents,
-  BATCH_RUN_EVENTS_CHANNEL,
-  createRunEventHub,
-  readRunEvents,
-} from "./batch-run-events.ts";
-export {
-  BATCH_APPLY_TASK,
-  BATCH_WORKSPACE_TASK,
-  BatchRunService,
-  type BatchRunServiceOptions,
-  codingAgentOptions,
-} from "./batch-run-service.ts";
+export { createRunEventHub } from "./batch-run-events.ts";
+export { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
-export {
-  BatchSpend,
-  type BatchSpendOptions,
-  createModelSpend,
-  workspaceBudgetOf,
-} from "./budgets/batch-spend.ts";
+export { BatchSpend, type BatchSpendOptions, createModelSpend } from "./budgets/batch-spend.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
 export { codeHostSecrets, type GitEnvironmentFor } from "./code-host-credentials.ts";
-export {
-  type CodingAgentOptions,
-  DEFAULT_CONTAINER_INSTALL_DIRECTORY,
-  type ModelProviderAccess,
-  type ModelProviderJobLease,
+export type {
+  CodingAgentOptions,
+  ModelProviderAccess,
+  ModelProviderJobLease,
 } from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
-export { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step.ts";
 export {
-  type ChangesetHookName,
-  createHookRunner,
-  DEFAULT_HOOK_ATTEMPTS,
-  type HookRunInput,
-  type HookRunner,
-  type HookRunnerOptions,
-  hookLimit,
-} from "./publishing/changeset-hooks.ts";
+  type BatchDirectories,
+  batchDirectories,
+  type ContainerAccess,
+  ExecutionEnvironment,
+  type ExecutionEnvironmentOptions,
+} from "./execution-environment.ts";
+export type { ChangesetHookName, HookRunInput, HookRunner } from "./publishing/changeset-hooks.ts";
 export {
-  CHANGESET_TRACKING_TASK,
   ChangesetPublisher,
   type ChangesetPublisherOptions,
-  DEFAULT_TRACKING_INTERVAL_MS,
   type PublishRunResult,
 } from "./publishing/changeset-publisher.ts";
-export { CHANGESET_ROLLOUT_TASK } from "./publishing/changeset-rollout.ts";
 export { CodeHostAccess, type CodeHostAccessOptions } from "./publishing/code-host-access.ts";
 export {
   type LoadRepositoriesOptions,
   loadRepositories,
-  locateRepository,
   type Repository,
   type RepositoryHost,
 } from "./repositories.ts";
 export {
-  type ContentPattern,
-  type ParseRepositoryQueryOptions,
-  type PatternFilter,
-  type PatternType,
-  parseRepositoryQuery,
-  type RepositoryQuery,
-} from "./repository-query.ts";
+  RepositorySource,
+  type RepositorySourceOptions,
+  type ResolvedWorkspaces,
+  type WorkspaceSelection,
+} from "./repository-source.ts";
 export {
   type ResolveWorkspacesOptions,
   type ResolveWorkspacesResult,
@@ -93,22 +66,15 @@ export {
   type WorkspaceRepository,
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
-export {
-  cachedStepCount,
-  DEFAULT_WORKSPACE_TIMEOUT_MS,
-  type RunWorkspaceOptions,
-  runWorkspace,
-  type StepRecord,
-  type WorkspaceRunResult,
-  workspaceRef,
-} from "./run-workspace.ts";
+export { type RunWorkspaceOptions, runWorkspace } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";
-export {
-  type ChangedFile,
-  type ChangedFileStatus,
-  templateChangedFiles,
-} from "./workspace-diff.ts";
+export { cachedStepCounts, type StepPlanOptions } from "./step-plan.ts";
+export { type CodingAgentPreview, previewCodingAgentScript } from "./step-preparation.ts";
+export type { StepCheckout } from "./step-runner.ts";
+export type { ChangedFile, ChangedFileStatus } from "./workspace-diff.ts";
+export type { RunBudgets } from "./workspace-job.ts";
+export type { StepRecord, WorkspaceRunResult } from "./workspace-run-report.ts";
 export type {
   OpenWorkspaceSessionRequest,
   WorkspaceSession,

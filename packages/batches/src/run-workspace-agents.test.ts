@@ -25,17 +25,17 @@ import {
   startFakeOpencodeRelease,
   turn,
 } from "@deckhand/testkit";
-import type { BatchRunEvent } from "@deckhand/wire";
+import type { BatchCodingAgentOptions, BatchRunEvent } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
-import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
+import type { ModelProviderAccess } from "./coding-agent-step.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace, type WorkspaceRunResult } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const GEMINI_VERSION = "0.61.0";
 const OPENCODE_VERSION = "1.18.33";
@@ -105,16 +105,25 @@ const modelProvider: ModelProviderAccess = {
     ),
 };
 
-function options(): CodingAgentOptions {
+function options(): BatchCodingAgentOptions {
   return {
     versions: { gemini: GEMINI_VERSION, opencode: OPENCODE_VERSION },
     models: { gemini: "gemini-2.5-pro", opencode: "gpt-5.5" },
-    installSources: {
-      gemini: { kind: "release", baseUrl: gemini.baseUrl },
-      opencode: { kind: "release", baseUrl: opencode.baseUrl },
+    install_sources: {
+      gemini: { kind: "release", base_url: gemini.baseUrl },
+      opencode: { kind: "release", base_url: opencode.baseUrl },
     },
-    installDirectory: join(scratch.path, "agents"),
   };
+}
+
+/** The environment the agents run in: their installs in the scratch directory. */
+function agentsEnvironment(codingAgent: BatchCodingAgentOptions) {
+  return testEnvironment(scratch.path, {
+    outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+    modelProvider,
+    codingAgent,
+    directories: { agentInstallDirectory: join(scratch.path, "agents") },
+  });
 }
 
 const spec = (type: string) => `
@@ -159,10 +168,8 @@ async function run(
     spec: parsed,
     checkout,
     runtime: "local",
-    outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+    environment: agentsEnvironment(options()),
     jobId: `job-${runs}`,
-    modelProvider,
-    codingAgent: options(),
     onEvent: (event) => {
       events.push(event);
       onEvent(event);
@@ -362,14 +369,12 @@ describe.skipIf(geminiBundle === undefined)("a codingAgent step with the real Ge
       spec: parsed,
       checkout,
       runtime: "local",
-      outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
-      jobId: "job-real-gemini",
-      modelProvider,
-      codingAgent: {
+      environment: agentsEnvironment({
         ...options(),
         versions: { gemini: real.version },
-        installSources: { gemini: { kind: "release", baseUrl: real.baseUrl } },
-      },
+        install_sources: { gemini: { kind: "release", base_url: real.baseUrl } },
+      }),
+      jobId: "job-real-gemini",
       cache: new MemoryStepCache(),
       timeoutMs: 240_000,
     });
@@ -431,14 +436,12 @@ describe.skipIf(opencodeBinary === undefined)("codingAgent steps with the real o
         spec: parsed,
         checkout,
         runtime: "local",
-        outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
-        jobId: `job-real-opencode-${runs}`,
-        modelProvider,
-        codingAgent: {
+        environment: agentsEnvironment({
           ...options(),
           versions: { opencode: version },
-          installSources: { opencode: { kind: "installed", path: opencodeBinary! } },
-        },
+          install_sources: { opencode: { kind: "installed", path: opencodeBinary! } },
+        }),
+        jobId: `job-real-opencode-${runs}`,
         cache: new MemoryStepCache(),
         timeoutMs: 240_000,
       });

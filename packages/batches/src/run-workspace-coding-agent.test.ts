@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { InstallSource } from "@deckhand/batch-spec";
 import type { ContainerRuntime } from "@deckhand/container-runtime";
 import {
   createModelProxy,
@@ -24,11 +23,18 @@ import {
   startFakeModel,
   turn,
 } from "@deckhand/testkit";
-import { type BatchRunEvent, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
+import {
+  type BatchCodingAgentOptions,
+  type BatchRunEvent,
+  WireEnv,
+  WireHeader,
+  WirePath,
+} from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
-import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
+import type { ModelProviderAccess } from "./coding-agent-step.ts";
+import type { ExecutionEnvironmentOptions } from "./execution-environment.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import {
@@ -37,7 +43,7 @@ import {
   type WorkspaceRunResult,
 } from "./run-workspace.ts";
 import { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const VERSION = "0.0.1-fake";
 /**
@@ -142,13 +148,13 @@ const modelProvider: ModelProviderAccess = {
   },
 };
 
-function codingAgentOptions(overrides: Partial<CodingAgentOptions> = {}): CodingAgentOptions {
-  const installSource: InstallSource = { kind: "release", baseUrl: release.baseUrl };
+function codingAgentOptions(
+  overrides: Partial<BatchCodingAgentOptions> = {},
+): BatchCodingAgentOptions {
   return {
     versions: { codex: VERSION },
     models: { codex: MODEL },
-    installSource,
-    installDirectory: join(scratch.path, "agents"),
+    install_source: { kind: "release", base_url: release.baseUrl },
     ...overrides,
   };
 }
@@ -186,8 +192,23 @@ interface Run {
 
 async function run(
   yaml: string,
-  options: Partial<RunWorkspaceOptions> & { cache?: StepCache; repository?: string } = {},
+  options: Partial<Omit<RunWorkspaceOptions, "environment" | "codingAgent">> &
+    Pick<ExecutionEnvironmentOptions, "containerRuntime"> & {
+      cache?: StepCache;
+      repository?: string;
+      /** config.json's codingAgent, undefined for none. */
+      codingAgent?: BatchCodingAgentOptions | undefined;
+      modelProvider?: ModelProviderAccess | undefined;
+      containerAgentInstallDirectory?: string;
+    } = {},
 ): Promise<Run> {
+  const {
+    codingAgent = codingAgentOptions(),
+    modelProvider: access = modelProvider,
+    containerRuntime,
+    containerAgentInstallDirectory,
+    ...rest
+  } = options;
   const spec = specFrom(yaml);
   const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
   const { workspaces } = await resolveWorkspaces(spec, { repositories });
@@ -203,13 +224,22 @@ async function run(
     spec,
     checkout,
     runtime: "local",
-    outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+    environment: testEnvironment(scratch.path, {
+      outerEnvironment: { PATH: process.env.PATH, HOME: scratch.path },
+      ...("modelProvider" in options && options.modelProvider === undefined
+        ? {}
+        : { modelProvider: access }),
+      ...("codingAgent" in options && options.codingAgent === undefined ? {} : { codingAgent }),
+      ...(containerRuntime !== undefined ? { containerRuntime } : {}),
+      directories: {
+        agentInstallDirectory: join(scratch.path, "agents"),
+        ...(containerAgentInstallDirectory !== undefined ? { containerAgentInstallDirectory } : {}),
+      },
+    }),
     jobId: `batch-workspace:${checkouts}`,
-    modelProvider,
-    codingAgent: codingAgentOptions(),
     onEvent: (event) => events.push(event),
     cache: options.cache ?? new MemoryStepCache(),
-    ...options,
+    ...rest,
   });
   return { result, events, directory };
 }
@@ -405,9 +435,7 @@ describe("codingAgent steps", () => {
     const { result } = await run(yaml, {
       runtime: "container",
       containerRuntime: runtime,
-      codingAgent: codingAgentOptions({
-        containerInstallDirectory: join(scratch.path, "container-agents"),
-      }),
+      containerAgentInstallDirectory: join(scratch.path, "container-agents"),
     });
     expect(result.error).toBeNull();
     expect(result.steps.map((step) => [step.outcome, step.runtime])).toEqual([
@@ -473,7 +501,7 @@ describe.skipIf(codexBinary === undefined)("a codingAgent step with the real Cod
     const { result, events } = await run(agentSpec(), {
       codingAgent: codingAgentOptions({
         versions: { codex: realRelease.version },
-        installSource: { kind: "release", baseUrl: realRelease.baseUrl },
+        install_source: { kind: "release", base_url: realRelease.baseUrl },
       }),
       timeoutMs: 120_000,
     });

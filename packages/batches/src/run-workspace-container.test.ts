@@ -11,7 +11,7 @@ import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const setup = await containerTestSetup();
 // Only read inside tests that are skipped when there is no runtime.
@@ -61,7 +61,7 @@ changesetTemplate:
       spec,
       checkout,
       runtime: "container",
-      containerRuntime: runtime,
+      environment: testEnvironment(scratch.path, { containerRuntime: runtime }),
       cache: new MemoryStepCache(),
       onEvent: (event) => events.push(event),
     });
@@ -118,7 +118,7 @@ changesetTemplate:
       checkout,
       specDirectory: scratch.path,
       runtime: "container",
-      containerRuntime: runtime,
+      environment: testEnvironment(scratch.path, { containerRuntime: runtime }),
       cache: new MemoryStepCache(),
     });
     expect(result.error).toBeNull();
@@ -155,23 +155,25 @@ changesetTemplate:
       spec,
       checkout,
       runtime: "container",
-      containerRuntime: runtime,
+      environment: testEnvironment(scratch.path, {
+        containerRuntime: runtime,
+        modelProvider: {
+          lease: async () => ({
+            baseUrl: "http://127.0.0.1:9/model-provider",
+            token: "busybox-test-token-0123456789",
+            release: async () => {
+              released += 1;
+            },
+          }),
+        },
+        codingAgent: {
+          versions: { codex: "0.0.1" },
+          models: { codex: "gpt-5.3-codex" },
+          install_source: { kind: "release", base_url: "http://127.0.0.1:9/releases" },
+        },
+      }),
       cache: new MemoryStepCache(),
       jobId: "job-busybox",
-      modelProvider: {
-        lease: async () => ({
-          baseUrl: "http://127.0.0.1:9/model-provider",
-          token: "busybox-test-token-0123456789",
-          release: async () => {
-            released += 1;
-          },
-        }),
-      },
-      codingAgent: {
-        versions: { codex: "0.0.1" },
-        models: { codex: "gpt-5.3-codex" },
-        installSource: { kind: "release", baseUrl: "http://127.0.0.1:9/releases" },
-      },
     });
     // busybox has no curl: the script's first check fails the step, naming it and the image.
     expect(result.status).toBe("failed");
@@ -221,8 +223,10 @@ changesetTemplate:
           spec,
           checkout,
           runtime: choice,
-          containerRuntime: runtime,
-          outerEnvironment: { PATH: process.env.PATH },
+          environment: testEnvironment(scratch.path, {
+            containerRuntime: runtime,
+            outerEnvironment: { PATH: process.env.PATH },
+          }),
           cache,
         });
         expect(result.error).toBeNull();

@@ -10,13 +10,12 @@ import { eventually, type FakeKubernetes, startFakeKubernetes } from "@deckhand/
 import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
-import { kubernetesRunnerSource } from "./kubernetes-step.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
 import type { StepRuntimeChoice } from "./step-placement.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const setup = await containerTestSetup();
 const runtime = setup.runtime as ContainerRuntime;
@@ -85,8 +84,12 @@ async function runAll(
   const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
   const { workspaces } = await resolveWorkspaces(yaml, { repositories });
   const results = [];
-  // As the service does: the shell each image gets is found out once per process.
-  const shells = new Map<string, Promise<string>>();
+  // As the service does: one environment for the process, so the shell each image gets is found
+  // out once.
+  const environment = testEnvironment(scratch.path, {
+    ...(choice === "kubernetes" ? { kubernetes: config } : {}),
+    outerEnvironment: { PATH: process.env.PATH },
+  });
   for (const [index, workspace] of workspaces.entries()) {
     const checkout = await checkoutWorkspace(workspace, join(checkoutRoot, `checkout-${index}`));
     results.push(
@@ -95,9 +98,7 @@ async function runAll(
         spec: yaml,
         checkout,
         runtime: choice,
-        containerShells: shells,
-        ...(choice === "kubernetes" ? { kubernetes: kubernetesRunnerSource(config, {}) } : {}),
-        outerEnvironment: { PATH: process.env.PATH },
+        environment,
         cache: new MemoryStepCache(),
         onEvent: (event) => events.push(event),
       }),
@@ -212,7 +213,7 @@ changesetTemplate:
       spec: yaml,
       checkout,
       runtime: "kubernetes",
-      kubernetes: kubernetesRunnerSource(config, {}),
+      environment: testEnvironment(scratch.path, { kubernetes: config, outerEnvironment: {} }),
       cache: new MemoryStepCache(),
       signal: controller.signal,
       onEvent: (event) => {

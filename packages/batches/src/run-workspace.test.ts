@@ -5,6 +5,7 @@ import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import type { ExecutionEnvironmentOptions } from "./execution-environment.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
 import {
@@ -13,7 +14,7 @@ import {
   type WorkspaceRunResult,
 } from "./run-workspace.ts";
 import { MemoryStepCache, type StepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;
@@ -40,8 +41,13 @@ interface Run {
 /** Runs one workspace of `yaml` in a fresh checkout (a re-run starts from a clean checkout). */
 async function run(
   yaml: string,
-  options: Partial<RunWorkspaceOptions> & { cache: StepCache; repository?: string },
+  options: Partial<Omit<RunWorkspaceOptions, "environment">> &
+    Pick<ExecutionEnvironmentOptions, "outerEnvironment" | "containerRuntime"> & {
+      cache: StepCache;
+      repository?: string;
+    },
 ): Promise<Run> {
+  const { outerEnvironment, containerRuntime, ...rest } = options;
   // Version 1 steps name an image; the local runtime runs them with sh all the same.
   const withImages = yaml.replace(/^ {2}- (run|if):/gm, "  - container: alpine:3\n    $1:");
   const spec = specFrom(withImages);
@@ -59,9 +65,12 @@ async function run(
     checkout,
     runtime: "local",
     specDirectory: scratch.path,
-    outerEnvironment: { PATH: process.env.PATH, HOME: process.env.HOME },
+    environment: testEnvironment(scratch.path, {
+      outerEnvironment: outerEnvironment ?? { PATH: process.env.PATH, HOME: process.env.HOME },
+      ...(containerRuntime !== undefined ? { containerRuntime } : {}),
+    }),
     onEvent: (event) => events.push(event),
-    ...options,
+    ...rest,
   });
   return { result, events, directory };
 }

@@ -7,6 +7,11 @@ import { type BatchSpec, parseBatchSpec } from "@deckhand/batch-spec";
 import { createTempRepository, gitIn } from "@deckhand/testkit";
 import type { WorkspaceOutcome } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
+import {
+  type BatchDirectories,
+  ExecutionEnvironment,
+  type ExecutionEnvironmentOptions,
+} from "./execution-environment.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
@@ -35,6 +40,28 @@ export function temporaryDirectory(prefix = "deckhand-batches-"): {
 } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * An execution environment for tests: clones in `<scratch>/cache`, checkouts in `<scratch>/work`
+ * and hook checkouts in `<scratch>/hooks`; unconfined unless `options` gives a launcher.
+ */
+export function testEnvironment(
+  scratch: string,
+  options: Omit<ExecutionEnvironmentOptions, "directories"> & {
+    directories?: Partial<BatchDirectories>;
+  } = {},
+): ExecutionEnvironment {
+  const { directories, ...rest } = options;
+  return new ExecutionEnvironment({
+    directories: {
+      cacheDirectory: join(scratch, "cache"),
+      workDirectory: join(scratch, "work"),
+      hookDirectory: join(scratch, "hooks"),
+      ...directories,
+    },
+    ...rest,
+  });
 }
 
 /** Parses a YAML spec and fails the test with its diagnostics when it is invalid. */
@@ -69,7 +96,9 @@ export async function runSpecLocally(
       checkout,
       cache,
       runtime: "local",
-      outerEnvironment: { PATH: process.env.PATH },
+      environment: testEnvironment(options.scratch, {
+        outerEnvironment: { PATH: process.env.PATH },
+      }),
     });
     if (run.status !== "completed") throw new Error(`workspace failed: ${run.error}`);
     outcomes.push({ workspace, result: run.result });

@@ -18,7 +18,12 @@ import { readRunEvents } from "./batch-run-events.ts";
 import { BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost } from "./code-host-config.ts";
-import { type PlacedRepository, repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
+import {
+  type PlacedRepository,
+  repositoryAt,
+  temporaryDirectory,
+  testEnvironment,
+} from "./test-fixtures.ts";
 import type {
   OpenWorkspaceSessionRequest,
   WorkspaceSession,
@@ -171,10 +176,10 @@ function serviceWith(
   return new BatchRunService({
     database,
     codeHosts: () => codeHosts,
-    cacheDirectory: join(scratch.path, "cache"),
-    workDirectory: join(scratch.path, "work"),
-    outerEnvironment: { PATH: process.env.PATH },
     ...(withSessions ? { sessions: withSessions } : {}),
+    environment: testEnvironment(scratch.path, {
+      outerEnvironment: { PATH: process.env.PATH },
+    }),
   });
 }
 

@@ -25,7 +25,7 @@ import type { BatchRun } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BatchRunService } from "../batch-run-service.ts";
-import { repositoryAt, temporaryDirectory } from "../test-fixtures.ts";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { createModelSpend, workspaceBudgetOf } from "./batch-spend.ts";
 
 const VERSION = "0.0.1-fake";
@@ -115,18 +115,18 @@ describe.each(backends)("batch budgets on %s", { timeout: 240_000 }, (kind) => {
     const origin = `http://127.0.0.1:${(proxyServer.address() as AddressInfo).port}`;
     service = new BatchRunService({
       database,
-      containerRuntime: null,
       codeHosts: () => [{ type: "directory", path: root }],
-      cacheDirectory: join(scratch.path, "cache"),
-      workDirectory: join(scratch.path, "work"),
-      outerEnvironment: { PATH: process.env.PATH, HOME: join(scratch.path, "home") },
-      modelProvider: batchJobModelProviderAccess({ modelTokens, serverUrl: () => origin }),
-      codingAgent: {
-        versions: { codex: VERSION },
-        models: { codex: "gpt-5.5" },
-        install_source: { kind: "release", base_url: release.baseUrl },
-      },
-      agentInstallDirectory: join(scratch.path, "agents"),
+      environment: testEnvironment(scratch.path, {
+        containerRuntime: null,
+        outerEnvironment: { PATH: process.env.PATH, HOME: join(scratch.path, "home") },
+        modelProvider: batchJobModelProviderAccess({ modelTokens, serverUrl: () => origin }),
+        codingAgent: {
+          versions: { codex: VERSION },
+          models: { codex: "gpt-5.5" },
+          install_source: { kind: "release", base_url: release.baseUrl },
+        },
+        directories: { agentInstallDirectory: join(scratch.path, "agents") },
+      }),
       budgets: spend.spend,
     });
     const registry = new TaskRegistry();

@@ -8,17 +8,13 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { BatchSpec, HookStep } from "@deckhand/batch-spec";
 import { type CodeHostConnection, pushBranch } from "@deckhand/code-hosts";
-import type { ContainerRuntime } from "@deckhand/container-runtime";
 import type { changesets, workspaces } from "@deckhand/db";
 import { runGit } from "@deckhand/git";
-import type { ProcessLauncher } from "@deckhand/sandbox";
-import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import type { AcpAgentStepOptions } from "../acp-agent-step.ts";
 import { BatchesError } from "../batches-error.ts";
 import { checkoutWorkspace } from "../checkout-workspace.ts";
 import type { CodeHost } from "../code-host-config.ts";
 import { codeHostGitEnvironment } from "../code-host-credentials.ts";
-import type { CodingAgentOptions, ModelProviderAccess } from "../coding-agent-step.ts";
+import type { ExecutionEnvironment } from "../execution-environment.ts";
 import { locateRepository } from "../repositories.ts";
 import type { Workspace } from "../resolve-workspaces.ts";
 import { runWorkspace } from "../run-workspace.ts";
@@ -65,18 +61,11 @@ export interface HookRunner {
 export interface HookRunnerOptions {
   access: CodeHostAccess;
   codeHosts: () => readonly CodeHost[];
-  cacheDirectory: string;
-  /** Where hook checkouts are made while they run. */
-  workDirectory: string;
-  environmentPolicy?: AgentEnvironmentPolicy;
-  outerEnvironment?: Readonly<Record<string, string | undefined>>;
-  /** Starts the hook's local steps: the environment policy and sandbox of the process. */
-  launcher?: ProcessLauncher;
-  containerRuntime?: ContainerRuntime | null;
-  modelProvider?: ModelProviderAccess;
-  codingAgent?: CodingAgentOptions;
-  /** Deckhand's providers, for hook steps of type `acp`. */
-  acpAgents?: AcpAgentStepOptions;
+  /**
+   * What the process runs steps with, and where its clones (`cacheDirectory`) and hook
+   * checkouts (`hookDirectory`) live.
+   */
+  environment: ExecutionEnvironment;
   timeoutMs?: number;
 }
 
@@ -84,6 +73,7 @@ const quiet = ["-c", "core.hooksPath=/dev/null"];
 
 /** The hook runner over the batch engine's checkout, step runner and a leased push. */
 export function createHookRunner(options: HookRunnerOptions): HookRunner {
+  const steps = options.environment;
   return {
     async run(input) {
       const { changeset } = input;
@@ -96,7 +86,7 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
       );
       const path = await locateRepository(definition.repository, changeset.baseRevision, {
         codeHosts: options.codeHosts(),
-        cacheDirectory: options.cacheDirectory,
+        cacheDirectory: steps.directories.cacheDirectory,
         gitEnvironment,
       });
       const environment = url === null ? undefined : gitEnvironment(url);
@@ -120,10 +110,10 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
         steps: input.steps.map((step, index) => ({ index, step })),
       };
       const directory = join(
-        resolve(options.workDirectory),
+        resolve(steps.directories.hookDirectory),
         `hook-${changeset.id}-${input.attempt}-${randomUUID().slice(0, 8)}`,
       );
-      await mkdir(resolve(options.workDirectory), { recursive: true });
+      await mkdir(resolve(steps.directories.hookDirectory), { recursive: true });
       const checkout = await checkoutWorkspace(workspace, directory);
       try {
         const result = await runWorkspace({
@@ -132,19 +122,11 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
           checkout,
           ...(input.specDirectory !== null ? { specDirectory: input.specDirectory } : {}),
           runtime: input.runtime,
-          ...(options.containerRuntime !== undefined
-            ? { containerRuntime: options.containerRuntime }
-            : {}),
-          ...(options.environmentPolicy ? { environmentPolicy: options.environmentPolicy } : {}),
-          ...(options.launcher ? { launcher: options.launcher } : {}),
-          ...(options.outerEnvironment ? { outerEnvironment: options.outerEnvironment } : {}),
+          environment: steps,
           ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
           // Each attempt runs its steps afresh: a hook reacts to the branch as it is now.
           cache: new MemoryStepCache(),
           jobId: `changeset-hook:${changeset.id}:${input.hook}:${input.attempt}`,
-          ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}),
-          ...(options.codingAgent ? { codingAgent: options.codingAgent } : {}),
-          ...(options.acpAgents ? { acpAgents: options.acpAgents } : {}),
         });
         if (result.status !== "completed") {
           throw new BatchesError(
@@ -185,7 +167,7 @@ export function createHookRunner(options: HookRunnerOptions): HookRunner {
           branch: changeset.branch,
           // Only onto the head the steps ran on: a person's push meanwhile is never overwritten.
           expectedRemoteCommit: head,
-          ...(options.outerEnvironment ? { environment: options.outerEnvironment } : {}),
+          environment: steps.outerEnvironment,
         });
         return { commit };
       } finally {

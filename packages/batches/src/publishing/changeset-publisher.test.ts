@@ -17,7 +17,7 @@ import type { BatchRun } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "../batch-run-events.ts";
 import { BatchRunService } from "../batch-run-service.ts";
-import { temporaryDirectory } from "../test-fixtures.ts";
+import { temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { createHookRunner } from "./changeset-hooks.ts";
 import { ChangesetPublisher } from "./changeset-publisher.ts";
 import { CodeHostAccess } from "./code-host-access.ts";
@@ -83,24 +83,24 @@ beforeEach(async () => {
     hooks: createHookRunner({
       access,
       codeHosts,
-      cacheDirectory: join(scratch.path, "cache"),
-      workDirectory: join(scratch.path, "hooks"),
-      outerEnvironment: environment,
-      containerRuntime: null,
-      // Hooks run sandboxed where bubblewrap works, as the server and executors run them.
-      ...(launcher ? { launcher } : {}),
+      environment: testEnvironment(scratch.path, {
+        outerEnvironment: environment,
+        containerRuntime: null,
+        // Hooks run sandboxed where bubblewrap works, as the server and executors run them.
+        ...(launcher ? { launcher } : {}),
+      }),
     }),
     retryWorkspace: (id) => service.retryWorkspace(id),
     trackingIntervalMs: 300,
   });
   service = new BatchRunService({
     database,
-    containerRuntime: null,
     codeHosts,
-    cacheDirectory: join(scratch.path, "cache"),
-    workDirectory: join(scratch.path, "work"),
-    outerEnvironment: environment,
     publishing: publisher,
+    environment: testEnvironment(scratch.path, {
+      containerRuntime: null,
+      outerEnvironment: environment,
+    }),
   });
   const registry = new TaskRegistry();
   // The service registers its publisher's tasks (tracking, hooks) with its own.

@@ -2,7 +2,6 @@
 // against the testkit's fake GitHub, a clock the test moves (no waiting), and the rollout's queue
 // task run when the test says its time has come. What waits is read back from the database, so
 // a publisher made afresh (a restarted server) goes on with the same schedule.
-import { join } from "node:path";
 import type { CodeHostConnection } from "@deckhand/code-hosts";
 import { type DbHandle, type DbKind, TaskRegistry, TaskWorker, tasks } from "@deckhand/db";
 import {
@@ -16,7 +15,7 @@ import { and, asc, eq, lte } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readRunEvents } from "../batch-run-events.ts";
 import { BatchRunService } from "../batch-run-service.ts";
-import { temporaryDirectory } from "../test-fixtures.ts";
+import { temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { ChangesetPublisher } from "./changeset-publisher.ts";
 import { CHANGESET_ROLLOUT_TASK } from "./changeset-rollout.ts";
 import { CodeHostAccess } from "./code-host-access.ts";
@@ -88,12 +87,12 @@ describe.each(backends)("paced rollouts on %s", { timeout: 240_000 }, (kind) => 
     current = makePublisher();
     service = new BatchRunService({
       database,
-      containerRuntime: null,
       codeHosts: () =>
         REPOSITORIES.map((path) => ({ type: "git" as const, url: github.cloneUrl(path) })),
-      cacheDirectory: join(scratch.path, "cache"),
-      workDirectory: join(scratch.path, "work"),
-      outerEnvironment: environment,
+      environment: testEnvironment(scratch.path, {
+        containerRuntime: null,
+        outerEnvironment: environment,
+      }),
       publishing: current.publisher,
     });
     // The real queue runs the runs' jobs; rollout turns are due years from now for it.

@@ -1,0 +1,159 @@
+// Runs steps in their image with Docker or Podman, as src-cli does: the checkout at /work, the
+// workspace's directory as working directory, the step's files and mounts read-only at their
+// targets, and no network (an agent step shares the host's, to reach the model-provider proxy
+// on this machine's loopback).
+import { posix } from "node:path";
+import type { AgentPlatform } from "@deckhand/batch-spec";
+import {
+  type ContainerMount,
+  type ContainerRuntime,
+  inspectImage,
+  mountBreakingCharacter,
+  runContainer,
+} from "@deckhand/container-runtime";
+import { containerPlatform } from "./coding-agent-step.ts";
+import { repositoryGit } from "./repository-git.ts";
+import type { StepPlacement } from "./step-placement.ts";
+import {
+  type PreparedStep,
+  probedOnce,
+  type StepCheckout,
+  type StepExit,
+  type StepFile,
+  type StepRunner,
+} from "./step-runner.ts";
+
+/** Where the checkout appears in a container, as in src-cli. */
+export const CONTAINER_WORK_DIRECTORY = "/work";
+
+/** The step's files and mounts as read-only container mounts. */
+function stepMounts(step: Pick<PreparedStep, "files" | "mounts">): ContainerMount[] {
+  return [...step.files, ...step.mounts].map((mount: StepFile) => ({ ...mount, readOnly: true }));
+}
+
+export class ContainerStepRunner implements StepRunner {
+  readonly #runtime: ContainerRuntime;
+  readonly #shells: Map<string, Promise<string>>;
+  /** Per image, the platform its containers report, probed once per workspace run. */
+  readonly #platforms = new Map<string, Promise<AgentPlatform>>();
+
+  /**
+   * `shells`: which shell each image's scripts get, shared across the runs of one process so an
+   * image is probed once.
+   */
+  constructor(runtime: ContainerRuntime, shells: Map<string, Promise<string>>) {
+    this.#runtime = runtime;
+    this.#shells = shells;
+  }
+
+  platform(
+    placement: StepPlacement,
+    _checkout: StepCheckout,
+    signal: AbortSignal,
+  ): Promise<AgentPlatform> {
+    const image = placement.imageId!;
+    let probed = this.#platforms.get(image);
+    if (probed === undefined) {
+      probed = containerPlatform(this.#runtime, image, signal);
+      this.#platforms.set(image, probed);
+    }
+    return probed;
+  }
+
+  async shell(step: Omit<PreparedStep, "shell">): Promise<string> {
+    // The rendered agent script is POSIX sh; a `run` script gets bash where there is one.
+    if (step.kind === "codingAgent") return "/bin/sh";
+    return containerShell(
+      this.#runtime,
+      step.placement.imageId!,
+      stepMounts(step),
+      step.signal,
+      this.#shells,
+    );
+  }
+
+  async run(step: PreparedStep): Promise<StepExit> {
+    const mounts: ContainerMount[] = [
+      { source: step.checkout.directory, target: CONTAINER_WORK_DIRECTORY },
+      ...(await repositoryMount(step.checkout.directory, step.signal)),
+      ...stepMounts(step),
+    ];
+    const result = await runContainer(this.#runtime, {
+      // Run by id: the image the cache key names, even if its tag moved since.
+      image: step.placement.imageId!,
+      script: step.script,
+      shell: step.shell,
+      // An agent reaches the model-provider proxy on this machine's loopback; other steps keep
+      // the default, no network.
+      ...(step.kind === "codingAgent" ? { network: "host" as const } : {}),
+      workdir: posix.join(CONTAINER_WORK_DIRECTORY, step.workspacePath),
+      mounts,
+      env: step.env,
+      signal: step.signal,
+      onOutput: (chunk) => step.output(chunk.stream, chunk.data),
+    });
+    return { exitCode: result.exitCode };
+  }
+}
+
+/**
+ * The shell a container step's script runs in: `/bin/bash` when the image has one, otherwise
+ * `/bin/sh`, as src-cli chooses, so scripts written for bash keep working in images that have it.
+ * Probed with the step's mounts, since a mount can be what provides the shell.
+ */
+async function containerShell(
+  runtime: ContainerRuntime,
+  image: string,
+  mounts: readonly ContainerMount[],
+  signal: AbortSignal,
+  shells: Map<string, Promise<string>>,
+): Promise<string> {
+  // Only the step's own mounts (files, mount:) could provide a shell, so they are part of the
+  // key; the checkout and the repository are mounted at /work and at the repository's path.
+  const id = (await inspectImage(runtime, image).catch(() => null))?.id ?? image;
+  const key = `${id}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
+  return probedOnce(shells, key, signal, () => probeShell(runtime, image, mounts, signal));
+}
+
+async function probeShell(
+  runtime: ContainerRuntime,
+  image: string,
+  mounts: readonly ContainerMount[],
+  signal: AbortSignal,
+): Promise<string> {
+  try {
+    const probe = await runContainer(runtime, {
+      image,
+      script: "exit 0",
+      shell: "/bin/bash",
+      mounts: mounts.map((mount) => ({ ...mount, readOnly: true })),
+      signal,
+      timeoutMs: 120_000,
+    });
+    return probe.exitCode === 0 ? "/bin/bash" : "/bin/sh";
+  } catch {
+    // The image cannot start at all; the step's own run reports why.
+    return "/bin/sh";
+  }
+}
+
+/**
+ * The checkout is a git worktree: its `.git` is a file naming the repository's git directory by
+ * its path on this machine. Mounting that directory read-only at the same path lets `git` in the
+ * container read the repository (`git ls-files`, `git grep`, `git log`) as steps expect, without
+ * letting a step change the user's repository. A path a mount cannot carry is left out.
+ */
+export async function repositoryMount(
+  checkoutDirectory: string,
+  signal: AbortSignal,
+): Promise<ContainerMount[]> {
+  const { stdout } = await repositoryGit(
+    checkoutDirectory,
+    ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    `finding the git directory of ${checkoutDirectory}`,
+    { signal },
+  );
+  const directory = stdout.trim();
+  if (mountBreakingCharacter(directory) !== undefined) return [];
+  return [{ source: directory, target: directory, readOnly: true }];
+}
