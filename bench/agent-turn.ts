@@ -91,6 +91,8 @@ interface ServerFigures {
   acpFirstTurn: number[];
   nativePhases: TurnTiming["phases"][];
   nativeStatements: number;
+  /** What a native text turn sends, by statement, per turn. */
+  nativeStatementTexts: [string, number][];
   acpStatements: number;
   streamed: { textEvents: number; elapsed: number; events: number; persistedMs: number };
 }
@@ -242,6 +244,9 @@ async function measureServer(
     const nativeExecute = await timeTurns(chat.id, "deckhand", "execute echo hi");
     const acpReply = await timeTurns(chat.id, "scripted", "hello");
     const nativeStatements = await statementsPerTurn(chat.id, "deckhand", "say done");
+    const nativeStatementTexts = [...counter.byText]
+      .map(([text, count]): [string, number] => [text, count / 5])
+      .sort((left, right) => right[1] - left[1]);
     const acpStatements = await statementsPerTurn(chat.id, "scripted", "hello");
     // The first turn of a session starts its ACP agent process (in the sandbox, when on).
     const acpFirstTurn: number[] = [];
@@ -264,6 +269,7 @@ async function measureServer(
       acpFirstTurn,
       nativePhases: nativeText.map((timing) => timing.phases),
       nativeStatements,
+      nativeStatementTexts,
       acpStatements,
       streamed: {
         textEvents: events.filter((event) => event.event.type === "text").length,
@@ -382,6 +388,9 @@ try {
   console.log(
     `  SQL statements per turn: native text ${round(on.nativeStatements, 1)}, scripted ACP text ${round(on.acpStatements, 1)}`,
   );
+  for (const [text, count] of on.nativeStatementTexts.slice(0, 12)) {
+    console.log(`    ${String(count).padStart(5)}× per native text turn  ${text}`);
+  }
   console.log(
     `  streamed answer: ${on.streamed.textEvents} text events in ${round(on.streamed.elapsed)} ms end to end → ${Math.round((on.streamed.events / on.streamed.elapsed) * 1000)} events/s to a WebSocket client (persisted between first and last event: ${on.streamed.persistedMs} ms)`,
   );

@@ -107,8 +107,9 @@ async function runToEnd(
   service: BatchRunService,
   source: string,
   runtime: "local" | "container",
-): Promise<{ run: BatchRun; seconds: number; peakKib: number }> {
+): Promise<{ run: BatchRun; seconds: number; peakKib: number; polls: number }> {
   let peakKib = 0;
+  let polls = 0;
   const sampler = setInterval(() => {
     peakKib = Math.max(peakKib, treeRssKib());
   }, 100);
@@ -116,11 +117,12 @@ async function runToEnd(
   const created = await service.createRun({ source, options: { runtime } });
   for (;;) {
     const run = await service.getRun(created.id);
+    polls += 1;
     if (run.status !== "queued" && run.status !== "running") {
       clearInterval(sampler);
       if (run.status !== "completed")
         throw new Error(`run ${run.id} ended ${run.status}: ${run.error}`);
-      return { run, seconds: (performance.now() - started) / 1000, peakKib };
+      return { run, seconds: (performance.now() - started) / 1000, peakKib, polls };
     }
     await new Promise((resolveWait) => setTimeout(resolveWait, 25));
   }
@@ -247,6 +249,12 @@ async function main(): Promise<void> {
     counter.start();
     const cold = await runToEnd(service, specYaml(steps), "local");
     const coldStatements = await counter.stop();
+    const coldTexts = [...counter.byText];
+    // This benchmark's own polling (getRun every 25 ms) is not the jobs' work: weigh one poll.
+    counter.start();
+    await service.getRun(cold.run.id);
+    const perPoll = (await counter.stop()).count;
+    const jobStatements = (coldStatements.count - cold.polls * perPoll) / REPOSITORIES;
     counter.start();
     const cached = await runToEnd(service, specYaml(steps), "local");
     const cachedStatements = await counter.stop();
@@ -278,9 +286,9 @@ async function main(): Promise<void> {
       `memory: process tree idle ${round(idleKib / 1024, 1)} MiB, peak ${round(cold.peakKib / 1024, 1)} MiB, ${round(perWorkspaceMib, 1)} MiB per running workspace`,
     );
     console.log(
-      `SQL statements: ${round(coldStatements.count / REPOSITORIES, 1)} per workspace job cold (${round(coldStatements.engineMs / REPOSITORIES, 1)} ms in PGlite's engine each), ${round(cachedStatements.count / REPOSITORIES, 1)} cached`,
+      `SQL statements: ${round(jobStatements, 1)} per workspace job cold, besides this benchmark's ${cold.polls} polls of ${perPoll} (all statements: ${round(coldStatements.engineMs / REPOSITORIES, 1)} ms in PGlite's engine per job); ${round((cachedStatements.count - cached.polls * perPoll) / REPOSITORIES, 1)} per job cached`,
     );
-    const mostSent = [...counter.byText].sort((left, right) => right[1] - left[1]).slice(0, 8);
+    const mostSent = coldTexts.sort((left, right) => right[1] - left[1]).slice(0, 12);
     for (const [text, count] of mostSent) {
       console.log(`  ${String(round(count / REPOSITORIES, 1)).padStart(5)}× per job  ${text}`);
     }
@@ -317,9 +325,9 @@ async function main(): Promise<void> {
     reportFigure({
       id: "batch-statements-per-job",
       label: "SQL statements per workspace job (3 steps, cold)",
-      value: coldStatements.count / REPOSITORIES,
+      value: jobStatements,
       unit: "statements",
-      note: `${round(cachedStatements.count / REPOSITORIES, 1)} when cached`,
+      note: `${round((cachedStatements.count - cached.polls * perPoll) / REPOSITORIES, 1)} when cached`,
     });
     if (coldOff !== null) {
       // Each slot runs REPOSITORIES × STEPS / PARALLELISM steps one after another.
@@ -362,7 +370,7 @@ async function main(): Promise<void> {
         unit: "s",
         anchor: { label: "ideal", value: ideal, unit: "s" },
         comparison: { value: pgCold.seconds / ideal, unit: "×" },
-        note: `${round(pgStatements.count / REPOSITORIES, 1)} statements per job`,
+        note: `${round((pgStatements.count - pgCold.polls * perPoll) / REPOSITORIES, 1)} statements per job`,
       });
       reportFigure({
         id: "batch-cached-vs-cold-postgres",
