@@ -22,6 +22,7 @@ const benchmarks = [
   "process-api.ts",
   "batch-spec.ts",
   "sandbox.ts",
+  "spawn-cost.ts",
   "batch-preview.ts",
   "batch-run.ts",
   "queue.ts",
