@@ -201,5 +201,18 @@ try {
 } finally {
   await withInternet.close();
   await withoutInternet.close();
+  // A sandbox that exits before its network is up leaves its slirp4netns running (it holds the
+  // descriptors that keep this process alive): count them as a finding, then stop them.
+  const leftover = processTree(process.pid).filter((entry) => entry.pid !== process.pid);
+  if (leftover.length > 0) {
+    console.log(`  ${leftover.length} process(es) left behind by failed launches; stopping them`);
+    for (const entry of leftover) {
+      try {
+        process.kill(entry.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+  }
   rmSync(scratch, { recursive: true, force: true });
 }
