@@ -354,10 +354,12 @@ async function timeBareAcpPrompts(): Promise<number[]> {
 
 try {
   console.log(`agent turns through the server, ${TURNS} turns each, load average ${loadAverage()}`);
-  const on = await measureServer("auto");
-  const off = await measureServer("none");
+  // The anchors first, on fresh connections: a keep-alive connection idle through minutes of
+  // server runs can be reset just as it is reused.
   const bareModel = median(await timeModelRequests("say done"));
   const bareAcp = median(await timeBareAcpPrompts());
+  const on = await measureServer("auto");
+  const off = await measureServer("none");
 
   const rows: [string, (figures: ServerFigures) => number[]][] = [
     ["native agent, text answer (1 model request)", (figures) => figures.nativeText],

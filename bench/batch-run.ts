@@ -107,22 +107,43 @@ async function runToEnd(
   service: BatchRunService,
   source: string,
   runtime: "local" | "container",
-): Promise<{ run: BatchRun; seconds: number; peakKib: number; polls: number }> {
+): Promise<{
+  run: BatchRun;
+  seconds: number;
+  peakKib: number;
+  polls: number;
+  /** The share of the run this process's event loop was busy: near 1, it is the bottleneck. */
+  loopUtilization: number;
+}> {
   let peakKib = 0;
   let polls = 0;
   const sampler = setInterval(() => {
     peakKib = Math.max(peakKib, treeRssKib());
   }, 100);
   const started = performance.now();
+  const loopBefore = performance.eventLoopUtilization();
   const created = await service.createRun({ source, options: { runtime } });
   for (;;) {
     const run = await service.getRun(created.id);
     polls += 1;
     if (run.status !== "queued" && run.status !== "running") {
       clearInterval(sampler);
-      if (run.status !== "completed")
-        throw new Error(`run ${run.id} ended ${run.status}: ${run.error}`);
-      return { run, seconds: (performance.now() - started) / 1000, peakKib, polls };
+      if (run.status !== "completed") {
+        // Say why: a failed workspace is a finding, not only a failed benchmark.
+        const failed = (await service.listWorkspaces(run.id)).filter(
+          (workspace) => workspace.status !== "completed",
+        );
+        const reasons = failed.map((workspace) => `  ${workspace.repository}: ${workspace.error}`);
+        throw new Error(`run ${run.id} ended ${run.status}: ${run.error}\n${reasons.join("\n")}`);
+      }
+      const loopUtilization = performance.eventLoopUtilization(loopBefore).utilization;
+      return {
+        run,
+        seconds: (performance.now() - started) / 1000,
+        peakKib,
+        polls,
+        loopUtilization,
+      };
     }
     await new Promise((resolveWait) => setTimeout(resolveWait, 25));
   }
@@ -282,6 +303,9 @@ async function main(): Promise<void> {
         : []),
     ]);
     const perWorkspaceMib = (cold.peakKib - idleKib) / 1024 / PARALLELISM;
+    console.log(
+      `event loop busy: ${round(cold.loopUtilization * 100, 1)} % of the cold run, ${round(cached.loopUtilization * 100, 1)} % of the cached one (the database, spawns and the engine share it)`,
+    );
     console.log(
       `memory: process tree idle ${round(idleKib / 1024, 1)} MiB, peak ${round(cold.peakKib / 1024, 1)} MiB, ${round(perWorkspaceMib, 1)} MiB per running workspace`,
     );

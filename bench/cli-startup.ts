@@ -7,7 +7,7 @@
 // Targets: bundled `version` at most 3x `node -e 0`; bundled `batch validate` at most 0.3 s.
 // Run from the repository root: node --conditions=source bench/cli-startup.ts
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -22,6 +22,14 @@ const cliDirectory = fileURLToPath(new URL("../apps/cli/", import.meta.url));
 const bundledBin = join(cliDirectory, "dist/bin/deckhand.mjs");
 const sourceBin = join(cliDirectory, "src/bin.ts");
 
+// The bundle ships the web UI, so tsup wants it built (a fresh checkout has none yet).
+const webDirectory = fileURLToPath(new URL("../apps/web/", import.meta.url));
+if (!existsSync(join(webDirectory, "dist/index.html"))) {
+  execFileSync(join(webDirectory, "node_modules/.bin/vite"), ["build"], {
+    cwd: webDirectory,
+    stdio: "pipe",
+  });
+}
 execFileSync(join(cliDirectory, "node_modules/.bin/tsup"), [], {
   cwd: cliDirectory,
   stdio: "pipe",
