@@ -11,6 +11,7 @@ import {
   type BatchWorker,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   type ExecutorConfig,
   readExecutorConfig,
   startBatchWorker,
@@ -342,14 +343,23 @@ export async function runExecutorCommand(
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
     });
+    // Runs whose model budget is spent start no more workspaces here either.
+    const { spend } = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
     const service = createBatchRunService({
       database,
+      spend,
       dataDir: settings.dataDir,
       codeHosts: () => config.codeHosts,
       environmentPolicy: policy,
       outerEnvironment: io.environment,
       launcher,
       codingAgent: config.codingAgent,
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       acpAgents: {
         providers,
         proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
@@ -368,6 +378,7 @@ export async function runExecutorCommand(
         connections: () => config.codeHostConnections,
         environment: io.environment,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },

@@ -7,6 +7,7 @@ import {
   type BatchWorker,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   createRunEventHub,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -40,6 +41,7 @@ import {
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
   SessionActivityHub,
+  SessionBudgetScopes,
   SessionService,
   SessionStreamHub,
   SessionsError,
@@ -293,9 +295,20 @@ export async function startServer(
       modelTokens,
       serverUrl: () => listeningUrl,
     });
+    // Model budgets (config.json's modelBudgets, priced with modelPrices): the proxy refuses
+    // what a reached one covers, and runs whose budget is spent start no more workspaces.
+    const spend = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
+    const sessionScopes = new SessionBudgetScopes(database);
+    spend.budgets.addSource(sessionScopes);
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
+      spend: spend.spend,
       dataDir: config.dataDir,
       codeHosts: () => config.codeHosts,
       environmentPolicy: agentPolicy,
@@ -305,6 +318,7 @@ export async function startServer(
         config.containerRuntime.restrictedHost === undefined
           ? {}
           : { restrictedHost: config.containerRuntime.restrictedHost },
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       // codingAgent steps reach this server's model proxy with a token bound to their job.
       modelProvider,
       codingAgent: config.codingAgent,
@@ -324,6 +338,7 @@ export async function startServer(
         connections: () => config.codeHostConnections,
         environment: process.env,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },
@@ -466,6 +481,7 @@ export async function startServer(
       maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,
       modelUsage,
+      spend: { budgets: spend.budgets, batches: spend.spend, sessions: sessionScopes },
       logger,
       webDir: config.webDir ?? null,
     });

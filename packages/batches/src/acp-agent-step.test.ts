@@ -318,7 +318,7 @@ prompt: crash
     const [workspace] = await service.listWorkspaces(run.id);
     expect(workspace).toMatchObject({ state: "failed" });
     expect(workspace!.error).toContain(
-      "step 1 failed with exit code 1: scripted exited with code 7",
+      "step 0 failed with exit code 1: scripted exited with code 7",
     );
   }, 120_000);
 });

@@ -8,6 +8,16 @@ import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/co
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
+  type KubernetesRuntimeConfig,
+  KubernetesRuntimeConfigSchema,
+} from "@deckhand/kubernetes-runtime/config";
+import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+} from "@deckhand/model-proxy";
+import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
   agentStartTimeoutsFrom,
@@ -18,7 +28,12 @@ import {
   sandboxSettings,
 } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
-import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
+import {
+  type BatchCodingAgentOptions,
+  BatchCodingAgentOptionsSchema,
+  type RolloutWindow,
+  RolloutWindowsSchema,
+} from "@deckhand/wire";
 import { z } from "zod";
 import {
   BatchRunService,
@@ -26,6 +41,7 @@ import {
   codingAgentOptions,
 } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
+import type { BatchSpend } from "./budgets/batch-spend.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
 import { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
@@ -53,8 +69,18 @@ export function batchDirectories(dataDir: string): {
  */
 export type CreateBatchRunServiceOptions = Omit<
   BatchRunServiceOptions,
-  "cacheDirectory" | "workDirectory" | "agentInstallDirectory" | "environmentPolicy" | "publishing"
+  | "cacheDirectory"
+  | "workDirectory"
+  | "agentInstallDirectory"
+  | "environmentPolicy"
+  | "publishing"
+  | "budgets"
 > & {
+  /**
+   * Model spend (budgets/batch-spend.ts): runs whose budget is spent start no more workspaces,
+   * and batch changes report their spend priced with its table.
+   */
+  spend?: BatchSpend;
   /** The process's data directory (see `batchDirectories`). */
   dataDir: string;
   /** What of `outerEnvironment` steps inherit: the process's agent environment policy. */
@@ -68,6 +94,8 @@ export type CreateBatchRunServiceOptions = Omit<
     environment: Readonly<Record<string, string | undefined>>;
     trackingIntervalMs?: number;
     onError?: (error: unknown, context: { changesetId: string }) => void;
+    /** config.json's `batchChanges.rolloutWindows`; null or absent for none. */
+    rolloutWindows?: () => readonly RolloutWindow[] | null;
   };
 };
 
@@ -77,7 +105,7 @@ export type CreateBatchRunServiceOptions = Omit<
  * since the apply job and tracking run on whichever batch worker claims them.
  */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { dataDir, publishing: publishingOptions, ...rest } = options;
+  const { dataDir, publishing: publishingOptions, spend, ...rest } = options;
   const directories = batchDirectories(dataDir);
   const outerEnvironment = options.outerEnvironment ?? process.env;
   let service: BatchRunService | null = null;
@@ -107,6 +135,10 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         ? { trackingIntervalMs: publishingOptions.trackingIntervalMs }
         : {}),
       ...(publishingOptions.onError ? { onError: publishingOptions.onError } : {}),
+      ...(publishingOptions.rolloutWindows
+        ? { rolloutWindows: publishingOptions.rolloutWindows }
+        : {}),
+      ...(spend ? { ledger: spend.ledger } : {}),
     });
   }
   service = new BatchRunService({
@@ -114,6 +146,7 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
     ...directories,
     outerEnvironment,
     ...(publishing ? { publishing } : {}),
+    ...(spend ? { budgets: spend } : {}),
   });
   return service;
 }
@@ -232,6 +265,10 @@ const ExecutorConfigFileSchema = z.object({
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
   sandbox: SandboxSettingsFileSchema.optional(),
+  kubernetes: KubernetesRuntimeConfigSchema.optional(),
+  modelBudgets: ModelBudgetsFileSchema.optional(),
+  modelPrices: ModelPricesFileSchema.optional(),
+  batchChanges: z.object({ rolloutWindows: RolloutWindowsSchema.nullable().optional() }).optional(),
 });
 
 export interface ExecutorConfig {
@@ -260,6 +297,14 @@ export interface ExecutorConfig {
   agentStartTimeouts: AgentStartTimeoutSettings;
   /** The agent types the server's model proxy serves (`modelUpstreams`), with their models. */
   modelUpstreams: Record<string, { models: string[] }>;
+  /** `kubernetes`: the cluster the steps of `kubernetes` runs run in; null without one. */
+  kubernetes: KubernetesRuntimeConfig | null;
+  /** `modelBudgets`: the server's spend limits (a run whose budget is spent starts no more). */
+  modelBudgets: ModelBudgetsFile;
+  /** `modelPrices`: what model tokens cost, for cost budgets. */
+  modelPrices: ModelPricesFile | undefined;
+  /** `batchChanges.rolloutWindows`: when this process's rollout turns may publish. */
+  rolloutWindows: RolloutWindow[] | null;
 }
 
 /**
@@ -286,6 +331,10 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         providersConfigPath: join(dataDir, "providers.json"),
         agentStartTimeouts: agentStartTimeoutsFrom(undefined),
         modelUpstreams: {},
+        kubernetes: null,
+        modelBudgets: {},
+        modelPrices: undefined,
+        rolloutWindows: null,
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -332,6 +381,10 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         { models: upstream.models ?? [] },
       ]),
     ),
+    kubernetes: file.kubernetes ?? null,
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
+    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
   };
 }
 

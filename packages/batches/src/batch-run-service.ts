@@ -34,6 +34,7 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/config";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import type {
@@ -58,6 +59,7 @@ import type {
   ResolvedBatchWorkspaces,
   StoredBatchChangeset,
 } from "@deckhand/wire";
+import { UsageJobId } from "@deckhand/wire";
 import { type AnyColumn, and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
 import { type AcpAgentStepOptions, acpProviderCatalogue } from "./acp-agent-step.ts";
@@ -71,6 +73,7 @@ import type { CodeHost } from "./code-host-config.ts";
 import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
 import type { CodingAgentOptions, ModelProviderAccess } from "./coding-agent-step.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
+import { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { iso, toStoredChangeset } from "./publishing/stored-changeset.ts";
@@ -133,6 +136,8 @@ export interface BatchRunServiceOptions {
    */
   containerRuntime?: ContainerRuntime | null;
   containerDetection?: DetectContainerRuntimeOptions;
+  /** config.json's `kubernetes`: where the steps of `kubernetes` runs run as Jobs. */
+  kubernetes?: KubernetesRuntimeConfig;
   /**
    * Lends each workspace job a model-provider token for its `codingAgent` steps (the server's
    * `leaseModelProvider`); without it such steps fail naming what is missing.
@@ -162,6 +167,11 @@ export interface BatchRunServiceOptions {
   /** Told about jobs that could not report (the database gone, say). */
   onError?: (error: unknown, context: { workspaceId: string }) => void;
   /**
+   * Model spend budgets (budgets/batch-spend.ts): a workspace whose run's budget is spent is not
+   * started, and says why.
+   */
+  budgets?: { runBudgetReached(runId: string): Promise<string | null> };
+  /**
    * The interactive sessions workspaces are taken over with, and whose work later runs use
    * instead of the steps; without them taking over is refused, and a workspace that continues a
    * session runs its steps with a warning.
@@ -182,7 +192,7 @@ function specError(request: { file?: string | undefined }, diagnostics: string[]
 
 /** The job id a workspace's model usage is recorded under. */
 function workspaceJobId(workspaceId: string): string {
-  return `batch-workspace:${workspaceId}`;
+  return UsageJobId.batchWorkspace(workspaceId);
 }
 
 /** Of a stored spec, only what tells a `codingAgent` step from a `run` step. */
@@ -191,7 +201,10 @@ function toStep(row: StepRow, spec?: StoredStepKinds): BatchWorkspaceStep {
     step_index: row.stepIndex,
     label: stepLabel(spec?.steps[row.stepIndex]),
     outcome: row.outcome,
-    runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
+    runtime:
+      row.runtime === "local" || row.runtime === "container" || row.runtime === "kubernetes"
+        ? row.runtime
+        : null,
     image: row.image,
     sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
     shell: row.shell,
@@ -240,9 +253,14 @@ export class BatchRunService {
   #containerDetection: Promise<ContainerRuntimeDetection> | undefined;
   readonly #containerShells = new Map<string, Promise<string>>();
   readonly #takeovers: WorkspaceTakeovers;
+  readonly #kubernetes: KubernetesRunnerSource | undefined;
 
   constructor(options: BatchRunServiceOptions) {
     this.#options = options;
+    this.#kubernetes =
+      options.kubernetes === undefined
+        ? undefined
+        : kubernetesRunnerSource(options.kubernetes, options.outerEnvironment ?? process.env);
     this.#cache = new DatabaseStepCache(options.database.db);
     this.#takeovers = new WorkspaceTakeovers(options.database.db, options.sessions);
   }
@@ -286,7 +304,9 @@ export class BatchRunService {
       return { containerRuntime: this.#options.containerRuntime };
     }
     const wantsContainer =
-      options.runtime !== "local" &&
+      (options.runtime === undefined ||
+        options.runtime === "auto" ||
+        options.runtime === "container") &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
     this.#containerDetection ??= detectContainerRuntime(this.#options.containerDetection);
@@ -1149,6 +1169,12 @@ export class BatchRunService {
       .returning({ attempts: workspaces.attempts });
     if (claimed === undefined) return;
     const claim: WorkspaceClaim = { executor: context.workerId, attempt: claimed.attempts };
+    // A run whose budget is spent dispatches no further workspace.
+    const spent = await this.#options.budgets?.runBudgetReached(run.id);
+    if (spent) {
+      await this.#finishWorkspace(row, run, options, claim, notStarted(spent));
+      return;
+    }
     await this.#db
       .update(batchRuns)
       .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
@@ -1237,6 +1263,7 @@ export class BatchRunService {
         ...(specDirectory !== null ? { specDirectory } : {}),
         runtime: options.runtime ?? "auto",
         ...this.#containers(spec, options),
+        ...(this.#kubernetes ? { kubernetes: this.#kubernetes } : {}),
         ...(this.#options.environmentPolicy
           ? { environmentPolicy: this.#options.environmentPolicy }
           : {}),
@@ -1750,6 +1777,18 @@ function lastTask(type: string, key: string, id: AnyColumn, column: SQL) {
 }
 
 /** How a workspace's job ended, as #finishWorkspace writes it. */
+/** A workspace that is not started because its run's model budget is spent. */
+function notStarted(reason: string): WorkspaceOutcome {
+  return {
+    status: "cancelled",
+    error: `not started: ${reason}`,
+    diff: null,
+    steps: [],
+    changesets: [],
+    events: [],
+  };
+}
+
 interface WorkspaceOutcome {
   status: BatchWorkspaceStatus;
   error: string | null;

@@ -34,6 +34,12 @@ export {
   codingAgentOptions,
 } from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
+export {
+  BatchSpend,
+  type BatchSpendOptions,
+  createModelSpend,
+  workspaceBudgetOf,
+} from "./budgets/batch-spend.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
@@ -45,6 +51,7 @@ export {
   type ModelProviderJobLease,
 } from "./coding-agent-step.ts";
 export { DatabaseStepCache } from "./database-step-cache.ts";
+export { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step.ts";
 export {
   type ChangesetHookName,
   createHookRunner,
@@ -61,6 +68,7 @@ export {
   DEFAULT_TRACKING_INTERVAL_MS,
   type PublishRunResult,
 } from "./publishing/changeset-publisher.ts";
+export { CHANGESET_ROLLOUT_TASK } from "./publishing/changeset-rollout.ts";
 export { CodeHostAccess, type CodeHostAccessOptions } from "./publishing/code-host-access.ts";
 export {
   type LoadRepositoriesOptions,

@@ -68,7 +68,14 @@ import {
   localAgentInstallDirectory,
   localPlatform,
   type ModelProviderAccess,
+  PLATFORM_PROBE,
 } from "./coding-agent-step.ts";
+import {
+  type KubernetesRunnerSource,
+  kubernetesPlatform,
+  kubernetesShell,
+  runKubernetesStep,
+} from "./kubernetes-step.ts";
 import { placeLocalFile } from "./place-local-file.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
@@ -129,6 +136,11 @@ export interface RunWorkspaceOptions {
    * step that needs one reports. Used when `containerRuntime` is not given.
    */
   containerDetection?: ContainerRuntimeDetection | Promise<ContainerRuntimeDetection>;
+  /**
+   * Runs the steps of a `kubernetes` run as Jobs (config.json's `kubernetes`); such a step fails,
+   * saying so, without it.
+   */
+  kubernetes?: KubernetesRunnerSource;
   /** The policy that decides what of `outerEnvironment` steps inherit. */
   environmentPolicy?: AgentEnvironmentPolicy;
   /** The environment steps start from (before the policy); default this process's. */
@@ -527,6 +539,16 @@ async function runSteps(
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const records: StepRecord[] = [];
   const placer = stepPlacer(options, runnerEnv, "missing");
+  /** The runner of Kubernetes steps; a step of a `kubernetes` run fails saying why there is none. */
+  const kubernetesRunner = async () => {
+    if (options.kubernetes === undefined) {
+      throw new BatchesError(
+        "invalid_config",
+        "the run uses the kubernetes runtime and this executor has no `kubernetes` section in its config.json; add one (docs/operations/kubernetes.md) or run with --runtime auto",
+      );
+    }
+    return options.kubernetes();
+  };
   /** Per image, the platform its containers report, probed once per run. */
   const imagePlatforms = new Map<string, Promise<AgentPlatform>>();
 
@@ -668,6 +690,8 @@ async function runSteps(
       // Run by id: the image the cache key names, even if its tag moved since.
       const image = placement.imageId;
       const containerRuntime = runtime === "container" ? (await placer.detection()).runtime : null;
+      const kubernetes = runtime === "kubernetes" ? await kubernetesRunner() : null;
+      const podCheckout = { source: here.directory, target: CONTAINER_WORK_DIRECTORY };
       record.runtime = runtime;
       const stepContext = context();
       let env: Record<string, string> = {};
@@ -694,10 +718,11 @@ async function runSteps(
           step,
           runtime,
           containerRuntime,
-          image,
+          image ?? placement.image,
           stepContext,
           env,
           temporary,
+          podCheckout,
         ));
         agentWritable.push(...writable);
         agentReadable.push(...installPaths);
@@ -735,14 +760,18 @@ async function runSteps(
           ? agentStep
             ? "/bin/sh"
             : await containerShell(containerRuntime!, image!, stepMounts, signal, shells)
-          : placement.shell!;
+          : runtime === "kubernetes"
+            ? agentStep
+              ? "/bin/sh"
+              : await kubernetesShell(kubernetes!, placement.image!, podCheckout, signal, shells)
+            : placement.shell!;
       record.shell = shell;
       emit({
         type: "step_started",
         workspace: ref,
         step_index: stepIndex,
         runtime,
-        image: runtime === "container" ? step.container! : null,
+        image: runtime === "local" ? null : step.container!,
         ...(runtime === "local" ? { sandbox: launcher.sandbox } : {}),
         shell,
         command: redact(script),
@@ -773,6 +802,24 @@ async function runSteps(
           onOutput: (chunk) => output.write(chunk.stream, chunk.data),
         });
         exitCode = result.exitCode;
+      } else if (runtime === "kubernetes") {
+        exitCode = await runKubernetesStep({
+          runner: kubernetes!,
+          image: placement.image!,
+          script,
+          shell,
+          checkoutDirectory: here.directory,
+          checkoutTarget: CONTAINER_WORK_DIRECTORY,
+          workdir: posix.join(CONTAINER_WORK_DIRECTORY, workspace.path),
+          mounts: [...files, ...mounts],
+          repositoryMount: await repositoryMount(here.directory, signal),
+          env,
+          agentStep,
+          stepIndex,
+          jobId: options.jobId,
+          signal,
+          onOutput: (stream, data) => output.write(stream, data),
+        });
       } else {
         for (const placed of files) {
           releases.push(await placeLocalFile(placed.target, placed.source, stepIndex, "copy"));
@@ -917,6 +964,7 @@ async function runSteps(
     stepContext: TemplateContext,
     env: Record<string, string>,
     temporary: string,
+    podCheckout: { source: string; target: string },
   ): Promise<{
     script: string;
     env: Record<string, string>;
@@ -928,10 +976,19 @@ async function runSteps(
     const settings = codingAgentSettings(options.codingAgent, type);
     const renderedPrompt = renderTemplate(prompt, stepContext);
     let platform: AgentPlatform;
-    if (runtime === "container") {
+    if (runtime !== "local") {
       let probed = imagePlatforms.get(image!);
       if (probed === undefined) {
-        probed = containerPlatform(containerRuntime!, image!, signal);
+        probed =
+          runtime === "container"
+            ? containerPlatform(containerRuntime!, image!, signal)
+            : kubernetesPlatform(
+                await kubernetesRunner(),
+                image!,
+                PLATFORM_PROBE,
+                podCheckout,
+                signal,
+              );
         imagePlatforms.set(image!, probed);
       }
       platform = await probed;
@@ -945,8 +1002,9 @@ async function runSteps(
       prompt: renderedPrompt,
       settings,
       platform,
-      runtime,
-      image: runtime === "container" ? step.container : undefined,
+      // A Job runs the image as a container does: the script is the same.
+      runtime: runtime === "local" ? "local" : "container",
+      image: runtime === "local" ? undefined : step.container,
       env,
       // The agent's own home for its state, removed with the step's temporary files: two
       // jobs' agents never share (and race on) state under the runner's HOME.

@@ -28,24 +28,31 @@ import {
   workspaces,
 } from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
+import { DbSpendLedger, PriceTable, type SpendLedger } from "@deckhand/model-proxy";
 import type {
   BatchChange,
   BatchChangeBurndownPoint,
+  BatchChangeRollout,
+  BatchChangeSpend,
   BatchChangeStats,
   BatchRunEvent,
   BatchRunOptions,
   BulkChangesetOperationRequest,
   BulkChangesetOperationResult,
   ChangesetEvent,
+  RolloutWindow,
 } from "@deckhand/wire";
 import { and, asc, desc, eq, inArray, isNotNull, ne, sql } from "drizzle-orm";
 import { z } from "zod";
 import { appendRunEvents } from "../batch-run-events.ts";
 import { BatchesError } from "../batches-error.ts";
+import { batchChangeSpend } from "../budgets/batch-change-spend.ts";
 import { StoredRunOptionsSchema, StoredWorkspaceDefinitionSchema } from "../stored-run.ts";
 import { type ChangesetHookName, type HookRunner, hookLimit } from "./changeset-hooks.ts";
+import { ChangesetRollout, type PublishOutcome } from "./changeset-rollout.ts";
 import type { CodeHostAccess } from "./code-host-access.ts";
 import { publishBlocker } from "./publish-blocker.ts";
+import { recordPublication } from "./rollout-store.ts";
 import { toStoredChangeset } from "./stored-changeset.ts";
 
 /** The queue task that refreshes every tracked changeset, then schedules its next run. */
@@ -78,6 +85,18 @@ export interface ChangesetPublisherOptions {
   trackingIntervalMs?: number;
   /** Told about changesets whose refresh failed (the host down, say); tracking goes on. */
   onError?: (error: unknown, context: { changesetId: string }) => void;
+  /**
+   * The server's `batchChanges.rolloutWindows` (config.json), read at each use: with windows,
+   * every batch change's pull requests go out only inside them, at their pace. Null or absent:
+   * none.
+   */
+  rolloutWindows?: () => readonly RolloutWindow[] | null;
+  /** How often a rollout waiting on canaries or open pull requests looks again (1 minute). */
+  rolloutRecheckMs?: number;
+  /** The clock publications are timed by (ms since the epoch); tests set it. */
+  now?: () => number;
+  /** Where the batch change's model spend is read; its tokens, unpriced, by default. */
+  ledger?: SpendLedger;
 }
 
 export interface PublishRunResult {
@@ -86,6 +105,8 @@ export interface PublishRunResult {
   closed: number;
   /** Set when publishing stopped early (a host kept refusing): what was left, and why. */
   stopped: string | null;
+  /** New pull requests a paced rollout opens later (see `rollout`). */
+  scheduled: number;
 }
 
 const PUBLISHABLE = new Set<unknown>([true, "draft"]);
@@ -107,9 +128,22 @@ function hostRefuses(error: unknown): boolean {
 
 export class ChangesetPublisher {
   readonly #options: ChangesetPublisherOptions;
+  readonly #rollout: ChangesetRollout;
+  readonly #now: () => number;
 
   constructor(options: ChangesetPublisherOptions) {
     this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.#rollout = new ChangesetRollout({
+      database: options.database,
+      now: this.#now,
+      serverWindows: options.rolloutWindows ?? (() => null),
+      publish: (changesetId) => this.#publishScheduled(changesetId),
+      refresh: async (changesetIds) => {
+        await this.refresh({ changesetIds });
+      },
+      ...(options.rolloutRecheckMs !== undefined ? { recheckMs: options.rolloutRecheckMs } : {}),
+    });
   }
 
   get #db() {
@@ -164,12 +198,21 @@ export class ChangesetPublisher {
     if (run === undefined) throw new BatchesError("not_found", `no batch run ${runId}`);
     const options = StoredRunOptionsSchema.parse(run.options);
     const loaded = await this.#load(and(eq(changesets.batchRunId, runId)));
-    const result: PublishRunResult = { published: 0, failed: 0, closed: 0, stopped: null };
+    const result: PublishRunResult = {
+      published: 0,
+      failed: 0,
+      closed: 0,
+      stopped: null,
+      scheduled: 0,
+    };
     const left: string[] = [];
+    // A paced rollout opens new pull requests later; updates of open ones still go out now.
+    const paced = await this.#schedulePaced(runId, loaded);
+    result.scheduled = paced.size;
     for (const item of loaded) {
       const { row } = item;
       if (!PUBLISHABLE.has(row.published) || row.appliedAt === null || !row.pushed) continue;
-      if (row.externalId !== null) continue;
+      if (row.externalId !== null || paced.has(row.id)) continue;
       if (result.stopped !== null) {
         left.push(`${row.repository}@${row.branch}`);
         continue;
@@ -208,6 +251,74 @@ export class ChangesetPublisher {
     return result;
   }
 
+  /**
+   * With a paced rollout, schedules the run's changesets that would open a new pull request
+   * (those of a branch the batch change has no open pull request for) and returns their ids.
+   */
+  async #schedulePaced(runId: string, loaded: readonly LoadedChangeset[]): Promise<Set<string>> {
+    const settings = await this.#rollout.pacingOf(runId);
+    const name = loaded[0]?.batchChange ?? (await this.#batchChangeOfRun(runId));
+    if (name === undefined) return new Set();
+    if (settings === null) {
+      // This run's changesets go out now; what an earlier paced apply still had waiting is
+      // superseded by them.
+      await this.#rollout.supersede(name, runId);
+      return new Set();
+    }
+    const open = await this.#load(
+      and(
+        eq(batchSpecs.name, name),
+        eq(changesets.tracked, true),
+        inArray(changesets.externalState, ["open", "draft"]),
+      ),
+    );
+    const openBranches = new Set(open.map(({ row }) => `${row.repository}\u0000${row.branch}`));
+    const fresh = loaded.filter(
+      ({ row }) =>
+        PUBLISHABLE.has(row.published) &&
+        row.appliedAt !== null &&
+        row.pushed &&
+        row.externalId === null &&
+        !openBranches.has(`${row.repository}\u0000${row.branch}`),
+    );
+    const events = await this.#rollout.schedule({
+      batchChange: name,
+      runId,
+      settings,
+      items: fresh.map(({ row }) => ({
+        changesetId: row.id,
+        draft: row.published === "draft",
+        repository: row.repository,
+        branch: row.branch,
+      })),
+    });
+    await this.#db.transaction((transaction) => appendRunEvents(transaction, runId, events));
+    return new Set(fresh.map(({ row }) => row.id));
+  }
+
+  /** Opens a scheduled changeset's pull request for the rollout. */
+  async #publishScheduled(changesetId: string): Promise<PublishOutcome> {
+    const [item] = await this.#load(eq(changesets.id, changesetId));
+    if (item === undefined) {
+      return { ok: false, hostRefused: false, error: `changeset ${changesetId} is gone` };
+    }
+    if (item.row.externalId !== null) return { ok: true };
+    try {
+      await this.#publishOne(item, item.runOptions.publish_rate, item.row.published === "draft");
+      return { ok: true };
+    } catch (error) {
+      const message = errorMessage(error);
+      await this.#recordFailure(item, message);
+      return { ok: false, hostRefused: hostRefuses(error), error: message };
+    }
+  }
+
+  /** A batch change's rollout: its pace, and when each waiting pull request goes out. */
+  async rollout(name: string): Promise<BatchChangeRollout> {
+    await this.getBatchChange(name);
+    return this.#rollout.status(name);
+  }
+
   async #publishOne(
     item: LoadedChangeset,
     perMinute: number | undefined,
@@ -243,6 +354,15 @@ export class ChangesetPublisher {
           updatedAt: new Date(),
         })
         .where(eq(changesets.id, row.id));
+      // Opened pull requests count against the hourly limit and the windows' pace.
+      if (published.action === "created") {
+        await recordPublication(transaction, {
+          changesetId: row.id,
+          batchChange: item.batchChange,
+          runId: row.batchRunId,
+          at: new Date(this.#now()),
+        });
+      }
       await this.#history(
         transaction,
         item,
@@ -610,16 +730,20 @@ export class ChangesetPublisher {
     if (newest === undefined) {
       throw new BatchesError("not_found", `no batch run has the spec name ${JSON.stringify(name)}`);
     }
-    return this.#batchChange(name);
+    const change = await this.#batchChange(name);
+    return { ...change, spend: change.spend! };
   }
 
   /** A batch change's counts and burndown, for lists (its changesets are left out). */
   async summary(name: string): Promise<Pick<BatchChange, "stats" | "burndown">> {
-    const { stats, burndown } = await this.#batchChange(name);
+    const { stats, burndown } = await this.#batchChange(name, false);
     return { stats, burndown };
   }
 
-  async #batchChange(name: string): Promise<BatchChange> {
+  async #batchChange(
+    name: string,
+    withSpend = true,
+  ): Promise<Omit<BatchChange, "spend"> & { spend?: BatchChangeSpend }> {
     const tracked = await this.#load(and(eq(batchSpecs.name, name), eq(changesets.tracked, true)));
     const trackedKeys = new Set(tracked.map(({ row }) => `${row.repository}\u0000${row.branch}`));
     // The newest apply run's changesets that are not published (yet) count as unpublished.
@@ -657,11 +781,25 @@ export class ChangesetPublisher {
         if (row.reviewState === "approved") stats.approved += 1;
       }
     }
+    const shown = [...tracked, ...unpublished];
     return {
       name,
       stats,
       burndown: await this.#burndown(name),
-      changesets: [...tracked, ...unpublished].map(({ row }) => toStoredChangeset(row)),
+      changesets: shown.map(({ row }) => toStoredChangeset(row)),
+      ...(withSpend
+        ? {
+            spend: await batchChangeSpend(
+              this.#db,
+              this.#options.ledger ?? new DbSpendLedger(this.#db, () => PriceTable.none),
+              {
+                name,
+                changesets: shown.map(({ row }) => row),
+                merged: stats.merged,
+              },
+            ),
+          }
+        : {}),
     };
   }
 
@@ -804,8 +942,9 @@ export class ChangesetPublisher {
     await this.#refreshOne(item);
   }
 
-  /** Registers the tracking task on a worker's registry. */
+  /** Registers the tracking and rollout tasks on a worker's registry. */
   register(tasks: TaskRegistry): void {
+    this.#rollout.register(tasks);
     tasks.register(CHANGESET_TRACKING_TASK, {
       schema: TrackingPayloadSchema,
       handle: async (payload, context) => {
