@@ -131,7 +131,7 @@ async function runToEnd(
       if (run.status !== "completed") {
         // Say why: a failed workspace is a finding, not only a failed benchmark.
         const failed = (await service.listWorkspaces(run.id)).filter(
-          (workspace) => workspace.status !== "completed",
+          (workspace) => workspace.state !== "completed",
         );
         const reasons = failed.map((workspace) => `  ${workspace.repository}: ${workspace.error}`);
         throw new Error(`run ${run.id} ended ${run.status}: ${run.error}\n${reasons.join("\n")}`);
