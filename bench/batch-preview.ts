@@ -7,7 +7,11 @@
 // each with the sandbox on (bubblewrap, the default where it works) and off (`sandbox: "none"`
 // in config.json), so the sandbox's own cost per step shows. With DATABASE_URL set, the --server
 // figures are measured on a `deckhand up` over PostgreSQL too. The standalone cold run is also
-// taken apart by when each line of its JSON output arrived.
+// taken apart by when each line of its JSON output arrived. The standalone runs are measured
+// from the sources (`pnpm deckhand`, TypeScript through --conditions=source, what the issue
+// measured) and from the bundled bin users install (built here from the current sources); each
+// figure's note gives the CPU the run's process tree used, which a busy machine does not inflate
+// the way it does wall time.
 //
 //   node --conditions=source bench/batch-preview.ts
 //   BATCH_PREVIEW_ROUNDS=5 node --conditions=source bench/batch-preview.ts
@@ -18,6 +22,8 @@ import { join } from "node:path";
 import type { SpawnedService } from "@deckhand/testkit";
 import { createPostgresTestDatabase, type PostgresTestDatabase } from "@deckhand/testkit";
 import {
+  buildBundledCli,
+  bundledCliEntry,
   type CliRun,
   cleanEnvironment,
   createRepository,
@@ -105,11 +111,11 @@ git -C "${repository}" worktree remove --force "${worktree}"
 }
 
 /** `deckhand batch preview` standalone; checks it made the changeset. */
-async function standalone(spec: string, dataDir: string): Promise<CliRun> {
+async function standalone(spec: string, dataDir: string, entry?: string): Promise<CliRun> {
   const run = expectSuccess(
     await runCli(
       ["batch", "preview", spec, "--code-host", code, "--data-dir", dataDir, "--runtime", "local"],
-      { cwd: scratch, env: cleanEnvironment() },
+      { cwd: scratch, env: cleanEnvironment(), ...(entry !== undefined ? { entry } : {}) },
     ),
     "standalone batch preview",
   );
@@ -166,13 +172,33 @@ function phasesOf(run: CliRun): number[] {
 }
 
 const seconds = (run: CliRun) => run.ms / 1000;
+const cpuSeconds = (run: CliRun) => (run.cpuMs ?? Number.NaN) / 1000;
 
 interface ModeFigures {
   cold: number[];
   cached: number[];
+  coldCpu: number[];
+  cachedCpu: number[];
+  bundledCold: number[];
+  bundledCached: number[];
+  bundledColdCpu: number[];
+  bundledCachedCpu: number[];
   phases: number[][];
   serverCold: number[];
   serverCached: number[];
+}
+
+function emptyStandalone() {
+  return {
+    cold: [],
+    cached: [],
+    coldCpu: [],
+    cachedCpu: [],
+    bundledCold: [],
+    bundledCached: [],
+    bundledColdCpu: [],
+    bundledCachedCpu: [],
+  };
 }
 
 async function measureServer(
@@ -204,13 +230,13 @@ try {
   console.log(
     `batch preview, 1 repository × 1 sed step, ${ROUNDS} rounds (median), load average ${loadAverage()}`,
   );
+  buildBundledCli();
   shellOracle();
   const oracle = median(Array.from({ length: ORACLE_ROUNDS }, shellOracle));
   const byMode = new Map<SandboxMode, ModeFigures>();
   for (const mode of SANDBOX_MODES) {
     const figures: ModeFigures = {
-      cold: [],
-      cached: [],
+      ...emptyStandalone(),
       phases: [],
       serverCold: [],
       serverCached: [],
@@ -226,8 +252,18 @@ try {
       }
       figures.cold.push(seconds(cold));
       figures.cached.push(seconds(cached));
+      figures.coldCpu.push(cpuSeconds(cold));
+      figures.cachedCpu.push(cpuSeconds(cached));
       figures.phases.push(phasesOf(cold));
       rmSync(dataDir, { recursive: true, force: true });
+      const bundledDataDir = dataDirectory(mode, false);
+      const bundledCold = await standalone(spec, bundledDataDir, bundledCliEntry);
+      const bundledCached = await standalone(spec, bundledDataDir, bundledCliEntry);
+      figures.bundledCold.push(seconds(bundledCold));
+      figures.bundledCached.push(seconds(bundledCached));
+      figures.bundledColdCpu.push(cpuSeconds(bundledCold));
+      figures.bundledCachedCpu.push(cpuSeconds(bundledCached));
+      rmSync(bundledDataDir, { recursive: true, force: true });
     }
     await measureServer(mode, figures, cleanEnvironment(), mode);
   }
@@ -235,8 +271,15 @@ try {
   const on = byMode.get("auto")!;
   const off = byMode.get("none")!;
   const oracleAnchor = { label: "shell oracle", value: oracle, unit: "s" };
-  const row = (id: string, label: string, values: number[], offValues: number[]) => {
+  const row = (
+    id: string,
+    label: string,
+    values: number[],
+    offValues: number[],
+    cpu?: number[],
+  ) => {
     const value = median(values);
+    const cpuNote = cpu === undefined ? "" : `; CPU ${round(median(cpu), 3)} s`;
     reportFigure({
       id,
       label,
@@ -244,7 +287,7 @@ try {
       unit: "s",
       anchor: oracleAnchor,
       comparison: { value: value / oracle, unit: "×" },
-      note: `sandbox off: ${round(median(offValues), 3)} s`,
+      note: `sandbox off: ${round(median(offValues), 3)} s${cpuNote}`,
     });
   };
   reportFigure({
@@ -254,8 +297,34 @@ try {
     unit: "s",
     note: `median of ${ORACLE_ROUNDS}`,
   });
-  row("preview-standalone-cold", "batch preview standalone, new data dir", on.cold, off.cold);
-  row("preview-standalone-cached", "the same re-run fully cached", on.cached, off.cached);
+  row(
+    "preview-standalone-cold",
+    "batch preview standalone, new data dir",
+    on.cold,
+    off.cold,
+    on.coldCpu,
+  );
+  row(
+    "preview-standalone-cached",
+    "the same re-run fully cached",
+    on.cached,
+    off.cached,
+    on.cachedCpu,
+  );
+  row(
+    "preview-standalone-cold-bundled",
+    "batch preview standalone, new data dir, bundled bin",
+    on.bundledCold,
+    off.bundledCold,
+    on.bundledColdCpu,
+  );
+  row(
+    "preview-standalone-cached-bundled",
+    "the same re-run fully cached, bundled bin",
+    on.bundledCached,
+    off.bundledCached,
+    on.bundledCachedCpu,
+  );
   row("preview-server-cold", "batch preview --server, cold", on.serverCold, off.serverCold);
   row("preview-server-cached", "batch preview --server, cached", on.serverCached, off.serverCached);
   const stepOn = median(on.phases.map((phases) => phases[3]!));
@@ -293,8 +362,7 @@ try {
     try {
       database = await createPostgresTestDatabase(databaseUrl);
       const figures: ModeFigures = {
-        cold: [],
-        cached: [],
+        ...emptyStandalone(),
         phases: [],
         serverCold: [],
         serverCached: [],

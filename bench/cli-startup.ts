@@ -6,12 +6,13 @@
 // the bundled `batch validate` without Node's compile cache (what the very first run pays).
 // Targets: bundled `version` at most 3x `node -e 0`; bundled `batch validate` at most 0.3 s.
 // Run from the repository root: node --conditions=source bench/cli-startup.ts
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { buildBundledCli } from "./support/deckhand-process.ts";
 import { reportFigure } from "./support/figures.ts";
 
 const versionTargetRatio = 3;
@@ -22,18 +23,7 @@ const cliDirectory = fileURLToPath(new URL("../apps/cli/", import.meta.url));
 const bundledBin = join(cliDirectory, "dist/bin/deckhand.mjs");
 const sourceBin = join(cliDirectory, "src/bin.ts");
 
-// The bundle ships the web UI, so tsup wants it built (a fresh checkout has none yet).
-const webDirectory = fileURLToPath(new URL("../apps/web/", import.meta.url));
-if (!existsSync(join(webDirectory, "dist/index.html"))) {
-  execFileSync(join(webDirectory, "node_modules/.bin/vite"), ["build"], {
-    cwd: webDirectory,
-    stdio: "pipe",
-  });
-}
-execFileSync(join(cliDirectory, "node_modules/.bin/tsup"), [], {
-  cwd: cliDirectory,
-  stdio: "pipe",
-});
+buildBundledCli();
 
 const scratch = mkdtempSync(join(tmpdir(), "deckhand-bench-cli-"));
 const spec = join(scratch, "small.yaml");

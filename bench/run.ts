@@ -56,6 +56,18 @@ const GAPS: Row[] = [
     goal: "≤ 0.8 s",
   },
   {
+    id: "preview-standalone-cold-bundled",
+    row: "the standalone cold run with the bundled bin users install",
+    before: "—",
+    goal: "≤ 1.5 s",
+  },
+  {
+    id: "preview-standalone-cached-bundled",
+    row: "its fully cached re-run, bundled bin",
+    before: "—",
+    goal: "≤ 0.8 s",
+  },
+  {
     id: "preview-server-cold",
     row: "the same with `--server` on a running `deckhand up`, cold",
     before: "1.8 s",

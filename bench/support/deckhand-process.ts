@@ -2,7 +2,8 @@
 // `pnpm deckhand` runs), timed from spawn to exit, with each stdout line stamped with the time it
 // arrived; and `deckhand up` as a long-running process the benchmarks talk to.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type SpawnedService, spawnService } from "@deckhand/testkit";
@@ -10,6 +11,29 @@ import { WireEnv } from "@deckhand/wire";
 
 export const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const cliEntry = join(repositoryRoot, "apps/cli/src/bin.ts");
+/** The published `deckhand` (every dependency inlined): what `npm install -g` gives users. */
+export const bundledCliEntry = join(repositoryRoot, "apps/cli/dist/bin/deckhand.mjs");
+
+/** Builds the bundled CLI from the current sources (and the web UI it ships, when missing). */
+export function buildBundledCli(): void {
+  const webDirectory = join(repositoryRoot, "apps/web");
+  if (!existsSync(join(webDirectory, "dist/index.html"))) {
+    execFileSync(join(webDirectory, "node_modules/.bin/vite"), ["build"], {
+      cwd: webDirectory,
+      stdio: "pipe",
+    });
+  }
+  const cliDirectory = join(repositoryRoot, "apps/cli");
+  execFileSync(join(cliDirectory, "node_modules/.bin/tsup"), [], {
+    cwd: cliDirectory,
+    stdio: "pipe",
+  });
+}
+
+// GNU time reports the CPU the command and every child it waited for used: on a machine other
+// work keeps busy, CPU seconds hold still where wall time does not.
+const GNU_TIME = "/usr/bin/time";
+const cpuTimeAvailable = existsSync(GNU_TIME);
 
 /** This environment without what would point the CLI or server at another Deckhand. */
 export function cleanEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -35,22 +59,39 @@ export interface CliLine {
 
 export interface CliRun {
   ms: number;
+  /** User + system CPU ms of the process and its children; null without /usr/bin/time. */
+  cpuMs: number | null;
   code: number | null;
   lines: CliLine[];
   stderr: string;
 }
 
-/** `deckhand <args>` as a process; `nodeArgs` go before the entry (--cpu-prof, --import). */
+/**
+ * `deckhand <args>` as a process; `nodeArgs` go before the entry (--cpu-prof, --import);
+ * `entry` is the sources' bin (TypeScript through --conditions=source) unless given.
+ */
 export function runCli(
   args: string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[] },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[]; entry?: string },
 ): Promise<CliRun> {
-  const started = performance.now();
-  const child = spawn(
+  const entry = options.entry ?? cliEntry;
+  const command = [
     process.execPath,
-    [...(options.nodeArgs ?? []), "--conditions=source", cliEntry, ...args],
-    { cwd: options.cwd, env: options.env ?? cleanEnvironment(), stdio: ["ignore", "pipe", "pipe"] },
-  );
+    ...(options.nodeArgs ?? []),
+    ...(entry === cliEntry ? ["--conditions=source"] : []),
+    entry,
+    ...args,
+  ];
+  const timeDirectory = cpuTimeAvailable ? mkdtempSync(join(tmpdir(), "deckhand-cli-time-")) : null;
+  const timeFile = timeDirectory === null ? null : join(timeDirectory, "cpu");
+  const [file, ...fileArgs] =
+    timeFile === null ? command : [GNU_TIME, "-f", "%U %S", "-o", timeFile, ...command];
+  const started = performance.now();
+  const child = spawn(file!, fileArgs, {
+    cwd: options.cwd,
+    env: options.env ?? cleanEnvironment(),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const lines: CliLine[] = [];
   let pending = "";
   let stderr = "";
@@ -74,10 +115,26 @@ export function runCli(
   });
   return new Promise((resolveRun, reject) => {
     child.once("error", reject);
-    child.once("close", (code) =>
-      resolveRun({ ms: performance.now() - started, code, lines, stderr }),
-    );
+    child.once("close", (code) => {
+      const ms = performance.now() - started;
+      resolveRun({ ms, cpuMs: readCpuMs(timeFile), code, lines, stderr });
+      if (timeDirectory !== null) rmSync(timeDirectory, { recursive: true, force: true });
+    });
   });
+}
+
+/** The "user system" seconds GNU time wrote (after any "Command exited" line), in ms. */
+function readCpuMs(timeFile: string | null): number | null {
+  if (timeFile === null) return null;
+  try {
+    const last = readFileSync(timeFile, "utf8").trim().split("\n").at(-1) ?? "";
+    const [user, system] = last.split(" ").map(Number);
+    return user === undefined || system === undefined || Number.isNaN(user + system)
+      ? null
+      : (user + system) * 1000;
+  } catch {
+    return null;
+  }
 }
 
 /** Throws with what the command printed unless it exited 0. */
