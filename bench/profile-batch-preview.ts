@@ -7,7 +7,10 @@
 // lists its SQL statements, child processes and CPU by owner (package) from the CPU profile.
 // Not part of `npm run bench`: a tool for finding the time, not a figure.
 //
-//   node --conditions=source bench/profile-batch-preview.ts [--sandbox none] [--keep DIR]
+// --bundled profiles the bundled bin users install (apps/cli/dist, built beforehand) instead of
+// the sources.
+//
+//   node --conditions=source bench/profile-batch-preview.ts [--sandbox none] [--bundled] [--keep DIR]
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ownerOf } from "./support/cpu-profile-summary.ts";
 import {
+  bundledCliEntry,
   type CliRun,
   cleanEnvironment,
   createRepository,
@@ -24,7 +28,11 @@ import {
 import { loadAverage, round } from "./support/figures.ts";
 
 const { values } = parseArgs({
-  options: { sandbox: { type: "string", default: "auto" }, keep: { type: "string" } },
+  options: {
+    sandbox: { type: "string", default: "auto" },
+    keep: { type: "string" },
+    bundled: { type: "boolean", default: false },
+  },
 });
 const preload = fileURLToPath(new URL("./support/trace-preload.ts", import.meta.url));
 const scratch = values.keep ?? mkdtempSync(join(tmpdir(), "deckhand-profile-preview-"));
@@ -221,6 +229,7 @@ try {
           cwd: scratch,
           env: cleanEnvironment({ DECKHAND_TRACE_FILE: traceFile }),
           nodeArgs: ["--import", preload, "--cpu-prof", "--cpu-prof-dir", profileDir],
+          ...(values.bundled ? { entry: bundledCliEntry } : {}),
         },
       ),
       label,
