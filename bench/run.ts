@@ -216,12 +216,15 @@ function measured(figure: Figure | SkippedFigure | undefined): [string, string, 
 
 function printTable(title: string, rows: Row[]): void {
   console.log(`\n${title}\n`);
-  console.log("| figure | measured | anchor (same run) | stated as | before | goal |");
-  console.log("|---|---|---|---|---|---|");
+  // The note carries what a figure alone does not say, such as the CPU a standalone run used.
+  console.log("| figure | measured | anchor (same run) | stated as | before | goal | note |");
+  console.log("|---|---|---|---|---|---|---|");
   for (const row of rows) {
-    const [value, anchor, comparison] = measured(figures.get(row.id));
+    const figure = figures.get(row.id);
+    const [value, anchor, comparison] = measured(figure);
+    const note = figure !== undefined && "note" in figure ? (figure.note ?? "") : "";
     console.log(
-      `| ${row.row} | ${value} | ${anchor} | ${comparison} | ${row.before} | ${row.goal} |`,
+      `| ${row.row} | ${value} | ${anchor} | ${comparison} | ${row.before} | ${row.goal} | ${note} |`,
     );
   }
 }
