@@ -2,20 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  ACP_AGENT_TYPE,
-  type BatchSpec,
-  BatchSpecError,
-  createStepTemplateContext,
-  defaultAgentRegistry,
-  formatDiagnostic,
-  parseBatchSpec,
-  renderBatchSpecJsonSchema,
-  renderCodingAgentStep,
-  renderTemplate,
-  resolveStepEnv,
-  type TemplateValue,
-} from "@deckhand/batch-spec";
+import type { BatchSpec, ParseBatchSpecResult, TemplateValue } from "@deckhand/batch-spec";
 import type { CodeHost, Workspace } from "@deckhand/batches";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import { type BatchRuntimeChoice, WireEnv, WirePath } from "@deckhand/wire";
@@ -117,8 +104,18 @@ Options:
   --json                   print JSON lines even on a terminal
 `;
 
+/**
+ * The spec parser, loaded by the commands that read a spec here: `preview` and `apply` send the
+ * spec's text to the server, which parses it, so their start-up need not load the parser and
+ * its YAML library.
+ */
+function specTools(): Promise<typeof import("@deckhand/batch-spec")> {
+  return import("@deckhand/batch-spec");
+}
+
 /** Reads and parses the spec at `path`; its mounts are checked against the spec's directory. */
-function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof parseBatchSpec> {
+async function parseSpecFile(path: string, io: BatchCommandIo): Promise<ParseBatchSpecResult> {
+  const { BatchSpecError, parseBatchSpec } = await specTools();
   const absolute = resolve(io.cwd, path);
   let text: string;
   try {
@@ -153,7 +150,7 @@ function parse(
   }
 }
 
-function validate(argv: string[], io: BatchCommandIo): number {
+async function validate(argv: string[], io: BatchCommandIo): Promise<number> {
   const { values, positionals } = parse(argv, {});
   if (values.help) {
     io.stdout.write(validateUsage);
@@ -161,8 +158,9 @@ function validate(argv: string[], io: BatchCommandIo): number {
   }
   if (positionals.length !== 1) throw new UsageError("validate takes one spec file");
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
   if (spec === undefined) {
+    const { formatDiagnostic } = await specTools();
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
       `${path}: ${diagnostics.length} problem${diagnostics.length === 1 ? "" : "s"}\n`,
@@ -176,13 +174,14 @@ function validate(argv: string[], io: BatchCommandIo): number {
   return 0;
 }
 
-function schema(argv: string[], io: BatchCommandIo): number {
+async function schema(argv: string[], io: BatchCommandIo): Promise<number> {
   const { values, positionals } = parse(argv, {});
   if (values.help) {
     io.stdout.write(schemaUsage);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError("schema takes no arguments");
+  const { renderBatchSpecJsonSchema } = await specTools();
   io.stdout.write(renderBatchSpecJsonSchema());
   return 0;
 }
@@ -196,7 +195,7 @@ function requiredString(
   return value;
 }
 
-function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): number {
+async function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parse(argv, {
     step: { type: "string" },
     repository: { type: "string" },
@@ -227,7 +226,17 @@ function render(argv: string[], io: BatchCommandIo, env: NodeJS.ProcessEnv): num
   }
 
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
+  const {
+    ACP_AGENT_TYPE,
+    BatchSpecError,
+    createStepTemplateContext,
+    defaultAgentRegistry,
+    formatDiagnostic,
+    renderCodingAgentStep,
+    renderTemplate,
+    resolveStepEnv,
+  } = await specTools();
   if (spec === undefined) {
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
@@ -488,8 +497,9 @@ async function workspaces(
   const runtime = runtimeOf(values.runtime as string | undefined) ?? "auto";
   if (positionals.length !== 1) throw new UsageError("workspaces takes one spec file");
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
   if (spec === undefined) {
+    const { formatDiagnostic } = await specTools();
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
       `${path}: fix these problems first; "deckhand batch validate" lists them too\n`,
@@ -557,11 +567,11 @@ export async function runBatchCommand(
   try {
     switch (command) {
       case "validate":
-        return validate(rest, io);
+        return await validate(rest, io);
       case "render":
-        return render(rest, io, process.env);
+        return await render(rest, io, process.env);
       case "schema":
-        return schema(rest, io);
+        return await schema(rest, io);
       case "workspaces":
         return await workspaces(rest, io, process.env);
       case "rollout": {
