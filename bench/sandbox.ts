@@ -201,8 +201,9 @@ try {
 } finally {
   await withInternet.close();
   await withoutInternet.close();
-  // A sandbox that exits before its network is up leaves its slirp4netns running (it holds the
-  // descriptors that keep this process alive): count them as a finding, then stop them.
+  // A sandbox that exited before its network was up used to leave its slirp4netns running (it
+  // holds the descriptors that keep this process alive): any still left is a finding; count
+  // them, then stop them.
   const leftover = processTree(process.pid).filter((entry) => entry.pid !== process.pid);
   if (leftover.length > 0) {
     console.log(`  ${leftover.length} process(es) left behind by failed launches; stopping them`);

@@ -148,6 +148,9 @@ async function connect(
   const block = child.stdio[options.blockFd] as Writable;
   block.on("error", () => {});
   block.end("1");
-  child.once("exit", stop);
+  // A sandbox that failed while its network was being set up has already exited: waiting for
+  // an exit that has come would leave slirp4netns running (its exit pipe is only closed here).
+  if (child.exitCode !== null || child.signalCode !== null) stop();
+  else child.once("exit", stop);
   return { stop };
 }
