@@ -11,6 +11,7 @@ import {
   type StepInput,
 } from "@deckhand/batch-spec";
 import { parse as parseYaml } from "yaml";
+import { reportFigure } from "./support/figures.ts";
 
 const targetRatio = 3;
 
@@ -208,3 +209,12 @@ const result = {
   withinTarget: largeRatio <= targetRatio && smallRatio <= targetRatio,
 };
 console.log(`BENCH ${JSON.stringify(result)}`);
+reportFigure({
+  id: "spec-validation",
+  label: "1,000-step spec: parse+validate+dry-run (time relative to a YAML parse)",
+  value: perSecond(largeFull),
+  unit: "specs/s",
+  anchor: { label: "YAML parse alone", value: perSecond(largeYaml), unit: "specs/s" },
+  comparison: { value: largeRatio, unit: "×" },
+  note: `10,000 small specs: ${smallRatio.toFixed(2)}×`,
+});

@@ -4,6 +4,7 @@
 //
 //   node --conditions=source --expose-gc bench/headtail.ts
 import { HeadTailBuffer } from "@deckhand/headtail";
+import { reportFigure } from "./support/figures.ts";
 
 const GIB = 1024 ** 3;
 const CHUNKS_TOTAL_BYTES = 4 * GIB;
@@ -158,4 +159,12 @@ const rows: [string, string][] = [
 const width = Math.max(...rows.map(([label]) => label.length));
 for (const [label, value] of rows) console.log(`${label.padEnd(width)}  ${value.padStart(28)}`);
 console.log(`BENCH ${JSON.stringify(result)}`);
+reportFigure({
+  id: "headtail-writes",
+  label: "head+tail writes of 64 KiB chunks (throughput relative to a copy)",
+  value: chunkThroughput,
+  unit: "MB/s",
+  anchor: { label: "copying each chunk", value: baseline, unit: "MB/s" },
+  comparison: { value: chunkThroughput / baseline, unit: "×" },
+});
 if (!result.memory_growth_under_2_mib) process.exitCode = 1;

@@ -21,6 +21,7 @@ import {
 import { sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { serveApp } from "../packages/model-proxy/src/test-support/proxy-harness.ts";
+import { reportFigure } from "./support/figures.ts";
 
 const STREAM_BYTES = 10 * 1024 * 1024;
 const WRITE_BYTES = 16 * 1024;
@@ -321,4 +322,24 @@ async function main(): Promise<void> {
     console.log(`${label.padEnd(widths[0]!)}  ${value.padStart(widths[1]!)}  ${detail}`);
   }
   console.log(`BENCH ${JSON.stringify(result)}`);
+  reportFigure({
+    id: "proxy-cpu",
+    label: "model proxy CPU per MB streamed",
+    value: result.proxy_cpu_ms_per_mb,
+    unit: "ms/MB",
+    anchor: {
+      label: "a bare node:http pipe",
+      value: result.bare_pipe_cpu_ms_per_mb,
+      unit: "ms/MB",
+    },
+    comparison: { value: result.proxy_cpu_vs_bare_pipe, unit: "×" },
+  });
+  reportFigure({
+    id: "proxy-ttfb",
+    label: "model proxy time to first byte",
+    value: result.proxy_first_byte_ms,
+    unit: "ms",
+    anchor: { label: "direct to the upstream", value: result.direct_first_byte_ms, unit: "ms" },
+    comparison: { value: result.added_first_byte_ms, unit: "+ms" },
+  });
 }

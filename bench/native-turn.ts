@@ -27,6 +27,7 @@ import { ProcessClient } from "@deckhand/process-manager";
 import { type CapturedRequest, renderTurn, startFakeModel, turn } from "@deckhand/testkit";
 import { resolveAgentConfig, startAgent } from "@deckhand/workspace-agent";
 import { FileClient } from "@deckhand/workspace-files";
+import { reportFigure } from "./support/figures.ts";
 
 const TURNS = Number(process.argv[2] ?? 200);
 const TURNS_PER_SESSION = 10;
@@ -177,6 +178,14 @@ console.log(`  loop overhead (agent − parts)   ${fmt(agentMs - parts)} per tur
 console.log(`  loop overhead with recorder     ${fmt(recordedMs - parts)} per turn`);
 console.log(`  ratio agent / (model + tool)    ${(agentMs / parts).toFixed(3)}`);
 console.log(`  ratio agent / model alone       ${(agentMs / modelMs).toFixed(3)}`);
+reportFigure({
+  id: "native-loop-overhead",
+  label: "native agent loop overhead per turn (execute + text, no server)",
+  value: agentMs - parts,
+  unit: "ms",
+  anchor: { label: "model requests + tool alone", value: parts, unit: "ms" },
+  comparison: { value: agentMs / parts, unit: "×" },
+});
 
 await fake.close();
 await agent.close();

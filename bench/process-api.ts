@@ -13,6 +13,7 @@ import { createProcessRouter, ProcessClient, ProcessManager } from "@deckhand/pr
 import { WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { Hono } from "hono";
+import { reportFigure } from "./support/figures.ts";
 
 const LATENCY_RUNS = 200;
 const LATENCY_WARMUP = 20;
@@ -356,3 +357,19 @@ for (const [label, value, detail] of rows) {
   console.log(`${label.padEnd(widths[0]!)}  ${value.padStart(widths[1]!)}  ${detail}`);
 }
 console.log(`BENCH ${JSON.stringify(result)}`);
+reportFigure({
+  id: "process-start-exit",
+  label: "process start→exit of `true` through the process API",
+  value: apiMedian,
+  unit: "ms",
+  anchor: { label: "bare spawn", value: bareMedian, unit: "ms" },
+  comparison: { value: apiMedian / bareMedian, unit: "×" },
+});
+reportFigure({
+  id: "output-capture",
+  label: "1 GiB of lines captured into head+tail",
+  value: best(lines.api),
+  unit: "GB/s",
+  anchor: { label: "Node's own pipe read", value: best(lines.nodeRead), unit: "GB/s" },
+  comparison: { value: best(lines.api) / best(lines.nodeRead), unit: "×" },
+});

@@ -13,6 +13,7 @@ import {
   TaskRegistry,
   TaskWorker,
 } from "@deckhand/db";
+import { reportFigure, reportSkipped } from "./support/figures.ts";
 
 const LATENCY_SAMPLES = 60;
 const POLL_INTERVAL_MS = 250;
@@ -150,3 +151,23 @@ if (!databaseUrl) rows.push(["postgres", "skipped: set DATABASE_URL to include i
 const width = Math.max(...rows.map(([label]) => label.length));
 for (const [label, value] of rows) console.log(`${label.padEnd(width)}  ${value.padStart(28)}`);
 console.log(`BENCH ${JSON.stringify(result)}`);
+for (const [kind, figures] of Object.entries(result)) {
+  reportFigure({
+    id: kind === "pglite" ? "queue-notify" : "queue-notify-postgres",
+    label: `queue pickup by NOTIFY, p50 (${kind})`,
+    value: figures.notify.p50Ms,
+    unit: "ms",
+    anchor: {
+      label: `polling every ${POLL_INTERVAL_MS} ms, p50`,
+      value: figures.polling.p50Ms,
+      unit: "ms",
+    },
+  });
+}
+if (!databaseUrl) {
+  reportSkipped({
+    id: "queue-notify-postgres",
+    label: "queue pickup by NOTIFY on PostgreSQL",
+    skipped: "set DATABASE_URL to include it",
+  });
+}

@@ -1,6 +1,8 @@
 // Measures the session stream: frames per second from persisting an event to delivering it to
 // 1 and 50 connected WebSocket clients, and the persist rate with nobody listening, in one run
-// so the ratios compare. Runs a real server (embedded PGlite) on 127.0.0.1.
+// so the ratios compare, beside the database's own floor: the same rows inserted one by one with
+// a bare statement each (no transaction, lock, notify or redaction). Runs a real server
+// (embedded PGlite) on 127.0.0.1; with DATABASE_URL set, once more on PostgreSQL.
 //
 //   node --conditions=source bench/session-stream.ts
 import { randomUUID } from "node:crypto";
@@ -13,10 +15,20 @@ import {
   resolveServerConfig,
   startServer,
 } from "@deckhand/server-app";
-import { createTempRepository } from "@deckhand/testkit";
+import {
+  createPostgresTestDatabase,
+  createTempRepository,
+  type PostgresTestDatabase,
+} from "@deckhand/testkit";
 import { ServerPath, serverPath } from "@deckhand/wire";
 import pino from "pino";
 import WebSocket from "ws";
+import {
+  databaseUrlFromEnvironment,
+  loadAverage,
+  reportFigure,
+  reportSkipped,
+} from "./support/figures.ts";
 
 const EVENTS = 2_000;
 const round = (value: number) => Math.round(value * 10) / 10;
@@ -25,7 +37,9 @@ async function openSession(server: RunningServer, repository: string): Promise<s
   const post = async (path: string, body: unknown) => {
     const response = await fetch(`${server.url}${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      // A fresh connection: one kept alive through seconds of persisting can be closed by the
+      // server just as it is reused.
+      headers: { "content-type": "application/json", connection: "close" },
       body: JSON.stringify(body),
     });
     return (await response.json()) as { id: string };
@@ -109,30 +123,98 @@ async function measure(server: RunningServer, repository: string, clientCount: n
   };
 }
 
-const dataDir = mkdtempSync(join(tmpdir(), "deckhand-bench-stream-"));
-const repository = createTempRepository({ "README.md": "# bench\n" }, "deckhand-bench-repo-");
-const server = await startServer(
-  resolveServerConfig(
-    { listen: "127.0.0.1:0", dataDir, workspaceAgent: false, logLevel: "silent" },
-    { environment: {} },
-  ),
-  { logger: pino({ level: "silent" }) },
-);
-try {
-  const alone = await measure(server, repository.path, 0);
-  const one = await measure(server, repository.path, 1);
-  const fifty = await measure(server, repository.path, 50);
-  console.log(`session stream, ${EVENTS} events persisted one by one (PGlite), then fanned out:`);
-  for (const figures of [alone, one, fifty]) {
-    console.log(
-      `  ${String(figures.clients).padStart(2)} clients: ${figures.eventsPerSecond} events/s persisted, ${figures.framesPerSecond} frames/s delivered, last frame ${figures.lastFrameAfterLastPersistMs} ms after the last persist`,
+/** The database's floor: the same rows, one bare autocommitted insert each; events/s. */
+async function bareInserts(server: RunningServer, sessionId: string): Promise<number> {
+  const messageId = randomUUID();
+  const started = performance.now();
+  for (let index = 0; index < EVENTS; index += 1) {
+    await server.database.query(
+      "insert into session_events (session_id, type, payload) values ($1, $2, $3) returning id, created_at",
+      [
+        sessionId,
+        "text",
+        JSON.stringify({ type: "text", message_id: messageId, delta: `token ${index} ` }),
+      ],
     );
   }
-  console.log(
-    `  persist rate with 50 clients vs none: ${(fifty.eventsPerSecond / alone.eventsPerSecond).toFixed(2)}`,
+  return round((EVENTS / (performance.now() - started)) * 1000);
+}
+
+async function measureServer(label: string, databaseUrl?: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), "deckhand-bench-stream-"));
+  const server = await startServer(
+    resolveServerConfig(
+      {
+        listen: "127.0.0.1:0",
+        dataDir,
+        workspaceAgent: false,
+        logLevel: "silent",
+        ...(databaseUrl ? { databaseUrl } : {}),
+      },
+      { environment: {} },
+    ),
+    { logger: pino({ level: "silent" }) },
   );
+  try {
+    const alone = await measure(server, repository.path, 0);
+    const one = await measure(server, repository.path, 1);
+    const fifty = await measure(server, repository.path, 50);
+    const bare = await bareInserts(server, await openSession(server, repository.path));
+    console.log(
+      `session stream, ${EVENTS} events persisted one by one (${label}), then fanned out; load average ${loadAverage()}:`,
+    );
+    console.log(`  bare insert, one statement each: ${bare} events/s`);
+    for (const figures of [alone, one, fifty]) {
+      console.log(
+        `  ${String(figures.clients).padStart(2)} clients: ${figures.eventsPerSecond} events/s persisted, ${figures.framesPerSecond} frames/s delivered, last frame ${figures.lastFrameAfterLastPersistMs} ms after the last persist`,
+      );
+    }
+    console.log(
+      `  persist rate with 50 clients vs none: ${(fifty.eventsPerSecond / alone.eventsPerSecond).toFixed(2)}`,
+    );
+    return { bare, alone };
+  } finally {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const repository = createTempRepository({ "README.md": "# bench\n" }, "deckhand-bench-repo-");
+try {
+  const pglite = await measureServer("PGlite");
+  reportFigure({
+    id: "events-persisted",
+    label: "session events persisted one by one, no client",
+    value: pglite.alone.eventsPerSecond,
+    unit: "events/s",
+    anchor: { label: "bare insert per event", value: pglite.bare, unit: "events/s" },
+    comparison: { value: pglite.bare / pglite.alone.eventsPerSecond, unit: "×" },
+    note: "PGlite; the comparison is how many times slower than the bare insert",
+  });
+  const databaseUrl = databaseUrlFromEnvironment();
+  if (databaseUrl === undefined) {
+    reportSkipped({
+      id: "events-persisted-postgres",
+      label: "session events persisted on PostgreSQL",
+      skipped: "set DATABASE_URL to include it",
+    });
+  } else {
+    let database: PostgresTestDatabase | null = null;
+    try {
+      database = await createPostgresTestDatabase(databaseUrl);
+      const postgres = await measureServer("PostgreSQL", database.url);
+      reportFigure({
+        id: "events-persisted-postgres",
+        label: "session events persisted one by one, no client, PostgreSQL",
+        value: postgres.alone.eventsPerSecond,
+        unit: "events/s",
+        anchor: { label: "bare insert per event", value: postgres.bare, unit: "events/s" },
+        comparison: { value: postgres.bare / postgres.alone.eventsPerSecond, unit: "×" },
+      });
+    } finally {
+      await database?.drop();
+    }
+  }
 } finally {
-  await server.close();
-  rmSync(dataDir, { recursive: true, force: true });
   repository.remove();
 }

@@ -8,7 +8,7 @@ import {
   type TestDatabase,
   waitFor,
 } from "../test/database-fixtures.ts";
-import { createDb, migrationsFolder } from "./client.ts";
+import { createDb, migrationsFolder, templateFileIsOurs } from "./client.ts";
 import { DbError } from "./errors.ts";
 import { projects, sessionEvents, sessions } from "./schema/index.ts";
 
@@ -38,6 +38,7 @@ describe.each(backends)("database on %s", (kind) => {
       "batch_runs",
       "batch_specs",
       "changeset_events",
+      "changeset_publications",
       "changesets",
       "chats",
       "message_parts",
@@ -150,6 +151,23 @@ describe.each(backends)("database on %s", (kind) => {
     await unlisten();
   });
 
+  it("opens an up-to-date database without running a DDL statement", async () => {
+    // An event trigger refuses every DDL statement: drizzle's own check starts with one.
+    await database.handle.query(
+      `create function refuse_ddl() returns event_trigger language plpgsql
+       as $$ begin raise exception 'DDL while migrating: %', tg_tag; end $$`,
+    );
+    await database.handle.query(
+      "create event trigger refuse_ddl on ddl_command_start execute function refuse_ddl()",
+    );
+    try {
+      await expect(database.handle.migrate()).resolves.toBeUndefined();
+    } finally {
+      await database.handle.query("drop event trigger refuse_ddl");
+      await database.handle.query("drop function refuse_ddl()");
+    }
+  });
+
   it("refuses a channel name that is not a plain identifier", async () => {
     await expect(database.handle.listen("bad channel;", () => {})).rejects.toMatchObject({
       code: "invalid_channel",
@@ -193,6 +211,43 @@ describe("embedded database", () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("starts a new data directory as a copy of the migrated template, not by initdb", async () => {
+    // initdb gives every cluster a system identifier of its own; copies of one template share it.
+    const identifier = async (dataDir: string) => {
+      const handle = await createDb({ dataDir });
+      try {
+        const { rows } = await handle.query<{ id: string }>(
+          "select system_identifier::text as id from pg_control_system()",
+        );
+        return rows[0]!.id;
+      } finally {
+        await handle.close();
+      }
+    };
+    const first = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    const second = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      const firstIdentifier = await identifier(first);
+      expect(await identifier(second)).toBe(firstIdentifier);
+      // Reopened, it is the same database, not a new copy.
+      expect(await identifier(first)).toBe(firstIdentifier);
+    } finally {
+      await rm(first, { recursive: true, force: true });
+      await rm(second, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("loads a cached template only if it is this user's file and no one else may write it", () => {
+    const uid = process.getuid?.() ?? 0;
+    const file = (mode: number, owner = uid) => ({ uid: owner, mode, isFile: () => true });
+    expect(templateFileIsOurs(file(0o100600))).toBe(true);
+    expect(templateFileIsOurs(file(0o100644))).toBe(true);
+    expect(templateFileIsOurs(file(0o100620))).toBe(false);
+    expect(templateFileIsOurs(file(0o100602))).toBe(false);
+    expect(templateFileIsOurs(file(0o100600, uid + 1))).toBe(false);
+    expect(templateFileIsOurs({ uid, mode: 0o120777, isFile: () => false })).toBe(false);
+  });
 
   it("fails with connection_failed when PostgreSQL is unreachable", async () => {
     const error = await createDb({ databaseUrl: "postgres://nobody@127.0.0.1:1/none" }).catch(

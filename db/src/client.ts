@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,7 +10,7 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
-import { type DataDirLock, lockDataDir } from "./data-dir-lock.ts";
+import { type DataDirLock, LOCK_FILE_NAME, lockDataDir } from "./data-dir-lock.ts";
 import { DbError } from "./errors.ts";
 import * as schema from "./schema/index.ts";
 
@@ -67,6 +67,44 @@ export interface DbHandle {
  */
 export const migrationsFolder = fileURLToPath(new URL("../migrations", import.meta.url));
 
+interface LastMigration {
+  created_at: string | number | null;
+}
+
+let latestMigrationMillis: Promise<number> | null = null;
+
+/** The `when` of the journal's last migration: what drizzle records as the last one applied. */
+function latestMigration(): Promise<number> {
+  latestMigrationMillis ??= readFile(join(migrationsFolder, "meta", "_journal.json"), "utf8").then(
+    (text) => {
+      const journal = JSON.parse(text) as { entries: { when: number }[] };
+      return Math.max(...journal.entries.map((entry) => entry.when));
+    },
+  );
+  return latestMigrationMillis;
+}
+
+/**
+ * Whether the last migration drizzle recorded is the journal's last one, in one query: drizzle's
+ * own check (create its schema and table if missing, read the last row, an empty transaction) is
+ * five statements, a good part of opening an existing database. Any doubt (no table yet, an
+ * unreadable journal) answers no, and drizzle decides as before.
+ */
+async function migrationsUpToDate(
+  query: (text: string) => Promise<{ rows: LastMigration[] }>,
+): Promise<boolean> {
+  try {
+    const [latest, result] = await Promise.all([
+      latestMigration(),
+      query("select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1"),
+    ]);
+    const applied = Number(result.rows[0]?.created_at ?? Number.NaN);
+    return applied >= latest;
+  } catch {
+    return false;
+  }
+}
+
 // Any constant works; it only has to be the same in every process that migrates this database.
 const MIGRATION_LOCK_KEY = 7_420_001;
 
@@ -89,19 +127,10 @@ function checkChannel(channel: string): void {
  */
 export async function createDb(options: CreateDbOptions = {}): Promise<DbHandle> {
   const dataDir = options.dataDir ?? "memory://";
-  const fromTemplate =
-    !options.databaseUrl && dataDir === "memory://" && (options.migrate ?? true)
-      ? // Without a template the database is made the long way, and reports its own error.
-        await migratedMemoryTemplate().catch(() => undefined)
-      : undefined;
+  const useTemplate = !options.databaseUrl && (options.migrate ?? true);
   const handle = options.databaseUrl
     ? await openPostgres(options.databaseUrl, options.poolSize ?? 10)
-    : await openPglite(dataDir, fromTemplate).catch(async (error: unknown) => {
-        if (fromTemplate === undefined) throw error;
-        // A cached template this PGlite cannot load: forget it, and make the database anew.
-        await forgetCachedTemplate();
-        return openPglite(dataDir);
-      });
+    : await openPglite(dataDir, useTemplate);
   if (options.migrate ?? true) {
     try {
       await handle.migrate();
@@ -147,9 +176,11 @@ function migratedMemoryTemplate(): Promise<Blob> {
 
 /**
  * Where the template is kept between processes: named by a hash of every migration, so a changed
- * migration makes a new one (a template PGlite cannot load, after an upgrade, is made again). Test runs open hundreds of
- * `memory://` databases in many processes; each process then loads the file (≈0.4 s) instead of
- * running initdb and every migration once more (≈3 s, and over 10 s on a busy machine).
+ * migration makes a new one (a template PGlite cannot load, after an upgrade, is made again).
+ * Test runs open hundreds of `memory://` databases in many processes, and every standalone
+ * `deckhand batch preview` on a new data directory opens one on disk; each then loads the file
+ * (≈0.4 s) instead of running initdb and every migration once more (≈3 s, and over 10 s on a
+ * busy machine).
  */
 async function templateCachePath(): Promise<string> {
   const hash = createHash("sha256");
@@ -162,10 +193,29 @@ async function templateCachePath(): Promise<string> {
 
 async function readCachedTemplate(): Promise<Blob | null> {
   try {
-    return new Blob([await readFile(await templateCachePath())]);
+    const path = await templateCachePath();
+    // The temporary directory is shared: a file another user put there under the same name is
+    // not ours to load (it would become this user's database), nor one others may rewrite.
+    const status = await lstat(path);
+    if (!templateFileIsOurs(status)) return null;
+    return new Blob([await readFile(path)]);
   } catch {
     return null;
   }
+}
+
+/** A regular file of this process's user that no one else may write. */
+export function templateFileIsOurs(status: {
+  uid: number;
+  mode: number;
+  isFile(): boolean;
+}): boolean {
+  const ownUser = process.getuid?.();
+  return (
+    status.isFile() &&
+    (ownUser === undefined || status.uid === ownUser) &&
+    (status.mode & 0o022) === 0
+  );
 }
 
 async function forgetCachedTemplate(): Promise<void> {
@@ -185,13 +235,54 @@ async function writeCachedTemplate(dump: Blob): Promise<void> {
   }
 }
 
+/**
+ * PGlite on `dataDir`: a new database (in memory, or in a directory holding nothing but our
+ * lock) starts as a copy of the migrated template, an existing one is opened as it is.
+ */
+async function createPglite(
+  dataDir: string,
+  directory: string | null,
+  useTemplate: boolean,
+): Promise<PGlite> {
+  const fresh =
+    useTemplate &&
+    (directory === null ? dataDir === "memory://" : await holdsOnlyTheLock(directory));
+  // Without a template the database is made the long way, and reports its own error.
+  const template = fresh ? await migratedMemoryTemplate().catch(() => undefined) : undefined;
+  if (template === undefined) return PGlite.create(dataDir);
+  try {
+    return await PGlite.create(
+      directory === null ? { loadDataDir: template } : { dataDir, loadDataDir: template },
+    );
+  } catch {
+    // A cached template this PGlite cannot load: forget it, clear what the load left in the
+    // directory (it held nothing else), and make the database anew.
+    await forgetCachedTemplate();
+    if (directory !== null) await removeAllButTheLock(directory);
+    return PGlite.create(dataDir);
+  }
+}
+
+async function holdsOnlyTheLock(directory: string): Promise<boolean> {
+  const entries = await readdir(directory);
+  return entries.every((name) => name.startsWith(LOCK_FILE_NAME));
+}
+
+async function removeAllButTheLock(directory: string): Promise<void> {
+  for (const name of await readdir(directory)) {
+    if (!name.startsWith(LOCK_FILE_NAME)) {
+      await rm(join(directory, name), { recursive: true, force: true });
+    }
+  }
+}
+
 /** The directory PGlite keeps its files in; null for `memory://` and other non-file storage. */
 function fileSystemDirectory(dataDir: string): string | null {
   if (dataDir.startsWith("file://")) return resolve(dataDir.slice("file://".length));
   return dataDir.includes("://") ? null : resolve(dataDir);
 }
 
-async function openPglite(dataDir: string, template?: Blob): Promise<DbHandle> {
+async function openPglite(dataDir: string, useTemplate: boolean): Promise<DbHandle> {
   const directory = fileSystemDirectory(dataDir);
   let lock: DataDirLock | null = null;
   let client: PGlite;
@@ -201,10 +292,7 @@ async function openPglite(dataDir: string, template?: Blob): Promise<DbHandle> {
       // Before PGlite touches a file: a second process must not even run recovery on it.
       lock = await lockDataDir(directory);
     }
-    client =
-      template === undefined
-        ? await PGlite.create(dataDir)
-        : await PGlite.create({ loadDataDir: template });
+    client = await createPglite(dataDir, directory, useTemplate);
   } catch (error) {
     await lock?.release().catch(() => {});
     if (error instanceof DbError) throw error;
@@ -234,6 +322,7 @@ async function openPglite(dataDir: string, template?: Blob): Promise<DbHandle> {
     },
     async migrate() {
       try {
+        if (await migrationsUpToDate((text) => client.query<LastMigration>(text))) return;
         await migratePglite(drizzlePglite(client), { migrationsFolder });
       } catch (error) {
         throw new DbError("migration_failed", "Applying database migrations failed.", {
@@ -288,6 +377,7 @@ async function openPostgres(databaseUrl: string, poolSize: number): Promise<DbHa
     async migrate() {
       // Replicas starting together must not apply the same migration twice: serialise them
       // with a session advisory lock held on the connection that migrates.
+      if (await migrationsUpToDate((text) => pool.query<LastMigration>(text))) return;
       const client = await pool.connect();
       try {
         await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);

@@ -2,13 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  type BatchSpec,
-  BatchSpecError,
-  formatDiagnostic,
-  parseBatchSpec,
-  renderBatchSpecJsonSchema,
-} from "@deckhand/batch-spec";
+import type { BatchSpec, ParseBatchSpecResult } from "@deckhand/batch-spec";
 import type { Workspace } from "@deckhand/batches";
 import { errorMessage } from "@deckhand/errors";
 import { type BatchRuntimeChoice, WireEnv, WirePath } from "@deckhand/wire";
@@ -110,8 +104,18 @@ Options:
   --json                   print JSON lines even on a terminal
 `;
 
+/**
+ * The spec parser, loaded by the commands that read a spec here: `preview` and `apply` send the
+ * spec's text to the server, which parses it, so their start-up need not load the parser and
+ * its YAML library.
+ */
+function specTools(): Promise<typeof import("@deckhand/batch-spec")> {
+  return import("@deckhand/batch-spec");
+}
+
 /** Reads and parses the spec at `path`; its mounts are checked against the spec's directory. */
-function parseSpecFile(path: string, io: BatchCommandIo): ReturnType<typeof parseBatchSpec> {
+async function parseSpecFile(path: string, io: BatchCommandIo): Promise<ParseBatchSpecResult> {
+  const { BatchSpecError, parseBatchSpec } = await specTools();
   const absolute = resolve(io.cwd, path);
   let text: string;
   try {
@@ -146,7 +150,7 @@ function parse(
   }
 }
 
-function validate(argv: string[], io: BatchCommandIo): number {
+async function validate(argv: string[], io: BatchCommandIo): Promise<number> {
   const { values, positionals } = parse(argv, {});
   if (values.help) {
     io.stdout.write(validateUsage);
@@ -154,8 +158,9 @@ function validate(argv: string[], io: BatchCommandIo): number {
   }
   if (positionals.length !== 1) throw new UsageError("validate takes one spec file");
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
   if (spec === undefined) {
+    const { formatDiagnostic } = await specTools();
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
       `${path}: ${diagnostics.length} problem${diagnostics.length === 1 ? "" : "s"}\n`,
@@ -169,13 +174,14 @@ function validate(argv: string[], io: BatchCommandIo): number {
   return 0;
 }
 
-function schema(argv: string[], io: BatchCommandIo): number {
+async function schema(argv: string[], io: BatchCommandIo): Promise<number> {
   const { values, positionals } = parse(argv, {});
   if (values.help) {
     io.stdout.write(schemaUsage);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError("schema takes no arguments");
+  const { renderBatchSpecJsonSchema } = await specTools();
   io.stdout.write(renderBatchSpecJsonSchema());
   return 0;
 }
@@ -224,7 +230,8 @@ async function render(
   }
 
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
+  const { formatDiagnostic } = await specTools();
   if (spec === undefined) {
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
@@ -384,8 +391,9 @@ async function workspaces(
   const runtime = runtimeOf(values.runtime as string | undefined) ?? "auto";
   if (positionals.length !== 1) throw new UsageError("workspaces takes one spec file");
   const path = positionals[0]!;
-  const { spec, diagnostics } = parseSpecFile(path, io);
+  const { spec, diagnostics } = await parseSpecFile(path, io);
   if (spec === undefined) {
+    const { formatDiagnostic } = await specTools();
     for (const diagnostic of diagnostics) io.stderr.write(`${formatDiagnostic(diagnostic)}\n`);
     io.stderr.write(
       `${path}: fix these problems first; "deckhand batch validate" lists them too\n`,
@@ -450,11 +458,11 @@ export async function runBatchCommand(
   try {
     switch (command) {
       case "validate":
-        return validate(rest, io);
+        return await validate(rest, io);
       case "render":
         return await render(rest, io, io.env ?? process.env);
       case "schema":
-        return schema(rest, io);
+        return await schema(rest, io);
       case "workspaces":
         return await workspaces(rest, io, io.env ?? process.env);
       case "rollout": {

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,24 +26,33 @@ afterEach(() => {
 
 /**
  * Runs `deckhand <args>` from the sources in a fresh process, as `pnpm deckhand` does; returns
- * its output and every module it loaded.
+ * its exit code, its output and every module it loaded.
  */
-function runFromSources(args: string[]): { stdout: string; loaded: string[] } {
+function runFromSources(args: string[]): {
+  status: number | null;
+  stdout: string;
+  loaded: string[];
+} {
   const scratch = mkdtempSync(join(tmpdir(), "deckhand-cli-modules-"));
   scratchDirectories.push(scratch);
   const file = join(scratch, "modules.txt");
-  const stdout = execFileSync(
+  const result = spawnSync(
     process.execPath,
     ["--conditions=source", "--import", recorder, cliEntry, ...args],
     { env: { ...process.env, DECKHAND_TEST_LOADED_MODULES: file }, stdio: "pipe" },
   );
-  return { stdout: stdout.toString("utf8"), loaded: readFileSync(file, "utf8").split("\n") };
+  return {
+    status: result.status,
+    stdout: result.stdout.toString("utf8"),
+    loaded: readFileSync(file, "utf8").split("\n"),
+  };
 }
 
 describe("deckhand command dispatch", () => {
   it("loads neither the server, the agent nor the batch engine for version and help", () => {
     for (const command of ["version", "help"]) {
-      const { stdout, loaded } = runFromSources([command]);
+      const { status, stdout, loaded } = runFromSources([command]);
+      expect(status).toBe(0);
       expect(stdout).toBe(command === "version" ? `${packageJson.version}\n` : usage);
       expect(loaded.some((url) => url.endsWith("/apps/cli/src/commands.ts"))).toBe(true);
       expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
@@ -52,11 +61,28 @@ describe("deckhand command dispatch", () => {
   });
 
   it("loads the batch-spec package but not the server or the agent for batch validate", () => {
-    const { stdout, loaded } = runFromSources(["batch", "validate", validSpec]);
+    const { status, stdout, loaded } = runFromSources(["batch", "validate", validSpec]);
+    expect(status).toBe(0);
     expect(stdout).toContain(": OK (version 3");
     expect(loaded.some((url) => url.includes("/packages/batch-spec/src/"))).toBe(true);
     expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
     // The batch engine (git, repositories, workspaces) is for "batch workspaces" only.
     expect(loaded.filter((url) => url.includes("/packages/batches/src/"))).toEqual([]);
+  });
+
+  it("sends a spec to a server without loading the spec parser, the server or the database", () => {
+    // Nothing listens on port 1: the command gets as far as sending the run, and says so.
+    const { status, loaded } = runFromSources([
+      "batch",
+      "preview",
+      validSpec,
+      "--server",
+      "http://127.0.0.1:1",
+    ]);
+    expect(status).toBe(1);
+    expect(loaded.some((url) => url.endsWith("/apps/cli/src/batch-run-command.ts"))).toBe(true);
+    expect(loaded.filter((url) => serverModules.test(url))).toEqual([]);
+    // The server parses the spec it is sent.
+    expect(loaded.filter((url) => /\/packages\/batch-spec\/|\/yaml\//.test(url))).toEqual([]);
   });
 });

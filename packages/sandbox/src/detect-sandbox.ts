@@ -124,12 +124,20 @@ export async function detectSandbox(
   }
   const timeoutMs = options.timeoutMs ?? 30_000;
   const path = options.path ?? process.env.PATH ?? "";
+  const linux = (options.platform ?? process.platform) === "linux";
+  const found = linux ? await resolveExecutable("bwrap", { path }) : null;
+  const slirp4netns = found !== null ? await resolveExecutable("slirp4netns", { path }) : null;
+  // A sandbox that slirp4netns networks is also a sandbox: where it works (the usual case), one
+  // probe answers both questions, and a start pays for one bubblewrap process instead of two
+  // after one another. Only when it fails does bubblewrap alone say which of the two is broken.
+  const slirpFailure =
+    found !== null && slirp4netns !== null ? await probeSlirp(found, slirp4netns, timeoutMs) : null;
   const reason = await (async (): Promise<string | null> => {
-    if ((options.platform ?? process.platform) !== "linux") {
+    if (!linux) {
       return "bubblewrap sandboxes need Linux; on this system agents run unsandboxed";
     }
-    const found = await resolveExecutable("bwrap", { path });
     if (found === null) return `bwrap is not on PATH; ${INSTALL_HINT}`;
+    if (slirp4netns !== null && slirpFailure === null) return null;
     const failure = await runProbe(found, PROBE_ARGS, timeoutMs);
     if (failure === null) return null;
     return `bwrap cannot create a sandbox here (${failure}); where unprivileged user namespaces are turned off, allow them (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap on Ubuntu 24.04)`;
@@ -143,8 +151,7 @@ export async function detectSandbox(
     }
     return { kind: "none", reason };
   }
-  const bubblewrap = (await resolveExecutable("bwrap", { path }))!;
-  const slirp4netns = await resolveExecutable("slirp4netns", { path });
+  const bubblewrap = found!;
   if (slirp4netns === null) {
     return {
       kind: "bubblewrap",
@@ -154,7 +161,6 @@ export async function detectSandbox(
         "slirp4netns is not on PATH, so steps with network share the machine's network, loopback services included; install slirp4netns",
     };
   }
-  const slirpFailure = await probeSlirp(bubblewrap, slirp4netns, timeoutMs);
   return {
     kind: "bubblewrap",
     bubblewrap,

@@ -266,6 +266,34 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     }
   });
 
+  it("ends a process whose network slirp4netns fails to give, without running it", async () => {
+    if (capability.kind !== "bubblewrap") throw new Error("the suite runs under bubblewrap");
+    const broken = join(root, "broken-slirp4netns");
+    writeFileSync(broken, '#!/bin/sh\necho "no tap device" >&2\nexit 1\n', { mode: 0o755 });
+    const marker = join(worktree, "ran-without-network");
+    const warnings: string[] = [];
+    const brokenLauncher = new ProcessLauncher({
+      capability: { ...capability, slirp4netns: broken, internetFallback: null },
+      policy: agentEnvironmentPolicy({ secretNames: [], secretValues: [] }),
+      sourceEnvironment: { PATH: process.env.PATH },
+      onWarning: (message) => warnings.push(message),
+    });
+    try {
+      const outcome = await run(
+        brokenLauncher,
+        `require("node:fs").writeFileSync(${JSON.stringify(marker)}, "ran")`,
+        { writable: [worktree], network: { internet: true, modelProxy: false } },
+      );
+      expect(outcome.signal).toBe("SIGKILL");
+      expect(existsSync(marker)).toBe(false);
+      expect(warnings).toEqual([
+        "a sandbox's network could not be set up; its process was stopped",
+      ]);
+    } finally {
+      await brokenLauncher.close();
+    }
+  });
+
   it("has no network at all when the profile allows none", async () => {
     const outcome = await run(launcher, connectScript(hostPort), {
       writable: [worktree],
@@ -437,6 +465,70 @@ describe("detectSandbox", () => {
   it("answers none on systems other than Linux", async () => {
     const capability = await detectSandbox("auto", { platform: "darwin" });
     expect(capability).toMatchObject({ kind: "none" });
+  });
+
+  describe.skipIf(!setup.available)("with bubblewrap and slirp4netns on PATH", () => {
+    const realBubblewrap = execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" });
+    const realSlirp = spawnSync("sh", ["-c", "command -v slirp4netns"], { encoding: "utf8" });
+    let directory: string;
+
+    beforeAll(() => {
+      directory = mkdtempSync(join(tmpdir(), "deckhand-detect-"));
+    });
+    afterAll(() => {
+      rmSync(directory, { recursive: true, force: true });
+    });
+
+    /** A PATH of wrappers that log each start and run the real program, or fail. */
+    function wrappers(name: string, bubblewrap: "works" | "fails", slirp: "works" | "fails") {
+      const bin = join(directory, name);
+      mkdirSync(bin);
+      const log = join(bin, "starts.log");
+      const wrapper = (program: string, real: string, works: boolean) => {
+        const body = works ? `exec ${real.trim()} "$@"` : 'echo "broken here" >&2; exit 1';
+        writeFileSync(join(bin, program), `#!/bin/sh\necho ${program} >> ${log}\n${body}\n`, {
+          mode: 0o755,
+        });
+      };
+      wrapper("bwrap", realBubblewrap, bubblewrap === "works");
+      wrapper("slirp4netns", realSlirp.stdout, slirp === "works");
+      const starts = () =>
+        existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : [];
+      return { path: bin, starts };
+    }
+
+    it.skipIf(realSlirp.status !== 0)(
+      "finds both working with one sandbox started, not one after another",
+      async () => {
+        const { path, starts } = wrappers("both", "works", "works");
+        const capability = await detectSandbox("auto", { path });
+        expect(capability).toEqual({
+          kind: "bubblewrap",
+          bubblewrap: join(path, "bwrap"),
+          slirp4netns: join(path, "slirp4netns"),
+          internetFallback: null,
+        });
+        expect(starts().filter((program) => program === "bwrap")).toEqual(["bwrap"]);
+      },
+    );
+
+    it("sandboxes with the machine's network when slirp4netns does not work", async () => {
+      const { path } = wrappers("no-slirp", "works", "fails");
+      const capability = await detectSandbox("auto", { path });
+      expect(capability).toMatchObject({ kind: "bubblewrap", slirp4netns: null });
+      expect(capability.kind === "bubblewrap" && capability.internetFallback).toMatch(
+        /^slirp4netns does not work here \(.*\), so steps with network share the machine's network/,
+      );
+    });
+
+    it("says bubblewrap is what cannot work when it fails, whatever slirp4netns does", async () => {
+      const { path } = wrappers("no-bwrap", "fails", "works");
+      const capability = await detectSandbox("auto", { path });
+      expect(capability.kind).toBe("none");
+      expect(capability.kind === "none" && capability.reason).toMatch(
+        /^bwrap cannot create a sandbox here \(broken here\)/,
+      );
+    });
   });
 });
 

@@ -74,14 +74,49 @@ function waitReady(slirp: ChildProcess, timeoutMs: number): Promise<void> {
 
 /**
  * Gives the sandbox `child` (started with `--unshare-net --info-fd --block-fd`) its network, then
- * lets it run. Throws SandboxError `network_failed` (the caller stops the sandbox, which never ran
- * its command).
+ * lets it run. Throws SandboxError `network_failed` after stopping the sandbox, which never ran
+ * its command.
  */
 export async function attachSlirpNetwork(
   child: ChildProcess,
   options: SlirpAttachOptions,
 ): Promise<SlirpNetwork> {
-  const pid = await readChildPid(child.stdio[options.infoFd] as Readable, options.timeoutMs);
+  let sandboxPid: number | null = null;
+  try {
+    sandboxPid = await readChildPid(child.stdio[options.infoFd] as Readable, options.timeoutMs);
+    return await connect(child, sandboxPid, options);
+  } catch (error) {
+    abandon(child, options.blockFd, sandboxPid);
+    throw error;
+  }
+}
+
+/**
+ * Kills the sandbox and lets go of the pipe it is blocked on: a child process reports `close`
+ * only when every pipe to it is closed, and this one, written to only to let the command start,
+ * would otherwise stay open, leaving whoever waits for `close` waiting forever (and the process
+ * in the sandbox blocked for good). The end of that pipe is what lets the command start, and
+ * bubblewrap's own death does not stop the process it started inside the namespace; so the pipe
+ * goes only once that process (the namespace's first, whose death ends every other in it) has
+ * been sent SIGKILL, which it cannot outrun. Without its pid the pipe stays open, as it was.
+ */
+function abandon(child: ChildProcess, blockFd: number, sandboxPid: number | null): void {
+  if (sandboxPid !== null) {
+    try {
+      process.kill(sandboxPid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  if (sandboxPid !== null) (child.stdio[blockFd] as Writable | null)?.destroy();
+}
+
+async function connect(
+  child: ChildProcess,
+  pid: number,
+  options: SlirpAttachOptions,
+): Promise<SlirpNetwork> {
   const slirp = spawn(
     options.slirp4netns,
     [
@@ -113,6 +148,9 @@ export async function attachSlirpNetwork(
   const block = child.stdio[options.blockFd] as Writable;
   block.on("error", () => {});
   block.end("1");
-  child.once("exit", stop);
+  // A sandbox that failed while its network was being set up has already exited: waiting for
+  // an exit that has come would leave slirp4netns running (its exit pipe is only closed here).
+  if (child.exitCode !== null || child.signalCode !== null) stop();
+  else child.once("exit", stop);
   return { stop };
 }
