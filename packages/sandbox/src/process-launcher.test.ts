@@ -319,6 +319,25 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     expect(seen.loopback).toBe("ECONNREFUSED");
   });
 
+  it("gives each of many sandboxes started at once its network", async (context) => {
+    if (capability.kind !== "bubblewrap" || capability.slirp4netns === null) context.skip();
+    // Batch steps start together; slirp4netns must not configure a namespace while bubblewrap
+    // still sets up its loopback (that failed about one start in three, with several at once).
+    const outcomes = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        run(
+          launcher,
+          `console.log(Object.keys(require("node:os").networkInterfaces()).sort().join(","));`,
+          { writable: [worktree], network: { internet: true, modelProxy: false } },
+        ),
+      ),
+    );
+    for (const outcome of outcomes) {
+      expect(outcome.stderr).toBe("");
+      expect(outcome.stdout.trim()).toBe("lo,tap0");
+    }
+  });
+
   it("reaches allowed hosts through its HTTP proxy and nothing else", async () => {
     const allowed = new ProcessLauncher({
       capability,

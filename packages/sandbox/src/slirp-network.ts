@@ -3,6 +3,7 @@
 // `--disable-host-loopback` keeps 10.0.2.2 from reaching the host's 127.0.0.1, so a step cannot
 // drive the Deckhand server or a database listening on loopback.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { SandboxError } from "./sandbox-error.ts";
 
@@ -112,11 +113,40 @@ function abandon(child: ChildProcess, blockFd: number, sandboxPid: number | null
   if (sandboxPid !== null) (child.stdio[blockFd] as Writable | null)?.destroy();
 }
 
+/**
+ * Waits until the sandbox's loopback is up. bubblewrap reports its child before that child has
+ * configured the namespace's loopback; slirp4netns configuring the namespace at the same time
+ * makes bubblewrap fail ("loopback: Failed RTM_NEWADDR") when several sandboxes start at once.
+ * The namespace's routing table names 127.0.0.1 once bubblewrap has brought `lo` up, which it
+ * does before it waits on the block pipe: the wait cannot deadlock. Reading the table needs no
+ * tool inside the sandbox; if it cannot be read, slirp4netns starts as before.
+ */
+async function loopbackReady(pid: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delayMs = 1; ; delayMs = Math.min(delayMs * 2, 20)) {
+    let table: string;
+    try {
+      table = await readFile(`/proc/${pid}/net/fib_trie`, "utf8");
+    } catch {
+      return;
+    }
+    if (table.includes("127.0.0.1")) return;
+    if (Date.now() > deadline) {
+      throw new SandboxError(
+        "network_failed",
+        `bubblewrap did not bring the sandbox's loopback up within ${timeoutMs} ms`,
+      );
+    }
+    await new Promise((resolveWait) => setTimeout(resolveWait, delayMs));
+  }
+}
+
 async function connect(
   child: ChildProcess,
   pid: number,
   options: SlirpAttachOptions,
 ): Promise<SlirpNetwork> {
+  await loopbackReady(pid, options.timeoutMs);
   const slirp = spawn(
     options.slirp4netns,
     [
