@@ -107,6 +107,28 @@ export {
   ErrorResponseSchema,
 } from "./errors.ts";
 export {
+  AppendExecutorJobEventsRequestSchema,
+  ClaimExecutorJobRequestSchema,
+  ClaimExecutorJobResponseSchema,
+  type CompleteExecutorJobRequest,
+  CompleteExecutorJobRequestSchema,
+  CreateExecutorTokenRequestSchema,
+  type CreateExecutorTokenResponse,
+  CreateExecutorTokenResponseSchema,
+  type ExecutorCachedStep,
+  ExecutorCachedStepSchema,
+  ExecutorIdSchema,
+  type ExecutorJob,
+  ExecutorJobSchema,
+  type ExecutorLease,
+  ExecutorLeaseSchema,
+  type ExecutorStepRecord,
+  type ExecutorToken,
+  ExecutorTokenSchema,
+  type HeartbeatExecutorJobsResponse,
+} from "./executor-api.ts";
+export { isExecutorApiPath } from "./executor-routes.ts";
+export {
   type DeleteFileRequest,
   DeleteFileRequestSchema,
   type DeleteFileResponse,

@@ -22,6 +22,7 @@ import {
 } from "./batch-api.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
+import { ExecutorPath, executorRoutes } from "./executor-routes.ts";
 import { ProcessOutputResponseSchema, SignalProcessResponseSchema } from "./process-api.ts";
 import {
   ProvidersConfigPatchSchema,
@@ -151,6 +152,7 @@ export const ServerPath = {
   batchChangeRefresh: `${api}/batch-changes/:name/refresh`,
   batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
   changesetEvents: `${api}/changesets/:changeset_id/events`,
+  ...ExecutorPath,
 } as const;
 
 /** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
@@ -725,6 +727,7 @@ export const serverRoutes = [
     success: { status: 200, schema: ChangesetEventListSchema, description: "the events" },
     errors: { 404: "no such changeset" },
   },
+  ...executorRoutes,
 ] as const satisfies readonly ServerRoute[];
 
 function openApiPath(path: string): string {
