@@ -17,6 +17,7 @@ import {
 import type { Hono } from "hono";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { EXECUTOR_OPERATIONS } from "./executor-routes.ts";
 import { type RouteHandler, serveRoute } from "./serve-route.ts";
 
 /** Routes served elsewhere: health in the app, the stream by the upgrade, providers by their router. */
@@ -31,6 +32,8 @@ const SERVED_ELSEWHERE = [
   "patchProvidersConfig",
   "refreshProviders",
   "getProviderDiagnostic",
+  // The executor API and executor tokens: executor-routes.ts.
+  ...EXECUTOR_OPERATIONS,
 ] as const satisfies readonly ServerOperationId[];
 
 /** The routes this module serves, by operation id. */

@@ -10,6 +10,7 @@ import {
   createBatchRunService,
   createRunEventHub,
   ExecutionEnvironment,
+  ExecutorJobs,
   startBatchWorker,
 } from "@deckhand/batches";
 import {
@@ -63,6 +64,7 @@ import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config
 import { createServerApp } from "./create-server-app.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
 import { EventStreamSocket } from "./event-stream-socket.ts";
+import { ExecutorTokenStore } from "./executor-tokens.ts";
 import { ServerError } from "./server-error.ts";
 import { serverPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -269,6 +271,7 @@ export async function startServer(
     const modelTokens = new DbModelTokenStore(database.db);
     const modelUsage = new DbUsageRecorder(database.db);
     const apiTokens = new ApiTokenStore(database.db);
+    const executorTokens = new ExecutorTokenStore(database.db);
     // The providers are made below (their snapshot looks projects up in the sessions); a
     // session's agent, model and mode are checked against the snapshot when they are chosen.
     let providerCatalog: ProviderService | null = null;
@@ -457,6 +460,16 @@ export async function startServer(
       requireAuth: config.requireAuth,
       sessions,
       apiTokens,
+      // Executors over HTTP: their jobs' abandoned runs are ended from their claims, since this
+      // server may run no batch worker of its own.
+      executors: {
+        tokens: executorTokens,
+        jobs: new ExecutorJobs({
+          database,
+          recover: () => batches.recoverAbandonedJobs(),
+          onError: (error) => logger.warn({ err: error }, "executor API: recovering jobs failed"),
+        }),
+      },
       providers,
       agentTurns,
       adminToken: config.adminToken,

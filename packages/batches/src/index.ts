@@ -38,6 +38,13 @@ export {
   ExecutionEnvironment,
   type ExecutionEnvironmentOptions,
 } from "./execution-environment.ts";
+export { ExecutorJobs, type ExecutorJobsOptions, executorName } from "./executor-jobs.ts";
+export {
+  type ExecutorApiClient,
+  type HttpExecutor,
+  type HttpExecutorOptions,
+  startHttpExecutor,
+} from "./http-executor.ts";
 export type { ChangesetHookName, HookRunInput, HookRunner } from "./publishing/changeset-hooks.ts";
 export {
   ChangesetPublisher,
@@ -65,6 +72,7 @@ export {
   type WorkspaceRepository,
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
+export { workspaceJobId } from "./run-store.ts";
 export { type RunWorkspaceOptions, runWorkspace } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";

@@ -39,9 +39,9 @@ export const ExecutorPath = {
 
 /** Why an executor route answers 409: the lease sent is not the job's current claim. */
 const STALE_LEASE =
-  "stale_lease: the lease no longer holds (the job was taken over, cancelled or settled); drop the job";
-/** Why an executor route answers 401 or 403 besides the usual. */
-const EXECUTOR_AUTH = "an executor token is needed (an admin or API token is not one)";
+  "the lease is not held by this executor (the job was taken over, cancelled or settled, or the lease is another executor's); drop the job";
+/** Why an executor route answers 401. */
+const EXECUTOR_AUTH = "no live executor token (an admin or API token is not one; a revoked one is refused)";
 
 export const executorRoutes = [
   {
@@ -96,7 +96,7 @@ export const executorRoutes = [
       schema: HeartbeatExecutorJobsResponseSchema,
       description: "one answer per lease",
     },
-    errors: { 400: "a bad field", 401: EXECUTOR_AUTH, 403: "a lease of another executor token" },
+    errors: { 400: "a bad field", 401: EXECUTOR_AUTH },
   },
   {
     operationId: "appendExecutorJobEvents",
@@ -108,7 +108,6 @@ export const executorRoutes = [
     errors: {
       400: "a bad field",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
       409: STALE_LEASE,
     },
   },
@@ -123,7 +122,6 @@ export const executorRoutes = [
     errors: {
       400: "a bad field",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
       409: STALE_LEASE,
     },
   },
@@ -138,7 +136,6 @@ export const executorRoutes = [
     errors: {
       400: "a bad field",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
       409: STALE_LEASE,
     },
   },
@@ -153,7 +150,6 @@ export const executorRoutes = [
     errors: {
       400: "a bad field",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
       409: STALE_LEASE,
     },
   },
@@ -167,7 +163,7 @@ export const executorRoutes = [
     errors: {
       400: "a bad field or a token of another job",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
+      409: STALE_LEASE,
     },
   },
   {
@@ -193,7 +189,6 @@ export const executorRoutes = [
     errors: {
       400: "a bad field",
       401: EXECUTOR_AUTH,
-      403: "a lease of another executor token",
       409: STALE_LEASE,
     },
   },
