@@ -22,8 +22,8 @@ import {
 } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type BatchServer,
   BatchRunStreamClient,
+  type BatchServer,
   databaseBackends,
   generateRepositories,
   startBatchServer,

@@ -2,15 +2,15 @@
 // server's executor API through the typed server client, and everything they report goes back
 // the same way; the executor holds no database credentials and mints no model tokens.
 import {
-  configuredRepositories,
   type BatchWorker,
+  configuredRepositories,
   type ExecutionEnvironment,
   type ExecutorConfig,
   type ModelProviderAccess,
   startHttpExecutor,
 } from "@deckhand/batches";
-import { createServerClient } from "@deckhand/server-client";
 import { redactSecrets } from "@deckhand/secrets";
+import { createServerClient } from "@deckhand/server-client";
 import type { Logger } from "pino";
 import type { ExecutorSettings } from "./executor-command.ts";
 

@@ -74,6 +74,9 @@ export interface ExecutorApiClient {
   putExecutorCachedStep: BodyCall<"putExecutorCachedStep">;
 }
 
+/** Most progress events sent in one request (the route takes up to 1,000). */
+const EVENTS_PER_REQUEST = 500;
+
 /** One claimed job while this executor runs it. */
 interface HeldJob {
   job: ExecutorJob;
@@ -120,27 +123,29 @@ class HttpJobStore implements WorkspaceJobStore {
   progress(): JobProgress {
     const client = this.#client;
     const lease = this.#lease;
-    let pending: BatchRunEvent[] = [];
-    let sending: Promise<void> = Promise.resolve();
-    const send = () => {
-      const events = pending;
-      pending = [];
-      if (events.length === 0) return sending;
-      sending = sending.then(() =>
-        client.appendExecutorJobEvents({ body: { lease, events } }).then(() => {}),
-      );
+    const pending: BatchRunEvent[] = [];
+    let sending: Promise<void> | null = null;
+    // Group commit over HTTP: events that arrive while a request is out go in the next one, so a
+    // chatty step costs one request at a time, not one per event.
+    const drain = (): Promise<void> => {
+      sending ??= (async () => {
+        try {
+          while (pending.length > 0) {
+            const events = pending.splice(0, EVENTS_PER_REQUEST);
+            await client.appendExecutorJobEvents({ body: { lease, events } });
+          }
+        } finally {
+          sending = null;
+        }
+      })();
       return sending;
     };
     return {
-      // Events gather while one request is out, and go in the next: a chatty step costs one
-      // request at a time, not one per event.
       append: async (event) => {
         pending.push(event);
-        await send();
+        await drain();
       },
-      flush: async () => {
-        await send();
-      },
+      flush: drain,
     };
   }
 

@@ -41,7 +41,8 @@ export const ExecutorPath = {
 const STALE_LEASE =
   "the lease is not held by this executor (the job was taken over, cancelled or settled, or the lease is another executor's); drop the job";
 /** Why an executor route answers 401. */
-const EXECUTOR_AUTH = "no live executor token (an admin or API token is not one; a revoked one is refused)";
+const EXECUTOR_AUTH =
+  "no live executor token (an admin or API token is not one; a revoked one is refused)";
 
 export const executorRoutes = [
   {
