@@ -3,7 +3,7 @@
 // API, the model proxy, the web UI) refuses it before anything runs, whatever the server's auth
 // setting; the executor API takes nothing but a live executor token, even on a loopback server.
 import { type ExecutorJobs, executorName, workspaceJobId } from "@deckhand/batches";
-import { bearerTokenOf, HttpError } from "@deckhand/http-kit";
+import { bearerTokenOf, discardBody, HttpError } from "@deckhand/http-kit";
 import {
   batchJobModelProviderAccess,
   type ModelTokenStore,
@@ -67,6 +67,9 @@ export function executorTokenScope(): MiddlewareHandler {
   return async (context, next) => {
     const presented = bearerTokenOf(context.req.header(WireHeader.authorization));
     if (presented?.startsWith(EXECUTOR_TOKEN_PREFIX) && !isExecutorApiPath(context.req.path)) {
+      // Read (within the body limit) before answering: an answer sent while the body is unread
+      // can reach the client as a connection reset instead.
+      await discardBody(context);
       throw new HttpError(
         401,
         "unauthorized",
@@ -83,6 +86,7 @@ function executorAuth(tokens: ExecutorTokenStore): MiddlewareHandler {
     const presented = bearerTokenOf(context.req.header(WireHeader.authorization));
     const id = presented === null ? null : await tokens.verify(presented);
     if (id === null) {
+      await discardBody(context);
       context.header("WWW-Authenticate", "Bearer");
       throw new HttpError(
         401,
