@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { type FlagTable, parseFlags } from "@deckhand/command-line";
 import { AGENT_DEFAULT_LISTEN, WireEnv } from "@deckhand/wire";
 import { type AgentConfigInput, AgentError } from "@deckhand/workspace-agent";
 
@@ -20,34 +20,21 @@ Options:
   -h, --help             show this help
 `;
 
+/** Each flag and the configuration setting it sets; `resolveAgentConfig` checks the values. */
+const AGENT_FLAGS = {
+  listen: { type: "string", setting: "listen" },
+  dir: { type: "string", setting: "dir" },
+  token: { type: "string", setting: "token" },
+  "allowed-hosts": { type: "string", setting: "allowedHosts" },
+  "max-processes": { type: "string", setting: "maxRunningProcesses" },
+  "log-level": { type: "string", setting: "logLevel" },
+} as const satisfies FlagTable<keyof AgentConfigInput>;
+
 /** Turns argv into configuration input; unknown flags are an AgentError naming them. */
 export function parseAgentArguments(argv: string[]): AgentConfigInput & { help: boolean } {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        listen: { type: "string" },
-        dir: { type: "string" },
-        token: { type: "string" },
-        "allowed-hosts": { type: "string" },
-        "max-processes": { type: "string" },
-        "log-level": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-    const input: Record<string, unknown> = {};
-    if (values.listen !== undefined) input.listen = values.listen;
-    if (values.dir !== undefined) input.dir = values.dir;
-    if (values.token !== undefined) input.token = values.token;
-    if (values["allowed-hosts"] !== undefined) input.allowedHosts = values["allowed-hosts"];
-    if (values["max-processes"] !== undefined) input.maxRunningProcesses = values["max-processes"];
-    if (values["log-level"] !== undefined) input.logLevel = values["log-level"];
-    return { ...(input as AgentConfigInput), help: values.help ?? false };
-  } catch (error) {
-    throw new AgentError("invalid_config", `${(error as Error).message}\n\n${agentUsage}`, {
-      cause: error,
-    });
-  }
+  const { settings, help } = parseFlags(argv, AGENT_FLAGS, {
+    usage: agentUsage,
+    invalid: (message, cause) => new AgentError("invalid_config", message, { cause }),
+  });
+  return { ...(settings as AgentConfigInput), help };
 }

@@ -36,10 +36,23 @@ Commands:
   workspaces <spec> list the workspaces a spec would run in, before anything runs
   preview <spec>    run a spec's steps in every workspace and show the changesets
   apply <spec>      run a spec and write its changesets as branches
+  rollout <name>    show a batch change's paced rollout: what waits, and when it goes out
   render <spec>     print the shell script a codingAgent step runs, secrets redacted
   schema            print the JSON Schema of batch specs, for editor completion
 
 Run "deckhand batch <command> --help" for a command's options.
+`;
+
+const rolloutUsage = `Usage: deckhand batch rollout <name> [options]
+
+Shows the rollout of the batch change <name> (its spec's name) on a running server: its pace
+(the spec's rollout: and the server's rollout windows), whether it is publishing, waiting or
+halted, and each pull request waiting to be opened with when it goes out.
+
+Options:
+  --server URL    the Deckhand server (default: http://127.0.0.1:7420, what "deckhand up" serves)
+  --token TOKEN   the server's API token (default: $${WireEnv.adminToken})
+  --json          print the API's answer as JSON
 `;
 
 const validateUsage = `Usage: deckhand batch validate <spec>
@@ -90,7 +103,8 @@ Options:
   --data-dir DIR           where config.json and the clone cache live (default:
                            $${WireEnv.serverDataDir}, else ~/.deckhand)
   --force-override-ignore  ignore .batchignore files
-  --runtime RUNTIME        the runtime the run will use, auto (default), local or container:
+  --runtime RUNTIME        the runtime the run will use, auto (default), local, container or
+                           kubernetes:
                            where a step runs is part of its cache key, so the cached steps
                            shown are those a run with that runtime would find
   --json                   print JSON lines even on a terminal
@@ -443,6 +457,16 @@ export async function runBatchCommand(
         return schema(rest, io);
       case "workspaces":
         return await workspaces(rest, io, io.env ?? process.env);
+      case "rollout": {
+        const { runRolloutCommand } = await import("./batch-rollout-command.ts");
+        const code = await runRolloutCommand(rest, {
+          stdout: io.stdout,
+          env: io.env ?? process.env,
+        });
+        if (code !== "help") return code;
+        io.stdout.write(rolloutUsage);
+        return 0;
+      }
       case "preview":
       case "apply": {
         // Loaded here: the run client and, without --server, the whole server.
@@ -485,6 +509,8 @@ function usageFor(command: string | undefined): string {
       return schemaUsage;
     case "workspaces":
       return workspacesUsage;
+    case "rollout":
+      return rolloutUsage;
     case "preview":
     case "apply":
       return batchRunUsage(command);

@@ -144,7 +144,7 @@ describe("parseBatchRunArguments", () => {
     expect(usageError([])).toBe("preview takes one spec file");
     expect(usageError(["a.yaml", "b.yaml"])).toBe("preview takes one spec file");
     expect(usageError(["s.yaml", "--runtime", "docker"])).toBe(
-      '--runtime must be auto, local or container, got "docker"',
+      '--runtime must be auto, local, container or kubernetes, got "docker"',
     );
     expect(usageError(["s.yaml", "-j", "0"])).toMatch(/^-j must be a number of workspaces/);
     expect(usageError(["s.yaml", "-j", "two"])).toMatch(/^-j must be a number of workspaces/);

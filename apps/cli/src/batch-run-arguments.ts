@@ -55,7 +55,9 @@ Options:
   --code-host DIR          a directory of repositories to search for this run (repeatable),
                            after the codeHosts of <data-dir>/config.json
   --runtime RUNTIME        auto (default: a container when the step names an image and Podman
-                           or Docker works, else this machine), local or container
+                           or Docker works, else this machine), local, container or kubernetes
+                           (each step that names an image as a Job in the cluster config.json's
+                           kubernetes names)
   -j, --parallelism N      run at most N workspaces at once (default: the number of CPUs)
   --timeout DURATION       each workspace's time limit, e.g. 30m, 2h or 90s (default 60m)
   --clear-cache            run every step, ignoring and replacing cached results
@@ -107,12 +109,12 @@ export function parseDuration(text: string): number | null {
   return Number.isFinite(total) ? Math.round(total) : null;
 }
 
-/** `--runtime`: auto, local or container (undefined when not given). */
+/** `--runtime`: auto, local, container or kubernetes (undefined when not given). */
 export function runtimeOf(text: string | undefined): BatchRuntimeChoice | undefined {
   if (text === undefined) return undefined;
   const parsed = BatchRuntimeChoiceSchema.safeParse(text);
   if (!parsed.success) {
-    throw new UsageError(`--runtime must be auto, local or container, got "${text}"`);
+    throw new UsageError(`--runtime must be auto, local, container or kubernetes, got "${text}"`);
   }
   return parsed.data;
 }

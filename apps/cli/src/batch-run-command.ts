@@ -3,6 +3,7 @@
 // to its end and shown; the work itself is @deckhand/batches', behind the server.
 import { readFileSync } from "node:fs";
 import { errorMessage } from "@deckhand/errors";
+import { createServerClient, ServerApiError, type ServerClient } from "@deckhand/server-client";
 import type { BatchRun, BatchRunAction, CreateBatchRunRequest } from "@deckhand/wire";
 import {
   type BatchRunArguments,
@@ -10,7 +11,7 @@ import {
   parseBatchRunArguments,
   specDirectoryOf,
 } from "./batch-run-arguments.ts";
-import { BatchApiError, BatchRunClient } from "./batch-run-client.ts";
+import { BatchRunFollower, RunStreamLostError } from "./batch-run-follow.ts";
 import { RunProgress, type RunSummary, runErrorText } from "./batch-run-output.ts";
 import { JsonLinesView, type RunView, TerminalView, type ViewOutput } from "./batch-run-view.ts";
 import {
@@ -18,6 +19,7 @@ import {
   EmbeddedServerConfigError,
   startEmbeddedServer,
 } from "./embedded-server.ts";
+import { runSpendLine } from "./spend-output.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
 
 export type StopSignal = "SIGINT" | "SIGTERM";
@@ -35,6 +37,27 @@ export interface BatchRunIo {
 const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143 };
 /** How long a cancelled run has to report its end before the command stops waiting. */
 const CANCEL_WAIT_MS = 15_000;
+/** How often the run's model spend is read while it runs. */
+const SPEND_POLL_MS = 5_000;
+
+/**
+ * Reads the run's spend now and every few seconds into the view; stopping reads it once more.
+ * A server without the spend route (an older one) just shows none.
+ */
+function followSpend(client: ServerClient, runId: string, view: RunView): () => Promise<void> {
+  const read = () =>
+    client.getBatchRunSpend({ params: { batch_run_id: runId } }).then(
+      (report) => view.spend(runSpendLine(report)),
+      () => {},
+    );
+  void read();
+  const timer = setInterval(() => void read(), SPEND_POLL_MS);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await read();
+  };
+}
 
 /** Signals of this process; a third one exits at once, however far the cancel got. */
 export function processSignals(handler: (signal: StopSignal) => void): () => void {
@@ -65,16 +88,23 @@ class CommandError extends Error {}
 
 /** Where the run's API is, and how to let it go afterwards. */
 interface Target {
-  client: BatchRunClient;
+  client: ServerClient;
+  follower: BatchRunFollower;
   /** For messages: where checkouts are kept with --keep-logs, say. */
   dataDir: string | null;
   close(): Promise<void>;
 }
 
+/** The client of a server and the follower of its runs' streams. */
+function reach(baseUrl: string, token: string | null): Pick<Target, "client" | "follower"> {
+  const client = createServerClient({ baseUrl, token });
+  return { client, follower: new BatchRunFollower({ client, token }) };
+}
+
 async function connect(parsed: BatchRunArguments, io: BatchRunIo): Promise<Target> {
   if (parsed.target.kind === "server") {
     return {
-      client: new BatchRunClient(parsed.target.url, parsed.target.token),
+      ...reach(parsed.target.url, parsed.target.token),
       dataDir: null,
       close: async () => {},
     };
@@ -87,7 +117,7 @@ async function connect(parsed: BatchRunArguments, io: BatchRunIo): Promise<Targe
       cwd: io.cwd,
     });
     return {
-      client: new BatchRunClient(server.url, server.token),
+      ...reach(server.url, server.token),
       dataDir: server.dataDir,
       close: () => server.close(),
     };
@@ -103,7 +133,7 @@ async function connect(parsed: BatchRunArguments, io: BatchRunIo): Promise<Targe
 }
 
 /** Turns the server's refusal into what the person at the terminal should read. */
-function explain(error: BatchApiError, parsed: BatchRunArguments, io: BatchRunIo): string {
+function explain(error: ServerApiError, parsed: BatchRunArguments, io: BatchRunIo): string {
   if (error.status === 0 && error.code === "unreachable") {
     return `${error.message}; start it with "deckhand up", or leave out --server to run the spec in this process`;
   }
@@ -140,13 +170,13 @@ export async function runBatchRunCommand(
   let startedAt = now();
   // Set from signal handlers, so kept in an object TypeScript does not narrow.
   const state: { interrupted: StopSignal | null } = { interrupted: null };
-  let client: BatchRunClient | null = null;
+  let client: ServerClient | null = null;
   let run: BatchRun | null = null;
   let view: RunView | null = null;
   const stopWaiting = new AbortController();
   const cancel = () => {
     if (client === null || run === null) return;
-    client.cancelRun(run.id).catch((error: unknown) => {
+    client.cancelBatchRun({ params: { batch_run_id: run.id } }).catch((error: unknown) => {
       io.stderr.write(`deckhand batch ${action}: cancelling failed: ${errorMessage(error)}\n`);
       stopWaiting.abort();
     });
@@ -178,7 +208,7 @@ export async function runBatchRunCommand(
       action,
       options: parsed.options,
     };
-    run = await client.createRun(request);
+    run = await client.createBatchRun({ body: request });
     // The run's own time, without starting a server in this process.
     startedAt = now();
     view =
@@ -196,8 +226,9 @@ export async function runBatchRunCommand(
     if (state.interrupted !== null) cancel();
     const progress = new RunProgress();
     const shown = view;
+    const stopSpend = followSpend(client, run.id, shown);
     try {
-      await client.follow(run.id, {
+      await target.follower.follow(run.id, {
         signal: stopWaiting.signal,
         onEvent: (event) => {
           progress.apply(event.event);
@@ -205,9 +236,11 @@ export async function runBatchRunCommand(
         },
       });
     } catch (error) {
+      await stopSpend();
       shown.stop();
       throw error;
     }
+    await stopSpend();
     const finished = progress.finished;
     const summary: RunSummary =
       finished !== null
@@ -217,8 +250,12 @@ export async function runBatchRunCommand(
       summary.applied = progress.applied.length;
       summary.apply_failed = progress.applyFailed.length;
     }
+    const runId = run.id;
     const changesets = shown.wantsChangesets
-      ? await client.listChangesets(run.id).catch(() => undefined)
+      ? await client
+          .listBatchRunChangesets({ params: { batch_run_id: runId } })
+          .then((answer) => answer.changesets)
+          .catch(() => undefined)
       : undefined;
     shown.finished({
       summary,
@@ -239,8 +276,9 @@ export async function runBatchRunCommand(
   } catch (error) {
     view?.stop();
     if (state.interrupted !== null && run === null) return SIGNAL_EXIT[state.interrupted];
-    if (error instanceof BatchApiError) {
-      io.stderr.write(`deckhand batch ${action}: ${explain(error, parsed, io)}\n`);
+    if (error instanceof ServerApiError || error instanceof RunStreamLostError) {
+      const message = error instanceof ServerApiError ? explain(error, parsed, io) : error.message;
+      io.stderr.write(`deckhand batch ${action}: ${message}\n`);
       return state.interrupted !== null ? SIGNAL_EXIT[state.interrupted] : 1;
     }
     if (error instanceof CommandError) {

@@ -476,6 +476,67 @@ describe("the terminal view", () => {
   });
 });
 
+describe("the terminal view of a paced, budgeted run", () => {
+  it("shows the run's spend under its progress, and says which pull requests the rollout opens later", () => {
+    vi.useFakeTimers();
+    const stdout = { ...sink(), isTTY: true, columns: 120, rows: 30 };
+    const stderr = sink();
+    const view = new TerminalView({
+      stdout,
+      stderr,
+      title: "apply spec.yaml",
+      action: "apply",
+      now: () => 0,
+    });
+    view.started(run);
+    view.spend("model spend: 1.3M tokens of 2M tokens");
+    vi.advanceTimersByTime(100);
+    expect(stdout.chunks.at(-1)).toBe(
+      "\x1b[1F\x1b[Japply spec.yaml: 0/0 done · 0 running · 0 failed · 0 cached · 0:00\n  model spend: 1.3M tokens of 2M tokens\n",
+    );
+    for (const event of stored([
+      {
+        type: "changeset_scheduled",
+        repository: "github.com/acme/api",
+        branch: "batch/hello",
+        at: "2030-06-03T11:00:00.000Z",
+        waiting_for: "hourly_limit",
+      },
+      {
+        type: "changeset_scheduled",
+        repository: "github.com/acme/web",
+        branch: "batch/hello",
+        at: null,
+        waiting_for: "canary",
+      },
+    ])) {
+      view.event(event);
+    }
+    const before = stdout.chunks.length;
+    view.finished({
+      summary: {
+        workspaces: 2,
+        changesets: 2,
+        steps_run: 2,
+        steps_cached: 0,
+        failed: 0,
+        status: "completed",
+        applied: 2,
+        apply_failed: 0,
+      },
+      error: null,
+      elapsedMs: 1_000,
+    });
+    expect(stdout.chunks.slice(before)).toEqual([
+      "\x1b[2F\x1b[J\x1b[?25h",
+      "model spend: 1.3M tokens of 2M tokens\n",
+      `2 pull requests wait for the batch change's paced rollout; "deckhand batch rollout ${run.name}" says when each goes out\n`,
+      "Done: 2 workspaces (0 failed) · 2 changesets · 2 steps run, 0 cached · 2 applied in 0:01\n",
+    ]);
+    vi.useRealTimers();
+  });
+});
+
 describe("changesetTable and summaryText", () => {
   it("list a preview's changesets without an APPLIED column", () => {
     const preview = {

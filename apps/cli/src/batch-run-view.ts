@@ -38,6 +38,8 @@ export interface RunView {
   event(event: StoredBatchRunEvent): void;
   /** Something for the person at the terminal (cancelling, say). */
   note(text: string): void;
+  /** The run's model spend in a line (spend-output.ts), shown under its progress; null: none. */
+  spend(line: string | null): void;
   finished(result: RunResult): void;
   /** Stops redrawing and gives the terminal its cursor back; safe to call twice. */
   stop(): void;
@@ -66,6 +68,9 @@ export class JsonLinesView implements RunView {
   note(text: string): void {
     this.#stderr.write(`${text}\n`);
   }
+
+  /** JSON readers ask the API for spend (`GET /api/batch-runs/:id/spend`). */
+  spend(): void {}
 
   finished(result: RunResult): void {
     this.#stdout.write(jsonLine(summaryLine(result.summary)));
@@ -101,6 +106,10 @@ export class TerminalView implements RunView {
   readonly #startedAt: number;
   readonly #fallbackNoted = new Set<number>();
   #drawnLines = 0;
+  #spendLine: string | null = null;
+  /** Pull requests the batch change's paced rollout opens later, and the batch change. */
+  #scheduled = 0;
+  #batchChange = "";
   #timer: NodeJS.Timeout | null = null;
   #pending: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -117,6 +126,7 @@ export class TerminalView implements RunView {
   }
 
   started(run: BatchRun): void {
+    this.#batchChange = run.name;
     for (const message of run.warnings) this.#options.stderr.write(`warning: ${message}\n`);
     this.#options.stdout.write(HIDE_CURSOR);
     // An exit that skips stop() (a third Ctrl-C) must not leave the terminal without a cursor.
@@ -128,6 +138,7 @@ export class TerminalView implements RunView {
   event(stored: StoredBatchRunEvent): void {
     const event = stored.event;
     this.#progress.apply(event);
+    if (event.type === "changeset_scheduled") this.#scheduled += 1;
     // Cancelled workspaces are counted, not listed: a cancel (Ctrl-C, --fail-fast) says why.
     if (
       event.type === "workspace_finished" &&
@@ -154,9 +165,15 @@ export class TerminalView implements RunView {
     this.#above(text);
   }
 
+  spend(line: string | null): void {
+    this.#spendLine = line;
+    this.#schedule();
+  }
+
   finished(result: RunResult): void {
     this.stop();
     const out = this.#options.stdout;
+    if (this.#spendLine !== null) out.write(`${fitLine(this.#spendLine, this.#columns)}\n`);
     const changesets = result.changesets ?? [];
     if (changesets.length > 0) {
       for (const line of changesetTable(changesets, this.#options.action)) {
@@ -171,6 +188,11 @@ export class TerminalView implements RunView {
       }
     }
     if (result.error !== null) this.#options.stderr.write(`error: ${result.error}\n`);
+    if (this.#scheduled > 0) {
+      out.write(
+        `${this.#scheduled} pull request${this.#scheduled === 1 ? " waits" : "s wait"} for the batch change's paced rollout; "deckhand batch rollout ${this.#batchChange}" says when each goes out\n`,
+      );
+    }
     out.write(`${summaryText(result.summary, result.elapsedMs)}\n`);
   }
 
@@ -214,6 +236,8 @@ export class TerminalView implements RunView {
       columns: this.#columns,
       maxLines: Math.max(3, Math.min(20, (this.#options.stdout.rows || 24) - 4)),
     });
+    if (this.#spendLine !== null)
+      lines.splice(1, 0, fitLine(`  ${this.#spendLine}`, this.#columns));
     this.#options.stdout.write(
       `${erase(this.#drawnLines)}${lines.map((line) => `${line}\n`).join("")}`,
     );

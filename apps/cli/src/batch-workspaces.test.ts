@@ -210,7 +210,9 @@ changesetTemplate:
   it("takes the runtime the run will use, since where a step runs is part of its cache key", async () => {
     const result = await run(["spec.yaml", ...hostOptions(), "--runtime", "nowhere"], "name: x\n");
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('--runtime must be auto, local or container, got "nowhere"');
+    expect(result.stderr).toContain(
+      '--runtime must be auto, local, container or kubernetes, got "nowhere"',
+    );
     const local = await run(
       ["spec.yaml", ...hostOptions(), "--runtime", "local"],
       "name: demo\non:\n  - repository: github.com/acme/docs\n",

@@ -5,7 +5,6 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatchesError } from "@deckhand/batches";
-import { sandboxSettings } from "@deckhand/sandbox";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { WireEnv } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -190,6 +189,11 @@ describe("deckhand executor arguments", () => {
         },
         providersConfig: "agents/providers.json",
         agentStartTimeouts: { initializeSeconds: 120, providers: { qwen: { sessionSeconds: 30 } } },
+        // A run whose budget is spent starts no more workspaces on an executor either, and its
+        // rollout turns keep to the server's windows.
+        modelBudgets: { run: { tokens: 2_000_000 } },
+        modelPrices: { currency: "EUR", models: { "gpt-5*": { input: 1, output: 8 } } },
+        batchChanges: { rolloutWindows: [{ rate: "10/hour", timezone: "Europe/Berlin" }] },
       }),
     );
     const parsed = await parseExecutorArguments(
@@ -205,13 +209,48 @@ describe("deckhand executor arguments", () => {
       codeHostConnections: [],
       changesetTrackingIntervalMs: 300_000,
       codingAgent: {},
-      // No sandbox key: the server's default.
-      sandbox: sandboxSettings(undefined),
       // What acp steps need to start the server's providers as its sessions do.
       providersConfigPath: join(dataDir, "agents", "providers.json"),
       agentStartTimeouts: { initializeMs: 120_000, providers: { qwen: { sessionMs: 30_000 } } },
       modelUpstreams: { deckhand: { models: [] }, opencode: { models: ["gpt-5-mini"] } },
+      modelBudgets: { run: { tokens: 2_000_000 } },
+      modelPrices: { currency: "EUR", models: { "gpt-5*": { input: 1, output: 8 } } },
+      rolloutWindows: [{ rate: "10/hour", timezone: "Europe/Berlin" }],
+      // Steps and hooks run in the server's sandbox, configured the same way.
+      sandbox: { mode: "auto", allowHosts: [], stepNetwork: "full", hide: [], writable: [] },
+      kubernetes: null,
     });
+    // The cluster of `kubernetes` runs, and a located error for a bad one.
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: { namespace: "steps", workVolume: { claimName: "data", mountPath: "/data" } },
+      }),
+    );
+    const withCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    );
+    expect(withCluster === "help" ? null : withCluster.config.kubernetes).toEqual({
+      namespace: "steps",
+      workVolume: { claimName: "data", mountPath: "/data" },
+    });
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        kubernetes: {
+          workVolume: { claimName: "data", mountPath: "/data" },
+          resources: { limits: { memory: "lots" } },
+        },
+      }),
+    );
+    const badCluster = await parseExecutorArguments(
+      ["--database-url", URL_A, "--data-dir", dataDir],
+      io(),
+    ).catch((caught: unknown) => caught);
+    expect((badCluster as Error).message).toMatch(
+      /config\.json: kubernetes\.resources\.limits\.memory: must be a Kubernetes quantity such as 500m/,
+    );
     writeFileSync(join(dataDir, "config.json"), JSON.stringify({ codeHosts: [{ type: "svn" }] }));
     const error = await parseExecutorArguments(
       ["--database-url", URL_A, "--data-dir", dataDir],

@@ -14,6 +14,7 @@ import {
   batchDirectories,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   ExecutionEnvironment,
   type ExecutorConfig,
   type ModelProviderAccess,
@@ -399,13 +400,15 @@ export async function runExecutorCommand(
       outerEnvironment: io.environment,
       launcher,
       codingAgent: config.codingAgent,
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
       acpAgents: {
         providers,
         proxied: (agentType) => modelProvider !== undefined && agentType in config.modelUpstreams,
       },
       ...(modelProvider !== undefined ? { modelProvider } : {}),
     });
-  let database: DbHandle | null = null;
+  // Set by the database executor only; typed wide, as a closure assigns it.
+  let database = null as DbHandle | null;
   let worker: BatchWorker;
   // Settles when the server refuses this executor's token (revoked): it cannot go on.
   let refused: Promise<unknown> = new Promise(() => {});
@@ -416,8 +419,16 @@ export async function runExecutorCommand(
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
     });
+    // Runs whose model budget is spent start no more workspaces here either.
+    const { spend } = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
     const service = createBatchRunService({
       database,
+      spend,
       codeHosts: () => config.codeHosts,
       environment: executionEnvironment(
         settings.serverUrl !== null
@@ -433,6 +444,7 @@ export async function runExecutorCommand(
         connections: () => config.codeHostConnections,
         environment: io.environment,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },

@@ -126,6 +126,8 @@ describe("deckhand providers", () => {
       "claude      not_installed -           Claude Code",
       "    claude-agent-acp was not found on PATH",
       "",
+      "sandbox: bubblewrap",
+      "",
     ]);
     expect(result.stderr).toBe("/data/providers.json: providers.x: entry ignored\n");
     expect(server.requests[0]!.url).toBe(
@@ -181,7 +183,14 @@ describe("deckhand providers", () => {
       // Not there before the patch; the refresh after it shows it.
       {
         "GET /snapshot": () =>
-          new Response(JSON.stringify({ providers: [], diagnostics: [] }), { status: 200 }),
+          new Response(
+            JSON.stringify({
+              providers: [],
+              diagnostics: [],
+              sandbox: { kind: "bubblewrap", reason: null },
+            }),
+            { status: 200 },
+          ),
       },
     );
     const result = await run(
@@ -247,6 +256,6 @@ describe("deckhand providers", () => {
     const odd = fakeServer(snapshot, {
       "GET /snapshot": () => new Response("<html>", { status: 200 }),
     });
-    expect((await run(["list"], odd)).stderr).toContain("not a providers API response");
+    expect((await run(["list"], odd)).stderr).toContain("not a Deckhand API answer");
   });
 });

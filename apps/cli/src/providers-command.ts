@@ -1,15 +1,12 @@
 import { parseArgs } from "node:util";
 import { SERVER_DEFAULT_LISTEN } from "@deckhand/server-app";
+import { createServerClient, ServerApiError, type ServerClient } from "@deckhand/server-client";
 import {
-  ErrorResponseSchema,
   type ProviderEntry,
-  ProvidersConfigResponseSchema,
+  type ProvidersConfigPatch,
   type ProvidersDiagnostic,
   type ProvidersSnapshot,
-  ProvidersSnapshotSchema,
   WireEnv,
-  WireHeader,
-  WirePath,
 } from "@deckhand/wire";
 
 /**
@@ -47,8 +44,8 @@ Providers live in <data-dir>/providers.json; see docs/providers.md.
 
 class UsageError extends Error {}
 
-/** The server refused, or the command could not do what was asked: exit 1 with the message. */
-class ServerAnswerError extends Error {}
+/** The command could not do what was asked: exit 1 with the message. */
+class CommandError extends Error {}
 
 interface Options {
   server: string;
@@ -103,103 +100,51 @@ function parse(argv: string[], io: ProvidersCommandIo): Options {
   };
 }
 
-/** Talks to the server's providers API, validating every answer. */
+/** The server's providers API, through the server client (which checks every answer). */
 class ProvidersApi {
-  private readonly options: Options;
-  private readonly io: ProvidersCommandIo;
+  private readonly client: ServerClient;
 
   constructor(options: Options, io: ProvidersCommandIo) {
-    this.options = options;
-    this.io = io;
-  }
-
-  private url(path: string): string {
-    return `${this.options.server}${WirePath.serverApi}/providers${path}`;
-  }
-
-  private async send(
-    path: string,
-    init: RequestInit = {},
-  ): Promise<{ response: Response; body: unknown }> {
-    const headers = new Headers(init.headers);
-    const token = this.io.env[WireEnv.adminToken];
-    if (token) headers.set(WireHeader.authorization, `Bearer ${token}`);
-    let response: Response;
-    try {
-      response = await this.io.fetch(this.url(path), { ...init, headers });
-    } catch (error) {
-      const cause =
-        (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-      throw new ServerAnswerError(
-        `cannot reach the Deckhand server at ${this.options.server} (${cause}); start it with "deckhand up", or pass --server`,
-      );
-    }
-    const text = await response.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = text;
-    }
-    if (!response.ok) {
-      const error = ErrorResponseSchema.safeParse(body);
-      const detail = error.success ? error.data.error.message : `HTTP ${response.status}`;
-      const hint =
-        response.status === 401 ? `; set ${WireEnv.adminToken} to the server's admin token` : "";
-      throw new ServerAnswerError(`${detail}${hint}`);
-    }
-    return { response, body };
-  }
-
-  async snapshot(refresh?: { ids: string[] }): Promise<ProvidersSnapshot> {
-    const { body } = refresh
-      ? await this.send("/refresh", {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({
-            ...(refresh.ids.length > 0 ? { ids: refresh.ids } : {}),
-            force: true,
-          }),
-        })
-      : await this.send("/snapshot");
-    return this.expect(ProvidersSnapshotSchema, body);
-  }
-
-  async config() {
-    const { body } = await this.send("/config");
-    return this.expect(ProvidersConfigResponseSchema, body);
-  }
-
-  async patch(patch: unknown, ifMatch?: string) {
-    const { body } = await this.send("/config", {
-      method: "PATCH",
-      headers: {
-        "Content-Type": "application/merge-patch+json",
-        ...(ifMatch ? { "If-Match": ifMatch } : {}),
-      },
-      body: JSON.stringify(patch),
+    this.client = createServerClient({
+      baseUrl: options.server,
+      token: io.env[WireEnv.adminToken] ?? null,
+      fetch: io.fetch,
     });
-    return this.expect(ProvidersConfigResponseSchema, body);
+  }
+
+  snapshot(refresh?: { ids: string[] }): Promise<ProvidersSnapshot> {
+    if (refresh === undefined) return this.client.getProvidersSnapshot();
+    return this.client.refreshProviders({
+      body: { ...(refresh.ids.length > 0 ? { ids: refresh.ids } : {}), force: true },
+    });
+  }
+
+  config() {
+    return this.client.getProvidersConfig();
+  }
+
+  patch(patch: ProvidersConfigPatch, ifMatch?: string) {
+    return this.client.patchProvidersConfig(
+      { body: patch },
+      ifMatch ? { headers: { "If-Match": ifMatch } } : {},
+    );
   }
 
   /** The provider's diagnostic: plain text for a human. */
-  async diagnostic(id: string): Promise<string> {
-    const { body } = await this.send(`/${encodeURIComponent(id)}/diagnostic`);
-    return typeof body === "string" ? body : JSON.stringify(body);
+  diagnostic(id: string): Promise<string> {
+    return this.client.getProviderDiagnostic({ params: { provider_id: id } });
   }
+}
 
-  private expect<T>(
-    schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } },
-    body: unknown,
-  ): T {
-    const parsed = schema.safeParse(body);
-    if (!parsed.success) {
-      throw new ServerAnswerError(
-        `the server at ${this.options.server} answered something that is not a providers API response; is it a Deckhand server of the same version?`,
-      );
-    }
-    return parsed.data;
+/** What the person at the terminal reads for a failed call, with what to do next. */
+function explainFailure(error: ServerApiError): string {
+  if (error.code === "unreachable") {
+    return `${error.message}; start it with "deckhand up", or pass --server`;
   }
+  if (error.status === 401) {
+    return `${error.message}; set ${WireEnv.adminToken} to the server's admin token`;
+  }
+  return error.message;
 }
 
 function pad(text: string, width: number): string {
@@ -330,7 +275,7 @@ async function add(api: ProvidersApi, options: Options, io: ProvidersCommandIo) 
   const existing = isObject(section) ? section[id] : undefined;
   if ((before !== undefined || existing !== undefined) && !options.force) {
     const what = before?.builtin ? "a built-in provider" : "a provider";
-    throw new ServerAnswerError(
+    throw new CommandError(
       `${what} "${id}" exists already; pass --force to replace its command, label and env, or choose another id`,
     );
   }
@@ -395,8 +340,9 @@ export async function runProvidersCommand(
       io.stderr.write(`deckhand providers: ${error.message}\n\n${providersUsage}`);
       return 2;
     }
-    if (error instanceof ServerAnswerError) {
-      io.stderr.write(`deckhand providers ${command}: ${error.message}\n`);
+    if (error instanceof CommandError || error instanceof ServerApiError) {
+      const message = error instanceof ServerApiError ? explainFailure(error) : error.message;
+      io.stderr.write(`deckhand providers ${command}: ${message}\n`);
       return 1;
     }
     throw error;

@@ -1,13 +1,19 @@
-import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
+import type { BatchRunService, BatchSpend, ChangesetPublisher } from "@deckhand/batches";
 import { type CodeHostConnection, describeConnection } from "@deckhand/code-hosts";
 import { HttpError } from "@deckhand/http-kit";
 import {
   describeUpstreams,
   jobUsageReport,
+  type ModelBudgets,
   sessionUsageReport,
   type UpstreamConfig,
 } from "@deckhand/model-proxy";
-import type { AgentTurns, SessionProcesses, SessionService } from "@deckhand/sessions";
+import type {
+  AgentTurns,
+  SessionBudgetScopes,
+  SessionProcesses,
+  SessionService,
+} from "@deckhand/sessions";
 import {
   type ServerOperationId,
   type ServerRouteEntry,
@@ -45,12 +51,21 @@ type HandledOperationId = Exclude<ServerOperationId, (typeof SERVED_ELSEWHERE)[n
  */
 type RouteHandlers = { [Id in HandledOperationId]: RouteHandler<ServerRouteOf<Id>> };
 
+/** The model budgets and the scopes of batch runs and sessions they count against. */
+export interface ServerSpend {
+  budgets: ModelBudgets;
+  batches: BatchSpend;
+  sessions: SessionBudgetScopes;
+}
+
 export interface ApiRouteServices {
   sessions: SessionService;
   /** Runs agent turns; absent when this process runs none (cancel and answers still go out). */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool">;
   apiTokens: ApiTokenStore;
   usage: Pick<DbUsageRecorder, "forJob" | "forJobs">;
+  /** Model spend against budgets; absent in some tests. */
+  spend?: ServerSpend;
   /** The model proxy's upstreams by agent type, for the read-only view (never their keys). */
   modelUpstreams: Record<string, UpstreamConfig>;
   /** Where changesets are published, for the read-only view (never their tokens). */
@@ -93,7 +108,35 @@ function handlers(services: ApiRouteServices): RouteHandlers {
     }
     return services.publishing;
   };
+  const spend = () => {
+    if (services.spend === undefined) {
+      throw new HttpError(503, "internal", "model budgets are not set up in this server");
+    }
+    return services.spend;
+  };
   return {
+    getBatchChangeRollout: ({ params }) => publishing().rollout(params.name),
+    getBatchRunSpend: ({ params }) => spend().batches.runSpend(params.batch_run_id),
+    getSessionSpend: async ({ params }) => {
+      await sessions.getSession(params.session_id);
+      const { budgets, sessions: scopes } = spend();
+      const scope = budgets.withServerLimit(await scopes.sessionScope(params.session_id));
+      return {
+        session_id: params.session_id,
+        session: await budgets.status(scope),
+        day: await budgets.status(budgets.dayScope()),
+        currency: budgets.ledger.prices.currency,
+      };
+    },
+    getBudgets: async () => {
+      const { budgets } = spend();
+      return {
+        limits: budgets.limits(),
+        day: await budgets.status(budgets.dayScope()),
+        currency: budgets.ledger.prices.currency,
+        priced_models: budgets.ledger.prices.models(),
+      };
+    },
     listBatchChanges: async () => ({ batch_changes: await batches.listBatchChanges() }),
     getBatchChange: ({ params }) => publishing().getBatchChange(params.name),
     refreshBatchChange: async ({ params }) => {

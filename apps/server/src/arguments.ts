@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { type FlagTable, parseFlags } from "@deckhand/command-line";
 import {
   ADMIN_TOKEN_ENV,
   DATA_DIR_ENV,
@@ -35,36 +35,22 @@ Options:
   -h, --help             show this help
 `;
 
+/** Each flag and the setting it sets; `resolveServerConfig` checks the values. */
+const SERVER_FLAGS = {
+  listen: { type: "string", setting: "listen" },
+  "public-url": { type: "string", setting: "publicUrl" },
+  "data-dir": { type: "string", setting: "dataDir" },
+  "database-url": { type: "string", setting: "databaseUrl" },
+  "no-agent": { type: "boolean", setting: "workspaceAgent", value: false },
+  "log-level": { type: "string", setting: "logLevel" },
+  "reset-admin-token": { type: "boolean", setting: "resetAdminToken", value: true },
+} as const satisfies FlagTable<keyof ServerFlags>;
+
 /** Turns argv into flags; unknown flags are a ServerError naming them. */
 export function parseServerArguments(argv: string[]): ServerFlags & { help: boolean } {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        listen: { type: "string" },
-        "public-url": { type: "string" },
-        "data-dir": { type: "string" },
-        "database-url": { type: "string" },
-        "no-agent": { type: "boolean" },
-        "log-level": { type: "string" },
-        "reset-admin-token": { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-    const flags: Record<string, unknown> = {};
-    if (values.listen !== undefined) flags.listen = values.listen;
-    if (values["public-url"] !== undefined) flags.publicUrl = values["public-url"];
-    if (values["data-dir"] !== undefined) flags.dataDir = values["data-dir"];
-    if (values["database-url"] !== undefined) flags.databaseUrl = values["database-url"];
-    if (values["no-agent"]) flags.workspaceAgent = false;
-    if (values["log-level"] !== undefined) flags.logLevel = values["log-level"];
-    if (values["reset-admin-token"]) flags.resetAdminToken = true;
-    return { ...(flags as ServerFlags), help: values.help ?? false };
-  } catch (error) {
-    throw new ServerError("invalid_config", `${(error as Error).message}\n\n${serverUsage}`, {
-      cause: error,
-    });
-  }
+  const { settings, help } = parseFlags(argv, SERVER_FLAGS, {
+    usage: serverUsage,
+    invalid: (message, cause) => new ServerError("invalid_config", message, { cause }),
+  });
+  return { ...(settings as ServerFlags), help };
 }

@@ -54,6 +54,27 @@ describe("resolveServerConfig", () => {
     });
   });
 
+  it("reads the kubernetes section, and names the field of a bad one", () => {
+    const kubernetes = {
+      namespace: "steps",
+      workVolume: { claimName: "executor-data", mountPath: "/data" },
+      resources: { limits: { memory: "2Gi" } },
+    };
+    expect(
+      resolveServerConfig({ dataDir: dataDir({ kubernetes }) }, { environment: {} }).kubernetes,
+    ).toEqual(kubernetes);
+    expect(
+      resolveServerConfig({ dataDir: dataDir({}) }, { environment: {} }).kubernetes,
+    ).toBeNull();
+    const error = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ kubernetes: { ...kubernetes, namespace: "Not A Namespace" } }) },
+        { environment: {} },
+      ),
+    );
+    expect(error.message).toMatch(/kubernetes\.namespace: must be a lower-case DNS label/);
+  });
+
   it("prefers flags over the environment over config.json", () => {
     const dir = dataDir({ listen: "127.0.0.1:9000", databaseUrl: "postgres://file/db" });
     const fromFile = resolveServerConfig({ dataDir: dir }, { environment: {} });
@@ -372,6 +393,52 @@ describe("resolveServerConfig", () => {
     writeFileSync(join(dir, "config.json"), "{not json");
     expect(configError(() => resolveServerConfig({ dataDir: dir })).message).toContain(
       "config.json",
+    );
+  });
+
+  it("reads rollout windows, model budgets and prices, and names a window or budget that cannot work", () => {
+    const none = resolveServerConfig({ dataDir: dataDir() }, { environment: {} });
+    expect(none).toMatchObject({ rolloutWindows: null, modelBudgets: {}, modelPrices: undefined });
+    const windows = [
+      { rate: "unlimited" },
+      { rate: "3/minute", days: ["monday"], start: "08:00", end: "16:00", timezone: "Asia/Tokyo" },
+    ];
+    const budgets = { run: { tokens: 2_000_000 }, day: { cost: 50 } };
+    const prices = { currency: "USD", models: { "gpt-5*": { input: 1.25, output: 10 } } };
+    expect(
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            batchChanges: { rolloutWindows: windows },
+            modelBudgets: budgets,
+            modelPrices: prices,
+          }),
+        },
+        { environment: {} },
+      ),
+    ).toMatchObject({ rolloutWindows: windows, modelBudgets: budgets, modelPrices: prices });
+    const badWindow = configError(() =>
+      resolveServerConfig(
+        {
+          dataDir: dataDir({
+            batchChanges: { rolloutWindows: [{ rate: "5/day", start: "17:00", end: "09:00" }] },
+          }),
+        },
+        { environment: {} },
+      ),
+    );
+    expect(badWindow.message).toContain("batchChanges.rolloutWindows.0.rate");
+    expect(badWindow.message).toContain(
+      "batchChanges.rolloutWindows.0.end: end (09:00) must be after start (17:00)",
+    );
+    const unpriced = configError(() =>
+      resolveServerConfig(
+        { dataDir: dataDir({ modelBudgets: { day: { cost: 50 } } }) },
+        { environment: {} },
+      ),
+    );
+    expect(unpriced.message).toBe(
+      "modelBudgets.day.cost in config.json needs modelPrices (each model's price per million tokens) to know what requests cost; add modelPrices, or give the budget in tokens",
     );
   });
 

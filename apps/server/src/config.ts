@@ -10,7 +10,17 @@ import {
   normalizeOrigin,
   OriginPolicy,
 } from "@deckhand/http-kit";
-import type { UpstreamConfig } from "@deckhand/model-proxy";
+import {
+  type KubernetesRuntimeConfig,
+  KubernetesRuntimeConfigSchema,
+} from "@deckhand/kubernetes-runtime/config";
+import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+  type UpstreamConfig,
+} from "@deckhand/model-proxy";
 import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
@@ -25,6 +35,8 @@ import {
   type BatchCodingAgentOptions,
   BatchCodingAgentOptionsSchema,
   ModelUpstreamKindSchema,
+  type RolloutWindow,
+  RolloutWindowsSchema,
   WireEnv,
 } from "@deckhand/wire";
 import { parseListenAddress } from "@deckhand/workspace-agent";
@@ -114,11 +126,25 @@ export interface ServerConfig {
   /** How often published changesets are read back from their hosts. */
   changesetTrackingIntervalMs: number;
   /**
+   * `batchChanges.rolloutWindows`: when (and how fast) every batch change's pull requests are
+   * opened; null when none are configured (as fast as the hosts allow).
+   */
+  rolloutWindows: RolloutWindow[] | null;
+  /** `modelBudgets`: the most every job, run, session and UTC day may spend on models. */
+  modelBudgets: ModelBudgetsFile;
+  /** `modelPrices`: each model's price per million tokens, for cost budgets and reports. */
+  modelPrices: ModelPricesFile | undefined;
+  /**
    * How container steps find their runtime: `restrictedHost` true runs Podman with runc, cgroupfs
    * and fixed ulimits, for hosts where its defaults fail and /etc/containers cannot be changed;
    * false never does; unset (undefined) finds out by trying a container.
    */
   containerRuntime: { restrictedHost: boolean | undefined };
+  /**
+   * Where the steps of `kubernetes` runs run as Jobs (`kubernetes` of config.json); null when the
+   * file has no such section (such runs then fail, saying so).
+   */
+  kubernetes: KubernetesRuntimeConfig | null;
   /** Defaults for batch `codingAgent` steps; a run's `coding_agent` options override them. */
   codingAgent: BatchCodingAgentOptions;
   /**
@@ -269,7 +295,29 @@ export const ServerConfigFileSchema = z.strictObject({
   changesetTracking: z
     .strictObject({ intervalSeconds: z.number().int().min(5).max(86_400).optional() })
     .optional(),
+  /**
+   * Batch changes: `rolloutWindows`, as Sourcegraph's `batchChanges.rolloutWindows` with a
+   * `timezone` per window (docs/operations/budgets-and-rollouts.md); null or absent for none.
+   */
+  batchChanges: z
+    .strictObject({ rolloutWindows: RolloutWindowsSchema.nullable().optional() })
+    .optional(),
+  /**
+   * The most each job, batch run, session and UTC day may spend on models:
+   * `{"run": {"tokens": 2000000}, "day": {"cost": 50}}` (cost needs modelPrices).
+   */
+  modelBudgets: ModelBudgetsFileSchema.optional(),
+  /**
+   * Model prices per million tokens: `{"currency": "USD", "models": {"gpt-5*": {"input": 1.25,
+   * "output": 10}}}`; a key ending in `*` prices every model starting with the rest.
+   */
+  modelPrices: ModelPricesFileSchema.optional(),
   containerRuntime: z.strictObject({ restrictedHost: z.boolean().optional() }).optional(),
+  /**
+   * The cluster the steps of `--runtime kubernetes` runs run in: namespace, kubeconfig (or the
+   * pod's service account), work volume, resources, scheduling (docs/operations/kubernetes.md).
+   */
+  kubernetes: KubernetesRuntimeConfigSchema.optional(),
   /**
    * Agent versions, models and install source for batch `codingAgent` steps, e.g.
    * `{"versions": {"codex": "0.169.0"}, "models": {"codex": "gpt-5.5"}}`.
@@ -518,6 +566,19 @@ export function resolveServerConfig(
     );
   }
 
+  // A cost can only be known with prices: a cost budget without them would never be reached.
+  if (file.modelPrices === undefined) {
+    const costly = Object.entries(file.modelBudgets ?? {}).find(
+      ([, limit]) => limit?.cost !== undefined,
+    );
+    if (costly !== undefined) {
+      throw new ServerError(
+        "invalid_config",
+        `modelBudgets.${costly[0]}.cost in ${CONFIG_FILE_NAME} needs modelPrices (each model's price per million tokens) to know what requests cost; add modelPrices, or give the budget in tokens`,
+      );
+    }
+  }
+
   return {
     host: listen.host,
     port: listen.port,
@@ -547,7 +608,11 @@ export function resolveServerConfig(
     codeHosts: file.codeHosts ?? [],
     codeHostConnections: file.codeHostConnections ?? [],
     changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
+    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
     containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
+    kubernetes: file.kubernetes ?? null,
     codingAgent: file.codingAgent ?? {},
     modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),

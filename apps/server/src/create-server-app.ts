@@ -34,7 +34,7 @@ import {
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import packageJson from "../package.json" with { type: "json" };
-import { registerApiRoutes } from "./api-routes.ts";
+import { registerApiRoutes, type ServerSpend } from "./api-routes.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
@@ -95,6 +95,8 @@ export interface ServerAppOptions {
   modelProxyRateLimit?: ServerConfig["modelProxyRateLimit"];
   modelTokens: ModelTokenStore;
   modelUsage: UsageRecorder & Pick<DbUsageRecorder, "forJob" | "forJobs">;
+  /** Model spend budgets: the proxy refuses what a reached budget covers; the spend routes. */
+  spend?: ServerSpend;
   logger: Logger;
   /** How long the agent health check may take before the agent counts as unreachable. */
   agentHealthTimeoutMs?: number;
@@ -259,6 +261,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     agentTurns: options.agentTurns,
     apiTokens: options.apiTokens,
     usage: options.modelUsage,
+    ...(options.spend ? { spend: options.spend } : {}),
     modelUpstreams: options.modelUpstreams,
     codeHostConnections: () => options.codeHostConnections ?? [],
     environment: options.environment ?? process.env,
@@ -301,6 +304,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     upstreams: options.modelUpstreams,
     tokens: options.modelTokens,
     usage: options.modelUsage,
+    ...(options.spend ? { budgets: options.spend.budgets } : {}),
     ...(options.modelProxyRateLimit != null ? { rateLimit: options.modelProxyRateLimit } : {}),
     logger: proxyLogger(logger.child({ component: "model-proxy" })),
     ...(options.fetch ? { fetch: options.fetch } : {}),

@@ -1,53 +1,10 @@
-import { type Database, modelUsage, providerProbes } from "@deckhand/db";
-import type { ModelUsageEntry, UsageRecorder } from "@deckhand/model-proxy";
+import { type Database, providerProbes } from "@deckhand/db";
 import { type ProbeRecord, type ProbeStore, parseStoredResult } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
-import { asc, eq, inArray } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 
-/** One stored usage row, as the API will read it back. */
-export type ModelUsageRow = typeof modelUsage.$inferSelect;
-
-/** Proxied-request usage in the `model_usage` table, one row per forwarded request. */
-export class DbUsageRecorder implements UsageRecorder {
-  readonly #db: Database;
-
-  constructor(db: Database) {
-    this.#db = db;
-  }
-
-  async record(entry: ModelUsageEntry): Promise<void> {
-    await this.#db.insert(modelUsage).values({
-      jobId: entry.jobId,
-      agentType: entry.agentType,
-      upstream: entry.upstream,
-      upstreamKind: entry.upstreamKind,
-      endpoint: entry.endpoint,
-      model: entry.model ?? null,
-      status: entry.status,
-      outcome: entry.outcome,
-      inputTokens: entry.inputTokens ?? null,
-      outputTokens: entry.outputTokens ?? null,
-      totalTokens: entry.totalTokens ?? null,
-      requestBytes: entry.requestBytes,
-      responseBytes: entry.responseBytes,
-    });
-  }
-
-  /** Every usage row of one job, oldest first. */
-  async forJob(jobId: string): Promise<ModelUsageRow[]> {
-    return this.forJobs([jobId]);
-  }
-
-  /** The rows of any of `jobIds`, oldest first. */
-  async forJobs(jobIds: readonly string[]): Promise<ModelUsageRow[]> {
-    if (jobIds.length === 0) return [];
-    return this.#db
-      .select()
-      .from(modelUsage)
-      .where(inArray(modelUsage.jobId, [...jobIds]))
-      .orderBy(asc(modelUsage.createdAt), asc(modelUsage.id));
-  }
-}
+// The usage recorder lives with the proxy that records usage and the budgets that sum it.
+export { DbUsageRecorder, type ModelUsageRow } from "@deckhand/model-proxy";
 
 /** Provider probe results in `provider_probes`, one row per provider, so restarts keep them. */
 export class DbProbeStore implements ProbeStore {

@@ -8,6 +8,7 @@ import {
   batchDirectories,
   codeHostSecrets,
   createBatchRunService,
+  createModelSpend,
   createRunEventHub,
   ExecutionEnvironment,
   ExecutorJobs,
@@ -43,6 +44,7 @@ import {
   DEFAULT_NATIVE_MODEL,
   NATIVE_AGENT_TYPE,
   SessionActivityHub,
+  SessionBudgetScopes,
   SessionService,
   SessionStreamHub,
   SessionsError,
@@ -298,9 +300,20 @@ export async function startServer(
       modelTokens,
       serverUrl: () => listeningUrl,
     });
+    // Model budgets (config.json's modelBudgets, priced with modelPrices): the proxy refuses
+    // what a reached one covers, and runs whose budget is spent start no more workspaces.
+    const spend = createModelSpend({
+      database,
+      limits: config.modelBudgets,
+      prices: config.modelPrices,
+      codingAgent: config.codingAgent,
+    });
+    const sessionScopes = new SessionBudgetScopes(database);
+    spend.budgets.addSource(sessionScopes);
     // The same service `deckhand executor` makes: checkouts in <data-dir>/workspaces/batches.
     const batches = createBatchRunService({
       database,
+      spend: spend.spend,
       codeHosts: () => config.codeHosts,
       environment: new ExecutionEnvironment({
         directories: batchDirectories(config.dataDir),
@@ -311,6 +324,7 @@ export async function startServer(
           config.containerRuntime.restrictedHost === undefined
             ? {}
             : { restrictedHost: config.containerRuntime.restrictedHost },
+        ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
         // codingAgent steps reach this server's model proxy with a token bound to their job.
         modelProvider,
         codingAgent: config.codingAgent,
@@ -332,6 +346,7 @@ export async function startServer(
         connections: () => config.codeHostConnections,
         environment: process.env,
         trackingIntervalMs: config.changesetTrackingIntervalMs,
+        rolloutWindows: () => config.rolloutWindows,
         onError: (error, context) =>
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },
@@ -466,6 +481,7 @@ export async function startServer(
         tokens: executorTokens,
         jobs: new ExecutorJobs({
           database,
+          budgets: spend.spend,
           recover: () => batches.recoverAbandonedJobs(),
           onError: (error) => logger.warn({ err: error }, "executor API: recovering jobs failed"),
         }),
@@ -484,6 +500,7 @@ export async function startServer(
       maxRequestBodyBytes: config.maxRequestBodyBytes,
       modelTokens,
       modelUsage,
+      spend: { budgets: spend.budgets, batches: spend.spend, sessions: sessionScopes },
       logger,
       webDir: config.webDir ?? null,
     });

@@ -32,7 +32,7 @@ const openApi = JSON.parse(
         operationId: string;
         parameters?: { name: string; in: "path" | "query" }[];
         requestBody?: {
-          content: { "application/json": { schema: { properties?: Record<string, unknown> } } };
+          content: Record<string, { schema: { properties?: Record<string, unknown> } }>;
         };
       }
     >
@@ -48,6 +48,8 @@ interface Operation {
   queryParameters: string[];
   /** Body properties, when the route takes a JSON body. */
   bodyProperties: string[] | null;
+  /** The body's media type (`application/json`, or a JSON merge patch's). */
+  mediaType: string;
 }
 
 const operations: Operation[] = Object.entries(openApi.paths)
@@ -63,8 +65,9 @@ const operations: Operation[] = Object.entries(openApi.paths)
         .filter((p) => p.in === "query")
         .map((p) => p.name),
       bodyProperties: operation.requestBody
-        ? Object.keys(operation.requestBody.content["application/json"].schema.properties ?? {})
+        ? Object.keys(Object.values(operation.requestBody.content)[0]?.schema.properties ?? {})
         : null,
+      mediaType: Object.keys(operation.requestBody?.content ?? {})[0] ?? "application/json",
     })),
   )
   // Deleting runs last, so the session and token the other routes are given still exist.
@@ -114,10 +117,10 @@ describe.each(backends)("bad input on $backend", ({ backend }) => {
   afterAll(() => cleanups.run());
 
   /** Sends a raw request; a 5xx, or an answer that is not in the wire's shape, fails the test. */
-  async function send(method: string, path: string, body?: string) {
+  async function send(method: string, path: string, body?: string, mediaType = "application/json") {
     const response = await fetch(`${harness.server.url}${path}`, {
       method,
-      ...(body !== undefined ? { body, headers: { "content-type": "application/json" } } : {}),
+      ...(body !== undefined ? { body, headers: { "content-type": mediaType } } : {}),
     });
     const text = await response.text();
     const where = `${method} ${path.slice(0, 120)} with ${body === undefined ? "no body" : body.slice(0, 80)}`;
@@ -266,7 +269,7 @@ describe.each(backends)("bad input on $backend", ({ backend }) => {
           ...properties.map((name) => JSON.stringify({ [name]: [NUL] })),
           ...properties.map((name) => JSON.stringify({ [name]: HUGE })),
         ];
-        for (const body of bodies) await send(operation.method, path, body);
+        for (const body of bodies) await send(operation.method, path, body, operation.mediaType);
       }
       for (const name of operation.queryParameters) {
         for (const value of ["%00", "%ED%A0%80", "%ZZ", "x".repeat(4_000), "true&x=1"]) {

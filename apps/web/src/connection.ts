@@ -1,4 +1,5 @@
-import { type ServerHealth, ServerPath, WireHeader } from "@deckhand/wire";
+import { createServerClient, ServerApiError } from "@deckhand/server-client";
+import type { ServerHealth } from "@deckhand/wire";
 import { useEffect, useRef, useSyncExternalStore } from "react";
 import { storedToken } from "./token.ts";
 
@@ -39,29 +40,33 @@ export function subscribeConnection(listener: () => void): () => void {
 }
 
 /**
+ * The health check's own client: what goes wrong here is what the check reports, so it neither
+ * reports trouble again nor asks for a token, as the pages' client does.
+ */
+const health = createServerClient({ token: storedToken, validateAnswers: false });
+
+/**
  * Asks the server's health and says why it cannot take work, or null when it can: it answered,
- * and its database and queue are up. A 401 counts as reachable: the token prompt handles it.
+ * and its database and queue are up. A 401 counts as reachable: the token prompt handles it, and
+ * so does any error the server answers itself; something else answering for it (a proxy's error
+ * page) is named by its status.
  */
 async function unhealthy(): Promise<string | null> {
-  const token = storedToken();
-  let response: Response;
+  let answer: Partial<ServerHealth>;
   try {
-    response = await fetch(ServerPath.health, {
-      headers: token ? { [WireHeader.authorization]: `Bearer ${token}` } : {},
-      cache: "no-store",
-    });
-  } catch {
-    return "The server cannot be reached.";
+    answer = await health.getHealth(undefined, { cache: "no-store" });
+  } catch (error) {
+    if (!ServerApiError.isInstance(error) || error.code === "unreachable") {
+      return "The server cannot be reached.";
+    }
+    if (error.status === 401 || error.code !== "unexpected_answer") return null;
+    return error.status >= 200 && error.status < 300
+      ? null
+      : `The server answered ${error.status}.`;
   }
-  if (response.status === 401) return null;
-  try {
-    const health = (await response.json()) as Partial<ServerHealth>;
-    if (health.database?.ok === false || health.queue?.ok === false)
-      return "The server is shutting down or not ready yet.";
-    return null;
-  } catch {
-    return response.ok ? null : `The server answered ${response.status}.`;
-  }
+  if (answer.database?.ok === false || answer.queue?.ok === false)
+    return "The server is shutting down or not ready yet.";
+  return null;
 }
 
 async function check(): Promise<void> {

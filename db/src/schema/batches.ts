@@ -327,3 +327,57 @@ export const changesetEvents = pgTable(
     index("changeset_events_batch_change_idx").on(table.batchChange, table.id),
   ],
 );
+
+export const changesetPublicationStates = [
+  "scheduled",
+  /** Claimed by a rollout turn that is opening its pull request now. */
+  "publishing",
+  "published",
+  "failed",
+  "cancelled",
+] as const;
+export type ChangesetPublicationState = (typeof changesetPublicationStates)[number];
+
+/**
+ * A batch change's publications, one per changeset: the ones a paced rollout will publish
+ * (`scheduled`, in `position` order), and every pull request opened, with when (the hourly
+ * limit and the rollout windows' pace count these). The rollout task reads and advances them,
+ * so a restarted server goes on with the same schedule.
+ */
+export const changesetPublications = pgTable(
+  "changeset_publications",
+  {
+    changesetId: uuid("changeset_id")
+      .primaryKey()
+      .references(() => changesets.id, { onDelete: "cascade" }),
+    /** The batch change (the spec's name): the rollout a publication belongs to. */
+    batchChange: text("batch_change").notNull(),
+    /** The apply run that scheduled it (its rollout settings and canaries are that run's). */
+    batchRunId: uuid("batch_run_id")
+      .notNull()
+      .references(() => batchRuns.id, { onDelete: "cascade" }),
+    /** The order pull requests go out in. */
+    position: integer("position").notNull().default(0),
+    /** One of the first pull requests of the schedule, whose checks must pass first. */
+    canary: boolean("canary").notNull().default(false),
+    draft: boolean("draft").notNull().default(false),
+    state: text("state").$type<ChangesetPublicationState>().notNull().default("scheduled"),
+    /** When its pull request was opened (by the publisher's clock). */
+    publishedAt: timestampColumn("published_at"),
+    /** Why the last attempt failed; it is tried again at the next turn while scheduled. */
+    error: text("error"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (table) => [
+    check("changeset_publications_state_check", oneOf(table.state, changesetPublicationStates)),
+    index("changeset_publications_batch_change_idx").on(
+      table.batchChange,
+      table.state,
+      table.position,
+    ),
+    // The server-wide windows' pace: the newest publication of any batch change.
+    index("changeset_publications_published_idx").on(table.publishedAt),
+    index("changeset_publications_run_idx").on(table.batchRunId),
+  ],
+);

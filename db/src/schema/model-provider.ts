@@ -57,6 +57,8 @@ export const modelUsage = pgTable(
   },
   (table) => [
     index("model_usage_job_idx").on(table.jobId, table.createdAt),
+    // The daily budget sums every job's usage since the day began.
+    index("model_usage_created_idx").on(table.createdAt),
     // Deleting a token sets this to null; without an index that scans every usage row.
     index("model_usage_token_idx").on(table.tokenId),
     check("model_usage_outcome_check", oneOf(table.outcome, ModelUsageOutcomeSchema.options)),

@@ -2,7 +2,7 @@
 // structural: types, required fields and unknown fields. Rules that depend on other fields
 // (the version, run vs codingAgent, mounts) live in validate.ts, so every problem in a spec is
 // reported at once with a message written for it. The JSON Schema is generated from this model.
-import { AcpStepPermissionsSchema } from "@deckhand/wire";
+import { AcpStepPermissionsSchema, RolloutSettingsSchema, SpendLimitSchema } from "@deckhand/wire";
 import { z } from "zod";
 
 const publishedValue = z
@@ -117,6 +117,10 @@ export const CodingAgentSchema = z
     permissions: AcpStepPermissionsSchema.optional().meta({
       description:
         "With type acp: how the agent's permission requests are answered, with no person in the loop. allow-edits (default) allows reading and changing files and refuses commands, fetches and anything else; allow-all allows every request; deny refuses every one. A Deckhand extension.",
+    }),
+    budget: SpendLimitSchema.optional().meta({
+      description:
+        "The most this step's agent may spend on models in each workspace: tokens and/or cost. A workspace's budget is the sum of its codingAgent steps' budgets (a run's coding_agent.workspace_budget overrides it); the model proxy refuses its requests once it is reached. A Deckhand extension.",
     }),
   })
   .meta({ description: "Runs a coding agent on a prompt instead of a shell command (version 3)." });
@@ -242,6 +246,7 @@ export const BatchSpecSchema = z
     importChangesets: z.array(ImportChangesetSchema).optional(),
     changesetTemplate: ChangesetTemplateSchema.optional(),
     changesetHooks: ChangesetHooksSchema.optional(),
+    rollout: RolloutSettingsSchema.optional(),
   })
   .meta({
     title: "Deckhand batch spec",

@@ -215,6 +215,13 @@ describe("computeCacheKey", () => {
       }),
     ],
     [
+      "the runtime, a Kubernetes Job instead of a container",
+      (input) => ({
+        ...input,
+        runtimes: [input.runtimes![0]!, { runtime: "kubernetes", image: "alpine:3" }],
+      }),
+    ],
+    [
       "the local shell",
       (input) => ({
         ...input,
@@ -245,6 +252,18 @@ describe("computeCacheKey", () => {
         }),
       }),
     ).toBe(computeCacheKey(input));
+  });
+
+  it("keys a Kubernetes step by the image reference it names", () => {
+    const input = baseInput();
+    const kubernetes = (image: string): CacheKeyInput => ({
+      ...input,
+      runtimes: [input.runtimes![0]!, { runtime: "kubernetes", image }],
+    });
+    expect(computeCacheKey(kubernetes("alpine:3"))).toBe(computeCacheKey(kubernetes("alpine:3")));
+    expect(computeCacheKey(kubernetes("alpine:3"))).not.toBe(
+      computeCacheKey(kubernetes("alpine@sha256:0123")),
+    );
   });
 
   it.each(relevantChanges)("changes when %s changes", (_name, change) => {

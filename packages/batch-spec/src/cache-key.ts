@@ -30,7 +30,12 @@ export interface MountedFileMetadata {
  */
 export type StepRuntimeKey =
   | { runtime: "local"; shell: string }
-  | { runtime: "container"; imageId: string };
+  | { runtime: "container"; imageId: string }
+  /**
+   * A Kubernetes Job: the image as the step names it, since the cluster (not this machine) pulls
+   * it; a digest reference (`image@sha256:…`) pins it as an id does.
+   */
+  | { runtime: "kubernetes"; image: string };
 
 export interface CacheKeyInput {
   repository: {
@@ -95,9 +100,9 @@ function isoTime(mtime: Date | number | string): string {
 /** Only the fields a key depends on, whatever else a caller's object carries. */
 function runtimeKey(runtime: StepRuntimeKey | null | undefined): StepRuntimeKey | null {
   if (runtime === null || runtime === undefined) return null;
-  return runtime.runtime === "local"
-    ? { runtime: "local", shell: runtime.shell }
-    : { runtime: "container", imageId: runtime.imageId };
+  if (runtime.runtime === "local") return { runtime: "local", shell: runtime.shell };
+  if (runtime.runtime === "kubernetes") return { runtime: "kubernetes", image: runtime.image };
+  return { runtime: "container", imageId: runtime.imageId };
 }
 
 /** The canonical document a cache key is the hash of; exported for debugging cache misses. */

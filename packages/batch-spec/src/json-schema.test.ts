@@ -29,6 +29,7 @@ describe("JSON Schema", () => {
       "importChangesets",
       "changesetTemplate",
       "changesetHooks",
+      "rollout",
     ]);
   });
 });

@@ -125,7 +125,7 @@ ${template}`),
 
   it("lists the allowed fields when no field is close", () => {
     expect(problems("name: x\nzzz: 1\n")).toEqual([
-      '2:1: zzz: unknown field "zzz"; remove it (allowed here: $schema, version, name, description, on, workspaces, steps, transformChanges, importChangesets, changesetTemplate, changesetHooks)',
+      '2:1: zzz: unknown field "zzz"; remove it (allowed here: $schema, version, name, description, on, workspaces, steps, transformChanges, importChangesets, changesetTemplate, changesetHooks, rollout)',
     ]);
   });
 

@@ -1,12 +1,12 @@
 // Runs `codingAgent` steps of type `acp`: a Deckhand provider's agent started on this machine, in
-// the workspace (acp-agent-step.ts), with the step's files placed as a local step's are.
-import type { AgentPlatform } from "@deckhand/batch-spec";
+// the workspace (acp-agent-step.ts), with the step's files placed as a local step's are; so it is
+// a local runner whose process is the agent rather than a script.
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import { type AcpAgentStepOptions, runAcpAgentStep } from "./acp-agent-step.ts";
 import { BatchesError } from "./batches-error.ts";
-import { localPlatform, type ModelProviderJobLease } from "./coding-agent-step.ts";
-import { withPlacedFiles } from "./local-step-runner.ts";
-import type { PreparedStep, StepExit, StepRunner } from "./step-runner.ts";
+import type { ModelProviderJobLease } from "./coding-agent-step.ts";
+import { LocalStepRunner, withPlacedFiles } from "./local-step-runner.ts";
+import type { PreparedStep, StepExit } from "./step-runner.ts";
 
 export interface AcpStepRunnerOptions {
   launcher: ProcessLauncher;
@@ -18,22 +18,15 @@ export interface AcpStepRunnerOptions {
   lease: () => Promise<{ lease: ModelProviderJobLease; jobId: string }>;
 }
 
-export class AcpStepRunner implements StepRunner {
+export class AcpStepRunner extends LocalStepRunner {
   readonly #options: AcpStepRunnerOptions;
 
   constructor(options: AcpStepRunnerOptions) {
+    super(options.launcher, options.inherited);
     this.#options = options;
   }
 
-  async platform(): Promise<AgentPlatform> {
-    return localPlatform();
-  }
-
-  async shell(step: Omit<PreparedStep, "shell">): Promise<string> {
-    return step.placement.shell!;
-  }
-
-  run(step: PreparedStep): Promise<StepExit> {
+  override run(step: PreparedStep): Promise<StepExit> {
     const { acpAgents } = this.#options;
     const agent = step.agent!;
     return withPlacedFiles(step, async () => {

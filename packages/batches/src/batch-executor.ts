@@ -8,6 +8,16 @@ import { type CodeHostConnection, CodeHostConnectionsSchema } from "@deckhand/co
 import { type DbHandle, TaskRegistry, TaskWorker, type WorkerOptions } from "@deckhand/db";
 import { errnoCode, errorMessage } from "@deckhand/errors";
 import {
+  type KubernetesRuntimeConfig,
+  KubernetesRuntimeConfigSchema,
+} from "@deckhand/kubernetes-runtime/config";
+import {
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+} from "@deckhand/model-proxy";
+import {
   type AgentStartTimeoutSettings,
   AgentStartTimeoutsFileSchema,
   agentStartTimeoutsFrom,
@@ -17,10 +27,16 @@ import {
   SandboxSettingsFileSchema,
   sandboxSettings,
 } from "@deckhand/sandbox";
-import { type BatchCodingAgentOptions, BatchCodingAgentOptionsSchema } from "@deckhand/wire";
+import {
+  type BatchCodingAgentOptions,
+  BatchCodingAgentOptionsSchema,
+  type RolloutWindow,
+  RolloutWindowsSchema,
+} from "@deckhand/wire";
 import { z } from "zod";
 import { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
+import type { BatchSpend } from "./budgets/batch-spend.ts";
 import { type CodeHost, CodeHostsSchema } from "./code-host-config.ts";
 import { batchDirectories } from "./execution-environment.ts";
 import { createHookRunner } from "./publishing/changeset-hooks.ts";
@@ -32,7 +48,15 @@ import { RepositorySource } from "./repository-source.ts";
  * What a process gives its batch-run service: everything the service takes, with publishing
  * (and its hooks) made from the code host connections.
  */
-export type CreateBatchRunServiceOptions = Omit<BatchRunServiceOptions, "publishing"> & {
+export type CreateBatchRunServiceOptions = Omit<
+  BatchRunServiceOptions,
+  "publishing" | "budgets"
+> & {
+  /**
+   * Model spend (budgets/batch-spend.ts): runs whose budget is spent start no more workspaces,
+   * and batch changes report their spend priced with its table.
+   */
+  spend?: BatchSpend;
   /**
    * Publishing to code hosts (`codeHostConnections` of config.json): tokens are read from
    * `environment` at each use. Without connections nothing is published.
@@ -42,6 +66,8 @@ export type CreateBatchRunServiceOptions = Omit<BatchRunServiceOptions, "publish
     environment: Readonly<Record<string, string | undefined>>;
     trackingIntervalMs?: number;
     onError?: (error: unknown, context: { changesetId: string }) => void;
+    /** config.json's `batchChanges.rolloutWindows`; null or absent for none. */
+    rolloutWindows?: () => readonly RolloutWindow[] | null;
   };
 };
 
@@ -52,7 +78,7 @@ export type CreateBatchRunServiceOptions = Omit<BatchRunServiceOptions, "publish
  * claims them.
  */
 export function createBatchRunService(options: CreateBatchRunServiceOptions): BatchRunService {
-  const { publishing: publishingOptions, ...rest } = options;
+  const { publishing: publishingOptions, spend, ...rest } = options;
   let service: BatchRunService | null = null;
   let publishing: ChangesetPublisher | undefined;
   if (publishingOptions !== undefined) {
@@ -73,9 +99,17 @@ export function createBatchRunService(options: CreateBatchRunServiceOptions): Ba
         ? { trackingIntervalMs: publishingOptions.trackingIntervalMs }
         : {}),
       ...(publishingOptions.onError ? { onError: publishingOptions.onError } : {}),
+      ...(publishingOptions.rolloutWindows
+        ? { rolloutWindows: publishingOptions.rolloutWindows }
+        : {}),
+      ...(spend ? { ledger: spend.ledger } : {}),
     });
   }
-  service = new BatchRunService({ ...rest, ...(publishing ? { publishing } : {}) });
+  service = new BatchRunService({
+    ...rest,
+    ...(publishing ? { publishing } : {}),
+    ...(spend ? { budgets: spend } : {}),
+  });
   return service;
 }
 
@@ -212,6 +246,10 @@ const ExecutorConfigFileSchema = z.object({
   changesetTracking: z.object({ intervalSeconds: z.number().positive().optional() }).optional(),
   codingAgent: BatchCodingAgentOptionsSchema.optional(),
   sandbox: SandboxSettingsFileSchema.optional(),
+  kubernetes: KubernetesRuntimeConfigSchema.optional(),
+  modelBudgets: ModelBudgetsFileSchema.optional(),
+  modelPrices: ModelPricesFileSchema.optional(),
+  batchChanges: z.object({ rolloutWindows: RolloutWindowsSchema.nullable().optional() }).optional(),
 });
 
 export interface ExecutorConfig {
@@ -240,6 +278,14 @@ export interface ExecutorConfig {
   agentStartTimeouts: AgentStartTimeoutSettings;
   /** The agent types the server's model proxy serves (`modelUpstreams`), with their models. */
   modelUpstreams: Record<string, { models: string[] }>;
+  /** `kubernetes`: the cluster the steps of `kubernetes` runs run in; null without one. */
+  kubernetes: KubernetesRuntimeConfig | null;
+  /** `modelBudgets`: the server's spend limits (a run whose budget is spent starts no more). */
+  modelBudgets: ModelBudgetsFile;
+  /** `modelPrices`: what model tokens cost, for cost budgets. */
+  modelPrices: ModelPricesFile | undefined;
+  /** `batchChanges.rolloutWindows`: when this process's rollout turns may publish. */
+  rolloutWindows: RolloutWindow[] | null;
 }
 
 /**
@@ -266,6 +312,10 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         providersConfigPath: join(dataDir, "providers.json"),
         agentStartTimeouts: agentStartTimeoutsFrom(undefined),
         modelUpstreams: {},
+        kubernetes: null,
+        modelBudgets: {},
+        modelPrices: undefined,
+        rolloutWindows: null,
       };
     }
     throw new BatchesError("invalid_config", `cannot read ${path}: ${errorMessage(error)}`, {
@@ -312,6 +362,10 @@ export async function readExecutorConfig(dataDir: string): Promise<ExecutorConfi
         { models: upstream.models ?? [] },
       ]),
     ),
+    kubernetes: file.kubernetes ?? null,
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
+    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
   };
 }
 

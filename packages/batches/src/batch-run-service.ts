@@ -37,9 +37,8 @@ import {
   RunStore,
   WorkspaceTaskPayloadSchema,
 } from "./run-store.ts";
-
 import { cachedStepCounts } from "./step-plan.ts";
-import { WorkspaceJob } from "./workspace-job.ts";
+import { type RunBudgets, WorkspaceJob } from "./workspace-job.ts";
 import { type WorkspaceSessions, WorkspaceTakeovers } from "./workspace-takeover.ts";
 
 export { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK } from "./run-store.ts";
@@ -60,6 +59,11 @@ export interface BatchRunServiceOptions {
    * the code host connections' tokens for cloning, fetching and pushing their repositories.
    */
   publishing?: ChangesetPublisher;
+  /**
+   * Model spend budgets (budgets/batch-spend.ts): a workspace whose run's budget is spent is not
+   * started, and says why.
+   */
+  budgets?: RunBudgets;
   /**
    * The interactive sessions workspaces are taken over with, and whose work later runs use
    * instead of the steps; without them taking over is refused, and a workspace that continues a
@@ -104,6 +108,7 @@ export class BatchRunService {
       cache: this.#cache,
       environment,
       repositories: this.#repositories,
+      budgets: options.budgets,
     });
     this.#applyJob = new ApplyJob({
       store: this.#store,

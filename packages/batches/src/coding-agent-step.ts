@@ -186,7 +186,7 @@ export function localPlatform(): AgentPlatform {
   return platform;
 }
 
-const PLATFORM_PROBE =
+export const PLATFORM_PROBE =
   "uname -m; if ls /lib/ld-musl-* >/dev/null 2>&1; then echo musl; else echo glibc; fi";
 
 /**

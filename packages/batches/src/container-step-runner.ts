@@ -14,10 +14,10 @@ import {
 import { containerPlatform } from "./coding-agent-step.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { StepPlacement } from "./step-placement.ts";
-import type { PreparedStep, StepExit, StepFile, StepRunner } from "./step-runner.ts";
+import type { PreparedStep, StepCheckout, StepExit, StepFile, StepRunner } from "./step-runner.ts";
 
 /** Where the checkout appears in a container, as in src-cli. */
-const CONTAINER_WORK_DIRECTORY = "/work";
+export const CONTAINER_WORK_DIRECTORY = "/work";
 
 /** The step's files and mounts as read-only container mounts. */
 function stepMounts(step: Pick<PreparedStep, "files" | "mounts">): ContainerMount[] {
@@ -39,7 +39,11 @@ export class ContainerStepRunner implements StepRunner {
     this.#shells = shells;
   }
 
-  platform(placement: StepPlacement, signal: AbortSignal): Promise<AgentPlatform> {
+  platform(
+    placement: StepPlacement,
+    _checkout: StepCheckout,
+    signal: AbortSignal,
+  ): Promise<AgentPlatform> {
     const image = placement.imageId!;
     let probed = this.#platforms.get(image);
     if (probed === undefined) {
@@ -141,7 +145,7 @@ async function probeShell(
  * container read the repository (`git ls-files`, `git grep`, `git log`) as steps expect, without
  * letting a step change the user's repository. A path a mount cannot carry is left out.
  */
-async function repositoryMount(
+export async function repositoryMount(
   checkoutDirectory: string,
   signal: AbortSignal,
 ): Promise<ContainerMount[]> {

@@ -1,6 +1,6 @@
 // What a process that runs batch steps has, in one object: the launcher its steps start through
-// (the environment policy and the sandbox), its container runtime (given, or detected once),
-// model-provider access for `codingAgent` steps, the configured agent settings, the providers
+// (the environment policy and the sandbox), its container runtime (given, or detected once), the
+// Kubernetes cluster of `kubernetes` runs, model-provider access for `codingAgent` steps, the configured agent settings, the providers
 // `acp` steps run, and the directories its checkouts and clones live in. The server and
 // `deckhand executor` make one at start and hand it to the batch-run service, whose workspace
 // jobs and changeset hooks run their steps with it.
@@ -12,15 +12,19 @@ import {
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
 } from "@deckhand/container-runtime";
+import type { KubernetesStepRunner } from "@deckhand/kubernetes-runtime";
+import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/config";
 import { ProcessLauncher } from "@deckhand/sandbox";
 import { type AgentEnvironmentPolicy, agentEnvironmentPolicy } from "@deckhand/secrets";
 import type { BatchCodingAgentOptions } from "@deckhand/wire";
 import type { AcpAgentStepOptions } from "./acp-agent-step.ts";
+import { BatchesError } from "./batches-error.ts";
 import {
   type CodingAgentOptions,
   codingAgentOptions,
   type ModelProviderAccess,
 } from "./coding-agent-step.ts";
+import { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step-runner.ts";
 import type { StepRuntimeChoice } from "./step-placement.ts";
 
 /** Where a process keeps what batch jobs need on disk. */
@@ -72,6 +76,11 @@ export interface ExecutionEnvironmentOptions {
   containerRuntime?: ContainerRuntime | null;
   containerDetection?: DetectContainerRuntimeOptions;
   /**
+   * config.json's `kubernetes`: the cluster where the steps of `kubernetes` runs run as Jobs,
+   * connected to (with `outerEnvironment`) at the first such step.
+   */
+  kubernetes?: KubernetesRuntimeConfig;
+  /**
    * Lends each job a model-provider token for its `codingAgent` steps (the server's
    * `leaseModelProvider`); without it such steps fail naming what is missing.
    */
@@ -108,6 +117,7 @@ export class ExecutionEnvironment {
   readonly containerShells = new Map<string, Promise<string>>();
   readonly #options: ExecutionEnvironmentOptions;
   #detection: Promise<ContainerRuntimeDetection> | undefined;
+  readonly #kubernetes: KubernetesRunnerSource | undefined;
 
   constructor(options: ExecutionEnvironmentOptions) {
     this.#options = options;
@@ -121,6 +131,10 @@ export class ExecutionEnvironment {
         sourceEnvironment: this.outerEnvironment,
       });
     this.modelProvider = options.modelProvider;
+    this.#kubernetes =
+      options.kubernetes === undefined
+        ? undefined
+        : kubernetesRunnerSource(options.kubernetes, this.outerEnvironment);
   }
 
   /**
@@ -134,10 +148,25 @@ export class ExecutionEnvironment {
       return { containerRuntime: this.#options.containerRuntime };
     }
     const wantsContainer =
-      choice !== "local" && (spec.steps ?? []).some((step) => step.container !== undefined);
+      (choice === "auto" || choice === "container") &&
+      (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
     this.#detection ??= detectContainerRuntime(this.#options.containerDetection);
     return { containerDetection: this.#detection };
+  }
+
+  /**
+   * The cluster the steps of a `kubernetes` run run in, connected to once; rejects, saying what
+   * to do, when this process was given no `kubernetes` configuration.
+   */
+  async kubernetes(): Promise<KubernetesStepRunner> {
+    if (this.#kubernetes === undefined) {
+      throw new BatchesError(
+        "invalid_config",
+        "the run uses the kubernetes runtime and this executor has no `kubernetes` section in its config.json; add one (docs/operations/kubernetes.md) or run with --runtime auto",
+      );
+    }
+    return this.#kubernetes();
   }
 
   /**

@@ -36,6 +36,7 @@ import {
   WorkspaceTaskPayloadSchema,
 } from "./run-store.ts";
 import { StoredRunOptionsSchema } from "./stored-run.ts";
+import { notStarted, type RunBudgets } from "./workspace-job.ts";
 
 /** Tasks a claim may skip (ended workspaces, bad payloads) before it answers "none due". */
 const CLAIM_ATTEMPTS = 10;
@@ -44,6 +45,8 @@ const RECOVERY_INTERVAL_MS = 30_000;
 
 export interface ExecutorJobsOptions {
   database: DbHandle;
+  /** Model spend budgets: a job of a run whose budget is spent is not handed out but ended. */
+  budgets?: RunBudgets | undefined;
   /** Ends runs and workspaces the queue gave up on (the batch service's recoverAbandonedJobs). */
   recover?: () => Promise<unknown>;
   /** Retry backoff of failed attempts, as a TaskWorker's: 1 s doubling to 5 min, 25 % jitter. */
@@ -141,6 +144,15 @@ export class ExecutorJobs {
       await completeTask(this.#database, lease, task);
       return null;
     }
+    // A run whose budget is spent dispatches no further workspace, as on the database path.
+    const spent = await this.#options.budgets?.runBudgetReached(found.run.id);
+    if (spent) {
+      const options = StoredRunOptionsSchema.parse(found.run.options);
+      await this.#store.finishWorkspace(found.row, found.run, options, claim, notStarted(spent));
+      await completeTask(this.#database, lease, task);
+      return null;
+    }
+    await this.#store.start(found.row);
     return {
       lease: {
         task_id: task.id,

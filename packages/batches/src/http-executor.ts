@@ -112,6 +112,12 @@ class HttpJobStore implements WorkspaceJobStore {
     return { executor, attempt: this.#lease.workspace_attempt };
   }
 
+  /**
+   * The server started the workspace (its run running, the previous attempt's step rows gone)
+   * when it handed the job out, after checking the run's budget.
+   */
+  async start(): Promise<void> {}
+
   /** What the newest heartbeat said (heartbeats renew every held job's lease at once). */
   async claimState(): Promise<{ holds: boolean; running: boolean }> {
     return this.#held.state;

@@ -21,6 +21,7 @@ export {
 export { createRunEventHub } from "./batch-run-events.ts";
 export { BatchRunService, type BatchRunServiceOptions } from "./batch-run-service.ts";
 export { BatchesError, type BatchesErrorCode } from "./batches-error.ts";
+export { BatchSpend, type BatchSpendOptions, createModelSpend } from "./budgets/batch-spend.ts";
 export { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 export { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 export { type CodeHost, CodeHostSchema, CodeHostsSchema } from "./code-host-config.ts";
@@ -80,6 +81,7 @@ export { cachedStepCounts } from "./step-plan.ts";
 export { type CodingAgentPreview, previewCodingAgentScript } from "./step-preparation.ts";
 export type { StepCheckout } from "./step-runner.ts";
 export type { ChangedFile, ChangedFileStatus } from "./workspace-diff.ts";
+export type { RunBudgets } from "./workspace-job.ts";
 export type { StepRecord, WorkspaceRunResult } from "./workspace-run-report.ts";
 export type {
   OpenWorkspaceSessionRequest,

@@ -1,7 +1,7 @@
 // Which shell runs a step's script on this machine. Containers get bash when the image has it
-// (src-cli's choice, see run-workspace.ts); a local step gets the same, so a script written for
-// bash (`IFS=$'\n'`, `[[ … ]]`, arrays, `set -o pipefail`) works on the host as in its image
-// instead of failing under dash, Debian's `sh`.
+// (src-cli's choice, see container-step-runner.ts); a local step gets the same, so a script
+// written for bash (`IFS=$'\n'`, `[[ … ]]`, arrays, `set -o pipefail`) works on the host as in
+// its image instead of failing under dash, Debian's `sh`.
 import { resolveExecutable } from "@deckhand/shell";
 
 /**

@@ -3,7 +3,6 @@
 // what applying it will do, all in the wire's shapes.
 import { batchRuns, batchSpecs, stepResults, workspaceSteps, workspaces } from "@deckhand/db";
 import type {
-  BatchChangeStats,
   BatchChangeSummary,
   BatchRun,
   BatchRunStats,
@@ -16,6 +15,7 @@ import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { changesetsWithPlans } from "./publishing/apply-plan.ts";
+import { emptyBatchChangeStats } from "./publishing/batch-change-read-model.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { iso } from "./publishing/stored-changeset.ts";
 import { emptyStats, runStats } from "./run-stats.ts";
@@ -41,7 +41,10 @@ function toStep(row: StepRow, spec?: StoredStepKinds): BatchWorkspaceStep {
     step_index: row.stepIndex,
     label: stepLabel(spec?.steps[row.stepIndex]),
     outcome: row.outcome,
-    runtime: row.runtime === "local" || row.runtime === "container" ? row.runtime : null,
+    runtime:
+      row.runtime === "local" || row.runtime === "container" || row.runtime === "kubernetes"
+        ? row.runtime
+        : null,
     image: row.image,
     sandbox: row.sandbox === "bubblewrap" || row.sandbox === "none" ? row.sandbox : null,
     shell: row.shell,
@@ -94,22 +97,6 @@ function toRun(run: RunRow, name: string, stats: BatchRunStats): BatchRun {
     created_at: run.createdAt.toISOString(),
     started_at: iso(run.startedAt),
     finished_at: iso(run.finishedAt),
-  };
-}
-
-/** A batch change's counts before anything was published (this service publishes nothing). */
-function emptyBatchChangeStats(): BatchChangeStats {
-  return {
-    total: 0,
-    unpublished: 0,
-    draft: 0,
-    open: 0,
-    merged: 0,
-    closed: 0,
-    deleted: 0,
-    checks_failing: 0,
-    conflicting: 0,
-    approved: 0,
   };
 }
 

@@ -7,9 +7,11 @@ import { join } from "node:path";
 import type { TemplateContext, TemplateStepResult } from "@deckhand/batch-spec";
 import type { ContainerRuntimeDetection } from "@deckhand/container-runtime";
 import { errorMessage } from "@deckhand/errors";
+import type { KubernetesStepRunner } from "@deckhand/kubernetes-runtime";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import { looksLikeSecretName, redactEnv } from "@deckhand/secrets";
 import { ContainerStepRunner } from "./container-step-runner.ts";
+import { KubernetesJobStepRunner } from "./kubernetes-step-runner.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
 import { missingCommandHint } from "./step-placement.ts";
 import type { StepPlan } from "./step-plan.ts";
@@ -25,38 +27,49 @@ import { collectWorkspaceDiff } from "./workspace-diff.ts";
 import type { StepRecord, WorkspaceRunReport } from "./workspace-run-report.ts";
 
 /**
- * The runner of each step, by its placement: an `acp` step's provider, a container, or this
- * machine. A runner for another place is chosen here.
+ * The runner of each step, by its placement: an `acp` step's provider, a container, a Kubernetes
+ * Job, or this machine. A runner for another place is chosen here.
  */
 export class StepRunners {
-  readonly #local: StepRunner;
-  readonly #acp: StepRunner;
-  readonly #detection: () => Promise<ContainerRuntimeDetection>;
-  readonly #shells: Map<string, Promise<string>>;
+  readonly #options: StepRunnersOptions;
   #container: Promise<StepRunner> | undefined;
+  #kubernetes: Promise<StepRunner> | undefined;
 
-  constructor(options: {
-    local: StepRunner;
-    acp: StepRunner;
-    /** The container runtime steps placed in a container run with. */
-    detection: () => Promise<ContainerRuntimeDetection>;
-    /** Which shell each image's scripts get, shared by the process's runs. */
-    shells: Map<string, Promise<string>>;
-  }) {
-    this.#local = options.local;
-    this.#acp = options.acp;
-    this.#detection = options.detection;
-    this.#shells = options.shells;
+  constructor(options: StepRunnersOptions) {
+    this.#options = options;
   }
 
   async for(plan: StepPlan): Promise<StepRunner> {
-    if (isAcpStep(plan.step)) return this.#acp;
-    if (plan.placement.runtime !== "container") return this.#local;
-    this.#container ??= this.#detection().then(
-      (detection) => new ContainerStepRunner(detection.runtime!, this.#shells),
-    );
-    return this.#container;
+    const { local, acp, detection, kubernetes, shells, jobId } = this.#options;
+    if (isAcpStep(plan.step)) return acp;
+    switch (plan.placement.runtime) {
+      case "container":
+        this.#container ??= detection().then(
+          (detected) => new ContainerStepRunner(detected.runtime!, shells),
+        );
+        return this.#container;
+      case "kubernetes":
+        this.#kubernetes ??= kubernetes().then(
+          (cluster) => new KubernetesJobStepRunner(cluster, shells, jobId),
+        );
+        return this.#kubernetes;
+      default:
+        return local;
+    }
   }
+}
+
+export interface StepRunnersOptions {
+  local: StepRunner;
+  acp: StepRunner;
+  /** The container runtime steps placed in a container run with. */
+  detection: () => Promise<ContainerRuntimeDetection>;
+  /** The cluster steps of a `kubernetes` run run in; rejects when none is configured. */
+  kubernetes: () => Promise<KubernetesStepRunner>;
+  /** Which shell each image's scripts get, shared by the process's runs. */
+  shells: Map<string, Promise<string>>;
+  /** The workspace job the steps belong to, as Kubernetes Jobs note it. */
+  jobId: string | undefined;
 }
 
 /** What the steps of one workspace run share. */
@@ -178,7 +191,7 @@ function reportStarted(run: StepRunContext, plan: StepPlan, prepared: PreparedSt
     workspace: run.report.ref,
     step_index: plan.stepIndex,
     runtime,
-    image: runtime === "container" ? plan.step.container! : null,
+    image: runtime === "local" ? null : plan.step.container!,
     ...(runtime === "local" ? { sandbox: run.sandbox } : {}),
     shell: step.shell,
     command: redact(step.script),

@@ -27,6 +27,7 @@ import type {
   BatchWorkspaceStatus,
   CreateBatchRunRequest,
 } from "@deckhand/wire";
+import { UsageJobId } from "@deckhand/wire";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
@@ -64,7 +65,7 @@ export type SpecRow = typeof batchSpecs.$inferSelect;
 
 /** The job id a workspace's model usage is recorded under. */
 export function workspaceJobId(workspaceId: string): string {
-  return `batch-workspace:${workspaceId}`;
+  return UsageJobId.batchWorkspace(workspaceId);
 }
 
 /** How events name a stored workspace. */
@@ -347,13 +348,19 @@ export class RunStore implements WorkspaceJobStore {
       .where(and(eq(workspaces.id, row.id), inArray(workspaces.status, ["pending", "running"])))
       .returning({ attempts: workspaces.attempts });
     if (claimed === undefined) return null;
+    return { executor, attempt: claimed.attempts };
+  }
+
+  /**
+   * Starts a claimed workspace's steps: its run is running from now on, and a previous attempt's
+   * step rows, which describe a run that did not finish, make way for this attempt's.
+   */
+  async start(row: JobWorkspaceRow): Promise<void> {
     await this.#db
       .update(batchRuns)
       .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
       .where(and(eq(batchRuns.id, row.batchRunId), eq(batchRuns.status, "queued")));
-    // A previous attempt's step rows describe a run that did not finish; this one replaces them.
     await this.#db.delete(workspaceSteps).where(eq(workspaceSteps.workspaceId, row.id));
-    return { executor, attempt: claimed.attempts };
   }
 
   /**

@@ -3,9 +3,9 @@
 // rendered with the step template context; after each step the changes of all steps so far are
 // collected and the result is cached under the step's cache key, so a re-run resumes after the
 // newest cached step. Where a step runs is its placement's runner's business (step-runner.ts):
-// this machine, a container, or a Deckhand provider over ACP. A `codingAgent` step runs the
-// script renderCodingAgentStep makes of it, with a model-provider token leased for the workspace
-// job and revoked when the workspace run ends.
+// this machine, a container, a Kubernetes Job, or a Deckhand provider over ACP. A `codingAgent`
+// step runs the script renderCodingAgentStep makes of it, with a model-provider token leased for
+// the workspace job and revoked when the workspace run ends.
 import { resolve } from "node:path";
 import type { BatchSpec, TemplateStepResult } from "@deckhand/batch-spec";
 import { errorMessage } from "@deckhand/errors";
@@ -190,7 +190,9 @@ async function runSteps(
         lease: () => jobModel.get(),
       }),
       detection: () => placer.detection(),
+      kubernetes: () => environment.kubernetes(),
       shells: environment.containerShells,
+      jobId: options.jobId,
     }),
     cache,
     sandbox: launcher.sandbox,

@@ -20,7 +20,7 @@ import type { BatchStepRuntime } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import { localStepShell } from "./local-step-shell.ts";
 
-export type StepRuntimeChoice = "auto" | "local" | "container";
+export type StepRuntimeChoice = "auto" | "local" | "container" | "kubernetes";
 
 export interface StepPlacement {
   runtime: BatchStepRuntime;
@@ -100,13 +100,25 @@ export class StepPlacer {
     // The agent of an acp step runs on this machine, in the workspace, whatever the runtime.
     if (step.codingAgent?.type === ACP_AGENT_TYPE) return local(null);
     if (image === null) {
-      if (choice !== "container") return local(null);
+      if (choice !== "container" && choice !== "kubernetes") return local(null);
       return unplaceable(
         new BatchesError(
           "step_failed",
-          `the run uses the container runtime and step ${stepIndex} names no image; set \`container:\`, or run with runtime "auto" or "local" (--runtime auto)`,
+          `the run uses the ${choice} runtime and step ${stepIndex} names no image; set \`container:\`, or run with runtime "auto" or "local" (--runtime auto)`,
         ),
       );
+    }
+    // The cluster pulls the image: it is known by the reference the step gives.
+    if (choice === "kubernetes") {
+      const placed: StepPlacement = {
+        runtime: "kubernetes",
+        image,
+        imageId: null,
+        shell: null,
+        fallbackReason: null,
+        problem: null,
+      };
+      return placed;
     }
     if (choice === "local") {
       return local("the run uses the local runtime: the step runs on this machine");
@@ -201,5 +213,6 @@ export function placementKey(placement: StepPlacement): StepRuntimeKey | null {
   if (placement.runtime === "local") {
     return { runtime: "local", shell: basename(placement.shell ?? "sh") };
   }
+  if (placement.runtime === "kubernetes") return { runtime: "kubernetes", image: placement.image! };
   return { runtime: "container", imageId: placement.imageId! };
 }

@@ -273,7 +273,7 @@ export class StepPreparation {
     const { type, prompt } = step.codingAgent!;
     const settings = codingAgentSettings(codingAgent, type);
     const renderedPrompt = renderTemplate(prompt, input.context);
-    const platform = await input.runner.platform(placement, signal);
+    const platform = await input.runner.platform(placement, input.checkout, signal);
     const { lease, jobId } = await jobModel.get();
     const stateDirectory = join(input.temporary, "agent-state");
     const rendered = codingAgentScript({
@@ -281,8 +281,9 @@ export class StepPreparation {
       prompt: renderedPrompt,
       settings,
       platform,
-      runtime: placement.runtime,
-      image: placement.runtime === "container" ? step.container : undefined,
+      // A Job runs the image as a container does: the script is the same.
+      runtime: placement.runtime === "local" ? "local" : "container",
+      image: placement.runtime === "local" ? undefined : step.container,
       env,
       // The agent's own home for its state, removed with the step's temporary files: two
       // jobs' agents never share (and race on) state under the runner's HOME.

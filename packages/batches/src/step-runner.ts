@@ -1,9 +1,9 @@
 // The seam between the step loop (run-workspace.ts) and where a step's process runs. The loop
 // prepares each step (step-preparation.ts: its script, environment, files and what it may reach)
 // and hands it to the runner its placement names: this machine (local-step-runner.ts), a
-// container (container-step-runner.ts) or a Deckhand provider over ACP (acp-step-runner.ts).
-// A runner for another place, such as a Kubernetes Job, implements this interface; nothing else
-// of the loop changes.
+// container (container-step-runner.ts), a Kubernetes Job (kubernetes-step-runner.ts) or a
+// Deckhand provider over ACP (acp-step-runner.ts). A runner for another place implements this
+// interface and is chosen in run-step.ts; nothing else of the loop changes.
 import type { AgentPlatform } from "@deckhand/batch-spec";
 import type { NetworkAccess } from "@deckhand/sandbox";
 import type { AcpStepPermissions } from "@deckhand/wire";
@@ -83,8 +83,15 @@ export interface StepExit {
 
 /** Runs prepared steps in one place; one instance serves every step of a workspace run. */
 export interface StepRunner {
-  /** The platform a `codingAgent` step's agent is installed for, where the step would run. */
-  platform(placement: StepPlacement, signal: AbortSignal): Promise<AgentPlatform>;
+  /**
+   * The platform a `codingAgent` step's agent is installed for, where the step would run (a
+   * runner that probes in a pod sees the checkout there).
+   */
+  platform(
+    placement: StepPlacement,
+    checkout: StepCheckout,
+    signal: AbortSignal,
+  ): Promise<AgentPlatform>;
   /** The shell a step's script runs with, as the step's `step_started` event reports it. */
   shell(step: Omit<PreparedStep, "shell">): Promise<string>;
   /**

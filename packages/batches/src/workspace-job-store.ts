@@ -30,6 +30,11 @@ export interface WorkspaceJobStore {
   job(workspaceId: string): Promise<StoredJob | null>;
   /** Claims the workspace for one attempt of `executor`; null when it ended meanwhile. */
   claim(row: JobWorkspaceRow, executor: string): Promise<WorkspaceClaim | null>;
+  /**
+   * Starts a claimed workspace's steps: its run is running from now on, and a previous attempt's
+   * step rows make way for this attempt's.
+   */
+  start(row: JobWorkspaceRow): Promise<void>;
   /** Whether the claim still holds, and whether the workspace still runs (not cancelled). */
   claimState(
     workspaceId: string,

@@ -44,6 +44,13 @@ export interface WorkspaceJobOptions {
   cache: StepCache;
   environment: ExecutionEnvironment;
   repositories: RepositorySource;
+  /** Model spend budgets: a workspace whose run's budget is spent is not started. */
+  budgets?: RunBudgets | undefined;
+}
+
+/** Whether a run's model spend budget is spent: why, or null while it is not. */
+export interface RunBudgets {
+  runBudgetReached(runId: string): Promise<string | null>;
 }
 
 /** A job loaded: its stored rows, its spec parsed again, and its workspace's definition. */
@@ -129,6 +136,18 @@ function endOf(spec: BatchSpec, workspace: Workspace, result: WorkspaceRunResult
   };
 }
 
+/** A workspace that is not started because its run's model budget is spent. */
+export function notStarted(reason: string): WorkspaceEnd {
+  return {
+    status: "cancelled",
+    error: `not started: ${reason}`,
+    diff: null,
+    steps: [],
+    changesets: [],
+    events: [],
+  };
+}
+
 export class WorkspaceJob {
   readonly #options: WorkspaceJobOptions;
 
@@ -142,6 +161,13 @@ export class WorkspaceJob {
     if (job === null) return;
     const claim = await store.claim(job.row, context.workerId);
     if (claim === null) return;
+    // A run whose budget is spent dispatches no further workspace.
+    const spent = await this.#options.budgets?.runBudgetReached(job.run.id);
+    if (spent) {
+      await store.finishWorkspace(job.row, job.run, job.options, claim, notStarted(spent));
+      return;
+    }
+    await store.start(job.row);
     const writer = store.progress(job.run.id, workspaceId);
     const watch = new ClaimWatch(store, workspaceId, claim, context.signal);
     // Progress goes to the log as it happens; the workspace's end (and its changesets) is written

@@ -24,7 +24,12 @@ import type { CachedStepResult } from "./step-cache.ts";
 import { StoredStepKindsSchema, stepLabel } from "./step-label.ts";
 import { type StoredTakeover, StoredWorkspaceDefinitionSchema } from "./stored-run.ts";
 import { applyWorkspaceDiff, collectWorkspaceDiff } from "./workspace-diff.ts";
-import { type StepRecord, type WorkspaceRunResult, workspaceRef } from "./workspace-run-report.ts";
+import {
+  type StepRecord,
+  unstartedStep,
+  type WorkspaceRunResult,
+  workspaceRef,
+} from "./workspace-run-report.ts";
 
 /** Where a workspace's repository is, as the session domain names a project's repository. */
 export type WorkspaceSessionRepository =
@@ -438,15 +443,8 @@ export async function runTakenOverWorkspace(
     rebased,
   });
   const steps: StepRecord[] = workspace.steps.map((step) => ({
-    stepIndex: step.index,
+    ...unstartedStep(step.index),
     outcome: "skipped",
-    runtime: null,
-    shell: null,
-    exitCode: null,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    cacheKey: null,
   }));
   for (const step of steps) {
     emit({

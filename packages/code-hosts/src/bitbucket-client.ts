@@ -14,9 +14,9 @@ import type {
   PullRequestStatus,
   UpdatePullRequestInput,
 } from "./code-host-client.ts";
-import { combineChecks, combineReviews } from "./code-host-client.ts";
-import { apiBase, type CodeHostConnection, connectionName } from "./connection.ts";
-import { hostFailure } from "./host-failure.ts";
+import { combineChecks, combineReviews, statusOutcome } from "./code-host-client.ts";
+import { apiBase, type CodeHostConnection } from "./connection.ts";
+import { FailedAnswer, HostClientBase } from "./host-client-base.ts";
 import type { FetchFunction } from "./host-fetch.ts";
 
 type Schemas = OpenApi.components["schemas"];
@@ -27,6 +27,16 @@ interface Answer<T> {
   data?: T;
   error?: unknown;
   response: Response;
+}
+
+/**
+ * openapi-fetch answers rather than throws: an answer other than 2xx is thrown here, so that the
+ * operation it was for is named where it is caught.
+ */
+async function dataOf<T>(answer: Promise<Answer<T>>): Promise<T> {
+  const { data, error, response } = await answer;
+  if (!response.ok) throw new FailedAnswer(response.status, error);
+  return data as T;
 }
 
 function split(repository: string): { workspace: string; repo_slug: string } {
@@ -67,14 +77,11 @@ function toPullRequest(pull: BitbucketPull): PullRequest {
   };
 }
 
-function statusOutcome(state: string | undefined) {
-  if (state === "SUCCESSFUL") return "passing" as const;
-  if (state === "INPROGRESS") return "pending" as const;
-  return "failing" as const;
-}
+/** Bitbucket's commit status states. */
+const STATUS_WORDS = { passing: ["SUCCESSFUL"], pending: ["INPROGRESS"] };
 
-export class BitbucketCloudClient implements CodeHostClient {
-  readonly capabilities: CodeHostCapabilities = {
+export class BitbucketCloudClient extends HostClientBase implements CodeHostClient {
+  override readonly capabilities: CodeHostCapabilities = {
     drafts: true,
     // A declined pull request stays declined; `reopen` opens a new one.
     reopen: false,
@@ -82,14 +89,10 @@ export class BitbucketCloudClient implements CodeHostClient {
     // The API has no mergeability flag; conflicts only show in a per-file diffstat.
     mergeability: false,
   };
-  private readonly name: string;
   private readonly client: BitbucketClient;
 
-  readonly connection: CodeHostConnection;
-
   constructor(connection: CodeHostConnection, fetch: FetchFunction) {
-    this.connection = connection;
-    this.name = connectionName(connection);
+    super(connection);
     this.client = createBitbucketCloudClient({
       baseUrl: apiBase(connection),
       headers: { accept: "application/json" },
@@ -97,20 +100,9 @@ export class BitbucketCloudClient implements CodeHostClient {
     });
   }
 
-  private async call<T>(operation: string, run: () => Promise<Answer<T>>): Promise<T> {
-    let answer: Answer<T>;
-    try {
-      answer = await run();
-    } catch (error) {
-      throw hostFailure(error, this.name, operation);
-    }
-    if (!answer.response.ok) {
-      throw hostFailure(new Error(`HTTP ${answer.response.status}`), this.name, operation, {
-        status: answer.response.status,
-        body: answer.error,
-      });
-    }
-    return answer.data as T;
+  /** An openapi-fetch call's data; a failure becomes a CodeHostError that names the operation. */
+  private read<T>(operation: string, run: () => Promise<Answer<T>>): Promise<T> {
+    return this.call(operation, () => dataOf(run()));
   }
 
   async findPullRequest(repository: string, branches: { head: string; base: string }) {
@@ -120,7 +112,7 @@ export class BitbucketCloudClient implements CodeHostClient {
       sort: "-created_on",
       pagelen: 10,
     };
-    const page = await this.call(`finding the pull request for ${branches.head}`, () =>
+    const page = await this.read(`finding the pull request for ${branches.head}`, () =>
       this.client.GET("/repositories/{workspace}/{repo_slug}/pullrequests", {
         params: { path: split(repository), query: query as never },
       }),
@@ -132,7 +124,7 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   async createPullRequest(repository: string, input: CreatePullRequestInput) {
-    const pull = await this.call(`creating a pull request for ${input.head}`, () =>
+    const pull = await this.read(`creating a pull request for ${input.head}`, () =>
       this.client.POST("/repositories/{workspace}/{repo_slug}/pullrequests", {
         params: { path: split(repository) },
         body: {
@@ -154,7 +146,7 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   private getPull(repository: string, number: number) {
-    return this.call(`reading pull request #${number}`, () =>
+    return this.read(`reading pull request #${number}`, () =>
       this.client.GET("/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}", {
         params: { path: { ...split(repository), pull_request_id: number } },
       }),
@@ -167,7 +159,7 @@ export class BitbucketCloudClient implements CodeHostClient {
     operation: string,
     fields: { title?: string; summary?: { raw: string }; draft?: boolean },
   ) {
-    const pull = await this.call(operation, () =>
+    const pull = await this.read(operation, () =>
       this.client.PUT("/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}", {
         params: { path: { ...split(repository), pull_request_id: number } },
         body: { type: "pullrequest", ...fields } as BitbucketPull,
@@ -190,7 +182,7 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   async closePullRequest(repository: string, number: number) {
-    const pull = await this.call(`declining pull request #${number}`, () =>
+    const pull = await this.read(`declining pull request #${number}`, () =>
       this.client.POST(
         "/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/decline",
         { params: { path: { ...split(repository), pull_request_id: number } } },
@@ -210,7 +202,7 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   async comment(repository: string, number: number, body: string) {
-    await this.call(`commenting on pull request #${number}`, () =>
+    await this.read(`commenting on pull request #${number}`, () =>
       this.client.POST(
         "/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/comments",
         {
@@ -222,7 +214,7 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   async merge(repository: string, number: number, input: MergeInput = {}) {
-    await this.call(`merging pull request #${number}`, () =>
+    await this.read(`merging pull request #${number}`, () =>
       this.client.POST(
         "/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/merge",
         {
@@ -237,22 +229,19 @@ export class BitbucketCloudClient implements CodeHostClient {
   }
 
   async deleteBranch(repository: string, branch: string) {
-    try {
-      await this.call(`deleting branch ${branch}`, () =>
+    await this.unlessMissing(`deleting branch ${branch}`, () =>
+      dataOf(
         this.client.DELETE("/repositories/{workspace}/{repo_slug}/refs/branches/{name}", {
           params: { path: { ...split(repository), name: branch } },
           parseAs: "text",
         }),
-      );
-    } catch (error) {
-      if ((error as { status?: number }).status === 404) return;
-      throw error;
-    }
+      ),
+    );
   }
 
   async readStatus(repository: string, number: number): Promise<PullRequestStatus> {
     const pull = await this.getPull(repository, number);
-    const statuses = await this.call(`reading the checks of pull request #${number}`, () =>
+    const statuses = await this.read(`reading the checks of pull request #${number}`, () =>
       this.client.GET(
         "/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/statuses",
         {
@@ -273,7 +262,9 @@ export class BitbucketCloudClient implements CodeHostClient {
     return {
       pullRequest: toPullRequest(pull),
       review: combineReviews(verdicts),
-      checks: combineChecks((statuses?.values ?? []).map((status) => statusOutcome(status.state))),
+      checks: combineChecks(
+        (statuses?.values ?? []).map((status) => statusOutcome(status.state, STATUS_WORDS)),
+      ),
       mergeable: "unknown",
     };
   }

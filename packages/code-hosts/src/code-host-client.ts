@@ -118,8 +118,23 @@ export function combineReviews(verdicts: Iterable<"approved" | "changes_requeste
   return approved ? ("approved" as const) : ("pending" as const);
 }
 
+export type CheckOutcome = "passing" | "failing" | "pending";
+
+/**
+ * A commit status in Deckhand's words, from the host's: one of `passing` passes, one of
+ * `pending` is unfinished, anything else (an error, a failure, a state the host added) fails.
+ */
+export function statusOutcome(
+  state: string | undefined,
+  words: { passing: readonly string[]; pending: readonly string[] },
+): CheckOutcome {
+  if (state !== undefined && words.passing.includes(state)) return "passing";
+  if (state !== undefined && words.pending.includes(state)) return "pending";
+  return "failing";
+}
+
 /** Combines check outcomes: any failure fails, then anything unfinished is pending. */
-export function combineChecks(outcomes: Iterable<"passing" | "failing" | "pending">): ChecksState {
+export function combineChecks(outcomes: Iterable<CheckOutcome>): ChecksState {
   let any = false;
   let pending = false;
   for (const outcome of outcomes) {

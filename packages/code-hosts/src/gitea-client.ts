@@ -3,18 +3,17 @@
 // connection's fetch and no token. It does not encode path parameters, so this client does.
 import { Api, type PullRequest as GiteaPull } from "gitea-js";
 import type {
-  CodeHostCapabilities,
   CodeHostClient,
   CreatePullRequestInput,
   MergeInput,
   PullRequest,
   PullRequestStatus,
-  UpdatePullRequestInput,
 } from "./code-host-client.ts";
-import { combineChecks, combineReviews } from "./code-host-client.ts";
-import { apiBase, type CodeHostConnection, connectionName } from "./connection.ts";
+import { combineChecks, combineReviews, statusOutcome } from "./code-host-client.ts";
+import { apiBase, type CodeHostConnection } from "./connection.ts";
 import { readDraftTitle, writeDraftTitle } from "./draft-title.ts";
-import { hostFailure, isResponse } from "./host-failure.ts";
+import { type PullRequestEdit, TitleDraftHostClient } from "./host-client-base.ts";
+import { isResponse } from "./host-failure.ts";
 import type { FetchFunction } from "./host-fetch.ts";
 
 function split(repository: string): { owner: string; repo: string } {
@@ -47,34 +46,15 @@ function toPullRequest(pull: GiteaPull): PullRequest {
   };
 }
 
-function statusOutcome(state: string | undefined) {
-  if (state === "success" || state === "warning") return "passing" as const;
-  if (state === "pending") return "pending" as const;
-  return "failing" as const;
-}
+/** Gitea's commit status states; a warning passes. */
+const STATUS_WORDS = { passing: ["success", "warning"], pending: ["pending"] };
 
-/** gitea-js throws the Response of a failed request, with the parsed body as `error`. */
-function answerOf(error: unknown): { status?: number; body?: unknown } {
-  if (isResponse(error))
-    return { status: error.status, body: (error as { error?: unknown }).error };
-  return {};
-}
-
-export class GiteaClient implements CodeHostClient {
-  readonly capabilities: CodeHostCapabilities = {
-    drafts: true,
-    reopen: true,
-    merge: true,
-    mergeability: true,
-  };
-  private readonly name: string;
+export class GiteaClient extends TitleDraftHostClient implements CodeHostClient {
+  protected readonly draftStyle = "gitea";
   private readonly api: Api<unknown>;
 
-  readonly connection: CodeHostConnection;
-
   constructor(connection: CodeHostConnection, fetch: FetchFunction) {
-    this.connection = connection;
-    this.name = connectionName(connection);
+    super(connection);
     this.api = new Api({
       baseUrl: apiBase(connection),
       baseApiParams: { format: "json" },
@@ -82,39 +62,33 @@ export class GiteaClient implements CodeHostClient {
     });
   }
 
-  private async call<T>(operation: string, run: () => Promise<{ data: T }>): Promise<T> {
-    try {
-      return (await run()).data;
-    } catch (error) {
-      throw hostFailure(error, this.name, operation, answerOf(error));
-    }
+  /** gitea-js throws the Response of a failed request, with the parsed body as `error`. */
+  protected override failureDetails(error: unknown): { status?: number; body?: unknown } {
+    if (!isResponse(error)) return {};
+    return { status: error.status, body: (error as { error?: unknown }).error };
+  }
+
+  /** A gitea-js call's data; a failure becomes a CodeHostError that names the operation. */
+  private async read<T>(operation: string, run: () => Promise<{ data: T }>): Promise<T> {
+    return (await this.call(operation, run)).data;
   }
 
   async findPullRequest(repository: string, branches: { head: string; base: string }) {
     const { owner, repo } = split(repository);
-    try {
-      const { data } = await this.api.repos.repoGetPullRequestByBaseHead(
+    const found = await this.unlessMissing(`finding the pull request for ${branches.head}`, () =>
+      this.api.repos.repoGetPullRequestByBaseHead(
         owner,
         repo,
         encodeURIComponent(branches.base),
         branchPath(branches.head),
-      );
-      return toPullRequest(data);
-    } catch (error) {
-      const failure = hostFailure(
-        error,
-        this.name,
-        `finding the pull request for ${branches.head}`,
-        answerOf(error),
-      );
-      if (failure.status === 404) return undefined;
-      throw failure;
-    }
+      ),
+    );
+    return found === undefined ? undefined : toPullRequest(found.data);
   }
 
   async createPullRequest(repository: string, input: CreatePullRequestInput) {
     const { owner, repo } = split(repository);
-    const pull = await this.call(`creating a pull request for ${input.head}`, () =>
+    const pull = await this.read(`creating a pull request for ${input.head}`, () =>
       this.api.repos.repoCreatePullRequest(owner, repo, {
         head: input.head,
         base: input.base,
@@ -128,7 +102,7 @@ export class GiteaClient implements CodeHostClient {
 
   private async getPull(repository: string, number: number): Promise<GiteaPull> {
     const { owner, repo } = split(repository);
-    return this.call(`reading pull request #${number}`, () =>
+    return this.read(`reading pull request #${number}`, () =>
       this.api.repos.repoGetPullRequest(owner, repo, number),
     );
   }
@@ -137,59 +111,22 @@ export class GiteaClient implements CodeHostClient {
     return toPullRequest(await this.getPull(repository, number));
   }
 
-  private async edit(
+  protected async edit(
     repository: string,
     number: number,
     operation: string,
-    fields: { title?: string; body?: string; state?: "open" | "closed" },
+    edit: PullRequestEdit,
   ) {
     const { owner, repo } = split(repository);
-    const pull = await this.call(operation, () =>
-      this.api.repos.repoEditPullRequest(owner, repo, number, fields),
+    const pull = await this.read(operation, () =>
+      this.api.repos.repoEditPullRequest(owner, repo, number, edit),
     );
     return toPullRequest(pull);
   }
 
-  async updatePullRequest(repository: string, number: number, input: UpdatePullRequestInput) {
-    const fields: { title?: string; body?: string } = {};
-    if (input.title !== undefined) {
-      // The draft marker lives in the title: keep it when the title changes.
-      const current = toPullRequest(await this.getPull(repository, number));
-      fields.title = writeDraftTitle(input.title, current.state === "draft", "gitea");
-    }
-    if (input.body !== undefined) fields.body = input.body;
-    return this.edit(repository, number, `updating pull request #${number}`, fields);
-  }
-
-  setDraft(repository: string, pullRequest: PullRequest, draft: boolean) {
-    return this.edit(
-      repository,
-      pullRequest.number,
-      `marking pull request #${pullRequest.number}`,
-      {
-        title: writeDraftTitle(pullRequest.title, draft, "gitea"),
-      },
-    );
-  }
-
-  closePullRequest(repository: string, number: number) {
-    return this.edit(repository, number, `closing pull request #${number}`, { state: "closed" });
-  }
-
-  reopenPullRequest(repository: string, pullRequest: PullRequest) {
-    return this.edit(
-      repository,
-      pullRequest.number,
-      `reopening pull request #${pullRequest.number}`,
-      {
-        state: "open",
-      },
-    );
-  }
-
   async comment(repository: string, number: number, body: string) {
     const { owner, repo } = split(repository);
-    await this.call(`commenting on pull request #${number}`, () =>
+    await this.read(`commenting on pull request #${number}`, () =>
       this.api.repos.issueCreateComment(owner, repo, number, { body }),
     );
   }
@@ -197,7 +134,7 @@ export class GiteaClient implements CodeHostClient {
   async merge(repository: string, number: number, input: MergeInput = {}) {
     const { owner, repo } = split(repository);
     const method = input.method ?? "merge";
-    await this.call(`merging pull request #${number}`, () =>
+    await this.read(`merging pull request #${number}`, () =>
       this.api.repos.repoMergePullRequest(owner, repo, number, {
         Do: method,
         ...(input.sha === undefined ? {} : { head_commit_id: input.sha }),
@@ -207,19 +144,15 @@ export class GiteaClient implements CodeHostClient {
 
   async deleteBranch(repository: string, branch: string) {
     const { owner, repo } = split(repository);
-    try {
-      await this.api.repos.repoDeleteBranch(owner, repo, branchPath(branch));
-    } catch (error) {
-      const failure = hostFailure(error, this.name, `deleting branch ${branch}`, answerOf(error));
-      if (failure.status === 404) return;
-      throw failure;
-    }
+    await this.unlessMissing(`deleting branch ${branch}`, () =>
+      this.api.repos.repoDeleteBranch(owner, repo, branchPath(branch)),
+    );
   }
 
   async readStatus(repository: string, number: number): Promise<PullRequestStatus> {
     const { owner, repo } = split(repository);
     const pull = await this.getPull(repository, number);
-    const reviews = await this.call(`reading the reviews of pull request #${number}`, () =>
+    const reviews = await this.read(`reading the reviews of pull request #${number}`, () =>
       this.api.repos.repoListPullReviews(owner, repo, number, { limit: 50 }),
     );
     const latest = new Map<string, "approved" | "changes_requested" | "other">();
@@ -233,11 +166,11 @@ export class GiteaClient implements CodeHostClient {
     let checks: PullRequestStatus["checks"] = "none";
     if (pullRequest.headSha !== undefined) {
       const sha = pullRequest.headSha;
-      const combined = await this.call(`reading the checks of ${sha}`, () =>
+      const combined = await this.read(`reading the checks of ${sha}`, () =>
         this.api.repos.repoGetCombinedStatusByRef(owner, repo, sha, { limit: 50 }),
       );
       checks = combineChecks(
-        (combined.statuses ?? []).map((status) => statusOutcome(status.status)),
+        (combined.statuses ?? []).map((status) => statusOutcome(status.status, STATUS_WORDS)),
       );
     }
     return {

@@ -3,17 +3,15 @@
 // the one policy under every client does that.
 import { Octokit } from "@octokit/rest";
 import type {
-  CodeHostCapabilities,
   CodeHostClient,
   CreatePullRequestInput,
   MergeInput,
   PullRequest,
   PullRequestStatus,
-  UpdatePullRequestInput,
 } from "./code-host-client.ts";
-import { combineChecks, combineReviews } from "./code-host-client.ts";
-import { apiBase, type CodeHostConnection, connectionName } from "./connection.ts";
-import { hostFailure } from "./host-failure.ts";
+import { combineChecks, combineReviews, statusOutcome } from "./code-host-client.ts";
+import { apiBase, type CodeHostConnection } from "./connection.ts";
+import { EditingHostClient, type PullRequestEdit } from "./host-client-base.ts";
 import type { FetchFunction } from "./host-fetch.ts";
 
 interface GitHubPull {
@@ -59,30 +57,17 @@ function checkRunOutcome(run: { status: string; conclusion?: string | null }) {
     : ("failing" as const);
 }
 
-function statusOutcome(state: string) {
-  if (state === "success") return "passing" as const;
-  if (state === "pending") return "pending" as const;
-  return "failing" as const;
-}
+/** GitHub's commit status states. */
+const STATUS_WORDS = { passing: ["success"], pending: ["pending"] };
 
 const DRAFT_MUTATION = `mutation($id: ID!) { convertPullRequestToDraft(input: {pullRequestId: $id}) { pullRequest { id } } }`;
 const READY_MUTATION = `mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { id } } }`;
 
-export class GitHubClient implements CodeHostClient {
-  readonly capabilities: CodeHostCapabilities = {
-    drafts: true,
-    reopen: true,
-    merge: true,
-    mergeability: true,
-  };
+export class GitHubClient extends EditingHostClient implements CodeHostClient {
   private readonly octokit: Octokit;
-  private readonly name: string;
-
-  readonly connection: CodeHostConnection;
 
   constructor(connection: CodeHostConnection, fetch: FetchFunction) {
-    this.connection = connection;
-    this.name = connectionName(connection);
+    super(connection);
     this.octokit = new Octokit({
       baseUrl: apiBase(connection),
       userAgent: "deckhand-code-hosts",
@@ -92,13 +77,9 @@ export class GitHubClient implements CodeHostClient {
     });
   }
 
-  private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      const response = (error as { response?: { data?: unknown } }).response;
-      throw hostFailure(error, this.name, operation, { body: response?.data });
-    }
+  /** Octokit's RequestError carries the host's answer as `response.data`. */
+  protected override failureDetails(error: unknown) {
+    return { body: (error as { response?: { data?: unknown } }).response?.data };
   }
 
   async findPullRequest(repository: string, branches: { head: string; base: string }) {
@@ -148,26 +129,17 @@ export class GitHubClient implements CodeHostClient {
     return toPullRequest(await this.getPull(repository, number));
   }
 
-  private async patch(
-    repository: string,
-    number: number,
-    operation: string,
-    fields: { title?: string; body?: string; state?: "open" | "closed" },
-  ) {
+  protected edit(repository: string, number: number, operation: string, edit: PullRequestEdit) {
     const { owner, repo } = split(repository);
     return this.call(operation, async () => {
       const { data } = await this.octokit.pulls.update({
         owner,
         repo,
         pull_number: number,
-        ...fields,
+        ...edit,
       });
       return toPullRequest(data as unknown as GitHubPull);
     });
-  }
-
-  updatePullRequest(repository: string, number: number, input: UpdatePullRequestInput) {
-    return this.patch(repository, number, `updating pull request #${number}`, input);
   }
 
   async setDraft(repository: string, pullRequest: PullRequest, draft: boolean) {
@@ -178,21 +150,6 @@ export class GitHubClient implements CodeHostClient {
       () => this.octokit.graphql(draft ? DRAFT_MUTATION : READY_MUTATION, { id: pull.node_id }),
     );
     return this.getPullRequest(repository, pullRequest.number);
-  }
-
-  closePullRequest(repository: string, number: number) {
-    return this.patch(repository, number, `closing pull request #${number}`, { state: "closed" });
-  }
-
-  reopenPullRequest(repository: string, pullRequest: PullRequest) {
-    return this.patch(
-      repository,
-      pullRequest.number,
-      `reopening pull request #${pullRequest.number}`,
-      {
-        state: "open",
-      },
-    );
   }
 
   async comment(repository: string, number: number, body: string) {
@@ -217,16 +174,12 @@ export class GitHubClient implements CodeHostClient {
 
   async deleteBranch(repository: string, branch: string) {
     const { owner, repo } = split(repository);
-    try {
-      await this.octokit.git.deleteRef({ owner, repo, ref: `heads/${branch}` });
-    } catch (error) {
-      const failure = hostFailure(error, this.name, `deleting branch ${branch}`, {
-        body: (error as { response?: { data?: unknown } }).response?.data,
-      });
+    await this.unlessMissing(
+      `deleting branch ${branch}`,
+      () => this.octokit.git.deleteRef({ owner, repo, ref: `heads/${branch}` }),
       // GitHub answers 422 "Reference does not exist" for a branch already deleted.
-      if (failure.status === 404 || failure.status === 422) return;
-      throw failure;
-    }
+      [404, 422],
+    );
   }
 
   async readStatus(repository: string, number: number): Promise<PullRequestStatus> {
@@ -258,7 +211,7 @@ export class GitHubClient implements CodeHostClient {
     );
     const outcomes = [
       ...runs.data.check_runs.map(checkRunOutcome),
-      ...combined.data.statuses.map((status) => statusOutcome(status.state)),
+      ...combined.data.statuses.map((status) => statusOutcome(status.state, STATUS_WORDS)),
     ];
     const pullRequest = toPullRequest(pull);
     return {

@@ -7,18 +7,17 @@ import { createRequesterFn, type RequestOptions } from "@gitbeaker/requester-uti
 import { Branches, MergeRequestApprovals, MergeRequestNotes, MergeRequests } from "@gitbeaker/rest";
 import type {
   ChecksState,
-  CodeHostCapabilities,
   CodeHostClient,
   CreatePullRequestInput,
   MergeInput,
   PullRequest,
   PullRequestStatus,
-  UpdatePullRequestInput,
 } from "./code-host-client.ts";
 import { combineReviews } from "./code-host-client.ts";
-import { apiBase, type CodeHostConnection, connectionName } from "./connection.ts";
+import { apiBase, type CodeHostConnection } from "./connection.ts";
 import { readDraftTitle, writeDraftTitle } from "./draft-title.ts";
-import { hostFailure, unsupported } from "./host-failure.ts";
+import { FailedAnswer, type PullRequestEdit, TitleDraftHostClient } from "./host-client-base.ts";
+import { unsupported } from "./host-failure.ts";
 import type { FetchFunction } from "./host-fetch.ts";
 
 interface GitLabMergeRequest {
@@ -34,18 +33,6 @@ interface GitLabMergeRequest {
   has_conflicts?: boolean;
   detailed_merge_status?: string;
   head_pipeline?: { status?: string } | null;
-}
-
-/** A failed answer, carried from the requester to the client that names the operation. */
-class GitLabAnswer extends Error {
-  readonly status: number;
-  readonly body: unknown;
-
-  constructor(status: number, body: unknown) {
-    super(`HTTP ${status}`);
-    this.status = status;
-    this.body = body;
-  }
 }
 
 async function readBody(response: Response): Promise<unknown> {
@@ -82,7 +69,7 @@ function requesterFor(base: string, fetch: FetchFunction) {
         ...(typeof options.body === "string" ? { body: options.body } : {}),
       });
       const body = await readBody(response);
-      if (!response.ok) throw new GitLabAnswer(response.status, body);
+      if (!response.ok) throw new FailedAnswer(response.status, body);
       return {
         body: body as Record<string, unknown>,
         headers: Object.fromEntries(response.headers),
@@ -121,24 +108,15 @@ function pipelineChecks(status: string | undefined): ChecksState {
   return "pending";
 }
 
-export class GitLabClient implements CodeHostClient {
-  readonly capabilities: CodeHostCapabilities = {
-    drafts: true,
-    reopen: true,
-    merge: true,
-    mergeability: true,
-  };
-  private readonly name: string;
+export class GitLabClient extends TitleDraftHostClient implements CodeHostClient {
+  protected readonly draftStyle = "gitlab";
   private readonly mergeRequests: MergeRequests;
   private readonly notes: MergeRequestNotes;
   private readonly approvals: MergeRequestApprovals;
   private readonly branches: Branches;
 
-  readonly connection: CodeHostConnection;
-
   constructor(connection: CodeHostConnection, fetch: FetchFunction) {
-    this.connection = connection;
-    this.name = connectionName(connection);
+    super(connection);
     const options = {
       host: PLACEHOLDER_HOST,
       requesterFn: requesterFor(apiBase(connection), fetch),
@@ -151,13 +129,8 @@ export class GitLabClient implements CodeHostClient {
     this.branches = new Branches(options);
   }
 
-  private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      const body = error instanceof GitLabAnswer ? error.body : undefined;
-      throw hostFailure(error, this.name, operation, { body });
-    }
+  protected override reference(number: number): string {
+    return `merge request !${number}`;
   }
 
   async findPullRequest(repository: string, branches: { head: string; base: string }) {
@@ -201,55 +174,19 @@ export class GitLabClient implements CodeHostClient {
     return toPullRequest(await this.show(repository, number));
   }
 
-  private async edit(
-    repository: string,
-    number: number,
-    operation: string,
-    fields: { title?: string; description?: string; stateEvent?: "close" | "reopen" },
-  ) {
+  /** GitLab's words: a body is a description, closing and reopening are state events. */
+  protected edit(repository: string, number: number, operation: string, edit: PullRequestEdit) {
+    const fields = {
+      ...(edit.title === undefined ? {} : { title: edit.title }),
+      ...(edit.body === undefined ? {} : { description: edit.body }),
+      ...(edit.state === undefined
+        ? {}
+        : { stateEvent: edit.state === "closed" ? ("close" as const) : ("reopen" as const) }),
+    };
     return this.call(operation, async () => {
       const edited = await this.mergeRequests.edit(repository, number, fields);
       return toPullRequest(edited as unknown as GitLabMergeRequest);
     });
-  }
-
-  async updatePullRequest(repository: string, number: number, input: UpdatePullRequestInput) {
-    const fields: { title?: string; description?: string } = {};
-    if (input.title !== undefined) {
-      // The draft marker lives in the title: keep it when the title changes.
-      const current = toPullRequest(await this.show(repository, number));
-      fields.title = writeDraftTitle(input.title, current.state === "draft", "gitlab");
-    }
-    if (input.body !== undefined) fields.description = input.body;
-    return this.edit(repository, number, `updating merge request !${number}`, fields);
-  }
-
-  setDraft(repository: string, pullRequest: PullRequest, draft: boolean) {
-    return this.edit(
-      repository,
-      pullRequest.number,
-      `marking merge request !${pullRequest.number}`,
-      {
-        title: writeDraftTitle(pullRequest.title, draft, "gitlab"),
-      },
-    );
-  }
-
-  closePullRequest(repository: string, number: number) {
-    return this.edit(repository, number, `closing merge request !${number}`, {
-      stateEvent: "close",
-    });
-  }
-
-  reopenPullRequest(repository: string, pullRequest: PullRequest) {
-    return this.edit(
-      repository,
-      pullRequest.number,
-      `reopening merge request !${pullRequest.number}`,
-      {
-        stateEvent: "reopen",
-      },
-    );
   }
 
   async comment(repository: string, number: number, body: string) {
@@ -271,15 +208,9 @@ export class GitLabClient implements CodeHostClient {
   }
 
   async deleteBranch(repository: string, branch: string) {
-    try {
-      await this.branches.remove(repository, branch);
-    } catch (error) {
-      const failure = hostFailure(error, this.name, `deleting branch ${branch}`, {
-        body: error instanceof GitLabAnswer ? error.body : undefined,
-      });
-      if (failure.status === 404) return;
-      throw failure;
-    }
+    await this.unlessMissing(`deleting branch ${branch}`, () =>
+      this.branches.remove(repository, branch),
+    );
   }
 
   async readStatus(repository: string, number: number): Promise<PullRequestStatus> {

@@ -66,6 +66,7 @@ describe("the status map", () => {
       too_many_processes: 429,
       rate_limited: 429,
       upstream_unavailable: 502,
+      budget_exceeded: 402,
       path_outside_root: 403,
       file_not_found: 404,
       not_a_file: 400,

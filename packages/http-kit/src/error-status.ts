@@ -22,6 +22,9 @@ export const ERROR_CODE_HTTP_STATUSES = {
   too_many_processes: [429],
   rate_limited: [429],
   upstream_unavailable: [502],
+  // Payment Required: agent CLIs retry a 429 (a budget does not refill by waiting) but show a
+  // 402's message and stop.
+  budget_exceeded: [402],
   path_outside_root: [403],
   file_not_found: [404],
   not_a_file: [400],

@@ -1,4 +1,29 @@
+export {
+  BUDGET_EXCEEDED_STATUS,
+  budgetRefusalBody,
+} from "./budgets/budget-refusal.ts";
+export {
+  type BudgetRefusal,
+  type BudgetScope,
+  type BudgetScopeSource,
+  ModelBudgets,
+  type ModelBudgetsFile,
+  ModelBudgetsFileSchema,
+  type ModelBudgetsOptions,
+} from "./budgets/model-budgets.ts";
+export {
+  addSpend,
+  describeAmount,
+  emptySpend,
+  type ModelPricesFile,
+  ModelPricesFileSchema,
+  PriceTable,
+  reachedPart,
+  tightest,
+} from "./budgets/spend.ts";
+export { DbSpendLedger, type SpendLedger, type SpendSelector } from "./budgets/spend-ledger.ts";
 export { DbModelTokenStore } from "./db-model-token-store.ts";
+export { DbUsageRecorder, type ModelUsageRow } from "./db-usage-recorder.ts";
 export type { LogFields, ModelProxyLogger } from "./logger.ts";
 export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
 export { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";

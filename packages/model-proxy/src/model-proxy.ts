@@ -4,6 +4,7 @@ import type { ModelUsageOutcome } from "@deckhand/wire";
 import { WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
 import { BodyObserver } from "./body-observer.ts";
+import { budgetRefusalResponse } from "./budgets/budget-refusal.ts";
 import { type LogFields, type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 import { type ModelTokenStore, verifyModelToken } from "./model-token.ts";
@@ -36,6 +37,11 @@ export interface ModelProxyOptions {
   now?: () => number;
   /** Non-streaming bodies up to this size are parsed for usage; larger ones count bytes only. */
   maxUsageBodyBytes?: number;
+  /**
+   * Spend budgets (ModelBudgets): asked before each request that costs tokens is forwarded; a
+   * reached budget is answered with 402 and the message, in the upstream's error shape.
+   */
+  budgets?: { check(jobId: string): Promise<{ message: string } | null> };
 }
 
 type ProxyEnvironment = { Variables: { secrets: string[] } };
@@ -191,6 +197,20 @@ export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironm
         "not_found",
         `agent type "${agentType}" forwards only ${endpointLabels(upstream.kind).join(", ")}; ${method} ${restPath || "/"} is not one of them`,
       );
+    }
+
+    // Listing models and counting tokens cost nothing; every other request is checked.
+    if (options.budgets !== undefined && endpoint !== "models" && endpoint !== "count_tokens") {
+      const refusal = await options.budgets.check(record.jobId);
+      if (refusal !== null) {
+        logger.warn("model-provider request refused: budget reached", {
+          agentType,
+          jobId: record.jobId,
+          tokenId: record.id,
+          reason: refusal.message,
+        });
+        return budgetRefusalResponse(upstream.kind, refusal.message);
+      }
     }
 
     const received =

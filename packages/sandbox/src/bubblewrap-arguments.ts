@@ -58,7 +58,9 @@ export function bubblewrapArguments(view: SandboxView): string[] {
   };
   hide({ directories: view.hiddenDirectories, files: view.hiddenFiles });
   const shown = [...view.readable, ...view.writable];
-  for (const path of view.readable) args.push("--ro-bind", path, path);
+  // A readable path may be missing (a login file of an agent never logged in): then it is absent
+  // inside too, instead of bubblewrap refusing to start.
+  for (const path of view.readable) args.push("--ro-bind-try", path, path);
   for (const path of view.writable) args.push("--bind", path, path);
   // A bind of a parent would show a hidden path again: hide it once more on top.
   const inside = (path: string) => shown.some((parent) => isPathInsideRoot(parent, path));

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { agentEnvironmentPolicy } from "@deckhand/secrets";
 import { sandboxTestSetup } from "@deckhand/testkit";
+import { WireEnv, WirePath } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detectSandbox, type SandboxCapability } from "./detect-sandbox.ts";
 import { type LaunchProfile, ProcessLauncher } from "./process-launcher.ts";
@@ -105,7 +106,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
       hidden: [dataDir],
       home,
       modelProxy: {
-        pathPrefix: "/model-provider",
+        pathPrefix: WirePath.modelProvider,
         port: () => hostPort,
         fetch: (request) => {
           modelRequests.push(new URL(request.url).pathname);
@@ -151,14 +152,14 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
       launcher,
       "console.log(JSON.stringify(process.env))",
       agentProfile(),
-      { grants: { DECKHAND_MODEL_PROVIDER_TOKEN: "scoped-token" } },
+      { grants: { [WireEnv.modelProviderToken]: "scoped-token" } },
     );
     const environment = JSON.parse(outcome.stdout);
     expect(environment.UPSTREAM_KEY).toBeUndefined();
     expect(environment.SOMETHING_ELSE).toBeUndefined();
     expect(outcome.stdout).not.toContain(CANARY);
     expect(environment.PLAIN).toBe("plain value");
-    expect(environment.DECKHAND_MODEL_PROVIDER_TOKEN).toBe("scoped-token");
+    expect(environment[WireEnv.modelProviderToken]).toBe("scoped-token");
   });
 
   it("writes only to its worktree and its own /tmp", async () => {
@@ -208,6 +209,24 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     });
   });
 
+  it("starts with a readable path that does not exist (an agent never logged in), absent inside", async () => {
+    const outcome = await run(
+      launcher,
+      `const fs = require("node:fs");
+       const read = (path) => { try { return fs.readFileSync(path, "utf8"); } catch (error) { return error.code; } };
+       console.log(JSON.stringify({
+         missing: read(${JSON.stringify(join(home, ".never-logged-in", "oauth_creds.json"))}),
+         worktree: fs.readdirSync(".").length >= 0,
+       }));`,
+      {
+        ...agentProfile(),
+        network: { internet: true, modelProxy: false },
+        readable: [join(home, ".never-logged-in", "oauth_creds.json")],
+      },
+    );
+    expect(JSON.parse(outcome.stdout)).toEqual({ missing: "ENOENT", worktree: true });
+  });
+
   it("cannot undo its view: no capabilities, so what hides the data directory stays", async () => {
     const outcome = await run(
       launcher,
@@ -231,15 +250,15 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     const outcome = await run(
       launcher,
       `(async () => {
-         const answer = await fetch("http://127.0.0.1:${hostPort}/model-provider/codex/v1/responses");
-         const api = await fetch("http://127.0.0.1:${hostPort}/api/projects");
+         const answer = await fetch("http://127.0.0.1:${hostPort}${WirePath.modelProvider}/codex/v1/responses");
+         const api = await fetch("http://127.0.0.1:${hostPort}${WirePath.serverApi}/projects");
          console.log(JSON.stringify({ model: await answer.text(), api: api.status }));
        })();`,
       agentProfile(),
     );
     expect(outcome.stderr).toBe("");
     expect(JSON.parse(outcome.stdout)).toEqual({ model: "model proxy answer", api: 404 });
-    expect(modelRequests).toEqual(["/model-provider/codex/v1/responses"]);
+    expect(modelRequests).toEqual([`${WirePath.modelProvider}/codex/v1/responses`]);
 
     const other = createServer((_request, response) => response.end("other"));
     const otherPort = await listen(other);
@@ -319,7 +338,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     const outcome = await run(
       launcher,
       `const socket = require("node:net").connect(3128, "127.0.0.1", () => {
-         socket.write("GET http://127.0.0.1:${hostPort}/model-provider/claude-code/v1/models HTTP/1.1\\r\\nHost: 127.0.0.1:${hostPort}\\r\\nConnection: close\\r\\n\\r\\n");
+         socket.write("GET http://127.0.0.1:${hostPort}${WirePath.modelProvider}/claude-code/v1/models HTTP/1.1\\r\\nHost: 127.0.0.1:${hostPort}\\r\\nConnection: close\\r\\n\\r\\n");
        });
        let text = "";
        socket.on("data", (chunk) => { text += chunk; });

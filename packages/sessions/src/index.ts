@@ -27,6 +27,7 @@ export {
 export { DbPermissionMemory } from "./permission-memory.ts";
 export { type SessionState, sessionStates } from "./session-activity.ts";
 export { SessionActivityHub, type SessionActivityHubOptions } from "./session-activity-hub.ts";
+export { SessionBudgetScopes } from "./session-budget-scopes.ts";
 export {
   appendSessionEvent,
   appendSessionEvents,

@@ -1,7 +1,10 @@
+import { UsageJobId } from "@deckhand/wire";
+
 /**
  * The job an agent session's model usage is recorded under. The turn runner leases model tokens
- * for it and the session usage route reads it back, so both must spell it the same way.
+ * for it, the session usage route reads it back and the session's budget sums it (@deckhand/wire
+ * owns the spelling).
  */
 export function agentSessionJobId(agentSessionRowId: string): string {
-  return `agent-session:${agentSessionRowId}`;
+  return UsageJobId.agentSession(agentSessionRowId);
 }

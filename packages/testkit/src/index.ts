@@ -141,6 +141,15 @@ export {
   tryWebSocket,
   type UpgradeOutcome,
 } from "./http/raw-request.ts";
+// A Kubernetes API server (Jobs, Pods, logs, Secrets, watches) whose pods run in Podman.
+export type { FakeKubeletContainerCli } from "./kubernetes/fake-kubelet.ts";
+export {
+  type FakeKubernetes,
+  type FakeKubernetesOptions,
+  type FakeKubernetesRequest,
+  startFakeKubernetes,
+} from "./kubernetes/fake-kubernetes.ts";
+export type { KindName, KubeObject } from "./kubernetes/fake-kubernetes-objects.ts";
 // A PostgreSQL database of its own per test, on the server DATABASE_URL names.
 export {
   createPostgresTestDatabase,

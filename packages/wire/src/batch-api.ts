@@ -5,6 +5,7 @@ import {
   BatchStepOutcomeSchema,
   BatchStepRuntimeSchema,
 } from "./batch-run.ts";
+import { BatchChangeSpendSchema, SpendLimitSchema } from "./budgets.ts";
 import { SandboxKindSchema } from "./sandbox.ts";
 
 /**
@@ -15,8 +16,11 @@ import { SandboxKindSchema } from "./sandbox.ts";
 const Id = z.uuid();
 const Timestamp = z.iso.datetime({ offset: true });
 
-/** How steps run: a container when the step names one and a runtime works, or always/never. */
-export const BatchRuntimeChoiceSchema = z.enum(["auto", "local", "container"]);
+/**
+ * How steps run: a container when the step names one and a runtime works, or always/never; or
+ * `kubernetes`: every step that names an image as a Kubernetes Job (config.json's `kubernetes`).
+ */
+export const BatchRuntimeChoiceSchema = z.enum(["auto", "local", "container", "kubernetes"]);
 export type BatchRuntimeChoice = z.infer<typeof BatchRuntimeChoiceSchema>;
 
 /** What a re-apply does with commits a person added on top of Deckhand's commit. */
@@ -79,6 +83,11 @@ export const BatchCodingAgentOptionsSchema = z.strictObject({
   install_source: BatchAgentInstallSourceSchema.optional(),
   /** Where each agent type is installed from, e.g. `{"gemini": {"kind": "npm"}}`. */
   install_sources: z.record(AgentTypeKey, BatchAgentInstallSourceSchema).optional(),
+  /**
+   * The most each workspace's agents may spend on models (its job's budget), over the spec's
+   * `codingAgent.budget`s; the proxy refuses the workspace's requests once it is reached.
+   */
+  workspace_budget: SpendLimitSchema.optional(),
 });
 export type BatchCodingAgentOptions = z.infer<typeof BatchCodingAgentOptionsSchema>;
 
@@ -129,6 +138,11 @@ export const BatchRunOptionsSchema = z.strictObject({
    */
   delete_branches: z.boolean().optional(),
   coding_agent: BatchCodingAgentOptionsSchema.optional(),
+  /**
+   * The most the whole run may spend on models: the proxy refuses its agents' requests once it
+   * is reached, and workspaces that have not started yet are not started.
+   */
+  budget: SpendLimitSchema.optional(),
 });
 export type BatchRunOptions = z.infer<typeof BatchRunOptionsSchema>;
 
@@ -504,6 +518,8 @@ export const BatchChangeSchema = z.object({
   burndown: z.array(BatchChangeBurndownPointSchema),
   /** The tracked changesets, each with its host state. */
   changesets: z.array(StoredBatchChangesetSchema),
+  /** Model spend of the batch change's workspace jobs, per changeset and per merged one. */
+  spend: BatchChangeSpendSchema,
 });
 export type BatchChange = z.infer<typeof BatchChangeSchema>;
 

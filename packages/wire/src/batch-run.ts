@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutWaitSchema } from "./rollout.ts";
 import { SandboxKindSchema } from "./sandbox.ts";
 
 /**
@@ -19,8 +20,11 @@ export const BatchWorkspaceRefSchema = z.object({
 });
 export type BatchWorkspaceRef = z.infer<typeof BatchWorkspaceRefSchema>;
 
-/** Where a step ran: on the host (bash where it has one, else sh), or in its container image. */
-export const BatchStepRuntimeSchema = z.enum(["local", "container"]);
+/**
+ * Where a step ran: on the host (bash where it has one, else sh), in its container image, or in
+ * its image as a Kubernetes Job.
+ */
+export const BatchStepRuntimeSchema = z.enum(["local", "container", "kubernetes"]);
 export type BatchStepRuntime = z.infer<typeof BatchStepRuntimeSchema>;
 
 /** How a step ended: it ran (and succeeded), came from the cache, was skipped by `if:`, or failed. */
@@ -190,6 +194,17 @@ export const BatchRunEventSchema = z.discriminatedUnion("type", [
     /** `created` (opened now), `updated` (title, body, draft or state changed), `unchanged`. */
     action: z.enum(["created", "updated", "unchanged"]),
     state: z.enum(["open", "draft", "merged", "closed"]),
+  }),
+  /**
+   * The batch change's rollout is paced: the changeset's pull request is opened later, by the
+   * rollout, at `at` (null when that waits on something without a known time; `waiting_for`).
+   */
+  z.object({
+    type: z.literal("changeset_scheduled"),
+    repository: z.string(),
+    branch: z.string(),
+    at: z.iso.datetime({ offset: true }).nullable(),
+    waiting_for: RolloutWaitSchema,
   }),
   /** Publishing a changeset failed; the apply stopped there or goes on (see `error`). */
   z.object({

@@ -10,6 +10,8 @@ export const ErrorCodeSchema = z.enum([
   "too_many_processes",
   "rate_limited",
   "upstream_unavailable",
+  /** A model spend budget (job, run, session or day) is reached; the message names which. */
+  "budget_exceeded",
   "path_outside_root",
   "file_not_found",
   "not_a_file",

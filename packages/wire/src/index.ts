@@ -91,6 +91,27 @@ export {
   BatchWorkspaceStatusSchema,
 } from "./batch-run.ts";
 export {
+  type BatchChangeSpend,
+  BatchChangeSpendSchema,
+  type BatchRunSpend,
+  BatchRunSpendSchema,
+  type BudgetScopeKind,
+  BudgetScopeKindSchema,
+  type BudgetStatus,
+  BudgetStatusSchema,
+  ChangesetSpendSchema,
+  parseUsageJobId,
+  type ServerBudgets,
+  ServerBudgetsSchema,
+  type SessionSpend,
+  SessionSpendSchema,
+  type Spend,
+  type SpendLimit,
+  SpendLimitSchema,
+  SpendSchema,
+  UsageJobId,
+} from "./budgets.ts";
+export {
   AGENT_DEFAULT_LISTEN,
   ProcessLimits,
   WEB_CSP_NONCE_PLACEHOLDER,
@@ -257,6 +278,20 @@ export {
   type ProviderTransport,
   ProviderTransportSchema,
 } from "./providers.ts";
+export {
+  type BatchChangeRollout,
+  BatchChangeRolloutSchema,
+  type PendingPublication,
+  PendingPublicationSchema,
+  RolloutRateSchema,
+  type RolloutSettings,
+  RolloutSettingsSchema,
+  type RolloutWait,
+  RolloutWaitSchema,
+  type RolloutWindow,
+  RolloutWindowSchema,
+  RolloutWindowsSchema,
+} from "./rollout.ts";
 export {
   type SandboxKind,
   SandboxKindSchema,

@@ -14,6 +14,7 @@ export const ModelTokenPattern = /dhmp_[A-Za-z0-9_-]{43}/;
 export const ModelProxyErrorCodeSchema = ErrorCodeSchema.extract([
   "rate_limited",
   "upstream_unavailable",
+  "budget_exceeded",
 ]);
 export type ModelProxyErrorCode = z.infer<typeof ModelProxyErrorCodeSchema>;
 

@@ -20,6 +20,7 @@ import {
   ResolveBatchWorkspacesRequestSchema,
   ResolvedBatchWorkspacesSchema,
 } from "./batch-api.ts";
+import { BatchRunSpendSchema, ServerBudgetsSchema, SessionSpendSchema } from "./budgets.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
 import { ExecutorPath, executorRoutes } from "./executor-routes.ts";
@@ -31,6 +32,7 @@ import {
   ProvidersSnapshotQuerySchema,
   ProvidersSnapshotSchema,
 } from "./providers.ts";
+import { BatchChangeRolloutSchema } from "./rollout.ts";
 import {
   AgentControlResponseSchema,
   AnswerPermissionRequestSchema,
@@ -88,12 +90,16 @@ export interface ServerRoute {
   summary: string;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** The body's media type when it is not `application/json` (a JSON merge patch); JSON either way. */
+  bodyContentType?: string;
   /** Success status and body schema; `null` body for 204. JSON unless `contentType` says. */
   success: {
     status: number;
     schema: z.ZodType | null;
     description: string;
     contentType?: string;
+    /** Other statuses whose body is this schema too, not an error, with why (health's 503). */
+    alsoAnswers?: Record<number, string>;
   };
   /** Error statuses this route answers besides 401, 403, 500 (and 415 with a body), with why. */
   errors?: Record<number, string>;
@@ -123,6 +129,8 @@ export const ServerPath = {
   rejectPendingChange: `${api}/pending-changes/:pending_change_id/reject`,
   usage: `${api}/usage`,
   sessionUsage: `${api}/sessions/:session_id/usage`,
+  sessionSpend: `${api}/sessions/:session_id/spend`,
+  budgets: `${api}/budgets`,
   modelUpstreams: `${api}/model-upstreams`,
   codeHostConnections: `${api}/code-host-connections`,
   apiTokens: `${api}/tokens`,
@@ -142,6 +150,7 @@ export const ServerPath = {
   batchRunCancel: `${api}/batch-runs/:batch_run_id/cancel`,
   batchRunApply: `${api}/batch-runs/:batch_run_id/apply`,
   batchRunRetry: `${api}/batch-runs/:batch_run_id/retry`,
+  batchRunSpend: `${api}/batch-runs/:batch_run_id/spend`,
   resolveBatchWorkspaces: `${api}/batch-workspaces/resolve`,
   batchWorkspace: `${api}/batch-workspaces/:workspace_id`,
   batchWorkspaceStep: `${api}/batch-workspaces/:workspace_id/steps/:step_index`,
@@ -151,6 +160,7 @@ export const ServerPath = {
   batchChange: `${api}/batch-changes/:name`,
   batchChangeRefresh: `${api}/batch-changes/:name/refresh`,
   batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
+  batchChangeRollout: `${api}/batch-changes/:name/rollout`,
   changesetEvents: `${api}/changesets/:changeset_id/events`,
   ...ExecutorPath,
 } as const;
@@ -174,8 +184,12 @@ export const serverRoutes = [
     method: "get",
     path: ServerPath.health,
     summary: "Database, queue and workspace-agent reachability",
-    success: { status: 200, schema: ServerHealthSchema, description: "everything is reachable" },
-    errors: { 503: "something is unreachable; the body says what (same schema)" },
+    success: {
+      status: 200,
+      schema: ServerHealthSchema,
+      description: "everything is reachable",
+      alsoAnswers: { 503: "something is unreachable; the body says what" },
+    },
   },
   {
     operationId: "createProject",
@@ -444,6 +458,21 @@ export const serverRoutes = [
     errors: { 404: "no such session" },
   },
   {
+    operationId: "getSessionSpend",
+    method: "get",
+    path: ServerPath.sessionSpend,
+    summary: "A session's model spend against its budget, and the server's spend today",
+    success: { status: 200, schema: SessionSpendSchema, description: "the spend" },
+    errors: { 404: "no such session" },
+  },
+  {
+    operationId: "getBudgets",
+    method: "get",
+    path: ServerPath.budgets,
+    summary: "The model spend budgets config.json sets, the price table's models and today's spend",
+    success: { status: 200, schema: ServerBudgetsSchema, description: "the budgets" },
+  },
+  {
     operationId: "listModelUpstreams",
     method: "get",
     path: ServerPath.modelUpstreams,
@@ -511,6 +540,7 @@ export const serverRoutes = [
     summary:
       "Change the providers config with a JSON merge patch (application/merge-patch+json); send If-Match with the ETag",
     body: ProvidersConfigPatchSchema,
+    bodyContentType: "application/merge-patch+json",
     success: { status: 200, schema: ProvidersConfigResponseSchema, description: "the new config" },
     errors: {
       400: "not a JSON object, or the result is invalid",
@@ -626,6 +656,14 @@ export const serverRoutes = [
     errors: { 404: "no such run", 409: "the run has not finished" },
   },
   {
+    operationId: "getBatchRunSpend",
+    method: "get",
+    path: ServerPath.batchRunSpend,
+    summary: "A run's model spend, per workspace, against the run's and each workspace's budget",
+    success: { status: 200, schema: BatchRunSpendSchema, description: "the spend" },
+    errors: { 404: "no such run" },
+  },
+  {
     operationId: "resolveBatchWorkspaces",
     method: "post",
     path: ServerPath.resolveBatchWorkspaces,
@@ -720,6 +758,15 @@ export const serverRoutes = [
     errors: { 404: "no run has that spec name" },
   },
   {
+    operationId: "getBatchChangeRollout",
+    method: "get",
+    path: ServerPath.batchChangeRollout,
+    summary:
+      "A batch change's rollout: its pace, what waits to be published and when each pull request goes out",
+    success: { status: 200, schema: BatchChangeRolloutSchema, description: "the rollout" },
+    errors: { 404: "no run has that spec name" },
+  },
+  {
     operationId: "listChangesetEvents",
     method: "get",
     path: ServerPath.changesetEvents,
@@ -767,18 +814,19 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         });
       }
     }
+    const successContent = route.success.schema
+      ? {
+          content: {
+            [route.success.contentType ?? "application/json"]: {
+              schema: schemaOf(route.success.schema, "output"),
+            },
+          },
+        }
+      : {};
     const responses: Record<string, unknown> = {
       [String(route.success.status)]: {
         description: route.success.description,
-        ...(route.success.schema
-          ? {
-              content: {
-                [route.success.contentType ?? "application/json"]: {
-                  schema: schemaOf(route.success.schema, "output"),
-                },
-              },
-            }
-          : {}),
+        ...successContent,
       },
       "401": { description: "missing or wrong bearer token", ...errorBody },
       "403": {
@@ -799,6 +847,9 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     for (const [status, description] of Object.entries(route.errors ?? {})) {
       responses[status] = { description, ...errorBody };
     }
+    for (const [status, description] of Object.entries(route.success.alsoAnswers ?? {})) {
+      responses[status] = { description, ...successContent };
+    }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,
@@ -807,7 +858,11 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         ? {
             requestBody: {
               required: true,
-              content: { "application/json": { schema: schemaOf(route.body, "input") } },
+              content: {
+                [route.bodyContentType ?? "application/json"]: {
+                  schema: schemaOf(route.body, "input"),
+                },
+              },
             },
           }
         : {}),

@@ -55,10 +55,14 @@ describe("contract parity", () => {
       .filter((root) => existsSync(root));
     // Code-host clients and their fakes speak other products' APIs, whose paths (`/api/v3` on
     // GitHub Enterprise, `/api/v4` on GitLab) and standard headers coincide with Deckhand's
-    // spellings by accident: using Deckhand's constants there would be the mistake.
-    const foreignApis = ["packages/code-hosts/src", "packages/testkit/src/code-hosts"].map(
-      (path) => `${repositoryRoot}${path}`,
-    );
+    // spellings by accident: using Deckhand's constants there would be the mistake. The
+    // Kubernetes API's core group lives under `/api/v1` too.
+    const foreignApis = [
+      "packages/code-hosts/src",
+      "packages/testkit/src/code-hosts",
+      "packages/kubernetes-runtime/src",
+      "packages/testkit/src/kubernetes",
+    ].map((path) => `${repositoryRoot}${path}`);
     const findings = findWireLiteralDuplicates(roots, {
       base: repositoryRoot,
       skip: (path) =>

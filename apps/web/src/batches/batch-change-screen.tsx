@@ -1,20 +1,20 @@
-import {
-  type BatchChange,
-  type BulkChangesetOperationRequest,
-  type BulkChangesetOperationResult,
-  ServerPath,
-  type StoredBatchChangeset,
-  serverPath,
+import type {
+  BatchChange,
+  BulkChangesetOperationRequest,
+  BulkChangesetOperationResult,
+  StoredBatchChangeset,
 } from "@deckhand/wire";
 import { type FormEvent, useCallback, useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
+import { BatchChangeSpendSummary } from "./batch-change-spend.tsx";
 import { BurndownChart } from "./burndown-chart.tsx";
 import { ChangesetCard, changesetPlace } from "./changeset-card.tsx";
+import { RolloutPanel } from "./rollout-panel.tsx";
 
 /** Changesets shown at once; "select all matching" reaches the rest too. */
 const PAGE = 25;
@@ -43,17 +43,14 @@ export function BatchChangeScreen({ name }: { name: string }) {
     results: BulkChangesetOperationResult["results"];
   } | null>(null);
 
-  const path = serverPath(ServerPath.batchChange, { name });
   const load = useCallback(
     async (refresh: boolean) => {
+      const params = { name };
       setChange(
-        await api<BatchChange>(
-          refresh ? "POST" : "GET",
-          refresh ? serverPath(ServerPath.batchChangeRefresh, { name }) : path,
-        ),
+        await (refresh ? server.refreshBatchChange({ params }) : server.getBatchChange({ params })),
       );
     },
-    [name, path],
+    [name],
   );
   useEffect(() => {
     load(false).catch((failure: unknown) => setError(messageOf(failure)));
@@ -83,6 +80,11 @@ export function BatchChangeScreen({ name }: { name: string }) {
   }, [matching]);
   const byId = useMemo(
     () => new Map((change?.changesets ?? []).map((changeset) => [changeset.id, changeset])),
+    [change],
+  );
+  const spendOf = useMemo(
+    () =>
+      new Map((change?.spend.changesets ?? []).map((entry) => [entry.changeset_id, entry.spent])),
     [change],
   );
 
@@ -135,11 +137,7 @@ export function BatchChangeScreen({ name }: { name: string }) {
     setBusy(true);
     setError(null);
     try {
-      const answer = await api<BulkChangesetOperationResult>(
-        "POST",
-        serverPath(ServerPath.batchChangeBulk, { name }),
-        request,
-      );
+      const answer = await server.bulkBatchChangeChangesets({ params: { name }, body: request });
       setResults({ operation, results: answer.results });
       if (operation === "comment") setComment("");
       await load(false);
@@ -207,10 +205,12 @@ export function BatchChangeScreen({ name }: { name: string }) {
           </div>
         ))}
       </dl>
+      <RolloutPanel name={name} reloadKey={change} />
       <section aria-labelledby="burndown-heading">
         <h2 id="burndown-heading">Burndown</h2>
         <BurndownChart points={change.burndown} />
       </section>
+      <BatchChangeSpendSummary spend={change.spend} />
       <section aria-labelledby="changesets-heading">
         <h2 id="changesets-heading">Changesets</h2>
         <fieldset className="filters">
@@ -326,6 +326,8 @@ export function BatchChangeScreen({ name }: { name: string }) {
               <ChangesetCard
                 key={changeset.id}
                 changeset={changeset}
+                spend={spendOf.get(changeset.id)}
+                currency={change.spend.currency}
                 selection={{
                   selected: selected.has(changeset.id),
                   onChange: (on) => toggle(changeset, on),

@@ -1,13 +1,9 @@
-import {
-  type ChangesetEvent,
-  ServerPath,
-  type StoredBatchChangeset,
-  serverPath,
-} from "@deckhand/wire";
+import type { ChangesetEvent, Spend, StoredBatchChangeset } from "@deckhand/wire";
 import { useState } from "react";
 import ReactMarkdown from "react-markdown";
 import remarkGfm from "remark-gfm";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
+import { formatSpend } from "../budgets/spend-format.ts";
 import { DiffView } from "../components/diff-view.tsx";
 
 const CHECKS: Record<NonNullable<StoredBatchChangeset["checks_state"]>, string> = {
@@ -82,10 +78,8 @@ function ChangesetEvents({ changeset }: { changeset: StoredBatchChangeset }) {
   const [events, setEvents] = useState<ChangesetEvent[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const load = () => {
-    api<{ events: ChangesetEvent[] }>(
-      "GET",
-      serverPath(ServerPath.changesetEvents, { changeset_id: changeset.id }),
-    )
+    server
+      .listChangesetEvents({ params: { changeset_id: changeset.id } })
       .then((loaded) => setEvents(loaded.events))
       .catch((failure: unknown) => setError(messageOf(failure)));
   };
@@ -123,10 +117,15 @@ function ChangesetEvents({ changeset }: { changeset: StoredBatchChangeset }) {
 export function ChangesetCard({
   changeset,
   selection,
+  spend,
+  currency = null,
 }: {
   changeset: StoredBatchChangeset;
   /** Given on the batch change screen: the changeset can be picked for bulk operations. */
   selection?: { selected: boolean; onChange: (selected: boolean) => void };
+  /** What its workspace's agents spent on models (the batch change screen knows). */
+  spend?: Spend | undefined;
+  currency?: string | null;
 }) {
   const where = changesetPlace(changeset);
   return (
@@ -167,6 +166,12 @@ export function ChangesetCard({
             ? `${changeset.apply_operation} at ${changeset.applied_commit?.slice(0, 10) ?? "?"}${changeset.pushed ? ", pushed" : ""}`
             : "not yet"}
         </dd>
+        {spend !== undefined && spend.requests > 0 && (
+          <>
+            <dt>model spend</dt>
+            <dd data-field="spend">{formatSpend(spend, currency)}</dd>
+          </>
+        )}
         {changeset.external_url && (
           <>
             <dt>pull request</dt>

@@ -1,11 +1,6 @@
-import {
-  type BatchStepDetail,
-  type BatchWorkspaceStep,
-  ServerPath,
-  serverPath,
-} from "@deckhand/wire";
+import type { BatchStepDetail, BatchWorkspaceStep } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { DiffView } from "../components/diff-view.tsx";
 import { AgentTranscript, StepEnvironment } from "./step-panels.tsx";
 
@@ -43,13 +38,10 @@ export function StepDetail({
   // biome-ignore lint/correctness/useExhaustiveDependencies: step.outcome is that trigger.
   useEffect(() => {
     let live = true;
-    api<BatchStepDetail>(
-      "GET",
-      serverPath(ServerPath.batchWorkspaceStep, {
-        workspace_id: workspaceId,
-        step_index: String(step.step_index),
-      }),
-    )
+    server
+      .getBatchWorkspaceStep({
+        params: { workspace_id: workspaceId, step_index: String(step.step_index) },
+      })
       .then((loaded) => live && setDetail(loaded))
       .catch((failure: unknown) => live && setError(messageOf(failure)));
     return () => {

@@ -1,6 +1,6 @@
-import { type AgentStepTranscript, ServerPath, type UsageResponse } from "@deckhand/wire";
+import type { AgentStepTranscript, UsageResponse } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 
 /** A step's own environment as the server sent it: secret values are already redacted there. */
 export function StepEnvironment({ env }: { env: Readonly<Record<string, string>> | null }) {
@@ -49,7 +49,8 @@ export function AgentTranscript({ agent, jobId }: { agent: AgentStepTranscript; 
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
-    api<UsageResponse>("GET", `${ServerPath.usage}?${new URLSearchParams({ job_id: jobId })}`)
+    server
+      .getUsage({ query: { job_id: jobId } })
       .then((loaded) => live && setUsage(loaded.totals))
       .catch((failure: unknown) => live && setError(messageOf(failure)));
     return () => {

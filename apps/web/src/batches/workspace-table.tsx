@@ -1,15 +1,12 @@
-import {
-  type BatchTakeoverResponse,
-  type BatchWorkspace,
-  type BatchWorkspaceState,
-  type BatchWorkspaceStep,
-  ServerPath,
-  type StoredBatchChangeset,
-  serverPath,
+import type {
+  BatchWorkspace,
+  BatchWorkspaceState,
+  BatchWorkspaceStep,
+  StoredBatchChangeset,
 } from "@deckhand/wire";
 import { Fragment, useMemo, useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { formatDuration, StepDetail, stepElapsed } from "./step-detail.tsx";
 
 /** Workspaces are told apart in events by repository, branch and path. */
@@ -203,16 +200,12 @@ function WorkspaceActions({
     setError(null);
     try {
       if (what === "retry") {
-        await api<BatchWorkspace>(
-          "POST",
-          serverPath(ServerPath.batchWorkspaceRetry, { workspace_id: workspace.id }),
-        );
+        await server.retryBatchWorkspace({ params: { workspace_id: workspace.id } });
         onChanged();
       } else {
-        const answer = await api<BatchTakeoverResponse>(
-          "POST",
-          serverPath(ServerPath.batchWorkspaceTakeover, { workspace_id: workspace.id }),
-        );
+        const answer = await server.takeOverBatchWorkspace({
+          params: { workspace_id: workspace.id },
+        });
         navigate(`/sessions/${answer.session_id}`);
       }
     } catch (failure) {

@@ -3,13 +3,10 @@ import {
   type ProcessInfo,
   type ProcessOutputResponse,
   type ProcessSignalName,
-  ServerPath,
-  type SessionProcessList,
-  serverPath,
   type Truncation,
 } from "@deckhand/wire";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 
 /** How often the list is read again: new processes and exits show within this. */
 const LIST_INTERVAL_MS = 2_000;
@@ -77,11 +74,9 @@ function useFollowedOutput(sessionId: string, processId: string, onExited: () =>
   exited.current = onExited;
   useEffect(() => {
     const controller = new AbortController();
-    const path = serverPath(ServerPath.sessionProcessOutput, {
-      session_id: sessionId,
-      process_id: processId,
-    });
-    const read = (query: string) => api<ProcessOutputResponse>("GET", `${path}${query}`);
+    const params = { session_id: sessionId, process_id: processId };
+    const read = (query: { cursor: number; wait: true; timeout_ms: number } | undefined) =>
+      server.getSessionProcessOutput({ params, ...(query ? { query } : {}) });
     (async () => {
       let cursor: number | null = null;
       while (!controller.signal.aborted) {
@@ -89,8 +84,8 @@ function useFollowedOutput(sessionId: string, processId: string, onExited: () =>
         try {
           answer =
             cursor === null
-              ? await read("")
-              : await read(`?cursor=${cursor}&wait=true&timeout_ms=${FOLLOW_WAIT_MS}`);
+              ? await read(undefined)
+              : await read({ cursor, wait: true, timeout_ms: FOLLOW_WAIT_MS });
         } catch (failure) {
           if (controller.signal.aborted) return;
           setError(messageOf(failure));
@@ -164,14 +159,10 @@ function ProcessCard({
     setSending(true);
     setSignalError(null);
     try {
-      await api(
-        "POST",
-        serverPath(ServerPath.sessionProcessSignal, {
-          session_id: sessionId,
-          process_id: process.id,
-        }),
-        { signal },
-      );
+      await server.signalSessionProcess({
+        params: { session_id: sessionId, process_id: process.id },
+        body: { signal },
+      });
       onChanged();
     } catch (failure) {
       setSignalError(messageOf(failure));
@@ -277,10 +268,7 @@ export function ProcessesPanel({
   const [nowUnix, setNowUnix] = useState(() => Math.floor(Date.now() / 1000));
   const load = useCallback(async () => {
     try {
-      const list = await api<SessionProcessList>(
-        "GET",
-        serverPath(ServerPath.sessionProcesses, { session_id: sessionId }),
-      );
+      const list = await server.listSessionProcesses({ params: { session_id: sessionId } });
       setProcesses(list.processes);
       onCount?.(list.processes.length);
       setNowUnix(Math.floor(Date.now() / 1000));

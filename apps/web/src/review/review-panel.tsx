@@ -1,7 +1,7 @@
-import { type PendingChange, type PendingChangeList, ServerPath, serverPath } from "@deckhand/wire";
+import type { PendingChange } from "@deckhand/wire";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { type Highlighter, languageOfPath, useHighlighter } from "../highlight/highlighter.ts";
 import {
   commentLine,
@@ -459,10 +459,10 @@ export default function ReviewPanel({
   const [view, setView] = useState<ViewType>("unified");
   const [wrap, setWrap] = useState(false);
   const load = useCallback(async () => {
-    const list = await api<PendingChangeList>(
-      "GET",
-      `${serverPath(ServerPath.sessionPendingChanges, { session_id: sessionId })}?status=pending`,
-    );
+    const list = await server.listPendingChanges({
+      params: { session_id: sessionId },
+      query: { status: "pending" },
+    });
     setChanges(list.pending_changes);
     onCount?.(list.pending_changes.length);
   }, [sessionId, onCount]);
@@ -507,13 +507,10 @@ export default function ReviewPanel({
     const failures: string[] = [];
     for (const change of targets) {
       try {
-        await api(
-          "POST",
-          serverPath(
-            action === "apply" ? ServerPath.applyPendingChange : ServerPath.rejectPendingChange,
-            { pending_change_id: change.id },
-          ),
-        );
+        const params = { pending_change_id: change.id };
+        await (action === "apply"
+          ? server.applyPendingChange({ params })
+          : server.rejectPendingChange({ params }));
       } catch (failure) {
         failures.push(`${change.path}: ${messageOf(failure)}`);
       }

@@ -1,20 +1,19 @@
-import {
-  type BatchRun,
-  type BatchRunEvent,
-  type BatchWorkspace,
-  ServerPath,
-  type StoredBatchChangeset,
-  type StoredBatchRunEvent,
-  serverPath,
+import type {
+  BatchRun,
+  BatchRunEvent,
+  BatchWorkspace,
+  StoredBatchChangeset,
+  StoredBatchRunEvent,
 } from "@deckhand/wire";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
-import { type Answer, api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { BatchRunStream } from "../batches/batch-run-stream.ts";
 import { ChangesetCard } from "../batches/changeset-card.tsx";
 import { StatsBar } from "../batches/stats-bar.tsx";
 import { formatDuration } from "../batches/step-detail.tsx";
 import { type TimelineEntry, WorkspaceTable, workspaceKey } from "../batches/workspace-table.tsx";
+import { RunSpend } from "../budgets/run-spend.tsx";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { onTabListKeyDown } from "../components/tab-keys.ts";
@@ -71,22 +70,17 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   const loadGeneration = useRef(0);
   const load = useCallback(async () => {
     const generation = ++loadGeneration.current;
+    const params = { batch_run_id: runId };
     const [loadedRun, loadedWorkspaces, loadedChangesets] = await Promise.all([
-      api<BatchRun>("GET", serverPath(ServerPath.batchRun, { batch_run_id: runId })),
-      api<Answer<"listBatchRunWorkspaces">>(
-        "GET",
-        serverPath(ServerPath.batchRunWorkspaces, { batch_run_id: runId }),
-      ),
-      api<Answer<"listBatchRunChangesets">>(
-        "GET",
-        serverPath(ServerPath.batchRunChangesets, { batch_run_id: runId }),
-      ),
+      server.getBatchRun({ params }),
+      server.listBatchRunWorkspaces({ params }),
+      server.listBatchRunChangesets({ params }),
     ]);
     if (generation !== loadGeneration.current) return;
     setRun(loadedRun);
-    setWorkspaces(loadedWorkspaces.workspaces as BatchWorkspace[]);
-    setChangesets(loadedChangesets.changesets as StoredBatchChangeset[]);
-    setDropped(loadedChangesets.dropped as StoredBatchChangeset[]);
+    setWorkspaces(loadedWorkspaces.workspaces);
+    setChangesets(loadedChangesets.changesets);
+    setDropped(loadedChangesets.dropped);
   }, [runId]);
 
   const reload = useCallback(() => {
@@ -173,16 +167,16 @@ export function BatchRunScreen({ runId }: { runId: string }) {
   const act = async (what: "cancel" | "retry" | "apply" | "apply-succeeded") => {
     setBusy(true);
     setError(null);
-    const path = {
-      cancel: ServerPath.batchRunCancel,
-      retry: ServerPath.batchRunRetry,
-      apply: ServerPath.batchRunApply,
-      "apply-succeeded": ServerPath.batchRunApply,
+    const params = { batch_run_id: runId };
+    const send = {
+      cancel: () => server.cancelBatchRun({ params }),
+      retry: () => server.retryBatchRun({ params }),
+      apply: () => server.applyBatchRun({ params }),
+      // Apply what succeeded: the changesets of the workspaces that did, the others left out.
+      "apply-succeeded": () => server.applyBatchRun({ params, query: { skip_errors: true } }),
     }[what];
-    // Apply what succeeded: the changesets of the workspaces that did, the others left out.
-    const query = what === "apply-succeeded" ? "?skip_errors=true" : "";
     try {
-      setRun(await api<BatchRun>("POST", `${serverPath(path, { batch_run_id: runId })}${query}`));
+      setRun(await send());
       if (what === "apply" || what === "apply-succeeded") {
         setTab("changesets");
         // The focus follows to what apply changes: the changesets tab.
@@ -232,6 +226,7 @@ export function BatchRunScreen({ runId }: { runId: string }) {
         </span>
       </header>
       <StatsBar stats={run.stats} />
+      <RunSpend runId={runId} live={!finished} />
       {run.error && (
         <p className="error" role="alert">
           {run.error}

@@ -1,7 +1,7 @@
-import { type BatchChangeList, type BatchRun, ServerPath } from "@deckhand/wire";
+import type { BatchChangeList, BatchRun } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { Link } from "wouter";
-import { type Answer, api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { BurndownSparkline } from "../batches/burndown-chart.tsx";
 import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
@@ -51,14 +51,11 @@ export function BatchesScreen() {
     void reconnects;
     let live = true;
     const load = () =>
-      Promise.all([
-        api<BatchChangeList>("GET", ServerPath.batchChanges),
-        api<Answer<"listBatchRuns">>("GET", `${ServerPath.batchRuns}?limit=100`),
-      ])
+      Promise.all([server.listBatchChanges(), server.listBatchRuns({ query: { limit: 100 } })])
         .then(([changeList, runList]) => {
           if (!live) return;
           setChanges(changeList.batch_changes);
-          setRuns(runList.batch_runs as BatchRun[]);
+          setRuns(runList.batch_runs);
           setError(null);
         })
         .catch((failure: unknown) => live && setError(messageOf(failure)));

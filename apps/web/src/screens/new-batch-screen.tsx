@@ -1,17 +1,15 @@
 import type { BatchSpecDiagnostic } from "@deckhand/batch-spec";
-import {
-  type BatchRun,
-  type BatchRunAction,
-  type BatchRunOptions,
-  type BatchRuntimeChoice,
-  type CreateBatchRunRequest,
-  type ResolveBatchWorkspacesRequest,
-  type ResolvedBatchWorkspaces,
-  ServerPath,
+import type {
+  BatchRunAction,
+  BatchRunOptions,
+  BatchRuntimeChoice,
+  CreateBatchRunRequest,
+  ResolveBatchWorkspacesRequest,
+  ResolvedBatchWorkspaces,
 } from "@deckhand/wire";
 import { lazy, Suspense, useMemo, useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { exampleSpecs } from "../batches/example-specs.ts";
 
 // CodeMirror, the JSON Schema support and the spec parser load only on this screen.
@@ -21,6 +19,7 @@ const RUNTIMES: readonly { value: BatchRuntimeChoice; label: string }[] = [
   { value: "auto", label: "Auto: a container when one works, else on the host" },
   { value: "local", label: "Local: every step on the server's host with sh" },
   { value: "container", label: "Container: every step in its image" },
+  { value: "kubernetes", label: "Kubernetes: every step as a Job in the configured cluster" },
 ];
 
 interface Preview {
@@ -91,11 +90,7 @@ export function NewBatchScreen() {
     setError(null);
     try {
       const request: ResolveBatchWorkspacesRequest = { source, options: options(false) };
-      const result = await api<ResolvedBatchWorkspaces>(
-        "POST",
-        ServerPath.resolveBatchWorkspaces,
-        request,
-      );
+      const result = await server.resolveBatchWorkspaces({ body: request });
       setPreview({ source, runtime, result });
       // Exclusions of repositories no longer reached are dropped.
       const reached = new Set(result.workspaces.map((workspace) => workspace.repository));
@@ -112,7 +107,7 @@ export function NewBatchScreen() {
     setError(null);
     try {
       const request: CreateBatchRunRequest = { source, action, options: options(true) };
-      const run = await api<BatchRun>("POST", ServerPath.batchRuns, request);
+      const run = await server.createBatchRun({ body: request });
       navigate(`/batches/runs/${run.id}`);
     } catch (failure) {
       setError(messageOf(failure));

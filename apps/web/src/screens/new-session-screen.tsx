@@ -1,14 +1,7 @@
-import {
-  type Project,
-  type ProviderEntry,
-  type ProvidersSnapshot,
-  ServerPath,
-  type Session,
-  serverPath,
-} from "@deckhand/wire";
+import type { Project, ProviderEntry } from "@deckhand/wire";
 import { useEffect, useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 
 /**
  * A new session in a project: its title, branch and base branch, and the agent to talk to first
@@ -31,11 +24,8 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
   useEffect(() => {
     (async () => {
       const [loaded, snapshot] = await Promise.all([
-        api<Project>("GET", serverPath(ServerPath.project, { project_id: projectId })),
-        api<ProvidersSnapshot>(
-          "GET",
-          `${ServerPath.providersSnapshot}?project_id=${encodeURIComponent(projectId)}`,
-        ),
+        server.getProject({ params: { project_id: projectId } }),
+        server.getProvidersSnapshot({ query: { project_id: projectId } }),
       ]);
       const ready = snapshot.providers.filter(
         (provider) => provider.enabled && provider.status === "ready",
@@ -62,10 +52,9 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
     setBusy(true);
     setError(null);
     try {
-      const session = await api<Session>(
-        "POST",
-        serverPath(ServerPath.projectSessions, { project_id: projectId }),
-        {
+      const session = await server.createSession({
+        params: { project_id: projectId },
+        body: {
           ...(title.trim() ? { title: title.trim() } : {}),
           ...(branch.trim() ? { branch: branch.trim() } : {}),
           ...(baseBranch.trim() && baseBranch.trim() !== project?.default_branch
@@ -75,7 +64,7 @@ export function NewSessionScreen({ projectId }: { projectId: string }) {
           ...(model ? { model } : {}),
           ...(mode ? { mode } : {}),
         },
-      );
+      });
       navigate(`/sessions/${session.id}?agent=${encodeURIComponent(agent)}`);
     } catch (failure) {
       setError(messageOf(failure));

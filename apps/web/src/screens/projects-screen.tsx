@@ -1,14 +1,7 @@
-import {
-  type Project,
-  type ProjectList,
-  ServerPath,
-  type Session,
-  type SessionList,
-  serverPath,
-} from "@deckhand/wire";
+import type { Project, Session } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
 
@@ -25,16 +18,11 @@ export function ProjectsScreen() {
   const [busy, setBusy] = useState(false);
 
   const load = useCallback(async () => {
-    const list = await api<ProjectList>("GET", ServerPath.projects);
+    const list = await server.listProjects();
     const withSessions = await Promise.all(
       list.projects.map(async (project) => ({
         project,
-        sessions: (
-          await api<SessionList>(
-            "GET",
-            serverPath(ServerPath.projectSessions, { project_id: project.id }),
-          )
-        ).sessions,
+        sessions: (await server.listSessions({ params: { project_id: project.id } })).sessions,
       })),
     );
     setProjects(withSessions);
@@ -54,7 +42,7 @@ export function ProjectsScreen() {
     setBusy(true);
     setError(null);
     try {
-      await api<Project>("POST", ServerPath.projects, { repository_path: path.trim() });
+      await server.createProject({ body: { repository_path: path.trim() } });
       setPath("");
       await load();
     } catch (failure) {

@@ -1,17 +1,7 @@
-import {
-  type Chat,
-  type Project,
-  type ProjectBranchList,
-  type ProjectList,
-  type ProviderEntry,
-  type ProvidersSnapshot,
-  ServerPath,
-  type Session,
-  serverPath,
-} from "@deckhand/wire";
+import type { Project, ProviderEntry } from "@deckhand/wire";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 
 /** A session's title from its first message: the first line, cut at a readable length. */
@@ -40,7 +30,8 @@ export function PromptSessionScreen() {
   useDocumentTitle("New session");
 
   useEffect(() => {
-    api<ProjectList>("GET", ServerPath.projects)
+    server
+      .listProjects()
       .then((list) => {
         setProjects(list.projects);
         setProjectId((current) => current || (list.projects[0]?.id ?? ""));
@@ -53,14 +44,8 @@ export function PromptSessionScreen() {
     if (!projectId) return;
     let live = true;
     Promise.all([
-      api<ProjectBranchList>(
-        "GET",
-        serverPath(ServerPath.projectBranches, { project_id: projectId }),
-      ),
-      api<ProvidersSnapshot>(
-        "GET",
-        `${ServerPath.providersSnapshot}?project_id=${encodeURIComponent(projectId)}`,
-      ),
+      server.listProjectBranches({ params: { project_id: projectId } }),
+      server.getProvidersSnapshot({ query: { project_id: projectId } }),
     ])
       .then(([branchList, snapshot]) => {
         if (!live) return;
@@ -87,26 +72,18 @@ export function PromptSessionScreen() {
     setError(null);
     try {
       const project = projects?.find((candidate) => candidate.id === projectId);
-      const session = await api<Session>(
-        "POST",
-        serverPath(ServerPath.projectSessions, { project_id: projectId }),
-        {
+      const session = await server.createSession({
+        params: { project_id: projectId },
+        body: {
           title: titleFromPrompt(prompt),
           agent,
           ...(baseBranch && baseBranch !== project?.default_branch
             ? { base_branch: baseBranch }
             : {}),
         },
-      );
-      const chat = await api<Chat>(
-        "POST",
-        serverPath(ServerPath.sessionChats, { session_id: session.id }),
-        {},
-      );
-      await api("POST", serverPath(ServerPath.chatMessages, { chat_id: chat.id }), {
-        agent,
-        text: prompt,
       });
+      const chat = await server.createChat({ params: { session_id: session.id }, body: {} });
+      await server.createMessage({ params: { chat_id: chat.id }, body: { agent, text: prompt } });
       navigate(`/sessions/${session.id}`);
     } catch (failure) {
       setError(messageOf(failure));

@@ -1,15 +1,4 @@
-import {
-  type Chat,
-  type ChatList,
-  type CreateMessageResponse,
-  type MessageList,
-  type PermissionOptionKind,
-  type ProviderEntry,
-  type ProvidersSnapshot,
-  ServerPath,
-  type Session,
-  serverPath,
-} from "@deckhand/wire";
+import type { Chat, PermissionOptionKind, ProviderEntry, Session } from "@deckhand/wire";
 import {
   lazy,
   Suspense,
@@ -20,7 +9,7 @@ import {
   useSyncExternalStore,
 } from "react";
 import { Link, useSearchParams } from "wouter";
-import { api, messageOf, unreachableMessage } from "../api.ts";
+import { messageOf, server, unreachableMessage } from "../api.ts";
 import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
 import { LoadState } from "../components/load-state.tsx";
@@ -163,25 +152,15 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
     let cancelled = false;
     void loadAttempt;
     (async () => {
-      const loaded = await api<Session>(
-        "GET",
-        serverPath(ServerPath.session, { session_id: sessionId }),
-      );
-      const chats = await api<ChatList>(
-        "GET",
-        serverPath(ServerPath.sessionChats, { session_id: sessionId }),
-      );
+      const params = { session_id: sessionId };
+      const loaded = await server.getSession({ params });
+      const chats = await server.listChats({ params });
       const first =
         chats.chats.find((candidate) => candidate.parent_chat_id === null) ??
-        (await api<Chat>(
-          "POST",
-          serverPath(ServerPath.sessionChats, { session_id: sessionId }),
-          {},
-        ));
-      const snapshot = await api<ProvidersSnapshot>(
-        "GET",
-        `${ServerPath.providersSnapshot}?project_id=${encodeURIComponent(loaded.project_id)}`,
-      );
+        (await server.createChat({ params, body: {} }));
+      const snapshot = await server.getProvidersSnapshot({
+        query: { project_id: loaded.project_id },
+      });
       if (cancelled) return;
       const ready = snapshot.providers.filter(
         (provider) => provider.enabled && provider.status === "ready",
@@ -208,10 +187,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
 
   const loadMessages = useCallback(async () => {
     if (!model) return;
-    const list = await api<MessageList>(
-      "GET",
-      serverPath(ServerPath.chatMessages, { chat_id: model.chatId }),
-    );
+    const list = await server.listMessages({ params: { chat_id: model.chatId } });
     model.setStoredMessages(list.messages);
   }, [model]);
 
@@ -252,11 +228,10 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
     if (!chat) return false;
     setError(null);
     try {
-      await api<CreateMessageResponse>(
-        "POST",
-        serverPath(ServerPath.chatMessages, { chat_id: chat.id }),
-        { ...choice, text: messageWithReviewComments(text, comments) },
-      );
+      await server.createMessage({
+        params: { chat_id: chat.id },
+        body: { ...choice, text: messageWithReviewComments(text, comments) },
+      });
       // Only once sent: a failed send keeps them queued.
       for (const comment of comments) reviewComments.remove(comment.id);
       return true;
@@ -268,10 +243,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
 
   const cancel = async (turnAgent: string) => {
     try {
-      await api(
-        "POST",
-        serverPath(ServerPath.agentCancel, { session_id: sessionId, agent: turnAgent }),
-      );
+      await server.cancelAgentTurn({ params: { session_id: sessionId, agent: turnAgent } });
     } catch (failure) {
       setError(messageOf(failure));
     }
@@ -279,15 +251,16 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
 
   const answer = useCallback(
     (permission: { requestId: string; agent: string }, outcome: PermissionOptionKind) => {
-      api(
-        "POST",
-        serverPath(ServerPath.agentPermission, {
-          session_id: sessionId,
-          agent: permission.agent,
-          request_id: permission.requestId,
-        }),
-        { outcome },
-      ).catch((failure: unknown) => setError(messageOf(failure)));
+      server
+        .answerPermission({
+          params: {
+            session_id: sessionId,
+            agent: permission.agent,
+            request_id: permission.requestId,
+          },
+          body: { outcome },
+        })
+        .catch((failure: unknown) => setError(messageOf(failure)));
     },
     [sessionId],
   );

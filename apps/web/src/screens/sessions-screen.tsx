@@ -1,15 +1,7 @@
-import {
-  type Project,
-  type ProjectList,
-  ServerPath,
-  type Session,
-  type SessionActivity,
-  type SessionList,
-  serverPath,
-} from "@deckhand/wire";
+import type { Project, Session, SessionActivity } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
 import { Link } from "wouter";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { ConfirmDialog, type ConfirmRequest } from "../components/confirm-dialog.tsx";
 import { useContentMark } from "../components/content-mark.ts";
 import { useDocumentTitle } from "../components/document-title.ts";
@@ -181,15 +173,19 @@ export function SessionsScreen() {
   useDocumentTitle("Sessions");
 
   const load = useCallback(async (text: string, archived: boolean) => {
-    const parameters = new URLSearchParams({ archived: archived ? "any" : "false" });
-    if (text.trim() !== "") parameters.set("q", text.trim());
-    const list = await api<SessionList>("GET", `${ServerPath.sessions}?${parameters}`);
+    const list = await server.listAllSessions({
+      query: {
+        archived: archived ? "any" : "false",
+        ...(text.trim() !== "" ? { q: text.trim() } : {}),
+      },
+    });
     setListed(list.sessions);
     setError(null);
   }, []);
 
   const loadProjects = useCallback(() => {
-    api<ProjectList>("GET", ServerPath.projects)
+    server
+      .listProjects()
       .then((list) => setProjects(new Map(list.projects.map((project) => [project.id, project]))))
       .catch((failure: unknown) => setError(messageOf(failure)));
   }, []);
@@ -217,9 +213,7 @@ export function SessionsScreen() {
     setBusy(session.id);
     setError(null);
     try {
-      await api<Session>("PATCH", serverPath(ServerPath.session, { session_id: session.id }), {
-        archived,
-      });
+      await server.updateSession({ params: { session_id: session.id }, body: { archived } });
       await load(query, showArchived);
     } catch (failure) {
       setError(messageOf(failure));

@@ -1,4 +1,5 @@
-import { ServerPath, type SessionEvent, serverPath, WireSubprotocol } from "@deckhand/wire";
+import { type SessionEvent, WireSubprotocol } from "@deckhand/wire";
+import { server } from "../api.ts";
 import { EventStream, type EventStreamHandlers } from "../streams/event-stream.ts";
 
 export type { StreamState } from "../streams/event-stream.ts";
@@ -8,7 +9,7 @@ export class SessionStream extends EventStream<SessionEvent> {
   constructor(sessionId: string, handlers: EventStreamHandlers<SessionEvent>) {
     super(
       {
-        path: serverPath(ServerPath.sessionStream, { session_id: sessionId }),
+        path: server.streamSession.url({ params: { session_id: sessionId } }),
         subprotocol: WireSubprotocol.sessionStream,
       },
       handlers,

@@ -1,4 +1,5 @@
-import { ServerPath, type SessionActivityEvent, WireSubprotocol } from "@deckhand/wire";
+import { type SessionActivityEvent, WireSubprotocol } from "@deckhand/wire";
+import { server } from "../api.ts";
 import { EventStream, type EventStreamHandlers } from "../streams/event-stream.ts";
 
 /**
@@ -9,7 +10,7 @@ import { EventStream, type EventStreamHandlers } from "../streams/event-stream.t
 export class SessionActivityStream extends EventStream<SessionActivityEvent> {
   constructor(handlers: EventStreamHandlers<SessionActivityEvent>) {
     super(
-      { path: ServerPath.sessionActivity, subprotocol: WireSubprotocol.sessionActivity },
+      { path: server.streamSessionActivity.url(), subprotocol: WireSubprotocol.sessionActivity },
       handlers,
     );
   }

@@ -1,7 +1,7 @@
-import { ServerPath, type Session, type SessionList } from "@deckhand/wire";
+import type { Session } from "@deckhand/wire";
 import { useEffect, useRef, useSyncExternalStore } from "react";
 import { useLocation } from "wouter";
-import { api } from "../api.ts";
+import { server } from "../api.ts";
 import { announce, newsOf } from "./notify.ts";
 import { SessionActivityStream } from "./session-activity-stream.ts";
 import {
@@ -49,7 +49,7 @@ export function SessionActivityWatcher() {
   useEffect(() => {
     let stopped = false;
     const relist = async () => {
-      const list = await api<SessionList>("GET", `${ServerPath.sessions}?archived=any`);
+      const list = await server.listAllSessions({ query: { archived: "any" } });
       if (stopped) return;
       rememberBaseline(list.sessions);
       setSessions(new Map(list.sessions.map((session) => [session.id, session])));

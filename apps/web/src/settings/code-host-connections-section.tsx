@@ -1,6 +1,6 @@
-import { type CodeHostConnectionList, ServerPath } from "@deckhand/wire";
+import type { CodeHostConnectionList } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
 
 /** Where changesets are published, read-only: tokens are named by their variable, never shown. */
@@ -9,7 +9,8 @@ export function CodeHostConnectionsSection() {
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
-    api<CodeHostConnectionList>("GET", ServerPath.codeHostConnections)
+    server
+      .listCodeHostConnections()
       .then(setList)
       .catch((failure: unknown) => setError(messageOf(failure)));
   }, []);

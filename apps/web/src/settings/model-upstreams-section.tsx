@@ -1,6 +1,6 @@
-import { type ModelUpstreamKind, type ModelUpstreamList, ServerPath } from "@deckhand/wire";
+import type { ModelUpstreamKind, ModelUpstreamList } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
 
 const KIND_TEXT: Readonly<Record<ModelUpstreamKind, string>> = {
@@ -15,7 +15,8 @@ export function ModelUpstreamsSection() {
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
-    api<ModelUpstreamList>("GET", ServerPath.modelUpstreams)
+    server
+      .listModelUpstreams()
       .then(setList)
       .catch((failure: unknown) => setError(messageOf(failure)));
   }, []);

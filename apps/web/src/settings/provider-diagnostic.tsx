@@ -1,6 +1,5 @@
-import { ServerPath, serverPath } from "@deckhand/wire";
 import { useState } from "react";
-import { apiText, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { LoadState } from "../components/load-state.tsx";
 
 /**
@@ -14,9 +13,7 @@ export function ProviderDiagnostic({ providerId, label }: { providerId: string; 
   const load = async () => {
     setError(null);
     try {
-      setText(
-        await apiText(serverPath(ServerPath.providerDiagnostic, { provider_id: providerId })),
-      );
+      setText(await server.getProviderDiagnostic({ params: { provider_id: providerId } }));
     } catch (failure) {
       setError(messageOf(failure));
     }

@@ -1,11 +1,6 @@
-import {
-  type ProvidersConfigPatch,
-  type ProvidersConfigResponse,
-  ServerPath,
-} from "@deckhand/wire";
-import { ApiError, api, messageOf } from "../api.ts";
-
-const MERGE_PATCH = "application/merge-patch+json";
+import { ServerApiError } from "@deckhand/server-client";
+import type { ProvidersConfigPatch, ProvidersConfigResponse } from "@deckhand/wire";
+import { messageOf, server } from "../api.ts";
 
 /** What a 412 means to a person: the file changed under them, and nothing was written. */
 export const CHANGED_MEANWHILE =
@@ -20,15 +15,15 @@ export function patchProvidersConfig(
   patch: ProvidersConfigPatch,
   etag: string | null,
 ): Promise<ProvidersConfigResponse> {
-  return api<ProvidersConfigResponse>("PATCH", ServerPath.providersConfig, patch, {
-    contentType: MERGE_PATCH,
-    ...(etag ? { headers: { "If-Match": etag } } : {}),
-  });
+  return server.patchProvidersConfig(
+    { body: patch },
+    etag ? { headers: { "If-Match": etag } } : {},
+  );
 }
 
 /** Whether a failed patch was refused because the file changed meanwhile. */
 export function changedMeanwhile(failure: unknown): boolean {
-  return failure instanceof ApiError && failure.status === 412;
+  return ServerApiError.isInstance(failure) && failure.status === 412;
 }
 
 /** The message for a failed patch. */

@@ -1,13 +1,12 @@
-import {
-  type ProviderEntry,
-  type ProviderStatus,
-  type ProvidersConfigResponse,
-  type ProvidersRefreshRequest,
-  type ProvidersSnapshot,
-  ServerPath,
+import type {
+  ProviderEntry,
+  ProviderStatus,
+  ProvidersConfigResponse,
+  ProvidersRefreshRequest,
+  ProvidersSnapshot,
 } from "@deckhand/wire";
 import { useCallback, useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { CopyButton } from "../components/code-block.tsx";
 import { useReloadOnReconnect } from "../connection.ts";
 import { AddAcpAgentForm } from "./add-acp-agent-form.tsx";
@@ -34,8 +33,8 @@ export function ProvidersSection() {
 
   const load = useCallback(async () => {
     const [loadedSnapshot, config] = await Promise.all([
-      api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot),
-      api<ProvidersConfigResponse>("GET", ServerPath.providersConfig),
+      server.getProvidersSnapshot(),
+      server.getProvidersConfig(),
     ]);
     setSnapshot(loadedSnapshot);
     setEtag(config.etag);
@@ -60,7 +59,7 @@ export function ProvidersSection() {
         etag,
       );
       setEtag(config.etag);
-      setSnapshot(await api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot));
+      setSnapshot(await server.getProvidersSnapshot());
       setNotice(`${provider.label} is ${enabled ? "enabled" : "disabled"}.`);
     } catch (failure) {
       setError(patchFailureMessage(failure));
@@ -79,7 +78,7 @@ export function ProvidersSection() {
         force: true,
         ...(provider ? { ids: [provider.id] } : {}),
       };
-      setSnapshot(await api<ProvidersSnapshot>("POST", ServerPath.providersRefresh, request));
+      setSnapshot(await server.refreshProviders({ body: request }));
       setNotice(provider ? `${provider.label} checked again.` : "Every provider checked again.");
     } catch (failure) {
       setError(messageOf(failure));
@@ -93,7 +92,7 @@ export function ProvidersSection() {
     setEtag(config.etag);
     setError(null);
     setNotice(null);
-    setSnapshot(await api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot));
+    setSnapshot(await server.getProvidersSnapshot());
   };
 
   return (

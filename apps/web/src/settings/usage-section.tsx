@@ -1,13 +1,6 @@
-import {
-  ServerPath,
-  type Session,
-  type SessionList,
-  type SessionUsageResponse,
-  serverPath,
-  type UsageResponse,
-} from "@deckhand/wire";
+import type { Session, SessionUsageResponse, UsageResponse } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
 import { SessionUsageView, UsageTable, UsageTotalsLine } from "./usage-table.tsx";
 
 type Scope = "job" | "session";
@@ -27,7 +20,8 @@ export function UsageSection() {
 
   // Sessions are picked by their title, not by a pasted id.
   useEffect(() => {
-    api<SessionList>("GET", `${ServerPath.sessions}?archived=any`)
+    server
+      .listAllSessions({ query: { archived: "any" } })
       .then((list) => {
         setSessions(list.sessions);
         setId((current) => current || (list.sessions[0]?.id ?? ""));
@@ -43,16 +37,10 @@ export function UsageSection() {
     const trimmed = id.trim();
     try {
       if (scope === "job") {
-        const usage = await api<UsageResponse>(
-          "GET",
-          `${ServerPath.usage}?${new URLSearchParams({ job_id: trimmed })}`,
-        );
+        const usage = await server.getUsage({ query: { job_id: trimmed } });
         setAnswer({ scope, usage });
       } else {
-        const usage = await api<SessionUsageResponse>(
-          "GET",
-          serverPath(ServerPath.sessionUsage, { session_id: trimmed }),
-        );
+        const usage = await server.getSessionUsage({ params: { session_id: trimmed } });
         setAnswer({ scope, usage });
       }
     } catch (failure) {

@@ -1,12 +1,7 @@
-import {
-  ServerPath,
-  type SessionUsageResponse,
-  serverPath,
-  type UsageRow,
-  type UsageTotals,
-} from "@deckhand/wire";
+import type { SessionUsageResponse, UsageRow, UsageTotals } from "@deckhand/wire";
 import { useEffect, useState } from "react";
-import { api, messageOf } from "../api.ts";
+import { messageOf, server } from "../api.ts";
+import { SessionSpend } from "../budgets/session-spend.tsx";
 import { LoadState } from "../components/load-state.tsx";
 
 /** Totals in one line. */
@@ -88,7 +83,8 @@ export function SessionUsagePanel({ sessionId }: { sessionId: string }) {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
-    api<SessionUsageResponse>("GET", serverPath(ServerPath.sessionUsage, { session_id: sessionId }))
+    server
+      .getSessionUsage({ params: { session_id: sessionId } })
       .then((loaded) => live && setUsage(loaded))
       .catch((failure: unknown) => live && setError(messageOf(failure)));
     return () => {
@@ -98,6 +94,7 @@ export function SessionUsagePanel({ sessionId }: { sessionId: string }) {
   return (
     <section aria-labelledby="session-usage-heading">
       <h2 id="session-usage-heading">Model usage</h2>
+      <SessionSpend sessionId={sessionId} />
       <LoadState error={error} loading={usage === null && error === null} />
       {usage && <SessionUsageView usage={usage} />}
     </section>

@@ -19,7 +19,7 @@ export interface EventStreamHandlers<Event> {
 }
 
 export interface EventStreamOptions {
-  /** The stream's path, e.g. `serverPath(ServerPath.sessionStream, {session_id})`. */
+  /** The stream's path, e.g. `server.streamSession.url({params: {session_id}})`. */
   path: string;
   /** The stream's own subprotocol, e.g. `WireSubprotocol.sessionStream`. */
   subprotocol: string;

@@ -5,42 +5,33 @@ import { BatchSpecError } from "../batch-spec-error.ts";
 import { compileGlob } from "../glob.ts";
 import { closestMatch } from "../suggest.ts";
 import {
-  acceptsArgumentCount,
   anyShape,
   numberShape,
   stringShape,
+  type TemplateFunction,
   type TemplateShape,
   templateFunctionNames,
-  templateFunctions,
 } from "./template-functions.ts";
-import {
-  arityMessage,
-  fieldPath,
-  notAFunctionMessage,
-  undefinedVariableMessage,
-} from "./template-messages.ts";
-import { TemplateScope } from "./template-scope.ts";
+import { fieldPath } from "./template-messages.ts";
+import type { TemplateScope } from "./template-scope.ts";
 import {
   type ParsedTemplate,
   parseTemplate,
-  type TemplateCommand,
   type TemplateExpression,
   type TemplateNode,
-  type TemplatePipeline,
 } from "./template-syntax.ts";
+import {
+  type IdentifierExpression,
+  type LiteralExpression,
+  type RangeNode,
+  type RangeWalk,
+  type TemplateProblem,
+  TemplateWalker,
+} from "./template-walker.ts";
 
-/** One problem in a template; `offset` is where in the template string it is. */
-export interface TemplateProblem {
-  offset: number;
-  code:
-    | "template_syntax"
-    | "template_unknown_variable"
-    | "template_unknown_function"
-    | "template_error";
-  message: string;
-}
+export type { TemplateProblem } from "./template-walker.ts";
 
-type ShapeScope = TemplateScope<TemplateShape>;
+type ObjectShape = TemplateShape & { kind: "object" };
 
 function kindName(shape: TemplateShape): string {
   switch (shape.kind) {
@@ -53,162 +44,119 @@ function kindName(shape: TemplateShape): string {
   }
 }
 
-class Checker {
+/**
+ * Walks a template with shapes for values: every branch, every body once, every operand of a
+ * call even when the call itself is wrong, so that one check reports every problem.
+ */
+class Checker extends TemplateWalker<TemplateShape> {
   readonly problems: TemplateProblem[] = [];
-  private readonly root: TemplateShape & { kind: "object" };
+  protected readonly walksPastProblems = true;
+  protected readonly nothing = anyShape;
+  private readonly rootShape: ObjectShape;
 
-  constructor(root: TemplateShape & { kind: "object" }) {
-    this.root = root;
+  constructor(root: ObjectShape) {
+    super();
+    this.rootShape = root;
   }
 
   check(nodes: readonly TemplateNode[]): void {
-    const scope = new TemplateScope<TemplateShape>(this.root, undefined);
-    scope.variables.set("$", this.root);
-    this.nodes(nodes, scope);
+    this.walk(nodes, this.rootShape);
   }
 
-  private report(problem: TemplateProblem): TemplateShape {
+  protected problem(problem: TemplateProblem): TemplateShape {
     this.problems.push(problem);
     return anyShape;
   }
 
-  private nodes(nodes: readonly TemplateNode[], scope: ShapeScope): void {
-    for (const node of nodes) {
-      switch (node.kind) {
-        case "text":
-          break;
-        case "output":
-          this.pipeline(node.pipeline, scope);
-          break;
-        case "if": {
-          const inner = new TemplateScope(scope.dot, scope);
-          for (const branch of node.branches) {
-            this.pipeline(branch.condition, inner);
-            this.nodes(branch.body, inner);
-          }
-          if (node.otherwise !== undefined) this.nodes(node.otherwise, inner);
-          break;
-        }
-        case "with": {
-          const value = this.pipeline(node.pipeline, new TemplateScope(scope.dot, scope), true);
-          this.nodes(node.body, new TemplateScope(value, scope));
-          if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
-          break;
-        }
-        case "range": {
-          const collection = this.pipeline(node.pipeline, scope, true);
-          let element: TemplateShape = anyShape;
-          let key: TemplateShape = anyShape;
-          if (collection.kind === "list") {
-            element = collection.element;
-            key = numberShape;
-          } else if (collection.kind === "number") {
-            element = numberShape;
-            key = numberShape;
-          } else if (collection.kind === "object") {
-            key = stringShape;
-          } else if (collection.kind === "string" || collection.kind === "boolean") {
-            this.report({
-              offset: node.pipeline.start,
-              code: "template_error",
-              message: `range needs a list, a map or a number, got a ${collection.kind}`,
-            });
-          }
-          const inner = new TemplateScope(element, scope);
-          inner.declareRange(node.pipeline.declarations, key, element);
-          this.nodes(node.body, inner);
-          if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
-          break;
-        }
-      }
+  protected literal(expression: LiteralExpression): TemplateShape {
+    switch (expression.kind) {
+      case "string":
+        return stringShape;
+      case "number":
+        return numberShape;
+      case "boolean":
+        return { kind: "boolean" };
+      case "nil":
+        return { kind: "nil" };
     }
   }
 
-  private pipeline(
-    pipeline: TemplatePipeline,
-    scope: ShapeScope,
-    deferDeclarations = false,
-  ): TemplateShape {
-    let shape: TemplateShape | undefined;
-    for (const command of pipeline.commands) shape = this.command(command, scope, shape);
-    if (!deferDeclarations) {
-      for (const name of pipeline.declarations) scope.variables.set(name, shape ?? anyShape);
-    }
-    return shape ?? anyShape;
+  protected root(name: string): { found: true; value: TemplateShape } | { found: false } {
+    const fields = this.rootShape.fields;
+    return Object.hasOwn(fields, name) ? { found: true, value: fields[name]! } : { found: false };
   }
 
-  private command(
-    command: TemplateCommand,
-    scope: ShapeScope,
+  protected truth(): undefined {
+    return undefined;
+  }
+
+  protected rangeOver(collection: TemplateShape, node: RangeNode): RangeWalk<TemplateShape> {
+    let element: TemplateShape = anyShape;
+    let key: TemplateShape = anyShape;
+    if (collection.kind === "list") {
+      element = collection.element;
+      key = numberShape;
+    } else if (collection.kind === "number") {
+      element = numberShape;
+      key = numberShape;
+    } else if (collection.kind === "object") {
+      key = stringShape;
+    } else if (collection.kind === "string" || collection.kind === "boolean") {
+      this.problem({
+        offset: node.pipeline.start,
+        code: "template_error",
+        message: `range needs a list, a map or a number, got a ${collection.kind}`,
+      });
+    }
+    return { entries: [[key, element]], otherwise: true };
+  }
+
+  protected apply(
+    identifier: IdentifierExpression,
+    callable: TemplateFunction,
+    operands: readonly TemplateExpression[],
+    scope: TemplateScope<TemplateShape>,
     piped: TemplateShape | undefined,
   ): TemplateShape {
-    const [first, ...rest] = command.operands;
-    if (first!.kind === "identifier" && !Object.hasOwn(this.root.fields, first!.name)) {
-      const callable = templateFunctions.get(first!.name);
-      const hasArguments = rest.length > 0 || piped !== undefined;
-      if (callable === undefined) {
-        for (const operand of rest) this.operand(operand, scope);
-        return this.unknownIdentifier(first!, hasArguments);
-      }
-      const shapes = rest.map((operand) => this.operand(operand, scope));
-      if (piped !== undefined) shapes.push(piped);
-      const count = shapes.length;
-      if (!acceptsArgumentCount(callable, count)) {
-        return this.report({
-          offset: first!.start,
+    const shapes = operands.map((operand) => this.operand(operand, scope));
+    if (piped !== undefined) shapes.push(piped);
+    callable.argumentKinds.forEach((expected, position) => {
+      const actual = shapes[position];
+      if (actual === undefined || expected === "any" || actual.kind === "any") return;
+      if (actual.kind !== expected) {
+        this.problem({
+          offset: operands[position]?.start ?? identifier.start,
           code: "template_error",
-          message: arityMessage(first!.name, callable, count),
+          message: `${identifier.name}'s argument ${position + 1} must be a ${expected}, got a ${kindName(actual)} (${callable.usage})`,
         });
       }
-      const operands = [...rest];
-      callable.argumentKinds.forEach((expected, position) => {
-        const actual = shapes[position];
-        if (actual === undefined || expected === "any" || actual.kind === "any") return;
-        if (actual.kind !== expected) {
-          const operand = operands[position];
-          this.report({
-            offset: operand?.start ?? first!.start,
-            code: "template_error",
-            message: `${first!.name}'s argument ${position + 1} must be a ${expected}, got a ${kindName(actual)} (${callable.usage})`,
-          });
-        }
-      });
-      if (first!.name === "matches") {
-        const pattern = operands[1];
-        if (pattern?.kind === "string") {
-          try {
-            compileGlob(pattern.value);
-          } catch (error) {
-            if (!(error instanceof BatchSpecError)) throw error;
-            this.report({ offset: pattern.start, code: "template_error", message: error.message });
-          }
+    });
+    if (identifier.name === "matches") {
+      const pattern = operands[1];
+      if (pattern?.kind === "string") {
+        try {
+          compileGlob(pattern.value);
+        } catch (error) {
+          if (!(error instanceof BatchSpecError)) throw error;
+          this.problem({ offset: pattern.start, code: "template_error", message: error.message });
         }
       }
-      return this.fields(callable.result(shapes), first!.name, first!.fields, first!.start);
     }
-    if (rest.length > 0 || piped !== undefined) {
-      this.operand(first!, scope);
-      return this.report({
-        offset: rest[0]?.start ?? first!.start,
-        code: "template_error",
-        message: notAFunctionMessage(first!),
-      });
-    }
-    return this.operand(first!, scope);
+    return callable.result(shapes);
   }
 
-  private unknownIdentifier(
-    expression: TemplateExpression & { kind: "identifier" },
+  protected unknownIdentifier(
+    expression: IdentifierExpression,
     hasArguments: boolean,
   ): TemplateShape {
-    const roots = Object.keys(this.root.fields);
+    const roots = Object.keys(this.rootShape.fields);
     if (hasArguments && expression.fields.length === 0) {
       const suggestion = closestMatch(expression.name, templateFunctionNames);
       const hint =
         suggestion === undefined
           ? `; available functions: ${templateFunctionNames.join(", ")}`
           : `; did you mean "${suggestion}"?`;
-      return this.report({
+      return this.problem({
         offset: expression.start,
         code: "template_unknown_function",
         message: `unknown function "${expression.name}"${hint}`,
@@ -221,68 +169,14 @@ class Checker {
       suggestion === undefined
         ? `; available here: ${roots.join(", ")}`
         : `; did you mean "${fieldPath(suggestion, expression.fields)}"?`;
-    return this.report({
+    return this.problem({
       offset: expression.start,
       code: "template_unknown_variable",
       message: `unknown variable "${fieldPath(expression.name, expression.fields)}"${hint}`,
     });
   }
 
-  private operand(expression: TemplateExpression, scope: ShapeScope): TemplateShape {
-    switch (expression.kind) {
-      case "string":
-        return stringShape;
-      case "number":
-        return numberShape;
-      case "boolean":
-        return { kind: "boolean" };
-      case "nil":
-        return { kind: "nil" };
-      case "dot":
-        return this.fields(scope.dot, "", expression.fields, expression.start);
-      case "variable": {
-        const found = scope.lookup(expression.name);
-        if (!found.found) {
-          return this.report({
-            offset: expression.start,
-            code: "template_unknown_variable",
-            message: undefinedVariableMessage(expression.name),
-          });
-        }
-        return this.fields(found.value, expression.name, expression.fields, expression.start);
-      }
-      case "group":
-        return this.fields(
-          this.pipeline(expression.pipeline, scope),
-          "(...)",
-          expression.fields,
-          expression.start,
-        );
-      case "identifier": {
-        const root = this.root.fields[expression.name];
-        if (root !== undefined && Object.hasOwn(this.root.fields, expression.name)) {
-          return this.fields(root, expression.name, expression.fields, expression.start);
-        }
-        const callable = templateFunctions.get(expression.name);
-        if (callable === undefined) return this.unknownIdentifier(expression, false);
-        if (callable.minimumArguments > 0) {
-          return this.report({
-            offset: expression.start,
-            code: "template_error",
-            message: arityMessage(expression.name, callable, 0),
-          });
-        }
-        return this.fields(
-          callable.result([]),
-          expression.name,
-          expression.fields,
-          expression.start,
-        );
-      }
-    }
-  }
-
-  private fields(
+  protected fields(
     shape: TemplateShape,
     name: string,
     fields: readonly string[],
@@ -299,7 +193,7 @@ class Checker {
         }
         const full = fieldPath(name, fields.slice(0, position + 1));
         if (current.describeMissing !== undefined) {
-          return this.report({
+          return this.problem({
             offset,
             code: "template_unknown_variable",
             message: current.describeMissing(full, field),
@@ -311,7 +205,7 @@ class Checker {
           suggestion === undefined
             ? `; ${fieldPath(name, fields.slice(0, position))} has ${known.join(", ")}`
             : `; did you mean "${fieldPath(name, [...fields.slice(0, position), suggestion])}"?`;
-        return this.report({
+        return this.problem({
           offset,
           code: "template_unknown_variable",
           message: `unknown variable "${full}"${hint}`,
@@ -322,7 +216,7 @@ class Checker {
         name === "outputs" && position === 1
           ? '; set "format: json" or "format: yaml" on the output to read its fields'
           : "";
-      return this.report({
+      return this.problem({
         offset,
         code: "template_error",
         message: `"${owner}" is a ${kindName(current)} and has no field "${field}"${outputHint}`,

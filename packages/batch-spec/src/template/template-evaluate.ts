@@ -3,26 +3,17 @@
 import { BatchSpecError } from "../batch-spec-error.ts";
 import { closestMatch } from "../suggest.ts";
 import {
-  acceptsArgumentCount,
   type TemplateFunction,
   TemplateFunctionFailure,
   templateFunctionNames,
-  templateFunctions,
 } from "./template-functions.ts";
-import {
-  arityMessage,
-  fieldPath,
-  notAFunctionMessage,
-  undefinedVariableMessage,
-} from "./template-messages.ts";
-import { TemplateScope } from "./template-scope.ts";
+import { fieldPath } from "./template-messages.ts";
+import type { TemplateScope } from "./template-scope.ts";
 import {
   type ParsedTemplate,
   parseTemplate,
-  type TemplateCommand,
   type TemplateExpression,
   type TemplateNode,
-  type TemplatePipeline,
 } from "./template-syntax.ts";
 import {
   isPlainObject,
@@ -32,6 +23,14 @@ import {
   printValue,
   type TemplateValue,
 } from "./template-values.ts";
+import {
+  type IdentifierExpression,
+  type LiteralExpression,
+  type RangeNode,
+  type RangeWalk,
+  type TemplateProblem,
+  TemplateWalker,
+} from "./template-walker.ts";
 
 /** The variables a template sees: `repository`, `outputs`, ... Plain data only. */
 export type TemplateContext = { readonly [name: string]: TemplateValue };
@@ -46,12 +45,15 @@ const maximumOutputLength = 16 * 1024 * 1024;
 /** Thrown when a template reads a value that is only known once steps have run. */
 export class DynamicValueReached extends Error {}
 
-class Evaluator {
+/** Walks a template with the context's data for values, writing its output; a problem throws. */
+class Evaluator extends TemplateWalker<TemplateValue> {
+  protected readonly walksPastProblems = false;
+  protected readonly nothing = null;
   private readonly context: TemplateContext;
   private readonly dynamicRoots: ReadonlySet<string>;
   /** Past this many steps, `DynamicValueReached` instead of an error (deciding ahead of time). */
   private readonly staticBudget: number | undefined;
-  private output = "";
+  private rendered = "";
   private steps = 0;
 
   constructor(
@@ -59,21 +61,56 @@ class Evaluator {
     dynamicRoots: ReadonlySet<string> = new Set(),
     staticBudget?: number,
   ) {
+    super();
     this.context = context;
     this.dynamicRoots = dynamicRoots;
     this.staticBudget = staticBudget;
   }
 
   render(nodes: readonly TemplateNode[]): string {
-    const root = new TemplateScope(this.context as TemplateValue, undefined);
-    root.variables.set("$", this.context as TemplateValue);
-    this.nodes(nodes, root);
-    return this.output;
+    this.walk(nodes, this.context as TemplateValue);
+    return this.rendered;
+  }
+
+  protected problem(problem: TemplateProblem): never {
+    throw new BatchSpecError(problem.code, problem.message, { offset: problem.offset });
+  }
+
+  protected literal(expression: LiteralExpression): TemplateValue {
+    return expression.kind === "nil" ? null : expression.value;
+  }
+
+  protected root(name: string): { found: true; value: TemplateValue } | { found: false } {
+    const root = ownField(this.context, name);
+    return root.found ? { found: true, value: root.value } : { found: false };
+  }
+
+  protected truth(value: TemplateValue): boolean {
+    return isTruthy(value);
+  }
+
+  protected override reading(identifier: IdentifierExpression): void {
+    if (this.dynamicRoots.has(identifier.name)) throw new DynamicValueReached(identifier.name);
+  }
+
+  protected override enter(node: TemplateNode): void {
+    this.count(node.start);
+  }
+
+  protected override text(node: Extract<TemplateNode, { kind: "text" }>): void {
+    this.write(node.text, node.start);
+  }
+
+  protected override output(
+    node: Extract<TemplateNode, { kind: "output" }>,
+    value: TemplateValue,
+  ): void {
+    if (node.pipeline.declarations.length === 0) this.write(printValue(value), node.start);
   }
 
   private write(text: string, offset: number): void {
-    this.output += text;
-    if (this.output.length > maximumOutputLength) {
+    this.rendered += text;
+    if (this.rendered.length > maximumOutputLength) {
       throw new BatchSpecError(
         "template_error",
         "template output is larger than 16 MiB; render less data",
@@ -96,42 +133,7 @@ class Evaluator {
     }
   }
 
-  private nodes(nodes: readonly TemplateNode[], scope: Scope): void {
-    for (const node of nodes) {
-      this.count(node.start);
-      switch (node.kind) {
-        case "text":
-          this.write(node.text, node.start);
-          break;
-        case "output": {
-          const value = this.pipeline(node.pipeline, scope);
-          if (node.pipeline.declarations.length === 0) this.write(printValue(value), node.start);
-          break;
-        }
-        case "if": {
-          const inner = new TemplateScope(scope.dot, scope);
-          const branch = node.branches.find((candidate) =>
-            isTruthy(this.pipeline(candidate.condition, inner)),
-          );
-          if (branch !== undefined) this.nodes(branch.body, inner);
-          else if (node.otherwise !== undefined) this.nodes(node.otherwise, inner);
-          break;
-        }
-        case "with": {
-          const value = this.pipeline(node.pipeline, new TemplateScope(scope.dot, scope), true);
-          if (isTruthy(value)) this.nodes(node.body, new TemplateScope(value, scope));
-          else if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
-          break;
-        }
-        case "range":
-          this.range(node, scope);
-          break;
-      }
-    }
-  }
-
-  private range(node: Extract<TemplateNode, { kind: "range" }>, scope: Scope): void {
-    const collection = this.pipeline(node.pipeline, scope, true);
+  protected rangeOver(collection: TemplateValue, node: RangeNode): RangeWalk<TemplateValue> {
     if (Array.isArray(collection) || typeof collection === "number") {
       this.count(
         node.start,
@@ -159,65 +161,25 @@ class Evaluator {
         { offset: node.pipeline.start },
       );
     }
-    if (entries.length === 0) {
-      if (node.otherwise !== undefined) this.nodes(node.otherwise, scope);
-      return;
-    }
-    for (const [key, element] of entries.slice(0, maximumRangeIterations)) {
-      const inner = new TemplateScope(element, scope);
-      inner.declareRange(node.pipeline.declarations, key, element);
-      this.nodes(node.body, inner);
-    }
+    return {
+      entries: entries.slice(0, maximumRangeIterations),
+      otherwise: entries.length === 0,
+    };
   }
 
-  /** Evaluates a pipeline; `deferDeclarations` leaves `$a, $b :=` to the caller (range). */
-  private pipeline(
-    pipeline: TemplatePipeline,
-    scope: Scope,
-    deferDeclarations = false,
-  ): TemplateValue {
-    let value: TemplateValue | undefined;
-    for (const command of pipeline.commands) {
-      value = this.command(command, scope, value);
-    }
-    if (!deferDeclarations && pipeline.declarations.length > 0) {
-      for (const name of pipeline.declarations) scope.variables.set(name, value ?? null);
-    }
-    return value ?? null;
-  }
-
-  private command(
-    command: TemplateCommand,
+  protected apply(
+    identifier: IdentifierExpression,
+    callable: TemplateFunction,
+    operands: readonly TemplateExpression[],
     scope: Scope,
     piped: TemplateValue | undefined,
   ): TemplateValue {
-    const [first, ...rest] = command.operands;
-    if (first!.kind === "identifier" && this.dynamicRoots.has(first!.name)) {
-      throw new DynamicValueReached(first!.name);
+    if (identifier.name === "and" || identifier.name === "or") {
+      return this.lazyLogic(identifier.name, operands, scope, piped);
     }
-    if (first!.kind === "identifier" && !Object.hasOwn(this.context, first!.name)) {
-      const callable = this.function(
-        first!.name,
-        first!.start,
-        rest.length > 0 || piped !== undefined,
-      );
-      const argumentCount = rest.length + (piped === undefined ? 0 : 1);
-      this.checkArity(first!.name, callable, argumentCount, first!.start);
-      let result: TemplateValue;
-      if (first!.name === "and" || first!.name === "or") {
-        result = this.lazyLogic(first!.name, rest, scope, piped);
-      } else {
-        const values = rest.map((operand) => this.operand(operand, scope));
-        if (piped !== undefined) values.push(piped);
-        result = this.call(first!.name, callable, values, first!.start);
-      }
-      return this.fields(result, first!.name, first!.fields, first!.start);
-    }
-    if (rest.length > 0 || piped !== undefined) {
-      const at = rest[0]?.start ?? first!.start;
-      throw new BatchSpecError("template_error", notAFunctionMessage(first!), { offset: at });
-    }
-    return this.operand(first!, scope);
+    const values = operands.map((operand) => this.operand(operand, scope));
+    if (piped !== undefined) values.push(piped);
+    return this.invoke(identifier.name, callable, values, identifier.start);
   }
 
   private lazyLogic(
@@ -238,9 +200,8 @@ class Evaluator {
     return last;
   }
 
-  private function(name: string, offset: number, hasArguments: boolean): TemplateFunction {
-    const callable = templateFunctions.get(name);
-    if (callable !== undefined) return callable;
+  protected unknownIdentifier(identifier: IdentifierExpression, hasArguments: boolean): never {
+    const { name, start: offset } = identifier;
     const roots = Object.keys(this.context);
     const suggestion = closestMatch(
       name,
@@ -257,18 +218,7 @@ class Evaluator {
     });
   }
 
-  private checkArity(
-    name: string,
-    callable: TemplateFunction,
-    count: number,
-    offset: number,
-  ): void {
-    if (!acceptsArgumentCount(callable, count)) {
-      throw new BatchSpecError("template_error", arityMessage(name, callable, count), { offset });
-    }
-  }
-
-  private call(
+  private invoke(
     name: string,
     callable: TemplateFunction,
     values: TemplateValue[],
@@ -290,49 +240,7 @@ class Evaluator {
     }
   }
 
-  private operand(expression: TemplateExpression, scope: Scope): TemplateValue {
-    switch (expression.kind) {
-      case "string":
-      case "number":
-      case "boolean":
-        return expression.value;
-      case "nil":
-        return null;
-      case "dot":
-        return this.fields(scope.dot, "", expression.fields, expression.start);
-      case "variable": {
-        const found = scope.lookup(expression.name);
-        if (!found.found) {
-          throw new BatchSpecError(
-            "template_unknown_variable",
-            undefinedVariableMessage(expression.name),
-            { offset: expression.start },
-          );
-        }
-        return this.fields(found.value, expression.name, expression.fields, expression.start);
-      }
-      case "group":
-        return this.fields(
-          this.pipeline(expression.pipeline, scope),
-          "(...)",
-          expression.fields,
-          expression.start,
-        );
-      case "identifier": {
-        if (this.dynamicRoots.has(expression.name)) throw new DynamicValueReached(expression.name);
-        const root = ownField(this.context, expression.name);
-        if (root.found) {
-          return this.fields(root.value, expression.name, expression.fields, expression.start);
-        }
-        const callable = this.function(expression.name, expression.start, false);
-        this.checkArity(expression.name, callable, 0, expression.start);
-        const result = this.call(expression.name, callable, [], expression.start);
-        return this.fields(result, expression.name, expression.fields, expression.start);
-      }
-    }
-  }
-
-  private fields(
+  protected fields(
     value: TemplateValue,
     name: string,
     fields: readonly string[],

@@ -1,32 +1,54 @@
 // What the API reads of a batch change (every run of one spec name): its tracked changesets,
-// counts per state, the burndown drawn from their recorded state changes, and a changeset's
-// history.
+// counts per state, the burndown drawn from their recorded state changes, its model spend, and a
+// changeset's history.
 import type { PullRequestState } from "@deckhand/code-hosts";
 import { batchRuns, batchSpecs, changesetEvents, changesets } from "@deckhand/db";
+import { DbSpendLedger, PriceTable, type SpendLedger } from "@deckhand/model-proxy";
 import type {
   BatchChange,
   BatchChangeBurndownPoint,
+  BatchChangeSpend,
   BatchChangeStats,
   ChangesetEvent,
 } from "@deckhand/wire";
 import { and, asc, desc, eq, isNotNull } from "drizzle-orm";
 import { z } from "zod";
 import { BatchesError } from "../batches-error.ts";
+import { batchChangeSpend } from "../budgets/batch-change-spend.ts";
 import type { ChangesetRecords } from "./changeset-records.ts";
 import { toStoredChangeset } from "./stored-changeset.ts";
 
+/** A batch change's counts before anything was published. */
+export function emptyBatchChangeStats(): BatchChangeStats {
+  return {
+    total: 0,
+    unpublished: 0,
+    draft: 0,
+    open: 0,
+    merged: 0,
+    closed: 0,
+    deleted: 0,
+    checks_failing: 0,
+    conflicting: 0,
+    approved: 0,
+  };
+}
+
 export class BatchChangeReadModel {
   readonly #records: ChangesetRecords;
+  readonly #ledger: SpendLedger | undefined;
 
-  constructor(records: ChangesetRecords) {
+  /** `ledger`: where the batch change's model spend is read; its tokens, unpriced, by default. */
+  constructor(records: ChangesetRecords, ledger?: SpendLedger) {
     this.#records = records;
+    this.#ledger = ledger;
   }
 
   get #db() {
     return this.#records.database.db;
   }
 
-  /** A batch change: its tracked changesets, counts per state and the burndown. */
+  /** A batch change: its tracked changesets, counts per state, the burndown and its spend. */
   async getBatchChange(name: string): Promise<BatchChange> {
     const [newest] = await this.#db
       .select({ id: batchRuns.id })
@@ -38,16 +60,20 @@ export class BatchChangeReadModel {
     if (newest === undefined) {
       throw new BatchesError("not_found", `no batch run has the spec name ${JSON.stringify(name)}`);
     }
-    return this.#batchChange(name);
+    const change = await this.#batchChange(name);
+    return { ...change, spend: change.spend! };
   }
 
   /** A batch change's counts and burndown, for lists (its changesets are left out). */
   async summary(name: string): Promise<Pick<BatchChange, "stats" | "burndown">> {
-    const { stats, burndown } = await this.#batchChange(name);
+    const { stats, burndown } = await this.#batchChange(name, false);
     return { stats, burndown };
   }
 
-  async #batchChange(name: string): Promise<BatchChange> {
+  async #batchChange(
+    name: string,
+    withSpend = true,
+  ): Promise<Omit<BatchChange, "spend"> & { spend?: BatchChangeSpend }> {
     const tracked = await this.#records.load(
       and(eq(batchSpecs.name, name), eq(changesets.tracked, true)),
     );
@@ -67,16 +93,9 @@ export class BatchChangeReadModel {
             ({ row }) => !trackedKeys.has(`${row.repository}\u0000${row.branch}`),
           );
     const stats: BatchChangeStats = {
+      ...emptyBatchChangeStats(),
       total: tracked.length + unpublished.length,
       unpublished: unpublished.length,
-      draft: 0,
-      open: 0,
-      merged: 0,
-      closed: 0,
-      deleted: 0,
-      checks_failing: 0,
-      conflicting: 0,
-      approved: 0,
     };
     for (const { row } of tracked) {
       const state = row.externalState ?? "open";
@@ -87,11 +106,25 @@ export class BatchChangeReadModel {
         if (row.reviewState === "approved") stats.approved += 1;
       }
     }
+    const shown = [...tracked, ...unpublished];
     return {
       name,
       stats,
       burndown: await this.#burndown(name),
-      changesets: [...tracked, ...unpublished].map(({ row }) => toStoredChangeset(row)),
+      changesets: shown.map(({ row }) => toStoredChangeset(row)),
+      ...(withSpend
+        ? {
+            spend: await batchChangeSpend(
+              this.#db,
+              this.#ledger ?? new DbSpendLedger(this.#db, () => PriceTable.none),
+              {
+                name,
+                changesets: shown.map(({ row }) => row),
+                merged: stats.merged,
+              },
+            ),
+          }
+        : {}),
     };
   }
 

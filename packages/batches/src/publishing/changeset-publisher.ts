@@ -1,16 +1,19 @@
 // Publishing, tracking and operating on the pull requests of a batch change, behind one object
 // the run service and the API routes hold. A batch change is every run of one spec name; per
 // repository and branch, the newest published changeset is the one it tracks. Each job is its
-// own module: publishing a run's changesets (pull-request-publishing.ts), tracking them and
-// running their hooks (changeset-tracking.ts), bulk operations (changeset-operations.ts) and what
-// the API reads (batch-change-read-model.ts), over the changesets' records
-// (changeset-records.ts).
+// own module: publishing a run's changesets, now or paced by a rollout
+// (pull-request-publishing.ts, changeset-rollout.ts), tracking them and running their hooks
+// (changeset-tracking.ts), bulk operations (changeset-operations.ts) and what the API reads
+// (batch-change-read-model.ts), over the changesets' records (changeset-records.ts).
 import type { DbHandle, TaskRegistry } from "@deckhand/db";
+import type { SpendLedger } from "@deckhand/model-proxy";
 import type {
   BatchChange,
+  BatchChangeRollout,
   BulkChangesetOperationRequest,
   BulkChangesetOperationResult,
   ChangesetEvent,
+  RolloutWindow,
 } from "@deckhand/wire";
 import { BatchChangeReadModel } from "./batch-change-read-model.ts";
 import type { HookRunner } from "./changeset-hooks.ts";
@@ -33,6 +36,18 @@ export interface ChangesetPublisherOptions {
   trackingIntervalMs?: number;
   /** Told about changesets whose refresh failed (the host down, say); tracking goes on. */
   onError?: (error: unknown, context: { changesetId: string }) => void;
+  /**
+   * The server's `batchChanges.rolloutWindows` (config.json), read at each use: with windows,
+   * every batch change's pull requests go out only inside them, at their pace. Null or absent:
+   * none.
+   */
+  rolloutWindows?: () => readonly RolloutWindow[] | null;
+  /** How often a rollout waiting on canaries or open pull requests looks again (1 minute). */
+  rolloutRecheckMs?: number;
+  /** The clock publications are timed by (ms since the epoch); tests set it. */
+  now?: () => number;
+  /** Where the batch change's model spend is read; its tokens, unpriced, by default. */
+  ledger?: SpendLedger;
 }
 
 export class ChangesetPublisher {
@@ -45,7 +60,14 @@ export class ChangesetPublisher {
   constructor(options: ChangesetPublisherOptions) {
     const records = new ChangesetRecords(options.database, options.access);
     this.access = options.access;
-    this.#publishing = new PullRequestPublishing(records);
+    this.#publishing = new PullRequestPublishing(records, {
+      now: options.now ?? Date.now,
+      rolloutWindows: options.rolloutWindows ?? (() => null),
+      rolloutRecheckMs: options.rolloutRecheckMs,
+      refresh: async (changesetIds) => {
+        await this.refresh({ changesetIds });
+      },
+    });
     this.#tracking = new ChangesetTracking(records, {
       hooks: options.hooks,
       trackingIntervalMs: options.trackingIntervalMs,
@@ -57,7 +79,7 @@ export class ChangesetPublisher {
       tracking: this.#tracking,
       retryWorkspace: options.retryWorkspace,
     });
-    this.#reads = new BatchChangeReadModel(records);
+    this.#reads = new BatchChangeReadModel(records, options.ledger);
   }
 
   /**
@@ -77,9 +99,15 @@ export class ChangesetPublisher {
     return this.#tracking.refresh(selection, signal);
   }
 
-  /** A batch change: its tracked changesets, counts per state and the burndown. */
+  /** A batch change: its tracked changesets, counts per state, the burndown and its spend. */
   getBatchChange(name: string): Promise<BatchChange> {
     return this.#reads.getBatchChange(name);
+  }
+
+  /** A batch change's rollout: its pace, and when each waiting pull request goes out. */
+  async rollout(name: string): Promise<BatchChangeRollout> {
+    await this.getBatchChange(name);
+    return this.#publishing.rollout(name);
   }
 
   /** A batch change's counts and burndown, for lists (its changesets are left out). */
@@ -99,8 +127,9 @@ export class ChangesetPublisher {
     return this.#operations.bulk(name, request);
   }
 
-  /** Registers the tracking task on a worker's registry. */
+  /** Registers the tracking and rollout tasks on a worker's registry. */
   register(tasks: TaskRegistry): void {
+    this.#publishing.register(tasks);
     this.#tracking.register(tasks);
   }
 

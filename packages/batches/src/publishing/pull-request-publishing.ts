@@ -1,15 +1,25 @@
 // Publishing a run's changesets as pull requests: each applied changeset whose spec says
 // `published` gets a pull request that says what the changeset says (created once, then updated in
 // place), the tracked pull requests of the batch change that the run no longer produces are
-// closed, and publishing stops, saying where, when a host keeps refusing.
+// closed, and publishing stops, saying where, when a host keeps refusing. A paced rollout
+// (changeset-rollout.ts) opens the new pull requests later, through the same publishing.
 import { CodeHostError, connectionName, publishPullRequest } from "@deckhand/code-hosts";
-import { batchRuns, batchSpecs, changesets, type Transaction } from "@deckhand/db";
+import {
+  batchRuns,
+  batchSpecs,
+  changesets,
+  type TaskRegistry,
+  type Transaction,
+} from "@deckhand/db";
 import { errorMessage } from "@deckhand/errors";
+import type { BatchChangeRollout, RolloutWindow } from "@deckhand/wire";
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { appendRunEvents } from "../batch-run-events.ts";
 import { BatchesError } from "../batches-error.ts";
 import { StoredRunOptionsSchema } from "../stored-run.ts";
 import { type ChangesetRecords, type LoadedChangeset, statusOf } from "./changeset-records.ts";
+import { ChangesetRollout, type PublishOutcome } from "./changeset-rollout.ts";
+import { recordPublication } from "./rollout-store.ts";
 
 export interface PublishRunResult {
   published: number;
@@ -17,6 +27,19 @@ export interface PublishRunResult {
   closed: number;
   /** Set when publishing stopped early (a host kept refusing): what was left, and why. */
   stopped: string | null;
+  /** New pull requests a paced rollout opens later (see `rollout`). */
+  scheduled: number;
+}
+
+export interface PullRequestPublishingOptions {
+  /** The clock publications are timed by (ms since the epoch). */
+  now: () => number;
+  /** The server's rollout windows, read at each use; null for none. */
+  rolloutWindows: () => readonly RolloutWindow[] | null;
+  /** How often a rollout waiting on canaries or open pull requests looks again. */
+  rolloutRecheckMs?: number | undefined;
+  /** Reads changesets' state from their hosts (a rollout's canaries' checks). */
+  refresh: (changesetIds: readonly string[]) => Promise<void>;
 }
 
 const PUBLISHABLE = new Set<unknown>([true, "draft"]);
@@ -34,9 +57,20 @@ function hostRefuses(error: unknown): boolean {
 
 export class PullRequestPublishing {
   readonly #records: ChangesetRecords;
+  readonly #rollout: ChangesetRollout;
+  readonly #now: () => number;
 
-  constructor(records: ChangesetRecords) {
+  constructor(records: ChangesetRecords, options: PullRequestPublishingOptions) {
     this.#records = records;
+    this.#now = options.now;
+    this.#rollout = new ChangesetRollout({
+      database: records.database,
+      now: options.now,
+      serverWindows: options.rolloutWindows,
+      publish: (changesetId) => this.#publishScheduled(changesetId),
+      refresh: options.refresh,
+      ...(options.rolloutRecheckMs !== undefined ? { recheckMs: options.rolloutRecheckMs } : {}),
+    });
   }
 
   get #db() {
@@ -55,12 +89,21 @@ export class PullRequestPublishing {
     if (run === undefined) throw new BatchesError("not_found", `no batch run ${runId}`);
     const options = StoredRunOptionsSchema.parse(run.options);
     const loaded = await this.#records.load(and(eq(changesets.batchRunId, runId)));
-    const result: PublishRunResult = { published: 0, failed: 0, closed: 0, stopped: null };
+    const result: PublishRunResult = {
+      published: 0,
+      failed: 0,
+      closed: 0,
+      stopped: null,
+      scheduled: 0,
+    };
     const left: string[] = [];
+    // A paced rollout opens new pull requests later; updates of open ones still go out now.
+    const paced = await this.#schedulePaced(runId, loaded);
+    result.scheduled = paced.size;
     for (const item of loaded) {
       const { row } = item;
       if (!PUBLISHABLE.has(row.published) || row.appliedAt === null || !row.pushed) continue;
-      if (row.externalId !== null) continue;
+      if (row.externalId !== null || paced.has(row.id)) continue;
       if (result.stopped !== null) {
         left.push(`${row.repository}@${row.branch}`);
         continue;
@@ -99,6 +142,78 @@ export class PullRequestPublishing {
     return result;
   }
 
+  /**
+   * With a paced rollout, schedules the run's changesets that would open a new pull request
+   * (those of a branch the batch change has no open pull request for) and returns their ids.
+   */
+  async #schedulePaced(runId: string, loaded: readonly LoadedChangeset[]): Promise<Set<string>> {
+    const settings = await this.#rollout.pacingOf(runId);
+    const name = loaded[0]?.batchChange ?? (await this.#batchChangeOfRun(runId));
+    if (name === undefined) return new Set();
+    if (settings === null) {
+      // This run's changesets go out now; what an earlier paced apply still had waiting is
+      // superseded by them.
+      await this.#rollout.supersede(name, runId);
+      return new Set();
+    }
+    const open = await this.#records.load(
+      and(
+        eq(batchSpecs.name, name),
+        eq(changesets.tracked, true),
+        inArray(changesets.externalState, ["open", "draft"]),
+      ),
+    );
+    const openBranches = new Set(open.map(({ row }) => `${row.repository}\u0000${row.branch}`));
+    const fresh = loaded.filter(
+      ({ row }) =>
+        PUBLISHABLE.has(row.published) &&
+        row.appliedAt !== null &&
+        row.pushed &&
+        row.externalId === null &&
+        !openBranches.has(`${row.repository}\u0000${row.branch}`),
+    );
+    const events = await this.#rollout.schedule({
+      batchChange: name,
+      runId,
+      settings,
+      items: fresh.map(({ row }) => ({
+        changesetId: row.id,
+        draft: row.published === "draft",
+        repository: row.repository,
+        branch: row.branch,
+      })),
+    });
+    await this.#db.transaction((transaction) => appendRunEvents(transaction, runId, events));
+    return new Set(fresh.map(({ row }) => row.id));
+  }
+
+  /** Opens a scheduled changeset's pull request for the rollout. */
+  async #publishScheduled(changesetId: string): Promise<PublishOutcome> {
+    const [item] = await this.#records.load(eq(changesets.id, changesetId));
+    if (item === undefined) {
+      return { ok: false, hostRefused: false, error: `changeset ${changesetId} is gone` };
+    }
+    if (item.row.externalId !== null) return { ok: true };
+    try {
+      await this.publishOne(item, item.runOptions.publish_rate, item.row.published === "draft");
+      return { ok: true };
+    } catch (error) {
+      const message = errorMessage(error);
+      await this.#records.recordFailure(item, message);
+      return { ok: false, hostRefused: hostRefuses(error), error: message };
+    }
+  }
+
+  /** A batch change's rollout: its pace, and when each waiting pull request goes out. */
+  rollout(name: string): Promise<BatchChangeRollout> {
+    return this.#rollout.status(name);
+  }
+
+  /** Registers the rollout's task on a worker's registry. */
+  register(tasks: TaskRegistry): void {
+    this.#rollout.register(tasks);
+  }
+
   /** Creates or updates one changeset's pull request, and tracks it as the branch's newest. */
   async publishOne(
     item: LoadedChangeset,
@@ -135,6 +250,15 @@ export class PullRequestPublishing {
           updatedAt: new Date(),
         })
         .where(eq(changesets.id, row.id));
+      // Opened pull requests count against the hourly limit and the windows' pace.
+      if (published.action === "created") {
+        await recordPublication(transaction, {
+          changesetId: row.id,
+          batchChange: item.batchChange,
+          runId: row.batchRunId,
+          at: new Date(this.#now()),
+        });
+      }
       await this.#records.history(
         transaction,
         item,

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { WireHeader } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeModel, startFakeModel } from "../fake-model/fake-model-server.ts";
 import { turn } from "../fake-model/fake-turn.ts";
@@ -118,7 +119,7 @@ describe("the fake Gemini CLI", () => {
     const [request] = fake.requests;
     expect(request!.url).toBe("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse");
     expect(request!.headers["x-goog-api-key"]).toBe("the-key");
-    expect(request!.headers["deckhand-job-id"]).toBe("job-7");
+    expect(request!.headers[WireHeader.jobId.toLowerCase()]).toBe("job-7");
     expect(request!.headers["x-gemini-api-privileged-user-id"]).toEqual(expect.any(String));
     // Its home is GEMINI_CLI_HOME, never HOME.
     expect(existsSync(join(first.home, ".gemini"))).toBe(false);

@@ -1,11 +1,7 @@
-import {
-  type BatchRunEvent,
-  type StoredBatchRunEvent,
-  WireHeader,
-  WireSubprotocol,
-} from "@deckhand/wire";
+import { createServerClient, ServerApiError } from "@deckhand/server-client";
+import { type BatchRunEvent, type StoredBatchRunEvent, WireSubprotocol } from "@deckhand/wire";
 import { describe, expect, it } from "vitest";
-import { BatchApiError, BatchRunClient } from "./batch-run-client.ts";
+import { BatchRunFollower } from "./batch-run-follow.ts";
 
 const RUN_ID = "00000000-0000-4000-8000-0000000000aa";
 
@@ -121,10 +117,23 @@ const run = {
   finished_at: null,
 };
 
-describe("BatchRunClient.follow", () => {
+/** A follower of runs on a fake server at `baseUrl`. */
+function follower(
+  baseUrl: string,
+  token: string | null,
+  transport: { WebSocket: typeof WebSocket; fetch: typeof fetch },
+): BatchRunFollower {
+  return new BatchRunFollower({
+    client: createServerClient({ baseUrl, token, fetch: transport.fetch }),
+    token,
+    WebSocket: transport.WebSocket,
+  });
+}
+
+describe("BatchRunFollower.follow", () => {
   it("reconnects after the last event it saw and delivers each event once, up to run_finished", async () => {
     const streams = fakeStreams();
-    const client = new BatchRunClient("http://deckhand.test:7420/", "s3cret", {
+    const client = follower("http://deckhand.test:7420/", "s3cret", {
       WebSocket: streams.WebSocket,
       fetch: fakeFetch({ [`GET /api/batch-runs/${RUN_ID}`]: { status: 200, body: run } }),
     });
@@ -145,7 +154,7 @@ describe("BatchRunClient.follow", () => {
 
   it("stops with the server's answer when the run is gone", async () => {
     const streams = fakeStreams();
-    const client = new BatchRunClient("http://deckhand.test", null, {
+    const client = follower("http://deckhand.test", null, {
       WebSocket: streams.WebSocket,
       fetch: fakeFetch({
         [`GET /api/batch-runs/${RUN_ID}`]: {
@@ -155,14 +164,14 @@ describe("BatchRunClient.follow", () => {
       }),
     });
     const failure = await client.follow(RUN_ID, { onEvent: () => {} }).catch((error) => error);
-    expect(failure).toBeInstanceOf(BatchApiError);
+    expect(failure).toBeInstanceOf(ServerApiError);
     expect(failure).toMatchObject({ status: 404, code: "not_found" });
     expect(streams.connections[0]!.protocols).toEqual([WireSubprotocol.batchRunStream]);
   });
 
   it("gives up when the server stays away", async () => {
     const streams = fakeStreams({ refuse: true });
-    const client = new BatchRunClient("http://deckhand.test", null, {
+    const client = follower("http://deckhand.test", null, {
       WebSocket: streams.WebSocket,
       fetch: fakeFetch({}),
     });
@@ -171,29 +180,5 @@ describe("BatchRunClient.follow", () => {
       .catch((error) => error);
     expect(failure).toMatchObject({ code: "stream_lost" });
     expect((failure as Error).message).toMatch(/^lost the stream of batch run /);
-  });
-});
-
-describe("BatchRunClient requests", () => {
-  it("sends the token and turns an error answer into a BatchApiError", async () => {
-    let authorization: string | null = null;
-    const client = new BatchRunClient("http://deckhand.test", "t0ken", {
-      fetch: (async (_input: string | URL | Request, init?: RequestInit) => {
-        authorization = new Headers(init?.headers).get(WireHeader.authorization);
-        return new Response(
-          JSON.stringify({
-            error: { code: "invalid_request", message: "spec.yaml is invalid:\nx" },
-          }),
-          { status: 400 },
-        );
-      }) as typeof fetch,
-    });
-    const failure = await client.createRun({ source: "name: x" }).catch((error) => error);
-    expect(authorization).toBe("Bearer t0ken");
-    expect(failure).toMatchObject({
-      status: 400,
-      code: "invalid_request",
-      message: "spec.yaml is invalid:\nx",
-    });
   });
 });

@@ -1,33 +1,18 @@
-// The CLI's client of the batch-run API: one for a server named by --server and for the one the
-// CLI starts in its own process, so both modes run the same code.
+// Follows a batch run's event stream to its end, for a server named by --server and for the one
+// the CLI starts in its own process alike. Requests go through the server client; the stream is
+// a WebSocket this module opens and opens again after a break.
+import { ServerApiError, type ServerClient } from "@deckhand/server-client";
 import {
-  BatchChangesetListSchema,
-  type BatchRun,
-  BatchRunSchema,
   type BatchRunStreamFrame,
   BatchRunStreamFrameSchema,
-  type CreateBatchRunRequest,
-  ErrorResponseSchema,
-  ServerPath,
-  type StoredBatchChangeset,
   type StoredBatchRunEvent,
-  serverPath,
-  WireHeader,
   WireSubprotocol,
 } from "@deckhand/wire";
 
-/** The server answered with an error (`{error: {code, message}}`), or could not be reached. */
-export class BatchApiError extends Error {
-  override readonly name = "BatchApiError";
-  /** The HTTP status; 0 when the server could not be reached. */
-  readonly status: number;
-  readonly code: string;
-
-  constructor(status: number, code: string, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.status = status;
-    this.code = code;
-  }
+/** The run's stream broke and did not come back within the reconnection window. */
+export class RunStreamLostError extends Error {
+  override readonly name = "RunStreamLostError";
+  readonly code = "stream_lost";
 }
 
 export interface FollowOptions {
@@ -55,98 +40,23 @@ function delay(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** How the client reaches the server; Node's own fetch and WebSocket unless a test says. */
-export interface BatchRunTransport {
-  fetch?: typeof fetch;
+/** The server a run is followed on: its client and token, and Node's WebSocket unless a test says. */
+export interface RunStreamServer {
+  client: ServerClient;
+  token: string | null;
   WebSocket?: typeof WebSocket;
 }
 
-export class BatchRunClient {
-  readonly #baseUrl: string;
+/** Follows batch runs on one server. */
+export class BatchRunFollower {
+  readonly #client: ServerClient;
   readonly #token: string | null;
-  readonly #fetch: typeof fetch;
   readonly #WebSocket: typeof WebSocket;
 
-  constructor(baseUrl: string, token: string | null, transport: BatchRunTransport = {}) {
-    this.#baseUrl = baseUrl.replace(/\/+$/, "");
-    this.#token = token;
-    this.#fetch = transport.fetch ?? fetch;
-    this.#WebSocket = transport.WebSocket ?? WebSocket;
-  }
-
-  get baseUrl(): string {
-    return this.#baseUrl;
-  }
-
-  async #send(method: string, path: string, body?: unknown): Promise<unknown> {
-    const headers = new Headers();
-    if (this.#token) headers.set(WireHeader.authorization, `Bearer ${this.#token}`);
-    if (body !== undefined) headers.set("content-type", "application/json");
-    let response: Response;
-    try {
-      response = await this.#fetch(`${this.#baseUrl}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      const reason = cause?.code ?? cause?.message ?? (error as Error).message;
-      throw new BatchApiError(
-        0,
-        "unreachable",
-        `cannot reach the Deckhand server at ${this.#baseUrl} (${reason})`,
-        { cause: error },
-      );
-    }
-    const text = await response.text();
-    let parsed: unknown = null;
-    try {
-      parsed = text === "" ? null : JSON.parse(text);
-    } catch {
-      // Not JSON: a proxy's error page, say. Reported below with the status.
-    }
-    if (!response.ok) {
-      const answer = ErrorResponseSchema.safeParse(parsed);
-      if (answer.success) {
-        throw new BatchApiError(response.status, answer.data.error.code, answer.data.error.message);
-      }
-      throw new BatchApiError(
-        response.status,
-        "unexpected_answer",
-        `${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`,
-      );
-    }
-    return parsed;
-  }
-
-  async createRun(request: CreateBatchRunRequest): Promise<BatchRun> {
-    return BatchRunSchema.parse(await this.#send("POST", ServerPath.batchRuns, request));
-  }
-
-  async getRun(runId: string): Promise<BatchRun> {
-    return BatchRunSchema.parse(
-      await this.#send("GET", serverPath(ServerPath.batchRun, { batch_run_id: runId })),
-    );
-  }
-
-  async cancelRun(runId: string): Promise<BatchRun> {
-    return BatchRunSchema.parse(
-      await this.#send("POST", serverPath(ServerPath.batchRunCancel, { batch_run_id: runId })),
-    );
-  }
-
-  async listChangesets(runId: string): Promise<StoredBatchChangeset[]> {
-    const answer = BatchChangesetListSchema.parse(
-      await this.#send("GET", serverPath(ServerPath.batchRunChangesets, { batch_run_id: runId })),
-    );
-    return answer.changesets;
-  }
-
-  /** The run stream's WebSocket URL, resuming after event `after`. */
-  streamUrl(runId: string, after: number): string {
-    const path = serverPath(ServerPath.batchRunStream, { batch_run_id: runId });
-    return `${this.#baseUrl.replace(/^http/, "ws")}${path}${after > 0 ? `?after=${after}` : ""}`;
+  constructor(server: RunStreamServer) {
+    this.#client = server.client;
+    this.#token = server.token;
+    this.#WebSocket = server.WebSocket ?? WebSocket;
   }
 
   /**
@@ -173,19 +83,17 @@ export class BatchRunClient {
       });
       if (end.finished || options.signal?.aborted) return;
       if (Date.now() - lastProgress > reconnectForMs) {
-        throw new BatchApiError(
-          0,
-          "stream_lost",
-          `lost the stream of batch run ${runId} (${end.reason})`,
-        );
+        throw new RunStreamLostError(`lost the stream of batch run ${runId} (${end.reason})`);
       }
       // A 404 or 401 is final: the GET says so with the server's own message. A server that is
       // away (restarting) is tried again until the window closes.
-      await this.getRun(runId).catch((error: unknown) => {
-        if (!(error instanceof BatchApiError && (error.status === 0 || error.status >= 500))) {
-          throw error;
-        }
-      });
+      await this.#client
+        .getBatchRun({ params: { batch_run_id: runId } })
+        .catch((error: unknown) => {
+          if (!(error instanceof ServerApiError && (error.status === 0 || error.status >= 500))) {
+            throw error;
+          }
+        });
       attempt += 1;
       await delay(Math.min(100 * 2 ** attempt, 2_000), options.signal);
     }
@@ -203,7 +111,11 @@ export class BatchRunClient {
       // subprotocol, which the server never answers with.
       const protocols: string[] = [WireSubprotocol.batchRunStream];
       if (this.#token) protocols.push(`${WireSubprotocol.bearerPrefix}${this.#token}`);
-      const socket = new this.#WebSocket(this.streamUrl(runId, after), protocols);
+      const url = this.#client.streamBatchRun.url({
+        params: { batch_run_id: runId },
+        query: after > 0 ? { after } : {},
+      });
+      const socket = new this.#WebSocket(url, protocols);
       const { OPEN, CONNECTING } = this.#WebSocket;
       let settled = false;
       const settle = (end: StreamEnd | { error: unknown }) => {
