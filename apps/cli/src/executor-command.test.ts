@@ -281,10 +281,12 @@ describe("deckhand executor", () => {
     };
   }
 
-  it("exits 2 with one line saying what to do when no PostgreSQL is given", async () => {
+  it("exits 2 with one line saying what to do when neither a server nor PostgreSQL is given", async () => {
     const streams = capture({});
     expect(await runExecutorCommand([], streams)).toBe(2);
-    expect(streams.err()).toMatch(/^deckhand executor: needs the server's PostgreSQL database/);
+    expect(streams.err()).toMatch(
+      /^deckhand executor: needs the server: pass --server-url URL with an executor token/,
+    );
     expect(streams.err()).toMatch(/deckhand executor --help/);
   });
 
