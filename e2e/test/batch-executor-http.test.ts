@@ -8,7 +8,15 @@
 // database of their own now) and on PostgreSQL when DATABASE_URL is set.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -42,13 +50,25 @@ interface Executor {
   exited: Promise<unknown>;
 }
 
-/** Whether a process runs (a zombie waiting to be reaped does not). */
-function running(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
+/**
+ * The running processes (not zombies) whose environment says they work for `executor`: the
+ * executor and its steps. Steps run in their own PID namespace, so the PIDs they see of
+ * themselves are not this machine's; their environment is what finds them here.
+ */
+function processesOf(executor: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        if (/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) return false;
+        return readFileSync(`/proc/${pid}/environ`, "utf8")
+          .split("\0")
+          .includes(`E2E_EXECUTOR=${executor}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 async function waitFor<T>(
@@ -81,6 +101,20 @@ describe.each(databaseBackends)("deckhand executor over HTTP (%s)", (backend) =>
       // The server runs no workspace job: only the executors do.
       config: { codeHosts: [{ type: "directory", path: code }], batchConcurrency: 0 },
     });
+    // Each executor's config.json: the code host, and its steps in bubblewrap (required, not
+    // "auto": the token checks below are about the sandbox), writing the step log outside their
+    // workspace only to the directory the test reads.
+    mkdirSync(join(scratch, "steps"));
+    for (const id of ["exec-a", "exec-b", "exec-c"]) {
+      mkdirSync(join(scratch, id));
+      writeFileSync(
+        join(scratch, id, "config.json"),
+        JSON.stringify({
+          codeHosts: [{ type: "directory", path: code }],
+          sandbox: { mode: "bubblewrap", writable: [join(scratch, "steps")] },
+        }),
+      );
+    }
     environment = { ...process.env };
     for (const name of [
       "DATABASE_URL",
@@ -157,7 +191,7 @@ describe.each(databaseBackends)("deckhand executor over HTTP (%s)", (backend) =>
       cli(["executor-tokens", "create", "e2e", "--server", server.server.url, "--json"]),
     ) as CreateExecutorTokenResponse;
     const token = created.token;
-    const pids = join(scratch, "step-pids");
+    const pids = join(scratch, "steps", "pids");
     // The step counts what it can see of the token: in its own environment, and in the
     // environment of every process visible to it (its executor's, were it not hidden).
     const spec = `
@@ -200,7 +234,12 @@ changesetTemplate:
       const lines = existsSync(pids) ? readFileSync(pids, "utf8").split("\n") : [];
       const mine = lines.filter((line) => /^exec-a \d+$/.test(line));
       return mine.length === 2 ? mine.map((line) => Number(line.split(" ")[1])) : undefined;
-    }, "exec-a's step processes");
+    }, "exec-a's step processes").catch((error: unknown) => {
+      // What the executors and the run said, to see why.
+      throw new Error(
+        `${String(error)}\n${executors.map((executor) => `${executor.id}:\n${executor.output.slice(-20).join("\n")}`).join("\n")}\nevents: ${JSON.stringify(stream.events()).slice(-3000)}`,
+      );
+    });
     const { body: before } = await server.api<{ workspaces: BatchWorkspace[] }>(
       "GET",
       serverPath(ServerPath.batchRunWorkspaces, { batch_run_id: runId }),
@@ -209,17 +248,21 @@ changesetTemplate:
       (workspace) => workspace.state === "running" && workspace.executor?.startsWith("exec-a@"),
     );
     expect(interrupted).toHaveLength(2);
+    expect(processesOf("exec-a").length).toBeGreaterThan(1);
     victim.child.kill("SIGKILL");
     await victim.exited;
     // Its steps die with it (they watch their executor), instead of working on as orphans.
-    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 5_000);
+    await waitFor(() => processesOf("exec-a").length === 0, "exec-a's steps to die", 5_000);
 
     const events = await stream.finished(180_000);
     const { body: run } = await server.api<BatchRun>(
       "GET",
       serverPath(ServerPath.batchRun, { batch_run_id: runId }),
     );
-    expect(run.status).toBe("completed");
+    expect(
+      run.status,
+      JSON.stringify(events.filter((event) => event.type === "workspace_finished")),
+    ).toBe("completed");
     expect(run.stats).toMatchObject({
       workspaces: REPOSITORIES,
       completed: REPOSITORIES,
