@@ -8,16 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { errorMessage } from "@deckhand/errors";
-import type {
-  BatchRunEvent,
-  BatchRunOptions,
-  ExecutorJob,
-  ExecutorLease,
-  RouteInput,
-  RouteResult,
-  ServerOperationId,
-  ServerRouteOf,
-} from "@deckhand/wire";
+import { ServerApiError, type ServerClient } from "@deckhand/server-client";
+import type { BatchRunEvent, BatchRunOptions, ExecutorJob, ExecutorLease } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import type { ModelProviderAccess, ModelProviderJobLease } from "./coding-agent-step.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
@@ -38,9 +30,12 @@ import type {
   WorkspaceJobStore,
 } from "./workspace-job-store.ts";
 
-/** The executor API's operations. */
-export type ExecutorOperationId = Extract<
-  ServerOperationId,
+/**
+ * What an executor calls of the server: the typed server client's executor operations
+ * (`createServerClient` of @deckhand/server-client, with the executor token).
+ */
+export type ExecutorApiClient = Pick<
+  ServerClient,
   | "claimExecutorJob"
   | "heartbeatExecutorJobs"
   | "appendExecutorJobEvents"
@@ -51,28 +46,6 @@ export type ExecutorOperationId = Extract<
   | "getExecutorCachedStep"
   | "putExecutorCachedStep"
 >;
-
-type BodyCall<Id extends ServerOperationId> = (input: {
-  body: RouteInput<ServerRouteOf<Id>>["body"];
-}) => Promise<RouteResult<ServerRouteOf<Id>>>;
-
-/**
- * What an executor calls of the server: the typed server client's executor operations
- * (`createServerClient` of @deckhand/server-client, with the executor token).
- */
-export interface ExecutorApiClient {
-  claimExecutorJob: BodyCall<"claimExecutorJob">;
-  heartbeatExecutorJobs: BodyCall<"heartbeatExecutorJobs">;
-  appendExecutorJobEvents: BodyCall<"appendExecutorJobEvents">;
-  completeExecutorJob: BodyCall<"completeExecutorJob">;
-  failExecutorJob: BodyCall<"failExecutorJob">;
-  leaseExecutorModelToken: BodyCall<"leaseExecutorModelToken">;
-  releaseExecutorModelToken: BodyCall<"releaseExecutorModelToken">;
-  getExecutorCachedStep: (input: {
-    query: RouteInput<ServerRouteOf<"getExecutorCachedStep">>["query"];
-  }) => Promise<RouteResult<ServerRouteOf<"getExecutorCachedStep">>>;
-  putExecutorCachedStep: BodyCall<"putExecutorCachedStep">;
-}
 
 /** Most progress events sent in one request (the route takes up to 1,000). */
 const EVENTS_PER_REQUEST = 500;
@@ -230,12 +203,12 @@ export interface HttpExecutor {
 
 /** Whether an error is the server's refusal of the token (401): the executor cannot go on. */
 function refused(error: unknown): boolean {
-  return (
-    typeof error === "object" &&
-    error !== null &&
-    "status" in error &&
-    (error as { status: unknown }).status === 401
-  );
+  return error instanceof ServerApiError && error.status === 401;
+}
+
+/** Whether an error is the server's refusal of a lease that no longer holds (409). */
+function stale(error: unknown): boolean {
+  return error instanceof ServerApiError && error.status === 409;
 }
 
 /**
@@ -315,7 +288,7 @@ export function startHttpExecutor(options: HttpExecutorOptions): HttpExecutor {
     } catch (error) {
       // A stale lease (taken over meanwhile) has nothing left to settle.
       if (refused(error)) refuse(error);
-      else if (!(typeof error === "object" && error !== null && "status" in error)) onError(error);
+      else if (!stale(error)) onError(error);
     }
   };
 

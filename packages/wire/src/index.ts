@@ -144,9 +144,11 @@ export {
   type ExecutorLease,
   ExecutorLeaseSchema,
   type ExecutorStepRecord,
+  ExecutorStepRecordSchema,
   type ExecutorToken,
   ExecutorTokenSchema,
   type HeartbeatExecutorJobsResponse,
+  HeartbeatExecutorJobsResponseSchema,
 } from "./executor-api.ts";
 export { isExecutorApiPath } from "./executor-routes.ts";
 export {
