@@ -53,13 +53,25 @@ interface Executor {
   exited: Promise<unknown>;
 }
 
-/** Whether a process runs (a zombie waiting to be reaped does not). */
-function running(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
+/**
+ * The running processes (not zombies) whose environment says they work for `executor`: the
+ * executor and its steps. Sandboxed steps run in their own PID namespace, so the PIDs they see of
+ * themselves are not this machine's; their environment is what finds them here.
+ */
+function processesOf(executor: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        if (/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) return false;
+        return readFileSync(`/proc/${pid}/environ`, "utf8")
+          .split("\0")
+          .includes(`E2E_EXECUTOR=${executor}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 async function waitFor<T>(
@@ -107,12 +119,16 @@ describe.skipIf(!testPostgresUrl)(title, () => {
       renameSync(repository.path, join(code, `github.com/acme/repo-${index}`));
     }
     const config = { codeHosts: [{ type: "directory", path: code }] };
+    // The executors' steps run sandboxed, with a /tmp of their own: the step log they write for
+    // this test goes to the one directory outside their workspace they may write.
+    mkdirSync(join(scratch, "steps"));
+    const executorConfig = { ...config, sandbox: { writable: [join(scratch, "steps")] } };
     for (const name of ["server", "exec-a", "exec-b"]) {
       mkdirSync(join(scratch, name));
       writeFileSync(
         join(scratch, name, "config.json"),
         // The server runs no workspace job: only the executors do.
-        JSON.stringify(name === "server" ? { ...config, batchConcurrency: 0 } : config),
+        JSON.stringify(name === "server" ? { ...config, batchConcurrency: 0 } : executorConfig),
       );
     }
     server = await spawnDeckhandUp(join(scratch, "server"), environment);
@@ -185,7 +201,7 @@ describe.skipIf(!testPostgresUrl)(title, () => {
 
   it("loses no workspace and completes none twice when an executor is killed mid-step", async () => {
     expect(server.output.join("\n")).toContain("this server runs no batch workspace jobs");
-    const pids = join(scratch, "step-pids");
+    const pids = join(scratch, "steps", "pids");
     const spec = `
 name: executors
 on:
@@ -224,10 +240,11 @@ changesetTemplate:
       const mine = lines.filter((line) => /^exec-a \d+$/.test(line));
       return mine.length === 2 ? mine.map((line) => Number(line.split(" ")[1])) : undefined;
     }, "exec-a's step processes");
+    expect(processesOf("exec-a").length).toBeGreaterThan(1);
     victim.child.kill("SIGKILL");
     await victim.exited;
     // Its steps die with it (they watch their executor), instead of working on as orphans.
-    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 5_000);
+    await waitFor(() => processesOf("exec-a").length === 0, "exec-a's steps to die", 5_000);
 
     const run = await waitFor(
       async () => {
