@@ -14,7 +14,14 @@ import {
 import { containerPlatform } from "./coding-agent-step.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { StepPlacement } from "./step-placement.ts";
-import type { PreparedStep, StepCheckout, StepExit, StepFile, StepRunner } from "./step-runner.ts";
+import {
+  type PreparedStep,
+  probedOnce,
+  type StepCheckout,
+  type StepExit,
+  type StepFile,
+  type StepRunner,
+} from "./step-runner.ts";
 
 /** Where the checkout appears in a container, as in src-cli. */
 export const CONTAINER_WORK_DIRECTORY = "/work";
@@ -105,16 +112,7 @@ async function containerShell(
   // key; the checkout and the repository are mounted at /work and at the repository's path.
   const id = (await inspectImage(runtime, image).catch(() => null))?.id ?? image;
   const key = `${id}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
-  let shell = shells.get(key);
-  if (shell === undefined) {
-    shell = probeShell(runtime, image, mounts, signal);
-    shells.set(key, shell);
-    // A probe cut short by a cancel says nothing about the image.
-    void shell.then(() => {
-      if (signal.aborted) shells.delete(key);
-    });
-  }
-  return shell;
+  return probedOnce(shells, key, signal, () => probeShell(runtime, image, mounts, signal));
 }
 
 async function probeShell(

@@ -10,7 +10,13 @@ import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/confi
 import { PLATFORM_PROBE } from "./coding-agent-step.ts";
 import { CONTAINER_WORK_DIRECTORY, repositoryMount } from "./container-step-runner.ts";
 import type { StepPlacement } from "./step-placement.ts";
-import type { PreparedStep, StepCheckout, StepExit, StepRunner } from "./step-runner.ts";
+import {
+  type PreparedStep,
+  probedOnce,
+  type StepCheckout,
+  type StepExit,
+  type StepRunner,
+} from "./step-runner.ts";
 
 /** Makes (once) the runner of Kubernetes steps; rejects saying what is wrong with the config. */
 export type KubernetesRunnerSource = () => Promise<KubernetesStepRunner>;
@@ -114,11 +120,9 @@ export class KubernetesJobStepRunner implements StepRunner {
   async shell(step: Omit<PreparedStep, "shell">): Promise<string> {
     if (step.kind === "codingAgent") return "/bin/sh";
     const image = step.placement.image!;
-    const key = `kubernetes\0${image}`;
-    let shell = this.#shells.get(key);
-    if (shell === undefined) {
-      const where = podCheckout(step.checkout);
-      shell = this.#cluster
+    const where = podCheckout(step.checkout);
+    return probedOnce(this.#shells, `kubernetes\0${image}`, step.signal, () =>
+      this.#cluster
         .run({
           image,
           script: "exit 0",
@@ -131,14 +135,8 @@ export class KubernetesJobStepRunner implements StepRunner {
           (probe) => (probe.exitCode === 0 ? "/bin/bash" : "/bin/sh"),
           // The image cannot start at all; the step's own run reports why.
           () => "/bin/sh",
-        );
-      this.#shells.set(key, shell);
-      // A probe cut short by a cancel says nothing about the image.
-      void shell.then(() => {
-        if (step.signal.aborted) this.#shells.delete(key);
-      });
-    }
-    return shell;
+        ),
+    );
   }
 
   /** Runs the step as a Job; its exit code is null when it was cancelled. */

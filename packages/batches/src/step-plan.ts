@@ -4,15 +4,34 @@
 import { lstat, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
+  type BatchSpec,
   computeCacheKey,
   type MountedFileMetadata,
   type Step,
   type StepRuntimeKey,
 } from "@deckhand/batch-spec";
+import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { mapLimited } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
-import type { RunWorkspaceOptions } from "./run-workspace.ts";
-import { placementKey, type StepPlacement, StepPlacer } from "./step-placement.ts";
+import type { StepCache } from "./step-cache.ts";
+import {
+  placementKey,
+  type StepPlacement,
+  StepPlacer,
+  type StepRuntimeChoice,
+} from "./step-placement.ts";
+
+/** What placing and keying a workspace's steps takes of its run (`RunWorkspaceOptions` has it). */
+export interface StepPlanOptions {
+  workspace: Workspace;
+  spec: BatchSpec;
+  /** The directory holding the spec file; `mount` paths are relative to it. Default: cwd. */
+  specDirectory?: string;
+  cache: StepCache;
+  /** Default "auto". */
+  runtime?: StepRuntimeChoice;
+  environment: ExecutionEnvironment;
+}
 
 export interface StepPlan {
   stepIndex: number;
@@ -43,7 +62,7 @@ async function mountedFileMetadata(path: string): Promise<MountedFileMetadata[]>
  */
 export async function cachedStepCount(
   options: Pick<
-    RunWorkspaceOptions,
+    StepPlanOptions,
     "workspace" | "spec" | "specDirectory" | "cache" | "runtime" | "environment"
   >,
 ): Promise<number> {
@@ -64,10 +83,7 @@ export async function cachedStepCount(
  */
 export function cachedStepCounts(
   workspaces: readonly Workspace[],
-  options: Pick<
-    RunWorkspaceOptions,
-    "spec" | "specDirectory" | "cache" | "runtime" | "environment"
-  > & {
+  options: Pick<StepPlanOptions, "spec" | "specDirectory" | "cache" | "runtime" | "environment"> & {
     clearCache?: boolean;
   },
 ): Promise<number[]> {
@@ -78,7 +94,7 @@ export function cachedStepCounts(
 
 /** Places a run's steps with the environment's container runtime (detected once per process). */
 export function stepPlacer(
-  options: Pick<RunWorkspaceOptions, "spec" | "runtime" | "environment">,
+  options: Pick<StepPlanOptions, "spec" | "runtime" | "environment">,
   runnerEnv: Record<string, string>,
   pull: "missing" | "never",
 ): StepPlacer {
@@ -96,7 +112,7 @@ export function stepPlacer(
  * it and where they run.
  */
 export async function planSteps(
-  options: Pick<RunWorkspaceOptions, "workspace" | "spec">,
+  options: Pick<StepPlanOptions, "workspace" | "spec">,
   runnerEnv: Record<string, string>,
   specDirectory: string,
   placer: StepPlacer,

@@ -76,6 +76,28 @@ export interface PreparedStep {
   output(stream: StepStream, data: Buffer): void;
 }
 
+/**
+ * What `probe` finds out about an image (the shell its scripts get), once per key of `found`,
+ * which a process's runs share. A probe cut short by a cancel says nothing about the image: its
+ * answer is forgotten, and the next step probes again.
+ */
+export function probedOnce<T>(
+  found: Map<string, Promise<T>>,
+  key: string,
+  signal: AbortSignal,
+  probe: () => Promise<T>,
+): Promise<T> {
+  let answer = found.get(key);
+  if (answer === undefined) {
+    answer = probe();
+    found.set(key, answer);
+    void answer.then(() => {
+      if (signal.aborted) found.delete(key);
+    });
+  }
+  return answer;
+}
+
 /** How a step's process ended: its exit code, null when it was killed. */
 export interface StepExit {
   exitCode: number | null;
