@@ -187,6 +187,42 @@ describe.each(backends)("executor API ($backend)", ({ backend }) => {
       running: true,
     });
 
+    // The job's model token is the server's to mint, for this job only; released, it is revoked.
+    const minted = await server.api<{ base_url: string; token: string; job_id: string }>(
+      "POST",
+      ServerPath.executorJobModelToken,
+      { token: first.token, body: { lease } },
+    );
+    expect(minted.status).toBe(201);
+    expect(minted.body.job_id).toBe(`batch-workspace:${lease.workspace_id}`);
+    expect(minted.body.base_url).toBe(`${server.server.url}${WirePath.modelProvider}`);
+    expect(
+      (
+        await server.api("POST", ServerPath.executorJobModelToken, {
+          token: second.token,
+          body: { lease },
+        })
+      ).status,
+    ).toBe(409);
+    // The proxy takes it for this job until it is released, then refuses it.
+    const throughProxy = () =>
+      fetch(`${minted.body.base_url}/codex/v1/responses`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${minted.body.token}`,
+          "deckhand-job-id": minted.body.job_id,
+          "content-type": "application/json",
+        },
+        body: "{}",
+      });
+    expect((await throughProxy()).status).not.toBe(401);
+    const releasedToken = await server.api("POST", ServerPath.executorJobModelTokenRelease, {
+      token: first.token,
+      body: { lease, token: minted.body.token },
+    });
+    expect(releasedToken.status).toBe(204);
+    expect((await throughProxy()).status).toBe(401);
+
     // builder-1 stops heartbeating: once its lease lapsed, builder-2 takes the job over.
     let takenOver: ExecutorJob | null = null;
     await waitUntil(
@@ -230,5 +266,70 @@ describe.each(backends)("executor API ($backend)", ({ backend }) => {
     });
     expect(refused.status).toBe(401);
     expect(await claim(second.token, "builder-2")).toBeNull();
+  }, 120_000);
+
+  it("tells the executor holding a job that its workspace was cancelled, and settles its task", async () => {
+    const server = await setUp();
+    const { token } = await executorToken(server, "builders");
+    const created = await server.api<BatchRun>("POST", ServerPath.batchRuns, {
+      body: { source: spec, options: { runtime: "local" } },
+    });
+    const claimed = await server.api<{ job: ExecutorJob | null }>(
+      "POST",
+      ServerPath.executorJobClaim,
+      { token, body: { executor_id: "builder-1", lease_ms: 30_000 } },
+    );
+    const lease = claimed.body.job!.lease;
+    const cancelled = await server.api(
+      "POST",
+      serverPath(ServerPath.batchRunCancel, { batch_run_id: created.body.id }),
+    );
+    expect(cancelled.status).toBeLessThan(300);
+    const beat = await server.api<{ jobs: { holds: boolean; running: boolean }[] }>(
+      "POST",
+      ServerPath.executorJobHeartbeat,
+      { token, body: { leases: [lease], lease_ms: 30_000 } },
+    );
+    expect(beat.body.jobs).toEqual([{ task_id: lease.task_id, holds: true, running: false }]);
+    // Progress of a cancelled workspace is refused; its end is not written, but its task is
+    // settled, so the queue does not hand it out again.
+    const progress = await server.api<ErrorResponse>("POST", ServerPath.executorJobEvents, {
+      token,
+      body: {
+        lease,
+        events: [
+          {
+            type: "workspace_started",
+            workspace: { repository: "acme/api", branch: "main", path: "", revision: "x" },
+          },
+        ],
+      },
+    });
+    expect(progress.status).toBe(409);
+    const ended = await server.api("POST", ServerPath.executorJobComplete, {
+      token,
+      body: {
+        lease,
+        status: "completed",
+        error: null,
+        diff: null,
+        steps: [],
+        changesets: [],
+        events: [],
+      },
+    });
+    expect(ended.status).toBe(204);
+    const run = await server.api<BatchRun>(
+      "GET",
+      serverPath(ServerPath.batchRun, { batch_run_id: created.body.id }),
+    );
+    expect(run.body.status).toBe("cancelled");
+    expect(run.body.stats).toMatchObject({ completed: 0 });
+    const again = await server.api<{ job: ExecutorJob | null }>(
+      "POST",
+      ServerPath.executorJobClaim,
+      { token, body: { executor_id: "builder-1", lease_ms: 30_000 } },
+    );
+    expect(again.body.job).toBeNull();
   }, 120_000);
 });
