@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { SERVER_DEFAULT_LISTEN } from "@deckhand/server-app";
 import { createServerClient, ServerApiError } from "@deckhand/server-client";
 import { type ExecutorToken, WireEnv } from "@deckhand/wire";
-import { SERVER_URL_ENV } from "./providers-command.ts";
+import { explainServerFailure, SERVER_URL_ENV, serverUrlOf } from "./server-command-options.ts";
 
 export interface ExecutorTokensCommandIo {
   stdout: { write(text: string): unknown };
@@ -39,15 +39,8 @@ function parse(argv: string[], io: ExecutorTokensCommandIo) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const server =
-    parsed.values.server ?? io.env[SERVER_URL_ENV] ?? `http://${SERVER_DEFAULT_LISTEN}`;
-  if (!/^https?:\/\/[^/]/.test(server)) {
-    throw new UsageError(
-      `--server must be an http(s) URL such as http://${SERVER_DEFAULT_LISTEN}, got "${server}"`,
-    );
-  }
   return {
-    server: server.replace(/\/+$/, ""),
+    server: serverUrlOf(parsed.values.server, io.env, (message) => new UsageError(message)),
     json: parsed.values.json ?? false,
     positionals: parsed.positionals,
   };
@@ -66,17 +59,6 @@ function describeToken(token: ExecutorToken): string {
   const state = token.revoked_at !== null ? `revoked ${token.revoked_at}` : "live";
   const used = token.last_used_at === null ? "never used" : `last used ${token.last_used_at}`;
   return `${token.id}  ${token.name}  created ${token.created_at}  ${used}  ${state}\n`;
-}
-
-/** What the person at the terminal reads for a failed call, with what to do next. */
-function explainFailure(error: ServerApiError): string {
-  if (error.code === "unreachable") {
-    return `${error.message}; start it with "deckhand up", or pass --server`;
-  }
-  if (error.status === 401) {
-    return `${error.message}; set ${WireEnv.adminToken} to the server's admin token`;
-  }
-  return error.message;
 }
 
 export async function runExecutorTokensCommand(
@@ -139,7 +121,7 @@ export async function runExecutorTokensCommand(
       return 2;
     }
     if (error instanceof ServerApiError) {
-      io.stderr.write(`deckhand executor-tokens ${command}: ${explainFailure(error)}\n`);
+      io.stderr.write(`deckhand executor-tokens ${command}: ${explainServerFailure(error)}\n`);
       return 1;
     }
     throw error;
