@@ -19,6 +19,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gitIn } from "@deckhand/testkit";
 import {
   type BatchRun,
   type BatchWorkspace,
@@ -111,7 +112,10 @@ describe.each(databaseBackends)("deckhand executor over HTTP (%s)", (backend) =>
         join(scratch, id, "config.json"),
         JSON.stringify({
           codeHosts: [{ type: "directory", path: code }],
-          sandbox: { mode: "bubblewrap", writable: [join(scratch, "steps")] },
+          // No network for the steps (they need none): with network, slirp4netns configures
+          // the sandbox's namespace while bubblewrap still sets up its loopback there, and on
+          // this machine the two collide now and then ("loopback: Failed RTM_NEWADDR").
+          sandbox: { mode: "bubblewrap", stepNetwork: "none", writable: [join(scratch, "steps")] },
         }),
       );
     }
@@ -219,6 +223,7 @@ changesetTemplate:
 `;
     const victim = await startExecutor("exec-a", token);
     const survivors = [await startExecutor("exec-b", token), await startExecutor("exec-c", token)];
+    // The survivors, and exec-a once it is started again: all stop when the token is revoked.
     const createdRun = await server.api<BatchRun>("POST", ServerPath.batchRuns, {
       source: spec,
       options: { runtime: "local" },
@@ -320,9 +325,17 @@ changesetTemplate:
     expect(server.responses.join("\n")).not.toContain(token);
     expect(stream.raw.join("\n")).not.toContain(token);
 
-    // The killed executor left its two checkouts behind, as it is killed mid-step.
+    // The killed executor left its two checkouts behind; started again on its data directory,
+    // it removes them (and their worktree registrations) before it claims anything, as the
+    // server says no attempt runs them any more.
     const leftovers = join(scratch, "exec-a", "workspaces", "batches");
     expect(readdirSync(leftovers).sort()).toEqual(interrupted.map(({ id }) => `${id}.1`).sort());
+    const restarted = await startExecutor("exec-a", token);
+    expect(readdirSync(leftovers)).toEqual([]);
+    for (const { repository } of interrupted) {
+      expect(gitIn(join(code, repository), "worktree", "list")).not.toContain(leftovers);
+    }
+    survivors.push(restarted);
 
     // Revoking the token stops the survivors at their next call (a heartbeat or a claim).
     cli(["executor-tokens", "revoke", created.executor_token.id, "--server", server.server.url]);

@@ -470,7 +470,7 @@ export async function runExecutorCommand(
   try {
     await mkdir(settings.dataDir, { recursive: true });
     if (settings.executorToken !== null && settings.serverUrl !== null) {
-      const started = startExecutorOverHttp({
+      const started = await startExecutorOverHttp({
         serverUrl: settings.serverUrl,
         executorToken: settings.executorToken,
         settings,

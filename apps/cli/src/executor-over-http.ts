@@ -30,10 +30,10 @@ export interface ExecutorOverHttpOptions {
  * Starts claiming jobs from the server. `refused` settles when the server refuses the token (an
  * admin revoked it): running jobs were stopped, nothing more is claimed.
  */
-export function startExecutorOverHttp(options: ExecutorOverHttpOptions): {
+export async function startExecutorOverHttp(options: ExecutorOverHttpOptions): Promise<{
   worker: BatchWorker;
   refused: Promise<unknown>;
-} {
+}> {
   const { logger, settings } = options;
   let refuse: (error: unknown) => void = () => {};
   const refused = new Promise<unknown>((resolve) => {
@@ -55,6 +55,8 @@ export function startExecutorOverHttp(options: ExecutorOverHttpOptions): {
     onError: (error) => logger.warn({ err: error }, "executor API call failed; retrying"),
     onRefused: refuse,
   });
+  // Leftover checkouts of a killed predecessor are gone before it says it is ready.
+  await executor.ready;
   return {
     worker: {
       workerId: executor.executorId,

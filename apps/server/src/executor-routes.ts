@@ -38,6 +38,7 @@ export const EXECUTOR_OPERATIONS = [
   "releaseExecutorModelToken",
   "getExecutorCachedStep",
   "putExecutorCachedStep",
+  "keptExecutorCheckouts",
 ] as const satisfies readonly ServerOperationId[];
 
 type ExecutorOperationId = (typeof EXECUTOR_OPERATIONS)[number];
@@ -177,6 +178,9 @@ function handlers(services: ExecutorRouteServices): ExecutorRouteHandlers {
     },
     getExecutorCachedStep: async ({ query }) => ({
       result: await executorJobs.cachedStep(query.key),
+    }),
+    keptExecutorCheckouts: async ({ body }) => ({
+      kept: await executorJobs.keptCheckouts(body.checkouts),
     }),
     putExecutorCachedStep: async ({ body, context }) => {
       await executorJobs.cacheStep(own(context, body.lease), body.key, body.result);

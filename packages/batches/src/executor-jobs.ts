@@ -27,8 +27,10 @@ import type {
 } from "@deckhand/wire";
 import { eq } from "drizzle-orm";
 import { BatchesError } from "./batches-error.ts";
+import type { CheckoutName } from "./checkout-sweep.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import { cachedStepFromWire, cachedStepToWire, workspaceEndFromWire } from "./executor-wire.ts";
+import { keptCheckouts } from "./run-recovery.ts";
 import {
   BATCH_WORKSPACE_TASK,
   RunStore,
@@ -283,6 +285,19 @@ export class ExecutorJobs {
       .from(tasks)
       .where(eq(tasks.id, lease.task_id));
     return task ?? null;
+  }
+
+  /** Which of an executor's checkouts stay, by the rule the database path sweeps with. */
+  async keptCheckouts(
+    checkouts: readonly { workspace_id: string; attempt: number }[],
+  ): Promise<{ workspace_id: string; attempt: number }[]> {
+    const named: CheckoutName[] = checkouts.map((checkout) => ({
+      name: `${checkout.workspace_id}.${checkout.attempt}`,
+      workspaceId: checkout.workspace_id,
+      attempt: checkout.attempt,
+    }));
+    const kept = await keptCheckouts(this.#store, named);
+    return checkouts.filter((checkout) => kept.has(`${checkout.workspace_id}.${checkout.attempt}`));
   }
 
   async cachedStep(key: string): Promise<ExecutorCachedStep | null> {

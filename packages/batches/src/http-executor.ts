@@ -11,6 +11,7 @@ import { errorMessage } from "@deckhand/errors";
 import { ServerApiError, type ServerClient } from "@deckhand/server-client";
 import type { BatchRunEvent, BatchRunOptions, ExecutorJob, ExecutorLease } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
+import { sweepCheckouts } from "./checkout-sweep.ts";
 import type { ModelProviderAccess, ModelProviderJobLease } from "./coding-agent-step.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import {
@@ -45,6 +46,7 @@ export type ExecutorApiClient = Pick<
   | "releaseExecutorModelToken"
   | "getExecutorCachedStep"
   | "putExecutorCachedStep"
+  | "keptExecutorCheckouts"
 >;
 
 /** Most progress events sent in one request (the route takes up to 1,000). */
@@ -196,6 +198,8 @@ export interface HttpExecutorOptions {
 export interface HttpExecutor {
   readonly executorId: string;
   readonly activeCount: number;
+  /** Resolves once the leftovers of a killed predecessor are gone and claiming begins. */
+  readonly ready: Promise<void>;
   /** Resolves when the executor has stopped (by `stop()`, or refused by the server). */
   readonly stopped: Promise<void>;
   stop(): Promise<void>;
@@ -349,7 +353,32 @@ export function startHttpExecutor(options: HttpExecutorOptions): HttpExecutor {
   };
   const heartbeatTimer = setInterval(() => void heartbeat(), Math.floor(options.leaseMs / 3));
 
+  // What a killed predecessor in this data directory left on disk goes first, as the server
+  // says which checkouts still run.
+  const sweep = () =>
+    sweepCheckouts(environment.directories.workDirectory, async (checkouts) => {
+      const { kept } = await client.keptExecutorCheckouts({
+        body: {
+          checkouts: checkouts.map((checkout) => ({
+            workspace_id: checkout.workspaceId,
+            attempt: checkout.attempt,
+          })),
+        },
+      });
+      const keep = new Set(kept.map((checkout) => `${checkout.workspace_id}\n${checkout.attempt}`));
+      return new Set(
+        checkouts
+          .filter((checkout) => keep.has(`${checkout.workspaceId}\n${checkout.attempt}`))
+          .map((checkout) => checkout.name),
+      );
+    }).catch((error: unknown) => {
+      if (refused(error)) refuse(error);
+      else onError(error);
+    });
+
+  const swept = sweep().then(() => {});
   const claimLoop = async () => {
+    await swept;
     while (state === "running") {
       if (held.size >= options.concurrency) {
         await new Promise<void>((resolve) => {
@@ -403,6 +432,7 @@ export function startHttpExecutor(options: HttpExecutorOptions): HttpExecutor {
     get activeCount() {
       return held.size;
     },
+    ready: swept,
     stopped,
     stop() {
       stopping ??= (async () => {

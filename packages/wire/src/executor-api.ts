@@ -171,6 +171,24 @@ export const ReleaseExecutorModelTokenRequestSchema = z.strictObject({
   token: z.string().min(1).max(500),
 });
 
+/** A checkout an executor finds in its work directory: a workspace's attempt. */
+export const ExecutorCheckoutSchema = z.strictObject({
+  workspace_id: Id,
+  attempt: z.int().min(0),
+});
+
+/**
+ * The checkouts an executor found as it starts; the answer names those to keep (their workspace
+ * runs on that attempt, or their run keeps logs): the others are leftovers of a killed executor.
+ */
+export const KeptExecutorCheckoutsRequestSchema = z.strictObject({
+  checkouts: z.array(ExecutorCheckoutSchema).max(10_000),
+});
+
+export const KeptExecutorCheckoutsResponseSchema = z.object({
+  kept: z.array(ExecutorCheckoutSchema),
+});
+
 /** A file a cached step result changed. */
 export const ExecutorChangedFileSchema = z.object({
   path: z.string(),

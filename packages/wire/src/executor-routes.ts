@@ -16,6 +16,8 @@ import {
   GetExecutorCachedStepQuerySchema,
   HeartbeatExecutorJobsRequestSchema,
   HeartbeatExecutorJobsResponseSchema,
+  KeptExecutorCheckoutsRequestSchema,
+  KeptExecutorCheckoutsResponseSchema,
   LeaseExecutorModelTokenRequestSchema,
   PutExecutorCachedStepRequestSchema,
   ReleaseExecutorModelTokenRequestSchema,
@@ -35,6 +37,7 @@ export const ExecutorPath = {
   executorJobModelToken: `${executor}/jobs/model-token`,
   executorJobModelTokenRelease: `${executor}/jobs/model-token/release`,
   executorStepCache: `${executor}/step-cache`,
+  executorCheckouts: `${executor}/checkouts`,
 } as const;
 
 /** Why an executor route answers 409: the lease sent is not the job's current claim. */
@@ -192,6 +195,20 @@ export const executorRoutes = [
       401: EXECUTOR_AUTH,
       409: STALE_LEASE,
     },
+  },
+  {
+    operationId: "keptExecutorCheckouts",
+    method: "post",
+    path: ExecutorPath.executorCheckouts,
+    summary:
+      "Executor: which of the checkouts in its work directory stay (their workspace runs on that attempt, or their run keeps logs); it removes the rest",
+    body: KeptExecutorCheckoutsRequestSchema,
+    success: {
+      status: 200,
+      schema: KeptExecutorCheckoutsResponseSchema,
+      description: "the checkouts to keep",
+    },
+    errors: { 400: "a bad field", 401: EXECUTOR_AUTH },
   },
 ] as const satisfies readonly ServerRoute[];
 
