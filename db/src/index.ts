@@ -22,6 +22,17 @@ export {
 } from "./event-feed-hub.ts";
 export { GroupCommitWriter, type GroupCommitWriterOptions } from "./group-commit-writer.ts";
 export { type EnqueueOptions, type EnqueueResult, enqueue } from "./queue/enqueue.ts";
+export {
+  type ClaimedTask,
+  claimTasks,
+  completeTask,
+  failExhaustedLeases,
+  failTask,
+  releaseTasks,
+  renewLeases,
+  retryDelayMs,
+  type TaskLease,
+} from "./queue/leases.ts";
 export { type TaskContext, type TaskDefinition, TaskRegistry } from "./queue/registry.ts";
 export { TaskWorker, type WorkerOptions } from "./queue/worker.ts";
 export {
@@ -60,6 +71,7 @@ export {
   messages,
   sessionEvents,
 } from "./schema/chats.ts";
+export { executorTokens } from "./schema/executors.ts";
 export {
   apiTokens,
   modelTokens,

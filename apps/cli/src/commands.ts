@@ -6,7 +6,8 @@ Commands:
   up         start the Deckhand server (embedded database, model-provider proxy, local agent)
   agent      serve the workspace agent (process and file APIs) for a directory
   batch      run a batch spec (preview, apply), validate it, list its workspaces, render a step
-  executor   run batch workspace jobs from a server's PostgreSQL queue on this machine
+  executor   run batch workspace jobs from a server on this machine
+  executor-tokens  create, list or revoke the tokens executors reach a server with
   providers  list, refresh, enable, disable or add agent providers on a running server
   health     check a server, agent or executor on this machine (for container health checks)
   version    print the version
@@ -40,6 +41,10 @@ export async function runCli(argv: string[]): Promise<number> {
     case "executor": {
       const { runExecutorCommand } = await import("./executor-command.ts");
       return runExecutorCommand(rest);
+    }
+    case "executor-tokens": {
+      const { runExecutorTokensCommand } = await import("./executor-tokens-command.ts");
+      return runExecutorTokensCommand(rest);
     }
     case "providers": {
       const { runProvidersCommand } = await import("./providers-command.ts");

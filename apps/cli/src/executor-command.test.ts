@@ -63,6 +63,32 @@ describe("deckhand executor arguments", () => {
     expect(message).toMatch(/embedded database \(PGlite\) lives inside the one process/);
   });
 
+  it("runs over the executor API with an executor token and --server-url, holding no database", async () => {
+    const environment = {
+      [WireEnv.executorToken]: "dhexe_secret-token",
+      DATABASE_URL: "postgres://env:pw@localhost/deckhand",
+    };
+    const over = await settings(["--server-url", "http://deckhand.internal:7420/"], environment);
+    expect(over).toMatchObject({
+      executorToken: "dhexe_secret-token",
+      databaseUrl: null,
+      serverUrl: "http://deckhand.internal:7420",
+    });
+    expect(await usageError([], environment)).toMatch(
+      /DECKHAND_EXECUTOR_TOKEN is set: pass --server-url URL/,
+    );
+    const both = await usageError(
+      ["--server-url", "http://deckhand.internal:7420", "--database-url", URL_A],
+      environment,
+    );
+    expect(both).toMatch(/either --database-url or an executor token/);
+    expect(both).not.toContain("s3cret-pw");
+    // Without either, the message leads with the executor token.
+    expect(await usageError([])).toMatch(
+      /pass --server-url URL with an executor token in DECKHAND_EXECUTOR_TOKEN/,
+    );
+  });
+
   it("takes the database from the flag, else DATABASE_URL, else config.json", async () => {
     const environment = { DATABASE_URL: "postgres://env@localhost/deckhand" };
     expect((await settings(["--database-url", URL_A], environment)).databaseUrl).toBe(URL_A);
@@ -257,10 +283,12 @@ describe("deckhand executor", () => {
     };
   }
 
-  it("exits 2 with one line saying what to do when no PostgreSQL is given", async () => {
+  it("exits 2 with one line saying what to do when neither a server nor PostgreSQL is given", async () => {
     const streams = capture({});
     expect(await runExecutorCommand([], streams)).toBe(2);
-    expect(streams.err()).toMatch(/^deckhand executor: needs the server's PostgreSQL database/);
+    expect(streams.err()).toMatch(
+      /^deckhand executor: needs the server: pass --server-url URL with an executor token/,
+    );
     expect(streams.err()).toMatch(/deckhand executor --help/);
   });
 

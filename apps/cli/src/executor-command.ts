@@ -1,7 +1,9 @@
-// `deckhand executor`: runs batch workspace jobs from the server's shared PostgreSQL queue on
-// this machine. Everything it runs is composed from packages: the batch-run service and worker of
-// @deckhand/batches (the same the server builds), the database and queue of @deckhand/db, and the
-// agent environment policy of @deckhand/secrets.
+// `deckhand executor`: runs batch workspace jobs on this machine, either through the server's
+// executor API with an executor token (`--server-url`; executor-over-http.ts), or from the
+// server's shared PostgreSQL queue (`--database-url`, full trust). Everything it runs is composed
+// from packages: the workspace job, batch-run service and worker of @deckhand/batches (the same
+// the server builds), the database and queue of @deckhand/db, and the agent environment policy of
+// @deckhand/secrets.
 import { mkdir } from "node:fs/promises";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,6 +17,7 @@ import {
   createModelSpend,
   ExecutionEnvironment,
   type ExecutorConfig,
+  type ModelProviderAccess,
   readExecutorConfig,
   startBatchWorker,
 } from "@deckhand/batches";
@@ -38,6 +41,7 @@ import {
 import { WireEnv, WirePath } from "@deckhand/wire";
 import pino from "pino";
 import { type ExecutorHealthFile, startExecutorHealthFile } from "./executor-health.ts";
+import { startExecutorOverHttp } from "./executor-over-http.ts";
 
 export const DATABASE_URL_ENV = "DATABASE_URL";
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "silent"] as const;
@@ -47,24 +51,32 @@ const MAX_CONCURRENCY = 256;
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_GRACE_MS = 10_000;
 
-export const executorUsage = `Usage: deckhand executor --database-url URL [options]
+export const executorUsage = `Usage: deckhand executor --server-url URL [options]   (token in $${WireEnv.executorToken})
+       deckhand executor --database-url URL [options]   (full trust)
 
-Runs batch workspace jobs on this machine: claims them from the Deckhand server's queue in its
-PostgreSQL database, runs their steps, and reports through the same database. Start as many as
-you like, on as many machines; a job of an executor that dies is taken over by another once its
-lease expires, and resumes after its newest cached step. SIGTERM or SIGINT stops claiming, lets
-running jobs finish within the grace period and hands the rest back to the queue.
+Runs batch workspace jobs on this machine: claims them from the Deckhand server, runs their
+steps, and reports their results. Start as many as you like, on as many machines; a job of an
+executor that dies is taken over by another once its lease expires, and resumes after its
+newest cached step. SIGTERM or SIGINT stops claiming, lets running jobs finish within the grace
+period and hands the rest back to the queue.
+
+With an executor token ($${WireEnv.executorToken}, made by an admin with "deckhand
+executor-tokens create"), the executor talks to the server's executor API at --server-url and
+holds no database credentials; the server mints the model tokens of its jobs. With
+--database-url it reaches the server's PostgreSQL database itself: fully trusted, as anyone
+holding that URL can change any run and mint model tokens.
 
 Options:
+  --server-url URL     the Deckhand server: its executor API when $${WireEnv.executorToken} is
+                       set, else the model proxy codingAgent steps talk to (their tokens go to
+                       the shared database, where its proxy checks them)
   --database-url URL   the server's PostgreSQL database (default $${DATABASE_URL_ENV}, else
-                       databaseUrl in <data-dir>/config.json); required: the embedded
-                       database lives inside the server's process, out of an executor's reach
+                       databaseUrl in <data-dir>/config.json), without an executor token: the
+                       embedded database lives inside the server's process, out of an
+                       executor's reach
   --data-dir DIR       clone cache and checkouts, and config.json, whose codeHosts and
                        agentEnvironment are read (default $${WireEnv.serverDataDir}, else ~/.deckhand)
   -j, --concurrency N  workspace jobs run at once (default: the CPU count, here ${availableParallelism()})
-  --server-url URL     the Deckhand server whose model proxy codingAgent steps talk to;
-                       their tokens go to the shared database, where its proxy checks
-                       them (without it, codingAgent steps fail saying so)
   --id NAME            this executor's name in the queue and on workspaces (default
                        host:pid:random); unique per running executor
   --log-level LEVEL    fatal|error|warn|info|debug|silent (default $${WireEnv.serverLogLevel}, else info)
@@ -74,15 +86,18 @@ Options:
                        (default ${DEFAULT_GRACE_MS})
   -h, --help           show this help
 
-Exit codes: 0 stopped by a signal, 1 could not start (the database unreachable) or stop,
-2 bad usage or configuration.
+Exit codes: 0 stopped by a signal, 1 could not start (the database unreachable) or stop, or
+the server refused the executor token (revoked), 2 bad usage or configuration.
 `;
 
 /** A problem with the arguments or the configuration: exit code 2, with the message. */
 export class ExecutorUsageError extends Error {}
 
 export interface ExecutorSettings {
-  databaseUrl: string;
+  /** The database of the full-trust executor; null for one over the executor API. */
+  databaseUrl: string | null;
+  /** The executor token of one over the executor API (with `serverUrl`); null otherwise. */
+  executorToken: string | null;
   dataDir: string;
   concurrency: number;
   serverUrl: string | null;
@@ -204,6 +219,33 @@ export async function parseExecutorArguments(
     );
   }
   const config = await readExecutorConfig(dataDir);
+  const executorToken = fromEnv(WireEnv.executorToken) ?? null;
+  if (executorToken !== null) {
+    if (serverUrl === null) {
+      throw new ExecutorUsageError(
+        `${WireEnv.executorToken} is set: pass --server-url URL, the Deckhand server whose executor API takes it`,
+      );
+    }
+    if (flag("database-url") !== undefined) {
+      throw new ExecutorUsageError(
+        `pass either --database-url or an executor token (${WireEnv.executorToken}), not both: with the token the executor reaches the server over HTTP and holds no database`,
+      );
+    }
+    return {
+      settings: {
+        databaseUrl: null,
+        executorToken,
+        dataDir,
+        concurrency,
+        serverUrl,
+        id,
+        logLevel,
+        leaseMs,
+        graceMs,
+      },
+      config,
+    };
+  }
   const databaseUrl =
     flag("database-url") !== undefined
       ? checkDatabaseUrl(flag("database-url")!, "--database-url")
@@ -214,11 +256,21 @@ export async function parseExecutorArguments(
           : undefined;
   if (databaseUrl === undefined) {
     throw new ExecutorUsageError(
-      `needs the server's PostgreSQL database: pass --database-url URL or set ${DATABASE_URL_ENV}. An executor takes its jobs from the server's queue, and the embedded database (PGlite) lives inside the one process that opened it, so only a server on PostgreSQL can have executors`,
+      `needs the server: pass --server-url URL with an executor token in ${WireEnv.executorToken} (an admin makes one with "deckhand executor-tokens create"), or, fully trusted, the server's PostgreSQL database: pass --database-url URL or set ${DATABASE_URL_ENV}. An executor on the database takes its jobs from the server's queue there, and the embedded database (PGlite) lives inside the one process that opened it, so only a server on PostgreSQL can have executors on its database`,
     );
   }
   return {
-    settings: { databaseUrl, dataDir, concurrency, serverUrl, id, logLevel, leaseMs, graceMs },
+    settings: {
+      databaseUrl,
+      executorToken: null,
+      dataDir,
+      concurrency,
+      serverUrl,
+      id,
+      logLevel,
+      leaseMs,
+      graceMs,
+    },
     config,
   };
 }
@@ -285,7 +337,10 @@ export async function runExecutorCommand(
   // a step, whatever config.json allows.
   const ownSecrets = [
     settings.databaseUrl,
-    ...databasePasswords(settings.databaseUrl),
+    ...(settings.databaseUrl === null ? [] : databasePasswords(settings.databaseUrl)),
+    settings.executorToken,
+    // Over HTTP a DATABASE_URL in the environment is not used; it is withheld all the same.
+    io.environment[DATABASE_URL_ENV],
     io.environment[WireEnv.adminToken],
     ...config.withheldEnv.map((name) => io.environment[name]),
     // Passwords in git URL code hosts: git gets them per command, and they are secrets alike.
@@ -353,15 +408,33 @@ export async function runExecutorCommand(
     startTimeouts: config.agentStartTimeouts,
     upstreamModels: (agentType) => config.modelUpstreams[agentType]?.models ?? [],
   });
-  let database: DbHandle | null = null;
+  // Where steps run, the same for both kinds of executor; only the model tokens come from
+  // elsewhere (the server over HTTP, the shared database on it).
+  const executionEnvironment = (modelProvider: ModelProviderAccess | undefined) =>
+    new ExecutionEnvironment({
+      directories: batchDirectories(settings.dataDir),
+      environmentPolicy: policy,
+      outerEnvironment: io.environment,
+      launcher,
+      codingAgent: config.codingAgent,
+      ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
+      acpAgents: {
+        providers,
+        proxied: (agentType) => modelProvider !== undefined && agentType in config.modelUpstreams,
+      },
+      ...(modelProvider !== undefined ? { modelProvider } : {}),
+    });
+  // Set by the database executor only; typed wide, as a closure assigns it.
+  let database = null as DbHandle | null;
   let worker: BatchWorker | undefined;
-  let health: ExecutorHealthFile;
   // Worker errors (the queue unreachable) reach the health file once it exists.
   let reportWorkerError: (error: unknown) => void = () => {};
-  try {
-    await mkdir(settings.dataDir, { recursive: true });
+  // Settles when the server refuses this executor's token (revoked): it cannot go on.
+  let refused: Promise<unknown> = new Promise(() => {});
+  /** The full-trust executor: the server's queue and state in its PostgreSQL database. */
+  const startDatabaseExecutor = async (databaseUrl: string): Promise<BatchWorker> => {
     database = await createDb({
-      databaseUrl: settings.databaseUrl,
+      databaseUrl,
       // Each running job writes its events and polls its state; leave room for the queue.
       poolSize: settings.concurrency + 5,
     });
@@ -376,26 +449,14 @@ export async function runExecutorCommand(
       database,
       spend,
       codeHosts: () => config.codeHosts,
-      environment: new ExecutionEnvironment({
-        directories: batchDirectories(settings.dataDir),
-        environmentPolicy: policy,
-        outerEnvironment: io.environment,
-        launcher,
-        codingAgent: config.codingAgent,
-        ...(config.kubernetes !== null ? { kubernetes: config.kubernetes } : {}),
-        acpAgents: {
-          providers,
-          proxied: (agentType) => settings.serverUrl !== null && agentType in config.modelUpstreams,
-        },
-        ...(settings.serverUrl !== null
-          ? {
-              modelProvider: batchJobModelProviderAccess({
-                modelTokens: new DbModelTokenStore(database.db),
-                serverUrl: () => settings.serverUrl as string,
-              }),
-            }
-          : {}),
-      }),
+      environment: executionEnvironment(
+        settings.serverUrl !== null
+          ? batchJobModelProviderAccess({
+              modelTokens: new DbModelTokenStore(database.db),
+              serverUrl: () => settings.serverUrl as string,
+            })
+          : undefined,
+      ),
       // The apply job and changeset tracking run on whichever batch worker claims them, so an
       // executor publishes with the same connections (and its own environment's tokens).
       publishing: {
@@ -407,7 +468,7 @@ export async function runExecutorCommand(
           logger.warn({ err: error, ...context }, "refreshing a changeset failed"),
       },
     });
-    worker = await startBatchWorker({
+    const started = await startBatchWorker({
       database,
       service,
       concurrency: settings.concurrency,
@@ -425,6 +486,27 @@ export async function runExecutorCommand(
     });
     // Published changesets are refreshed where batch jobs run (queued once per interval).
     if (config.codeHostConnections.length > 0) await service.publishing?.scheduleTracking();
+    return started;
+  };
+
+  let health: ExecutorHealthFile;
+  try {
+    await mkdir(settings.dataDir, { recursive: true });
+    if (settings.executorToken !== null && settings.serverUrl !== null) {
+      const started = await startExecutorOverHttp({
+        serverUrl: settings.serverUrl,
+        executorToken: settings.executorToken,
+        settings,
+        config,
+        environment: executionEnvironment,
+        outerEnvironment: io.environment,
+        logger,
+      });
+      worker = started.worker;
+      refused = started.refused;
+    } else {
+      worker = await startDatabaseExecutor(settings.databaseUrl as string);
+    }
     // For `deckhand health executor` (the image's health check): an executor serves no port.
     const started = worker;
     health = await startExecutorHealthFile({
@@ -458,8 +540,9 @@ export async function runExecutorCommand(
     "deckhand executor ready",
   );
   const running = worker;
-  const handle = database;
+  const handle: DbHandle | null = database;
   return new Promise<number>((resolveExit) => {
+    let exitCode = 0;
     const stop = () => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
@@ -472,12 +555,12 @@ export async function runExecutorCommand(
         .then(() => running.stop())
         .then(() => launcher.close())
         .then(() => providers.close())
-        .then(() => handle.close())
+        .then(() => handle?.close())
         .then(
           () => {
             logger.info("stopped");
             logger.flush();
-            resolveExit(0);
+            resolveExit(exitCode);
           },
           (error: unknown) => {
             logger.error({ err: error }, "shutdown failed");
@@ -490,5 +573,14 @@ export async function runExecutorCommand(
     process.on("SIGINT", stop);
     forget();
     if (signalled) stop();
+    // A revoked token cannot claim or report anything more: stop, and say so with exit code 1.
+    void refused.then((error) => {
+      logger.error(
+        { err: error },
+        `the server refused this executor's token (${WireEnv.executorToken}); an admin may have revoked it`,
+      );
+      exitCode = 1;
+      stop();
+    });
   });
 }

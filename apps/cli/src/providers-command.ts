@@ -8,12 +8,9 @@ import {
   type ProvidersSnapshot,
   WireEnv,
 } from "@deckhand/wire";
+import { explainServerFailure, SERVER_URL_ENV, serverUrlOf } from "./server-command-options.ts";
 
-/**
- * Where the CLI finds a running server when `--server` is not given. Only the CLI reads it, so
- * it is not a wire contract (yet); it would move to WireEnv once another component reads it.
- */
-export const SERVER_URL_ENV = "DECKHAND_SERVER_URL";
+export { SERVER_URL_ENV };
 
 export interface ProvidersCommandIo {
   stdout: { write(text: string): unknown };
@@ -82,15 +79,8 @@ function parse(argv: string[], io: ProvidersCommandIo): Options {
   const own = separator === -1 ? argv : argv.slice(0, separator);
   const command = separator === -1 ? [] : argv.slice(separator + 1);
   const parsed = parseOwnOptions(own);
-  const server =
-    parsed.values.server ?? io.env[SERVER_URL_ENV] ?? `http://${SERVER_DEFAULT_LISTEN}`;
-  if (!/^https?:\/\/[^/]/.test(server)) {
-    throw new UsageError(
-      `--server must be an http(s) URL such as http://${SERVER_DEFAULT_LISTEN}, got "${server}"`,
-    );
-  }
   return {
-    server: server.replace(/\/+$/, ""),
+    server: serverUrlOf(parsed.values.server, io.env, (message) => new UsageError(message)),
     json: parsed.values.json ?? false,
     label: parsed.values.label,
     env: parsed.values.env ?? [],
@@ -134,17 +124,6 @@ class ProvidersApi {
   diagnostic(id: string): Promise<string> {
     return this.client.getProviderDiagnostic({ params: { provider_id: id } });
   }
-}
-
-/** What the person at the terminal reads for a failed call, with what to do next. */
-function explainFailure(error: ServerApiError): string {
-  if (error.code === "unreachable") {
-    return `${error.message}; start it with "deckhand up", or pass --server`;
-  }
-  if (error.status === 401) {
-    return `${error.message}; set ${WireEnv.adminToken} to the server's admin token`;
-  }
-  return error.message;
 }
 
 function pad(text: string, width: number): string {
@@ -341,7 +320,7 @@ export async function runProvidersCommand(
       return 2;
     }
     if (error instanceof CommandError || error instanceof ServerApiError) {
-      const message = error instanceof ServerApiError ? explainFailure(error) : error.message;
+      const message = error instanceof ServerApiError ? explainServerFailure(error) : error.message;
       io.stderr.write(`deckhand providers ${command}: ${message}\n`);
       return 1;
     }

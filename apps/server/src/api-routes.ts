@@ -18,6 +18,7 @@ import {
 import type { Hono } from "hono";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { EXECUTOR_OPERATIONS } from "./executor-routes.ts";
 import { type RouteHandler, serveRoute } from "./serve-route.ts";
 import type { SessionBudgetScopes } from "./session-budget-scopes.ts";
 
@@ -33,6 +34,8 @@ const SERVED_ELSEWHERE = [
   "patchProvidersConfig",
   "refreshProviders",
   "getProviderDiagnostic",
+  // The executor API and executor tokens: executor-routes.ts.
+  ...EXECUTOR_OPERATIONS,
 ] as const satisfies readonly ServerOperationId[];
 
 /** The routes this module serves, by operation id. */

@@ -8,7 +8,8 @@ export const API_TOKEN_PREFIX = "dhapi_";
 /** The name of the admin token a non-loopback server generates when none is configured. */
 export const GENERATED_ADMIN_TOKEN_NAME = "admin (generated at first start)";
 
-function hashToken(token: string): string {
+/** The SHA-256 a bearer token is stored and looked up by. */
+export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 

@@ -1,4 +1,4 @@
-import type { BatchRunService, ChangesetPublisher } from "@deckhand/batches";
+import type { BatchRunService, ChangesetPublisher, ExecutorJobs } from "@deckhand/batches";
 import type { CodeHostConnection } from "@deckhand/code-hosts";
 import type { DbHandle } from "@deckhand/db";
 import {
@@ -24,7 +24,7 @@ import {
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
 import { type AgentTurns, type SessionDomain, SessionProcesses } from "@deckhand/sessions";
-import { ServerPath, WirePath } from "@deckhand/wire";
+import { isExecutorApiPath, ServerPath, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { registerApiRoutes, type ServerSpend } from "./api-routes.ts";
@@ -32,6 +32,8 @@ import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
+import { executorTokenScope, registerExecutorRoutes } from "./executor-routes.ts";
+import type { ExecutorTokenStore } from "./executor-tokens.ts";
 import { registerHealthRoute } from "./server-health.ts";
 import { type ServerDirectory, withoutServerPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -56,6 +58,11 @@ export interface ServerAppOptions {
   /** Publishing and tracking of batch changes' pull requests. */
   publishing?: ChangesetPublisher;
   apiTokens: ApiTokenStore;
+  /**
+   * Executor tokens and the jobs executors claim over HTTP (the executor API); the API is not
+   * served when absent.
+   */
+  executors?: { tokens: ExecutorTokenStore; jobs: ExecutorJobs };
   /** Agent turns: cancel and permission answers, and the backends' health. */
   agentTurns: Pick<AgentTurns, "cancel" | "answerPermission" | "pool" | "health">;
   /** The provider registry; its routes are served when given. */
@@ -162,6 +169,8 @@ export function createServerApp(options: ServerAppOptions): Hono {
     await next();
   });
 
+  // An executor token reaches the executor API only: refused everywhere else, before anything.
+  app.use(executorTokenScope());
   if (options.requireAuth) {
     app.use(
       bearerAuth({
@@ -169,7 +178,8 @@ export function createServerApp(options: ServerAppOptions): Hono {
         verify: (presented) => options.apiTokens.verify(presented),
         tokenName: "admin or API token",
         envName: ADMIN_TOKEN_ENV,
-        appliesTo: isApiPath,
+        // The executor API checks executor tokens itself (executor-routes.ts).
+        appliesTo: (path) => isApiPath(path) && !isExecutorApiPath(path),
       }),
     );
   }
@@ -192,6 +202,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
       workspaceAgent: options.agent,
     }),
   });
+  if (options.executors) {
+    registerExecutorRoutes(app, {
+      executorTokens: options.executors.tokens,
+      executorJobs: options.executors.jobs,
+      modelTokens: options.modelTokens,
+    });
+  }
   if (options.providers) {
     app.route(ServerPath.providers, createProvidersRouter(options.providers, errorHandling));
   }

@@ -6,6 +6,7 @@ import {
   createBatchRunService,
   createModelSpend,
   ExecutionEnvironment,
+  ExecutorJobs,
 } from "@deckhand/batches";
 import type { DbHandle } from "@deckhand/db";
 import {
@@ -27,6 +28,7 @@ import type { ServerSpend } from "./api-routes.ts";
 import { ApiTokenStore } from "./api-tokens.ts";
 import type { ServerConfig } from "./config.ts";
 import { DbProbeStore, DbUsageRecorder } from "./db-stores.ts";
+import { ExecutorTokenStore } from "./executor-tokens.ts";
 import type { ServerEndpoint } from "./server-endpoint.ts";
 import type { ServerAgentEnvironment } from "./server-secrets.ts";
 import { SessionBudgetScopes } from "./session-budget-scopes.ts";
@@ -57,6 +59,8 @@ export interface ServerServices {
   providers: ProviderService;
   /** Model spend against budgets: the proxy's check, batch runs' and sessions' spend. */
   spend: ServerSpend;
+  /** Executor tokens and the jobs executors claim over HTTP (the executor API). */
+  executors: { tokens: ExecutorTokenStore; jobs: ExecutorJobs };
 }
 
 /**
@@ -94,6 +98,18 @@ export function composeServices(input: ServicesInput): ServerServices {
     batches,
     providers,
     spend,
+    executors: {
+      tokens: new ExecutorTokenStore(database.db),
+      // Executors over HTTP: their jobs' abandoned runs are ended from their claims, since this
+      // server may run no batch worker of its own.
+      jobs: new ExecutorJobs({
+        database,
+        budgets: spend.batches,
+        recover: () => batches.recoverAbandonedJobs(),
+        onError: (error) =>
+          input.logger.warn({ err: error }, "executor API: recovering jobs failed"),
+      }),
+    },
   };
 }
 

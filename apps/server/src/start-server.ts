@@ -418,6 +418,7 @@ async function startHttp(
     modelTokens: services.modelTokens,
     modelUsage: services.modelUsage,
     spend: services.spend,
+    executors: services.executors,
     logger,
     webDir: config.webDir ?? null,
   });

@@ -3,6 +3,16 @@ import { hostname } from "node:os";
 import type { DbHandle } from "../client.ts";
 import { DbError } from "../errors.ts";
 import { TASK_CHANNEL } from "./enqueue.ts";
+import {
+  type ClaimedTask,
+  claimTasks,
+  completeTask,
+  failExhaustedLeases,
+  failTask,
+  releaseTasks,
+  renewLeases,
+  retryDelayMs,
+} from "./leases.ts";
 import type { TaskRegistry } from "./registry.ts";
 
 export interface WorkerOptions {
@@ -55,15 +65,6 @@ interface HeldTask {
   attempt: number;
   controller: AbortController;
   done: Promise<void>;
-}
-
-interface ClaimedRow {
-  id: string | number;
-  type: string;
-  payload: unknown;
-  attempts: number;
-  max_attempts: number;
-  serial_key: string | null;
 }
 
 /**
@@ -190,16 +191,11 @@ export class TaskWorker {
       task.controller.abort(new DbError("worker_stopped", "The worker is shutting down."));
     }
     clearInterval(this.#heartbeatTimer);
-    if (unfinished.length > 0) {
-      await this.#database
-        .query(
-          `update tasks set status = 'pending', run_at = now(), locked_by = null,
-             locked_until = null, attempts = greatest(attempts - 1, 0), updated_at = now()
-           where id = any($1::bigint[]) and locked_by = $2 and status = 'running'`,
-          [unfinished.map((task) => task.id), this.workerId],
-        )
-        .catch(this.#onError);
-    }
+    await releaseTasks(
+      this.#database,
+      unfinished.map((task) => task.id),
+      this.workerId,
+    ).catch(this.#onError);
     this.#state = "stopped";
   }
 
@@ -237,36 +233,16 @@ export class TaskWorker {
       // A lease of ours can expire while its handler still runs (heartbeats failing for a whole
       // lease, say). Such a task is skipped here, not claimed again: its first run continues,
       // and the next heartbeat that gets through renews the lease if no other worker took it.
-      const claimed = await this.#database.query<ClaimedRow>(
-        `with candidates as (
-           select id from tasks
-           where type = any($1::text[])
-             and ((status = 'pending' and run_at <= now())
-               or (status = 'running' and locked_until < now() and attempts < max_attempts))
-             and id <> all($5::bigint[])
-             -- A serial key's tasks run one at a time, oldest first: no earlier one may be
-             -- waiting or running. Seen by another claim before it commits, an earlier task is
-             -- still pending, so two tasks of one key are never claimed at once.
-             and (serial_key is null or not exists (
-               select 1 from tasks earlier
-               where earlier.serial_key = tasks.serial_key and earlier.id <> tasks.id
-                 and earlier.status in ('pending', 'running')
-                 and (earlier.status = 'running' or earlier.id < tasks.id)))
-           order by run_at, id
-           limit $2
-           for update skip locked
-         )
-         update tasks set status = 'running', locked_by = $3,
-           locked_until = now() + $4 * interval '1 millisecond',
-           attempts = tasks.attempts + 1, updated_at = now()
-         from candidates where tasks.id = candidates.id
-         returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts,
-           tasks.serial_key`,
-        [this.#types, free, this.workerId, this.#leaseMs, [...this.#inFlight]],
-      );
-      for (const row of claimed.rows) this.#run(row);
+      const claimed = await claimTasks(this.#database, {
+        types: this.#types,
+        limit: free,
+        workerId: this.workerId,
+        leaseMs: this.#leaseMs,
+        exclude: [...this.#inFlight],
+      });
+      for (const task of claimed) this.#run(task);
       // A full batch may mean more are waiting: look again as soon as a slot frees up.
-      if (claimed.rows.length === free) return this.#pollIntervalMs;
+      if (claimed.length === free) return this.#pollIntervalMs;
     }
     // Sleep until the next delayed task (a retry, say) is due, or the poll interval.
     const next = await this.#database.query<{ due_in_ms: number | null }>(
@@ -300,17 +276,10 @@ export class TaskWorker {
    * worker is still running are left alone: their handler is alive, only the heartbeat lagged.
    */
   async #failExhaustedLeases(): Promise<void> {
-    await this.#database.query(
-      `update tasks set status = 'failed', locked_by = null, locked_until = null,
-         completed_at = now(), updated_at = now(),
-         last_error = 'lease expired on the last attempt (worker ' || locked_by || ' stopped heartbeating)'
-       where status = 'running' and locked_until < now() and attempts >= max_attempts
-         and type = any($1::text[]) and id <> all($2::bigint[])`,
-      [this.#types, [...this.#inFlight]],
-    );
+    await failExhaustedLeases(this.#database, this.#types, [...this.#inFlight]);
   }
 
-  #run(row: ClaimedRow): void {
+  #run(row: ClaimedTask): void {
     const id = Number(row.id);
     const controller = new AbortController();
     const task: HeldTask = { id, attempt: row.attempts, controller, done: Promise.resolve() };
@@ -323,7 +292,7 @@ export class TaskWorker {
           id,
           type: row.type,
           attempt: row.attempts,
-          maxAttempts: row.max_attempts,
+          maxAttempts: row.maxAttempts,
           workerId: this.workerId,
           signal: controller.signal,
         });
@@ -348,62 +317,41 @@ export class TaskWorker {
     })();
   }
 
-  // Every settle statement is fenced by worker and attempt: after a lease expired and
-  // another worker claimed the task, this worker's late result changes nothing.
-  async #complete(task: HeldTask, row: ClaimedRow): Promise<void> {
-    await this.#database.query(
-      `update tasks set status = 'succeeded', locked_by = null, locked_until = null,
-         last_error = null, completed_at = now(), updated_at = now()
-       where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
-      [task.id, this.workerId, task.attempt],
-    );
-    await this.#releaseSerialKey(row);
+  // Every settle statement is fenced by worker and attempt (leases.ts): after a lease expired
+  // and another worker claimed the task, this worker's late result changes nothing.
+  async #complete(task: HeldTask, row: ClaimedTask): Promise<void> {
+    await completeTask(this.#database, this.#lease(task), row);
   }
 
-  /**
-   * The next task of a finished task's serial key may be claimed now: wake every worker, not
-   * only this one, so a worker elsewhere does not wait for its poll.
-   */
-  async #releaseSerialKey(row: ClaimedRow): Promise<void> {
-    if (row.serial_key === null) return;
-    await this.#database.notify(TASK_CHANNEL, row.type);
+  #lease(task: HeldTask) {
+    return { id: task.id, workerId: this.workerId, attempt: task.attempt };
   }
 
-  async #fail(task: HeldTask, row: ClaimedRow, failure: unknown): Promise<void> {
+  async #fail(task: HeldTask, row: ClaimedTask, failure: unknown): Promise<void> {
     const reason = this.#redact(describeFailure(failure));
     this.#onTaskFailed?.({ id: task.id, type: row.type, attempt: task.attempt, error: reason });
     const permanent = failure instanceof DbError && failure.code === "task_payload_invalid";
-    if (permanent || task.attempt >= row.max_attempts) {
-      await this.#database.query(
-        `update tasks set status = 'failed', locked_by = null, locked_until = null,
-           last_error = $4, completed_at = now(), updated_at = now()
-         where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
-        [task.id, this.workerId, task.attempt, reason],
-      );
-      await this.#releaseSerialKey(row);
-      return;
-    }
-    const backoffMs = Math.min(this.#backoffMaxMs, this.#backoffBaseMs * 2 ** (task.attempt - 1));
-    const delayMs = Math.round(backoffMs * (1 + Math.random() * this.#backoffJitter));
-    await this.#database.query(
-      `update tasks set status = 'pending', locked_by = null, locked_until = null,
-         last_error = $4, run_at = now() + $5 * interval '1 millisecond', updated_at = now()
-       where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'`,
-      [task.id, this.workerId, task.attempt, reason, delayMs],
-    );
+    const retryInMs =
+      permanent || task.attempt >= row.maxAttempts
+        ? null
+        : retryDelayMs(task.attempt, {
+            baseMs: this.#backoffBaseMs,
+            maxMs: this.#backoffMaxMs,
+            jitter: this.#backoffJitter,
+          });
+    await failTask(this.#database, this.#lease(task), row, reason, retryInMs);
   }
 
   /** Renews every held lease; a task whose lease was taken over is aborted here. */
   async #heartbeat(): Promise<void> {
     const held = [...this.#held.values()];
     if (held.length === 0) return;
-    const renewed = await this.#database.query<{ id: string | number }>(
-      `update tasks set locked_until = now() + $3 * interval '1 millisecond'
-       where id = any($1::bigint[]) and locked_by = $2 and status = 'running'
-       returning id`,
-      [held.map((task) => task.id), this.workerId, this.#leaseMs],
+    const still = await renewLeases(
+      this.#database,
+      held.map((task) => task.id),
+      this.workerId,
+      this.#leaseMs,
     );
-    const still = new Set(renewed.rows.map((row) => Number(row.id)));
     for (const task of held) {
       if (still.has(task.id) || this.#held.get(task.id) !== task) continue;
       this.#held.delete(task.id);

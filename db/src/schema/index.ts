@@ -48,6 +48,7 @@ export {
   messages,
   sessionEvents,
 } from "./chats.ts";
+export { executorTokens } from "./executors.ts";
 export {
   apiTokens,
   modelTokens,

@@ -30,14 +30,19 @@ import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { RepositorySource } from "./repository-source.ts";
 import { RunReadModel } from "./run-read-model.ts";
 import { RunRecovery } from "./run-recovery.ts";
-import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, knownId, RunStore } from "./run-store.ts";
+import {
+  BATCH_APPLY_TASK,
+  BATCH_WORKSPACE_TASK,
+  knownId,
+  RunStore,
+  WorkspaceTaskPayloadSchema,
+} from "./run-store.ts";
 import { cachedStepCounts } from "./step-plan.ts";
 import { type RunBudgets, WorkspaceJob } from "./workspace-job.ts";
 import { type WorkspaceSessions, WorkspaceTakeovers } from "./workspace-takeover.ts";
 
 export { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK } from "./run-store.ts";
 
-const WorkspaceTaskPayloadSchema = z.object({ workspace_id: z.uuid() });
 const ApplyTaskPayloadSchema = z.object({ batch_run_id: z.uuid() });
 
 export interface BatchRunServiceOptions {

@@ -39,6 +39,13 @@ export {
   ExecutionEnvironment,
   type ExecutionEnvironmentOptions,
 } from "./execution-environment.ts";
+export { ExecutorJobs, type ExecutorJobsOptions, executorName } from "./executor-jobs.ts";
+export {
+  type ExecutorApiClient,
+  type HttpExecutor,
+  type HttpExecutorOptions,
+  startHttpExecutor,
+} from "./http-executor.ts";
 export type { ChangesetHookName, HookRunInput, HookRunner } from "./publishing/changeset-hooks.ts";
 export {
   ChangesetPublisher,
@@ -66,6 +73,7 @@ export {
   type WorkspaceRepository,
   type WorkspaceStep,
 } from "./resolve-workspaces.ts";
+export { workspaceJobId } from "./run-store.ts";
 export { type RunWorkspaceOptions, runWorkspace } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
 export type { StepRuntimeChoice } from "./step-placement.ts";

@@ -3,14 +3,11 @@
 // executor that is gone; and the checkouts a killed executor left in its work directory are
 // removed once no attempt runs them. Every batch worker calls both (`startBatchWorker`); both are
 // safe to run from many processes at once.
-import { readdir, readFile, rm } from "node:fs/promises";
-import { join, resolve } from "node:path";
 import { batchRuns, workspaces } from "@deckhand/db";
-import { errnoCode } from "@deckhand/errors";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { type AnyColumn, and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { appendRunEvents } from "./batch-run-events.ts";
-import { repositoryGit } from "./repository-git.ts";
+import { type CheckoutName, sweepCheckouts } from "./checkout-sweep.ts";
 import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, type RunStore, rowRef } from "./run-store.ts";
 import { StoredRunOptionsSchema as StoredOptions } from "./stored-run.ts";
 
@@ -27,6 +24,43 @@ function liveTasks(type: string, key: string, id: AnyColumn) {
 function lastTask(type: string, key: string, id: AnyColumn, column: SQL) {
   return sql`select ${column} from tasks t where t.type = ${type} and t.payload ->> ${key} = ${id}::text
     order by t.id desc limit 1`;
+}
+
+/**
+ * Which of these checkouts stay: the ones whose workspace runs on that attempt, and the ones
+ * whose run keeps logs once their workspace ended.
+ */
+export async function keptCheckouts(
+  store: RunStore,
+  checkouts: readonly CheckoutName[],
+): Promise<ReadonlySet<string>> {
+  if (checkouts.length === 0) return new Set();
+  const rows = await store.database.db
+    .select({
+      id: workspaces.id,
+      status: workspaces.status,
+      attempts: workspaces.attempts,
+      options: batchRuns.options,
+    })
+    .from(workspaces)
+    .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
+    .where(
+      inArray(
+        workspaces.id,
+        checkouts.map((checkout) => checkout.workspaceId),
+      ),
+    );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const kept = new Set<string>();
+  for (const checkout of checkouts) {
+    const row = byId.get(checkout.workspaceId);
+    const live = row?.status === "running" && row.attempts === checkout.attempt;
+    const logs = row !== undefined && StoredOptions.parse(row.options).keep_logs === true;
+    if (live || (logs && row.status !== "pending" && row.status !== "running")) {
+      kept.add(checkout.name);
+    }
+  }
+  return kept;
 }
 
 export interface RunRecoveryOptions {
@@ -54,61 +88,9 @@ export class RunRecovery {
    * keeps logs. Batch workers call this as they start (`startBatchWorker`).
    */
   async sweepCheckouts(): Promise<number> {
-    const workRoot = resolve(this.#options.workDirectory);
-    let names: string[];
-    try {
-      names = await readdir(workRoot);
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT") return 0;
-      throw error;
-    }
-    const checkouts = names.flatMap((name) => {
-      const match =
-        /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\.(\d+))?$/.exec(name);
-      return match ? [{ name, id: match[1]!, attempt: Number(match[2] ?? 0) }] : [];
-    });
-    if (checkouts.length === 0) return 0;
-    const rows = await this.#db
-      .select({
-        id: workspaces.id,
-        status: workspaces.status,
-        attempts: workspaces.attempts,
-        options: batchRuns.options,
-      })
-      .from(workspaces)
-      .innerJoin(batchRuns, eq(batchRuns.id, workspaces.batchRunId))
-      .where(
-        inArray(
-          workspaces.id,
-          checkouts.map((checkout) => checkout.id),
-        ),
-      );
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    let removed = 0;
-    for (const checkout of checkouts) {
-      const row = byId.get(checkout.id);
-      const live = row?.status === "running" && row.attempts === checkout.attempt;
-      const kept = row !== undefined && StoredOptions.parse(row.options).keep_logs === true;
-      if (live || (kept && row.status !== "pending" && row.status !== "running")) continue;
-      const directory = join(workRoot, checkout.name);
-      // The worktree's `.git` file names the repository it is registered in.
-      const gitFile = await readFile(join(directory, ".git"), "utf8").catch(() => "");
-      const gitDirectory = /^gitdir: (.+)$/m.exec(gitFile)?.[1];
-      await rm(directory, { recursive: true, force: true });
-      if (gitDirectory !== undefined) {
-        const repository = resolve(directory, gitDirectory.trim(), "..", "..");
-        await repositoryGit(
-          repository,
-          ["worktree", "prune"],
-          `pruning worktrees of ${repository}`,
-          {
-            writes: true,
-          },
-        ).catch(() => {});
-      }
-      removed += 1;
-    }
-    return removed;
+    return sweepCheckouts(this.#options.workDirectory, (checkouts) =>
+      keptCheckouts(this.#options.store, checkouts),
+    );
   }
 
   /**

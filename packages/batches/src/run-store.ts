@@ -30,16 +30,20 @@ import type {
 import { UsageJobId } from "@deckhand/wire";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
-import { appendRunEvents } from "./batch-run-events.ts";
+import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { emptySummary, summaryOf } from "./run-stats.ts";
 import { type StoredTakeover, storeWorkspaceDefinition } from "./stored-run.ts";
+import type { JobProgress, JobWorkspaceRow, WorkspaceJobStore } from "./workspace-job-store.ts";
 import type { StepRecord } from "./workspace-run-report.ts";
 import { continuationKey } from "./workspace-takeover.ts";
 
 /** The queue task type of one workspace job. */
 export const BATCH_WORKSPACE_TASK = "batch_workspace";
+/** The payload of a workspace job's queue task. */
+export const WorkspaceTaskPayloadSchema = z.object({ workspace_id: z.uuid() });
+
 /** The queue task type that writes a finished run's changesets as branches. */
 export const BATCH_APPLY_TASK = "batch_apply";
 
@@ -65,7 +69,7 @@ export function workspaceJobId(workspaceId: string): string {
 }
 
 /** How events name a stored workspace. */
-export function rowRef(row: WorkspaceRow) {
+export function rowRef(row: Pick<WorkspaceRow, "repository" | "branch" | "path" | "revision">) {
   return { repository: row.repository, branch: row.branch, path: row.path, revision: row.revision };
 }
 
@@ -125,12 +129,7 @@ export interface NewRun {
   applyEmpty: boolean;
 }
 
-/** A workspace's job as stored: its row, its run and the run's spec. */
-export interface StoredJob {
-  row: WorkspaceRow;
-  run: RunRow;
-  spec: SpecRow;
-}
+export type { StoredJob } from "./workspace-job-store.ts";
 
 function requeued() {
   return {
@@ -195,7 +194,7 @@ async function writeChangesets(
   }
 }
 
-export class RunStore {
+export class RunStore implements WorkspaceJobStore {
   readonly database: DbHandle;
 
   constructor(database: DbHandle) {
@@ -217,7 +216,9 @@ export class RunStore {
    * A workspace's job: its row, run and spec; null when the workspace is gone or ended (by an
    * earlier delivery of the same task: jobs run at least once).
    */
-  async job(workspaceId: string): Promise<StoredJob | null> {
+  async job(
+    workspaceId: string,
+  ): Promise<{ row: WorkspaceRow; run: RunRow; spec: SpecRow } | null> {
     const [found] = await this.#db
       .select({ row: workspaces, run: batchRuns, spec: batchSpecs })
       .from(workspaces)
@@ -334,7 +335,7 @@ export class RunStore {
    * it: whatever this attempt writes is fenced by both, so an earlier attempt that is still alive
    * somewhere (its lease lapsed, say) changes nothing. Null when the workspace ended meanwhile.
    */
-  async claim(row: WorkspaceRow, executor: string): Promise<WorkspaceClaim | null> {
+  async claim(row: JobWorkspaceRow, executor: string): Promise<WorkspaceClaim | null> {
     const [claimed] = await this.#db
       .update(workspaces)
       .set({
@@ -354,7 +355,7 @@ export class RunStore {
    * Starts a claimed workspace's steps: its run is running from now on, and a previous attempt's
    * step rows, which describe a run that did not finish, make way for this attempt's.
    */
-  async start(row: WorkspaceRow): Promise<void> {
+  async start(row: JobWorkspaceRow): Promise<void> {
     await this.#db
       .update(batchRuns)
       .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
@@ -402,13 +403,13 @@ export class RunStore {
    * the last.
    */
   async finishWorkspace(
-    row: WorkspaceRow,
-    run: RunRow,
+    row: JobWorkspaceRow,
+    run: Pick<RunRow, "id">,
     options: BatchRunOptions,
     claim: WorkspaceClaim,
     end: WorkspaceEnd,
-  ): Promise<void> {
-    await this.#db.transaction(async (transaction) => {
+  ): Promise<boolean> {
+    return this.#db.transaction(async (transaction) => {
       const [finished] = await transaction
         .update(workspaces)
         .set({
@@ -420,7 +421,7 @@ export class RunStore {
         })
         .where(claimedBy(row.id, claim))
         .returning({ id: workspaces.id });
-      if (finished === undefined) return;
+      if (finished === undefined) return false;
       await appendRunEvents(transaction, run.id, [
         {
           type: "workspace_finished",
@@ -441,7 +442,13 @@ export class RunStore {
         );
       }
       await this.finishRunIfDone(transaction, run.id, options);
+      return true;
     });
+  }
+
+  /** A job's progress goes to its run's event log (and its step rows), a group commit at a time. */
+  progress(runId: string, workspaceId: string): JobProgress {
+    return runEventWriter(this.database, runId, workspaceId);
   }
 
   /** Ends the run when no workspace is left to run: completed, or failed when any failed. */

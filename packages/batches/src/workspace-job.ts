@@ -16,7 +16,6 @@ import type {
   BatchRunOptions,
   BatchWorkspaceStatus,
 } from "@deckhand/wire";
-import { runEventWriter } from "./batch-run-events.ts";
 import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
@@ -24,13 +23,7 @@ import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { RepositorySource } from "./repository-source.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
-import {
-  type RunStore,
-  type StoredJob,
-  type WorkspaceClaim,
-  type WorkspaceEnd,
-  workspaceJobId,
-} from "./run-store.ts";
+import { type WorkspaceClaim, type WorkspaceEnd, workspaceJobId } from "./run-store.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import type { StepCache } from "./step-cache.ts";
 import {
@@ -38,6 +31,7 @@ import {
   type StoredWorkspaceDefinition,
   StoredWorkspaceDefinitionSchema,
 } from "./stored-run.ts";
+import type { StoredJob, WorkspaceJobStore } from "./workspace-job-store.ts";
 import type { WorkspaceRunResult } from "./workspace-run-report.ts";
 import { takenOverRun } from "./workspace-takeover.ts";
 
@@ -45,7 +39,8 @@ import { takenOverRun } from "./workspace-takeover.ts";
 const CANCEL_POLL_MS = 1_000;
 
 export interface WorkspaceJobOptions {
-  store: RunStore;
+  /** The database (RunStore), or the server's executor API for an executor without it. */
+  store: WorkspaceJobStore;
   cache: StepCache;
   environment: ExecutionEnvironment;
   repositories: RepositorySource;
@@ -75,7 +70,12 @@ class ClaimWatch {
   readonly signal: AbortSignal;
   readonly #timer: ReturnType<typeof setInterval>;
 
-  constructor(store: RunStore, workspaceId: string, claim: WorkspaceClaim, worker: AbortSignal) {
+  constructor(
+    store: WorkspaceJobStore,
+    workspaceId: string,
+    claim: WorkspaceClaim,
+    worker: AbortSignal,
+  ) {
     const controller = new AbortController();
     this.signal = AbortSignal.any([controller.signal, worker]);
     this.#timer = setInterval(() => {
@@ -137,7 +137,7 @@ function endOf(spec: BatchSpec, workspace: Workspace, result: WorkspaceRunResult
 }
 
 /** A workspace that is not started because its run's model budget is spent. */
-function notStarted(reason: string): WorkspaceEnd {
+export function notStarted(reason: string): WorkspaceEnd {
   return {
     status: "cancelled",
     error: `not started: ${reason}`,
@@ -155,7 +155,7 @@ export class WorkspaceJob {
     this.#options = options;
   }
 
-  async run(workspaceId: string, context: TaskContext): Promise<void> {
+  async run(workspaceId: string, context: Pick<TaskContext, "workerId" | "signal">): Promise<void> {
     const { store } = this.#options;
     const job = await this.#load(workspaceId);
     if (job === null) return;
@@ -168,7 +168,7 @@ export class WorkspaceJob {
       return;
     }
     await store.start(job.row);
-    const writer = runEventWriter(store.database, job.run.id, workspaceId);
+    const writer = store.progress(job.run.id, workspaceId);
     const watch = new ClaimWatch(store, workspaceId, claim, context.signal);
     // Progress goes to the log as it happens; the workspace's end (and its changesets) is written
     // with the row that records it, once, by the attempt that holds the claim (finishWorkspace):

@@ -1,4 +1,9 @@
-export { type BearerAuthOptions, bearerAuth, tokenMatches } from "./bearer-auth.ts";
+export {
+  type BearerAuthOptions,
+  bearerAuth,
+  bearerTokenOf,
+  tokenMatches,
+} from "./bearer-auth.ts";
 export { DEFAULT_MAX_BODY_BYTES, limitBody } from "./body-limit.ts";
 export {
   type ErrorHandlingOptions,

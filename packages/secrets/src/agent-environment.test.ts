@@ -18,6 +18,7 @@ const serverEnvironment = {
   AWS_SECRET_ACCESS_KEY: "aws-secret-0000000000",
   [WireEnv.adminToken]: "admin-token-000000000000",
   [WireEnv.agentToken]: "agent-token-000000000000",
+  [WireEnv.executorToken]: "dhexe_executor-token-0000",
   DATABASE_URL: "postgres://deckhand:db-password-0000@db:5432/deckhand",
   PGURL_COPY: "host=db password=db-password-0000",
   UNDEFINED_ONE: undefined,
@@ -54,11 +55,12 @@ describe("agentEnvironment", () => {
     const policy = agentEnvironmentPolicy({
       secretNames: ["MY_KEY"],
       secretValues: ["db-password-0000"],
-      allow: ["MY_KEY", WireEnv.adminToken, "DATABASE_URL", "PGURL_COPY"],
+      allow: ["MY_KEY", WireEnv.adminToken, WireEnv.executorToken, "DATABASE_URL", "PGURL_COPY"],
     });
     expect(agentEnvironment(policy, serverEnvironment)).not.toHaveProperty("MY_KEY");
     expect(withheldBecause(policy, "MY_KEY", "x")).toBe("deckhand-secret");
     expect(withheldBecause(policy, WireEnv.adminToken, "x")).toBe("deckhand-secret");
+    expect(withheldBecause(policy, WireEnv.executorToken, "x")).toBe("deckhand-secret");
     expect(withheldBecause(policy, "DATABASE_URL", "x")).toBe("deckhand-secret");
     expect(withheldBecause(policy, "PGURL_COPY", "password=db-password-0000")).toBe("secret-value");
   });

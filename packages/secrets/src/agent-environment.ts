@@ -25,6 +25,7 @@ export const DEFAULT_AGENT_ENVIRONMENT_DENY: readonly string[] = [
 export const DECKHAND_SECRET_ENVIRONMENT: readonly string[] = [
   WireEnv.adminToken,
   WireEnv.agentToken,
+  WireEnv.executorToken,
   WireEnv.modelProviderToken,
   "DATABASE_URL",
 ];

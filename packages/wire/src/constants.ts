@@ -15,6 +15,11 @@ export const WireEnv = {
   chatId: "DECKHAND_CHAT_ID",
   /** The workspace agent's own bearer token. */
   agentToken: "DECKHAND_AGENT_TOKEN",
+  /**
+   * An executor token: what `deckhand executor --server-url` presents to the server's executor
+   * API. It reaches the executor routes only, and no step may see it.
+   */
+  executorToken: "DECKHAND_EXECUTOR_TOKEN",
   /** The server's admin bearer token; required when it listens beyond loopback. */
   adminToken: "DECKHAND_ADMIN_TOKEN",
   /** The server's listen address (`host:port`) when `--listen` is not given. */
@@ -52,6 +57,8 @@ export const WirePath = {
   gitWatch: "/api/v0/git/watch",
   agentHealth: "/api/v0/health",
   serverApi: "/api",
+  /** The executor API: the only routes an executor token reaches. */
+  executorApi: "/api/executor",
   modelProvider: "/model-provider",
 } as const;
 

@@ -128,6 +128,30 @@ export {
   ErrorResponseSchema,
 } from "./errors.ts";
 export {
+  AppendExecutorJobEventsRequestSchema,
+  ClaimExecutorJobRequestSchema,
+  ClaimExecutorJobResponseSchema,
+  type CompleteExecutorJobRequest,
+  CompleteExecutorJobRequestSchema,
+  CreateExecutorTokenRequestSchema,
+  type CreateExecutorTokenResponse,
+  CreateExecutorTokenResponseSchema,
+  type ExecutorCachedStep,
+  ExecutorCachedStepSchema,
+  ExecutorIdSchema,
+  type ExecutorJob,
+  ExecutorJobSchema,
+  type ExecutorLease,
+  ExecutorLeaseSchema,
+  type ExecutorStepRecord,
+  ExecutorStepRecordSchema,
+  type ExecutorToken,
+  ExecutorTokenSchema,
+  type HeartbeatExecutorJobsResponse,
+  HeartbeatExecutorJobsResponseSchema,
+} from "./executor-api.ts";
+export { isExecutorApiPath } from "./executor-routes.ts";
+export {
   type DeleteFileRequest,
   DeleteFileRequestSchema,
   type DeleteFileResponse,

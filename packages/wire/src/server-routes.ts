@@ -23,6 +23,7 @@ import {
 import { BatchRunSpendSchema, ServerBudgetsSchema, SessionSpendSchema } from "./budgets.ts";
 import { WirePath } from "./constants.ts";
 import { ErrorResponseSchema } from "./errors.ts";
+import { ExecutorPath, executorRoutes } from "./executor-routes.ts";
 import { ProcessOutputResponseSchema, SignalProcessResponseSchema } from "./process-api.ts";
 import {
   ProvidersConfigPatchSchema,
@@ -161,6 +162,7 @@ export const ServerPath = {
   batchChangeBulk: `${api}/batch-changes/:name/changesets/bulk`,
   batchChangeRollout: `${api}/batch-changes/:name/rollout`,
   changesetEvents: `${api}/changesets/:changeset_id/events`,
+  ...ExecutorPath,
 } as const;
 
 /** Fills a `ServerPath` template: `serverPath(ServerPath.session, {session_id})`. */
@@ -772,6 +774,7 @@ export const serverRoutes = [
     success: { status: 200, schema: ChangesetEventListSchema, description: "the events" },
     errors: { 404: "no such changeset" },
   },
+  ...executorRoutes,
 ] as const satisfies readonly ServerRoute[];
 
 function openApiPath(path: string): string {
