@@ -20,7 +20,7 @@ import {
 } from "@deckhand/model-proxy";
 import { sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
-import { serveApp } from "../packages/model-proxy/src/test-support/proxy-harness.ts";
+import { serveApp } from "../packages/model-proxy/test/proxy-harness.ts";
 import { reportFigure } from "./support/figures.ts";
 
 const STREAM_BYTES = 10 * 1024 * 1024;

@@ -453,44 +453,84 @@ export interface ResolveServerConfigOptions {
   homeDir?: string;
 }
 
+/** Reads a variable; an empty one counts as unset, as `VAR= deckhand up` means. */
+type ReadEnvironment = (name: string) => string | undefined;
+
 /**
  * Validates flags, environment and `<data-dir>/config.json` (in that order of precedence) into a
  * complete configuration: `--listen` over `DECKHAND_LISTEN` over `listen`, `--data-dir` over
  * `DECKHAND_DATA_DIR` (the file lives in the data directory, so it cannot name one), `--log-level`
  * over `DECKHAND_LOG_LEVEL` over `logLevel`, `--database-url` over `DATABASE_URL` over `databaseUrl`.
- * Every problem is a ServerError naming the setting, raised before anything starts.
+ * Every problem is a ServerError naming the setting, raised before anything starts. The parts
+ * below run in this order, so with several problems the same one is reported first.
  */
 export function resolveServerConfig(
   flags: ServerFlags,
   options: ResolveServerConfigOptions = {},
 ): ServerConfig {
   const environment = options.environment ?? process.env;
-  const parsedFlags = ServerFlagsSchema.safeParse(flags);
-  if (!parsedFlags.success) {
-    const problems = describeIssues(
-      parsedFlags.error,
-      (path) => flagName[String(path[0])] ?? path.join("."),
-    );
-    throw new ServerError("invalid_config", problems, { cause: parsedFlags.error });
-  }
-  const input = parsedFlags.data;
-  // An empty variable counts as unset, as `VAR= deckhand up` means.
-  const fromEnv = (name: string) => environment[name] || undefined;
+  const cwd = options.cwd ?? process.cwd();
+  const input = parseServerFlags(flags);
+  const fromEnv: ReadEnvironment = (name) => environment[name] || undefined;
   const dataDir = resolve(
-    options.cwd ?? process.cwd(),
+    cwd,
     input.dataDir ?? fromEnv(DATA_DIR_ENV) ?? join(options.homeDir ?? homedir(), ".deckhand"),
   );
   const file = readConfigFile(join(dataDir, CONFIG_FILE_NAME));
 
+  const listen = listenAddress(input, fromEnv, file);
+  const publicUrl = publicUrlSetting(input, fromEnv, file);
+  const logLevel = logLevelSetting(input, fromEnv, file);
+  const databaseUrl = databaseUrlSetting(input, fromEnv, file);
+  const access = adminAccess(input, environment, listen.host);
+  const upstreams = modelUpstreamSettings(file, environment);
+  const codeHosts = codeHostSettings(file);
+  const spending = modelSpendingSettings(file);
+  return {
+    host: listen.host,
+    port: listen.port,
+    dataDir,
+    databaseUrl,
+    ...access,
+    ...upstreams,
+    ...spending,
+    ...codeHosts.settings,
+    ...agentProcessSettings(file, dataDir, codeHosts.tokenEnv),
+    ...executionSettings(input, file),
+    maxRequestBodyBytes: file.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    logLevel,
+    webDir: fromEnv(WEB_DIR_ENV) ? resolve(cwd, fromEnv(WEB_DIR_ENV)!) : findWebDir(),
+    publicUrl,
+    ...browserAccess(fromEnv, file),
+  };
+}
+
+function parseServerFlags(flags: ServerFlags): ServerFlags {
+  const parsed = ServerFlagsSchema.safeParse(flags);
+  if (!parsed.success) {
+    const problems = describeIssues(
+      parsed.error,
+      (path) => flagName[String(path[0])] ?? path.join("."),
+    );
+    throw new ServerError("invalid_config", problems, { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+/** `--listen` over `DECKHAND_LISTEN` over `listen` over the default, as host and port. */
+function listenAddress(
+  input: ServerFlags,
+  fromEnv: ReadEnvironment,
+  file: ServerConfigFile,
+): { host: string; port: number } {
   const [listenValue, listenSource] = firstSet([
     [input.listen, "--listen"],
     [fromEnv(LISTEN_ENV), LISTEN_ENV],
     [file.listen, `listen in ${CONFIG_FILE_NAME}`],
     [SERVER_DEFAULT_LISTEN, "the default listen address"],
   ]);
-  let listen: { host: string; port: number };
   try {
-    listen = parseListenAddress(listenValue);
+    return parseListenAddress(listenValue);
   } catch (error) {
     throw new ServerError(
       "invalid_config",
@@ -498,19 +538,27 @@ export function resolveServerConfig(
       { cause: error },
     );
   }
+}
 
+function publicUrlSetting(
+  input: ServerFlags,
+  fromEnv: ReadEnvironment,
+  file: ServerConfigFile,
+): string | null {
   const publicUrlFromEnv = fromEnv(PUBLIC_URL_ENV);
-  const publicUrl =
-    input.publicUrl !== undefined
-      ? checkPublicUrl(input.publicUrl, "--public-url")
-      : publicUrlFromEnv !== undefined
-        ? checkPublicUrl(publicUrlFromEnv, PUBLIC_URL_ENV)
-        : file.publicUrl !== undefined
-          ? checkPublicUrl(file.publicUrl, `publicUrl in ${CONFIG_FILE_NAME}`)
-          : null;
-  const allowedHostsFromEnv = fromEnv(ALLOWED_HOSTS_ENV);
-  const allowedOriginsFromEnv = fromEnv(ALLOWED_ORIGINS_ENV);
+  if (input.publicUrl !== undefined) return checkPublicUrl(input.publicUrl, "--public-url");
+  if (publicUrlFromEnv !== undefined) return checkPublicUrl(publicUrlFromEnv, PUBLIC_URL_ENV);
+  if (file.publicUrl !== undefined) {
+    return checkPublicUrl(file.publicUrl, `publicUrl in ${CONFIG_FILE_NAME}`);
+  }
+  return null;
+}
 
+function logLevelSetting(
+  input: ServerFlags,
+  fromEnv: ReadEnvironment,
+  file: ServerConfigFile,
+): ServerLogLevel {
   const envLogLevel = fromEnv(LOG_LEVEL_ENV);
   if (envLogLevel !== undefined && !isLogLevel(envLogLevel)) {
     throw new ServerError(
@@ -518,17 +566,29 @@ export function resolveServerConfig(
       `${LOG_LEVEL_ENV} "${envLogLevel}" is not a log level; use one of ${LOG_LEVELS.join(", ")}`,
     );
   }
+  return input.logLevel ?? envLogLevel ?? file.logLevel ?? "info";
+}
 
-  const envUrl = environment[DATABASE_URL_ENV] || undefined;
-  const databaseUrl =
-    input.databaseUrl !== undefined
-      ? checkDatabaseUrl(input.databaseUrl, "--database-url")
-      : envUrl !== undefined
-        ? checkDatabaseUrl(envUrl, DATABASE_URL_ENV)
-        : file.databaseUrl !== undefined
-          ? checkDatabaseUrl(file.databaseUrl, `databaseUrl in ${CONFIG_FILE_NAME}`)
-          : null;
+function databaseUrlSetting(
+  input: ServerFlags,
+  fromEnv: ReadEnvironment,
+  file: ServerConfigFile,
+): string | null {
+  const envUrl = fromEnv(DATABASE_URL_ENV);
+  if (input.databaseUrl !== undefined) return checkDatabaseUrl(input.databaseUrl, "--database-url");
+  if (envUrl !== undefined) return checkDatabaseUrl(envUrl, DATABASE_URL_ENV);
+  if (file.databaseUrl !== undefined) {
+    return checkDatabaseUrl(file.databaseUrl, `databaseUrl in ${CONFIG_FILE_NAME}`);
+  }
+  return null;
+}
 
+/** The admin token and whether /api needs one: always beyond loopback. */
+function adminAccess(
+  input: ServerFlags,
+  environment: NodeJS.ProcessEnv,
+  host: string,
+): Pick<ServerConfig, "adminToken" | "requireAuth" | "resetAdminToken"> {
   const adminToken = environment[ADMIN_TOKEN_ENV] ?? null;
   if (adminToken !== null && adminToken.trim().length < 16) {
     throw new ServerError(
@@ -536,7 +596,18 @@ export function resolveServerConfig(
       `${ADMIN_TOKEN_ENV} is set but shorter than 16 characters; use a long random value, for example from "openssl rand -hex 32"`,
     );
   }
+  return {
+    adminToken: adminToken?.trim() ?? null,
+    requireAuth: adminToken !== null || !isLoopbackHost(host),
+    resetAdminToken: input.resetAdminToken ?? false,
+  };
+}
 
+/** Each agent type's model upstream, its key read from the variable the file names. */
+function modelUpstreamSettings(
+  file: ServerConfigFile,
+  environment: NodeJS.ProcessEnv,
+): Pick<ServerConfig, "modelUpstreams" | "upstreamModels"> {
   const modelUpstreams: Record<string, UpstreamConfig> = {};
   for (const [agentType, upstream] of Object.entries(file.modelUpstreams ?? {})) {
     const apiKey = environment[upstream.apiKeyEnv];
@@ -553,7 +624,24 @@ export function resolveServerConfig(
       apiKeyEnv: upstream.apiKeyEnv,
     };
   }
+  return {
+    modelUpstreams,
+    upstreamModels: Object.fromEntries(
+      Object.entries(file.modelUpstreams ?? {}).flatMap(([agentType, upstream]) =>
+        upstream.models === undefined ? [] : [[agentType, upstream.models]],
+      ),
+    ),
+  };
+}
 
+/** Where batch changes find repositories and publish to, and the token variables they use. */
+function codeHostSettings(file: ServerConfigFile): {
+  settings: Pick<
+    ServerConfig,
+    "codeHosts" | "codeHostConnections" | "changesetTrackingIntervalMs" | "rolloutWindows"
+  >;
+  tokenEnv: string[];
+} {
   // Code host tokens are for Deckhand's publishing only: no agent inherits them.
   const tokenEnv = [
     ...new Set((file.codeHostConnections ?? []).map((connection) => connection.tokenEnv)),
@@ -565,7 +653,21 @@ export function resolveServerConfig(
       `agentEnvironment.allow in ${CONFIG_FILE_NAME} names ${allowedToken}, the token of a code host connection; agents never get code host tokens, so remove it`,
     );
   }
+  return {
+    settings: {
+      codeHosts: file.codeHosts ?? [],
+      codeHostConnections: file.codeHostConnections ?? [],
+      changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
+      rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
+    },
+    tokenEnv,
+  };
+}
 
+/** Model budgets, prices and the proxy's per-token rate limit. */
+function modelSpendingSettings(
+  file: ServerConfigFile,
+): Pick<ServerConfig, "modelBudgets" | "modelPrices" | "modelProxyRateLimit"> {
   // A cost can only be known with prices: a cost budget without them would never be reached.
   if (file.modelPrices === undefined) {
     const costly = Object.entries(file.modelBudgets ?? {}).find(
@@ -578,21 +680,28 @@ export function resolveServerConfig(
       );
     }
   }
-
   return {
-    host: listen.host,
-    port: listen.port,
-    dataDir,
-    databaseUrl,
-    adminToken: adminToken?.trim() ?? null,
-    requireAuth: adminToken !== null || !isLoopbackHost(listen.host),
-    resetAdminToken: input.resetAdminToken ?? false,
-    modelUpstreams,
-    upstreamModels: Object.fromEntries(
-      Object.entries(file.modelUpstreams ?? {}).flatMap(([agentType, upstream]) =>
-        upstream.models === undefined ? [] : [[agentType, upstream.models]],
-      ),
-    ),
+    modelBudgets: file.modelBudgets ?? {},
+    modelPrices: file.modelPrices,
+    modelProxyRateLimit: file.modelProxyRateLimit ?? null,
+  };
+}
+
+/** What agent processes inherit and withhold, which models and providers they get. */
+function agentProcessSettings(
+  file: ServerConfigFile,
+  dataDir: string,
+  tokenEnv: string[],
+): Pick<
+  ServerConfig,
+  | "withheldEnv"
+  | "agentEnvironment"
+  | "nativeModel"
+  | "nativeModels"
+  | "agentStartTimeouts"
+  | "providersConfigPath"
+> {
+  return {
     withheldEnv: [
       ...Object.values(file.modelUpstreams ?? {}).map((upstream) => upstream.apiKeyEnv),
       ...tokenEnv,
@@ -603,30 +712,46 @@ export function resolveServerConfig(
     },
     nativeModel: file.nativeModel ?? null,
     nativeModels: file.nativeModels ?? [],
-    taskConcurrency: file.taskConcurrency ?? 8,
-    batchConcurrency: file.batchConcurrency ?? availableParallelism(),
-    codeHosts: file.codeHosts ?? [],
-    codeHostConnections: file.codeHostConnections ?? [],
-    changesetTrackingIntervalMs: (file.changesetTracking?.intervalSeconds ?? 300) * 1_000,
-    rolloutWindows: file.batchChanges?.rolloutWindows ?? null,
-    modelBudgets: file.modelBudgets ?? {},
-    modelPrices: file.modelPrices,
-    containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
-    kubernetes: file.kubernetes ?? null,
-    codingAgent: file.codingAgent ?? {},
-    modelProxyRateLimit: file.modelProxyRateLimit ?? null,
     agentStartTimeouts: agentStartTimeoutsFrom(file.agentStartTimeouts),
     providersConfigPath: file.providersConfig
       ? resolve(dataDir, file.providersConfig)
       : join(dataDir, PROVIDERS_FILE_NAME),
+  };
+}
+
+/** Where and how much work runs: concurrency, the sandbox, containers, Kubernetes, agents. */
+function executionSettings(
+  input: ServerFlags,
+  file: ServerConfigFile,
+): Pick<
+  ServerConfig,
+  | "taskConcurrency"
+  | "batchConcurrency"
+  | "containerRuntime"
+  | "kubernetes"
+  | "codingAgent"
+  | "workspaceAgent"
+  | "sandbox"
+> {
+  return {
+    taskConcurrency: file.taskConcurrency ?? 8,
+    batchConcurrency: file.batchConcurrency ?? availableParallelism(),
+    containerRuntime: { restrictedHost: file.containerRuntime?.restrictedHost },
+    kubernetes: file.kubernetes ?? null,
+    codingAgent: file.codingAgent ?? {},
     workspaceAgent: input.workspaceAgent ?? file.workspaceAgent ?? true,
     sandbox: sandboxSettings(file.sandbox),
-    maxRequestBodyBytes: file.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-    logLevel: input.logLevel ?? envLogLevel ?? file.logLevel ?? "info",
-    webDir: fromEnv(WEB_DIR_ENV)
-      ? resolve(options.cwd ?? process.cwd(), fromEnv(WEB_DIR_ENV)!)
-      : findWebDir(),
-    publicUrl,
+  };
+}
+
+/** More Host names and browser origins: the environment's comma-separated lists over the file's. */
+function browserAccess(
+  fromEnv: ReadEnvironment,
+  file: ServerConfigFile,
+): Pick<ServerConfig, "allowedHosts" | "allowedOrigins"> {
+  const allowedHostsFromEnv = fromEnv(ALLOWED_HOSTS_ENV);
+  const allowedOriginsFromEnv = fromEnv(ALLOWED_ORIGINS_ENV);
+  return {
     allowedHosts:
       allowedHostsFromEnv !== undefined
         ? listFromEnvironment(allowedHostsFromEnv, ALLOWED_HOSTS_ENV, AllowedHostSchema)

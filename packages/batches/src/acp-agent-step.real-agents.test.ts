@@ -25,6 +25,7 @@ import {
 import { WireHeader } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { buildChangesets, type WorkspaceOutcome } from "./build-changesets.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
@@ -33,7 +34,6 @@ import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const UPSTREAM_KEY = "sk-fake-upstream-key-acp-steps-77";
 const REPOSITORIES = ["api", "web"];

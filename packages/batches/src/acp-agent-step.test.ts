@@ -8,11 +8,11 @@ import { createProviderService, type ProviderService } from "@deckhand/providers
 import { scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { type BatchRun, MODEL_TOKEN_PREFIX, WireEnv } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { type AcpAgentStepOptions, permissionAnswer } from "./acp-agent-step.ts";
 import { BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { ModelProviderAccess } from "./coding-agent-step.ts";
-import { repositoryAt, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;

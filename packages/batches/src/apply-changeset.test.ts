@@ -4,11 +4,11 @@ import { inspect } from "node:util";
 import { gitIn } from "@deckhand/testkit";
 import type { BatchChangeset } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, temporaryDirectory } from "../test/support.ts";
 import { type ApplyChangesetOptions, applyChangeset } from "./apply-changeset.ts";
 import { BatchesError } from "./batches-error.ts";
 import { loadRepositories } from "./repositories.ts";
 import type { WorkspaceRepository } from "./resolve-workspaces.ts";
-import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
 import { collectWorkspaceDiff } from "./workspace-diff.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;

@@ -12,10 +12,10 @@ import {
 import type { BatchRun, BatchRunEvent } from "@deckhand/wire";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { readRunEvents } from "./batch-run-events.ts";
 import { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK, BatchRunService } from "./batch-run-service.ts";
 import { BatchesError } from "./batches-error.ts";
-import { repositoryAt, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;

@@ -2,9 +2,9 @@ import { join } from "node:path";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { BatchRunEventSchema } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, runSpecLocally, temporaryDirectory } from "../test/support.ts";
 import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
-import { repositoryAt, runSpecLocally, temporaryDirectory } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory } from "../test/support.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
-import { repositoryAt, specFrom, temporaryDirectory } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 beforeEach(() => {

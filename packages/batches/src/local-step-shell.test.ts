@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { temporaryDirectory } from "../test/support.ts";
 import { localStepShell } from "./local-step-shell.ts";
-import { temporaryDirectory } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 afterEach(() => scratch?.remove());

@@ -6,10 +6,10 @@ import { runGit } from "@deckhand/git";
 import { REDACTED, redactSecrets } from "@deckhand/secrets";
 import { type GitHttpServer, startGitHttpServer } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, temporaryDirectory } from "../test/support.ts";
 import { BatchesError } from "./batches-error.ts";
 import { loadRepositories, locateRepository, type Repository } from "./repositories.ts";
 import { resolveDefaultBranch } from "./revisions.ts";
-import { repositoryAt, temporaryDirectory } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 beforeEach(() => {

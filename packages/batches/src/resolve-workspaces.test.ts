@@ -2,15 +2,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitIn } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BatchesError } from "./batches-error.ts";
-import { loadRepositories, type Repository } from "./repositories.ts";
-import { type ResolveWorkspacesResult, resolveWorkspaces } from "./resolve-workspaces.ts";
 import {
   type PlacedRepository,
   repositoryAt,
   specFrom,
   temporaryDirectory,
-} from "./test-fixtures.ts";
+} from "../test/support.ts";
+import { BatchesError } from "./batches-error.ts";
+import { loadRepositories, type Repository } from "./repositories.ts";
+import { type ResolveWorkspacesResult, resolveWorkspaces } from "./resolve-workspaces.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;

@@ -4,8 +4,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ProcessLauncher } from "@deckhand/sandbox";
 import { afterEach, describe, expect, it } from "vitest";
+import { temporaryDirectory } from "../test/support.ts";
 import { runLocalStep } from "./run-local-step.ts";
-import { temporaryDirectory } from "./test-fixtures.ts";
 
 const moduleUrl = new URL("./run-local-step.ts", import.meta.url).href;
 const sandboxUrl = new URL("../../sandbox/src/index.ts", import.meta.url).href;

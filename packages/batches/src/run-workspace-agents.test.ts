@@ -28,6 +28,7 @@ import {
 import type { BatchCodingAgentOptions, BatchRunEvent } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { parseAgentTranscript } from "./agent-transcript.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { ModelProviderAccess } from "./coding-agent-step.ts";
@@ -35,7 +36,6 @@ import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace, type WorkspaceRunResult } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const GEMINI_VERSION = "0.61.0";
 const OPENCODE_VERSION = "1.18.33";

@@ -32,6 +32,7 @@ import {
 } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import type { ModelProviderAccess } from "./coding-agent-step.ts";
 import type { ExecutionEnvironmentOptions } from "./execution-environment.ts";
@@ -43,7 +44,6 @@ import {
   type WorkspaceRunResult,
 } from "./run-workspace.ts";
 import { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const VERSION = "0.0.1-fake";
 /**

@@ -6,12 +6,12 @@ import type { ContainerRuntime } from "@deckhand/container-runtime";
 import { containerTestSetup } from "@deckhand/container-runtime/test-support";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const setup = await containerTestSetup();
 // Only read inside tests that are skipped when there is no runtime.

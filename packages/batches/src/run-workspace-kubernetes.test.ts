@@ -9,13 +9,13 @@ import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/confi
 import { eventually, type FakeKubernetes, startFakeKubernetes } from "@deckhand/testkit";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import { loadRepositories } from "./repositories.ts";
 import { resolveWorkspaces } from "./resolve-workspaces.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import { MemoryStepCache } from "./step-cache.ts";
 import type { StepRuntimeChoice } from "./step-placement.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 const setup = await containerTestSetup();
 const runtime = setup.runtime as ContainerRuntime;

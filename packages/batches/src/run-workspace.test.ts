@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { createDb } from "@deckhand/db";
 import type { BatchRunEvent } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "../test/support.ts";
 import { checkoutWorkspace } from "./checkout-workspace.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import type { ExecutionEnvironmentOptions } from "./execution-environment.ts";
@@ -14,7 +15,6 @@ import {
   type WorkspaceRunResult,
 } from "./run-workspace.ts";
 import { MemoryStepCache, type StepCache } from "./step-cache.ts";
-import { repositoryAt, specFrom, temporaryDirectory, testEnvironment } from "./test-fixtures.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;

@@ -14,16 +14,16 @@ import {
 import { gitIn } from "@deckhand/testkit";
 import type { BatchRun, BatchRunEvent } from "@deckhand/wire";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { readRunEvents } from "./batch-run-events.ts";
-import { BatchRunService } from "./batch-run-service.ts";
-import { BatchesError } from "./batches-error.ts";
-import type { CodeHost } from "./code-host-config.ts";
 import {
   type PlacedRepository,
   repositoryAt,
   temporaryDirectory,
   testEnvironment,
-} from "./test-fixtures.ts";
+} from "../test/support.ts";
+import { readRunEvents } from "./batch-run-events.ts";
+import { BatchRunService } from "./batch-run-service.ts";
+import { BatchesError } from "./batches-error.ts";
+import type { CodeHost } from "./code-host-config.ts";
 import type {
   OpenWorkspaceSessionRequest,
   WorkspaceSession,

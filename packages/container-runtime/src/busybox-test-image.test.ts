@@ -1,10 +1,10 @@
 import { BUSYBOX_TEST_IMAGE, ensureBusyboxTestImage } from "@deckhand/testkit";
 import { afterAll, describe, expect, it } from "vitest";
+import { containerTestSetup } from "../test/support.ts";
 import { runCli } from "./container-cli.ts";
 import { inspectImage } from "./container-image.ts";
 import type { ContainerRuntime } from "./detect-container-runtime.ts";
 import { runContainer } from "./run-container.ts";
-import { containerTestSetup } from "./test-support.ts";
 
 // testkit's image helper is tested here, where a detected runtime (with this machine's flags) is.
 const setup = await containerTestSetup();

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
+import { containerTestSetup } from "../test/support.ts";
 import { ContainerRuntimeError } from "./container-runtime-error.ts";
 import { detectContainerRuntime, requireContainerRuntime } from "./detect-container-runtime.ts";
 import { runContainer } from "./run-container.ts";
-import { containerTestSetup } from "./test-support.ts";
 
 const setup = await containerTestSetup();
 

@@ -16,11 +16,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTempRepository } from "@deckhand/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { containerTestSetup } from "../test/support.ts";
 import { runCli } from "./container-cli.ts";
 import { ContainerRuntimeError } from "./container-runtime-error.ts";
 import type { ContainerRuntime } from "./detect-container-runtime.ts";
 import { type ContainerOutputChunk, runContainer } from "./run-container.ts";
-import { containerTestSetup } from "./test-support.ts";
 
 const setup = await containerTestSetup();
 // Only read inside tests that are skipped when there is no runtime.

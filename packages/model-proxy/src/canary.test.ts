@@ -4,6 +4,7 @@ import { REDACTED } from "@deckhand/secrets";
 import { type FakeUpstream, sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ANTHROPIC_KEY, OPENAI_KEY, recordingLogger, serveApp } from "../test/proxy-harness.ts";
 import { createModelProxy } from "./model-proxy.ts";
 import {
   hashModelToken,
@@ -12,12 +13,6 @@ import {
   mintModelToken,
   revokeModelToken,
 } from "./model-token.ts";
-import {
-  ANTHROPIC_KEY,
-  OPENAI_KEY,
-  recordingLogger,
-  serveApp,
-} from "./test-support/proxy-harness.ts";
 import { InMemoryUsageRecorder, type ModelUsageEntry, type UsageRecorder } from "./usage.ts";
 
 const JOB = "canary-job";

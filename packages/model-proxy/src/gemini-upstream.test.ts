@@ -4,7 +4,7 @@
 import { turn } from "@deckhand/testkit";
 import { WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { GEMINI_KEY, type Harness, JOB_ID, startHarness } from "./test-support/proxy-harness.ts";
+import { GEMINI_KEY, type Harness, JOB_ID, startHarness } from "../test/proxy-harness.ts";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {

@@ -2,16 +2,16 @@ import { httpStatusOf } from "@deckhand/http-kit";
 import { responsesStream, sseEvent } from "@deckhand/testkit";
 import { ErrorCodeSchema, WireHeader, WirePath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { createModelProxy } from "./model-proxy.ts";
-import { ModelProxyError } from "./model-proxy-error.ts";
-import { InMemoryModelTokenStore, revokeModelToken } from "./model-token.ts";
 import {
   ANTHROPIC_KEY,
   type Harness,
   JOB_ID,
   OPENAI_KEY,
   startHarness,
-} from "./test-support/proxy-harness.ts";
+} from "../test/proxy-harness.ts";
+import { createModelProxy } from "./model-proxy.ts";
+import { ModelProxyError } from "./model-proxy-error.ts";
+import { InMemoryModelTokenStore, revokeModelToken } from "./model-token.ts";
 import { InMemoryUsageRecorder } from "./usage.ts";
 
 interface ErrorBody {

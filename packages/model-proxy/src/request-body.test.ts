@@ -5,8 +5,8 @@ import { gzipSync } from "node:zlib";
 import { REDACTED, rememberSecrets } from "@deckhand/secrets";
 import { WireEnv } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
+import { type Harness, OPENAI_KEY, startHarness } from "../test/proxy-harness.ts";
 import { MAX_DECODED_BODY_BYTES } from "./request-body.ts";
-import { type Harness, OPENAI_KEY, startHarness } from "./test-support/proxy-harness.ts";
 
 /** A job id as batch runs mint them; long and namespaced, so it never occurs by chance. */
 const JOB = "batch-workspace:6f1c2a9e-3d4b-4c1a-9e7f-0a2b3c4d5e6f";

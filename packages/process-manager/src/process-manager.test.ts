@@ -3,8 +3,6 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { ProcessLimits, WireEnv } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { chatScope } from "./chat-scope.ts";
-import { ProcessManagerError } from "./process-manager-error.ts";
 import {
   CHAT_A,
   CHAT_B,
@@ -15,7 +13,9 @@ import {
   outputContaining,
   stopAll,
   temporaryDirectory,
-} from "./test-support.ts";
+} from "../test/support.ts";
+import { chatScope } from "./chat-scope.ts";
+import { ProcessManagerError } from "./process-manager-error.ts";
 
 afterEach(stopAll);
 

@@ -9,9 +9,6 @@ import {
   WirePath,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { ProcessClientError } from "./process-client.ts";
-import { ProcessManagerError } from "./process-manager-error.ts";
-import { createProcessRouter } from "./process-router.ts";
 import {
   CHAT_A,
   CHAT_B,
@@ -23,7 +20,10 @@ import {
   stopAll,
   type TestServer,
   temporaryDirectory,
-} from "./test-support.ts";
+} from "../test/support.ts";
+import { ProcessClientError } from "./process-client.ts";
+import { ProcessManagerError } from "./process-manager-error.ts";
+import { createProcessRouter } from "./process-router.ts";
 
 afterEach(stopAll);
 

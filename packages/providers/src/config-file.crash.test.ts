@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { cleanUp, temporaryDirectory } from "./test-support.ts";
+import { cleanUp, temporaryDirectory } from "../test/support.ts";
 
 const configModule = new URL("./config-file.ts", import.meta.url).href;
 

@@ -2,9 +2,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { cleanUp, temporaryDirectory } from "../test/support.ts";
 import { interpretProvidersConfig, readProvidersConfig } from "./config-file.ts";
 import { BUILTIN_PROVIDERS } from "./registry.ts";
-import { cleanUp, temporaryDirectory } from "./test-support.ts";
 
 afterAll(cleanUp);
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { cleanUp, temporaryDirectory } from "../test/support.ts";
 import {
   configEtag,
   interpretProvidersConfig,
@@ -8,7 +9,6 @@ import {
   writeFileAtomically,
 } from "./config-file.ts";
 import { BUILTIN_PROVIDERS } from "./registry.ts";
-import { cleanUp, temporaryDirectory } from "./test-support.ts";
 
 const FILE = "/data/providers.json";
 const builtinIds = BUILTIN_PROVIDERS.map((provider) => provider.id);

@@ -110,84 +110,123 @@ export function interpretProvidersConfig(file: string, text: string | null): Int
       report(jsonPath(base), "must be an object of provider settings; entry ignored");
       continue;
     }
-    // Each field on its own, so a bad `label` does not cost a valid `enabled`.
-    const valid: Partial<Record<EntryField, unknown>> = {};
-    for (const field of ENTRY_FIELDS) {
-      if (!(field in entry)) continue;
-      const result = entryFields[field].safeParse(entry[field]);
-      if (result.success) {
-        if (result.data !== undefined) valid[field] = result.data;
-      } else {
-        for (const issue of issues(result.error, [...base, field])) {
-          report(issue.field, `${issue.message}; setting ignored`);
-        }
-      }
-    }
-    for (const key of Object.keys(entry)) {
-      if (!(ENTRY_FIELDS as string[]).includes(key)) {
-        report(
-          jsonPath([...base, key]),
-          `unknown setting (known: ${ENTRY_FIELDS.join(", ")}); kept in the file, not used`,
-        );
-      }
-    }
-
+    const valid = validEntryFields(entry, base, report);
     const builtin = builtinProvider(id);
     if (builtin) {
       const index = providers.findIndex((provider) => provider.id === id);
-      const current = providers[index]!;
-      if (valid.command !== undefined && builtin.transport === "native") {
-        report(jsonPath([...base, "command"]), "the native agent runs in the server; ignored");
-        delete valid.command;
-      }
-      providers[index] = {
-        ...current,
-        label: (valid.label as string | undefined) ?? current.label,
-        enabled: (valid.enabled as boolean | undefined) ?? current.enabled,
-        command: (valid.command as string[] | undefined) ?? current.command,
-        env: { ...current.env, ...(valid.env as Record<string, string> | undefined) },
-        versionArgs: versionArgsOf(valid.versionArgs, current.versionArgs),
-        stateDirectories:
-          (valid.stateDirectories as string[] | undefined) ?? current.stateDirectories,
-      };
+      providers[index] = withOverrides(providers[index]!, builtin, valid, base, report);
       continue;
     }
-    if (valid.extends !== "acp") {
-      if (!("extends" in entry)) {
-        report(
-          jsonPath(base),
-          `no built-in provider is called "${id}"; to add a custom ACP agent set "extends": "acp" and a "command"; entry ignored`,
-        );
-      }
-      continue;
-    }
-    if (valid.command === undefined) {
-      if (!("command" in entry)) {
-        report(
-          jsonPath([...base, "command"]),
-          'a custom provider needs a command, e.g. ["my-agent", "--acp"]; entry ignored',
-        );
-      }
-      continue;
-    }
-    providers.push({
-      id,
-      label: (valid.label as string | undefined) ?? id,
-      transport: "acp",
-      builtin: false,
-      command: valid.command as string[],
-      env: { ...(valid.env as Record<string, string> | undefined) },
-      installHint: null,
-      // An agent's own CLI may refuse any extra argument: none is tried unless configured.
-      versionArgs: versionArgsOf(valid.versionArgs, null),
-      modelProxy: null,
-      stateDirectories: (valid.stateDirectories as string[] | undefined) ?? [],
-      loginFiles: [],
-      serveFileReads: true,
-      enabled: (valid.enabled as boolean | undefined) ?? true,
-    });
+    const custom = customProvider(id, entry, valid, base, report);
+    if (custom !== null) providers.push(custom);
   }
   return { document, patchable: true, providers, diagnostics };
+}
+
+type Report = (field: string, message: string) => void;
+type ValidEntryFields = Partial<Record<EntryField, unknown>>;
+
+/**
+ * The entry's valid settings, each field on its own, so a bad `label` does not cost a valid
+ * `enabled`; bad and unknown settings are reported.
+ */
+function validEntryFields(
+  entry: Record<string, unknown>,
+  base: readonly PropertyKey[],
+  report: Report,
+): ValidEntryFields {
+  const valid: ValidEntryFields = {};
+  for (const field of ENTRY_FIELDS) {
+    if (!(field in entry)) continue;
+    const result = entryFields[field].safeParse(entry[field]);
+    if (result.success) {
+      if (result.data !== undefined) valid[field] = result.data;
+    } else {
+      for (const issue of issues(result.error, [...base, field])) {
+        report(issue.field, `${issue.message}; setting ignored`);
+      }
+    }
+  }
+  for (const key of Object.keys(entry)) {
+    if (!(ENTRY_FIELDS as string[]).includes(key)) {
+      report(
+        jsonPath([...base, key]),
+        `unknown setting (known: ${ENTRY_FIELDS.join(", ")}); kept in the file, not used`,
+      );
+    }
+  }
+  return valid;
+}
+
+/** A built-in provider with the entry's valid overrides; the native agent takes no command. */
+function withOverrides(
+  current: ConfiguredProvider,
+  builtin: ProviderDefinition,
+  valid: ValidEntryFields,
+  base: readonly PropertyKey[],
+  report: Report,
+): ConfiguredProvider {
+  let command = valid.command as string[] | undefined;
+  if (command !== undefined && builtin.transport === "native") {
+    report(jsonPath([...base, "command"]), "the native agent runs in the server; ignored");
+    command = undefined;
+  }
+  return {
+    ...current,
+    label: (valid.label as string | undefined) ?? current.label,
+    enabled: (valid.enabled as boolean | undefined) ?? current.enabled,
+    command: command ?? current.command,
+    env: { ...current.env, ...(valid.env as Record<string, string> | undefined) },
+    versionArgs: versionArgsOf(valid.versionArgs, current.versionArgs),
+    stateDirectories: (valid.stateDirectories as string[] | undefined) ?? current.stateDirectories,
+  };
+}
+
+/**
+ * A custom ACP agent from an entry that is no built-in: null (ignored) without `"extends":
+ * "acp"` and a command, reported unless the entry had the field and it was already reported.
+ */
+function customProvider(
+  id: string,
+  entry: Record<string, unknown>,
+  valid: ValidEntryFields,
+  base: readonly PropertyKey[],
+  report: Report,
+): ConfiguredProvider | null {
+  if (valid.extends !== "acp") {
+    if (!("extends" in entry)) {
+      report(
+        jsonPath(base),
+        `no built-in provider is called "${id}"; to add a custom ACP agent set "extends": "acp" and a "command"; entry ignored`,
+      );
+    }
+    return null;
+  }
+  if (valid.command === undefined) {
+    if (!("command" in entry)) {
+      report(
+        jsonPath([...base, "command"]),
+        'a custom provider needs a command, e.g. ["my-agent", "--acp"]; entry ignored',
+      );
+    }
+    return null;
+  }
+  return {
+    id,
+    label: (valid.label as string | undefined) ?? id,
+    transport: "acp",
+    builtin: false,
+    command: valid.command as string[],
+    env: { ...(valid.env as Record<string, string> | undefined) },
+    installHint: null,
+    // An agent's own CLI may refuse any extra argument: none is tried unless configured.
+    versionArgs: versionArgsOf(valid.versionArgs, null),
+    modelProxy: null,
+    stateDirectories: (valid.stateDirectories as string[] | undefined) ?? [],
+    loginFiles: [],
+    serveFileReads: true,
+    enabled: (valid.enabled as boolean | undefined) ?? true,
+  };
 }
 
 /** A configured `versionArgs` (`[]` meaning the agent has no version command) over `fallback`. */

@@ -4,9 +4,6 @@ import { DECKHAND_SECRET_ENVIRONMENT } from "@deckhand/secrets";
 import { OPENCODE_HOSTED_MODEL, scriptedAcpAgentCommand } from "@deckhand/testkit";
 import { MODEL_TOKEN_PREFIX, WireEnv, WireHeader } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryProbeStore } from "./probe-store.ts";
-import { ProvidersError } from "./providers-error.ts";
-import { BUILTIN_PROVIDERS } from "./registry.ts";
 import {
   cleanUp,
   createTestService,
@@ -14,7 +11,10 @@ import {
   scriptedProvider,
   temporaryDirectory,
   writeConfig,
-} from "./test-support.ts";
+} from "../test/support.ts";
+import { MemoryProbeStore } from "./probe-store.ts";
+import { ProvidersError } from "./providers-error.ts";
+import { BUILTIN_PROVIDERS } from "./registry.ts";
 
 const builtinIds = BUILTIN_PROVIDERS.map((provider) => provider.id);
 

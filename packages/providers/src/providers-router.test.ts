@@ -8,9 +8,9 @@ import {
 } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
+import { cleanUp, createTestService, scriptedProvider, writeConfig } from "../test/support.ts";
 import { ProvidersError, type ProvidersErrorCode } from "./providers-error.ts";
 import { createProvidersRouter } from "./providers-router.ts";
-import { cleanUp, createTestService, scriptedProvider, writeConfig } from "./test-support.ts";
 
 afterEach(cleanUp);
 

@@ -4,9 +4,9 @@ import { WireHeader, WirePath } from "@deckhand/wire";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { FileClient, FileClientError } from "./file-client.ts";
 import { createFileRouter } from "./file-router.ts";
-import { type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 

@@ -3,8 +3,8 @@ import { httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
 import { type ErrorCode, ErrorCodeSchema, type ErrorResponse, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { createFileRouter } from "./file-router.ts";
-import { type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 

@@ -10,8 +10,8 @@ import {
 import { dirname, join, resolve, sep } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { resolveWorkspacePath } from "./path-guard.ts";
-import { type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { rejectionOf, type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { isPathInsideRoot, resolveWorkspacePath } from "./path-guard.ts";
-import { rejectionOf, type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 
 describe("isPathInsideRoot", () => {

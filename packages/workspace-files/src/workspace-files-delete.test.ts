@@ -9,7 +9,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { rejectionOf, type TemporaryTree, temporaryTree } from "./test-support.ts";
+import { rejectionOf, type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 
 let tree: TemporaryTree;

@@ -14,8 +14,8 @@ import { installErrorHandling } from "@deckhand/http-kit";
 import { type ErrorResponse, WirePath } from "@deckhand/wire";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { createFileRouter } from "./file-router.ts";
-import { type TemporaryTree, temporaryTree } from "./test-support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 

@@ -13,7 +13,7 @@ import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { rejectionOf, type TemporaryTree, temporaryTree } from "./test-support.ts";
+import { rejectionOf, type TemporaryTree, temporaryTree } from "../test/support.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 import { WorkspaceFilesError } from "./workspace-files-error.ts";
 

@@ -19,9 +19,9 @@ import {
 import { type AgentEvent, AgentEventSchema, collectParts } from "@deckhand/wire";
 import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../test/test-workspace.ts";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
 import { createInMemoryPermissionMemory } from "../permission-memory.ts";
-import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { type AcpBackendOptions, createAcpBackend } from "./acp-backend.ts";
 import { agentEnvironment } from "./agent-process.ts";
 

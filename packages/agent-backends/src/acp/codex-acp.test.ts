@@ -13,8 +13,8 @@ import { type FakeModel, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, AgentEventSchema, WireEnv, WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../test/test-workspace.ts";
 import type { AgentBackend, AgentSessionContext, PromptResult } from "../backend.ts";
-import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { createAcpBackend } from "./acp-backend.ts";
 import type { AcpLaunch } from "./agent-process.ts";
 

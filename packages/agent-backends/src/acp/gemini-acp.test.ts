@@ -5,8 +5,8 @@ import { chooseAuthMethod, createProviderService } from "@deckhand/providers";
 import { type CapturedRequest, type FakeModel, startFakeModel } from "@deckhand/testkit";
 import type { AgentEvent } from "@deckhand/wire";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../test/test-workspace.ts";
 import type { AgentBackend } from "../backend.ts";
-import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { createAcpBackend } from "./acp-backend.ts";
 import { type AcpLaunch, agentEnvironment } from "./agent-process.ts";
 

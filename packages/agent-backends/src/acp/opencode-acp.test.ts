@@ -13,8 +13,8 @@ import { type FakeModel, startFakeModel } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../test/test-workspace.ts";
 import type { AgentBackend } from "../backend.ts";
-import { startTestWorkspace, type TestWorkspace } from "../test-support/test-workspace.ts";
 import { createAcpBackend } from "./acp-backend.ts";
 
 // The real OpenCode, started as Deckhand starts the built-in `opencode` provider, against the

@@ -24,8 +24,8 @@ import {
 import type { BatchRun } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { repositoryAt, temporaryDirectory, testEnvironment } from "../../test/support.ts";
 import { BatchRunService } from "../batch-run-service.ts";
-import { repositoryAt, temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { createModelSpend, workspaceBudgetOf } from "./batch-spend.ts";
 
 const VERSION = "0.0.1-fake";

@@ -15,9 +15,9 @@ import {
 } from "@deckhand/testkit";
 import type { BatchRun } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { temporaryDirectory, testEnvironment } from "../../test/support.ts";
 import { readRunEvents } from "../batch-run-events.ts";
 import { BatchRunService } from "../batch-run-service.ts";
-import { temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { createHookRunner } from "./changeset-hooks.ts";
 import { ChangesetPublisher } from "./changeset-publisher.ts";
 import { CodeHostAccess } from "./code-host-access.ts";

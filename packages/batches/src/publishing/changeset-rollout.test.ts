@@ -13,9 +13,9 @@ import {
 import type { BatchRun, RolloutWindow } from "@deckhand/wire";
 import { and, asc, eq, lte } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { temporaryDirectory, testEnvironment } from "../../test/support.ts";
 import { readRunEvents } from "../batch-run-events.ts";
 import { BatchRunService } from "../batch-run-service.ts";
-import { temporaryDirectory, testEnvironment } from "../test-fixtures.ts";
 import { ChangesetPublisher } from "./changeset-publisher.ts";
 import { CHANGESET_ROLLOUT_TASK } from "./changeset-rollout.ts";
 import { CodeHostAccess } from "./code-host-access.ts";

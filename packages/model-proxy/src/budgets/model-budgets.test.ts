@@ -4,8 +4,8 @@
 import { createDb, type DbHandle, modelUsage } from "@deckhand/db";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { startHarness } from "../../test/proxy-harness.ts";
 import { DbUsageRecorder } from "../db-usage-recorder.ts";
-import { startHarness } from "../test-support/proxy-harness.ts";
 import type { ModelUsageEntry, UsageRecorder } from "../usage.ts";
 import { type BudgetScope, ModelBudgets, type ModelBudgetsFile } from "./model-budgets.ts";
 import { PriceTable } from "./spend.ts";

@@ -7,9 +7,9 @@ import { type FakeModel, item, startFakeModel, turn } from "@deckhand/testkit";
 import { type AgentEvent, WireHeader } from "@deckhand/wire";
 import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startTestWorkspace, type TestWorkspace } from "../../../test/test-workspace.ts";
 import type { PromptResult } from "../../backend.ts";
 import { createInMemoryPermissionMemory } from "../../permission-memory.ts";
-import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
 import {
   createNativeBackend,
   type NativeBackend,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type FakeModel, type FakeTurn, item, startFakeModel, turn } from "@deckhand/testkit";
 import type { RunningAgent } from "@deckhand/workspace-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestWorkspace, type TestWorkspace } from "../../test-support/test-workspace.ts";
+import { startTestWorkspace, type TestWorkspace } from "../../../test/test-workspace.ts";
 import {
   createNativeBackend,
   type NativeBackend,

@@ -7,9 +7,9 @@ import { errnoCode } from "@deckhand/errors";
 import { WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { ProcessClient, type ProcessClientOptions } from "./process-client.ts";
-import { ProcessManager, type ProcessManagerOptions } from "./process-manager.ts";
-import { createProcessRouter } from "./process-router.ts";
+import { ProcessClient, type ProcessClientOptions } from "../src/process-client.ts";
+import { ProcessManager, type ProcessManagerOptions } from "../src/process-manager.ts";
+import { createProcessRouter } from "../src/process-router.ts";
 
 /** Chat ids for scoping tests. */
 export const CHAT_A = "6f0c7a0e-8a0f-4f57-9a47-3b8f3a1c0a01";

@@ -5,17 +5,17 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { type BatchSpec, parseBatchSpec } from "@deckhand/batch-spec";
 import { createTempRepository, gitIn } from "@deckhand/testkit";
-import type { WorkspaceOutcome } from "./build-changesets.ts";
-import { checkoutWorkspace } from "./checkout-workspace.ts";
+import type { WorkspaceOutcome } from "../src/build-changesets.ts";
+import { checkoutWorkspace } from "../src/checkout-workspace.ts";
 import {
   type BatchDirectories,
   ExecutionEnvironment,
   type ExecutionEnvironmentOptions,
-} from "./execution-environment.ts";
-import { loadRepositories } from "./repositories.ts";
-import { resolveWorkspaces } from "./resolve-workspaces.ts";
-import { runWorkspace } from "./run-workspace.ts";
-import { MemoryStepCache, type StepCache } from "./step-cache.ts";
+} from "../src/execution-environment.ts";
+import { loadRepositories } from "../src/repositories.ts";
+import { resolveWorkspaces } from "../src/resolve-workspaces.ts";
+import { runWorkspace } from "../src/run-workspace.ts";
+import { MemoryStepCache, type StepCache } from "../src/step-cache.ts";
 
 export interface PlacedRepository {
   path: string;

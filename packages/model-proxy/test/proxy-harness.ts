@@ -4,10 +4,10 @@ import type { AddressInfo } from "node:net";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
-import type { LogFields, ModelProxyLogger } from "../logger.ts";
-import { createModelProxy, type ModelProxyOptions } from "../model-proxy.ts";
-import { InMemoryModelTokenStore, mintModelToken } from "../model-token.ts";
-import { InMemoryUsageRecorder } from "../usage.ts";
+import type { LogFields, ModelProxyLogger } from "../src/logger.ts";
+import { createModelProxy, type ModelProxyOptions } from "../src/model-proxy.ts";
+import { InMemoryModelTokenStore, mintModelToken } from "../src/model-token.ts";
+import { InMemoryUsageRecorder } from "../src/usage.ts";
 
 export const OPENAI_KEY = "sk-upstream-openai-key-0123456789";
 export const ANTHROPIC_KEY = "sk-ant-upstream-anthropic-key-0123456789";

@@ -14,12 +14,12 @@ import {
   scriptedAcpAgentCommand,
   scriptedAcpAgentPath,
 } from "@deckhand/testkit";
-import { MemoryProbeStore } from "./probe-store.ts";
+import { MemoryProbeStore } from "../src/probe-store.ts";
 import {
   createProviderService,
   type ProviderService,
   type ProviderServiceOptions,
-} from "./provider-service.ts";
+} from "../src/provider-service.ts";
 
 const directories = new Set<string>();
 const services = new Set<ProviderService>();

@@ -1,10 +1,12 @@
-// Helpers shared by this package's tests; not part of the public API.
+// Container-test setup for this package's tests and for other packages' (batches,
+// kubernetes-runtime, e2e) through the `@deckhand/container-runtime/test-support` entry, which
+// resolves only under the `source` condition: it is neither built nor published.
 import { ensureBusyboxTestImage } from "@deckhand/testkit";
 import {
   type ContainerRuntime,
   type DetectContainerRuntimeOptions,
   detectContainerRuntime,
-} from "./detect-container-runtime.ts";
+} from "../src/detect-container-runtime.ts";
 
 export interface ContainerTestSetup {
   /** Null when no runtime works here; then `skipReason` says why. */
