@@ -25,6 +25,7 @@ const benchmarks = [
   "spawn-cost.ts",
   "batch-preview.ts",
   "batch-run.ts",
+  "batch-apply.ts",
   "queue.ts",
   "model-proxy.ts",
   "session-stream.ts",
