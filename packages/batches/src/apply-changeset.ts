@@ -364,12 +364,7 @@ const configKeys: Record<string, keyof ApplyConfig> = {
 async function readConfig(context: Context): Promise<ApplyConfig> {
   const { stdout, exitCode } = await git(
     context,
-    [
-      "config",
-      "--null",
-      "--get-regexp",
-      "^(remote\\.origin\\.(url|pushurl)|user\\.(name|email))$",
-    ],
+    ["config", "--null", "--get-regexp", "^(remote\\.origin\\.(url|pushurl)|user\\.(name|email))$"],
     "reading the origin remote and the commit identity",
     { allowedExitCodes: [1], writes: false },
   );
