@@ -130,6 +130,12 @@ const GAPS: Row[] = [
     goal: "≥ 10,000/s",
   },
   {
+    id: "events-streamed",
+    row: "session events streamed as a turn streams them (group commit), no client",
+    before: "—",
+    goal: "≥ 10,000/s",
+  },
+  {
     id: "proxy-cpu",
     row: "model proxy CPU per MB streamed / a bare node:http pipe",
     before: "4.68×",
