@@ -325,13 +325,8 @@ async function resolveCommits(
 
 /** The full SHA of a commit, or undefined when the name resolves to none. */
 async function resolveCommit(context: Context, name: string): Promise<string | undefined> {
-  const { stdout, exitCode } = await git(
-    context,
-    ["rev-parse", "--verify", "--quiet", "--end-of-options", `${name}^{commit}`],
-    `resolving ${name}`,
-    { allowedExitCodes: [1, 128], writes: false },
-  );
-  return exitCode === 0 ? stdout.trim() : undefined;
+  const [sha] = await resolveCommits(context, [name]);
+  return sha;
 }
 
 async function isAncestor(context: Context, ancestor: string, of: string): Promise<boolean> {
