@@ -25,6 +25,7 @@ const benchmarks = [
   "spawn-cost.ts",
   "batch-preview.ts",
   "batch-run.ts",
+  "batch-apply.ts",
   "queue.ts",
   "model-proxy.ts",
   "session-stream.ts",
@@ -126,6 +127,12 @@ const GAPS: Row[] = [
     id: "events-persisted",
     row: "session events persisted one by one, no client",
     before: "478/s",
+    goal: "≥ 10,000/s",
+  },
+  {
+    id: "events-streamed",
+    row: "session events streamed as a turn streams them (group commit), no client",
+    before: "—",
     goal: "≥ 10,000/s",
   },
   {

@@ -23,6 +23,9 @@ import {
 import { ServerPath, serverPath } from "@deckhand/wire";
 import pino from "pino";
 import WebSocket from "ws";
+// Not public API: the group-commit writer an agent turn streams its events through
+// (packages/sessions/src/turns/turn-stream.ts), measured here on the server's own database.
+import { SessionEventWriter } from "../packages/sessions/src/store/session-events.ts";
 import {
   databaseUrlFromEnvironment,
   loadAverage,
@@ -123,6 +126,31 @@ async function measure(server: RunningServer, repository: string, clientCount: n
   };
 }
 
+/**
+ * The same events streamed as a turn streams them: appended without waiting for each, written
+ * by the session's group-commit writer (one multi-row insert per transaction); events/s until
+ * the last is stored, after checking every one was stored once, in order.
+ */
+async function streamed(server: RunningServer, sessionId: string): Promise<number> {
+  const messageId = randomUUID();
+  const writer = new SessionEventWriter(server.database.db, sessionId);
+  const started = performance.now();
+  for (let index = 0; index < EVENTS; index += 1) {
+    await writer.append(null, { type: "text", message_id: messageId, delta: `token ${index} ` });
+  }
+  await writer.flush();
+  const rate = round((EVENTS / (performance.now() - started)) * 1000);
+  const rows = await server.database.query<{ delta: string }>(
+    "select payload->>'delta' as delta from session_events where session_id = $1 and type = 'text' order by id",
+    [sessionId],
+  );
+  const expected = Array.from({ length: EVENTS }, (_, index) => `token ${index} `);
+  if (JSON.stringify(rows.rows.map((row) => row.delta)) !== JSON.stringify(expected)) {
+    throw new Error("the streamed events were not stored once each, in order");
+  }
+  return rate;
+}
+
 /** The database's floor: the same rows, one bare autocommitted insert each; events/s. */
 async function bareInserts(server: RunningServer, sessionId: string): Promise<number> {
   const messageId = randomUUID();
@@ -160,10 +188,12 @@ async function measureServer(label: string, databaseUrl?: string) {
     const one = await measure(server, repository.path, 1);
     const fifty = await measure(server, repository.path, 50);
     const bare = await bareInserts(server, await openSession(server, repository.path));
+    const stream = await streamed(server, await openSession(server, repository.path));
     console.log(
       `session stream, ${EVENTS} events persisted one by one (${label}), then fanned out; load average ${loadAverage()}:`,
     );
     console.log(`  bare insert, one statement each: ${bare} events/s`);
+    console.log(`  streamed as a turn streams them (group commit): ${stream} events/s`);
     for (const figures of [alone, one, fifty]) {
       console.log(
         `  ${String(figures.clients).padStart(2)} clients: ${figures.eventsPerSecond} events/s persisted, ${figures.framesPerSecond} frames/s delivered, last frame ${figures.lastFrameAfterLastPersistMs} ms after the last persist`,
@@ -172,7 +202,7 @@ async function measureServer(label: string, databaseUrl?: string) {
     console.log(
       `  persist rate with 50 clients vs none: ${(fifty.eventsPerSecond / alone.eventsPerSecond).toFixed(2)}`,
     );
-    return { bare, alone };
+    return { bare, alone, stream };
   } finally {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -190,6 +220,15 @@ try {
     anchor: { label: "bare insert per event", value: pglite.bare, unit: "events/s" },
     comparison: { value: pglite.bare / pglite.alone.eventsPerSecond, unit: "×" },
     note: "PGlite; the comparison is how many times slower than the bare insert",
+  });
+  reportFigure({
+    id: "events-streamed",
+    label: "session events streamed as an agent turn streams them (group commit), no client",
+    value: pglite.stream,
+    unit: "events/s",
+    anchor: { label: "bare insert per event", value: pglite.bare, unit: "events/s" },
+    comparison: { value: pglite.stream / pglite.bare, unit: "×" },
+    note: "PGlite; the comparison is how many times the bare insert's rate",
   });
   const databaseUrl = databaseUrlFromEnvironment();
   if (databaseUrl === undefined) {

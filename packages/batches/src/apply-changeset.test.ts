@@ -1,11 +1,17 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { inspect } from "node:util";
 import { gitIn } from "@deckhand/testkit";
 import type { BatchChangeset } from "@deckhand/wire";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { repositoryAt, temporaryDirectory } from "../test/support.ts";
-import { type ApplyChangesetOptions, applyChangeset } from "./apply-changeset.ts";
+import {
+  type ApplyChangesetOptions,
+  applyChangeset,
+  isBranchGitAccepts,
+} from "./apply-changeset.ts";
 import { BatchesError } from "./batches-error.ts";
 import { loadRepositories } from "./repositories.ts";
 import type { WorkspaceRepository } from "./resolve-workspaces.ts";
@@ -126,6 +132,34 @@ function history(repositoryPath: string, base: string, tip: string): string[] {
   const log = gitIn(repositoryPath, "log", "--reverse", "--format=%s", `${base}..${tip}`);
   return log === "" ? [] : log.split("\n");
 }
+
+/** What applying checked with git itself: `git check-ref-format refs/heads/BRANCH`, no dash. */
+function gitAcceptsBranch(branch: string): boolean {
+  if (branch.startsWith("-") || branch.includes("\0")) return false;
+  try {
+    execFileSync("git", ["check-ref-format", `refs/heads/${branch}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("isBranchGitAccepts", () => {
+  it("agrees with git check-ref-format on the branch's ref", () => {
+    const pieces = ["a", "b/", "/", ".", "..", ".lock", "@", "@{", "{", "-", " ", "~", "^", ":"];
+    const more = ["?", "*", "[", "\\", "\x7f", "\t", "ü", "HEAD", "x.", "//", "lock"];
+    const name = fc
+      .array(fc.constantFrom(...pieces, ...more), { maxLength: 6 })
+      .map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(name, (branch) => isBranchGitAccepts(branch) === gitAcceptsBranch(branch)),
+      { numRuns: 300 },
+    );
+    for (const branch of ["HEAD", "@", "a@b", "x/@", "", "-x", "a.lock", "batch/update-app"]) {
+      expect(isBranchGitAccepts(branch), branch).toBe(gitAcceptsBranch(branch));
+    }
+  });
+});
 
 describe("applyChangeset: creating and re-applying", () => {
   it("creates the branch with one commit of the diff on the base, with the changeset's message and author", async () => {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { errorMessage } from "@deckhand/errors";
 import { GitError, redactUrl, runGit } from "@deckhand/git";
-import type { BatchChangeset } from "@deckhand/wire";
+import { type BatchChangeset, branchNameProblem } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import { type RepositoryGitOptions, remoteFailure, repositoryGit } from "./repository-git.ts";
 import type { WorkspaceRepository } from "./resolve-workspaces.ts";
@@ -132,12 +132,23 @@ export async function applyChangeset(options: ApplyChangesetOptions): Promise<Ap
     signal: options.signal,
     remoteEnvironment: options.remoteEnvironment,
   };
-  await validate(context, changeset);
+  validate(context, changeset);
+  const previous = options.previousCommit ?? undefined;
+  // One git process resolves the base, the branch and Deckhand's last commit; one reads the
+  // config this apply needs.
+  const [baseCommit, local, resolvedPrevious] = await resolveCommits(context, [
+    changeset.base_revision,
+    context.ref,
+    ...(previous === undefined ? [] : [previous]),
+  ]);
+  if (baseCommit !== changeset.base_revision) throw baseNotFound(context, changeset);
+  const previousCommit = resolvedPrevious === previous ? previous : undefined;
+  const config = await readConfig(context);
   const push = options.push ?? repository.host.type === "git";
-  const remote = push ? await originOf(context) : undefined;
+  const remote = push ? originOf(context, config) : undefined;
 
-  const local = await resolveCommit(context, context.ref);
-  const remoteTip = remote === undefined ? undefined : await fetchRemoteTip(context, remote);
+  const known = new Set([local, previousCommit].filter((sha) => sha !== undefined));
+  const remoteTip = remote === undefined ? undefined : await fetchRemoteTip(context, remote, known);
   const tip = await currentTip(context, {
     local,
     remote: remoteTip,
@@ -145,7 +156,7 @@ export async function applyChangeset(options: ApplyChangesetOptions): Promise<Ap
   });
 
   const base = changeset.base_revision;
-  const committer = (await configuredIdentity(context)) ?? DECKHAND_COMMIT_IDENTITY;
+  const committer = configuredIdentity(config) ?? DECKHAND_COMMIT_IDENTITY;
   const wanted: CommitInfo = {
     tree: await writeChangesetTree(context, base, changeset.diff),
     parents: [base],
@@ -158,7 +169,15 @@ export async function applyChangeset(options: ApplyChangesetOptions): Promise<Ap
   const result =
     tip === undefined
       ? fresh(await makeCommit(), "created")
-      : await reapply(context, { tip, wanted, makeCommit, committer, options, onConflict });
+      : await reapply(context, {
+          tip,
+          wanted,
+          makeCommit,
+          committer,
+          options,
+          previousCommit,
+          onConflict,
+        });
 
   if (result.commit !== local) {
     await refuseIfCheckedOut(context);
@@ -196,18 +215,25 @@ async function reapply(
     makeCommit: () => Promise<string>;
     committer: Identity;
     options: ApplyChangesetOptions;
+    /** `options.previousCommit` when it is in the repository. */
+    previousCommit: string | undefined;
     onConflict: ApplyConflictPolicy;
   },
 ): Promise<Outcome> {
   const { tip, wanted, options } = state;
   const base = wanted.parents[0]!;
-  const ours = await findDeckhandCommit(context, { tip, base, tree: wanted.tree }, options);
+  const ours = await findDeckhandCommit(context, {
+    tip,
+    base,
+    tree: wanted.tree,
+    previous: state.previousCommit,
+  });
   if (ours === undefined) {
     if (!(await isAncestor(context, tip, base))) throw foreignBranch(context, tip, options);
     // The branch points into the base's history: moving it to a child of the base drops nothing.
     return fresh(await state.makeCommit(), "updated");
   }
-  const foreign = await commitsBetween(context, ours, tip);
+  const foreign = ours === tip ? [] : await commitsBetween(context, ours, tip);
   if (sameCommit(await readCommit(context, ours), wanted)) {
     return {
       commit: tip,
@@ -227,20 +253,15 @@ async function reapply(
   };
 }
 
-async function validate(context: Context, changeset: BatchChangeset): Promise<void> {
+/** Refuses a changeset that cannot be applied, before any git process runs. */
+function validate(context: Context, changeset: BatchChangeset): void {
   if (changeset.repository !== context.name) {
     throw new BatchesError(
       "invalid_changeset",
       `the changeset for branch ${changeset.branch} belongs to ${changeset.repository}, not to ${context.name} (${context.cwd}); apply it to its own repository`,
     );
   }
-  const { exitCode } = await git(
-    context,
-    ["check-ref-format", context.ref],
-    "checking the branch name",
-    { allowedExitCodes: [1] },
-  );
-  if (exitCode !== 0 || changeset.branch.startsWith("-")) {
+  if (!isBranchGitAccepts(changeset.branch)) {
     throw new BatchesError(
       "invalid_changeset",
       `the changeset's branch ${JSON.stringify(changeset.branch)} is not a valid git branch name; fix changesetTemplate.branch`,
@@ -258,23 +279,54 @@ async function validate(context: Context, changeset: BatchChangeset): Promise<vo
       `the changeset for branch ${changeset.branch} of ${context.name} has no changes, so there is nothing to commit`,
     );
   }
-  if ((await resolveCommit(context, changeset.base_revision)) !== changeset.base_revision) {
-    throw new BatchesError(
-      "revision_not_found",
-      `the changeset's base commit ${changeset.base_revision} (${changeset.base_branch}) is not in ${context.name} at ${context.cwd}; resolve the workspaces again and re-run the steps`,
-    );
-  }
+}
+
+function baseNotFound(context: Context, changeset: BatchChangeset): BatchesError {
+  return new BatchesError(
+    "revision_not_found",
+    `the changeset's base commit ${changeset.base_revision} (${changeset.base_branch}) is not in ${context.name} at ${context.cwd}; resolve the workspaces again and re-run the steps`,
+  );
+}
+
+/**
+ * Whether `git check-ref-format refs/heads/BRANCH` accepts the branch and it does not start with
+ * a dash: the rules of `--branch` (`branchNameProblem`), which refuse HEAD besides.
+ */
+export function isBranchGitAccepts(branch: string): boolean {
+  return branch !== "" && (branch === "HEAD" || branchNameProblem(branch) === null);
+}
+
+/**
+ * The full SHA of the commit each name resolves to, or undefined, in one git process: what
+ * `git rev-parse --verify NAME^{commit}` says of each. A name git's input could not carry (a
+ * line break) resolves to nothing.
+ */
+async function resolveCommits(
+  context: Context,
+  names: readonly string[],
+): Promise<(string | undefined)[]> {
+  const asked = names.map((name) => (/[\r\n]/.test(name) ? undefined : name));
+  const lines = asked.flatMap((name) => (name === undefined ? [] : [`${name}^{commit}`]));
+  if (lines.length === 0) return names.map(() => undefined);
+  const { stdout } = await git(
+    context,
+    ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+    `resolving ${lines.length === 1 ? lines[0] : `${lines.length} revisions`}`,
+    { input: `${lines.join("\n")}\n`, writes: false },
+  );
+  const answers = stdout.split("\n");
+  let next = 0;
+  return asked.map((name) => {
+    if (name === undefined) return undefined;
+    const [sha, type] = answers[next++]!.split(" ");
+    return type === "commit" && /^[0-9a-f]{40,64}$/.test(sha!) ? sha : undefined;
+  });
 }
 
 /** The full SHA of a commit, or undefined when the name resolves to none. */
 async function resolveCommit(context: Context, name: string): Promise<string | undefined> {
-  const { stdout, exitCode } = await git(
-    context,
-    ["rev-parse", "--verify", "--quiet", "--end-of-options", `${name}^{commit}`],
-    `resolving ${name}`,
-    { allowedExitCodes: [1, 128], writes: false },
-  );
-  return exitCode === 0 ? stdout.trim() : undefined;
+  const [sha] = await resolveCommits(context, [name]);
+  return sha;
 }
 
 async function isAncestor(context: Context, ancestor: string, of: string): Promise<boolean> {
@@ -288,19 +340,45 @@ async function isAncestor(context: Context, ancestor: string, of: string): Promi
   return exitCode === 0;
 }
 
-async function configValue(context: Context, key: string): Promise<string | undefined> {
-  const { stdout, exitCode } = await git(context, ["config", "--get", key], `reading ${key}`, {
-    allowedExitCodes: [1],
-    writes: false,
-  });
-  const value = stdout.trim();
-  return exitCode === 0 && value !== "" ? value : undefined;
+/** What an apply reads of git's config (the repository's and the global one). */
+interface ApplyConfig {
+  originUrl?: string;
+  originPushUrl?: string;
+  userName?: string;
+  userEmail?: string;
+}
+
+const configKeys: Record<string, keyof ApplyConfig> = {
+  "remote.origin.url": "originUrl",
+  "remote.origin.pushurl": "originPushUrl",
+  "user.name": "userName",
+  "user.email": "userEmail",
+};
+
+/** The four keys in one git process; the last value of a key wins, as `git config --get`. */
+async function readConfig(context: Context): Promise<ApplyConfig> {
+  const { stdout, exitCode } = await git(
+    context,
+    ["config", "--null", "--get-regexp", "^(remote\\.origin\\.(url|pushurl)|user\\.(name|email))$"],
+    "reading the origin remote and the commit identity",
+    { allowedExitCodes: [1], writes: false },
+  );
+  const config: ApplyConfig = {};
+  if (exitCode !== 0) return config;
+  for (const entry of stdout.split("\0")) {
+    const split = entry.indexOf("\n");
+    const field = configKeys[split < 0 ? entry : entry.slice(0, split)];
+    if (field === undefined) continue;
+    const value = split < 0 ? "" : entry.slice(split + 1).trim();
+    if (value === "") delete config[field];
+    else config[field] = value;
+  }
+  return config;
 }
 
 /** The repository's `user.name` and `user.email` (its own config or the global one). */
-async function configuredIdentity(context: Context): Promise<Identity | undefined> {
-  const name = await configValue(context, "user.name");
-  const email = await configValue(context, "user.email");
+function configuredIdentity(config: ApplyConfig): Identity | undefined {
+  const { userName: name, userEmail: email } = config;
   return name !== undefined && email !== undefined ? { name, email } : undefined;
 }
 
@@ -311,15 +389,15 @@ interface Remote {
   shown: string;
 }
 
-async function originOf(context: Context): Promise<Remote> {
-  const url = await configValue(context, "remote.origin.url");
+function originOf(context: Context, config: ApplyConfig): Remote {
+  const url = config.originUrl;
   if (url === undefined) {
     throw new BatchesError(
       "push_failed",
       `${context.name} (${context.cwd}) has no origin remote to push branch ${context.branch} to; add one (git remote add origin URL) or apply without pushing`,
     );
   }
-  const pushUrl = await configValue(context, "remote.origin.pushurl");
+  const pushUrl = config.originPushUrl;
   return { urls: pushUrl === undefined ? [url] : [url, pushUrl], shown: redactUrl(pushUrl ?? url) };
 }
 
@@ -343,7 +421,11 @@ function remoteError(
  * them): undefined when origin has no such branch. Fetched into a temporary ref (and nowhere
  * else, not even FETCH_HEAD), which is deleted again; the objects stay.
  */
-async function fetchRemoteTip(context: Context, remote: Remote): Promise<string | undefined> {
+async function fetchRemoteTip(
+  context: Context,
+  remote: Remote,
+  known: ReadonlySet<string>,
+): Promise<string | undefined> {
   const run = (args: string[]) =>
     runGit([...quiet, ...args], {
       cwd: context.cwd,
@@ -362,7 +444,7 @@ async function fetchRemoteTip(context: Context, remote: Remote): Promise<string 
   } catch (error) {
     throw remoteError(context, remote, "reading", advice, error);
   }
-  if (listed === undefined) return undefined;
+  if (listed === undefined || known.has(listed)) return listed;
   if ((await resolveCommit(context, listed)) === listed) return listed;
   const temporary = `refs/deckhand/apply/${randomUUID()}`;
   try {
@@ -510,15 +592,10 @@ function sameCommit(existing: CommitInfo, wanted: CommitInfo): boolean {
  */
 async function findDeckhandCommit(
   context: Context,
-  branch: { tip: string; base: string; tree: string },
-  options: ApplyChangesetOptions,
+  branch: { tip: string; base: string; tree: string; previous: string | undefined },
 ): Promise<string | undefined> {
-  const previous = options.previousCommit ?? undefined;
-  if (
-    previous !== undefined &&
-    (await resolveCommit(context, previous)) === previous &&
-    (await isAncestor(context, previous, branch.tip))
-  ) {
+  const { previous } = branch;
+  if (previous !== undefined && (await isAncestor(context, previous, branch.tip))) {
     return previous;
   }
   if (!(await isAncestor(context, branch.base, branch.tip)) || branch.base === branch.tip) {

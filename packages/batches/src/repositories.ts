@@ -387,13 +387,14 @@ export async function locateRepository(
   const mirror = (refresh: boolean) =>
     gitUrlRepository(host, options.cacheDirectory, refresh, options.signal, options.gitEnvironment);
   // The mirror as it is first (no network); fetched only when it lacks the commit.
-  let found = await mirror(false);
-  if (!(await hasCommit(found.path, revision))) found = await mirror(true);
-  if (!(await hasCommit(found.path, revision))) {
+  const found = await mirror(false);
+  if (await hasCommit(found.path, revision)) return found.path;
+  const fetched = await mirror(true);
+  if (!(await hasCommit(fetched.path, revision))) {
     throw new BatchesError(
       "revision_not_found",
       `repository ${repository.name} has no commit ${revision} any more (a force push?); run the spec again`,
     );
   }
-  return found.path;
+  return fetched.path;
 }
