@@ -18,6 +18,7 @@ import {
   type LaunchProfile,
   ProcessLauncher,
 } from "@deckhand/sandbox";
+import { WirePath } from "@deckhand/wire";
 import { median, reportFigure, reportSkipped, round } from "./support/figures.ts";
 import { processTree } from "./support/process-tree.ts";
 
@@ -64,7 +65,7 @@ const make = (stepNetwork: "full" | "none") =>
     settings: { ...DEFAULT_SANDBOX_SETTINGS, stepNetwork },
     // What a server hands its launcher: the model proxy on its port, answered in process.
     modelProxy: {
-      pathPrefix: "/model-provider",
+      pathPrefix: WirePath.modelProvider,
       port: () => 7420,
       fetch: () => new Response("{}", { headers: { "content-type": "application/json" } }),
     },

@@ -75,7 +75,7 @@ describe("deckhand executor arguments", () => {
       serverUrl: "http://deckhand.internal:7420",
     });
     expect(await usageError([], environment)).toMatch(
-      /DECKHAND_EXECUTOR_TOKEN is set: pass --server-url URL/,
+      `${WireEnv.executorToken} is set: pass --server-url URL`,
     );
     const both = await usageError(
       ["--server-url", "http://deckhand.internal:7420", "--database-url", URL_A],
@@ -85,7 +85,7 @@ describe("deckhand executor arguments", () => {
     expect(both).not.toContain("s3cret-pw");
     // Without either, the message leads with the executor token.
     expect(await usageError([])).toMatch(
-      /pass --server-url URL with an executor token in DECKHAND_EXECUTOR_TOKEN/,
+      `pass --server-url URL with an executor token in ${WireEnv.executorToken}`,
     );
   });
 

@@ -3,7 +3,7 @@
 import { createServer } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { WireEnv } from "@deckhand/wire";
+import { ServerPath, WireEnv } from "@deckhand/wire";
 import { resolveAgentConfig, startAgent } from "@deckhand/workspace-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cleanups, startTestServer, type TestServer, tempDir } from "../../server/test/harness.ts";
@@ -69,7 +69,7 @@ describe("deckhand health server", () => {
     expect(result).toEqual({
       code: 0,
       stdout: `server http://127.0.0.1:${port} is healthy (version ${
-        JSON.parse((await open.api("GET", "/api/health")).text).version
+        JSON.parse((await open.api("GET", ServerPath.health)).text).version
       })\n`,
       stderr: "",
     });

@@ -12,6 +12,7 @@ import {
   ServerPath,
   serverPath,
   serverRoutes,
+  WireHeader,
   WirePath,
 } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
@@ -210,7 +211,7 @@ describe.each(backends)("executor API ($backend)", ({ backend }) => {
         method: "POST",
         headers: {
           authorization: `Bearer ${minted.body.token}`,
-          "deckhand-job-id": minted.body.job_id,
+          [WireHeader.jobId]: minted.body.job_id,
           "content-type": "application/json",
         },
         body: "{}",

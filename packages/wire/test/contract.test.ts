@@ -37,6 +37,7 @@ describe("contract parity", () => {
       serverAllowedHosts: "DECKHAND_ALLOWED_HOSTS",
       serverAllowedOrigins: "DECKHAND_ALLOWED_ORIGINS",
       agentAllowedHosts: "DECKHAND_AGENT_ALLOWED_HOSTS",
+      executorToken: "DECKHAND_EXECUTOR_TOKEN",
     });
     expect(WireHeader.jobId).toBe("Deckhand-Job-Id");
     expect(WireHeader.chatId).toBe("Deckhand-Chat-Id");
