@@ -111,6 +111,8 @@ describe("deckhand command dispatch", () => {
         ),
       ),
     ).toEqual([]);
-    expect(loaded.filter((url) => url.includes("/apps/agent/"))).toEqual([]);
+    expect(
+      loaded.filter((url) => /\/apps\/agent\/|\/packages\/(sessions|agent-backends)\//.test(url)),
+    ).toEqual([]);
   });
 });

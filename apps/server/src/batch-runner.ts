@@ -127,7 +127,7 @@ async function compose(start: Foundation): Promise<RunningBatchRunner> {
     logger,
     modelProxyUrl: modelProxy,
   };
-  const providers = lazyProviders(start, input, modelTokens);
+  const providers = runnerProviders(start, input, modelTokens);
   const batches = batchRunService(input, {
     modelTokens,
     providers: () => providers,
@@ -192,31 +192,18 @@ function lazyModelProxy(
   };
 }
 
-/** The agent providers acp steps name, made (with the native agent's names) on first use. */
-function lazyProviders(
+/**
+ * The agent providers acp steps name (a spec's are checked against them, and a running acp step
+ * starts one): never probed or snapshotted here, so made without the native agent's names.
+ */
+function runnerProviders(
   start: Foundation,
   input: BatchServicesInput,
   modelTokens: DbModelTokenStore,
 ): Pick<ProviderService, "list" | "resolve"> {
-  let made: Promise<ProviderService> | null = null;
-  const service = () => {
-    made ??= (async () => {
-      // The session domain names the native agent; it is loaded only for a run with acp steps.
-      const { DEFAULT_NATIVE_MODEL, NATIVE_AGENT_TYPE } = await import("@deckhand/sessions");
-      const providers = providerService(input, {
-        modelTokens,
-        native: { agentType: NATIVE_AGENT_TYPE, defaultModel: DEFAULT_NATIVE_MODEL },
-        projectDirectory: async () => null,
-      });
-      start.parts.started("providers", () => providers.close());
-      return providers;
-    })();
-    return made;
-  };
-  return {
-    list: async () => (await service()).list(),
-    resolve: async (id, resolveOptions) => (await service()).resolve(id, resolveOptions),
-  };
+  const providers = providerService(input, { modelTokens, projectDirectory: async () => null });
+  start.parts.started("providers", () => providers.close());
+  return providers;
 }
 
 /** The route of `operationId` in the server's route table. */

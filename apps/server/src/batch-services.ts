@@ -120,7 +120,12 @@ export function providerService(
   input: BatchServicesInput,
   parts: {
     modelTokens: DbModelTokenStore;
-    native: NativeAgentNames;
+    /**
+     * The native agent's names, which only snapshots read (its models, whether its upstream is
+     * configured); absent where no snapshot is ever taken: the batch runner's acp steps only
+     * list and resolve providers, and it does not load the session domain that names them.
+     */
+    native?: NativeAgentNames;
     /** A project's checkout, where a snapshot for it also looks commands up; null if none. */
     projectDirectory: (projectId: string) => Promise<string | null>;
   },
@@ -131,8 +136,9 @@ export function providerService(
     configPath: config.providersConfigPath,
     probeStore: new DbProbeStore(database.db),
     // The native agent talks to the upstream configured for its own agent type.
-    modelUpstreamConfigured: () => native.agentType in config.modelUpstreams,
-    nativeModels: [...new Set([config.nativeModel ?? native.defaultModel, ...config.nativeModels])],
+    modelUpstreamConfigured: () =>
+      native !== undefined && native.agentType in config.modelUpstreams,
+    nativeModels: nativeModels(config, native),
     // Probes start an agent as sessions do: pointed at the proxy with a token of its own,
     // revoked once the probe ends. Probes may start before the server listens (warmUp); their
     // proxy access waits for it.
@@ -157,4 +163,10 @@ export function providerService(
       warn: (message, fields) => logger.warn({ component: "providers", ...fields }, message),
     },
   });
+}
+
+/** The native agent's models: the configured default (else the agent's own) and the others. */
+function nativeModels(config: ServerConfig, native: NativeAgentNames | undefined): string[] {
+  const first = config.nativeModel ?? native?.defaultModel;
+  return [...new Set([...(first !== undefined ? [first] : []), ...config.nativeModels])];
 }
