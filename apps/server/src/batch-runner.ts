@@ -181,10 +181,13 @@ function lazyModelProxy(
             { cause: error },
           ),
       );
-      parts.started(
-        "http",
-        () => new Promise<void>((resolveClose) => http.server.close(() => resolveClose())),
-      );
+      parts.started("http", async () => {
+        const closed = new Promise<void>((resolveClose) => http.server.close(() => resolveClose()));
+        // It stops after the batch worker: no step is left to talk to the proxy, so a
+        // connection an agent left open is only idle.
+        if ("closeAllConnections" in http.server) http.server.closeAllConnections();
+        await closed;
+      });
       endpoint.listened(http.url, http.port, (request) => app.fetch(request));
       return `${http.url}`;
     })();
