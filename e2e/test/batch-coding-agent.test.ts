@@ -466,3 +466,90 @@ describe.runIf(databaseBackends.includes("postgres"))(
     }, 120_000);
   },
 );
+
+// The same step in a standalone `deckhand batch preview` (no --server): the CLI's process runs
+// the batch engine alone, and its model proxy listens on loopback only once the step leases a
+// token. The agent reaches the upstream through it, and the upstream's key never reaches the agent.
+describe("a codingAgent step in a standalone deckhand batch preview", () => {
+  let model: FakeModel;
+  let release: FakeCodexRelease;
+  let code: string;
+  let records: string;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    model = await startFakeModel();
+    release = await startFakeCodexRelease({ version: VERSION });
+    code = generateRepositories([REPOSITORY]);
+    records = mkdtempSync(join(tmpdir(), "deckhand-e2e-records-"));
+    dataDir = mkdtempSync(join(tmpdir(), "deckhand-e2e-standalone-"));
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        codeHosts: [{ type: "directory", path: code }],
+        modelUpstreams: {
+          codex: { kind: "openai", baseUrl: `${model.url}/v1`, apiKeyEnv: UPSTREAM_KEY_ENV },
+        },
+        codingAgent: {
+          versions: { codex: VERSION },
+          models: { codex: MODEL },
+          install_sources: { codex: { kind: "release", base_url: release.baseUrl } },
+        },
+        sandbox: { writable: [records] },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await release?.close();
+    await model?.close();
+    for (const directory of [code, records, dataDir]) {
+      if (directory) rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("runs the agent through a model proxy the command starts for the step", async () => {
+    model.script([
+      turn.text(`${fakeCodexDirective.write("GREETING.md", `hello ${REPOSITORY}\n`)}\nDone.`),
+    ]);
+    const recordFile = join(records, "request.json");
+    const specFile = join(records, "agent.yaml");
+    writeFileSync(specFile, spec(recordFile));
+    const cli = spawn(
+      process.execPath,
+      [
+        "--conditions=source",
+        join(repositoryRoot, "apps/cli/src/bin.ts"),
+        ...["batch", "preview", specFile, "--data-dir", dataDir, "--runtime", "local", "--json"],
+      ],
+      {
+        cwd: repositoryRoot,
+        env: { ...process.env, [UPSTREAM_KEY_ENV]: UPSTREAM_KEY, HOME: records },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    cli.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    cli.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const [exitCode] = (await once(cli, "exit")) as [number | null];
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect({ exitCode, stderr, summary: lines.at(-1) }).toEqual({
+      exitCode: 0,
+      stderr: "",
+      summary: expect.objectContaining({ steps_run: 1, changesets: 1, failed: 0 }),
+    });
+    const changeset = lines.find((line) => line.type === "changeset");
+    expect(String(changeset?.diff)).toContain(`+hello ${REPOSITORY}`);
+    // The agent talked to the loopback proxy with a job token, never with the upstream's key.
+    const recorded = JSON.parse(readFileSync(recordFile, "utf8")) as RecordedRequest;
+    expect(recorded.url).toMatch(
+      new RegExp(`^http://127\\.0\\.0\\.1:\\d+${WirePath.modelProvider}/codex/`),
+    );
+    expect(stdout).not.toContain(UPSTREAM_KEY);
+    expect(JSON.stringify(recorded)).not.toContain(UPSTREAM_KEY);
+  }, 180_000);
+});

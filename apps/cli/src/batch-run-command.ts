@@ -1,9 +1,9 @@
-// `deckhand batch preview|apply <spec>`: composition only. The spec goes to a server's batch-run
-// API (the one named by --server, or one started in this process), the run's stream is followed
-// to its end and shown; the work itself is @deckhand/batches', behind the server.
+// `deckhand batch preview|apply <spec>`: composition only. The spec goes to a batch-run API (a
+// server's, named by --server, or the batch engine started in this process), the run's events
+// are followed to its end and shown; the work itself is @deckhand/batches'.
 import { readFileSync } from "node:fs";
 import { errorMessage } from "@deckhand/errors";
-import { createServerClient, ServerApiError, type ServerClient } from "@deckhand/server-client";
+import { ServerApiError } from "@deckhand/server-client";
 import type { BatchRun, BatchRunAction, CreateBatchRunRequest } from "@deckhand/wire";
 import {
   type BatchRunArguments,
@@ -11,14 +11,10 @@ import {
   parseBatchRunArguments,
   specDirectoryOf,
 } from "./batch-run-arguments.ts";
-import { BatchRunFollower, RunStreamLostError } from "./batch-run-follow.ts";
+import { RunStreamLostError } from "./batch-run-follow.ts";
 import { RunProgress, type RunSummary, runErrorText } from "./batch-run-output.ts";
+import { type RunTarget, serverTarget } from "./batch-run-target.ts";
 import { JsonLinesView, type RunView, TerminalView, type ViewOutput } from "./batch-run-view.ts";
-import {
-  DataDirInUseError,
-  EmbeddedServerConfigError,
-  startEmbeddedServer,
-} from "./embedded-server.ts";
 import { runSpendLine } from "./spend-output.ts";
 import { unreadableFileReason } from "./unreadable-file.ts";
 
@@ -44,9 +40,9 @@ const SPEND_POLL_MS = 5_000;
  * Reads the run's spend now and every few seconds into the view; stopping reads it once more.
  * A server without the spend route (an older one) just shows none.
  */
-function followSpend(client: ServerClient, runId: string, view: RunView): () => Promise<void> {
+function followSpend(target: RunTarget, runId: string, view: RunView): () => Promise<void> {
   const read = () =>
-    client.getBatchRunSpend({ params: { batch_run_id: runId } }).then(
+    target.runSpend(runId).then(
       (report) => view.spend(runSpendLine(report)),
       () => {},
     );
@@ -86,48 +82,26 @@ function readSpec(parsed: BatchRunArguments): string {
 /** A failure the command reports in one message and exits 1 for. */
 class CommandError extends Error {}
 
-/** Where the run's API is, and how to let it go afterwards. */
-interface Target {
-  client: ServerClient;
-  follower: BatchRunFollower;
-  /** For messages: where checkouts are kept with --keep-logs, say. */
-  dataDir: string | null;
-  close(): Promise<void>;
-}
-
-/** The client of a server and the follower of its runs' streams. */
-function reach(baseUrl: string, token: string | null): Pick<Target, "client" | "follower"> {
-  const client = createServerClient({ baseUrl, token });
-  return { client, follower: new BatchRunFollower({ client, token }) };
-}
-
-async function connect(parsed: BatchRunArguments, io: BatchRunIo): Promise<Target> {
+async function connect(parsed: BatchRunArguments, io: BatchRunIo): Promise<RunTarget> {
   if (parsed.target.kind === "server") {
-    return {
-      ...reach(parsed.target.url, parsed.target.token),
-      dataDir: null,
-      close: async () => {},
-    };
+    return serverTarget(parsed.target.url, parsed.target.token);
   }
+  // Loaded only here: the engine, the database and PGlite are for runs without --server.
+  const embedded = await import("./embedded-runner.ts");
   try {
-    const server = await startEmbeddedServer({
+    return await embedded.startEmbeddedRunner({
       dataDir: parsed.target.dataDir,
       concurrency: parsed.target.concurrency,
       env: io.env,
       cwd: io.cwd,
     });
-    return {
-      ...reach(server.url, server.token),
-      dataDir: server.dataDir,
-      close: () => server.close(),
-    };
   } catch (error) {
-    if (error instanceof DataDirInUseError) {
+    if (error instanceof embedded.DataDirInUseError) {
       throw new CommandError(
         `${error.message.replace(/; stop that process.*$/, "")}. Is "deckhand up" running there? Run the spec on it with --server (e.g. --server http://127.0.0.1:7420), or pass another --data-dir`,
       );
     }
-    if (error instanceof EmbeddedServerConfigError) throw new CommandError(error.message);
+    if (error instanceof embedded.EmbeddedRunnerConfigError) throw new CommandError(error.message);
     throw error;
   }
 }
@@ -170,13 +144,13 @@ export async function runBatchRunCommand(
   let startedAt = now();
   // Set from signal handlers, so kept in an object TypeScript does not narrow.
   const state: { interrupted: StopSignal | null } = { interrupted: null };
-  let client: ServerClient | null = null;
+  let target: RunTarget | null = null;
   let run: BatchRun | null = null;
   let view: RunView | null = null;
   const stopWaiting = new AbortController();
   const cancel = () => {
-    if (client === null || run === null) return;
-    client.cancelBatchRun({ params: { batch_run_id: run.id } }).catch((error: unknown) => {
+    if (target === null || run === null) return;
+    target.cancelRun(run.id).catch((error: unknown) => {
       io.stderr.write(`deckhand batch ${action}: cancelling failed: ${errorMessage(error)}\n`);
       stopWaiting.abort();
     });
@@ -195,11 +169,9 @@ export async function runBatchRunCommand(
     cancel();
   });
 
-  let target: Target | null = null;
   try {
     const source = readSpec(parsed);
     target = await connect(parsed, io);
-    client = target.client;
     if (state.interrupted !== null) return SIGNAL_EXIT[state.interrupted];
     const request: CreateBatchRunRequest = {
       source,
@@ -208,7 +180,7 @@ export async function runBatchRunCommand(
       action,
       options: parsed.options,
     };
-    run = await client.createBatchRun({ body: request });
+    run = await target.createRun(request);
     // The run's own time, without starting a server in this process.
     startedAt = now();
     view =
@@ -226,9 +198,9 @@ export async function runBatchRunCommand(
     if (state.interrupted !== null) cancel();
     const progress = new RunProgress();
     const shown = view;
-    const stopSpend = followSpend(client, run.id, shown);
+    const stopSpend = followSpend(target, run.id, shown);
     try {
-      await target.follower.follow(run.id, {
+      await target.follow(run.id, {
         signal: stopWaiting.signal,
         onEvent: (event) => {
           progress.apply(event.event);
@@ -252,10 +224,7 @@ export async function runBatchRunCommand(
     }
     const runId = run.id;
     const changesets = shown.wantsChangesets
-      ? await client
-          .listBatchRunChangesets({ params: { batch_run_id: runId } })
-          .then((answer) => answer.changesets)
-          .catch(() => undefined)
+      ? await target.changesets(runId).catch(() => undefined)
       : undefined;
     shown.finished({
       summary,

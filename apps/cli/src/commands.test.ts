@@ -85,4 +85,34 @@ describe("deckhand command dispatch", () => {
     // The server parses the spec it is sent.
     expect(loaded.filter((url) => /\/packages\/batch-spec\/|\/yaml\//.test(url))).toEqual([]);
   });
+
+  it("runs a spec without --server on the batch engine alone, not the server around it", () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "deckhand-cli-standalone-"));
+    scratchDirectories.push(dataDir);
+    // No code host is configured: the run resolves no workspace and completes.
+    const { status, stdout, loaded } = runFromSources([
+      "batch",
+      "preview",
+      validSpec,
+      "--data-dir",
+      dataDir,
+      "--json",
+    ]);
+    expect(status).toBe(0);
+    expect(stdout).toContain('"type":"run_finished","status":"completed"');
+    expect(loaded.some((url) => url.endsWith("/apps/server/src/batch-runner.ts"))).toBe(true);
+    expect(loaded.some((url) => url.includes("/db/src/"))).toBe(true);
+    // Not the HTTP API, its streams, the workspace agent or the session domain's
+    // hubs and turns: the standalone run starts only what a batch run needs.
+    expect(
+      loaded.filter((url) =>
+        /\/apps\/server\/src\/(start-server|create-server-app|api-routes|server-http|event-stream-socket|workspace-sessions|server-services|session-[a-z-]+)\.ts$/.test(
+          url,
+        ),
+      ),
+    ).toEqual([]);
+    expect(
+      loaded.filter((url) => /\/apps\/agent\/|\/packages\/(sessions|agent-backends)\//.test(url)),
+    ).toEqual([]);
+  });
 });

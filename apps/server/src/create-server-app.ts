@@ -14,13 +14,7 @@ import {
   type OriginPolicy,
   securityHeaders,
 } from "@deckhand/http-kit";
-import {
-  createModelProxy,
-  type ModelProxyLogger,
-  type ModelTokenStore,
-  type UpstreamConfig,
-  type UsageRecorder,
-} from "@deckhand/model-proxy";
+import type { ModelTokenStore, UpstreamConfig, UsageRecorder } from "@deckhand/model-proxy";
 import { createProvidersRouter, type ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
 import { type AgentTurns, type SessionDomain, SessionProcesses } from "@deckhand/sessions";
@@ -34,6 +28,10 @@ import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { executorTokenScope, registerExecutorRoutes } from "./executor-routes.ts";
 import type { ExecutorTokenStore } from "./executor-tokens.ts";
+import { limitModelProxyBody, mountModelProxy } from "./model-proxy-app.ts";
+
+export { MODEL_PROXY_MAX_BODY_BYTES } from "./model-proxy-app.ts";
+
 import { registerHealthRoute } from "./server-health.ts";
 import { type ServerDirectory, withoutServerPaths } from "./server-paths.ts";
 import { sessionsErrorToHttp } from "./sessions-http-errors.ts";
@@ -102,24 +100,8 @@ export interface ServerAppOptions {
   serverPaths?: readonly ServerDirectory[];
 }
 
-/**
- * The largest request the model proxy forwards: 32 MiB, the request size limit of the Anthropic
- * Messages API (OpenAI's is larger still), since an agent's request carries its whole
- * conversation, images included, and a bigger one would be refused upstream anyway.
- */
-export const MODEL_PROXY_MAX_BODY_BYTES = 32 * 1024 * 1024;
-
 function isApiPath(path: string): boolean {
   return path === WirePath.serverApi || path.startsWith(`${WirePath.serverApi}/`);
-}
-
-/** pino takes fields first; the proxy's logger interface takes the message first. */
-function proxyLogger(logger: Logger): ModelProxyLogger {
-  return {
-    info: (message, fields) => logger.info(fields ?? {}, message),
-    warn: (message, fields) => logger.warn(fields ?? {}, message),
-    error: (message, fields) => logger.error(fields ?? {}, message),
-  };
 }
 
 /** The control plane's HTTP application: admin auth, health, and the model-provider proxy. */
@@ -155,7 +137,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
       setting: "maxRequestBodyBytes in config.json",
     }),
   );
-  app.use(`${WirePath.modelProvider}/*`, limitBody({ maxBytes: MODEL_PROXY_MAX_BODY_BYTES }));
+  app.use(`${WirePath.modelProvider}/*`, limitModelProxyBody());
   app.use(`${WirePath.serverApi}/*`, async (context, next) => {
     const method = context.req.method;
     if (method !== "GET" && method !== "HEAD" && options.shuttingDown?.()) {
@@ -227,18 +209,15 @@ export function createServerApp(options: ServerAppOptions): Hono {
     });
   }
 
-  const proxy = createModelProxy({
-    upstreams: options.modelUpstreams,
-    tokens: options.modelTokens,
-    usage: options.modelUsage,
+  mountModelProxy(app, {
+    modelUpstreams: options.modelUpstreams,
+    modelTokens: options.modelTokens,
+    modelUsage: options.modelUsage,
     ...(options.spend ? { budgets: options.spend.budgets } : {}),
     ...(options.modelProxyRateLimit != null ? { rateLimit: options.modelProxyRateLimit } : {}),
-    logger: proxyLogger(logger.child({ component: "model-proxy" })),
+    logger,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  // The proxy keeps its own error handling (redaction, its 401 text), so hand it the request whole.
-  app.all(WirePath.modelProvider, (context) => proxy.fetch(context.req.raw));
-  app.all(`${WirePath.modelProvider}/*`, (context) => proxy.fetch(context.req.raw));
   if (options.webDir) serveWebUi(app, options.webDir);
 
   return app;

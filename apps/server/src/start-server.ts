@@ -1,20 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { hostname } from "node:os";
-import { join } from "node:path";
-import {
-  type BatchRunService,
-  type BatchWorker,
-  createRunEventHub,
-  startBatchWorker,
-} from "@deckhand/batches";
-import {
-  createDb,
-  DataDirLockedError,
-  type DbHandle,
-  TaskRegistry,
-  TaskWorker,
-} from "@deckhand/db";
+import { type BatchRunService, createRunEventHub } from "@deckhand/batches";
+import { type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import type { DbModelTokenStore } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
 import type { ProcessLauncher } from "@deckhand/sandbox";
@@ -31,19 +17,25 @@ import {
 } from "@deckhand/sessions";
 import { ServerPath, WireHeader } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
-import { startAgentLauncher } from "./agent-launcher.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { createServerApp } from "./create-server-app.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { ServerEndpoint } from "./server-endpoint.ts";
-import { ServerError } from "./server-error.ts";
+import {
+  type Foundation,
+  serverLogger,
+  startBatchJobs,
+  startFailure,
+  startFoundation,
+  TASK_SHUTDOWN_TIMEOUT_MS,
+} from "./server-foundation.ts";
 import { ServerHttp, type StreamHubs } from "./server-http.ts";
 import { ServerParts, type ShutdownOrder } from "./server-parts.ts";
 import { serverPaths } from "./server-paths.ts";
-import { type ServerAgentEnvironment, serverAgentEnvironment } from "./server-secrets.ts";
+import { serverAgentEnvironment } from "./server-secrets.ts";
 import { composeServices, type ServerServices } from "./server-services.ts";
 import { sessionModelAccess } from "./session-model-access.ts";
 
@@ -110,9 +102,6 @@ export interface StartServerOptions {
   taskShutdownTimeoutMs?: number;
 }
 
-/** What shutdown gives running tasks (agent turns) to finish before releasing them. */
-export const TASK_SHUTDOWN_TIMEOUT_MS = 10_000;
-
 /**
  * How a running server stops. The order matters: a running agent turn talks to the model proxy
  * over this server's HTTP listener, so HTTP stays up until no task runs and no agent process is
@@ -149,14 +138,9 @@ interface ServerState {
   workerStopped: boolean;
 }
 
-/** What every step of the start shares: the settings, the log, and what has started. */
-interface Start {
-  config: ServerConfig;
+/** What every step of the start shares: the settings, the log, what has started, the options. */
+interface Start extends Foundation {
   options: StartServerOptions;
-  logger: Logger;
-  agentEnvironment: ServerAgentEnvironment;
-  parts: ServerParts;
-  endpoint: ServerEndpoint;
 }
 
 /** Starts the control plane: database (migrated), workspace agent, task worker, HTTP server. */
@@ -170,7 +154,7 @@ export async function startServer(
   const start: Start = {
     config,
     options,
-    logger: options.logger ?? serverLogger(config, options),
+    logger: options.logger ?? serverLogger(config, options.logDestination),
     agentEnvironment,
     parts: new ServerParts(),
     endpoint: new ServerEndpoint(),
@@ -182,18 +166,6 @@ export async function startServer(
     await start.parts.undo();
     throw startFailure(config, error);
   }
-}
-
-function serverLogger(config: ServerConfig, options: StartServerOptions): Logger {
-  return pino(
-    {
-      level: config.logLevel,
-      base: { service: "deckhand-server" },
-      // The last line of defence: no log line leaves the process with a model token in it.
-      hooks: { streamWrite: (line) => redactSecrets(line) },
-    },
-    options.logDestination ?? process.stdout,
-  );
 }
 
 /** The parts, started in order, each registered to stop; then the running server. */
@@ -228,7 +200,7 @@ async function compose(start: Start): Promise<RunningServer> {
   const http = await startHttp(start, { database, services, agentTurns, hubs, agent, state });
   // The workers start once the server listens: agent turns reach the model proxy through it.
   await startTaskWorker(start, database, tasks, state);
-  await startBatchJobs(start, database, services.batches);
+  await startBatchJobs(start, database, services.batches, options);
   announce(start, { url: http.url, database, agent: agent?.agent ?? null, generatedAdminToken });
 
   let closing: Promise<void> | null = null;
@@ -260,29 +232,6 @@ async function compose(start: Start): Promise<RunningServer> {
     generatedAdminToken,
     close,
   };
-}
-
-/** The data directory, the database (migrated) and the launcher every agent process uses. */
-async function startFoundation(start: Start) {
-  const { config, logger, parts } = start;
-  await mkdir(config.dataDir, { recursive: true });
-  const database = await createDb(
-    config.databaseUrl !== null
-      ? { databaseUrl: config.databaseUrl }
-      : { dataDir: join(config.dataDir, "db") },
-  );
-  parts.started("database", () => database.close());
-  logger.info({ kind: database.kind }, "database ready (migrations applied)");
-  const launcher = await startAgentLauncher(
-    config,
-    start.agentEnvironment.policy,
-    logger,
-    start.endpoint,
-  );
-  parts.started("launcher", () => launcher.close());
-  const workspacesRoot = join(config.dataDir, "workspaces");
-  await mkdir(workspacesRoot, { recursive: true });
-  return { database, launcher, workspacesRoot };
 }
 
 /** The local workspace agent over the workspaces root; none when the config turns it off. */
@@ -465,40 +414,6 @@ async function startTaskWorker(
   });
 }
 
-/**
- * Batch workspace jobs are CPU-bound and long; they get a worker of their own, so a batch run
- * never takes the slots agent turns wait in, and its concurrency follows the CPUs.
- * `batchConcurrency: 0` leaves them to `deckhand executor` processes on the same database.
- */
-async function startBatchJobs(
-  start: Start,
-  database: DbHandle,
-  batches: BatchRunService,
-): Promise<BatchWorker | null> {
-  const { config, options, logger } = start;
-  if (!((options.runBatchJobs ?? true) && config.batchConcurrency > 0)) {
-    logger.info(
-      "this server runs no batch workspace jobs (batchConcurrency 0): deckhand executor processes on its database run them",
-    );
-    return null;
-  }
-  const batchWorker = await startBatchWorker({
-    database,
-    service: batches,
-    concurrency: config.batchConcurrency,
-    onError: (error) => logger.warn({ err: error }, "batch worker error; retrying"),
-    redact: (text) => redactSecrets(text),
-    onTaskFailed: (task) => logger.warn(task, "batch job attempt failed"),
-    onRecovered: (recovered) =>
-      logger.warn(recovered, "failed batch jobs the queue gave up on (see their errors)"),
-    shutdownTimeoutMs: options.taskShutdownTimeoutMs ?? TASK_SHUTDOWN_TIMEOUT_MS,
-  });
-  // Tracking runs where batch jobs run; the first refresh is due one interval from now.
-  if (config.codeHostConnections.length > 0) await batches.publishing?.scheduleTracking();
-  start.parts.started("batch-worker", () => batchWorker.stop());
-  return batchWorker;
-}
-
 /** The listening line, the next command to try, and the generated admin token if any. */
 function announce(
   start: Start,
@@ -528,25 +443,4 @@ function announce(
   if (running.generatedAdminToken !== null) {
     announceAdminToken(running.generatedAdminToken, start.options.announce);
   }
-}
-
-/** A start that failed, as the ServerError the CLI shows in one line. */
-function startFailure(config: ServerConfig, error: unknown): ServerError {
-  if (error instanceof ServerError) return error;
-  if (error instanceof DataDirLockedError) {
-    // Named as the user gave it (--data-dir), not PGlite's directory inside it.
-    const where = error.holder.hostname === hostname() ? "" : ` on host ${error.holder.hostname}`;
-    return new ServerError(
-      "data_dir_locked",
-      `the data directory ${config.dataDir} is in use by deckhand process ${error.holder.pid}${where}; stop that process, choose another --data-dir, or use PostgreSQL (--database-url) to run several processes`,
-      { cause: error },
-    );
-  }
-  return new ServerError(
-    "start_failed",
-    `the server could not start: ${(error as Error).message}`,
-    {
-      cause: error,
-    },
-  );
 }

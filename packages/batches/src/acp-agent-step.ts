@@ -14,14 +14,11 @@ import {
   agentEnvironment,
   createAcpBackend,
 } from "@deckhand/agent-backends";
-import type { AcpProviderCatalogue } from "@deckhand/batch-spec";
 import { errorMessage } from "@deckhand/errors";
 import {
   chooseAuthMethod,
-  type ListedProvider,
   type ModelProxyContext,
   type ResolvedProvider,
-  type ResolveOptions,
 } from "@deckhand/providers";
 import type { ProcessLauncher } from "@deckhand/sandbox";
 import type {
@@ -33,28 +30,19 @@ import type {
 } from "@deckhand/wire";
 import { type RunningAgent, startAgent } from "@deckhand/workspace-agent";
 import type { z } from "zod";
+import type { AcpAgentStepOptions } from "./acp-step-options.ts";
 import { BatchesError } from "./batches-error.ts";
+
+export {
+  type AcpAgentStepOptions,
+  type AcpStepProviders,
+  acpProviderCatalogue,
+  DEFAULT_ACP_STEP_PERMISSIONS,
+} from "./acp-step-options.ts";
+
 import type { ModelProviderJobLease } from "./coding-agent-step.ts";
 
 type ToolKind = z.infer<typeof ToolKindSchema>;
-
-/** Deckhand's providers, as an `acp` step finds and starts them (a `ProviderService`). */
-export interface AcpStepProviders {
-  list(): Promise<readonly ListedProvider[]>;
-  resolve(id: string, options?: ResolveOptions): Promise<ResolvedProvider>;
-}
-
-/** What a process that runs batch jobs gives `acp` steps. */
-export interface AcpAgentStepOptions {
-  providers: AcpStepProviders;
-  /** Whether the model proxy serves an agent type (an upstream is configured for it). */
-  proxied(agentType: string): boolean;
-  /** The policy of steps that set none; `allow-edits` unless configured. */
-  defaultPermissions?: AcpStepPermissions;
-}
-
-/** A step that names no policy gets this one: files yes, commands and the network no. */
-export const DEFAULT_ACP_STEP_PERMISSIONS: AcpStepPermissions = "allow-edits";
 
 /** Tool kinds that read or change files in the workspace, which `allow-edits` allows. */
 const FILE_TOOL_KINDS: ReadonlySet<ToolKind> = new Set([
@@ -76,31 +64,6 @@ export function permissionAnswer(
     return "allow_once";
   }
   return "reject_once";
-}
-
-/**
- * The providers `acp` steps may name, for spec validation: every ACP provider of the config,
- * enabled or not (a disabled one fails when the step runs, saying so). The native agent is a
- * provider but not an ACP agent, and is refused with that reason.
- */
-export async function acpProviderCatalogue(
-  options: AcpAgentStepOptions | undefined,
-): Promise<AcpProviderCatalogue> {
-  const listed = options === undefined ? [] : await options.providers.list();
-  const acp = listed.filter((provider) => provider.transport === "acp").map((entry) => entry.id);
-  return {
-    has: (id) => acp.includes(id),
-    ids: () => acp,
-    refusal: (id) => {
-      if (options === undefined) {
-        return "acp steps run Deckhand's providers, and this service was given none; run the spec on a Deckhand server";
-      }
-      const native = listed.find((provider) => provider.id === id && provider.transport !== "acp");
-      return native === undefined
-        ? undefined
-        : `${id} is Deckhand's native agent, not an ACP agent; name an ACP provider: ${acp.join(", ")}`;
-    },
-  };
 }
 
 export interface AcpAgentStepInput {

@@ -2,7 +2,7 @@
 // the workspace (acp-agent-step.ts), with the step's files placed as a local step's are; so it is
 // a local runner whose process is the agent rather than a script.
 import type { ProcessLauncher } from "@deckhand/sandbox";
-import { type AcpAgentStepOptions, runAcpAgentStep } from "./acp-agent-step.ts";
+import type { AcpAgentStepOptions } from "./acp-step-options.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { ModelProviderJobLease } from "./coding-agent-step.ts";
 import { LocalStepRunner, withPlacedFiles } from "./local-step-runner.ts";
@@ -36,6 +36,8 @@ export class AcpStepRunner extends LocalStepRunner {
           `step ${step.stepIndex} runs provider ${agent.provider} over ACP, and this executor was given no providers; run it on a Deckhand server or an executor with a data directory holding providers.json`,
         );
       }
+      // Loaded by the first acp step: the ACP client and the workspace agent are for it alone.
+      const { runAcpAgentStep } = await import("./acp-agent-step.ts");
       const ran = await runAcpAgentStep({
         provider: agent.provider,
         prompt: agent.prompt,

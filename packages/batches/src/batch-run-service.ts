@@ -20,7 +20,7 @@ import type {
   StoredBatchChangeset,
 } from "@deckhand/wire";
 import { z } from "zod";
-import { acpProviderCatalogue } from "./acp-agent-step.ts";
+import { acpProviderCatalogue } from "./acp-step-options.ts";
 import { ApplyJob } from "./apply-job.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost } from "./code-host-config.ts";

@@ -17,7 +17,7 @@ import type { KubernetesRuntimeConfig } from "@deckhand/kubernetes-runtime/confi
 import { ProcessLauncher } from "@deckhand/sandbox";
 import { type AgentEnvironmentPolicy, agentEnvironmentPolicy } from "@deckhand/secrets";
 import type { BatchCodingAgentOptions } from "@deckhand/wire";
-import type { AcpAgentStepOptions } from "./acp-agent-step.ts";
+import type { AcpAgentStepOptions } from "./acp-step-options.ts";
 import { BatchesError } from "./batches-error.ts";
 import {
   type CodingAgentOptions,

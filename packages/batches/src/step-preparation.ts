@@ -23,7 +23,7 @@ import type { ProcessLauncher } from "@deckhand/sandbox";
 import { looksLikeSecretName, redactSecrets } from "@deckhand/secrets";
 import type { AcpStepPermissions } from "@deckhand/wire";
 import { parse as parseYaml } from "yaml";
-import { DEFAULT_ACP_STEP_PERMISSIONS } from "./acp-agent-step.ts";
+import { DEFAULT_ACP_STEP_PERMISSIONS } from "./acp-step-options.ts";
 import { BatchesError } from "./batches-error.ts";
 import {
   type CodingAgentOptions,
