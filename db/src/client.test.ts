@@ -41,6 +41,7 @@ describe.each(backends)("database on %s", (kind) => {
       "changeset_publications",
       "changesets",
       "chats",
+      "executor_tokens",
       "message_parts",
       "messages",
       "model_tokens",

@@ -6,6 +6,7 @@ import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
   agentEnvironmentPolicy,
+  DECKHAND_SECRET_ENVIRONMENT,
 } from "@deckhand/secrets";
 import { resolveExecutable } from "@deckhand/shell";
 import { WireEnv } from "@deckhand/wire";
@@ -94,9 +95,7 @@ export class ProviderLaunches {
       options.agentEnvironment ??
       agentEnvironmentPolicy({ secretNames: options.withheldEnv ?? [] });
     this.#withheld = new Set<string>([
-      WireEnv.adminToken,
-      WireEnv.agentToken,
-      WireEnv.modelProviderToken,
+      ...DECKHAND_SECRET_ENVIRONMENT,
       ...this.#policy.secretNames,
       ...(options.withheldEnv ?? []),
     ]);
