@@ -2,9 +2,7 @@
 // reach the network on their own, so the executor serves the proxy's routes to them as the server
 // does its own: each request is passed on to the server, its body streamed, nothing else of the
 // server's API reachable.
-import type { ModelProxyEndpoint } from "./sandbox-endpoints.ts";
-
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+import { LOOPBACK_NAMES, type ModelProxyEndpoint } from "./sandbox-endpoints.ts";
 
 /** Hop-by-hop headers a forwarded request must not carry on (RFC 9110 section 7.6.1). */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
@@ -21,7 +19,7 @@ export function remoteModelProxy(
   fetchImplementation: typeof fetch = fetch,
 ): ModelProxyEndpoint | null {
   const server = new URL(serverUrl);
-  if (server.protocol !== "http:" || !LOOPBACK_HOSTS.has(server.hostname)) return null;
+  if (server.protocol !== "http:" || !LOOPBACK_NAMES.has(server.hostname)) return null;
   const port = Number(server.port === "" ? 80 : server.port);
   return {
     pathPrefix,
@@ -48,7 +46,7 @@ export function remoteModelProxy(
  */
 export function remoteModelProxyHosts(serverUrl: string): string[] {
   const server = new URL(serverUrl);
-  if (server.protocol === "http:" && LOOPBACK_HOSTS.has(server.hostname)) return [];
+  if (server.protocol === "http:" && LOOPBACK_NAMES.has(server.hostname)) return [];
   const port = server.port === "" ? (server.protocol === "https:" ? 443 : 80) : server.port;
   return [`${server.hostname}:${port}`];
 }

@@ -38,7 +38,13 @@ function destination(target: string, defaultPort: number): { host: string; port:
   }
 }
 
-const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+/** How a URL or a proxy request names this machine's loopback. */
+export const LOOPBACK_NAMES: ReadonlySet<string> = new Set([
+  "127.0.0.1",
+  "localhost",
+  "::1",
+  "[::1]",
+]);
 
 /**
  * An HTTP proxy (CONNECT and absolute-URL requests) that reaches only `allow`, and the model

@@ -23,8 +23,8 @@ import {
   UsageJobId,
 } from "@deckhand/wire";
 import { asc, eq } from "drizzle-orm";
-import { z } from "zod";
 import { BatchesError } from "../batches-error.ts";
+import { knownId } from "../run-store.ts";
 import { StoredRunOptionsSchema } from "../stored-run.ts";
 
 /**
@@ -99,7 +99,7 @@ export class BatchSpend implements BudgetScopeSource {
 
   /** A run's scope: every workspace job of it, against its `budget` option. */
   async runScope(runId: string, known?: BatchRunOptions): Promise<BudgetScope> {
-    knownRunId(runId);
+    knownId(runId, "batch run");
     let options = known;
     if (options === undefined) {
       const [run] = await this.#db.select().from(batchRuns).where(eq(batchRuns.id, runId));
@@ -129,7 +129,7 @@ export class BatchSpend implements BudgetScopeSource {
 
   /** `GET /api/batch-runs/:id/spend`: the run's and each workspace's spend against budgets. */
   async runSpend(runId: string): Promise<BatchRunSpend> {
-    knownRunId(runId);
+    knownId(runId, "batch run");
     const [found] = await this.#db
       .select({ run: batchRuns, spec: batchSpecs })
       .from(batchRuns)
@@ -208,11 +208,4 @@ export function createModelSpend(options: {
   });
   budgets.addSource(spend);
   return { budgets, spend };
-}
-
-/** Run ids are UUIDs: anything else names no run, and is `not_found` rather than a query error. */
-function knownRunId(runId: string): void {
-  if (!z.uuid().safeParse(runId).success) {
-    throw new BatchesError("not_found", `no batch run with id ${JSON.stringify(runId)}`);
-  }
 }
