@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { httpStatusOf } from "@deckhand/http-kit";
 import { responsesStream, sseEvent } from "@deckhand/testkit";
 import { ErrorCodeSchema, WireHeader, WirePath } from "@deckhand/wire";
@@ -334,6 +335,35 @@ describe.each(transports)("over $transport", ({ options: transportOptions }) => 
         totalTokens: 11,
       });
     });
+
+    it.each(["gzip", "br", "deflate"] as const)(
+      "asks for compression and passes a %s-encoded stream on decoded, usage read",
+      async (coding) => {
+        const proxy = await harness();
+        const stream = responsesStream("compressed hello", { input: 3, output: 4 }).join("");
+        const encode = { gzip: gzipSync, br: brotliCompressSync, deflate: deflateSync }[coding];
+        proxy.upstream.respondWith(() => ({
+          headers: { "content-type": "text/event-stream", "content-encoding": coding },
+          chunks: [encode(stream)],
+        }));
+        const token = await proxy.mint();
+        const response = await fetch(`${proxy.baseUrl("codex")}/responses`, {
+          method: "POST",
+          headers: proxy.agentHeaders(token),
+          body: responsesBody,
+        });
+        expect(response.headers.get("content-encoding")).toBeNull();
+        expect(await response.text()).toBe(stream);
+        expect(proxy.upstream.requests[0]?.headers["accept-encoding"]).toMatch(/gzip/);
+        const [entry] = await proxy.usage.waitFor(1);
+        expect(entry).toMatchObject({
+          outcome: "completed",
+          inputTokens: 3,
+          outputTokens: 4,
+          responseBytes: Buffer.byteLength(stream),
+        });
+      },
+    );
   });
 
   describe("upstream failures and streaming", () => {

@@ -15,6 +15,7 @@ import {
 import { type BudgetCheck, RequestBudget } from "./request-budget.ts";
 import { RequestRateLimit } from "./request-rate-limit.ts";
 import { ForwardedRequest, type ForwardingOptions } from "./upstream-forwarding.ts";
+import { fetchTransport, nodeHttpTransport } from "./upstream-transport.ts";
 import type { UpstreamConfig } from "./upstreams.ts";
 import type { UsageRecorder } from "./usage.ts";
 
@@ -26,7 +27,10 @@ export interface ModelProxyOptions {
   /** Per-token request limit; `false` turns it off. Defaults to a burst of 60, 2 per second. */
   rateLimit?: RateLimitOptions | false;
   logger?: ModelProxyLogger;
-  /** The fetch used to reach upstreams, for tests. */
+  /**
+   * The fetch used to reach upstreams, for tests. Without it the proxy uses node:http(s) with
+   * keep-alive connections, and passes the answer through without a web-stream layer.
+   */
   fetch?: typeof globalThis.fetch;
   /** The clock, for tests. */
   now?: () => number;
@@ -65,7 +69,7 @@ class ModelProxy {
     this.#rateLimit = new RequestRateLimit(options.rateLimit, now);
     this.#budget = new RequestBudget(options.budgets);
     this.#forwarding = {
-      fetch: options.fetch ?? globalThis.fetch,
+      transport: options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport(),
       usage: options.usage,
       now,
       maxUsageBodyBytes: options.maxUsageBodyBytes ?? 4 * 1024 * 1024,

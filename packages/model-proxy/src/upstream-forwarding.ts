@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { ModelUsageOutcome } from "@deckhand/wire";
 import { BodyObserver } from "./body-observer.ts";
 import { describeError, type ModelProxyLogger } from "./logger.ts";
@@ -6,6 +7,7 @@ import type { UpstreamRoute } from "./proxy-upstreams.ts";
 import type { AuthenticatedRequest, ProxyContext } from "./request-authentication.ts";
 import { upstreamRequestBody } from "./request-body.ts";
 import { RequestUsage } from "./request-usage.ts";
+import type { UpstreamAnswer, UpstreamTransport } from "./upstream-transport.ts";
 import {
   agentResponseHeaders,
   scrubSearch,
@@ -15,7 +17,7 @@ import {
 import type { UsageRecorder } from "./usage.ts";
 
 export interface ForwardingOptions {
-  fetch: typeof globalThis.fetch;
+  transport: UpstreamTransport;
   usage: UsageRecorder;
   now: () => number;
   /** Non-streaming bodies up to this size are parsed for usage; larger ones count bytes only. */
@@ -83,19 +85,18 @@ export class ForwardedRequest {
     const requestHeaders = upstreamRequestHeaders(context.req.raw.headers, route.upstream, token);
     // The body goes upstream as the proxy read it: uncompressed.
     if (forwarded?.decoded) requestHeaders.delete("content-encoding");
-    let response: Response;
+    let answer: UpstreamAnswer;
     try {
-      response = await this.#options.fetch(target, {
+      answer = await this.#options.transport(target, {
         method,
         headers: requestHeaders,
-        ...(forwarded?.body === undefined ? {} : { body: forwarded.body }),
+        body: forwarded?.body,
         signal: this.#abort.signal,
-        redirect: "manual",
       });
     } catch (error) {
       return this.#upstreamFailed(error, usage);
     }
-    return this.#answer(response, usage);
+    return this.#answer(answer, usage);
   }
 
   /**
@@ -141,19 +142,19 @@ export class ForwardedRequest {
   }
 
   /** The upstream's answer for the agent, its body streamed through and observed for usage. */
-  async #answer(response: Response, usage: RequestUsage): Promise<Response> {
+  async #answer(answer: UpstreamAnswer, usage: RequestUsage): Promise<Response> {
     const { route, logger } = this.#request;
-    const headers = agentResponseHeaders(response.headers, this.#request.secrets());
-    if (!response.body) {
-      await usage.finish(response.status, "completed", 0);
-      return new Response(null, { status: response.status, headers });
+    const headers = agentResponseHeaders(answer.headers, this.#request.secrets());
+    if (!answer.body) {
+      await usage.finish(answer.status, "completed", 0);
+      return new Response(null, { status: answer.status, headers });
     }
     const observer = new BodyObserver({
-      contentType: response.headers.get("content-type") ?? "",
+      contentType: answer.headers.get("content-type") ?? "",
       maxUsageBodyBytes: this.#options.maxUsageBodyBytes,
       counts: usage.counts,
     });
-    const observed = observeBody(response.body, observer, {
+    const observed = observeBody(answer.body, observer, {
       clientGone: () => this.#abort.signal.aborted,
       onUpstreamError: (error) =>
         logger.warn("model-provider upstream broke off mid-stream", {
@@ -165,10 +166,10 @@ export class ForwardedRequest {
         if (outcome === "client_aborted") {
           this.#abort.abort(new Error("the agent closed the connection"));
         }
-        void usage.finish(response.status, outcome, observer.bytes);
+        void usage.finish(answer.status, outcome, observer.bytes);
       },
     });
-    return new Response(observed, { status: response.status, headers });
+    return new Response(observed, { status: answer.status, headers });
   }
 }
 
@@ -181,15 +182,15 @@ interface ObserveOptions {
 
 /**
  * Passes the upstream body through chunk by chunk, as it arrives, showing each to the observer.
- * A pull-based stream rather than a TransformStream: a transformer's single `cancel` hook cannot
- * tell the agent hanging up from the upstream breaking off, and usage records which it was.
+ * The Node stream pushes into the web stream (no promise per chunk on this side) and is paused
+ * while the agent's side has a chunk it has not taken yet. The ends are told apart: `cancel` is
+ * the agent hanging up, an error or a close before the end is the upstream breaking off.
  */
 function observeBody(
-  body: ReadableStream<Uint8Array>,
+  body: Readable,
   observer: BodyObserver,
   options: ObserveOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
   let ended = false;
   const end = (outcome: ModelUsageOutcome) => {
     if (ended) return;
@@ -197,11 +198,9 @@ function observeBody(
     options.onEnd(outcome);
   };
   return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let result: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        result = await reader.read();
-      } catch (error) {
+    start(controller) {
+      const brokeOff = (error: unknown) => {
+        if (ended) return;
         if (options.clientGone()) {
           end("client_aborted");
           controller.error(new ModelProxyError("internal", "the agent closed the connection"));
@@ -214,20 +213,28 @@ function observeBody(
         controller.error(
           new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
         );
-        return;
-      }
-      if (result.done) {
+      };
+      body.on("data", (chunk: Buffer) => {
+        observer.chunk(chunk);
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) body.pause();
+      });
+      body.once("end", () => {
         observer.end();
         end("completed");
         controller.close();
-        return;
-      }
-      observer.chunk(result.value);
-      controller.enqueue(result.value);
+      });
+      body.once("error", brokeOff);
+      body.once("close", () => {
+        if (!body.readableEnded) brokeOff(new Error("the upstream closed the stream early"));
+      });
     },
-    async cancel(reason) {
+    pull() {
+      body.resume();
+    },
+    cancel() {
       end("client_aborted");
-      await reader.cancel(reason).catch(() => {});
+      body.destroy();
     },
   });
 }
