@@ -90,6 +90,53 @@ describe("SseParser", () => {
     );
   });
 
+  it("finds every needle however the bytes are cut, near-misses and tiny chunks included (property)", () => {
+    // Text made of the needles' own bytes, so partial matches, needles cut across one, two or
+    // more chunks and needles next to event boundaries all come up often.
+    const text = fc
+      .array(fc.constantFrom('"', "u", "s", "a", "g", "e", '"usage', "usa", "ge", "x", " ", ":"), {
+        maxLength: 12,
+      })
+      .map((parts) => parts.join(""));
+    const eventText = fc
+      .record({
+        name: fc.option(text, { nil: undefined }),
+        lines: fc.array(text, { minLength: 1, maxLength: 3 }),
+      })
+      .map(({ name, lines }) =>
+        [
+          ...(name === undefined ? [] : [`event: ${name}`]),
+          ...lines.map((line) => `data: ${line}`),
+          "",
+          "",
+        ].join("\n"),
+      );
+    fc.assert(
+      fc.property(
+        fc.array(eventText, { maxLength: 8 }),
+        fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 40 }),
+        fc.constantFrom('"usage', '"usage"', "g", "ge"),
+        (events, sizes, needle) => {
+          const bytes = new TextEncoder().encode(events.join(""));
+          const chunks: Uint8Array[] = [];
+          let start = 0;
+          for (const size of sizes) {
+            if (start >= bytes.length) break;
+            chunks.push(bytes.subarray(start, start + size));
+            start += size;
+          }
+          chunks.push(bytes.subarray(start));
+          const filter = new SseEventFilter(needle);
+          const filtered = [...chunks.flatMap((chunk) => filter.push(chunk)), ...filter.end()];
+          expect(filtered).toEqual(
+            parseAll([bytes]).filter((event) => event.data.includes(needle)),
+          );
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it("filters only the events that mention the needle, on LF and on CRLF streams", () => {
     for (const ending of ["\n", "\r\n"]) {
       const text = ["data: {}", "", "event: done", 'data: {"usage":1}', "", "data: tail", ""].join(
