@@ -173,6 +173,8 @@ export class ForwardedRequest {
   }
 }
 
+const AGENT_STREAM_SLACK = new CountQueuingStrategy({ highWaterMark: 8 });
+
 interface ObserveOptions {
   /** True once the agent has gone away, which also makes the upstream read fail. */
   clientGone: () => boolean;
@@ -197,44 +199,49 @@ function observeBody(
     ended = true;
     options.onEnd(outcome);
   };
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      const brokeOff = (error: unknown) => {
-        if (ended) return;
-        if (options.clientGone()) {
-          end("client_aborted");
-          controller.error(new ModelProxyError("internal", "the agent closed the connection"));
-          return;
-        }
-        options.onUpstreamError(error);
-        end("upstream_aborted");
-        // Breaking the agent's stream is how it learns the answer is incomplete. The error is
-        // our own, without a cause: whatever hosts the app may print it.
-        controller.error(
-          new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
-        );
-      };
-      body.on("data", (chunk: Buffer) => {
-        observer.chunk(chunk);
-        controller.enqueue(chunk);
-        if ((controller.desiredSize ?? 0) <= 0) body.pause();
-      });
-      body.once("end", () => {
-        observer.end();
-        end("completed");
-        controller.close();
-      });
-      body.once("error", brokeOff);
-      body.once("close", () => {
-        if (!body.readableEnded) brokeOff(new Error("the upstream closed the stream early"));
-      });
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const brokeOff = (error: unknown) => {
+          if (ended) return;
+          if (options.clientGone()) {
+            end("client_aborted");
+            controller.error(new ModelProxyError("internal", "the agent closed the connection"));
+            return;
+          }
+          options.onUpstreamError(error);
+          end("upstream_aborted");
+          // Breaking the agent's stream is how it learns the answer is incomplete. The error is
+          // our own, without a cause: whatever hosts the app may print it.
+          controller.error(
+            new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
+          );
+        };
+        body.on("data", (chunk: Buffer) => {
+          observer.chunk(chunk);
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 0) <= 0) body.pause();
+        });
+        body.once("end", () => {
+          observer.end();
+          end("completed");
+          controller.close();
+        });
+        body.once("error", brokeOff);
+        body.once("close", () => {
+          if (!body.readableEnded) brokeOff(new Error("the upstream closed the stream early"));
+        });
+      },
+      pull() {
+        body.resume();
+      },
+      cancel() {
+        end("client_aborted");
+        body.destroy();
+      },
+      // A few chunks of slack: with the default of one, every chunk would pause the upstream
+      // stream and the agent's next read resume it, a round of ticks per chunk.
     },
-    pull() {
-      body.resume();
-    },
-    cancel() {
-      end("client_aborted");
-      body.destroy();
-    },
-  });
+    AGENT_STREAM_SLACK,
+  );
 }
