@@ -150,7 +150,7 @@ export class SseEventFilter {
     this.#needleText = needle;
     let anchor = 0;
     for (let index = 1; index < this.#needle.length; index += 1) {
-      if (commonness(this.#needle[index]!) < commonness(this.#needle[anchor]!)) anchor = index;
+      if (commonness(this.#needle[index]!) > commonness(this.#needle[anchor]!)) anchor = index;
     }
     this.#anchor = anchor;
     this.#rareTail = this.#needle.subarray(anchor);
