@@ -185,8 +185,9 @@ interface ObserveOptions {
 /**
  * Passes the upstream body through chunk by chunk, as it arrives, showing each to the observer.
  * The Node stream pushes into the web stream (no promise per chunk on this side) and is paused
- * while the agent's side has a chunk it has not taken yet. The ends are told apart: `cancel` is
- * the agent hanging up, an error or a close before the end is the upstream breaking off.
+ * only while the agent lags a few chunks behind. The ends are told apart, since usage records
+ * which it was: `cancel` is the agent hanging up, an error or a close before the end is the
+ * upstream breaking off.
  */
 function observeBody(
   body: Readable,

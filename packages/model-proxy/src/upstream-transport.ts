@@ -6,6 +6,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable, type Transform } from "node:stream";
+import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import {
   createBrotliDecompress,
   createGunzip,
@@ -132,10 +133,9 @@ export function fetchTransport(fetch: typeof globalThis.fetch): UpstreamTranspor
     return {
       status: response.status,
       headers: response.headers,
+      // The DOM and Node typings name the same web stream twice.
       body:
-        response.body === null
-          ? null
-          : Readable.fromWeb(response.body as import("node:stream/web").ReadableStream),
+        response.body === null ? null : Readable.fromWeb(response.body as NodeWebReadableStream),
     };
   };
 }
