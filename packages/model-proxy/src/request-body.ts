@@ -6,6 +6,7 @@
 // A compressed body is decoded first, since its secrets could not be found otherwise.
 import { brotliDecompressSync, gunzipSync, inflateSync, zstdDecompressSync } from "node:zlib";
 import { redactBytes } from "@deckhand/secrets";
+import { codingsToUndo } from "./content-codings.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 
 /** The most a compressed body may decode to; what an upstream would take is far less. */
@@ -27,12 +28,8 @@ const decoders: Record<string, Decoder> = {
  * unknown coding, a body that does not decode, or one that decodes past the bound is refused.
  */
 function decodedBody(body: Uint8Array, contentEncoding: string | undefined): Uint8Array {
-  const codings = (contentEncoding ?? "")
-    .split(",")
-    .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== "" && coding !== "identity");
   let decoded = body;
-  for (const coding of codings.reverse()) {
+  for (const coding of codingsToUndo(contentEncoding)) {
     const decode = decoders[coding];
     if (decode === undefined) {
       throw new ModelProxyError(

@@ -13,6 +13,7 @@ import {
   createInflate,
   createZstdDecompress,
 } from "node:zlib";
+import { codingsToUndo } from "./content-codings.ts";
 
 export interface UpstreamRequest {
   method: string;
@@ -48,11 +49,7 @@ const decoders: Record<string, () => Transform> = {
  * leaves the body as it came, as fetch does.
  */
 function decodedBody(message: IncomingMessage): Readable {
-  const codings = (message.headers["content-encoding"] ?? "")
-    .split(",")
-    .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== "" && coding !== "identity")
-    .reverse();
+  const codings = codingsToUndo(message.headers["content-encoding"]);
   if (codings.length === 0 || codings.some((coding) => decoders[coding] === undefined)) {
     return message;
   }
