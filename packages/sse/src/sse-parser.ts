@@ -248,17 +248,16 @@ export class SseEventFilter {
         found = byte === needle[index];
       }
     }
+    // The new tail: the last bytes of the earlier tail and these, copied byte by byte (a few
+    // bytes; a subarray to copy them from would cost more than the copy).
     const overlap = tail.length;
-    if (bytes.length >= overlap) {
-      tail.set(bytes.subarray(bytes.length - overlap));
-      this.#tailLength = overlap;
-    } else {
-      // A chunk shorter than the overlap still leaves the earlier bytes' end in the tail.
-      const keep = Math.min(kept, overlap - bytes.length);
-      tail.copyWithin(0, kept - keep, kept);
-      tail.set(bytes, keep);
-      this.#tailLength = keep + bytes.length;
+    const keep = Math.max(0, Math.min(kept, overlap - bytes.length));
+    for (let index = 0; index < keep; index += 1) tail[index] = tail[kept - keep + index]!;
+    const taken = Math.min(bytes.length, overlap);
+    for (let index = 0; index < taken; index += 1) {
+      tail[keep + index] = bytes[bytes.length - taken + index]!;
     }
+    this.#tailLength = keep + taken;
     return found;
   }
 
