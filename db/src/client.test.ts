@@ -239,6 +239,28 @@ describe("embedded database", () => {
     }
   }, 120_000);
 
+  it("keeps PostgreSQL's shared buffers small, in memory and on a new or reopened directory", async () => {
+    // PGlite zeroes the whole of shared_buffers at start and WebAssembly memory never shrinks:
+    // PostgreSQL's 128 MB default was resident for the life of every process holding a database.
+    const sharedBuffers = async (dataDir: string) => {
+      const handle = await createDb({ dataDir });
+      try {
+        const { rows } = await handle.query<{ shared_buffers: string }>("show shared_buffers");
+        return rows[0]!.shared_buffers;
+      } finally {
+        await handle.close();
+      }
+    };
+    const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      expect(await sharedBuffers("memory://")).toBe("16MB");
+      expect(await sharedBuffers(dataDir)).toBe("16MB");
+      expect(await sharedBuffers(dataDir)).toBe("16MB");
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("loads a cached template only if it is this user's file and no one else may write it", () => {
     const uid = process.getuid?.() ?? 0;
     const file = (mode: number, owner = uid) => ({ uid: owner, mode, isFile: () => true });

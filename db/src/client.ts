@@ -142,6 +142,33 @@ export async function createDb(options: CreateDbOptions = {}): Promise<DbHandle>
   return handle;
 }
 
+/**
+ * PostgreSQL's settings inside PGlite, on top of PGlite's own. `shared_buffers` is the one that
+ * weighs: Emscripten's anonymous `mmap` allocates and zeroes PostgreSQL's whole shared memory at
+ * start, so every page of it is resident from the first second and, WebAssembly memory never
+ * shrinking, for the life of the process. PostgreSQL's default of 128 MB (with 4 MB of WAL
+ * buffers taken from it) was 125 MiB of the 300 MiB an idle database held. Deckhand's working set
+ * is a few megabytes of rows; a page not in the buffers is one read from the data directory
+ * (the operating system's page cache, or memory for `memory://`), which is what PostgreSQL
+ * itself does past its buffers.
+ */
+const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
+  shared_buffers: "16MB",
+};
+
+/** PGlite's start parameters with Deckhand's settings added. */
+function pgliteStartParams(): string[] {
+  return [
+    ...PGlite.defaultStartParams,
+    ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+  ];
+}
+
+/** Opens PGlite with Deckhand's settings; `dataDir` as PGlite takes it. */
+function openPgliteClient(options: { dataDir?: string; loadDataDir?: Blob } = {}): Promise<PGlite> {
+  return PGlite.create({ ...options, startParams: pgliteStartParams() });
+}
+
 let memoryTemplate: Promise<Blob> | null = null;
 
 /**
@@ -155,7 +182,7 @@ function migratedMemoryTemplate(): Promise<Blob> {
     const made = (async () => {
       const cached = await readCachedTemplate();
       if (cached !== null) return cached;
-      const client = await PGlite.create("memory://");
+      const client = await openPgliteClient();
       try {
         await migratePglite(drizzlePglite(client), { migrationsFolder });
         const dump = await client.dumpDataDir("none");
@@ -249,9 +276,9 @@ async function createPglite(
     (directory === null ? dataDir === "memory://" : await holdsOnlyTheLock(directory));
   // Without a template the database is made the long way, and reports its own error.
   const template = fresh ? await migratedMemoryTemplate().catch(() => undefined) : undefined;
-  if (template === undefined) return PGlite.create(dataDir);
+  if (template === undefined) return openPgliteClient({ dataDir });
   try {
-    return await PGlite.create(
+    return await openPgliteClient(
       directory === null ? { loadDataDir: template } : { dataDir, loadDataDir: template },
     );
   } catch {
@@ -259,7 +286,7 @@ async function createPglite(
     // directory (it held nothing else), and make the database anew.
     await forgetCachedTemplate();
     if (directory !== null) await removeAllButTheLock(directory);
-    return PGlite.create(dataDir);
+    return openPgliteClient({ dataDir });
   }
 }
 
