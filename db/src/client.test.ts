@@ -1,6 +1,9 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   backends,
@@ -11,6 +14,9 @@ import {
 import { createDb, migrationsFolder, templateFileIsOurs } from "./client.ts";
 import { DbError } from "./errors.ts";
 import { projects, sessionEvents, sessions } from "./schema/index.ts";
+
+const runFile = promisify(execFile);
+const openMemoryProcess = fileURLToPath(new URL("../test/open-memory-process.ts", import.meta.url));
 
 describe.each(backends)("database on %s", (kind) => {
   let database: TestDatabase;
@@ -236,6 +242,60 @@ describe("embedded database", () => {
     } finally {
       await rm(first, { recursive: true, force: true });
       await rm(second, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("makes a new data directory from the template without reading the template into memory", async () => {
+    // The first directory makes sure the template is cached on disk; the second, opened in a
+    // process of its own, is the case of every `deckhand up` on a new data directory. Loaded
+    // through PGlite, the 42 MB template was read whole three times: 120 MiB of array buffers
+    // an idle server kept until a collection happened to run.
+    const first = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    const second = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      await (await createDb({ dataDir: first })).close();
+      const { stdout } = await runFile(
+        process.execPath,
+        ["--conditions=source", openMemoryProcess, second],
+        { timeout: 120_000 },
+      );
+      const usage = JSON.parse(stdout) as NodeJS.MemoryUsage;
+      expect(usage.arrayBuffers).toBeLessThan(32 * 1024 * 1024);
+      const reopened = await createDb({ dataDir: second });
+      try {
+        const { rows } = await reopened.query<{ count: number }>(
+          "select count(*)::int as count from drizzle.__drizzle_migrations",
+        );
+        const journal = await readdir(migrationsFolder);
+        expect(rows[0]!.count).toBe(journal.filter((name) => name.endsWith(".sql")).length);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await rm(first, { recursive: true, force: true });
+      await rm(second, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("keeps PostgreSQL's shared buffers small, in memory and on a new or reopened directory", async () => {
+    // PGlite zeroes the whole of shared_buffers at start and WebAssembly memory never shrinks:
+    // PostgreSQL's 128 MB default was resident for the life of every process holding a database.
+    const sharedBuffers = async (dataDir: string) => {
+      const handle = await createDb({ dataDir });
+      try {
+        const { rows } = await handle.query<{ shared_buffers: string }>("show shared_buffers");
+        return rows[0]!.shared_buffers;
+      } finally {
+        await handle.close();
+      }
+    };
+    const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      expect(await sharedBuffers("memory://")).toBe("16MB");
+      expect(await sharedBuffers(dataDir)).toBe("16MB");
+      expect(await sharedBuffers(dataDir)).toBe("16MB");
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
 

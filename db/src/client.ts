@@ -1,5 +1,17 @@
 import { createHash, randomBytes } from "node:crypto";
-import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import {
+  type FileHandle,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +24,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
 import { type DataDirLock, LOCK_FILE_NAME, lockDataDir } from "./data-dir-lock.ts";
 import { DbError } from "./errors.ts";
+import { extractTar } from "./extract-tar.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -142,6 +155,33 @@ export async function createDb(options: CreateDbOptions = {}): Promise<DbHandle>
   return handle;
 }
 
+/**
+ * PostgreSQL's settings inside PGlite, on top of PGlite's own. `shared_buffers` is the one that
+ * weighs: Emscripten's anonymous `mmap` allocates and zeroes PostgreSQL's whole shared memory at
+ * start, so every page of it is resident from the first second and, WebAssembly memory never
+ * shrinking, for the life of the process. PostgreSQL's default of 128 MB (with 4 MB of WAL
+ * buffers taken from it) was 125 MiB of the 300 MiB an idle database held. Deckhand's working set
+ * is a few megabytes of rows; a page not in the buffers is one read from the data directory
+ * (the operating system's page cache, or memory for `memory://`), which is what PostgreSQL
+ * itself does past its buffers.
+ */
+const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
+  shared_buffers: "16MB",
+};
+
+/** PGlite's start parameters with Deckhand's settings added. */
+function pgliteStartParams(): string[] {
+  return [
+    ...PGlite.defaultStartParams,
+    ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+  ];
+}
+
+/** Opens PGlite with Deckhand's settings; `dataDir` as PGlite takes it. */
+function openPgliteClient(options: { dataDir?: string; loadDataDir?: Blob } = {}): Promise<PGlite> {
+  return PGlite.create({ ...options, startParams: pgliteStartParams() });
+}
+
 let memoryTemplate: Promise<Blob> | null = null;
 
 /**
@@ -155,7 +195,7 @@ function migratedMemoryTemplate(): Promise<Blob> {
     const made = (async () => {
       const cached = await readCachedTemplate();
       if (cached !== null) return cached;
-      const client = await PGlite.create("memory://");
+      const client = await openPgliteClient();
       try {
         await migratePglite(drizzlePglite(client), { migrationsFolder });
         const dump = await client.dumpDataDir("none");
@@ -247,11 +287,21 @@ async function createPglite(
   const fresh =
     useTemplate &&
     (directory === null ? dataDir === "memory://" : await holdsOnlyTheLock(directory));
+  if (fresh && directory !== null && (await extractCachedTemplate(directory))) {
+    try {
+      return await openPgliteClient({ dataDir });
+    } catch {
+      // A template this PGlite cannot open (made by another version): as below.
+      await forgetCachedTemplate();
+      await removeAllButTheLock(directory);
+      return openPgliteClient({ dataDir });
+    }
+  }
   // Without a template the database is made the long way, and reports its own error.
   const template = fresh ? await migratedMemoryTemplate().catch(() => undefined) : undefined;
-  if (template === undefined) return PGlite.create(dataDir);
+  if (template === undefined) return openPgliteClient({ dataDir });
   try {
-    return await PGlite.create(
+    return await openPgliteClient(
       directory === null ? { loadDataDir: template } : { dataDir, loadDataDir: template },
     );
   } catch {
@@ -259,7 +309,34 @@ async function createPglite(
     // directory (it held nothing else), and make the database anew.
     await forgetCachedTemplate();
     if (directory !== null) await removeAllButTheLock(directory);
-    return PGlite.create(dataDir);
+    return openPgliteClient({ dataDir });
+  }
+}
+
+/**
+ * Writes the cached template into a new data directory file by file, for PGlite to open as an
+ * existing database. Handing the same file to PGlite's `loadDataDir` reads it whole three times
+ * over (file, blob, untar): about 120 MiB of array buffers that an idle server kept until the
+ * collector happened to run, on top of the blob kept for the next database. False, with the
+ * directory left holding only the lock, when there is no cache file of ours or it does not
+ * extract; the database is then made from the template in memory as before.
+ */
+async function extractCachedTemplate(directory: string): Promise<boolean> {
+  let archive: FileHandle;
+  try {
+    archive = await open(await templateCachePath(), constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return false;
+  }
+  try {
+    if (!templateFileIsOurs(await archive.stat())) return false;
+    await extractTar(archive, directory);
+    return true;
+  } catch {
+    await removeAllButTheLock(directory);
+    return false;
+  } finally {
+    await archive.close();
   }
 }
 
