@@ -239,6 +239,27 @@ describe("embedded database", () => {
     }
   }, 120_000);
 
+  it("opens with the shared_buffers it is given, on a new data directory and on an existing one", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    const sharedBuffers = async (options: { sharedBuffers?: string }) => {
+      const handle = await createDb({ dataDir, ...options });
+      try {
+        const { rows } = await handle.query<{ shared_buffers: string }>("show shared_buffers");
+        return rows[0]!.shared_buffers;
+      } finally {
+        await handle.close();
+      }
+    };
+    try {
+      expect(await sharedBuffers({ sharedBuffers: "16MB" })).toBe("16MB");
+      expect(await sharedBuffers({ sharedBuffers: "24MB" })).toBe("24MB");
+      // Not given, PGlite's own default: nothing of the last open stays in the directory.
+      expect(await sharedBuffers({})).toBe("128MB");
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("loads a cached template only if it is this user's file and no one else may write it", () => {
     const uid = process.getuid?.() ?? 0;
     const file = (mode: number, owner = uid) => ({ uid: owner, mode, isFile: () => true });
