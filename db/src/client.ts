@@ -16,12 +16,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
-import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
-import { migrate as migrateNodePostgres } from "drizzle-orm/node-postgres/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
-import pg from "pg";
+import type pg from "pg";
 import { type DataDirLock, LOCK_FILE_NAME, lockDataDir } from "./data-dir-lock.ts";
 import { DbError } from "./errors.ts";
 import { extractTar } from "./extract-tar.ts";
@@ -419,7 +417,25 @@ async function openPglite(dataDir: string, useTemplate: boolean): Promise<DbHand
   };
 }
 
+/**
+ * PostgreSQL's driver and drizzle's over it, loaded only by a process that uses PostgreSQL: an
+ * embedded database (a standalone `deckhand batch preview`) does not load them.
+ */
+async function postgresModules() {
+  const [driver, drizzle, migrator] = await Promise.all([
+    import("pg"),
+    import("drizzle-orm/node-postgres"),
+    import("drizzle-orm/node-postgres/migrator"),
+  ]);
+  return { pg: driver.default, drizzle: drizzle.drizzle, migrate: migrator.migrate };
+}
+
 async function openPostgres(databaseUrl: string, poolSize: number): Promise<DbHandle> {
+  const {
+    pg,
+    drizzle: drizzleNodePostgres,
+    migrate: migrateNodePostgres,
+  } = await postgresModules();
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   // An idle pooled connection dropped by the server emits here; without a listener it would
   // crash the process. The pool replaces the connection on next use.
@@ -434,7 +450,7 @@ async function openPostgres(databaseUrl: string, poolSize: number): Promise<DbHa
     });
   }
   const db = drizzleNodePostgres(pool, { schema }) as unknown as Database;
-  const notifications = new PostgresNotifications(databaseUrl);
+  const notifications = new PostgresNotifications(databaseUrl, pg);
   let closed = false;
   return {
     db,
@@ -489,13 +505,15 @@ const RECONNECT_DELAY_MS = 1_000;
  */
 class PostgresNotifications {
   readonly #databaseUrl: string;
+  readonly #pg: typeof pg;
   readonly #handlers = new Map<string, Set<NotificationHandler>>();
   #client: Promise<pg.Client> | undefined;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(databaseUrl: string) {
+  constructor(databaseUrl: string, driver: typeof pg) {
     this.#databaseUrl = databaseUrl;
+    this.#pg = driver;
   }
 
   async listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>> {
@@ -522,7 +540,7 @@ class PostgresNotifications {
   #connect(): Promise<pg.Client> {
     if (this.#client) return this.#client;
     const connecting = (async () => {
-      const client = new pg.Client({ connectionString: this.#databaseUrl });
+      const client = new this.#pg.Client({ connectionString: this.#databaseUrl });
       client.on("notification", (message) => {
         for (const handler of this.#handlers.get(message.channel) ?? []) {
           handler(message.payload ?? "");

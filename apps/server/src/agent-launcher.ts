@@ -1,21 +1,28 @@
-import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
+import { detectSandbox, ProcessLauncher, type SandboxCapability } from "@deckhand/sandbox";
 import type { AgentEnvironmentPolicy } from "@deckhand/secrets";
 import { WirePath } from "@deckhand/wire";
 import type { Logger } from "pino";
 import type { ServerConfig } from "./config.ts";
 import type { ServerEndpoint } from "./server-endpoint.ts";
 
+/** Whether bubblewrap works here, as config.json's sandbox mode asks (a probe process). */
+export function detectServerSandbox(config: ServerConfig): Promise<SandboxCapability> {
+  return detectSandbox(config.sandbox.mode);
+}
+
 /**
  * One launcher for every process started for an agent or a step: the environment policy and,
- * where bubblewrap works, the sandbox. A server without one says so once, here.
+ * where bubblewrap works, the sandbox (`detected`, started before by the caller, or probed now).
+ * A server without one says so once, here.
  */
 export async function startAgentLauncher(
   config: ServerConfig,
   policy: AgentEnvironmentPolicy,
   logger: Logger,
   endpoint: ServerEndpoint,
+  detected: Promise<SandboxCapability> = detectServerSandbox(config),
 ): Promise<ProcessLauncher> {
-  const capability = await detectSandbox(config.sandbox.mode);
+  const capability = await detected;
   if (capability.kind === "none" && config.sandbox.mode === "auto") {
     logger.warn(
       { sandbox: "none", reason: capability.reason },

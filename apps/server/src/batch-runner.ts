@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { BatchRunService } from "@deckhand/batches";
 import { createRunEventHub } from "@deckhand/batches";
 import type { DbHandle, FeedSubscribeOptions, FeedSubscription } from "@deckhand/db";
-import { HttpError, listen } from "@deckhand/http-kit";
+import { HttpError } from "@deckhand/http-kit";
 import { DbModelTokenStore } from "@deckhand/model-proxy";
 import type { ProviderService } from "@deckhand/providers";
 import { redactSecrets } from "@deckhand/secrets";
@@ -32,7 +32,6 @@ import {
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { type ServerConfig, serverOriginPolicy } from "./config.ts";
 import { DbUsageRecorder } from "./db-stores.ts";
-import { createModelProxyApp } from "./model-proxy-app.ts";
 import { ServerEndpoint } from "./server-endpoint.ts";
 import { ServerError } from "./server-error.ts";
 import {
@@ -163,6 +162,12 @@ function lazyModelProxy(
   let listening: Promise<string> | null = null;
   return () => {
     listening ??= (async () => {
+      // Loaded here: the proxy's routes, hono and the listener are for runs whose steps talk to
+      // a model, not for every run's start.
+      const [{ createModelProxyApp }, { listen }] = await Promise.all([
+        import("./model-proxy-app.ts"),
+        import("@deckhand/http-kit"),
+      ]);
       const app = createModelProxyApp(serverOriginPolicy(config), {
         modelUpstreams: config.modelUpstreams,
         modelTokens,

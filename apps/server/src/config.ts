@@ -39,7 +39,7 @@ import {
   RolloutWindowsSchema,
   WireEnv,
 } from "@deckhand/wire";
-import { parseListenAddress } from "@deckhand/workspace-agent";
+import { parseListenAddress } from "@deckhand/workspace-agent/config";
 import { z } from "zod";
 import { ServerError } from "./server-error.ts";
 import { findWebDir } from "./web-ui.ts";

@@ -8,7 +8,7 @@ import { type BatchRunService, type BatchWorker, startBatchWorker } from "@deckh
 import { createDb, DataDirLockedError, type DbHandle } from "@deckhand/db";
 import { redactSecrets } from "@deckhand/secrets";
 import pino, { type Logger } from "pino";
-import { startAgentLauncher } from "./agent-launcher.ts";
+import { detectServerSandbox, startAgentLauncher } from "./agent-launcher.ts";
 import type { ServerConfig } from "./config.ts";
 import type { ServerEndpoint } from "./server-endpoint.ts";
 import { ServerError } from "./server-error.ts";
@@ -44,6 +44,11 @@ export function serverLogger(config: ServerConfig, destination?: NodeJS.Writable
 export async function startFoundation(start: Foundation) {
   const { config, logger, parts } = start;
   await mkdir(config.dataDir, { recursive: true });
+  // The sandbox probe is a bubblewrap process that mostly waits on the kernel, opening the
+  // database mostly CPU: the probe runs while the database opens, so a start waits for the
+  // longer of the two instead of both. A database that fails to open is still the error shown.
+  const sandbox = detectServerSandbox(config);
+  sandbox.catch(() => {});
   const database = await createDb(
     config.databaseUrl !== null
       ? { databaseUrl: config.databaseUrl }
@@ -56,6 +61,7 @@ export async function startFoundation(start: Foundation) {
     start.agentEnvironment.policy,
     logger,
     start.endpoint,
+    sandbox,
   );
   parts.started("launcher", () => launcher.close());
   const workspacesRoot = join(config.dataDir, "workspaces");
