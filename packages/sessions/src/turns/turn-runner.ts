@@ -1,7 +1,7 @@
 import type { AgentBackend } from "@deckhand/agent-backends";
 import type { AgentEvent, StopReason } from "@deckhand/wire";
 import type { Logger } from "pino";
-import { resolveCommit } from "../git.ts";
+import { headCommit } from "../git-head.ts";
 import { type OpenSession, requireOpenSession } from "../required-rows.ts";
 import { ABORTED, type SessionLock } from "../session-lock.ts";
 import type { AgentTurnPayload } from "../store/agent-turn-tasks.ts";
@@ -152,7 +152,7 @@ export class TurnRunner {
     let failure: TurnOutcome | null = null;
     let agentSessionId: string | null = null;
     // The branch's commit before the agent works: commits it makes are folded back after.
-    const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
+    const since = await headCommit(worktree.path).catch(() => null);
     try {
       const agentSession = await store.agentSessions.ensure(sessionId, agent, null);
       agentSessionId = agentSession.id;
