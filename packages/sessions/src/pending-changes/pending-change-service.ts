@@ -60,7 +60,10 @@ export class PendingChangeService {
   ): Promise<PendingChange[]> {
     const { sessionId, worktreePath } = work;
     // A clean worktree with nothing pending (most turns that only answer) has nothing to write.
-    if (changes.length === 0 && (await this.#store.pendingChanges.pendingOf(sessionId)).length === 0)
+    if (
+      changes.length === 0 &&
+      (await this.#store.pendingChanges.pendingOf(sessionId)).length === 0
+    )
       return [];
     const diffs = await Promise.all(
       changes.map(async (change) => ({

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { PendingChangeService } from "../pending-changes/pending-change-service.ts";
 import { type WorktreeStatus, worktreeStatus } from "../git.ts";
+import type { PendingChangeService } from "../pending-changes/pending-change-service.ts";
 import type { SessionLock } from "../session-lock.ts";
 import type { SessionWorktreeRow } from "../store/session-rows.ts";
 import type { SessionStore } from "../store/session-store.ts";
