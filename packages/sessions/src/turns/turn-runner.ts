@@ -128,11 +128,9 @@ export class TurnRunner {
 
   /** What the agent is asked: the user's text, after what Deckhand told the chat (if it is new). */
   async #promptText(userMessageId: string): Promise<string> {
-    const { messages } = this.#options.store;
-    const asked = await messages.userMessageText(userMessageId);
+    const { text, context } = await this.#options.store.messages.promptOf(userMessageId);
     // An agent new to the chat is told first what Deckhand told it (a taken-over workspace).
-    const context = await messages.contextFor(userMessageId);
-    return context === "" ? asked : `${context}\n\n---\n\n${asked}`;
+    return context === "" ? text : `${context}\n\n---\n\n${text}`;
   }
 
   /** The turn in the session's lock: the agent's prompt, then the work after it. */
