@@ -50,6 +50,8 @@ export class AfterTurn {
       try {
         if (await this.#foldCommits(turn, turn.since, await readStatus())) status = undefined;
       } catch (error) {
+        // The fold may have stopped after moving commits: the record reads the worktree again.
+        status = undefined;
         logger.warn({ err: error, sessionId }, "folding the agent's commits failed");
       }
     }
