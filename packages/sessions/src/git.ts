@@ -125,25 +125,81 @@ export interface ChangedPath {
   change: "added" | "modified" | "deleted";
 }
 
-export async function changedPaths(worktree: string): Promise<ChangedPath[]> {
+/** Where a worktree's HEAD is and what differs from it, from one `git status`. */
+export interface WorktreeStatus {
+  /** The branch HEAD points at; null when HEAD is detached. */
+  branch: string | null;
+  /** HEAD's commit; null on a branch with no commit yet. */
+  head: string | null;
+  changes: ChangedPath[];
+}
+
+/**
+ * One `git status` of a worktree (porcelain v2 with its branch headers): its branch, its commit
+ * and its changed paths, so the work after an agent's turn needs one git process, not three.
+ * Read-only: it never takes the index lock an agent in the worktree may need.
+ */
+export async function worktreeStatus(worktree: string): Promise<WorktreeStatus> {
   const { stdout } = await git(
-    ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+    [
+      "status",
+      "--porcelain=v2",
+      "--branch",
+      "--no-ahead-behind",
+      "-z",
+      "--untracked-files=all",
+      "--no-renames",
+    ],
     { cwd: worktree, readOnly: true },
   );
-  const changes: ChangedPath[] = [];
-  for (const entry of stdout.split("\0")) {
-    if (entry.length < 4) continue;
-    const status = entry.slice(0, 2);
-    const path = entry.slice(3);
+  return parseWorktreeStatus(stdout);
+}
+
+/** Fields before the path of each porcelain v2 record kind (see git-status(1)). */
+const FIELDS_BEFORE_PATH: Record<string, number> = { "1": 8, "2": 9, u: 10, "?": 1, "!": 1 };
+
+/** Parses `git status --porcelain=v2 --branch -z`. */
+export function parseWorktreeStatus(output: string): WorktreeStatus {
+  const status: WorktreeStatus = { branch: null, head: null, changes: [] };
+  const records = output.split("\0");
+  for (let index = 0; index < records.length; index += 1) {
+    const record = records[index]!;
+    if (record.startsWith("# branch.oid ")) {
+      const oid = record.slice("# branch.oid ".length);
+      status.head = oid === "(initial)" ? null : oid;
+      continue;
+    }
+    if (record.startsWith("# branch.head ")) {
+      const head = record.slice("# branch.head ".length);
+      status.branch = head === "(detached)" ? null : head;
+      continue;
+    }
+    const kind = record.slice(0, 1);
+    const fieldCount = FIELDS_BEFORE_PATH[kind];
+    if (fieldCount === undefined) continue;
+    // A rename or copy record is followed by its original path (none with --no-renames).
+    if (kind === "2") index += 1;
+    if (kind === "!") continue;
+    let pathStart = 0;
+    for (let field = 0; field < fieldCount; field += 1) {
+      pathStart = record.indexOf(" ", pathStart) + 1;
+    }
+    const path = record.slice(pathStart);
+    const letters = kind === "?" ? "??" : record.slice(2, 4);
     const change =
-      status === "??" || status.includes("A")
+      letters === "??" || letters.includes("A")
         ? "added"
-        : status.includes("D")
+        : letters.includes("D")
           ? "deleted"
           : "modified";
-    changes.push({ path, change });
+    status.changes.push({ path, change });
   }
-  return changes;
+  return status;
+}
+
+/** The worktree's changed paths against its HEAD, untracked files included. */
+export async function changedPaths(worktree: string): Promise<ChangedPath[]> {
+  return (await worktreeStatus(worktree)).changes;
 }
 
 /** Unified diff of one path: the worktree against HEAD, or against nothing for a new file. */

@@ -1,7 +1,7 @@
 export type { AgentCatalog, AgentChoice } from "./agent-choice.ts";
 export type { ChatService } from "./chats/chat-service.ts";
 export type { MessageService } from "./chats/message-service.ts";
-export type { GitEnvironment } from "./git.ts";
+export type { ChangedPath, GitEnvironment } from "./git.ts";
 export type {
   PendingChangeService,
   RecordedWork,

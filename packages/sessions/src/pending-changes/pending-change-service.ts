@@ -1,6 +1,6 @@
 import type { Database, PendingChangeStatus } from "@deckhand/db";
 import type { PendingChange } from "@deckhand/wire";
-import { changedPaths, commitPath, diffPath, restorePath } from "../git.ts";
+import { type ChangedPath, changedPaths, commitPath, diffPath, restorePath } from "../git.ts";
 import { requireOpenSession, requirePendingChange, requireSession } from "../required-rows.ts";
 import { pendingChangeResource } from "../resources.ts";
 import type { SessionLock } from "../session-lock.ts";
@@ -45,27 +45,43 @@ export class PendingChangeService {
    * dropped. Announced on the session stream.
    */
   async record(work: RecordedWork): Promise<PendingChange[]> {
+    return this.#lock.git(work.sessionId, async () =>
+      this.recordChanges(work, await changedPaths(work.worktreePath)),
+    );
+  }
+
+  /**
+   * `record` for a caller that holds the session's git lock (see `SessionLock.git`) and has just
+   * read the worktree's changed paths (`changes`), as the work after a turn has.
+   */
+  async recordChanges(
+    work: RecordedWork,
+    changes: readonly ChangedPath[],
+  ): Promise<PendingChange[]> {
     const { sessionId, worktreePath } = work;
-    return this.#lock.git(sessionId, async () => {
-      const changes = await changedPaths(worktreePath);
-      const diffs = await Promise.all(
-        changes.map(async (change) => ({
-          path: change.path,
-          diff: await diffPath(worktreePath, change),
-        })),
-      );
-      return this.#store.transaction(async (transaction) => {
-        const recorded = await recordDiffs(transaction, work, diffs);
-        if (recorded.length > 0) {
-          await transaction.appendEvent(sessionId, work.chatId, {
-            type: "pending_changes",
-            chat_id: work.chatId,
-            agent: work.agentSession.agent,
-            pending_change_ids: recorded.map((row) => row.id),
-          });
-        }
-        return recorded.map((row) => pendingChangeResource(row, work.agentSession.agent));
-      });
+    // A clean worktree with nothing pending (most turns that only answer) has nothing to write.
+    if (
+      changes.length === 0 &&
+      (await this.#store.pendingChanges.pendingOf(sessionId)).length === 0
+    )
+      return [];
+    const diffs = await Promise.all(
+      changes.map(async (change) => ({
+        path: change.path,
+        diff: await diffPath(worktreePath, change),
+      })),
+    );
+    return this.#store.transaction(async (transaction) => {
+      const recorded = await recordDiffs(transaction, work, diffs);
+      if (recorded.length > 0) {
+        await transaction.appendEvent(sessionId, work.chatId, {
+          type: "pending_changes",
+          chat_id: work.chatId,
+          agent: work.agentSession.agent,
+          pending_change_ids: recorded.map((row) => row.id),
+        });
+      }
+      return recorded.map((row) => pendingChangeResource(row, work.agentSession.agent));
     });
   }
 

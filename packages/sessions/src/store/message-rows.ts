@@ -1,7 +1,8 @@
 import { type Executor, messageParts, messages } from "@deckhand/db";
 import { redactSecrets, redactValue } from "@deckhand/secrets";
 import { type CollectedPart, type PartChanges, TextPartContentSchema } from "@deckhand/wire";
-import { and, asc, eq, gte, inArray, isNull, lt, ne } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNull, lt, ne, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 
 export type MessageRow = typeof messages.$inferSelect;
 export type MessagePartRow = typeof messageParts.$inferSelect;
@@ -165,14 +166,7 @@ export class MessageRows {
 
   /** The text of a user message: its first part, when that is text ("" otherwise). */
   async userMessageText(messageId: string): Promise<string> {
-    const [part] = await this.#executor
-      .select({ content: messageParts.content })
-      .from(messageParts)
-      .where(eq(messageParts.messageId, messageId))
-      .orderBy(asc(messageParts.position))
-      .limit(1);
-    const content = TextPartContentSchema.safeParse(part?.content);
-    return content.success ? content.data.text : "";
+    return (await this.promptOf(messageId)).text;
   }
 
   /**
@@ -181,22 +175,48 @@ export class MessageRows {
    * workspace's context, say), "" when there are none or the agent had an earlier message.
    */
   async contextFor(messageId: string): Promise<string> {
-    const message = await this.get(messageId);
-    if (message === undefined) return "";
-    const [earlier] = await this.#executor
-      .select({ id: messages.id })
-      .from(messages)
+    return (await this.promptOf(messageId)).context;
+  }
+
+  /**
+   * What a user message asks its agent: its text (`userMessageText`) and the chat's context
+   * before it (`contextFor`), read in one query, and a second only on the agent's first message
+   * in the chat, for the system messages.
+   */
+  async promptOf(messageId: string): Promise<{ text: string; context: string }> {
+    const earlier = alias(messages, "earlier");
+    const firstPart = this.#executor
+      .select({ content: messageParts.content })
+      .from(messageParts)
+      .where(eq(messageParts.messageId, messages.id))
+      .orderBy(asc(messageParts.position))
+      .limit(1);
+    const earlierMessage = this.#executor
+      .select({ id: earlier.id })
+      .from(earlier)
       .where(
         and(
-          eq(messages.chatId, message.chatId),
-          eq(messages.role, "user"),
-          message.agentType === null ? undefined : eq(messages.agentType, message.agentType),
-          ne(messages.id, message.id),
-          lt(messages.createdAt, message.createdAt),
+          eq(earlier.chatId, messages.chatId),
+          eq(earlier.role, "user"),
+          sql`(${messages.agentType} is null or ${earlier.agentType} = ${messages.agentType})`,
+          ne(earlier.id, messages.id),
+          lt(earlier.createdAt, messages.createdAt),
         ),
       )
       .limit(1);
-    if (earlier !== undefined) return "";
+    const [message] = await this.#executor
+      .select({
+        chatId: messages.chatId,
+        createdAt: messages.createdAt,
+        firstPart: sql<unknown>`(${firstPart})`,
+        hasEarlier: sql<boolean>`exists(${earlierMessage})`,
+      })
+      .from(messages)
+      .where(eq(messages.id, messageId));
+    if (message === undefined) return { text: "", context: "" };
+    const content = TextPartContentSchema.safeParse(message.firstPart);
+    const text = content.success ? content.data.text : "";
+    if (message.hasEarlier) return { text, context: "" };
     const notes = await this.#executor
       .select({ content: messageParts.content })
       .from(messages)
@@ -209,11 +229,12 @@ export class MessageRows {
         ),
       )
       .orderBy(asc(messages.createdAt), asc(messageParts.position));
-    return notes
+    const context = notes
       .flatMap((note) => {
-        const content = TextPartContentSchema.safeParse(note.content);
-        return content.success ? [content.data.text] : [];
+        const noteContent = TextPartContentSchema.safeParse(note.content);
+        return noteContent.success ? [noteContent.data.text] : [];
       })
       .join("\n\n");
+    return { text, context };
   }
 }

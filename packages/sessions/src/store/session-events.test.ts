@@ -1,6 +1,12 @@
 import { createDb, type DbHandle, projects, sessions } from "@deckhand/db";
+import {
+  createPostgresTestDatabase,
+  type PostgresTestDatabase,
+  testPostgresUrl,
+} from "@deckhand/testkit";
+import type { SessionEvent } from "@deckhand/wire";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { readSessionEvents, SessionEventWriter } from "./session-events.ts";
+import { publishSessionEvent, readSessionEvents, SessionEventWriter } from "./session-events.ts";
 
 let handle: DbHandle;
 let sessionId: string;
@@ -88,5 +94,101 @@ describe("SessionEventWriter", () => {
     await expect(writer.flush()).rejects.toThrow();
     await expect(writer.append(null, text(2))).rejects.toThrow();
     expect(await deltasOf()).toEqual([]);
+  });
+});
+
+describe("publishSessionEvent", () => {
+  it("stores the event in one statement of its own, with no explicit transaction", async () => {
+    const transaction = handle.db.transaction.bind(handle.db);
+    let transactions = 0;
+    handle.db.transaction = ((...args: Parameters<typeof transaction>) => {
+      transactions += 1;
+      return transaction(...args);
+    }) as typeof transaction;
+    const execute = handle.db.execute.bind(handle.db);
+    let statements = 0;
+    handle.db.execute = ((...args: Parameters<typeof execute>) => {
+      statements += 1;
+      return execute(...args);
+    }) as typeof execute;
+    try {
+      const published = await publishSessionEvent(handle.db, sessionId, null, text(7));
+      expect({ transactions, statements }).toEqual({ transactions: 0, statements: 1 });
+      expect(await readSessionEvents(handle.db, sessionId, 0)).toEqual([published]);
+      expect(published).toMatchObject({ session_id: sessionId, chat_id: null, event: text(7) });
+      expect(Number.isInteger(published.id)).toBe(true);
+      expect(new Date(published.created_at).toISOString()).toBe(published.created_at);
+    } finally {
+      handle.db.execute = execute;
+    }
+  });
+});
+
+const backends = [
+  { name: "pglite", postgres: false },
+  ...(testPostgresUrl ? [{ name: "postgresql", postgres: true }] : []),
+];
+
+describe.each(backends)("session events on $name", ({ postgres }) => {
+  let writers: DbHandle[];
+  let database: PostgresTestDatabase | undefined;
+
+  beforeAll(async () => {
+    database = postgres ? await createPostgresTestDatabase() : undefined;
+    // On PostgreSQL two handles, so appends really race on separate connections.
+    writers = database
+      ? [
+          await createDb({ databaseUrl: database.url }),
+          await createDb({ databaseUrl: database.url }),
+        ]
+      : [handle];
+  });
+  afterAll(async () => {
+    if (database) for (const writer of writers) await writer.close();
+    await database?.drop();
+  });
+
+  it("commits concurrent appends to one session in id order: a reader never finds an id behind one it saw", async () => {
+    const [first] = writers;
+    const [project] = await first!.db
+      .insert(projects)
+      .values({ name: "race", repositoryPath: "/nowhere" })
+      .returning();
+    const [session] = await first!.db
+      .insert(sessions)
+      .values({ projectId: project!.id, branch: "deckhand/race" })
+      .returning();
+    const raced = session!.id;
+    const count = 200;
+    let done = false;
+    const seen: number[] = [];
+    const reading = (async () => {
+      let cursor = 0;
+      for (;;) {
+        // Once every append is stored, one more read reaches the end.
+        const last = done;
+        const events: SessionEvent[] = await readSessionEvents(first!.db, raced, cursor);
+        for (const event of events) seen.push(event.id);
+        cursor = events.at(-1)?.id ?? cursor;
+        if (last && events.length === 0) break;
+      }
+    })();
+    await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        index % 3 === 0
+          ? (async () => {
+              const writer = new SessionEventWriter(writers[index % writers.length]!.db, raced);
+              await writer.append(null, text(index));
+              await writer.flush();
+            })()
+          : publishSessionEvent(writers[index % writers.length]!.db, raced, null, text(index)),
+      ),
+    );
+    done = true;
+    await reading;
+    const stored = (await readSessionEvents(first!.db, raced, 0)).map((event) => event.id);
+    expect(stored).toHaveLength(count);
+    // Read while appends committed, the ids came in the order they are stored in: none late.
+    expect(seen).toEqual(stored);
   });
 });

@@ -28,45 +28,71 @@ function toSessionEvent(row: EventRow): SessionEvent {
 
 /** Appends one event to a session's log, as `appendSessionEvents` does. */
 export async function appendSessionEvent(
-  transaction: Transaction,
+  executor: Executor,
   sessionId: string,
   chatId: string | null,
   event: SessionEventPayload,
 ): Promise<SessionEvent> {
-  const [appended] = await appendSessionEvents(transaction, sessionId, [{ chatId, event }]);
+  const [appended] = await appendSessionEvents(executor, sessionId, [{ chatId, event }]);
   return appended!;
+}
+
+/** A row of `session_events` as a raw statement returns it (drivers differ on bigint and time). */
+interface AppendedRow {
+  id: number | string;
+  session_id: string;
+  chat_id: string | null;
+  payload: unknown;
+  created_at: Date | string;
 }
 
 /**
  * Appends events to one session's log in one statement, in the given order. Call it inside the
- * transaction that makes the change the events describe. A per-session advisory lock makes
- * appends to one session commit in id order, so a reader that has seen id N can never later find
- * a smaller id committed behind it.
+ * transaction that makes the change the events describe, or on the database for events that
+ * change nothing else (the statement is then a transaction of its own). A per-session advisory
+ * lock, taken by the statement before its rows get their ids and held until its transaction
+ * ends, makes appends to one session commit in id order, so a reader that has seen id N can
+ * never later find a smaller id committed behind it. Listeners on the events channel are told
+ * on commit, so none wakes for an event it cannot read yet.
  */
 export async function appendSessionEvents(
-  transaction: Transaction,
+  executor: Executor,
   sessionId: string,
   entries: readonly { chatId: string | null; event: SessionEventPayload }[],
 ): Promise<SessionEvent[]> {
   if (entries.length === 0) return [];
-  await transaction.execute(sql`select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))`);
-  const rows = await transaction
-    .insert(sessionEvents)
-    .values(
-      entries.map(({ chatId, event }) => ({
-        sessionId,
-        chatId,
-        type: event.type,
-        // Agents echo what they see; a model token or one of Deckhand's own secrets in a tool's
-        // output must not reach a row or a frame.
-        payload: redactValue(event),
-      })),
+  const values = JSON.stringify(
+    entries.map(({ chatId, event }) => ({
+      chat_id: chatId,
+      type: event.type,
+      // Agents echo what they see; a model token or one of Deckhand's own secrets in a tool's
+      // output must not reach a row or a frame.
+      payload: redactValue(event),
+    })),
+  );
+  // The rows are made from the lock's row, so no id is drawn before the lock is held; they are
+  // inserted (and draw their ids) in the order of the list.
+  const result = (await executor.execute(sql`
+    with locked as materialized (
+      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))
+    ), inserted as (
+      insert into session_events (session_id, chat_id, type, payload)
+      select ${sessionId}::uuid, (entry->>'chat_id')::uuid, entry->>'type', entry->'payload'
+      from locked, jsonb_array_elements(${values}::jsonb) with ordinality as entries(entry, ordinal)
+      order by ordinal
+      returning id, session_id, chat_id, payload, created_at
+    ), notified as materialized (
+      select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})
     )
-    .returning();
-  // Delivered on commit, so a listener never wakes for an event it cannot read yet.
-  await notifySessionChanged(transaction, sessionId);
-  // A multi-row insert assigns the identity values in the order of its VALUES list.
-  return rows.map(toSessionEvent).sort((left, right) => left.id - right.id);
+    select inserted.* from inserted, notified order by inserted.id
+  `)) as unknown as { rows: AppendedRow[] };
+  return result.rows.map((row) => ({
+    id: Number(row.id),
+    session_id: row.session_id,
+    chat_id: row.chat_id,
+    created_at: new Date(row.created_at).toISOString(),
+    event: row.payload as SessionEventPayload,
+  }));
 }
 
 export interface SessionEventWriterOptions<
@@ -126,14 +152,17 @@ export class SessionEventWriter<Event extends SessionEventPayload = SessionEvent
   }
 }
 
-/** Appends in a transaction of its own (for events that change nothing else). */
+/**
+ * Appends in a transaction of its own (for events that change nothing else): one statement,
+ * which takes the session's lock, inserts and notifies (see `appendSessionEvents`).
+ */
 export function publishSessionEvent(
   db: Database,
   sessionId: string,
   chatId: string | null,
   event: SessionEventPayload,
 ): Promise<SessionEvent> {
-  return db.transaction((transaction) => appendSessionEvent(transaction, sessionId, chatId, event));
+  return appendSessionEvent(db, sessionId, chatId, event);
 }
 
 /** Tells listeners on the events channel that the session changed (delivered on commit). */

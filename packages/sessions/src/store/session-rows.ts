@@ -27,13 +27,22 @@ export class SessionRows {
     this.#executor = executor;
   }
 
+  /** A session with its latest worktree row, in one query (every turn and message reads it). */
   async get(sessionId: string): Promise<SessionWithWorktree | undefined> {
-    const [session] = await this.#executor
+    const latest = this.#executor
+      .select()
+      .from(sessionWorktrees)
+      .where(eq(sessionWorktrees.sessionId, sessions.id))
+      .orderBy(desc(sessionWorktrees.createdAt))
+      .limit(1)
+      .as("latest_worktree");
+    const [row] = await this.#executor
       .select()
       .from(sessions)
+      .leftJoinLateral(latest, sql`true`)
       .where(eq(sessions.id, sessionId));
-    if (!session) return undefined;
-    return { session, worktree: (await this.worktreesOf([sessionId])).get(sessionId) };
+    if (!row) return undefined;
+    return { session: row.sessions, worktree: row.latest_worktree ?? undefined };
   }
 
   /** The latest worktree row of each session. */

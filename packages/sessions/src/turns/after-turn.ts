@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { type WorktreeStatus, worktreeStatus } from "../git.ts";
 import type { PendingChangeService } from "../pending-changes/pending-change-service.ts";
 import type { SessionLock } from "../session-lock.ts";
 import type { SessionWorktreeRow } from "../store/session-rows.ts";
@@ -19,14 +20,15 @@ export interface FinishedTurn extends TurnRef {
 export interface AfterTurnOptions {
   store: SessionStore;
   lock: SessionLock;
-  pendingChanges: Pick<PendingChangeService, "record">;
+  pendingChanges: Pick<PendingChangeService, "recordChanges">;
   logger: Logger;
 }
 
 /**
- * The work after an agent's turn, still inside the session's lock: commits it made on the
- * session branch are folded back into the worktree, and the worktree's changes become pending
- * changes credited to it. Neither fails the turn: a failure is logged.
+ * The work after an agent's turn, still inside the session's lock and as the session's git
+ * work: commits it made on the session branch are folded back into the worktree, and the
+ * worktree's changes become pending changes credited to it. One `git status` serves both,
+ * unless the fold moved commits into the index. Neither fails the turn: a failure is logged.
  */
 export class AfterTurn {
   readonly #options: AfterTurnOptions;
@@ -35,58 +37,71 @@ export class AfterTurn {
     this.#options = options;
   }
 
-  async run(turn: FinishedTurn): Promise<void> {
+  run(turn: FinishedTurn): Promise<void> {
+    return this.#options.lock.git(turn.sessionId, () => this.#runLocked(turn));
+  }
+
+  async #runLocked(turn: FinishedTurn): Promise<void> {
     const { logger } = this.#options;
     const { sessionId } = turn;
+    let status: WorktreeStatus | undefined;
+    const readStatus = async () => (status ??= await worktreeStatus(turn.worktree.path));
     if (turn.since !== null) {
-      const since = turn.since;
       try {
-        await this.#foldCommits(turn, since);
+        if (await this.#foldCommits(turn, turn.since, await readStatus())) status = undefined;
       } catch (error) {
+        // The fold may have stopped after moving commits: the record reads the worktree again.
+        status = undefined;
         logger.warn({ err: error, sessionId }, "folding the agent's commits failed");
       }
     }
     await turn.stream.flush();
-    await this.#options.pendingChanges
-      .record({
-        sessionId,
-        worktreePath: turn.worktree.path,
-        agentSession: { id: turn.agentSessionId, agent: turn.agent },
-        chatId: turn.chatId,
-      })
-      .catch((error: unknown) =>
-        logger.warn({ err: error, sessionId }, "recording pending changes failed"),
+    try {
+      await this.#options.pendingChanges.recordChanges(
+        {
+          sessionId,
+          worktreePath: turn.worktree.path,
+          agentSession: { id: turn.agentSessionId, agent: turn.agent },
+          chatId: turn.chatId,
+        },
+        (await readStatus()).changes,
       );
+    } catch (error) {
+      logger.warn({ err: error, sessionId }, "recording pending changes failed");
+    }
   }
 
-  /** Folds the agent's commits, and tells the session what became of them. */
-  async #foldCommits(turn: FinishedTurn, since: string): Promise<void> {
+  /**
+   * Folds the agent's commits, and tells the session what became of them; true when commits
+   * were moved into the index (the worktree's status changed).
+   */
+  async #foldCommits(turn: FinishedTurn, since: string, at: WorktreeStatus): Promise<boolean> {
     const { sessionId, chatId, agent, messageId } = turn;
-    const folded = await this.#options.lock.git(sessionId, () =>
-      foldAgentCommits(turn.worktree, since),
-    );
+    const folded = await foldAgentCommits(turn.worktree, since, at);
     if (folded.kind === "moved") {
       await turn.stream.emit({
         type: "error",
         message_id: messageId,
         message: `after ${agent}'s turn, ${folded.reason}`,
       });
-    } else if (folded.kind === "folded") {
-      if (folded.folded.length > 0) {
-        await this.#options.store.publishEvent(sessionId, chatId, {
-          type: "commits_folded",
-          chat_id: chatId,
-          agent,
-          commits: folded.folded.map(({ sha, subject }) => ({ sha, subject })),
-        });
-      }
-      if (folded.kept.length > 0) {
-        await turn.stream.emit({
-          type: "error",
-          message_id: messageId,
-          message: `${agent} committed ${folded.kept.map((commit) => commit.sha.slice(0, 12)).join(", ")} on the session branch before a pending change was applied during its turn; those commits stay there, unreviewed`,
-        });
-      }
+      return false;
     }
+    if (folded.kind === "unchanged") return false;
+    if (folded.folded.length > 0) {
+      await this.#options.store.publishEvent(sessionId, chatId, {
+        type: "commits_folded",
+        chat_id: chatId,
+        agent,
+        commits: folded.folded.map(({ sha, subject }) => ({ sha, subject })),
+      });
+    }
+    if (folded.kept.length > 0) {
+      await turn.stream.emit({
+        type: "error",
+        message_id: messageId,
+        message: `${agent} committed ${folded.kept.map((commit) => commit.sha.slice(0, 12)).join(", ")} on the session branch before a pending change was applied during its turn; those commits stay there, unreviewed`,
+      });
+    }
+    return folded.folded.length > 0;
   }
 }

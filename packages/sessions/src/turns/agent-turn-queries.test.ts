@@ -158,5 +158,5 @@ describe("a simple text turn's queries", () => {
 });
 
 /** What a session's first text turn costs (its agent session row is made) and a later one. */
-const FIRST_TURN_STATEMENTS = 35;
-const NEXT_TURN_STATEMENTS = 29;
+const FIRST_TURN_STATEMENTS = 21;
+const NEXT_TURN_STATEMENTS = 17;

@@ -1,10 +1,9 @@
 import {
   type CommitSummary,
   commitsBetween,
-  currentBranch,
   isAncestor,
   resetSoft,
-  resolveCommit,
+  type WorktreeStatus,
 } from "../git.ts";
 import { isApplyCommit } from "../pending-changes/applied-commits.ts";
 
@@ -22,14 +21,15 @@ export type FoldCommitsResult =
  * other edit. Commits Deckhand made applying pending changes in the meantime stay, and so do
  * agent commits older than such an apply (undoing them would undo the apply). A HEAD that left
  * the session branch, or a branch that no longer contains `since`, is left alone. Run it as the
- * session's git work (see `SessionLock.git`).
+ * session's git work (see `SessionLock.git`); `at` is where the worktree's HEAD is now (its
+ * `git status`).
  */
 export async function foldAgentCommits(
   worktree: { path: string; branch: string },
   since: string,
+  at: Pick<WorktreeStatus, "branch" | "head">,
 ): Promise<FoldCommitsResult> {
-  const branch = await currentBranch(worktree.path);
-  const head = await resolveCommit(worktree.path, "HEAD");
+  const { branch, head } = at;
   if (branch !== worktree.branch) {
     return {
       kind: "moved",

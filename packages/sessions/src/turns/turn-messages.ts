@@ -59,6 +59,26 @@ export class TurnMessages {
    */
   async begin(turn: TurnRef, userMessageId: string): Promise<boolean> {
     for (;;) {
+      // Most turns are new, so the insert comes first; only a message that is there already is
+      // read.
+      const inserted = await this.#store.transaction(async (transaction) => {
+        const created = await transaction.messages.insertAssistant({
+          id: turn.messageId,
+          chatId: turn.chatId,
+          agentType: turn.agent,
+          status: "streaming",
+        });
+        if (!created) return false;
+        await transaction.appendEvent(turn.sessionId, turn.chatId, {
+          type: "turn_started",
+          chat_id: turn.chatId,
+          message_id: turn.messageId,
+          user_message_id: userMessageId,
+          agent: turn.agent,
+        });
+        return true;
+      });
+      if (inserted) return true;
       const existing = await this.#store.messages.get(turn.messageId);
       if (existing) {
         // At-least-once delivery: a task run again after a crash finds its message and does not
@@ -78,24 +98,6 @@ export class TurnMessages {
         }
         return false;
       }
-      const inserted = await this.#store.transaction(async (transaction) => {
-        const created = await transaction.messages.insertAssistant({
-          id: turn.messageId,
-          chatId: turn.chatId,
-          agentType: turn.agent,
-          status: "streaming",
-        });
-        if (!created) return false;
-        await transaction.appendEvent(turn.sessionId, turn.chatId, {
-          type: "turn_started",
-          chat_id: turn.chatId,
-          message_id: turn.messageId,
-          user_message_id: userMessageId,
-          agent: turn.agent,
-        });
-        return true;
-      });
-      if (inserted) return true;
     }
   }
 

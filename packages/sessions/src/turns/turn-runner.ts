@@ -1,7 +1,7 @@
 import type { AgentBackend } from "@deckhand/agent-backends";
 import type { AgentEvent, StopReason } from "@deckhand/wire";
 import type { Logger } from "pino";
-import { resolveCommit } from "../git.ts";
+import { headCommit } from "../git-head.ts";
 import { type OpenSession, requireOpenSession } from "../required-rows.ts";
 import { ABORTED, type SessionLock } from "../session-lock.ts";
 import type { AgentTurnPayload } from "../store/agent-turn-tasks.ts";
@@ -128,11 +128,9 @@ export class TurnRunner {
 
   /** What the agent is asked: the user's text, after what Deckhand told the chat (if it is new). */
   async #promptText(userMessageId: string): Promise<string> {
-    const { messages } = this.#options.store;
-    const asked = await messages.userMessageText(userMessageId);
+    const { text, context } = await this.#options.store.messages.promptOf(userMessageId);
     // An agent new to the chat is told first what Deckhand told it (a taken-over workspace).
-    const context = await messages.contextFor(userMessageId);
-    return context === "" ? asked : `${context}\n\n---\n\n${asked}`;
+    return context === "" ? text : `${context}\n\n---\n\n${text}`;
   }
 
   /** The turn in the session's lock: the agent's prompt, then the work after it. */
@@ -152,7 +150,7 @@ export class TurnRunner {
     let failure: TurnOutcome | null = null;
     let agentSessionId: string | null = null;
     // The branch's commit before the agent works: commits it makes are folded back after.
-    const since = await resolveCommit(worktree.path, "HEAD").catch(() => null);
+    const since = await headCommit(worktree.path).catch(() => null);
     try {
       const agentSession = await store.agentSessions.ensure(sessionId, agent, null);
       agentSessionId = agentSession.id;
