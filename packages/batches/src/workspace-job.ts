@@ -26,6 +26,7 @@ import type { Workspace } from "./resolve-workspaces.ts";
 import { type WorkspaceClaim, type WorkspaceEnd, workspaceJobId } from "./run-store.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import type { StepCache } from "./step-cache.ts";
+import type { ImageLookups } from "./step-placement.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
@@ -37,6 +38,9 @@ import { takenOverRun } from "./workspace-takeover.ts";
 
 /** How often a running job checks whether its workspace was cancelled by someone else. */
 const CANCEL_POLL_MS = 1_000;
+
+/** How many runs' image look-ups a worker keeps (runs it took workspaces of most recently). */
+const RUNS_WITH_IMAGES = 8;
 
 export interface WorkspaceJobOptions {
   /** The database (RunStore), or the server's executor API for an executor without it. */
@@ -150,6 +154,12 @@ export function notStarted(reason: string): WorkspaceEnd {
 
 export class WorkspaceJob {
   readonly #options: WorkspaceJobOptions;
+  /**
+   * Per run, the images its steps found: the workspaces of a run this process takes look each
+   * image up once (a container step then costs one engine process, its run), and run it as the
+   * run's first workspace found it.
+   */
+  readonly #runImages = new Map<string, ImageLookups>();
 
   constructor(options: WorkspaceJobOptions) {
     this.#options = options;
@@ -245,6 +255,19 @@ export class WorkspaceJob {
     };
   }
 
+  #imagesOf(runId: string): ImageLookups {
+    let images = this.#runImages.get(runId);
+    if (images === undefined) {
+      images = new Map();
+      this.#runImages.set(runId, images);
+      // Maps keep insertion order: the first key is the run seen longest ago.
+      if (this.#runImages.size > RUNS_WITH_IMAGES) {
+        this.#runImages.delete(this.#runImages.keys().next().value!);
+      }
+    }
+    return images;
+  }
+
   /** Runs the workspace's steps (or takes the session's work it continues). */
   async #execute(
     job: LoadedJob,
@@ -284,6 +307,7 @@ export class WorkspaceJob {
       ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
       cache,
       clearCache: options.clear_cache ?? false,
+      images: this.#imagesOf(job.run.id),
       // The job, as model usage and its token name it: one per workspace (and attempt).
       jobId: workspaceJobId(row.id),
       signal,
@@ -294,12 +318,14 @@ export class WorkspaceJob {
 
 /**
  * Removes the checkouts earlier attempts at the workspace left in this work directory (an
- * executor killed mid-step leaves its checkout behind), and their worktree registrations.
+ * executor killed mid-step leaves its checkout behind), and their worktree registrations. The
+ * first attempt, which finds none, starts no git process here.
  */
 async function clearCheckouts(repositoryPath: string, workRoot: string, workspaceId: string) {
   const stale = (await readdir(workRoot)).filter(
     (name) => name === workspaceId || name.startsWith(`${workspaceId}.`),
   );
+  if (stale.length === 0) return;
   for (const name of stale) await rm(join(workRoot, name), { recursive: true, force: true });
   await repositoryGit(
     repositoryPath,
