@@ -15,8 +15,8 @@
 //   node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_REPOSITORIES=20 BATCH_BENCH_STEP_SECONDS=0.1 node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_SANDBOX=on|off|both (default both)
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BatchRunService, ExecutionEnvironment } from "@deckhand/batches";
@@ -31,6 +31,12 @@ import {
 } from "@deckhand/testkit";
 import type { BatchRun } from "@deckhand/wire";
 import {
+  generateRepositories,
+  STEP_SECONDS,
+  specYaml,
+  stepScript,
+} from "./support/batch-run-fixtures.ts";
+import {
   databaseUrlFromEnvironment,
   loadAverage,
   reportFigure,
@@ -40,68 +46,11 @@ import { treeRssKib } from "./support/process-tree.ts";
 import { StatementCounter } from "./support/sql-trace.ts";
 
 const REPOSITORIES = Number(process.env.BATCH_BENCH_REPOSITORIES ?? 100);
-const STEP_SECONDS = Number(process.env.BATCH_BENCH_STEP_SECONDS ?? 0.2);
 const STEPS = 3;
 const PARALLELISM = availableParallelism();
 const SANDBOX = process.env.BATCH_BENCH_SANDBOX ?? "both";
 
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, { cwd, encoding: "utf8" });
-}
-
-/** `count` small repositories under `root/bench/`, each with one commit on main. */
-function generateRepositories(root: string, count: number): string[] {
-  const paths: string[] = [];
-  for (let index = 0; index < count; index += 1) {
-    const path = join(root, "bench", `repo-${String(index).padStart(3, "0")}`);
-    mkdirSync(join(path, "src"), { recursive: true });
-    writeFileSync(join(path, "README.md"), `# repo ${index}\n`);
-    for (let file = 0; file < 20; file += 1) {
-      writeFileSync(join(path, "src", `file-${file}.txt`), `line ${file}\n`.repeat(50));
-    }
-    git(path, "init", "--quiet", "--initial-branch=main");
-    git(path, "add", "-A");
-    git(
-      path,
-      "-c",
-      "user.name=Bench",
-      "-c",
-      "user.email=bench@localhost",
-      "commit",
-      "--quiet",
-      "-m",
-      "initial",
-    );
-    paths.push(path);
-  }
-  return paths;
-}
-
-function stepScript(step: number): string {
-  return `sleep ${STEP_SECONDS}; echo "step ${step}" >> CHANGES.md`;
-}
-
-function specYaml(steps: string[], container?: string): string {
-  const stepLines = steps
-    .map(
-      (run) =>
-        `  - run: ${JSON.stringify(run)}${container ? `\n    container: ${container}` : "\n    container: alpine:3"}`,
-    )
-    .join("\n");
-  return `name: bench
-on:
-  - repositoriesMatchingQuery: repo:^bench/
-steps:
-${stepLines}
-changesetTemplate:
-  title: Bench
-  branch: bench
-  commit:
-    message: bench
-`;
-}
 
 async function runToEnd(
   service: BatchRunService,
