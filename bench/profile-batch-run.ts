@@ -13,11 +13,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { BatchRunService, ExecutionEnvironment } from "@deckhand/batches";
+import { BatchRunService, createRunEventHub, ExecutionEnvironment } from "@deckhand/batches";
 import { createDb, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
 import { BUSYBOX_TEST_IMAGE } from "@deckhand/testkit";
-import { generateRepositories, specYaml, stepScript } from "./support/batch-run-fixtures.ts";
+import {
+  generateRepositories,
+  runFinished,
+  specYaml,
+  stepScript,
+} from "./support/batch-run-fixtures.ts";
 import { loadAverage, median, percentile, round } from "./support/figures.ts";
 import { StatementCounter, traceSql } from "./support/sql-trace.ts";
 
@@ -147,6 +152,8 @@ async function main(): Promise<void> {
     };
     const worker = new TaskWorker({ database, registry, concurrency: PARALLELISM });
     await worker.start();
+    const feed = createRunEventHub(database);
+    await feed.start();
     const steps = [0, 1, 2].map(stepScript);
     const source =
       runtime === "container" ? specYaml([stepScript(0)], BUSYBOX_TEST_IMAGE) : specYaml(steps);
@@ -162,14 +169,9 @@ async function main(): Promise<void> {
       const started = performance.now();
       const created = await service.createRun({ source, options: { runtime } });
       const createdAt = performance.now();
-      for (;;) {
-        const state = await service.getRun(created.id);
-        if (state.status !== "queued" && state.status !== "running") {
-          if (state.status !== "completed") throw new Error(`run ${state.status}: ${state.error}`);
-          break;
-        }
-        await new Promise((resolveWait) => setTimeout(resolveWait, 25));
-      }
+      await runFinished(feed, created.id);
+      const state = await service.getRun(created.id);
+      if (state.status !== "completed") throw new Error(`run ${state.status}: ${state.error}`);
       const ended = performance.now();
       const statements = await counter.stop();
       const cpu = process.cpuUsage(cpuBefore);
@@ -186,6 +188,7 @@ async function main(): Promise<void> {
         timeline: timeline.splice(0),
       });
     }
+    await feed.stop();
     await worker.stop();
   } finally {
     await database.close();

@@ -62,3 +62,45 @@ changesetTemplate:
     message: bench
 `;
 }
+
+/** What following a run needs of its event hub (`createRunEventHub`). */
+interface RunFeed {
+  subscribe(options: {
+    key: string;
+    afterId: number;
+    deliver(event: { event: { type: string } }): void;
+    onError?(error: unknown): void;
+  }): { close(): void };
+}
+
+/**
+ * Resolves when the run's `run_finished` event is stored: the run followed as `deckhand batch`
+ * follows it, through the run's event feed (woken by its NOTIFY), not by reading the whole run
+ * over and over (which the run's own jobs would pay for).
+ */
+export function runFinished(feed: RunFeed, runId: string): Promise<void> {
+  return new Promise((resolveFinished, rejectFinished) => {
+    const subscription = feed.subscribe({
+      key: runId,
+      afterId: 0,
+      deliver(stored) {
+        if (stored.event.type !== "run_finished") return;
+        subscription.close();
+        resolveFinished();
+      },
+      onError(error) {
+        subscription.close();
+        rejectFinished(error);
+      },
+    });
+  });
+}
+
+/** The statements following a run's feed sent (its reads of new events), of a counter's texts. */
+export function followerStatements(texts: Iterable<[string, number]>): number {
+  let count = 0;
+  for (const [text, times] of texts) {
+    if (text.startsWith("select") && text.includes('from "batch_run_events"')) count += times;
+  }
+  return count;
+}
