@@ -18,7 +18,7 @@ import type {
 } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
-import { checkoutWorkspace } from "./checkout-workspace.ts";
+import { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { RepositorySource } from "./repository-source.ts";
@@ -286,11 +286,22 @@ export class WorkspaceJob {
     // Made only when a step must run: a workspace answered wholly from the cache needs no
     // repository access and no checkout.
     const checkout = async () => {
-      const repositoryPath = await repositories.locate(workspace.repository, row.revision, signal);
+      // A directory host's repository is used where it was found, and checked only when the
+      // checkout fails there (one git process less per workspace); a URL host's is located first.
+      const unchecked = repositories.unfetchedPath(workspace.repository);
+      const locate = () => repositories.locate(workspace.repository, row.revision, signal);
+      const repositoryPath = unchecked ?? (await locate());
       workspace.repository = { ...workspace.repository, path: repositoryPath };
       await mkdir(workRoot, { recursive: true });
-      await clearCheckouts(repositoryPath, workRoot, row.id);
-      const done = await checkoutWorkspace(workspace, checkoutDirectory, { signal });
+      let done: WorkspaceCheckout;
+      try {
+        await clearCheckouts(repositoryPath, workRoot, row.id);
+        done = await checkoutWorkspace(workspace, checkoutDirectory, { signal });
+      } catch (error) {
+        // The repository gone, or without the commit: say so, as locating it first would have.
+        if (unchecked !== null && !signal.aborted) await locate();
+        throw error;
+      }
       made.remove = done.remove;
       return done;
     };
