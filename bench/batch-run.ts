@@ -15,11 +15,11 @@
 //   node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_REPOSITORIES=20 BATCH_BENCH_STEP_SECONDS=0.1 node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_SANDBOX=on|off|both (default both)
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { BatchRunService, ExecutionEnvironment } from "@deckhand/batches";
+import { BatchRunService, createRunEventHub, ExecutionEnvironment } from "@deckhand/batches";
 import { type ContainerRuntime, detectContainerRuntime } from "@deckhand/container-runtime";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
@@ -31,6 +31,14 @@ import {
 } from "@deckhand/testkit";
 import type { BatchRun } from "@deckhand/wire";
 import {
+  followerStatements,
+  generateRepositories,
+  runFinished,
+  STEP_SECONDS,
+  specYaml,
+  stepScript,
+} from "./support/batch-run-fixtures.ts";
+import {
   databaseUrlFromEnvironment,
   loadAverage,
   reportFigure,
@@ -40,113 +48,45 @@ import { treeRssKib } from "./support/process-tree.ts";
 import { StatementCounter } from "./support/sql-trace.ts";
 
 const REPOSITORIES = Number(process.env.BATCH_BENCH_REPOSITORIES ?? 100);
-const STEP_SECONDS = Number(process.env.BATCH_BENCH_STEP_SECONDS ?? 0.2);
 const STEPS = 3;
 const PARALLELISM = availableParallelism();
 const SANDBOX = process.env.BATCH_BENCH_SANDBOX ?? "both";
 
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, { cwd, encoding: "utf8" });
-}
-
-/** `count` small repositories under `root/bench/`, each with one commit on main. */
-function generateRepositories(root: string, count: number): string[] {
-  const paths: string[] = [];
-  for (let index = 0; index < count; index += 1) {
-    const path = join(root, "bench", `repo-${String(index).padStart(3, "0")}`);
-    mkdirSync(join(path, "src"), { recursive: true });
-    writeFileSync(join(path, "README.md"), `# repo ${index}\n`);
-    for (let file = 0; file < 20; file += 1) {
-      writeFileSync(join(path, "src", `file-${file}.txt`), `line ${file}\n`.repeat(50));
-    }
-    git(path, "init", "--quiet", "--initial-branch=main");
-    git(path, "add", "-A");
-    git(
-      path,
-      "-c",
-      "user.name=Bench",
-      "-c",
-      "user.email=bench@localhost",
-      "commit",
-      "--quiet",
-      "-m",
-      "initial",
-    );
-    paths.push(path);
-  }
-  return paths;
-}
-
-function stepScript(step: number): string {
-  return `sleep ${STEP_SECONDS}; echo "step ${step}" >> CHANGES.md`;
-}
-
-function specYaml(steps: string[], container?: string): string {
-  const stepLines = steps
-    .map(
-      (run) =>
-        `  - run: ${JSON.stringify(run)}${container ? `\n    container: ${container}` : "\n    container: alpine:3"}`,
-    )
-    .join("\n");
-  return `name: bench
-on:
-  - repositoriesMatchingQuery: repo:^bench/
-steps:
-${stepLines}
-changesetTemplate:
-  title: Bench
-  branch: bench
-  commit:
-    message: bench
-`;
-}
-
 async function runToEnd(
-  service: BatchRunService,
+  setup: Setup,
   source: string,
   runtime: "local" | "container",
 ): Promise<{
   run: BatchRun;
   seconds: number;
   peakKib: number;
-  polls: number;
   /** The share of the run this process's event loop was busy: near 1, it is the bottleneck. */
   loopUtilization: number;
 }> {
+  const { service } = setup;
   let peakKib = 0;
-  let polls = 0;
   const sampler = setInterval(() => {
     peakKib = Math.max(peakKib, treeRssKib());
   }, 100);
   const started = performance.now();
   const loopBefore = performance.eventLoopUtilization();
   const created = await service.createRun({ source, options: { runtime } });
-  for (;;) {
-    const run = await service.getRun(created.id);
-    polls += 1;
-    if (run.status !== "queued" && run.status !== "running") {
-      clearInterval(sampler);
-      if (run.status !== "completed") {
-        // Say why: a failed workspace is a finding, not only a failed benchmark.
-        const failed = (await service.listWorkspaces(run.id)).filter(
-          (workspace) => workspace.state !== "completed",
-        );
-        const reasons = failed.map((workspace) => `  ${workspace.repository}: ${workspace.error}`);
-        throw new Error(`run ${run.id} ended ${run.status}: ${run.error}\n${reasons.join("\n")}`);
-      }
-      const loopUtilization = performance.eventLoopUtilization(loopBefore).utilization;
-      return {
-        run,
-        seconds: (performance.now() - started) / 1000,
-        peakKib,
-        polls,
-        loopUtilization,
-      };
-    }
-    await new Promise((resolveWait) => setTimeout(resolveWait, 25));
+  await runFinished(setup.feed, created.id);
+  const seconds = (performance.now() - started) / 1000;
+  const loopUtilization = performance.eventLoopUtilization(loopBefore).utilization;
+  clearInterval(sampler);
+  const run = await service.getRun(created.id);
+  if (run.status !== "completed") {
+    // Say why: a failed workspace is a finding, not only a failed benchmark.
+    const failed = (await service.listWorkspaces(run.id)).filter(
+      (workspace) => workspace.state !== "completed",
+    );
+    const reasons = failed.map((workspace) => `  ${workspace.repository}: ${workspace.error}`);
+    throw new Error(`run ${run.id} ended ${run.status}: ${run.error}\n${reasons.join("\n")}`);
   }
+  return { run, seconds, peakKib, loopUtilization };
 }
 
 /** The same work in shell: a worktree per repository, the scripts, a diff after each. */
@@ -206,6 +146,8 @@ interface Setup {
   service: BatchRunService;
   worker: TaskWorker;
   launcher: ProcessLauncher;
+  /** The runs' event feed, which the benchmark follows as the CLI does. */
+  feed: ReturnType<typeof createRunEventHub>;
 }
 
 /** The run service and a task worker on `database`, its local steps started by `launcher`. */
@@ -235,10 +177,13 @@ async function setUp(
   service.register(registry);
   const worker = new TaskWorker({ database, registry, concurrency: PARALLELISM });
   await worker.start();
-  return { database, service, worker, launcher };
+  const feed = createRunEventHub(database);
+  await feed.start();
+  return { database, service, worker, launcher, feed };
 }
 
 async function tearDown(setup: Setup): Promise<void> {
+  await setup.feed.stop();
   await setup.worker.stop();
   await setup.database.close();
 }
@@ -264,7 +209,6 @@ async function main(): Promise<void> {
       "main",
     );
     setups.push(primary);
-    const { service } = primary;
     const idleKib = treeRssKib();
 
     const steps = Array.from({ length: STEPS }, (_, step) => stepScript(step));
@@ -273,17 +217,17 @@ async function main(): Promise<void> {
       `${REPOSITORIES} repositories × ${STEPS} steps of ${STEP_SECONDS} s, parallelism ${PARALLELISM} (the CPU count), sandbox ${primary.launcher.sandbox}, load average ${loadAverage()}`,
     );
     counter.start();
-    const cold = await runToEnd(service, specYaml(steps), "local");
+    const cold = await runToEnd(primary, specYaml(steps), "local");
     const coldStatements = await counter.stop();
     const coldTexts = [...counter.byText];
-    // This benchmark's own polling (getRun every 25 ms) is not the jobs' work: weigh one poll.
+    // Following the run's feed (its reads of new events) is the client's, not the jobs' work.
+    const coldFollower = followerStatements(coldTexts);
+    const jobStatements = (coldStatements.count - coldFollower) / REPOSITORIES;
     counter.start();
-    await service.getRun(cold.run.id);
-    const perPoll = (await counter.stop()).count;
-    const jobStatements = (coldStatements.count - cold.polls * perPoll) / REPOSITORIES;
-    counter.start();
-    const cached = await runToEnd(service, specYaml(steps), "local");
+    const cached = await runToEnd(primary, specYaml(steps), "local");
     const cachedStatements = await counter.stop();
+    const cachedJobStatements =
+      (cachedStatements.count - followerStatements(counter.byText)) / REPOSITORIES;
     const xargs = xargsBaseline(repositories, scratch, steps);
     let coldOff: number | null = null;
     if (SANDBOX === "both" && capability.kind === "bubblewrap") {
@@ -295,7 +239,7 @@ async function main(): Promise<void> {
         "off",
       );
       setups.push(off);
-      coldOff = (await runToEnd(off.service, specYaml(steps), "local")).seconds;
+      coldOff = (await runToEnd(off, specYaml(steps), "local")).seconds;
     }
 
     console.table([
@@ -315,7 +259,7 @@ async function main(): Promise<void> {
       `memory: process tree idle ${round(idleKib / 1024, 1)} MiB, peak ${round(cold.peakKib / 1024, 1)} MiB, ${round(perWorkspaceMib, 1)} MiB per running workspace`,
     );
     console.log(
-      `SQL statements: ${round(jobStatements, 1)} per workspace job cold, besides this benchmark's ${cold.polls} polls of ${perPoll} (all statements: ${round(coldStatements.engineMs / REPOSITORIES, 1)} ms in PGlite's engine per job); ${round((cachedStatements.count - cached.polls * perPoll) / REPOSITORIES, 1)} per job cached`,
+      `SQL statements: ${round(jobStatements, 1)} per workspace job cold, besides ${coldFollower} reads of the run's feed by this benchmark (all statements: ${round(coldStatements.engineMs / REPOSITORIES, 1)} ms in PGlite's engine per job); ${round(cachedJobStatements, 1)} per job cached`,
     );
     const mostSent = coldTexts.sort((left, right) => right[1] - left[1]).slice(0, 12);
     for (const [text, count] of mostSent) {
@@ -356,7 +300,7 @@ async function main(): Promise<void> {
       label: "SQL statements per workspace job (3 steps, cold)",
       value: jobStatements,
       unit: "statements",
-      note: `${round((cachedStatements.count - cached.polls * perPoll) / REPOSITORIES, 1)} when cached`,
+      note: `${round(cachedJobStatements, 1)} when cached`,
     });
     if (coldOff !== null) {
       // Each slot runs REPOSITORIES × STEPS / PARALLELISM steps one after another.
@@ -389,9 +333,10 @@ async function main(): Promise<void> {
       );
       setups.push(onPostgres);
       counter.start();
-      const pgCold = await runToEnd(onPostgres.service, specYaml(steps), "local");
+      const pgCold = await runToEnd(onPostgres, specYaml(steps), "local");
       const pgStatements = await counter.stop();
-      const pgCached = await runToEnd(onPostgres.service, specYaml(steps), "local");
+      const pgFollower = followerStatements(counter.byText);
+      const pgCached = await runToEnd(onPostgres, specYaml(steps), "local");
       reportFigure({
         id: "batch-cold-vs-ideal-postgres",
         label: "the 100×3 run on PostgreSQL, cold / ideal",
@@ -399,7 +344,7 @@ async function main(): Promise<void> {
         unit: "s",
         anchor: { label: "ideal", value: ideal, unit: "s" },
         comparison: { value: pgCold.seconds / ideal, unit: "×" },
-        note: `${round((pgStatements.count - pgCold.polls * perPoll) / REPOSITORIES, 1)} statements per job`,
+        note: `${round((pgStatements.count - pgFollower) / REPOSITORIES, 1)} statements per job`,
       });
       reportFigure({
         id: "batch-cached-vs-cold-postgres",
@@ -422,7 +367,7 @@ async function main(): Promise<void> {
     }
     ensureBusyboxTestImage(runtime);
     const containerRun = await runToEnd(
-      service,
+      primary,
       specYaml([stepScript(0)], BUSYBOX_TEST_IMAGE).replace("name: bench", "name: bench-container"),
       "container",
     );

@@ -547,6 +547,96 @@ describe.each(backends)("durable queue on %s", (kind) => {
     expect((await taskRow(first.id)).status).toBe("failed");
   });
 
+  /**
+   * The statements a worker sends over 30 turns of the event loop, each with a statement of this
+   * test's and a timer: a worker that waits sends none however slow the machine is, one that
+   * polls without pause sends some in every turn. (PGlite answers within microtasks, so without
+   * the timer a poll scheduled by setTimeout would never get its turn.)
+   */
+  async function statementsWhileIdle(sent: string[]): Promise<number> {
+    const before = sent.length;
+    for (let round = 0; round < 30; round += 1) {
+      await database.handle.query("select 1");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return sent.length - before;
+  }
+
+  function countingHandle(sent: string[]): DbHandle {
+    return {
+      ...database.handle,
+      async query(text, params) {
+        sent.push(text);
+        return await database.handle.query(text, params);
+      },
+    };
+  }
+
+  it("sends no statement while every slot is busy and other tasks wait", async () => {
+    const type = uniqueType();
+    const sent: string[] = [];
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = 0;
+    await startWorker(
+      type,
+      {
+        async handle() {
+          started += 1;
+          await blocked;
+        },
+      },
+      { database: countingHandle(sent), concurrency: 1, leaseMs: 600_000 },
+    );
+    await enqueue(database.handle.db, { type });
+    await enqueue(database.handle.db, { type });
+    await waitFor(() => started === 1);
+    // The second task's NOTIFY may still be on its way: let the cycle it starts end first.
+    // The claim cycle that started it ends with a statement or two: wait until it has.
+    await waitFor(async () => {
+      const before = sent.length;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return sent.length === before;
+    });
+    expect(await statementsWhileIdle(sent)).toBe(0);
+    release();
+    await waitFor(() => started === 2);
+  });
+
+  it("sends no statement while a free slot's only task waits for its serial key", async () => {
+    const type = uniqueType();
+    const sent: string[] = [];
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = 0;
+    await startWorker(
+      type,
+      {
+        async handle() {
+          started += 1;
+          await blocked;
+        },
+      },
+      { database: countingHandle(sent), concurrency: 2, leaseMs: 600_000 },
+    );
+    await enqueue(database.handle.db, { type, serialKey: "lane" });
+    await enqueue(database.handle.db, { type, serialKey: "lane" });
+    await waitFor(() => started === 1);
+    // The claim cycle that started it ends with a statement or two: wait until it has.
+    await waitFor(async () => {
+      const before = sent.length;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return sent.length === before;
+    });
+    expect(await statementsWhileIdle(sent)).toBe(0);
+    release();
+    await waitFor(() => started === 2);
+  });
+
   it("refuses a second handler for the same task type", () => {
     const registry = new TaskRegistry().register("twice", { async handle() {} });
     expect(() => registry.register("twice", { async handle() {} })).toThrow(

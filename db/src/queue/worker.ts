@@ -229,25 +229,29 @@ export class TaskWorker {
     await this.#failExhaustedLeases();
     await this.#deleteOldSucceeded();
     const free = this.#concurrency - this.#held.size;
-    if (free > 0) {
-      // A lease of ours can expire while its handler still runs (heartbeats failing for a whole
-      // lease, say). Such a task is skipped here, not claimed again: its first run continues,
-      // and the next heartbeat that gets through renews the lease if no other worker took it.
-      const claimed = await claimTasks(this.#database, {
-        types: this.#types,
-        limit: free,
-        workerId: this.workerId,
-        leaseMs: this.#leaseMs,
-        exclude: [...this.#inFlight],
-      });
-      for (const task of claimed) this.#run(task);
-      // A full batch may mean more are waiting: look again as soon as a slot frees up.
-      if (claimed.length === free) return this.#pollIntervalMs;
-    }
-    // Sleep until the next delayed task (a retry, say) is due, or the poll interval.
+    // Every slot busy: a handler that returns wakes the worker, so there is nothing to look for
+    // until then (the poll below would find the waiting tasks due and spin on them).
+    if (free === 0) return this.#pollIntervalMs;
+    // A lease of ours can expire while its handler still runs (heartbeats failing for a whole
+    // lease, say). Such a task is skipped here, not claimed again: its first run continues,
+    // and the next heartbeat that gets through renews the lease if no other worker took it.
+    const claimed = await claimTasks(this.#database, {
+      types: this.#types,
+      limit: free,
+      workerId: this.workerId,
+      leaseMs: this.#leaseMs,
+      exclude: [...this.#inFlight],
+    });
+    for (const task of claimed) this.#run(task);
+    // A full batch may mean more are waiting: look again as soon as a slot frees up.
+    if (claimed.length === free) return this.#pollIntervalMs;
+    // Sleep until the next delayed task (a retry, say) is due, or the poll interval. A task due
+    // now that the claim left is waiting for an earlier task of its serial key (whose end
+    // NOTIFYs every worker) or is being claimed by another worker: it is no reason to look again
+    // at once, which would poll without pause until it can be claimed.
     const next = await this.#database.query<{ due_in_ms: number | null }>(
       `select extract(epoch from (min(run_at) - now())) * 1000 as due_in_ms
-       from tasks where status = 'pending' and type = any($1::text[])`,
+       from tasks where status = 'pending' and run_at > now() and type = any($1::text[])`,
       [this.#types],
     );
     const dueInMs = next.rows[0]?.due_in_ms;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker, workspaceSteps } from "@deckhand/db";
 import {
@@ -178,6 +178,48 @@ describe("BatchRunService", () => {
     );
     expect(skipped.status).toBe("completed");
     expect(skipped.stats.failed).toBe(1);
+  });
+
+  it("fails a workspace whose repository is gone or lost its commit by the time it runs, saying which", async () => {
+    const run = await service.createRun({ source: spec("echo hi > HI") });
+    // Between resolving and running: one repository removed, another rewritten without the
+    // commit the run resolved.
+    const web = join(root, "github.com/acme/web");
+    const webRevision = gitIn(web, "rev-parse", "HEAD").trim();
+    rmSync(web, { recursive: true, force: true });
+    const api = join(root, "github.com/acme/api");
+    const resolved = gitIn(api, "rev-parse", "HEAD").trim();
+    gitIn(api, "checkout", "--quiet", "--orphan", "fresh");
+    gitIn(
+      api,
+      "-c",
+      "user.name=T",
+      "-c",
+      "user.email=t@localhost",
+      "commit",
+      "--quiet",
+      "-m",
+      "new",
+    );
+    gitIn(api, "branch", "--quiet", "-D", "main");
+    gitIn(api, "reflog", "expire", "--expire=now", "--all");
+    gitIn(api, "gc", "--quiet", "--prune=now");
+    startWorker();
+    const ended = await finished(run.id);
+    expect(ended.stats).toMatchObject({ completed: 1, failed: 2 });
+    const errors = Object.fromEntries(
+      (await service.listWorkspaces(run.id)).map((workspace) => [
+        workspace.repository,
+        workspace.error,
+      ]),
+    );
+    expect(errors["github.com/acme/web"]).toBe(
+      `checking the workspace out failed: repository github.com/acme/web is not at ${web} on this machine, or lacks commit ${webRevision}; executors need the directory code hosts at the same paths (a shared file system)`,
+    );
+    expect(errors["github.com/acme/api"]).toBe(
+      `checking the workspace out failed: repository github.com/acme/api is not at ${api} on this machine, or lacks commit ${resolved}; executors need the directory code hosts at the same paths (a shared file system)`,
+    );
+    expect(errors["github.com/acme/docs"]).toBeNull();
   });
 
   it("applies the changesets of the workspaces that succeeded in a failed run, with skip_errors", async () => {

@@ -2,12 +2,12 @@
 // workspace's directory as working directory, the step's files and mounts read-only at their
 // targets, and no network (an agent step shares the host's, to reach the model-provider proxy
 // on this machine's loopback).
-import { posix } from "node:path";
+import { readFile, stat } from "node:fs/promises";
+import { join, posix, resolve } from "node:path";
 import type { AgentPlatform } from "@deckhand/batch-spec";
 import {
   type ContainerMount,
   type ContainerRuntime,
-  inspectImage,
   mountBreakingCharacter,
   runContainer,
 } from "@deckhand/container-runtime";
@@ -78,9 +78,12 @@ export class ContainerStepRunner implements StepRunner {
       ...(await repositoryMount(step.checkout.directory, step.signal)),
       ...stepMounts(step),
     ];
+    const imageId = step.placement.imageId!;
     const result = await runContainer(this.#runtime, {
-      // Run by id: the image the cache key names, even if its tag moved since.
-      image: step.placement.imageId!,
+      // Run by id: the image the cache key names, even if its tag moved since. Placing the step
+      // found it present (pulling it if need be), so the run does not look it up again.
+      image: imageId,
+      knownImage: { reference: imageId, id: imageId, digest: null },
       script: step.script,
       shell: step.shell,
       // An agent reaches the model-provider proxy on this machine's loopback; other steps keep
@@ -110,8 +113,8 @@ async function containerShell(
 ): Promise<string> {
   // Only the step's own mounts (files, mount:) could provide a shell, so they are part of the
   // key; the checkout and the repository are mounted at /work and at the repository's path.
-  const id = (await inspectImage(runtime, image).catch(() => null))?.id ?? image;
-  const key = `${id}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
+  // `image` is the id placing the step found, so it names the image without a look-up.
+  const key = `${image}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
   return probedOnce(shells, key, signal, () => probeShell(runtime, image, mounts, signal));
 }
 
@@ -124,6 +127,7 @@ async function probeShell(
   try {
     const probe = await runContainer(runtime, {
       image,
+      knownImage: { reference: image, id: image, digest: null },
       script: "exit 0",
       shell: "/bin/bash",
       mounts: mounts.map((mount) => ({ ...mount, readOnly: true })),
@@ -147,13 +151,38 @@ export async function repositoryMount(
   checkoutDirectory: string,
   signal: AbortSignal,
 ): Promise<ContainerMount[]> {
-  const { stdout } = await repositoryGit(
-    checkoutDirectory,
-    ["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    `finding the git directory of ${checkoutDirectory}`,
-    { signal },
-  );
-  const directory = stdout.trim();
+  const directory =
+    (await worktreeCommonDirectory(checkoutDirectory)) ??
+    (
+      await repositoryGit(
+        checkoutDirectory,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        `finding the git directory of ${checkoutDirectory}`,
+        { signal },
+      )
+    ).stdout.trim();
   if (mountBreakingCharacter(directory) !== undefined) return [];
   return [{ source: directory, target: directory, readOnly: true }];
+}
+
+/**
+ * The repository's git directory as git inside the container finds it from the worktree: the
+ * `.git` file names the worktree's administrative directory, whose `commondir` file names the
+ * repository's, relative to it (gitrepository-layout). Read from those two files rather than
+ * asked of a git process, which a container step would otherwise start each time; null when
+ * the checkout is not laid out so (git is asked then).
+ */
+async function worktreeCommonDirectory(checkoutDirectory: string): Promise<string | null> {
+  try {
+    const dotGit = await readFile(join(checkoutDirectory, ".git"), "utf8");
+    const administrative = /^gitdir: (.+)$/m.exec(dotGit)?.[1]?.trim();
+    if (administrative === undefined) return null;
+    const admin = resolve(checkoutDirectory, administrative);
+    const common = (await readFile(join(admin, "commondir"), "utf8")).trim();
+    if (common === "") return null;
+    const directory = resolve(admin, common);
+    return (await stat(directory)).isDirectory() ? directory : null;
+  } catch {
+    return null;
+  }
 }

@@ -76,7 +76,7 @@ export {
 export { workspaceJobId } from "./run-store.ts";
 export { type RunWorkspaceOptions, runWorkspace } from "./run-workspace.ts";
 export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
-export type { StepRuntimeChoice } from "./step-placement.ts";
+export type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 export { cachedStepCounts, type StepPlanOptions } from "./step-plan.ts";
 export { type CodingAgentPreview, previewCodingAgentScript } from "./step-preparation.ts";
 export type { StepCheckout } from "./step-runner.ts";

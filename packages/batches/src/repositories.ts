@@ -352,6 +352,30 @@ async function hasCommit(path: string, revision: string): Promise<boolean> {
   }
 }
 
+/** The configured git URL host a resolved repository comes from; none for a directory host's. */
+function urlHostOf(
+  repository: Pick<Repository, "host">,
+  codeHosts: readonly CodeHost[],
+): GitUrlCodeHost | undefined {
+  const hostUrl = repository.host.type === "git" ? repository.host.url : undefined;
+  return codeHosts.find(
+    (candidate): candidate is GitUrlCodeHost =>
+      candidate.type === "git" && redactUrl(candidate.url) === hostUrl,
+  );
+}
+
+/**
+ * Where a resolved repository is without asking git, when nothing has to be fetched for it: a
+ * directory host's working copy, at the path it was found at. Null for a URL host's repository,
+ * whose mirror `locateRepository` finds (and fetches when it lacks the commit).
+ */
+export function unfetchedRepositoryPath(
+  repository: Pick<Repository, "host" | "path">,
+  codeHosts: readonly CodeHost[],
+): string | null {
+  return urlHostOf(repository, codeHosts) === undefined ? repository.path : null;
+}
+
 /**
  * Where this process finds a resolved repository at `revision`. A workspace job may run on
  * another executor than the one that resolved it: a directory host must be at the same path there
@@ -371,10 +395,7 @@ export async function locateRepository(
   },
 ): Promise<string> {
   const hostUrl = repository.host.type === "git" ? repository.host.url : undefined;
-  const host = options.codeHosts.find(
-    (candidate): candidate is GitUrlCodeHost =>
-      candidate.type === "git" && redactUrl(candidate.url) === hostUrl,
-  );
+  const host = urlHostOf(repository, options.codeHosts);
   if (host === undefined) {
     if (await hasCommit(repository.path, revision)) return repository.path;
     throw new BatchesError(

@@ -7,7 +7,12 @@ import type { BatchSpec } from "@deckhand/batch-spec";
 import type { BatchRunOptions } from "@deckhand/wire";
 import type { CodeHost } from "./code-host-config.ts";
 import { codeHostGitEnvironment, type GitEnvironmentFor } from "./code-host-credentials.ts";
-import { loadRepositories, locateRepository, type Repository } from "./repositories.ts";
+import {
+  loadRepositories,
+  locateRepository,
+  type Repository,
+  unfetchedRepositoryPath,
+} from "./repositories.ts";
 import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
 
 export interface RepositorySourceOptions {
@@ -79,6 +84,15 @@ export class RepositorySource {
    * directory host's working copy, or a git URL host's mirror in the cache, fetched when it lacks
    * the commit.
    */
+  /**
+   * Where a directory host's repository is, without a git process; null for a URL host's, which
+   * `locate` finds. Whoever uses the path unchecked calls `locate` when git fails there, for the
+   * error that says what is missing.
+   */
+  unfetchedPath(repository: Pick<Repository, "host" | "path">): string | null {
+    return unfetchedRepositoryPath(repository, this.#options.codeHosts());
+  }
+
   locate(
     repository: Pick<Repository, "id" | "name" | "host" | "path">,
     revision: string,

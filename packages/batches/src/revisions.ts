@@ -40,6 +40,26 @@ export async function resolveDefaultBranch(
   repository: Repository,
   signal?: AbortSignal,
 ): Promise<ResolvedRevision> {
+  // One git process for the usual case, a HEAD naming a branch with a commit: rev-parse takes its
+  // arguments in order, so HEAD's commit comes first, then (once --symbolic-full-name is on) the
+  // ref HEAD names. Anything else is asked again the long way, which says what is wrong.
+  const both = await repositoryGit(
+    repository.path,
+    ["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD"],
+    `reading the default branch of ${repository.name}`,
+    { allowedExitCodes: [128], signal },
+  );
+  const [revision, ref] = both.stdout.trim().split("\n");
+  if (both.exitCode === 0 && revision !== undefined && ref?.startsWith("refs/heads/")) {
+    return { branch: ref.slice("refs/heads/".length), revision };
+  }
+  return defaultBranchOneByOne(repository, signal);
+}
+
+async function defaultBranchOneByOne(
+  repository: Repository,
+  signal?: AbortSignal,
+): Promise<ResolvedRevision> {
   const { stdout, exitCode } = await repositoryGit(
     repository.path,
     ["symbolic-ref", "--quiet", "--short", "HEAD"],

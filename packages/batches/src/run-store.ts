@@ -141,31 +141,54 @@ function requeued() {
   };
 }
 
+/** The columns a workspace's end writes of each step, taken from the row the insert proposed. */
+const finishedStepColumns = Object.fromEntries(
+  (
+    [
+      "outcome",
+      "runtime",
+      "shell",
+      "exitCode",
+      "durationMs",
+      "cacheKey",
+      "stdout",
+      "stderr",
+      "finishedAt",
+    ] as const
+  ).map((field) => [field, sql.raw(`excluded.${workspaceSteps[field].name}`)]),
+);
+
+/** The workspace's step rows as its end has them, in one statement whatever their number. */
 async function writeSteps(
   transaction: Transaction,
   workspaceId: string,
   steps: readonly StepRecord[],
 ): Promise<void> {
-  for (const step of steps) {
-    const values = {
-      outcome: step.outcome,
-      runtime: step.runtime,
-      shell: step.shell,
-      exitCode: step.exitCode,
-      durationMs: Math.round(step.durationMs),
-      cacheKey: step.cacheKey,
-      stdout: step.stdout,
-      stderr: step.stderr,
-      finishedAt: new Date(),
-    };
-    await transaction
-      .insert(workspaceSteps)
-      .values({ workspaceId, stepIndex: step.stepIndex, ...values })
-      .onConflictDoUpdate({
-        target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
-        set: values,
-      });
-  }
+  // One row per step: a step recorded twice keeps its last record, as writing them in turn did.
+  const byIndex = new Map(steps.map((step) => [step.stepIndex, step]));
+  if (byIndex.size === 0) return;
+  const finishedAt = new Date();
+  await transaction
+    .insert(workspaceSteps)
+    .values(
+      [...byIndex.values()].map((step) => ({
+        workspaceId,
+        stepIndex: step.stepIndex,
+        outcome: step.outcome,
+        runtime: step.runtime,
+        shell: step.shell,
+        exitCode: step.exitCode,
+        durationMs: Math.round(step.durationMs),
+        cacheKey: step.cacheKey,
+        stdout: step.stdout,
+        stderr: step.stderr,
+        finishedAt,
+      })),
+    )
+    .onConflictDoUpdate({
+      target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
+      set: finishedStepColumns,
+    });
 }
 
 async function writeChangesets(
@@ -356,11 +379,13 @@ export class RunStore implements WorkspaceJobStore {
    * step rows, which describe a run that did not finish, make way for this attempt's.
    */
   async start(row: JobWorkspaceRow): Promise<void> {
-    await this.#db
-      .update(batchRuns)
-      .set({ status: "running", startedAt: sql`coalesce(${batchRuns.startedAt}, now())` })
-      .where(and(eq(batchRuns.id, row.batchRunId), eq(batchRuns.status, "queued")));
-    await this.#db.delete(workspaceSteps).where(eq(workspaceSteps.workspaceId, row.id));
+    // One statement for both: every workspace job sends it.
+    await this.#db.execute(sql`
+      with started as (
+        update batch_runs set status = 'running', started_at = coalesce(started_at, now())
+        where id = ${row.batchRunId} and status = 'queued'
+      )
+      delete from workspace_steps where workspace_id = ${row.id}`);
   }
 
   /**

@@ -17,7 +17,7 @@ import { LocalStepRunner } from "./local-step-runner.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { runStep, StepRunners } from "./run-step.ts";
 import type { CachedStepResult, StepCache } from "./step-cache.ts";
-import type { StepRuntimeChoice } from "./step-placement.ts";
+import type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 import { planSteps, type StepPlan, stepPlacer } from "./step-plan.ts";
 import { StepPreparation, stepCondition, stepTemplateContext } from "./step-preparation.ts";
 import type { StepCheckout } from "./step-runner.ts";
@@ -55,6 +55,8 @@ export interface RunWorkspaceOptions {
   cache: StepCache;
   /** Run every step, ignoring (and replacing) cached results. */
   clearCache?: boolean;
+  /** The images the run's steps found, shared by its workspaces in this process. */
+  images?: ImageLookups;
   signal?: AbortSignal;
   onEvent?: (event: BatchRunEvent) => void;
   /**
@@ -168,7 +170,7 @@ async function runSteps(
   const checkouts = new StepCheckouts(options.checkout, signal);
   const report = new WorkspaceRunReport(workspace, options.onEvent, jobModel);
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
-  const placer = stepPlacer(options, inherited, "missing");
+  const placer = stepPlacer(options, inherited, "missing", options.images);
   const acpAgents = environment.acpAgents(options.codingAgent);
   const steps = {
     report,

@@ -47,7 +47,16 @@ export interface StepPlacerOptions {
   path: string | undefined;
   /** "missing" pulls an image that is not present (a run); "never" only looks (counting). */
   pull: "missing" | "never";
+  /**
+   * Image look-ups shared with the run's other workspaces in this process, so a run looks each
+   * image up once and uses it as it found it; default this placer's own. A look-up that failed
+   * is forgotten, so the next workspace tries again.
+   */
+  images?: ImageLookups;
 }
+
+/** Images by the reference a step gives: found (by id), or null when missing and only looked for. */
+export type ImageLookups = Map<string, Promise<ContainerImage | null>>;
 
 /** The reasons of a detection that found no runtime, in parentheses; "" when none are known. */
 function reasons(detection: ContainerRuntimeDetection): string {
@@ -59,11 +68,12 @@ function reasons(detection: ContainerRuntimeDetection): string {
 export class StepPlacer {
   readonly #options: StepPlacerOptions;
   #detection: Promise<ContainerRuntimeDetection> | undefined;
-  readonly #images = new Map<string, Promise<ContainerImage | null>>();
+  readonly #images: ImageLookups;
   readonly #shells = new Map<string, Promise<string>>();
 
   constructor(options: StepPlacerOptions) {
     this.#options = options;
+    this.#images = options.images ?? new Map();
   }
 
   /** The container runtime, detected on first need unless the caller gave one. */
@@ -168,11 +178,15 @@ export class StepPlacer {
   #image(runtime: ContainerRuntime, image: string): Promise<ContainerImage | null> {
     let found = this.#images.get(image);
     if (found === undefined) {
-      found =
+      const lookup =
         this.#options.pull === "missing"
           ? ensureImage(runtime, image)
           : inspectImage(runtime, image);
-      this.#images.set(image, found);
+      found = lookup;
+      this.#images.set(image, lookup);
+      lookup.catch(() => {
+        if (this.#images.get(image) === lookup) this.#images.delete(image);
+      });
     }
     return found;
   }

@@ -15,6 +15,7 @@ import { mapLimited } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import type { StepCache } from "./step-cache.ts";
 import {
+  type ImageLookups,
   placementKey,
   type StepPlacement,
   StepPlacer,
@@ -97,6 +98,7 @@ export function stepPlacer(
   options: Pick<StepPlanOptions, "spec" | "runtime" | "environment">,
   runnerEnv: Record<string, string>,
   pull: "missing" | "never",
+  images?: ImageLookups,
 ): StepPlacer {
   const choice = options.runtime ?? "auto";
   return new StepPlacer({
@@ -104,6 +106,7 @@ export function stepPlacer(
     ...options.environment.containers(options.spec, choice),
     path: runnerEnv.PATH,
     pull,
+    ...(images !== undefined ? { images } : {}),
   });
 }
 

@@ -18,7 +18,7 @@ import type {
 } from "@deckhand/wire";
 import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
-import { checkoutWorkspace } from "./checkout-workspace.ts";
+import { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { RepositorySource } from "./repository-source.ts";
@@ -26,6 +26,7 @@ import type { Workspace } from "./resolve-workspaces.ts";
 import { type WorkspaceClaim, type WorkspaceEnd, workspaceJobId } from "./run-store.ts";
 import { runWorkspace } from "./run-workspace.ts";
 import type { StepCache } from "./step-cache.ts";
+import type { ImageLookups } from "./step-placement.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
@@ -37,6 +38,9 @@ import { takenOverRun } from "./workspace-takeover.ts";
 
 /** How often a running job checks whether its workspace was cancelled by someone else. */
 const CANCEL_POLL_MS = 1_000;
+
+/** How many runs' image look-ups a worker keeps (runs it took workspaces of most recently). */
+const RUNS_WITH_IMAGES = 8;
 
 export interface WorkspaceJobOptions {
   /** The database (RunStore), or the server's executor API for an executor without it. */
@@ -150,6 +154,12 @@ export function notStarted(reason: string): WorkspaceEnd {
 
 export class WorkspaceJob {
   readonly #options: WorkspaceJobOptions;
+  /**
+   * Per run, the images its steps found: the workspaces of a run this process takes look each
+   * image up once (a container step then costs one engine process, its run), and run it as the
+   * run's first workspace found it.
+   */
+  readonly #runImages = new Map<string, ImageLookups>();
 
   constructor(options: WorkspaceJobOptions) {
     this.#options = options;
@@ -245,6 +255,19 @@ export class WorkspaceJob {
     };
   }
 
+  #imagesOf(runId: string): ImageLookups {
+    let images = this.#runImages.get(runId);
+    if (images === undefined) {
+      images = new Map();
+      this.#runImages.set(runId, images);
+      // Maps keep insertion order: the first key is the run seen longest ago.
+      if (this.#runImages.size > RUNS_WITH_IMAGES) {
+        this.#runImages.delete(this.#runImages.keys().next().value!);
+      }
+    }
+    return images;
+  }
+
   /** Runs the workspace's steps (or takes the session's work it continues). */
   async #execute(
     job: LoadedJob,
@@ -263,11 +286,22 @@ export class WorkspaceJob {
     // Made only when a step must run: a workspace answered wholly from the cache needs no
     // repository access and no checkout.
     const checkout = async () => {
-      const repositoryPath = await repositories.locate(workspace.repository, row.revision, signal);
+      // A directory host's repository is used where it was found, and checked only when the
+      // checkout fails there (one git process less per workspace); a URL host's is located first.
+      const unchecked = repositories.unfetchedPath(workspace.repository);
+      const locate = () => repositories.locate(workspace.repository, row.revision, signal);
+      const repositoryPath = unchecked ?? (await locate());
       workspace.repository = { ...workspace.repository, path: repositoryPath };
       await mkdir(workRoot, { recursive: true });
-      await clearCheckouts(repositoryPath, workRoot, row.id);
-      const done = await checkoutWorkspace(workspace, checkoutDirectory, { signal });
+      let done: WorkspaceCheckout;
+      try {
+        await clearCheckouts(repositoryPath, workRoot, row.id);
+        done = await checkoutWorkspace(workspace, checkoutDirectory, { signal });
+      } catch (error) {
+        // The repository gone, or without the commit: say so, as locating it first would have.
+        if (unchecked !== null && !signal.aborted) await locate();
+        throw error;
+      }
       made.remove = done.remove;
       return done;
     };
@@ -284,6 +318,7 @@ export class WorkspaceJob {
       ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
       cache,
       clearCache: options.clear_cache ?? false,
+      images: this.#imagesOf(job.run.id),
       // The job, as model usage and its token name it: one per workspace (and attempt).
       jobId: workspaceJobId(row.id),
       signal,
@@ -294,12 +329,14 @@ export class WorkspaceJob {
 
 /**
  * Removes the checkouts earlier attempts at the workspace left in this work directory (an
- * executor killed mid-step leaves its checkout behind), and their worktree registrations.
+ * executor killed mid-step leaves its checkout behind), and their worktree registrations. The
+ * first attempt, which finds none, starts no git process here.
  */
 async function clearCheckouts(repositoryPath: string, workRoot: string, workspaceId: string) {
   const stale = (await readdir(workRoot)).filter(
     (name) => name === workspaceId || name.startsWith(`${workspaceId}.`),
   );
+  if (stale.length === 0) return;
   for (const name of stale) await rm(join(workRoot, name), { recursive: true, force: true });
   await repositoryGit(
     repositoryPath,

@@ -55,6 +55,11 @@ export interface RunContainerOptions {
   name?: string;
   /** Whether a missing image may be pulled; default "missing". */
   pull?: "missing" | "never";
+  /**
+   * The image as the caller already found it present (with `image` its id): the run does not
+   * look it up again. A batch run finds each image once, so each step costs one engine process.
+   */
+  knownImage?: ContainerImage;
 }
 
 export interface ContainerRunResult {
@@ -205,7 +210,9 @@ export async function runContainer(
     args.push("--", options.image, ...(options.command ?? []));
   }
 
-  const image = await ensureImage(runtime, options.image, { pull: options.pull ?? "missing" });
+  const image =
+    options.knownImage ??
+    (await ensureImage(runtime, options.image, { pull: options.pull ?? "missing" }));
   const output = new HeadTailBuffer(options.output);
   const started = performance.now();
   if (options.signal?.aborted) {
