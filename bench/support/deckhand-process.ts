@@ -12,7 +12,7 @@ import { WireEnv } from "@deckhand/wire";
 export const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const cliEntry = join(repositoryRoot, "apps/cli/src/bin.ts");
 /** The published `deckhand` (every dependency inlined): what `npm install -g` gives users. */
-export const bundledCliEntry = join(repositoryRoot, "apps/cli/dist/bin/deckhand.mjs");
+export const bundledCliEntry = join(repositoryRoot, "apps/cli/dist/bin/deckhand.cjs");
 
 /** Builds the bundled CLI from the current sources (and the web UI it ships, when missing). */
 export function buildBundledCli(): void {

@@ -43,7 +43,7 @@ if [[ ${#tags[@]} -eq 0 ]]; then
   tags=("$version" latest)
 fi
 
-[[ -f "$root/apps/cli/dist/bin/deckhand.mjs" ]] ||
+[[ -f "$root/apps/cli/dist/bin/deckhand.cjs" ]] ||
   fail "apps/cli/dist is missing: build the CLI first (sh scripts/toolchain.sh pnpm build)"
 
 base="$(bash "$root/deploy/images/build-base.sh")"

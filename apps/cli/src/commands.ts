@@ -1,4 +1,4 @@
-import packageJson from "../package.json" with { type: "json" };
+import { isVersionCommand, versionLine } from "./version-command.ts";
 
 export const usage = `Usage: deckhand <command> [options]
 
@@ -25,6 +25,10 @@ Run "deckhand <command> --help" for a command's options.
  */
 export async function runCli(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (isVersionCommand(command)) {
+    process.stdout.write(versionLine);
+    return 0;
+  }
   switch (command) {
     case "agent": {
       const { runAgentUntilSignalled } = await import("@deckhand/agent-app");
@@ -54,10 +58,6 @@ export async function runCli(argv: string[]): Promise<number> {
       const { runHealthCommand } = await import("./health-command.ts");
       return runHealthCommand(rest);
     }
-    case "version":
-    case "--version":
-      process.stdout.write(`${packageJson.version}\n`);
-      return 0;
     case undefined:
     case "help":
     case "--help":

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -74,6 +74,23 @@ describe("the published deckhand package", () => {
   it("prints its version from the installed bin", () => {
     const output = execFileSync(deckhand, ["version"], { cwd: outside, env: environment });
     expect(output.toString("utf8")).toBe(`${packageJson.version}\n`);
+  });
+
+  it("answers `version` without starting Node's ES module loader; other commands start it", () => {
+    // The loader's start costs a short command a few milliseconds; every other command needs it.
+    const loaded = (command: string) =>
+      spawnSync(
+        process.execPath,
+        [
+          "--require",
+          join(cliDirectory, "test/fixtures/report-module-loader.cjs"),
+          realpathSync(deckhand),
+          command,
+        ],
+        { cwd: outside, env: environment, encoding: "utf8" },
+      ).stderr;
+    expect(loaded("version")).toContain("esm loader: no");
+    expect(loaded("help")).toContain("esm loader: yes");
   });
 
   it("validates a batch spec from the installed bin", () => {

@@ -242,6 +242,24 @@ export function goYamlCompatibleText(original: string): GoYamlCompatibleText {
 }
 
 /**
+ * Parses `original` as yaml.v3 reads it. A repair is only ever needed where the `yaml` package's
+ * lexer ends a quoted scalar or a flow collection early, and it reports every such place as an
+ * error, so a text it parses without one is used as it is and lexed only once; the compatible
+ * text is made, and parsed, only when there is an error (a property test keeps this so).
+ */
+export function parseGoYamlCompatible<Parsed extends { errors: readonly unknown[] }>(
+  original: string,
+  parse: (text: string) => Parsed,
+): GoYamlCompatibleText & { parsed: Parsed } {
+  const parsed = parse(original);
+  const unchanged = { text: original, originalOffset: (offset: number) => offset, parsed };
+  if (parsed.errors.length === 0) return unchanged;
+  const compatible = goYamlCompatibleText(original);
+  if (compatible.text === original) return unchanged;
+  return { ...compatible, parsed: parse(compatible.text) };
+}
+
+/**
  * Whether every YAML document after the first is empty (a trailing `---` or `...`, or only
  * comments). yaml.v3's `Unmarshal` reads the first document and ignores the rest, so such a
  * file parses there; one whose later documents hold data is refused here instead, since that

@@ -1,8 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: batch spec templates use ${{ }}, and they are what these tests are about
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { stringify } from "yaml";
-import { goYamlCompatibleText } from "./go-yaml-compat.ts";
+import { parseDocument, stringify } from "yaml";
+import { goYamlCompatibleText, parseGoYamlCompatible } from "./go-yaml-compat.ts";
 import { parseBatchSpec } from "./parse-batch-spec.ts";
 
 const name = fc.stringMatching(/^[\w.-]{1,12}$/);
@@ -193,32 +193,33 @@ describe("parseBatchSpec properties", () => {
     );
   });
 
+  const yamlish = fc
+    .array(
+      fc.constantFrom(
+        "a",
+        " ",
+        "\n",
+        "\t",
+        '"',
+        "'",
+        "\\",
+        ":",
+        "-",
+        "#",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "k: ",
+      ),
+      {
+        maxLength: 60,
+      },
+    )
+    .map((pieces) => pieces.join(""));
+
   it("only inserts spaces, and maps every character of the adjusted text back to itself", () => {
-    const yamlish = fc
-      .array(
-        fc.constantFrom(
-          "a",
-          " ",
-          "\n",
-          "\t",
-          '"',
-          "'",
-          "\\",
-          ":",
-          "-",
-          "#",
-          "[",
-          "]",
-          "{",
-          "}",
-          ",",
-          "k: ",
-        ),
-        {
-          maxLength: 60,
-        },
-      )
-      .map((pieces) => pieces.join(""));
     fc.assert(
       fc.property(yamlish, (original) => {
         const { text, originalOffset } = goYamlCompatibleText(original);
@@ -234,6 +235,27 @@ describe("parseBatchSpec properties", () => {
         expect(images.size).toBe(original.length);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("needs no repair for a text the yaml package reads without an error, so such a text is parsed as written", () => {
+    const options = { prettyErrors: false, uniqueKeys: true, merge: true } as const;
+    const indented = fc
+      .array(
+        fc.constantFrom("a", "  ", "\n", "\n  ", "- ", "k: ", '"', "'", "[", "]", "{", "}", ","),
+        {
+          maxLength: 40,
+        },
+      )
+      .map((pieces) => pieces.join(""));
+    fc.assert(
+      fc.property(fc.oneof(yamlish, indented), (original) => {
+        if (parseDocument(original, options).errors.length > 0) return;
+        expect(goYamlCompatibleText(original).text).toBe(original);
+        const parsed = parseGoYamlCompatible(original, (text) => parseDocument(text, options));
+        expect(parsed.text).toBe(original);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

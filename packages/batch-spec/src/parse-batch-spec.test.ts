@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: batch spec templates use ${{ }}, and they are what these tests are about
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { Lexer } from "yaml";
 import { formatDiagnostic } from "./diagnostics.ts";
 import { parseBatchSpec } from "./parse-batch-spec.ts";
 
@@ -969,5 +970,20 @@ changesetTemplate:
       branch: "batches/${{batch_change.name}}",
       published: false,
     });
+  });
+
+  it("lexes a spec the yaml package reads without an error once, and one it must mend again", () => {
+    const lex = vi.spyOn(Lexer.prototype, "lex");
+    try {
+      parsed('name: x\ndescription: "one line"\non: [{repository: a}, {repository: b}]\n');
+      expect(lex).toHaveBeenCalledTimes(1);
+      lex.mockClear();
+      // The mended text is lexed once to find the repair, once more to see there is no other,
+      // and parsed.
+      parsed('name: x\ndescription: "first line\nsecond line at column 0"\n');
+      expect(lex.mock.calls.length).toBeGreaterThan(1);
+    } finally {
+      lex.mockRestore();
+    }
   });
 });

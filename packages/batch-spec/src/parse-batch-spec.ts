@@ -10,7 +10,7 @@ import {
 import { type BatchSpec, BatchSpecSchema } from "./batch-spec-schema.ts";
 import { canonicalSpec } from "./canonical.ts";
 import { type BatchSpecDiagnostic, sortDiagnostics } from "./diagnostics.ts";
-import { goYamlCompatibleText, laterDocumentsAreEmpty } from "./go-yaml-compat.ts";
+import { laterDocumentsAreEmpty, parseGoYamlCompatible } from "./go-yaml-compat.ts";
 import { validateMounts } from "./mounts.ts";
 import { schemaDiagnostics } from "./schema-diagnostics.ts";
 import { SpecSource } from "./spec-source.ts";
@@ -81,18 +81,16 @@ export function parseBatchSpec(text: string, options: ParseBatchSpecOptions): Pa
   const format = options.format ?? (/\.json$/i.test(file) ? "json" : "yaml");
   // Sourcegraph parses specs with gopkg.in/yaml.v3; the text is adjusted where that parser is
   // more lenient than this one (JSON needs nothing: its strings cannot span lines).
-  const compatible =
-    format === "yaml"
-      ? goYamlCompatibleText(text)
-      : { text, originalOffset: (offset: number) => offset };
-  const parsedText = compatible.text;
   // merge: src-cli reads specs with go-yaml, which expands `<<: *anchor` merge keys.
   // uniqueKeys: yaml.v3 refuses a key defined twice in one map ("already defined at line N").
-  const document = parseDocument(parsedText, {
-    prettyErrors: false,
-    uniqueKeys: true,
-    merge: true,
-  });
+  const parse = (source: string) =>
+    parseDocument(source, { prettyErrors: false, uniqueKeys: true, merge: true });
+  const compatible =
+    format === "yaml"
+      ? parseGoYamlCompatible(text, parse)
+      : { text, originalOffset: (offset: number) => offset, parsed: parse(text) };
+  const parsedText = compatible.text;
+  const document = compatible.parsed;
   const source = new SpecSource(
     file,
     parsedText,

@@ -5,11 +5,7 @@ import type { BatchSpecDiagnostic, FieldPath } from "./diagnostics.ts";
 import { formatFieldPath } from "./diagnostics.ts";
 import { SpecSource } from "./spec-source.ts";
 import { checkTemplate } from "./template/template-check.ts";
-import {
-  changesetContextShape,
-  type DeclaredOutput,
-  stepContextShape,
-} from "./template/template-context.ts";
+import { type DeclaredOutput, DeclaredOutputs } from "./template/template-context.ts";
 import type { TemplateShape } from "./template/template-functions.ts";
 import { containsTemplate } from "./template/template-syntax.ts";
 
@@ -99,38 +95,38 @@ export function dryRunTemplates(spec: unknown, options: DryRunOptions = {}): Bat
     }
   };
 
-  const checkSteps = (
-    steps: unknown,
-    path: FieldPath,
-    before: readonly DeclaredOutput[],
-  ): DeclaredOutput[] => {
-    const declared = [...before];
-    if (!Array.isArray(steps)) return declared;
+  const checkSteps = (steps: unknown, path: FieldPath, declared: DeclaredOutputs): void => {
+    if (!Array.isArray(steps)) return;
     steps.forEach((step, index) => {
       if (!isRecord(step)) return;
       const stepPath = [...path, index];
       const templates = [...stepTemplates(step, stepPath), ...outputTemplates(step, stepPath)];
-      if (templates.length > 0) {
-        const shape = stepContextShape(declared);
-        for (const [fieldPath, template] of templates) check(fieldPath, template, shape);
+      for (const [fieldPath, template] of templates) {
+        check(fieldPath, template, declared.stepContextShape);
       }
-      declared.push(...declaredOutputs(step));
+      declared.declare(declaredOutputs(step));
     });
-    return declared;
   };
 
-  const outputs = checkSteps(spec.steps, ["steps"], []);
+  const outputs = new DeclaredOutputs();
+  checkSteps(spec.steps, ["steps"], outputs);
 
   if (isRecord(spec.changesetHooks)) {
     for (const event of ["onCIFailure", "onMergeConflict"]) {
       const hook = spec.changesetHooks[event];
-      if (isRecord(hook)) checkSteps(hook.steps, ["changesetHooks", event, "steps"], outputs);
+      if (isRecord(hook)) {
+        // A hook's steps see the outputs of the spec's steps and of the hook steps before them.
+        checkSteps(
+          hook.steps,
+          ["changesetHooks", event, "steps"],
+          new DeclaredOutputs(outputs.list),
+        );
+      }
     }
   }
 
   const template = spec.changesetTemplate;
   if (isRecord(template)) {
-    let shape: TemplateShape | undefined;
     const fields: [FieldPath, unknown][] = [
       [["changesetTemplate", "title"], template.title],
       [["changesetTemplate", "body"], template.body],
@@ -151,8 +147,7 @@ export function dryRunTemplates(spec: unknown, options: DryRunOptions = {}): Bat
     }
     for (const [path, value] of fields) {
       if (typeof value === "string" && containsTemplate(value)) {
-        shape ??= changesetContextShape(outputs);
-        check(path, value, shape);
+        check(path, value, outputs.changesetContextShape);
       }
     }
   }

@@ -167,55 +167,82 @@ const stepsShape = objectShape({
   path: stringShape,
 });
 
-function outputsShape(
-  outputs: readonly DeclaredOutput[],
-  where: "step" | "changeset",
-): TemplateShape {
-  const fields: Record<string, TemplateShape> = {};
-  for (const output of outputs) {
-    fields[output.name] =
-      output.format === "json" || output.format === "yaml" ? anyShape : stringShape;
+/**
+ * The outputs declared so far, and the contexts templates are checked against with them. It
+ * grows as the steps are read in order, so checking a spec's steps costs one entry per declared
+ * output, not (as a shape built afresh for each step would) one per output for every step after
+ * it. Its shapes see the outputs declared when they are used: check a step's templates before
+ * declaring the step's outputs.
+ */
+export class DeclaredOutputs {
+  readonly #declared: DeclaredOutput[] = [];
+  readonly #fields: Record<string, TemplateShape> = {};
+  /** The shape of a step context: the outputs of the steps before it. */
+  readonly stepContextShape: TemplateShape;
+  /** The shape of a changeset template context: every output the steps declare. */
+  readonly changesetContextShape: TemplateShape;
+
+  constructor(outputs: readonly DeclaredOutput[] = []) {
+    this.stepContextShape = objectShape({
+      repository: repositoryShape,
+      batch_change: batchChangeShape,
+      outputs: this.#outputsShape("step"),
+      previous_step: stepResultShape,
+      step: stepResultShape,
+      steps: stepsShape,
+    });
+    this.changesetContextShape = objectShape({
+      repository: repositoryShape,
+      batch_change: batchChangeShape,
+      outputs: this.#outputsShape("changeset"),
+      steps: stepsShape,
+      batch_change_link: stringShape,
+    });
+    this.declare(outputs);
   }
-  const names = outputs.map((output) => output.name);
-  return {
-    kind: "object",
-    fields,
-    describeMissing: (path, field) => {
-      const suggestion = closestMatch(field, names);
-      const defined =
-        where === "step"
-          ? `no earlier step defines an output named "${field}"`
-          : `no step defines an output named "${field}"`;
-      const hint =
-        suggestion === undefined
-          ? names.length === 0
-            ? "; declare it under a step's outputs"
-            : `; defined outputs: ${names.join(", ")}`
-          : `; did you mean "outputs.${suggestion}"?`;
-      return `unknown output "${path}": ${defined}${hint}`;
-    },
-  };
+
+  /** Every output declared so far, in order. */
+  get list(): readonly DeclaredOutput[] {
+    return this.#declared;
+  }
+
+  declare(outputs: readonly DeclaredOutput[]): void {
+    for (const output of outputs) {
+      this.#fields[output.name] =
+        output.format === "json" || output.format === "yaml" ? anyShape : stringShape;
+      this.#declared.push(output);
+    }
+  }
+
+  #outputsShape(where: "step" | "changeset"): TemplateShape {
+    return {
+      kind: "object",
+      fields: this.#fields,
+      describeMissing: (path, field) => {
+        const names = this.#declared.map((output) => output.name);
+        const suggestion = closestMatch(field, names);
+        const defined =
+          where === "step"
+            ? `no earlier step defines an output named "${field}"`
+            : `no step defines an output named "${field}"`;
+        const hint =
+          suggestion === undefined
+            ? names.length === 0
+              ? "; declare it under a step's outputs"
+              : `; defined outputs: ${names.join(", ")}`
+            : `; did you mean "outputs.${suggestion}"?`;
+        return `unknown output "${path}": ${defined}${hint}`;
+      },
+    };
+  }
 }
 
 /** The shape of a step context, given the outputs declared by the steps before it. */
 export function stepContextShape(outputs: readonly DeclaredOutput[]): TemplateShape {
-  return objectShape({
-    repository: repositoryShape,
-    batch_change: batchChangeShape,
-    outputs: outputsShape(outputs, "step"),
-    previous_step: stepResultShape,
-    step: stepResultShape,
-    steps: stepsShape,
-  });
+  return new DeclaredOutputs(outputs).stepContextShape;
 }
 
 /** The shape of a changeset template context, given every output the steps declare. */
 export function changesetContextShape(outputs: readonly DeclaredOutput[]): TemplateShape {
-  return objectShape({
-    repository: repositoryShape,
-    batch_change: batchChangeShape,
-    outputs: outputsShape(outputs, "changeset"),
-    steps: stepsShape,
-    batch_change_link: stringShape,
-  });
+  return new DeclaredOutputs(outputs).changesetContextShape;
 }
