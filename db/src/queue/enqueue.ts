@@ -2,8 +2,27 @@ import { eq, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { tasks } from "../schema/tasks.ts";
 
-/** The NOTIFY channel that wakes workers when a task is enqueued; the payload is the task type. */
+/**
+ * The NOTIFY channel that wakes workers when a task is enqueued or a serial key is released; the
+ * payload is a task notice (`taskNotice`).
+ */
 export const TASK_CHANNEL = "deckhand_tasks";
+
+/**
+ * A notice's payload: the task type, and after a newline the worker whose settle statement sent
+ * it (absent for an enqueue). That worker looks for work once its task is settled anyway, so it
+ * skips its own notice instead of running a second claim cycle for it.
+ */
+export function taskNotice(type: string, fromWorker?: string): string {
+  return fromWorker === undefined ? type : `${type}\n${fromWorker}`;
+}
+
+/** Reads a payload `taskNotice` wrote. */
+export function readTaskNotice(payload: string): { type: string; fromWorker: string | null } {
+  const newline = payload.indexOf("\n");
+  if (newline < 0) return { type: payload, fromWorker: null };
+  return { type: payload.slice(0, newline), fromWorker: payload.slice(newline + 1) };
+}
 
 export interface EnqueueOptions {
   type: string;
@@ -47,7 +66,7 @@ export async function enqueue(executor: Executor, options: EnqueueOptions): Prom
     .returning({ id: tasks.id });
   const row = inserted[0];
   if (row) {
-    await executor.execute(sql`select pg_notify(${TASK_CHANNEL}, ${options.type})`);
+    await executor.execute(sql`select pg_notify(${TASK_CHANNEL}, ${taskNotice(options.type)})`);
     return { id: Number(row.id), created: true };
   }
   // Only an idempotency-key conflict skips the insert, so the key is present here.

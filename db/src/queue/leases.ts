@@ -4,7 +4,7 @@
 // over HTTP and hold no database connection. Every settle statement is fenced by worker and
 // attempt: once a lease expired and another worker claimed the task, a late result changes nothing.
 import type { DbHandle } from "../client.ts";
-import { TASK_CHANNEL } from "./enqueue.ts";
+import { TASK_CHANNEL, taskNotice } from "./enqueue.ts";
 
 /** A task as a claim hands it out. */
 export interface ClaimedTask {
@@ -33,23 +33,7 @@ interface ClaimedRow {
   serial_key: string | null;
 }
 
-/**
- * Claims up to `limit` due tasks of `types` for `workerId`, for `leaseMs`: pending ones whose time
- * has come, and running ones whose lease expired with attempts left (their worker died). Tasks in
- * `exclude` are skipped (ones the worker still runs).
- */
-export async function claimTasks(
-  database: DbHandle,
-  options: {
-    types: readonly string[];
-    limit: number;
-    workerId: string;
-    leaseMs: number;
-    exclude?: readonly number[];
-  },
-): Promise<ClaimedTask[]> {
-  const claimed = await database.query<ClaimedRow>(
-    `with candidates as (
+const CANDIDATES = `
        select id from tasks
        where type = any($1::text[])
          and ((status = 'pending' and run_at <= now())
@@ -65,24 +49,100 @@ export async function claimTasks(
              and (earlier.status = 'running' or earlier.id < tasks.id)))
        order by run_at, id
        limit $2
-       for update skip locked
-     )
+       for update skip locked`;
+
+const CLAIM = `
      update tasks set status = 'running', locked_by = $3,
        locked_until = now() + $4 * interval '1 millisecond',
        attempts = tasks.attempts + 1, updated_at = now()
-     from candidates where tasks.id = candidates.id
-     returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts,
-       tasks.serial_key`,
-    [options.types, options.limit, options.workerId, options.leaseMs, options.exclude ?? []],
-  );
-  return claimed.rows.map((row) => ({
+     from candidates where tasks.id = candidates.id`;
+
+/** Fails a task whose last allowed attempt lost its lease; `$2` are the ids left alone. */
+const FAIL_EXHAUSTED = `
+    update tasks set status = 'failed', locked_by = null, locked_until = null,
+       completed_at = now(), updated_at = now(),
+       last_error = 'lease expired on the last attempt (worker ' || locked_by || ' stopped heartbeating)'
+     where status = 'running' and locked_until < now() and attempts >= max_attempts
+       and type = any($1::text[]) and id <> all($2::bigint[])`;
+
+function claimedTask(row: ClaimedRow): ClaimedTask {
+  return {
     id: Number(row.id),
     type: row.type,
     payload: row.payload,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     serialKey: row.serial_key,
-  }));
+  };
+}
+
+interface ClaimOptions {
+  types: readonly string[];
+  limit: number;
+  workerId: string;
+  leaseMs: number;
+  exclude?: readonly number[];
+}
+
+/**
+ * Claims up to `limit` due tasks of `types` for `workerId`, for `leaseMs`: pending ones whose time
+ * has come, and running ones whose lease expired with attempts left (their worker died). Tasks in
+ * `exclude` are skipped (ones the worker still runs).
+ */
+export async function claimTasks(
+  database: DbHandle,
+  options: ClaimOptions,
+): Promise<ClaimedTask[]> {
+  const claimed = await database.query<ClaimedRow>(
+    `with candidates as (${CANDIDATES})
+     ${CLAIM}
+     returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts,
+       tasks.serial_key`,
+    [options.types, options.limit, options.workerId, options.leaseMs, options.exclude ?? []],
+  );
+  return claimed.rows.map(claimedTask);
+}
+
+/** What a worker's claim cycle found. */
+export interface ClaimCycle {
+  claimed: ClaimedTask[];
+  /** How long until the next delayed task of `types` is due; null when none is waiting. */
+  dueInMs: number | null;
+  /** Whether a task was failed because its last attempt lost its lease (its key is free now). */
+  failedExhausted: boolean;
+}
+
+/**
+ * A worker's claim cycle in one statement: fails the tasks whose last attempt lost its lease
+ * (`failExhaustedLeases`, tasks in `exclude` left alone), claims due tasks (`claimTasks`) and
+ * reads when the next delayed task is due. All three see the database as it was before the
+ * statement: a serial key freed by a task failed here is seen by the next cycle.
+ */
+export async function claimCycle(database: DbHandle, options: ClaimOptions): Promise<ClaimCycle> {
+  const result = await database.query<{
+    claimed: ClaimedRow[] | string;
+    due_in_ms: number | string | null;
+    failed_exhausted: boolean;
+  }>(
+    `with exhausted as (${FAIL_EXHAUSTED.replaceAll("$2::bigint[]", "$5::bigint[]")} returning id),
+     candidates as (${CANDIDATES}),
+     claimed as (${CLAIM}
+       returning tasks.id, tasks.type, tasks.payload, tasks.attempts, tasks.max_attempts,
+         tasks.serial_key)
+     select
+       (select coalesce(json_agg(claimed), '[]'::json) from claimed) as claimed,
+       (select extract(epoch from (min(run_at) - now())) * 1000 from tasks
+        where status = 'pending' and run_at > now() and type = any($1::text[])) as due_in_ms,
+       exists (select 1 from exhausted) as failed_exhausted`,
+    [options.types, options.limit, options.workerId, options.leaseMs, options.exclude ?? []],
+  );
+  const row = result.rows[0]!;
+  const claimed = typeof row.claimed === "string" ? JSON.parse(row.claimed) : row.claimed;
+  return {
+    claimed: (claimed as ClaimedRow[]).map(claimedTask),
+    dueInMs: row.due_in_ms === null ? null : Number(row.due_in_ms),
+    failedExhausted: row.failed_exhausted,
+  };
 }
 
 /** Renews the leases of `workerId` on `ids`; answers the ids it still holds. */
@@ -103,15 +163,29 @@ export async function renewLeases(
 }
 
 /**
- * The next task of a finished task's serial key may be claimed now: wake every worker, not only
- * this one, so a worker elsewhere does not wait for its poll.
+ * Runs a settle statement (an update fenced by the lease, `returning id`) and answers whether it
+ * matched. A task with a serial key lets the key's next task be claimed: the same statement then
+ * wakes every worker, not only this one, so a worker elsewhere does not wait for its poll. The
+ * notice names the settling worker, which skips it: it looks for work after settling anyway.
  */
-async function releaseSerialKey(
+async function settle(
   database: DbHandle,
+  update: string,
+  parameters: unknown[],
+  lease: TaskLease,
   task: { type: string; serialKey: string | null },
-): Promise<void> {
-  if (task.serialKey === null) return;
-  await database.notify(TASK_CHANNEL, task.type);
+): Promise<boolean> {
+  if (task.serialKey === null) {
+    const settled = await database.query(update, parameters);
+    return settled.rows.length > 0;
+  }
+  const notice = parameters.length + 1;
+  const settled = await database.query<{ id: string | number | null }>(
+    `with settled as (${update})
+     select (select id from settled) as id, pg_notify($${notice}, $${notice + 1})`,
+    [...parameters, TASK_CHANNEL, taskNotice(task.type, lease.workerId)],
+  );
+  return settled.rows[0]?.id !== null && settled.rows[0]?.id !== undefined;
 }
 
 /** Marks a held task succeeded; false when the lease was no longer held. */
@@ -120,15 +194,16 @@ export async function completeTask(
   lease: TaskLease,
   task: { type: string; serialKey: string | null },
 ): Promise<boolean> {
-  const completed = await database.query(
+  return await settle(
+    database,
     `update tasks set status = 'succeeded', locked_by = null, locked_until = null,
        last_error = null, completed_at = now(), updated_at = now()
      where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'
      returning id`,
     [lease.id, lease.workerId, lease.attempt],
+    lease,
+    task,
   );
-  await releaseSerialKey(database, task);
-  return completed.rows.length > 0;
 }
 
 /**
@@ -143,15 +218,16 @@ export async function failTask(
   retryInMs: number | null,
 ): Promise<boolean> {
   if (retryInMs === null) {
-    const failed = await database.query(
+    return await settle(
+      database,
       `update tasks set status = 'failed', locked_by = null, locked_until = null,
          last_error = $4, completed_at = now(), updated_at = now()
        where id = $1 and locked_by = $2 and attempts = $3 and status = 'running'
        returning id`,
       [lease.id, lease.workerId, lease.attempt, reason],
+      lease,
+      task,
     );
-    await releaseSerialKey(database, task);
-    return failed.rows.length > 0;
   }
   const retried = await database.query(
     `update tasks set status = 'pending', locked_by = null, locked_until = null,
@@ -190,14 +266,7 @@ export async function failExhaustedLeases(
   types: readonly string[],
   exclude: readonly number[] = [],
 ): Promise<void> {
-  await database.query(
-    `update tasks set status = 'failed', locked_by = null, locked_until = null,
-       completed_at = now(), updated_at = now(),
-       last_error = 'lease expired on the last attempt (worker ' || locked_by || ' stopped heartbeating)'
-     where status = 'running' and locked_until < now() and attempts >= max_attempts
-       and type = any($1::text[]) and id <> all($2::bigint[])`,
-    [types, exclude],
-  );
+  await database.query(FAIL_EXHAUSTED, [types, exclude]);
 }
 
 /** The delay before retry `attempt + 1`: exponential backoff with jitter. */

@@ -637,6 +637,36 @@ describe.each(backends)("durable queue on %s", (kind) => {
     await waitFor(() => started === 2);
   });
 
+  it("sends three statements for a serial key's task: the claim, the settle with its notice, one claim after", async () => {
+    const type = uniqueType();
+    const sent: string[] = [];
+    let finished = 0;
+    await startWorker(
+      type,
+      {
+        async handle() {
+          finished += 1;
+        },
+      },
+      { database: countingHandle(sent), retainSucceededMs: Number.POSITIVE_INFINITY },
+    );
+    const settled = async () => {
+      const before = sent.length;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return sent.length === before;
+    };
+    // The worker's first claim cycle, at start, finds nothing.
+    await waitFor(async () => sent.length > 0 && (await settled()));
+    sent.length = 0;
+    const { id } = await enqueue(database.handle.db, { type, serialKey: "lane" });
+    await waitFor(async () => (await taskRow(id)).status === "succeeded");
+    expect(finished).toBe(1);
+    // Its completion's notice reaches this worker too; it must not start another claim cycle.
+    await waitFor(settled);
+    expect(await statementsWhileIdle(sent)).toBe(0);
+    expect(sent).toHaveLength(3);
+  });
+
   it("refuses a second handler for the same task type", () => {
     const registry = new TaskRegistry().register("twice", { async handle() {} });
     expect(() => registry.register("twice", { async handle() {} })).toThrow(

@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { DbHandle } from "../client.ts";
 import { DbError } from "../errors.ts";
-import { TASK_CHANNEL } from "./enqueue.ts";
+import { readTaskNotice, TASK_CHANNEL } from "./enqueue.ts";
 import {
   type ClaimedTask,
-  claimTasks,
+  claimCycle,
   completeTask,
   failExhaustedLeases,
   failTask,
@@ -153,8 +153,11 @@ export class TaskWorker {
     }
     this.#state = "running";
     if (this.#listen) {
-      this.#unlisten = await this.#database.listen(TASK_CHANNEL, (type) => {
-        if (this.#types.includes(type)) this.#wake();
+      this.#unlisten = await this.#database.listen(TASK_CHANNEL, (payload) => {
+        const notice = readTaskNotice(payload);
+        // Its own settle statement's notice: the worker looked for work after settling already.
+        if (notice.fromWorker === this.workerId) return;
+        if (this.#types.includes(notice.type)) this.#wake();
       });
     }
     this.#heartbeatTimer = setInterval(() => {
@@ -226,37 +229,38 @@ export class TaskWorker {
 
   /** Claims as many tasks as there are free slots; returns how long to wait before polling. */
   async #claimCycle(): Promise<number> {
-    await this.#failExhaustedLeases();
     await this.#deleteOldSucceeded();
     const free = this.#concurrency - this.#held.size;
     // Every slot busy: a handler that returns wakes the worker, so there is nothing to look for
-    // until then (the poll below would find the waiting tasks due and spin on them).
-    if (free === 0) return this.#pollIntervalMs;
-    // A lease of ours can expire while its handler still runs (heartbeats failing for a whole
-    // lease, say). Such a task is skipped here, not claimed again: its first run continues,
-    // and the next heartbeat that gets through renews the lease if no other worker took it.
-    const claimed = await claimTasks(this.#database, {
+    // until then (the poll below would find the waiting tasks due and spin on them). Tasks whose
+    // last attempt lost its lease are still failed now.
+    if (free === 0) {
+      await failExhaustedLeases(this.#database, this.#types, [...this.#inFlight]);
+      return this.#pollIntervalMs;
+    }
+    // One statement (leases.ts, claimCycle) fails tasks whose last allowed attempt lost its
+    // lease, claims, and reads when the next delayed task is due. A lease of ours can expire
+    // while its handler still runs (heartbeats failing for a whole lease, say). Such a task is
+    // skipped here, neither failed nor claimed again: its first run continues, and the next
+    // heartbeat that gets through renews the lease if no other worker took it.
+    const cycle = await claimCycle(this.#database, {
       types: this.#types,
       limit: free,
       workerId: this.workerId,
       leaseMs: this.#leaseMs,
       exclude: [...this.#inFlight],
     });
-    for (const task of claimed) this.#run(task);
-    // A full batch may mean more are waiting: look again as soon as a slot frees up.
-    if (claimed.length === free) return this.#pollIntervalMs;
+    for (const task of cycle.claimed) this.#run(task);
+    // A full batch may mean more are waiting: look again as soon as a slot frees up. A task
+    // failed for good here may have freed its serial key's next task: look again at once.
+    if (cycle.claimed.length === free) return this.#pollIntervalMs;
+    if (cycle.failedExhausted) return 0;
     // Sleep until the next delayed task (a retry, say) is due, or the poll interval. A task due
     // now that the claim left is waiting for an earlier task of its serial key (whose end
     // NOTIFYs every worker) or is being claimed by another worker: it is no reason to look again
     // at once, which would poll without pause until it can be claimed.
-    const next = await this.#database.query<{ due_in_ms: number | null }>(
-      `select extract(epoch from (min(run_at) - now())) * 1000 as due_in_ms
-       from tasks where status = 'pending' and run_at > now() and type = any($1::text[])`,
-      [this.#types],
-    );
-    const dueInMs = next.rows[0]?.due_in_ms;
-    if (dueInMs === null || dueInMs === undefined) return this.#pollIntervalMs;
-    return Math.min(this.#pollIntervalMs, Math.max(0, Math.ceil(Number(dueInMs))));
+    if (cycle.dueInMs === null) return this.#pollIntervalMs;
+    return Math.min(this.#pollIntervalMs, Math.max(0, Math.ceil(cycle.dueInMs)));
   }
 
   /** Deletes old succeeded tasks, a bounded batch at most once per cleanup interval. */
@@ -273,14 +277,6 @@ export class TaskWorker {
          limit 1000)`,
       [this.#types, this.#retainSucceededMs],
     );
-  }
-
-  /**
-   * A task whose last allowed attempt lost its lease fails instead of running again. Tasks this
-   * worker is still running are left alone: their handler is alive, only the heartbeat lagged.
-   */
-  async #failExhaustedLeases(): Promise<void> {
-    await failExhaustedLeases(this.#database, this.#types, [...this.#inFlight]);
   }
 
   #run(row: ClaimedTask): void {
