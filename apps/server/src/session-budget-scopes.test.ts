@@ -73,6 +73,11 @@ describe("SessionBudgetScopes", () => {
       null,
     );
     expect(await scopes.scopesOf("provider-probe:codex:1")).toBe(null);
+    // Only config.json limits an agent session's scopes: without them no check reads them.
+    expect(scopes.limitlessKinds(UsageJobId.agentSession(session.id))).toEqual(["job", "session"]);
+    expect(scopes.limitlessKinds("batch-workspace:8e1a7c52-54e4-4a8e-9a3c-1a2b3c4d5e6f")).toBe(
+      null,
+    );
     expect(
       await scopes.scopesOf(UsageJobId.agentSession("8e1a7c52-54e4-4a8e-9a3c-1a2b3c4d5e6f")),
     ).toBe(null);

@@ -4,6 +4,7 @@
 // domain: the domain says which agent sessions a session ran, the proxy's budgets sum them.
 import type { BudgetScope, BudgetScopeSource } from "@deckhand/model-proxy";
 import type { AgentSessionService } from "@deckhand/sessions";
+import type { BudgetScopeKind } from "@deckhand/wire";
 import { parseUsageJobId } from "@deckhand/wire";
 
 export class SessionBudgetScopes implements BudgetScopeSource {
@@ -30,6 +31,14 @@ export class SessionBudgetScopes implements BudgetScopeSource {
       },
       await this.sessionScope(owner.sessionId),
     ];
+  }
+
+  /**
+   * An agent session's scopes have no limits of their own (config.json's `modelBudgets.job` and
+   * `.session` are theirs), so while those are unset a request needs none of the reads above.
+   */
+  limitlessKinds(jobId: string): readonly BudgetScopeKind[] | null {
+    return parseUsageJobId(jobId)?.kind === "agent_session" ? ["job", "session"] : null;
   }
 
   /** Every agent of a session, against the session's budget. */

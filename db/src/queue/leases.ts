@@ -76,14 +76,6 @@ function claimedTask(row: ClaimedRow): ClaimedTask {
   };
 }
 
-interface ClaimOptions {
-  types: readonly string[];
-  limit: number;
-  workerId: string;
-  leaseMs: number;
-  exclude?: readonly number[];
-}
-
 /**
  * Claims up to `limit` due tasks of `types` for `workerId`, for `leaseMs`: pending ones whose time
  * has come, and running ones whose lease expired with attempts left (their worker died). Tasks in
@@ -91,7 +83,13 @@ interface ClaimOptions {
  */
 export async function claimTasks(
   database: DbHandle,
-  options: ClaimOptions,
+  options: {
+    types: readonly string[];
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+    exclude?: readonly number[];
+  },
 ): Promise<ClaimedTask[]> {
   const claimed = await database.query<ClaimedRow>(
     `with candidates as (${CANDIDATES})
@@ -118,7 +116,10 @@ export interface ClaimCycle {
  * reads when the next delayed task is due. All three see the database as it was before the
  * statement: a serial key freed by a task failed here is seen by the next cycle.
  */
-export async function claimCycle(database: DbHandle, options: ClaimOptions): Promise<ClaimCycle> {
+export async function claimCycle(
+  database: DbHandle,
+  options: Parameters<typeof claimTasks>[1],
+): Promise<ClaimCycle> {
   const result = await database.query<{
     claimed: ClaimedRow[] | string;
     due_in_ms: number | string | null;

@@ -3,6 +3,7 @@
 // in the error shape of the provider the agent speaks, and the spend reports.
 import { createDb, type DbHandle, modelUsage } from "@deckhand/db";
 import { createPostgresTestDatabase, testPostgresUrl } from "@deckhand/testkit";
+import type { BudgetScopeKind } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { startHarness } from "../../test/proxy-harness.ts";
 import { DbUsageRecorder } from "../db-usage-recorder.ts";
@@ -70,6 +71,42 @@ function runSource(limits: { job?: number; run?: number }) {
       ];
     },
   };
+}
+
+/**
+ * Like a session's agents: scopes without limits of their own, which it says up front; `reads`
+ * counts the scope reads a check makes.
+ */
+function limitlessSource() {
+  const source = {
+    reads: 0,
+    async scopesOf(jobId: string): Promise<BudgetScope[] | null> {
+      if (!jobId.startsWith("agent-")) return null;
+      source.reads += 1;
+      return [
+        {
+          kind: "job",
+          id: jobId,
+          label: `agent ${jobId}`,
+          limit: null,
+          selector: { jobIds: [jobId] },
+          advice: "raise modelBudgets.job",
+        },
+        {
+          kind: "session",
+          id: "session-1",
+          label: "session session-1",
+          limit: null,
+          selector: { jobIds: ["agent-a", "agent-b"] },
+          advice: "raise modelBudgets.session",
+        },
+      ];
+    },
+    limitlessKinds(jobId: string): readonly BudgetScopeKind[] | null {
+      return jobId.startsWith("agent-") ? ["job", "session"] : null;
+    },
+  };
+  return source;
 }
 
 async function waitFor(check: () => boolean): Promise<void> {
@@ -171,6 +208,27 @@ describe.each(kinds)("model budgets on %s", (kind) => {
     });
     expect(models.status).toBe(200);
     await models.body?.cancel();
+  });
+
+  it("reads no scope of a job whose scopes have no limits while config.json sets none for them", async () => {
+    const source = limitlessSource();
+    const { post } = await setUp({ source, limits: { run: { tokens: 1 } } });
+    expect((await post("agent-a")).status).toBe(200);
+    expect((await post("agent-a")).status).toBe(200);
+    expect(source.reads).toBe(0);
+  });
+
+  it("still holds such a job to config.json's limit for one of its kinds", async () => {
+    const source = limitlessSource();
+    const { post } = await setUp({ source, limits: { session: { tokens: 20 } } });
+    expect((await post("agent-a")).status).toBe(200);
+    expect((await post("agent-b")).status).toBe(200);
+    const refused = await post("agent-a");
+    expect(refused.status).toBe(402);
+    expect(JSON.parse(refused.text).error.message).toBe(
+      "budget of 20 tokens for session session-1 reached (36 tokens spent); raise modelBudgets.session",
+    );
+    expect(source.reads).toBe(3);
   });
 
   it("holds a run's budget across its jobs, the tighter of the run's and config.json's", async () => {

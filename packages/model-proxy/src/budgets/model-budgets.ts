@@ -40,6 +40,12 @@ export interface BudgetScope {
 export interface BudgetScopeSource {
   /** The job's scopes besides the day; null when the job is not one this source knows. */
   scopesOf(jobId: string): Promise<BudgetScope[] | null>;
+  /**
+   * The kinds of a job's scopes when none of them can carry a limit of its own (only
+   * config.json's apply to them), so a check skips reading them while config.json sets none;
+   * null when the job is not one this source knows or its scopes may have limits of their own.
+   */
+  limitlessKinds?(jobId: string): readonly BudgetScopeKind[] | null;
 }
 
 /** A reached budget, and the message the agent is refused with. */
@@ -129,11 +135,28 @@ export class ModelBudgets {
 
   /** The first of a job's budgets that is reached, or null: the proxy's question. */
   async check(jobId: string): Promise<BudgetRefusal | null> {
+    if (this.#noLimitApplies(jobId)) return null;
     for (const scope of await this.scopesOf(jobId)) {
       const refusal = await this.reached(scope);
       if (refusal !== null) return refusal;
     }
     return null;
+  }
+
+  /**
+   * Whether no budget can apply to a job's requests, known without reading its scopes: its
+   * source says they carry no limits of their own, and config.json sets none for their kinds,
+   * for a job (the scope of a job its source no longer finds) or for the day.
+   */
+  #noLimitApplies(jobId: string): boolean {
+    const limits = this.limits();
+    if (limits.day !== null || limits.job !== null) return false;
+    for (const source of this.#sources) {
+      const kinds = source.limitlessKinds?.(jobId);
+      if (kinds !== null && kinds !== undefined)
+        return kinds.every((kind) => limits[kind] === null);
+    }
+    return false;
   }
 
   /** Whether a scope's budget is reached, with the message saying so. */
