@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentBackend, PromptInput } from "@deckhand/agent-backends";
-import { createDb, type DbHandle } from "@deckhand/db";
+import { createDb, type DbHandle, TaskRegistry, TaskWorker } from "@deckhand/db";
 import type { ResolvedProvider } from "@deckhand/providers";
 import { createTempRepository, type TempRepository } from "@deckhand/testkit";
 import pino from "pino";
@@ -157,6 +157,77 @@ describe("a simple text turn's queries", () => {
   });
 });
 
+/** Until `check` holds, or fails after a generous deadline. */
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in 20 s");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("a queued text turn's queries", () => {
+  it("costs the turn's statements and the queue's handful: claim, completion, one claim after", async () => {
+    const project = await service.projects.create({ repository_path: repository.path });
+    const session = await service.sessions.create(project.id, {});
+    const chat = await service.chats.create(session.id, {});
+    // The queue's statements go through the handle, not drizzle: count them there too.
+    const counting: DbHandle = {
+      ...database,
+      query: (text, parameters) => {
+        counted.statements.push(text);
+        return database.query(text, parameters);
+      },
+      notify: (channel, payload) => {
+        counted.statements.push(`notify ${channel}`);
+        return database.notify(channel, payload);
+      },
+    };
+    const registry = new TaskRegistry();
+    turns.register(registry);
+    const worker = new TaskWorker({
+      database: counting,
+      registry,
+      pollIntervalMs: 60_000,
+      retainSucceededMs: Number.POSITIVE_INFINITY,
+    });
+    await worker.start();
+    try {
+      // A first turn makes the agent session's row; the second is the one counted.
+      await service.messages.create(chat.id, { agent: "scripted", text: "first" });
+      await waitFor(async () => (await service.messages.list(chat.id)).length === 2);
+      await waitFor(async () => worker.activeCount === 0);
+      const quiet = async () => {
+        const before = counted.statements.length;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return counted.statements.length === before;
+      };
+      await waitFor(quiet);
+      resetCount();
+      await service.messages.create(chat.id, { agent: "scripted", text: "again" });
+      // Read straight through the handle, which neither count sees.
+      await waitFor(async () => {
+        const complete = await database.query<{ count: number }>(
+          "select count(*)::int as count from messages where chat_id = $1 and status = 'complete' and role = 'assistant'",
+          [chat.id],
+        );
+        return complete.rows[0]!.count === 2;
+      });
+      await waitFor(async () => worker.activeCount === 0);
+      await waitFor(quiet);
+      const statements = counted.statements.length;
+      console.log(`a queued text turn: ${statements} statements, the message's creation with it`);
+      if (process.env.SHOW_TURN_QUERIES)
+        console.log(counted.statements.map((query) => query.slice(0, 110)).join("\n"));
+      expect(statements).toBeLessThanOrEqual(QUEUED_TURN_STATEMENTS);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
 /** What a session's first text turn costs (its agent session row is made) and a later one. */
 const FIRST_TURN_STATEMENTS = 21;
 const NEXT_TURN_STATEMENTS = 17;
+/** A later turn through the queue, from the user message's creation to the worker idle again. */
+const QUEUED_TURN_STATEMENTS = 27;
