@@ -106,5 +106,5 @@ describe("the published deckhand package", () => {
     });
     service.child.kill("SIGTERM");
     expect(await service.exited).toEqual({ code: 0, signal: null });
-  }, 40_000);
+  });
 });

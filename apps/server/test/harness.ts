@@ -242,7 +242,7 @@ export { SessionStreamClient as StreamClient };
 
 export async function waitUntil(
   check: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
   what = "condition",
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;

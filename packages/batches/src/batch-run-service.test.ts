@@ -296,7 +296,7 @@ async function eventsOf(runId: string, type: BatchRunEvent["type"]): Promise<Bat
     .filter((event) => event.type === type);
 }
 
-async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -113,7 +113,7 @@ esac`,
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   it("finds a restricted host by trying a container, and then passes the restricted-host flags", async () => {
     const directory = mkdtempSync(join(tmpdir(), "deckhand-restricted-"));

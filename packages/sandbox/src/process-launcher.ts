@@ -3,8 +3,8 @@
 // processes only, writes only where its profile says, never sees Deckhand's data or the user's
 // credentials, and reaches the network only as its profile allows.
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join } from "node:path";
 import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
@@ -23,6 +23,7 @@ import {
 import { type ModelProxyEndpoint, SandboxEndpoints } from "./sandbox-endpoints.ts";
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from "./sandbox-settings.ts";
 import { attachSlirpNetwork } from "./slirp-network.ts";
+import { isPathInsideRoot } from "@deckhand/workspace-files";
 
 /** What a process may reach over the network. */
 export interface NetworkAccess {
@@ -224,9 +225,14 @@ export class ProcessLauncher {
     const extraFds = stdio.length - 3;
     const infoFd = slirp !== null ? stdio.length : undefined;
     const blockFd = slirp !== null ? stdio.length + 1 : undefined;
+    const programs = listen.length === 0 ? [request.executable] : [this.#node, request.executable];
     const view: SandboxView = {
       writable,
-      readable: [...(request.profile.readable ?? []), ...writable.flatMap(worktreeGitDirectories)],
+      readable: [
+        ...(request.profile.readable ?? []),
+        ...writable.flatMap(worktreeGitDirectories),
+        ...programs.flatMap(installationsUnderMaskedTmp),
+      ],
       hiddenDirectories: hidden.directories,
       hiddenFiles: hidden.files,
       emptyFile: this.#endpoints.emptyFile(),
@@ -290,6 +296,30 @@ export class ProcessLauncher {
   close(): Promise<void> {
     return this.#endpoints.close();
   }
+}
+
+/** The directory every sandbox replaces with an empty one of its own. */
+const MASKED_TMP = "/tmp";
+
+/**
+ * Where `executable` is installed, when that lies under /tmp, which every sandbox masks: a Node
+ * (or agent) unpacked under /tmp, or the toolchain of a checkout there, could not be started
+ * otherwise ("bwrap: execvp ...: No such file or directory"). The installation is the directory
+ * above `bin/` (a Node's `lib/` beside it), else the executable's own directory; both the path as
+ * given and the file it resolves to are shown, read-only. Bare names and paths that do not exist
+ * need nothing.
+ */
+function installationsUnderMaskedTmp(executable: string): string[] {
+  if (!isAbsolute(executable) || !existsSync(executable)) return [];
+  const installations = new Set<string>();
+  for (const path of new Set([executable, realpathSync(executable)])) {
+    if (!isPathInsideRoot(MASKED_TMP, path) || path === MASKED_TMP) continue;
+    const directory = dirname(path);
+    const installation = basename(directory) === "bin" ? dirname(directory) : directory;
+    // /tmp itself is never shown: only what lies in it.
+    installations.add(installation === MASKED_TMP ? path : installation);
+  }
+  return [...installations];
 }
 
 /** The sandbox's HTTP proxy port: any port but the model proxy's, on the sandbox's own loopback. */
