@@ -42,7 +42,8 @@ async function settledSnapshot(
   const deadline = Date.now() + 120_000;
   for (;;) {
     const snapshot = await harness.api<ProvidersSnapshot>("GET", path);
-    const starting = snapshot.status === 200 &&
+    const starting =
+      snapshot.status === 200 &&
       snapshot.body.providers.some((provider) => provider.status === "starting");
     if (!starting || Date.now() > deadline) return snapshot;
   }

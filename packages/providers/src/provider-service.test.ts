@@ -841,7 +841,10 @@ describe("resolve", () => {
       // No proxy support: it keeps its own login, so it gets the internet, not loopback.
       profile: { writable: [], readable: [], network: { internet: true, modelProxy: false } },
       serveFileReads: true,
-      startTimeouts: { initializeMs: ANSWERING_AGENT_START_MS, sessionMs: ANSWERING_AGENT_START_MS },
+      startTimeouts: {
+        initializeMs: ANSWERING_AGENT_START_MS,
+        sessionMs: ANSWERING_AGENT_START_MS,
+      },
       loginAdvice:
         "log in with the agent's own CLI, or configure its credentials in the provider's env",
     });

@@ -209,9 +209,9 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     });
   });
 
-  it("starts an executable installed under /tmp, which it otherwise masks, and shows it read-only", async () => {
-    // A Node unpacked under /tmp, or the toolchain of a checkout there: bubblewrap's own /tmp
-    // would hide it ("bwrap: execvp ...: No such file or directory").
+  it("starts a program installed under /tmp, which it otherwise masks, and shows it read-only", async () => {
+    // A Node unpacked under /tmp, or a checkout there with its toolchain and scripts:
+    // bubblewrap's own /tmp would hide them ("bwrap: execvp ...: No such file or directory").
     const installation = mkdtempSync(join("/tmp", "deckhand-installed-agent-"));
     const neighbour = mkdtempSync(join("/tmp", "deckhand-installed-neighbour-"));
     try {
@@ -228,13 +228,20 @@ if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neig
 `,
         { mode: 0o755 },
       );
-      for (const network of [
-        { internet: false, modelProxy: false },
-        { internet: false, modelProxy: true },
-      ]) {
+      // A script there run by an interpreter elsewhere, as `node <checkout>/agent.ts`.
+      const script = join(installation, "lib", "agent.sh");
+      writeFileSync(script, `exec ${JSON.stringify(executable)}\n`);
+      const commands = [
+        { executable, args: [] },
+        { executable: "/bin/sh", args: [script] },
+      ];
+      for (const [command, network] of [
+        [commands[0]!, { internet: false, modelProxy: false }],
+        [commands[0]!, { internet: false, modelProxy: true }],
+        [commands[1]!, { internet: false, modelProxy: false }],
+      ] as const) {
         const child = launcher.spawn({
-          executable,
-          args: [],
+          ...command,
           cwd: worktree,
           environment: { PATH: process.env.PATH ?? "" },
           profile: { writable: [worktree], network },

@@ -3,14 +3,15 @@
 // processes only, writes only where its profile says, never sees Deckhand's data or the user's
 // credentials, and reaches the network only as its profile allows.
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, mkdirSync, realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, join } from "node:path";
+import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
 import type { SandboxKind } from "@deckhand/wire";
+import { isPathInsideRoot } from "@deckhand/workspace-files";
 import { bubblewrapArguments, type SandboxBind, type SandboxView } from "./bubblewrap-arguments.ts";
 import type { SandboxCapability } from "./detect-sandbox.ts";
 import { worktreeGitDirectories } from "./git-directories.ts";
@@ -23,7 +24,6 @@ import {
 import { type ModelProxyEndpoint, SandboxEndpoints } from "./sandbox-endpoints.ts";
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from "./sandbox-settings.ts";
 import { attachSlirpNetwork } from "./slirp-network.ts";
-import { isPathInsideRoot } from "@deckhand/workspace-files";
 
 /** What a process may reach over the network. */
 export interface NetworkAccess {
@@ -225,13 +225,14 @@ export class ProcessLauncher {
     const extraFds = stdio.length - 3;
     const infoFd = slirp !== null ? stdio.length : undefined;
     const blockFd = slirp !== null ? stdio.length + 1 : undefined;
-    const programs = listen.length === 0 ? [request.executable] : [this.#node, request.executable];
+    const executables =
+      listen.length === 0 ? [request.executable] : [this.#node, request.executable];
     const view: SandboxView = {
       writable,
       readable: [
         ...(request.profile.readable ?? []),
         ...writable.flatMap(worktreeGitDirectories),
-        ...programs.flatMap(installationsUnderMaskedTmp),
+        ...installationsUnderMaskedTmp(executables, request.args),
       ],
       hiddenDirectories: hidden.directories,
       hiddenFiles: hidden.files,
@@ -302,24 +303,51 @@ export class ProcessLauncher {
 const MASKED_TMP = "/tmp";
 
 /**
- * Where `executable` is installed, when that lies under /tmp, which every sandbox masks: a Node
- * (or agent) unpacked under /tmp, or the toolchain of a checkout there, could not be started
- * otherwise ("bwrap: execvp ...: No such file or directory"). The installation is the directory
- * above `bin/` (a Node's `lib/` beside it), else the executable's own directory; both the path as
- * given and the file it resolves to are shown, read-only. Bare names and paths that do not exist
- * need nothing.
+ * What to show, read-only, of the program a sandbox runs when it is installed under /tmp, which
+ * every sandbox masks with its own: a Node unpacked there, or a checkout there with its toolchain
+ * and scripts, could not be started otherwise ("bwrap: execvp .../node: No such file or
+ * directory", or the script not found). The executables (the command's and the forwarder's Node)
+ * and the files the command line names are resolved, and for each that lies under /tmp its
+ * installation, the entry of /tmp that holds it, is shown: a Node needs its `lib/`, a script the
+ * packages it imports. Bare names, directories (a state directory, a worktree) and paths that do
+ * not exist need nothing; nothing else of /tmp is shown.
  */
-function installationsUnderMaskedTmp(executable: string): string[] {
-  if (!isAbsolute(executable) || !existsSync(executable)) return [];
+function installationsUnderMaskedTmp(
+  executables: readonly string[],
+  args: readonly string[],
+): string[] {
   const installations = new Set<string>();
-  for (const path of new Set([executable, realpathSync(executable)])) {
-    if (!isPathInsideRoot(MASKED_TMP, path) || path === MASKED_TMP) continue;
-    const directory = dirname(path);
-    const installation = basename(directory) === "bin" ? dirname(directory) : directory;
-    // /tmp itself is never shown: only what lies in it.
-    installations.add(installation === MASKED_TMP ? path : installation);
+  for (const path of [...executables, ...args]) {
+    if (!isAbsolute(path) || !isExistingFile(path)) continue;
+    for (const candidate of new Set([path, realOrSame(path)])) {
+      const installation = tmpEntryOf(candidate);
+      if (installation !== null) installations.add(installation);
+    }
   }
   return [...installations];
+}
+
+/** The entry of /tmp that holds `path` (`/tmp/a` for `/tmp/a/b/c`); null outside /tmp. */
+function tmpEntryOf(path: string): string | null {
+  if (path === MASKED_TMP || !isPathInsideRoot(MASKED_TMP, path)) return null;
+  const [entry] = relative(MASKED_TMP, path).split(sep);
+  return join(MASKED_TMP, entry!);
+}
+
+function realOrSame(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+function isExistingFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** The sandbox's HTTP proxy port: any port but the model proxy's, on the sandbox's own loopback. */
