@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -228,6 +228,19 @@ describe("probeAcpAgent against the scripted agent", () => {
     setTimeout(() => controller.abort(), 200);
     expect(await running).toMatchObject({ status: "error", error: "the probe was cancelled" });
     expect(probeDirectories().filter((name) => !before.has(name))).toEqual([]);
+  });
+
+  it("gives a version command that takes seconds, as a Node wrapper on a busy machine, its time", async () => {
+    const directory = mkdtempSync(join(ownTemporaryDirectory, "slow-version-"));
+    const executable = join(directory, "slow-version-agent");
+    writeFileSync(executable, "#!/bin/sh\nsleep 4\necho 'slow-version-agent 2.0.0'\n", {
+      mode: 0o755,
+    });
+    expect(await versionOutput(executable, ["--version"], { PATH: process.env.PATH })).toEqual({
+      output: "slow-version-agent 2.0.0\n",
+      exitCode: 0,
+      timedOut: false,
+    });
   });
 
   it("runs the version arguments it is given for the diagnostic", async () => {
