@@ -1,3 +1,3 @@
 import { deckhandProject } from "@deckhand/vitest-config";
 
-export default deckhandProject("e2e", { testTimeout: 60_000, hookTimeout: 60_000 });
+export default deckhandProject("e2e", { testTimeout: 180_000, hookTimeout: 180_000 });

@@ -23,7 +23,7 @@ describe.each(backends)("database on %s", (kind) => {
 
   beforeAll(async () => {
     database = await openTestDatabase(kind);
-  }, 60_000);
+  });
   afterAll(async () => {
     await database?.dispose();
   });
@@ -202,7 +202,7 @@ describe("embedded database", () => {
       await first.close();
       await second.close();
     }
-  }, 60_000);
+  });
 
   it("keeps its data in the data directory across restarts", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
@@ -217,7 +217,7 @@ describe("embedded database", () => {
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   it("starts a new data directory as a copy of the migrated template, not by initdb", async () => {
     // initdb gives every cluster a system identifier of its own; copies of one template share it.

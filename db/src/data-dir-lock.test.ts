@@ -124,7 +124,7 @@ describe("embedded data directory lock", () => {
 
     expect(await second.nextLine()).toEqual({ code: "data_dir_locked", holderPid: process.pid });
     expect(await second.exited).toBe(2);
-  }, 60_000);
+  });
 
   it("refuses a second handle in the same process too", async () => {
     const dataDir = temporaryDirectory();
@@ -141,7 +141,7 @@ describe("embedded data directory lock", () => {
       holder: { pid: process.pid, hostname: hostname() },
       message: `The embedded database in ${dataDir} is in use by process ${process.pid}; stop that process or open another directory.`,
     });
-  }, 60_000);
+  });
 
   it("releases the lock when the database is closed, so another process can open it", async () => {
     const dataDir = temporaryDirectory();
@@ -155,7 +155,7 @@ describe("embedded data directory lock", () => {
     second.child.kill("SIGTERM");
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
-  }, 60_000);
+  });
 
   it("takes over a lock whose process is gone", async () => {
     const dataDir = temporaryDirectory();
@@ -237,7 +237,7 @@ describe("embedded data directory lock", () => {
       winners[0]?.child.kill("SIGTERM");
       expect(await winners[0]?.exited).toBe(0);
     }
-  }, 60_000);
+  });
 });
 
 describe.skipIf(!postgresUrl)("PostgreSQL", () => {

@@ -52,7 +52,7 @@ export async function openTestDatabase(
 /** Polls `check` until it returns true or the time is up. */
 export async function waitFor(
   check: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
   intervalMs = 20,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -141,7 +141,7 @@ describe.each(databaseBackends)("deckhand executor over HTTP (%s)", (backend) =>
     await server?.close();
     rmSync(code, { recursive: true, force: true });
     rmSync(scratch, { recursive: true, force: true });
-  }, 60_000);
+  });
 
   function cli(args: string[]): string {
     return execFileSync(
@@ -257,7 +257,7 @@ changesetTemplate:
     victim.child.kill("SIGKILL");
     await victim.exited;
     // Its steps die with it (they watch their executor), instead of working on as orphans.
-    await waitFor(() => processesOf("exec-a").length === 0, "exec-a's steps to die", 5_000);
+    await waitFor(() => processesOf("exec-a").length === 0, "exec-a's steps to die", 60_000);
 
     const events = await stream.finished(180_000);
     const { body: run } = await server.api<BatchRun>(

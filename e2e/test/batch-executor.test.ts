@@ -140,7 +140,7 @@ describe.skipIf(!testPostgresUrl)(title, () => {
     await handle?.close();
     await database?.drop();
     rmSync(scratch, { recursive: true, force: true });
-  }, 60_000);
+  });
 
   async function api<Body>(method: string, path: string, body?: unknown): Promise<Body> {
     const response = await fetch(`${server.url}${path}`, {
@@ -233,7 +233,7 @@ changesetTemplate:
     await victim.exited;
     // Its steps die with it (they watch their executor), instead of working on as orphans: long
     // before their minute of sleep is over.
-    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 20_000);
+    await waitFor(() => !victimSteps.some(running), "exec-a's steps to die", 60_000);
 
     const run = await waitFor(
       async () => {

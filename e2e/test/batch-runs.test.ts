@@ -241,7 +241,7 @@ afterAll(async () => {
     await server.exited;
   }
   if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
-}, 60_000);
+});
 
 describe("deckhand batch preview, with its own server", () => {
   it("turns a version 1 run spec over 20 repositories into 20 changesets", async () => {
@@ -366,7 +366,7 @@ changesetTemplate:
     expect(result.stdout).toBe("");
     expect(result.stderr).toMatch(/is in use by deckhand process \d+/);
     expect(result.stderr).toContain("with --server");
-  }, 60_000);
+  });
 });
 
 describe("deckhand batch apply", () => {
@@ -570,7 +570,7 @@ changesetTemplate:
     expect(result.stdout).toBe("");
     expect(result.stderr).toMatch(/^invalid\.yaml:1:7: name: /);
     expect(result.stderr).toMatch(/\ndeckhand batch preview: invalid\.yaml: 1 problem\n$/);
-  }, 60_000);
+  });
 
   it("cancels the run and exits 130 on Ctrl-C", async () => {
     const spec = writeSpec(
@@ -611,5 +611,5 @@ changesetTemplate:
     );
     expect(run.status).toBe("cancelled");
     expect(readFileSync(join(code, service(5), "README.md"), "utf8")).toBe(`# ${service(5)}\n`);
-  }, 60_000);
+  });
 });

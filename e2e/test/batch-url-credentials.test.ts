@@ -187,5 +187,5 @@ describe("a git URL code host with a password, through deckhand up", () => {
       return FORMS.some((form) => bytes.includes(form));
     });
     expect(holding).toEqual([]);
-  }, 60_000);
+  });
 });

@@ -68,7 +68,8 @@ export async function openBrowser(options: OpenBrowserOptions = {}): Promise<Ope
     );
   }
   const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(15_000);
+  // A locator waits for its element; on a busy machine the page can take well over 15 s to show it.
+  page.setDefaultTimeout(60_000);
   const pageErrors: string[] = [];
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (message) => {

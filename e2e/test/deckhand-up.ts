@@ -109,7 +109,7 @@ export async function runTurnAndWait(
           event.event.type === "turn_started" &&
           event.event.user_message_id === posted.body.message.id,
       );
-  await stream.waitFor(() => started() !== undefined, 30_000);
+  await stream.waitFor(() => started() !== undefined, 60_000);
   const messageId = (started()!.event as { message_id: string }).message_id;
   await stream.waitFor(
     (client) =>

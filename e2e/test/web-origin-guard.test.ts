@@ -290,7 +290,7 @@ describe("a page on another origin against deckhand up, in Chromium", () => {
     await page.getByRole("heading", { name: /^New session in / }).waitFor();
     await expect
       .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
-        timeout: 20_000,
+        timeout: 60_000,
       })
       .not.toEqual([]);
     await page.getByLabel("Title").fill("from the UI's own origin");

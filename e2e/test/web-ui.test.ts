@@ -101,7 +101,7 @@ describe("the web UI served by deckhand up", () => {
     // Both the native agent and the scripted ACP agent are ready (the latter once probed).
     await expect
       .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
-        timeout: 20_000,
+        timeout: 60_000,
       })
       .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
     await capture(page, "new-session");
@@ -123,7 +123,7 @@ describe("the web UI served by deckhand up", () => {
     await answer.locator("strong", { hasText: "bold" }).waitFor();
     await answer.getByRole("listitem").filter({ hasText: "second item" }).waitFor();
     await expect
-      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .poll(() => answer.getAttribute("data-status"), { timeout: 60_000 })
       .toBe("complete");
     await capture(page, "chat");
   });
@@ -180,7 +180,7 @@ describe("the web UI served by deckhand up", () => {
     await card.getByRole("button", { name: "Terminate (SIGTERM)" }).click();
     await card.locator(".badge", { hasText: "exited by SIGTERM" }).waitFor();
     // Nothing is left to signal, so the buttons go; the output ends where the process stopped.
-    await expect.poll(() => card.getByRole("button").count(), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => card.getByRole("button").count(), { timeout: 60_000 }).toBe(0);
     const ticks = ((await output.textContent()) ?? "").match(/tick \d+/g) ?? [];
     expect(ticks.map((tick) => Number(tick.slice(5)))).toEqual(ticks.map((_, index) => index + 1));
     await page.getByRole("tab", { name: /^Review/ }).click();
@@ -328,7 +328,7 @@ describe("the web UI served by deckhand up", () => {
     await noted.getByText("noted").waitFor();
     // Changes cannot be resolved while the session's turn still runs (the server answers 409).
     await expect
-      .poll(() => noted.getAttribute("data-status"), { timeout: 20_000 })
+      .poll(() => noted.getAttribute("data-status"), { timeout: 60_000 })
       .toBe("complete");
     const sent = up.model.requests
       .slice(before)
@@ -398,7 +398,7 @@ describe("the web UI served by deckhand up", () => {
     await page.getByRole("button", { name: "Cancel scripted" }).click();
     // On a loaded machine the cancel takes more than the poll's default second to land.
     await expect
-      .poll(() => answer.getAttribute("data-status"), { timeout: 10_000 })
+      .poll(() => answer.getAttribute("data-status"), { timeout: 60_000 })
       .toBe("cancelled");
     await page.getByRole("button", { name: "Cancel scripted" }).waitFor({ state: "detached" });
   });
@@ -420,7 +420,7 @@ describe("the web UI served by deckhand up", () => {
     await answer.getByText(/tick 5\b/).waitFor();
     const before = connections.length;
     await (current as WebSocketRoute | null)?.close({ code: 1011, reason: "dropped by the test" });
-    await expect.poll(() => connections.length, { timeout: 10_000 }).toBe(before + 1);
+    await expect.poll(() => connections.length, { timeout: 60_000 }).toBe(before + 1);
     const resumedAfter = Number(new URL(connections.at(-1)!).searchParams.get("after"));
     expect(resumedAfter).toBeGreaterThan(0);
     // While the turn still streams (the live view, rebuilt from events), the ticks run on.
@@ -429,7 +429,7 @@ describe("the web UI served by deckhand up", () => {
     const numbers = ticks.map((tick) => Number(tick.slice(5)));
     expect(numbers).toEqual(numbers.map((_, index) => index + 1));
     await expect
-      .poll(() => answer.getAttribute("data-status"), { timeout: 20_000 })
+      .poll(() => answer.getAttribute("data-status"), { timeout: 60_000 })
       .toBe("complete");
     await page.unrouteAll();
   });
@@ -574,7 +574,7 @@ describe("the web UI served by deckhand up", () => {
     await page.getByRole("heading", { name: /^New session in / }).waitFor();
     await expect
       .poll(() => page.getByLabel("Agent").locator("option").allTextContents(), {
-        timeout: 20_000,
+        timeout: 60_000,
       })
       .toEqual(expect.arrayContaining(["Scripted ACP agent"]));
     await page.getByLabel("Title").fill("chosen settings");

@@ -28,7 +28,7 @@ describe("standalone agent bundle", () => {
       join(agentDirectory, "dist/deckhand-agent.mjs"),
       join(outside, "deckhand-agent.mjs"),
     );
-  }, 60_000);
+  });
 
   afterAll(async () => {
     if (agent && agent.child.exitCode === null) {

@@ -306,7 +306,7 @@ describe("deckhand executor", () => {
     ).toBe(1);
     expect(unreachable.err()).toMatch(/^deckhand executor: could not start/);
     expect(unreachable.err()).not.toContain("s3cret-pw");
-  }, 30_000);
+  });
 
   it.runIf(testPostgresUrl)(
     "starts on PostgreSQL, says it is ready, reports its health (the queue lost and found again), and exits 0 on SIGTERM",

@@ -35,7 +35,7 @@ beforeAll(async () => {
   );
   cleanups.add(() => agent.close());
   agentUrl = agent.url;
-}, 60_000);
+});
 afterAll(() => cleanups.run());
 
 async function health(argv: string[], environment: NodeJS.ProcessEnv = {}) {

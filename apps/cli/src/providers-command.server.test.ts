@@ -16,7 +16,7 @@ beforeAll(async () => {
   const dataDir = tempDir(cleanups);
   configPath = join(dataDir, "providers.json");
   harness = await startTestServer(cleanups, { dataDir, config: { workspaceAgent: false } });
-}, 60_000);
+});
 afterAll(() => cleanups.run());
 
 async function run(...argv: string[]) {
@@ -54,7 +54,7 @@ describe("deckhand providers add, against a running server", () => {
     expect(added.stdout).toMatch(/^scripted +ready +1\.2\.3 +Scripted\n/);
     expect(added.stdout).toContain("models:   scripted-large, scripted-small");
     expect(providersInFile().scripted).toMatchObject({ env: { A: "1", B: "2" } });
-  }, 60_000);
+  });
 
   it("refuses an id that exists, a built-in's included, unless --force", async () => {
     const before = readFileSync(configPath, "utf8");
@@ -65,7 +65,7 @@ describe("deckhand providers add, against a running server", () => {
     expect(builtin.code).toBe(1);
     expect(builtin.stderr).toContain('built-in provider "codex" exists already');
     expect(readFileSync(configPath, "utf8")).toBe(before);
-  }, 60_000);
+  });
 
   it("replaces the entry's env with --force instead of keeping stale variables", async () => {
     const replaced = await run(
@@ -83,7 +83,7 @@ describe("deckhand providers add, against a running server", () => {
     // No --label this time: the old label goes too.
     expect(entry).not.toHaveProperty("label");
     expect(replaced.stdout).toMatch(/^scripted +ready +1\.2\.3 +scripted\n/);
-  }, 60_000);
+  });
 
   it("exits 1 with the diagnostic when the new provider is not ready, keeping it in the file", async () => {
     const missing = await run("add", "missing", "--", "no-such-agent-deckhand-test", "--acp");
@@ -99,5 +99,5 @@ describe("deckhand providers add, against a running server", () => {
     expect(failing.code).toBe(1);
     expect(failing.stderr).toContain('"crashing" was added but is error');
     expect(failing.stderr).toContain("last probe error:");
-  }, 60_000);
+  });
 });

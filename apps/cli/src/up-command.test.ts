@@ -78,7 +78,7 @@ describe("deckhand up", () => {
     });
     child.kill("SIGTERM");
     expect((await exit).code).toBe(0);
-  }, 30_000);
+  });
 
   it("takes its listen address and data directory from the environment", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "deckhand-up-env-"));
@@ -93,7 +93,7 @@ describe("deckhand up", () => {
     expect(existsSync(join(dataDir, "db"))).toBe(true);
     child.kill("SIGTERM");
     expect((await exit).code).toBe(0);
-  }, 30_000);
+  });
 
   it("exits 2 with one line naming a bad environment variable", async () => {
     const child = spawnUp([], { [WireEnv.serverLogLevel]: "loud" });
@@ -102,7 +102,7 @@ describe("deckhand up", () => {
     expect(stderr).toBe(
       `deckhand up: ${WireEnv.serverLogLevel} "loud" is not a log level; use one of fatal, error, warn, info, debug, silent\n`,
     );
-  }, 30_000);
+  });
 
   it("exits 2 with one line naming the bad setting, without a stack trace", async () => {
     const child = spawnUp(["--listen", "not-an-address"]);
@@ -110,5 +110,5 @@ describe("deckhand up", () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/^deckhand up: --listen "not-an-address" is not host:port/);
     expect(stderr).not.toContain("    at ");
-  }, 30_000);
+  });
 });

@@ -123,5 +123,5 @@ describe("the published deckhand package", () => {
     });
     service.child.kill("SIGTERM");
     expect(await service.exited).toEqual({ code: 0, signal: null });
-  }, 40_000);
+  });
 });

@@ -121,5 +121,5 @@ changesetTemplate:
     expect(HttpError.isInstance(refusal)).toBe(true);
     expect(refusal).toMatchObject({ status: 400, code: "invalid_request" });
     expect((refusal as Error).message).toMatch(/^bad\.yaml is invalid:\nbad\.yaml:\d+:\d+: /);
-  }, 60_000);
+  });
 });

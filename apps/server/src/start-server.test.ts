@@ -211,7 +211,7 @@ describe("startServer", () => {
       message: "the server is shutting down; send this again once it is back",
       get: 200,
     });
-  }, 60_000);
+  });
 
   it("releases a task still running at the shutdown bound; it completes after a restart", async () => {
     let aborted = false;

@@ -590,7 +590,7 @@ describe("agent turns: server shutdown", () => {
     expect(
       eventsOf(replay, messageId).filter((event) => event.type === "turn_started"),
     ).toHaveLength(1);
-  }, 60_000);
+  });
 });
 
 describe("agent turns: the scripted ACP agent between turns", () => {

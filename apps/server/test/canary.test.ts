@@ -173,7 +173,7 @@ describe.each(backends)("server-wide model token redaction canary on $backend", 
         );
         return rows.some((row) => row.last_error !== null);
       },
-      10_000,
+      60_000,
       "the crashed task's error to be stored",
     );
     await harness.api("GET", serverPath(ServerPath.chatMessages, { chat_id: chat.body.id }));

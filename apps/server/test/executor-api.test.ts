@@ -231,7 +231,7 @@ describe.each(backends)("executor API ($backend)", ({ backend }) => {
         takenOver = await claim(second.token, "builder-2");
         return takenOver !== null;
       },
-      30_000,
+      60_000,
       "the job to be taken over",
     );
     const newLease = (takenOver as ExecutorJob | null)!.lease;

@@ -117,6 +117,12 @@ export async function startTestServer(
     token?: string;
     /** Makes agent backends instead of the real ACP and native ones. */
     backendFactory?: BackendFactory;
+    /**
+     * Probe the providers while the server starts. By default only when the test wrote a
+     * providers file: otherwise the probes would start whatever agent CLIs the machine has
+     * installed, for a test that never looks at them.
+     */
+    warmUpProviders?: boolean;
   },
 ): Promise<TestServer> {
   const destination = new PassThrough();
@@ -137,6 +143,7 @@ export async function startTestServer(
     cpSync(await migratedPgliteTemplate(), databaseDirectory, { recursive: true });
   }
   const server = await startServer(config, {
+    warmUpProviders: options.warmUpProviders ?? existsSync(config.providersConfigPath),
     logDestination: destination,
     announce: (line) => {
       announced += `${line}\n`;
@@ -242,7 +249,7 @@ export { SessionStreamClient as StreamClient };
 
 export async function waitUntil(
   check: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
   what = "condition",
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;

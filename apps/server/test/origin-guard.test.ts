@@ -90,7 +90,7 @@ describe.each(backends)("a web page against the server on $backend", ({ backend 
     expect(created.status, created.text).toBe(201);
     run = created.body;
     // A server start, a project, a session and a run: generous on a loaded machine.
-  }, 60_000);
+  });
   afterAll(() => cleanups.run());
 
   function batchSpec(name: string): string {

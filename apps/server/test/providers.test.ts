@@ -30,6 +30,25 @@ function entry(snapshot: ProvidersSnapshot, id: string): ProviderEntry {
   return found;
 }
 
+/**
+ * The providers snapshot once no probe it shows is still `starting`: a snapshot waits a bounded
+ * time for the probes it needs, and on a busy machine an agent can take longer to start than
+ * that, so the test asks again (joining the running probe) until each has answered.
+ */
+async function settledSnapshot(
+  harness: TestServer,
+  path: string = ServerPath.providersSnapshot,
+): Promise<{ status: number; body: ProvidersSnapshot }> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const snapshot = await harness.api<ProvidersSnapshot>("GET", path);
+    const starting =
+      snapshot.status === 200 &&
+      snapshot.body.providers.some((provider) => provider.status === "starting");
+    if (!starting || Date.now() > deadline) return snapshot;
+  }
+}
+
 describe("providers through the server", () => {
   it("shows a custom scripted ACP agent ready, and keeps it disabled across a restart", async () => {
     const dataDir = tempDir(cleanups);
@@ -47,7 +66,7 @@ describe("providers through the server", () => {
     );
     const config = { workspaceAgent: false };
     const first = await startTestServer(cleanups, { dataDir, config });
-    const snapshot = await first.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+    const snapshot = await settledSnapshot(first);
     expect(snapshot.status).toBe(200);
     const scripted = entry(snapshot.body, "scripted");
     expect(scripted).toMatchObject({ status: "ready", label: "Scripted", transport: "acp" });
@@ -76,7 +95,7 @@ describe("providers through the server", () => {
     const document = await second.api<ProvidersConfigResponse>("GET", ServerPath.providersConfig);
     // The custom provider's command survived the merge patch.
     expect(JSON.stringify(document.body.config)).toContain("scripted-acp-agent");
-  }, 60_000);
+  });
 
   it("keeps a probe result across restarts within the TTL, and probes again when the stored row no longer parses", async () => {
     const dataDir = tempDir(cleanups);
@@ -88,7 +107,7 @@ describe("providers through the server", () => {
     );
     const config = { workspaceAgent: false };
     const scriptedEntry = async (harness: TestServer) => {
-      const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+      const snapshot = await settledSnapshot(harness);
       return entry(snapshot.body, "scripted");
     };
 
@@ -110,7 +129,7 @@ describe("providers through the server", () => {
     const reprobed = await scriptedEntry(third);
     expect(reprobed).toMatchObject({ status: "ready", models: probed.models });
     expect(reprobed.probed_at).not.toBe(probed.probed_at);
-  }, 90_000);
+  }, 180_000);
 
   it("finds a custom agent that only a project's node_modules/.bin has when the snapshot names that project", async () => {
     const dataDir = tempDir(cleanups);
@@ -130,8 +149,8 @@ describe("providers through the server", () => {
     });
     expect(project.status).toBe(201);
 
-    const withProject = await harness.api<ProvidersSnapshot>(
-      "GET",
+    const withProject = await settledSnapshot(
+      harness,
       `${ServerPath.providersSnapshot}?project_id=${project.body.id}`,
     );
     expect(withProject.status).toBe(200);
@@ -146,7 +165,7 @@ describe("providers through the server", () => {
       `${ServerPath.providersSnapshot}?project_id=00000000-0000-4000-8000-000000000000`,
     );
     expect(unknown.status).toBe(404);
-  }, 60_000);
+  });
 
   it.each(backends)(
     "on $backend, shows codex ready when the server has an upstream for its type: the probe gets the proxy settings a session gets, its token revoked after",
@@ -172,7 +191,7 @@ describe("providers through the server", () => {
           },
         },
       });
-      const snapshot = await harness.api<ProvidersSnapshot>("GET", ServerPath.providersSnapshot);
+      const snapshot = await settledSnapshot(harness);
       expect(entry(snapshot.body, "codex")).toMatchObject({ status: "ready", last_error: null });
       const tokens = await harness.server.database.query<{ job_id: string; revoked_at: unknown }>(
         "select job_id, revoked_at from model_tokens",
@@ -190,7 +209,6 @@ describe("providers through the server", () => {
       expect(text).not.toContain("not supported");
       expect(text).not.toContain("sk-not-used");
     },
-    60_000,
   );
 
   it("starts with a broken providers file and reports it as a diagnostic", async () => {

@@ -134,7 +134,7 @@ describe.runIf(testPostgresUrl)("session stream across replicas", () => {
     await client.opened;
     await client.waitFor((current) => current.frames.some((frame) => frame.type === "ready"));
     await publishNumbers(first, session.id, 1, 20);
-    await client.waitFor((current) => numbersOf(current).length === 20, 5_000);
+    await client.waitFor((current) => numbersOf(current).length === 20, 60_000);
     expect(numbersOf(client)).toEqual(Array.from({ length: 20 }, (_, index) => index + 1));
   });
 });

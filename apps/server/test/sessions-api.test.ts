@@ -571,7 +571,7 @@ describe.each(backends)("the server API on $backend", ({ backend }) => {
           usage = await harness.api<UsageResponse>("GET", `${ServerPath.usage}?job_id=${jobId}`);
           return usage.body.usage.length === 3;
         },
-        5_000,
+        60_000,
         "three usage rows",
       );
       expect(usage!.status).toBe(200);

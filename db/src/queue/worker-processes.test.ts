@@ -28,7 +28,7 @@ describe.skipIf(!postgresUrl)(title, () => {
     await database.handle.query(
       "create table queue_test_log (task_id bigint not null, worker_id text not null, phase text not null)",
     );
-  }, 60_000);
+  });
   afterEach(async () => {
     await Promise.all(
       children.splice(0).map(async (child) => {
@@ -65,7 +65,7 @@ describe.skipIf(!postgresUrl)(title, () => {
     await waitFor(() => {
       if (child.exitCode !== null) throw new Error(`worker ${workerId} exited early`);
       return output.includes("ready");
-    }, 30_000);
+    }, 60_000);
     return child;
   }
 
@@ -105,7 +105,7 @@ describe.skipIf(!postgresUrl)(title, () => {
     const first = await spawnWorker(type, "worker-a", 50, 10_000);
     const second = await spawnWorker(type, "worker-b", 50, 10_000);
     const ids = await enqueueMany(type, 60);
-    await waitFor(() => allSucceeded(type, ids.length), 30_000);
+    await waitFor(() => allSucceeded(type, ids.length), 60_000);
     first.kill("SIGTERM");
     second.kill("SIGTERM");
     await Promise.all([once(first, "exit"), once(second, "exit")]);
@@ -125,7 +125,7 @@ describe.skipIf(!postgresUrl)(title, () => {
       [type],
     );
     expect(rows.every((row) => row.attempts === 1)).toBe(true);
-  }, 60_000);
+  });
 
   it("loses no task when a worker is killed with SIGKILL mid-task", async () => {
     const type = `multi.${randomUUID()}`;
@@ -143,11 +143,11 @@ describe.skipIf(!postgresUrl)(title, () => {
         .filter((entry) => entry.phase === "started" && !finished.has(entry.task_id))
         .map((entry) => entry.task_id);
       return interrupted.length > 0;
-    }, 20_000);
+    }, 60_000);
     victim.kill("SIGKILL");
     await once(victim, "exit");
 
-    await waitFor(() => allSucceeded(type, ids.length), 40_000);
+    await waitFor(() => allSucceeded(type, ids.length), 60_000);
     survivor.kill("SIGTERM");
     await once(survivor, "exit");
 

@@ -92,7 +92,7 @@ describe.each(backends)("indexes on %s", (kind) => {
 
   beforeAll(async () => {
     database = await openTestDatabase(kind);
-  }, 60_000);
+  });
   afterAll(async () => {
     await database?.dispose();
   });

@@ -140,7 +140,7 @@ for (const agent of agents) {
             PATH: `${dirname(agent.binary!)}${delimiter}${process.env.PATH ?? ""}`,
           },
         });
-      }, 30_000);
+      });
 
       afterAll(async () => {
         await providers?.close();

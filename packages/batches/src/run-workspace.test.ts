@@ -291,7 +291,8 @@ steps:
     });
     expect(result.status).toBe("timed_out");
     expect(result.error).toContain("within 500 ms");
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Well short of the step's 30 s, however busy the machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("passes output on in chunks of at most 8 KiB that never split a character, and keeps a long line whole", async () => {
@@ -316,7 +317,8 @@ steps:
     });
     expect(result.status).toBe("completed");
     expect(result.steps[0]!.stdout).toBe("done\n");
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Well short of the step's 30 s, however busy the machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("stops the running step when the signal aborts and ends the workspace cancelled", async () => {
@@ -332,7 +334,8 @@ steps:
     );
     expect(result.status).toBe("cancelled");
     expect(result.steps.map((step) => step.stepIndex)).toEqual([0]);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Well short of the step's 30 s, however busy the machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("redacts secret values from step output", async () => {

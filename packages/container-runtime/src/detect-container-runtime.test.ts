@@ -75,7 +75,7 @@ describe("detectContainerRuntime", () => {
     const directory = mkdtempSync(join(tmpdir(), "deckhand-slow-client-"));
     try {
       const slow = join(directory, "podman");
-      writeFileSync(slow, "#!/bin/sh\nexec sleep 10\n");
+      writeFileSync(slow, "#!/bin/sh\nexec sleep 60\n");
       chmodSync(slow, 0o755);
       const started = Date.now();
       const detection = await detectContainerRuntime({
@@ -87,7 +87,8 @@ describe("detectContainerRuntime", () => {
       expect(detection.probes[0]?.unavailableReason).toBe(
         "podman: the client is installed but `podman info` did not answer within 300 ms",
       );
-      expect(Date.now() - started).toBeLessThan(5000);
+      // Well short of the client's 60 s, however busy the machine.
+      expect(Date.now() - started).toBeLessThan(30_000);
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
@@ -113,7 +114,7 @@ esac`,
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   it("finds a restricted host by trying a container, and then passes the restricted-host flags", async () => {
     const directory = mkdtempSync(join(tmpdir(), "deckhand-restricted-"));

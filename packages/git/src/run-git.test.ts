@@ -183,13 +183,13 @@ describe("running", () => {
     expect(error.code).toBe("timed_out");
     expect(error.exitCode).toBeNull();
     // The callback waits for the pipes to close: a surviving `sleep` would hold them for 30s.
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - started).toBeLessThan(20_000);
 
     const syncStarted = Date.now();
     expect(() =>
       runGitSync(["-c", "alias.wait=!sleep 30", "wait"], { cwd: here, timeoutMs: 300 }),
     ).toThrow(expect.objectContaining({ code: "timed_out" }));
-    expect(Date.now() - syncStarted).toBeLessThan(10_000);
+    expect(Date.now() - syncStarted).toBeLessThan(20_000);
   });
 
   it("the abort signal stops git", async () => {

@@ -135,7 +135,7 @@ describe("POST /start", () => {
     const began = Date.now();
     const started = await server.client().start({ command: "sleep 60", wait_ms: 60_000 });
     expect(started.output).toMatchObject({ running: true, timed_out: true });
-    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(Date.now() - began).toBeLessThan(30_000);
   });
 
   it("answers 400 for a wait_ms that is not an integer of at least 0, and starts nothing", async () => {

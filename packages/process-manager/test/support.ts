@@ -104,7 +104,7 @@ export async function eventually(
   check: () => boolean | Promise<boolean>,
   options: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<boolean> {
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   for (;;) {
     if (await check()) return true;
     if (Date.now() >= deadline) return false;

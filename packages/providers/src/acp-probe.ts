@@ -54,6 +54,12 @@ export const OWN_LOGIN_ADVICE =
 
 /** Enough of stderr to show why an agent failed, small enough for a database row. */
 const STDERR_TAIL_BYTES = 4096;
+/**
+ * How long `<agent> --version` may take for the diagnostic. Agents started through npx or a
+ * Node wrapper take seconds to print a version on a busy machine; 3 s cut them off there and the
+ * diagnostic showed no version. A hung command still ends well within a request.
+ */
+const VERSION_OUTPUT_TIMEOUT_MS = 15_000;
 /** After SIGTERM, how long an agent has to exit before SIGKILL. */
 const KILL_GRACE_MS = 1_000;
 
@@ -487,7 +493,7 @@ export async function versionOutput(
   executable: string,
   versionArgs: readonly string[],
   env: Record<string, string | undefined>,
-  timeoutMs = 3_000,
+  timeoutMs = VERSION_OUTPUT_TIMEOUT_MS,
   launch: { launcher?: ProcessLauncher; profile?: LaunchProfile } = {},
 ): Promise<VersionOutput> {
   const cwd = await mkdtemp(join(tmpdir(), "deckhand-version-"));

@@ -21,6 +21,14 @@ import {
   type ProviderServiceOptions,
 } from "../src/provider-service.ts";
 
+/**
+ * The start bounds of an agent a test expects to answer: a deadline to catch a hang, not a
+ * measure of speed. A scripted agent is a Node process that strips its TypeScript and loads the
+ * ACP SDK; on a 2-core machine kept busy by other jobs that took longer than 4 s, and the probe
+ * ended a normal agent as an error. Tests of the bounds themselves give hanging agents their own.
+ */
+export const ANSWERING_AGENT_START_MS = 60_000;
+
 const directories = new Set<string>();
 const services = new Set<ProviderService>();
 
@@ -44,7 +52,9 @@ export function createTestService(
   const service = createProviderService({
     modelUpstreamConfigured: true,
     env: { PATH: join(directory, "empty-path") },
-    startTimeouts: { initializeMs: 4_000, sessionMs: 4_000 },
+    startTimeouts: { initializeMs: ANSWERING_AGENT_START_MS, sessionMs: ANSWERING_AGENT_START_MS },
+    // A snapshot waits for the probes it needs as long as they may take to answer.
+    snapshotWaitMs: ANSWERING_AGENT_START_MS,
     commandsWaitMs: 1_000,
     ...options,
     configPath,

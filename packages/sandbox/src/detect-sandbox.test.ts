@@ -33,5 +33,5 @@ describe.skipIf(!setup.available)("detectSandbox", () => {
     expect(capability.kind === "bubblewrap" && capability.internetFallback).toMatch(
       /^slirp4netns does not work here \(slirp4netns failed: setns\(CLONE_NEWNET\): Operation not permitted\)/,
     );
-  }, 30_000);
+  });
 });

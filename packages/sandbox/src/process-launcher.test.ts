@@ -209,6 +209,60 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     });
   });
 
+  it("starts a program installed under /tmp, which it otherwise masks, and shows it read-only", async () => {
+    // A Node unpacked under /tmp, or a checkout there with its toolchain and scripts:
+    // bubblewrap's own /tmp would hide them ("bwrap: execvp ...: No such file or directory").
+    const installation = mkdtempSync(join("/tmp", "deckhand-installed-agent-"));
+    const neighbour = mkdtempSync(join("/tmp", "deckhand-installed-neighbour-"));
+    try {
+      mkdirSync(join(installation, "bin"));
+      mkdirSync(join(installation, "lib"));
+      writeFileSync(join(installation, "lib", "greeting.txt"), "installed agent ran");
+      const executable = join(installation, "bin", "agent");
+      writeFileSync(
+        executable,
+        `#!/bin/sh
+cat "$(dirname "$0")/../lib/greeting.txt"; echo
+if touch "$(dirname "$0")/planted" 2>/dev/null; then echo writable; else echo read-only; fi
+if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neighbour-hidden; fi
+`,
+        { mode: 0o755 },
+      );
+      // A script there run by an interpreter elsewhere, as `node <checkout>/agent.ts`.
+      const script = join(installation, "lib", "agent.sh");
+      writeFileSync(script, `exec ${JSON.stringify(executable)}\n`);
+      const commands = [
+        { executable, args: [] },
+        { executable: "/bin/sh", args: [script] },
+      ];
+      for (const [command, network] of [
+        [commands[0]!, { internet: false, modelProxy: false }],
+        [commands[0]!, { internet: false, modelProxy: true }],
+        [commands[1]!, { internet: false, modelProxy: false }],
+      ] as const) {
+        const child = launcher.spawn({
+          ...command,
+          cwd: worktree,
+          environment: { PATH: process.env.PATH ?? "" },
+          profile: { writable: [worktree], network },
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+        const code = await new Promise<number | null>((resolve, reject) => {
+          child.once("error", reject);
+          child.once("close", resolve);
+        });
+        expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+        expect(stdout).toBe("installed agent ran\nread-only\nneighbour-hidden\n");
+      }
+    } finally {
+      rmSync(installation, { recursive: true, force: true });
+      rmSync(neighbour, { recursive: true, force: true });
+    }
+  });
+
   it("starts with a readable path that does not exist (an agent never logged in), absent inside", async () => {
     const outcome = await run(
       launcher,

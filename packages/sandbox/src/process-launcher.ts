@@ -3,14 +3,15 @@
 // processes only, writes only where its profile says, never sees Deckhand's data or the user's
 // credentials, and reaches the network only as its profile allows.
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 import {
   type AgentEnvironmentPolicy,
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
 import type { SandboxKind } from "@deckhand/wire";
+import { isPathInsideRoot } from "@deckhand/workspace-files";
 import { bubblewrapArguments, type SandboxBind, type SandboxView } from "./bubblewrap-arguments.ts";
 import type { SandboxCapability } from "./detect-sandbox.ts";
 import { worktreeGitDirectories } from "./git-directories.ts";
@@ -224,9 +225,15 @@ export class ProcessLauncher {
     const extraFds = stdio.length - 3;
     const infoFd = slirp !== null ? stdio.length : undefined;
     const blockFd = slirp !== null ? stdio.length + 1 : undefined;
+    const executables =
+      listen.length === 0 ? [request.executable] : [this.#node, request.executable];
     const view: SandboxView = {
       writable,
-      readable: [...(request.profile.readable ?? []), ...writable.flatMap(worktreeGitDirectories)],
+      readable: [
+        ...(request.profile.readable ?? []),
+        ...writable.flatMap(worktreeGitDirectories),
+        ...installationsUnderMaskedTmp(executables, request.args),
+      ],
       hiddenDirectories: hidden.directories,
       hiddenFiles: hidden.files,
       emptyFile: this.#endpoints.emptyFile(),
@@ -289,6 +296,57 @@ export class ProcessLauncher {
   /** Stops the sockets sandboxes reach the model proxy and allowed hosts through. */
   close(): Promise<void> {
     return this.#endpoints.close();
+  }
+}
+
+/** The directory every sandbox replaces with an empty one of its own. */
+const MASKED_TMP = "/tmp";
+
+/**
+ * What to show, read-only, of the program a sandbox runs when it is installed under /tmp, which
+ * every sandbox masks with its own: a Node unpacked there, or a checkout there with its toolchain
+ * and scripts, could not be started otherwise ("bwrap: execvp .../node: No such file or
+ * directory", or the script not found). The executables (the command's and the forwarder's Node)
+ * and the files the command line names are resolved, and for each that lies under /tmp its
+ * installation, the entry of /tmp that holds it, is shown: a Node needs its `lib/`, a script the
+ * packages it imports. Bare names, directories (a state directory, a worktree) and paths that do
+ * not exist need nothing; nothing else of /tmp is shown.
+ */
+function installationsUnderMaskedTmp(
+  executables: readonly string[],
+  args: readonly string[],
+): string[] {
+  const installations = new Set<string>();
+  for (const path of [...executables, ...args]) {
+    if (!isAbsolute(path) || !isExistingFile(path)) continue;
+    for (const candidate of new Set([path, realOrSame(path)])) {
+      const installation = tmpEntryOf(candidate);
+      if (installation !== null) installations.add(installation);
+    }
+  }
+  return [...installations];
+}
+
+/** The entry of /tmp that holds `path` (`/tmp/a` for `/tmp/a/b/c`); null outside /tmp. */
+function tmpEntryOf(path: string): string | null {
+  if (path === MASKED_TMP || !isPathInsideRoot(MASKED_TMP, path)) return null;
+  const [entry] = relative(MASKED_TMP, path).split(sep);
+  return join(MASKED_TMP, entry!);
+}
+
+function realOrSame(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+function isExistingFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 

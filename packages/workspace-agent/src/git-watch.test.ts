@@ -263,7 +263,7 @@ describe("git watch", () => {
     expect(
       await eventually(
         () => agent.gitWatch.clientCount === 0 && openGitWatcherHandles() === 0,
-        3_000,
+        30_000,
       ),
     ).toBe(true);
   });

@@ -333,5 +333,5 @@ describe("delete properties", () => {
       { numRuns: 400 },
     );
     // 400 fresh trees on disk: seconds alone, but far longer on a loaded 2-core machine.
-  }, 60_000);
+  });
 });

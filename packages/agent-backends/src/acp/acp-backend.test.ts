@@ -484,7 +484,8 @@ describe("the ACP backend with the scripted agent", () => {
     const pid = backend.health().pid;
     const began = Date.now();
     await backend.cancel();
-    expect(Date.now() - began).toBeLessThan(3_000);
+    // Well short of the agent's 20 s, however busy the machine.
+    expect(Date.now() - began).toBeLessThan(15_000);
     expect(await turn.result).toMatchObject({ stopReason: "cancelled" });
     expect(turn.events.some((event) => event.type === "error")).toBe(false);
     expect(backend.health()).toMatchObject({ status: "idle", pid: null });

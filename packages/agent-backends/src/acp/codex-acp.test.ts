@@ -51,7 +51,7 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
     beforeAll(async () => {
       workspace = await startTestWorkspace("deckhand-codex-acp-", { token: TOKEN });
       fake = await startFakeModel();
-    }, 30_000);
+    });
 
     beforeEach(() => {
       fake.reset();
@@ -157,7 +157,7 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
         null,
       );
       expectPatched(await patchTurn(backend));
-    }, 60_000);
+    });
 
     it("runs as the built-in codex provider through the model proxy with a scoped token", async () => {
       // The proxy as the server runs it: the codex agent type forwards to the fake model.
@@ -225,6 +225,6 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
           if ("closeAllConnections" in server) server.closeAllConnections();
         });
       }
-    }, 60_000);
+    });
   },
 );

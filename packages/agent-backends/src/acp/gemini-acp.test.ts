@@ -43,7 +43,7 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
     beforeAll(async () => {
       workspace = await startTestWorkspace("deckhand-gemini-acp-", { token: TOKEN });
       fake = await startFakeModel();
-    }, 30_000);
+    });
 
     beforeEach(() => {
       rmSync(join(workspace.worktree, "hello.txt"), { force: true });

@@ -43,7 +43,7 @@ describe.skipIf(binary === undefined || !existsSync(binary))(
     beforeAll(async () => {
       workspace = await startTestWorkspace("deckhand-opencode-acp-", { token: TOKEN });
       fake = await startFakeModel();
-    }, 30_000);
+    });
 
     afterAll(async () => {
       await backend?.dispose();

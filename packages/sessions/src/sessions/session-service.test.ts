@@ -171,7 +171,7 @@ describe("the session domain with a code host's credentials", () => {
     } finally {
       await host.close();
     }
-  }, 60_000);
+  });
 });
 
 describe("SessionService.create with options", () => {

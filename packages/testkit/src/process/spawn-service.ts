@@ -39,7 +39,7 @@ export async function spawnService(
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       reject(new Error(`${command} did not start in time; it printed:\n${output.join("\n")}`));
-    }, options.timeoutMs ?? 15_000);
+    }, options.timeoutMs ?? 60_000);
     let pending = "";
     const onData = (chunk: Buffer) => {
       pending += chunk.toString("utf8");
@@ -81,7 +81,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** Polls until `condition` holds or `timeoutMs` passes; returns whether it held. */
-export async function eventually(condition: () => boolean, timeoutMs = 5_000): Promise<boolean> {
+export async function eventually(condition: () => boolean, timeoutMs = 30_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (condition()) return true;

@@ -58,7 +58,7 @@ export class SessionStreamClient {
 
   async waitFor(
     predicate: (client: SessionStreamClient) => boolean,
-    timeoutMs = 10_000,
+    timeoutMs = 60_000,
   ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this)) {

@@ -537,7 +537,8 @@ describe("native agent", () => {
       }
     });
     expect(result.stopReason).toBe("cancelled");
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // Well short of the command's 30 s, however busy the machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(ofType(events, "tool_update").at(-1)).toMatchObject({
       tool_call_id: "s1",
       status: "failed",

