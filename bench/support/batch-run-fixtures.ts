@@ -1,39 +1,21 @@
 // The repositories and spec of the batch-run benchmark, shared with its profiler
 // (bench/profile-batch-run.ts): small repositories with one commit each, and a spec whose steps
 // sleep and append a line.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createRepository } from "./deckhand-process.ts";
 
 export const STEP_SECONDS = Number(process.env.BATCH_BENCH_STEP_SECONDS ?? 0.2);
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, { cwd, encoding: "utf8" });
-}
 
 /** `count` small repositories under `root/bench/`, each with one commit on main. */
 export function generateRepositories(root: string, count: number): string[] {
   const paths: string[] = [];
   for (let index = 0; index < count; index += 1) {
     const path = join(root, "bench", `repo-${String(index).padStart(3, "0")}`);
-    mkdirSync(join(path, "src"), { recursive: true });
-    writeFileSync(join(path, "README.md"), `# repo ${index}\n`);
+    const files: Record<string, string> = { "README.md": `# repo ${index}\n` };
     for (let file = 0; file < 20; file += 1) {
-      writeFileSync(join(path, "src", `file-${file}.txt`), `line ${file}\n`.repeat(50));
+      files[`src/file-${file}.txt`] = `line ${file}\n`.repeat(50);
     }
-    git(path, "init", "--quiet", "--initial-branch=main");
-    git(path, "add", "-A");
-    git(
-      path,
-      "-c",
-      "user.name=Bench",
-      "-c",
-      "user.email=bench@localhost",
-      "commit",
-      "--quiet",
-      "-m",
-      "initial",
-    );
+    createRepository(path, files);
     paths.push(path);
   }
   return paths;

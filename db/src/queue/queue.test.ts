@@ -572,69 +572,61 @@ describe.each(backends)("durable queue on %s", (kind) => {
     };
   }
 
-  it("sends no statement while every slot is busy and other tasks wait", async () => {
-    const type = uniqueType();
-    const sent: string[] = [];
+  /** A worker of `type` whose tasks block until released, counting its statements in `sent`. */
+  async function startBlockingWorker(type: string, sent: string[], concurrency: number) {
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => {
       release = resolve;
     });
-    let started = 0;
+    const counts = { started: 0 };
     await startWorker(
       type,
       {
         async handle() {
-          started += 1;
+          counts.started += 1;
           await blocked;
         },
       },
-      { database: countingHandle(sent), concurrency: 1, leaseMs: 600_000 },
+      { database: countingHandle(sent), concurrency, leaseMs: 600_000 },
     );
-    await enqueue(database.handle.db, { type });
-    await enqueue(database.handle.db, { type });
-    await waitFor(() => started === 1);
-    // The second task's NOTIFY may still be on its way: let the cycle it starts end first.
-    // The claim cycle that started it ends with a statement or two: wait until it has.
+    return { counts, release };
+  }
+
+  /** Waits until the worker's claim cycle in flight has sent its last statement. */
+  async function untilQuiet(sent: string[]): Promise<void> {
     await waitFor(async () => {
       const before = sent.length;
       await new Promise((resolve) => setTimeout(resolve, 20));
       return sent.length === before;
     });
+  }
+
+  it("sends no statement while every slot is busy and other tasks wait", async () => {
+    const type = uniqueType();
+    const sent: string[] = [];
+    const { counts, release } = await startBlockingWorker(type, sent, 1);
+    await enqueue(database.handle.db, { type });
+    await enqueue(database.handle.db, { type });
+    await waitFor(() => counts.started === 1);
+    // The second task's NOTIFY may still be on its way: let the cycle it starts end first.
+    await untilQuiet(sent);
     expect(await statementsWhileIdle(sent)).toBe(0);
     release();
-    await waitFor(() => started === 2);
+    await waitFor(() => counts.started === 2);
   });
 
   it("sends no statement while a free slot's only task waits for its serial key", async () => {
     const type = uniqueType();
     const sent: string[] = [];
-    let release!: () => void;
-    const blocked = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let started = 0;
-    await startWorker(
-      type,
-      {
-        async handle() {
-          started += 1;
-          await blocked;
-        },
-      },
-      { database: countingHandle(sent), concurrency: 2, leaseMs: 600_000 },
-    );
+    const { counts, release } = await startBlockingWorker(type, sent, 2);
     await enqueue(database.handle.db, { type, serialKey: "lane" });
     await enqueue(database.handle.db, { type, serialKey: "lane" });
-    await waitFor(() => started === 1);
+    await waitFor(() => counts.started === 1);
     // The claim cycle that started it ends with a statement or two: wait until it has.
-    await waitFor(async () => {
-      const before = sent.length;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      return sent.length === before;
-    });
+    await untilQuiet(sent);
     expect(await statementsWhileIdle(sent)).toBe(0);
     release();
-    await waitFor(() => started === 2);
+    await waitFor(() => counts.started === 2);
   });
 
   it("sends three statements for a serial key's task: the claim, the settle with its notice, one claim after", async () => {
@@ -650,19 +642,15 @@ describe.each(backends)("durable queue on %s", (kind) => {
       },
       { database: countingHandle(sent), retainSucceededMs: Number.POSITIVE_INFINITY },
     );
-    const settled = async () => {
-      const before = sent.length;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      return sent.length === before;
-    };
     // The worker's first claim cycle, at start, finds nothing.
-    await waitFor(async () => sent.length > 0 && (await settled()));
+    await waitFor(() => sent.length > 0);
+    await untilQuiet(sent);
     sent.length = 0;
     const { id } = await enqueue(database.handle.db, { type, serialKey: "lane" });
     await waitFor(async () => (await taskRow(id)).status === "succeeded");
     expect(finished).toBe(1);
     // Its completion's notice reaches this worker too; it must not start another claim cycle.
-    await waitFor(settled);
+    await untilQuiet(sent);
     expect(await statementsWhileIdle(sent)).toBe(0);
     expect(sent).toHaveLength(3);
   });
