@@ -102,6 +102,10 @@ export async function attachSlirpNetwork(
  * been sent SIGKILL, which it cannot outrun. Without its pid the pipe stays open, as it was.
  */
 function abandon(child: ChildProcess, blockFd: number, sandboxPid: number | null): void {
+  // bubblewrap first: killed after the namespace's first process, it could see that process die
+  // and exit with a code of its own before its signal came (on a loaded machine it did), and the
+  // sandbox would look as if its command had run and failed instead of having been stopped.
+  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   if (sandboxPid !== null) {
     try {
       process.kill(sandboxPid, "SIGKILL");
@@ -109,7 +113,6 @@ function abandon(child: ChildProcess, blockFd: number, sandboxPid: number | null
       // Already gone.
     }
   }
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   if (sandboxPid !== null) (child.stdio[blockFd] as Writable | null)?.destroy();
 }
 
