@@ -1,17 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { constants } from "node:fs";
-import {
-  type FileHandle,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync } from "node:fs";
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -320,21 +309,21 @@ async function createPglite(
  * extract; the database is then made from the template in memory as before.
  */
 async function extractCachedTemplate(directory: string): Promise<boolean> {
-  let archive: FileHandle;
+  let archive: number;
   try {
-    archive = await open(await templateCachePath(), constants.O_RDONLY | constants.O_NOFOLLOW);
+    archive = openSync(await templateCachePath(), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return false;
   }
   try {
-    if (!templateFileIsOurs(await archive.stat())) return false;
-    await extractTar(archive, directory);
+    if (!templateFileIsOurs(fstatSync(archive))) return false;
+    extractTar(archive, directory);
     return true;
   } catch {
     await removeAllButTheLock(directory);
     return false;
   } finally {
-    await archive.close();
+    closeSync(archive);
   }
 }
 

@@ -1,11 +1,14 @@
-import type { FileHandle } from "node:fs/promises";
-import { mkdir, open } from "node:fs/promises";
+import { closeSync, ftruncateSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 
 const BLOCK = 512;
 // One buffer for the whole archive: a data directory's largest file is a 16 MB WAL segment, and
 // copying in slices keeps the process from holding (and leaving to the collector) any of it.
 const COPY_CHUNK = 1024 * 1024;
+// PostgreSQL's page. A page of zeros is left as a hole: it reads back as the same zeros, and half
+// of a fresh WAL segment (8 MB of the template's 42) is nothing else.
+const PAGE = 8192;
+const ZERO_PAGE = Buffer.alloc(PAGE);
 
 interface TarEntry {
   name: string;
@@ -15,26 +18,35 @@ interface TarEntry {
 
 /**
  * Writes the regular files and directories of a ustar archive (as PGlite's `dumpDataDir` makes
- * them) under `directory`, reading the archive in fixed slices instead of whole. Names are taken
- * relative to `directory` (a leading `/` dropped); an entry that would land outside it, a link or
- * device, or a header whose checksum is wrong fails the whole extraction.
+ * them) under `directory`, reading the archive (an open file descriptor) in fixed slices instead
+ * of whole. Names are taken relative to `directory` (a leading `/` dropped); an entry that would
+ * land outside it, a link or device, or a header whose checksum is wrong fails the whole
+ * extraction. Synchronous on purpose: a data directory is about 1,200 small files, and a round
+ * trip through the thread pool for each open, write and close cost more CPU than the copying
+ * (0.3–0.5 s against 0.1 s); nothing else has to run while a new database is being laid out.
  */
-export async function extractTar(archive: FileHandle, directory: string): Promise<void> {
+export function extractTar(archive: number, directory: string): void {
   const root = resolve(directory);
   const buffer = Buffer.allocUnsafe(COPY_CHUNK);
+  const made = new Set<string>();
+  const makeDirectory = (path: string) => {
+    if (made.has(path)) return;
+    mkdirSync(path, { recursive: true, mode: 0o750 });
+    made.add(path);
+  };
   let position = 0;
   for (;;) {
-    await readExactly(archive, buffer, BLOCK, position);
+    readExactly(archive, buffer, BLOCK, position);
     position += BLOCK;
     const entry = parseHeader(buffer.subarray(0, BLOCK));
     if (entry === null) return;
     const target = entryPath(root, entry.name);
     if (entry.type === "directory") {
-      await mkdir(target, { recursive: true, mode: 0o750 });
+      makeDirectory(target);
       continue;
     }
-    await mkdir(dirname(target), { recursive: true, mode: 0o750 });
-    await copyRange(archive, position, entry.size, target, buffer);
+    makeDirectory(dirname(target));
+    copyRange(archive, position, entry.size, target, buffer);
     position += Math.ceil(entry.size / BLOCK) * BLOCK;
   }
 }
@@ -82,36 +94,58 @@ function entryPath(root: string, name: string): string {
   return target;
 }
 
-async function readExactly(
-  archive: FileHandle,
-  buffer: Buffer,
-  length: number,
-  position: number,
-): Promise<void> {
+function readExactly(archive: number, buffer: Buffer, length: number, position: number): void {
   let done = 0;
   while (done < length) {
-    const { bytesRead } = await archive.read(buffer, done, length - done, position + done);
+    const bytesRead = readSync(archive, buffer, done, length - done, position + done);
     if (bytesRead === 0) throw new Error("The tar archive ends in the middle of an entry.");
     done += bytesRead;
   }
 }
 
-async function copyRange(
-  archive: FileHandle,
+/** Copies `size` bytes at `position` of the archive into a new file, pages of zeros as holes. */
+function copyRange(
+  archive: number,
   position: number,
   size: number,
   target: string,
   buffer: Buffer,
-): Promise<void> {
-  const output = await open(target, "wx", 0o600);
+): void {
+  const output = openSync(target, "wx", 0o600);
   try {
     for (let copied = 0; copied < size; ) {
       const length = Math.min(buffer.length, size - copied);
-      await readExactly(archive, buffer, length, position + copied);
-      await output.write(buffer, 0, length);
+      readExactly(archive, buffer, length, position + copied);
+      writeNonZeroPages(output, buffer.subarray(0, length), copied);
       copied += length;
     }
+    // A file ending in a hole gets its length from here.
+    ftruncateSync(output, size);
   } finally {
-    await output.close();
+    closeSync(output);
+  }
+}
+
+/** Writes each run of pages of `chunk` that are not all zeros at `offset` of the file. */
+function writeNonZeroPages(output: number, chunk: Buffer, offset: number): void {
+  let runStart = -1;
+  for (let page = 0; page < chunk.length; page += PAGE) {
+    const slice = chunk.subarray(page, page + PAGE);
+    const zero = slice.equals(
+      slice.length === PAGE ? ZERO_PAGE : ZERO_PAGE.subarray(0, slice.length),
+    );
+    if (zero && runStart !== -1) {
+      writeAll(output, chunk.subarray(runStart, page), offset + runStart);
+      runStart = -1;
+    } else if (!zero && runStart === -1) {
+      runStart = page;
+    }
+  }
+  if (runStart !== -1) writeAll(output, chunk.subarray(runStart), offset + runStart);
+}
+
+function writeAll(output: number, bytes: Buffer, position: number): void {
+  for (let written = 0; written < bytes.length; ) {
+    written += writeSync(output, bytes, written, bytes.length - written, position + written);
   }
 }
