@@ -245,6 +245,30 @@ describe("embedded database", () => {
     }
   }, 120_000);
 
+  it("opens a new database with no WAL to replay: its first start writes almost no pages", async () => {
+    // A template dumped without a checkpoint made every copy replay initdb's and the
+    // migrations' WAL at its first start, and write the pages that dirtied in the checkpoint
+    // ending recovery (291 pages; the statistics start over with that recovery).
+    const pagesWritten = async (dataDir: string) => {
+      const handle = await createDb({ dataDir });
+      try {
+        const { rows } = await handle.query<{ writes: string }>(
+          "select coalesce(sum(writes), 0)::text as writes from pg_stat_io",
+        );
+        return Number(rows[0]!.writes);
+      } finally {
+        await handle.close();
+      }
+    };
+    const directory = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    try {
+      expect(await pagesWritten(directory)).toBeLessThan(20);
+      expect(await pagesWritten("memory://")).toBeLessThan(20);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("makes a new data directory from the template without reading the template into memory", async () => {
     // The first directory makes sure the template is cached on disk; the second, opened in a
     // process of its own, is the case of every `deckhand up` on a new data directory. Loaded
