@@ -182,6 +182,17 @@ describe.each(backends)("database on %s", (kind) => {
   });
 });
 
+/** Opens `dataDir`, reads the one text `value` `sql` selects, and closes it again. */
+async function valueAtOpen(dataDir: string, sql: string): Promise<string> {
+  const handle = await createDb({ dataDir });
+  try {
+    const { rows } = await handle.query<{ value: string }>(sql);
+    return rows[0]!.value;
+  } finally {
+    await handle.close();
+  }
+}
+
 describe("embedded database", () => {
   it("starts each in-memory database migrated, empty and its own, even while another is open", async () => {
     const first = await createDb({ dataDir: "memory://" });
@@ -221,17 +232,8 @@ describe("embedded database", () => {
 
   it("starts a new data directory as a copy of the migrated template, not by initdb", async () => {
     // initdb gives every cluster a system identifier of its own; copies of one template share it.
-    const identifier = async (dataDir: string) => {
-      const handle = await createDb({ dataDir });
-      try {
-        const { rows } = await handle.query<{ id: string }>(
-          "select system_identifier::text as id from pg_control_system()",
-        );
-        return rows[0]!.id;
-      } finally {
-        await handle.close();
-      }
-    };
+    const identifier = (dataDir: string) =>
+      valueAtOpen(dataDir, "select system_identifier::text as value from pg_control_system()");
     const first = await mkdtemp(join(tmpdir(), "deckhand-db-"));
     const second = await mkdtemp(join(tmpdir(), "deckhand-db-"));
     try {
@@ -249,17 +251,13 @@ describe("embedded database", () => {
     // A template dumped without a checkpoint made every copy replay initdb's and the
     // migrations' WAL at its first start, and write the pages that dirtied in the checkpoint
     // ending recovery (291 pages; the statistics start over with that recovery).
-    const pagesWritten = async (dataDir: string) => {
-      const handle = await createDb({ dataDir });
-      try {
-        const { rows } = await handle.query<{ writes: string }>(
-          "select coalesce(sum(writes), 0)::text as writes from pg_stat_io",
-        );
-        return Number(rows[0]!.writes);
-      } finally {
-        await handle.close();
-      }
-    };
+    const pagesWritten = async (dataDir: string) =>
+      Number(
+        await valueAtOpen(
+          dataDir,
+          "select coalesce(sum(writes), 0)::text as value from pg_stat_io",
+        ),
+      );
     const directory = await mkdtemp(join(tmpdir(), "deckhand-db-"));
     try {
       expect(await pagesWritten(directory)).toBeLessThan(20);
