@@ -1,4 +1,5 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,9 @@ import { projects, sessionEvents, sessions } from "./schema/index.ts";
 
 const runFile = promisify(execFile);
 const openMemoryProcess = fileURLToPath(new URL("../test/open-memory-process.ts", import.meta.url));
+const writeThenWaitProcess = fileURLToPath(
+  new URL("../test/write-then-wait-process.ts", import.meta.url),
+);
 
 describe.each(backends)("database on %s", (kind) => {
   let database: TestDatabase;
@@ -266,6 +270,53 @@ describe("embedded database", () => {
       await rm(directory, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it("keeps what a killed process committed in a new data directory, and stays usable", async () => {
+    // The first WAL segment is written with its zero pages left as holes, and the template
+    // holds no WAL to replay: recovery after a kill has to find the process's commits in the
+    // holes it wrote into.
+    const dataDir = await mkdtemp(join(tmpdir(), "deckhand-db-"));
+    const writeAndDie = async (value: string) => {
+      const child = spawn(
+        process.execPath,
+        ["--conditions=source", writeThenWaitProcess, dataDir, value],
+        {
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      );
+      const exited = once(child, "exit");
+      let output = "";
+      for await (const chunk of child.stdout) {
+        output += String(chunk);
+        if (output.includes('"written":true')) break;
+      }
+      child.kill("SIGKILL");
+      await exited;
+      expect(output).toContain('"written":true');
+    };
+    try {
+      await writeAndDie("first");
+      await writeAndDie("second");
+      const handle = await createDb({ dataDir });
+      try {
+        const { rows } = await handle.query<{ value: string }>(
+          "select value from crash_check order by value",
+        );
+        expect(rows.map((row) => row.value)).toEqual(["first", "second"]);
+        await handle.query("insert into crash_check (value) values ('third')");
+      } finally {
+        await handle.close();
+      }
+      expect(
+        await valueAtOpen(
+          dataDir,
+          "select string_agg(value, ',' order by value) as value from crash_check",
+        ),
+      ).toBe("first,second,third");
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   it("makes a new data directory from the template without reading the template into memory", async () => {
     // The first directory makes sure the template is cached on disk; the second, opened in a
