@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 import { enableCompileCache } from "node:module";
-import { runCli } from "./commands.ts";
+import { restartWithBoundedMallocArenas } from "./bounded-malloc-arenas.ts";
+
+// Before anything else: `deckhand up` may start again under a malloc setting glibc reads only at exec.
+restartWithBoundedMallocArenas();
 
 // Compiling a command's modules (zod and the batch engine alone are over a megabyte of
 // JavaScript) is most of a short command's start-up; Node's on-disk code cache (in the system's
 // temporary directory; NODE_DISABLE_COMPILE_CACHE=1 turns it off) skips it from the second run.
 // The commands' modules are imported after this line, so they all benefit.
 enableCompileCache();
+const { runCli } = await import("./commands.ts");
 
 process.exitCode = await runCli(process.argv.slice(2));
 // Lets a finished command exit even if a library left a handle open, without cutting

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ADMIN_TOKEN_ENV, DATABASE_URL_ENV } from "@deckhand/server-app";
 import { WireEnv, WirePath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
+import { MALLOC_ARENA_MAX_ENV } from "./bounded-malloc-arenas.ts";
 
 const cliEntry = fileURLToPath(new URL("./bin.ts", import.meta.url));
 const cliRoot = fileURLToPath(new URL("..", import.meta.url));
@@ -25,6 +26,7 @@ function spawnUp(args: string[], extraEnvironment: NodeJS.ProcessEnv = {}): Chil
     WireEnv.serverListen,
     WireEnv.serverDataDir,
     WireEnv.serverLogLevel,
+    MALLOC_ARENA_MAX_ENV,
   ]) {
     delete environment[name];
   }
@@ -46,6 +48,12 @@ function exited(child: ChildProcess): Promise<{ code: number | null; stderr: str
     stderr += chunk.toString("utf8");
   });
   return new Promise((resolveExit) => child.once("exit", (code) => resolveExit({ code, stderr })));
+}
+
+/** A variable of the running process's environment, as the kernel holds it. */
+function environmentOf(child: ChildProcess, name: string): string | undefined {
+  const entries = readFileSync(`/proc/${child.pid}/environ`, "utf8").split("\0");
+  return entries.find((entry) => entry.startsWith(`${name}=`))?.slice(name.length + 1);
 }
 
 function listeningUrl(child: ChildProcess): Promise<string> {
@@ -71,6 +79,8 @@ describe("deckhand up", () => {
     const url = await listeningUrl(child);
     const response = await fetch(`${url}${WirePath.serverApi}/health`);
     expect(response.status).toBe(200);
+    // The server started again in the same process under two malloc arenas.
+    if (process.platform === "linux") expect(environmentOf(child, MALLOC_ARENA_MAX_ENV)).toBe("2");
     expect(await response.json()).toMatchObject({
       status: "ok",
       database: { ok: true, kind: "pglite" },
@@ -86,10 +96,12 @@ describe("deckhand up", () => {
     const child = spawnUp(["--no-agent"], {
       [WireEnv.serverListen]: "127.0.0.1:0",
       [WireEnv.serverDataDir]: dataDir,
+      [MALLOC_ARENA_MAX_ENV]: "4",
     });
     const exit = exited(child);
     const url = await listeningUrl(child);
     expect((await fetch(`${url}${WirePath.serverApi}/health`)).status).toBe(200);
+    if (process.platform === "linux") expect(environmentOf(child, MALLOC_ARENA_MAX_ENV)).toBe("4");
     expect(existsSync(join(dataDir, "db"))).toBe(true);
     child.kill("SIGTERM");
     expect((await exit).code).toBe(0);
