@@ -54,6 +54,8 @@ export interface WorkspaceJobOptions {
   repositories: RepositorySource;
   /** Model spend budgets: a workspace whose run's budget is spent is not started. */
   budgets?: RunBudgets | undefined;
+  /** How long progress waits for the next step boundary at most; default HELD_PROGRESS_MS. */
+  progressHoldMs?: number;
 }
 
 /** Whether a run's model spend budget is spent: why, or null while it is not. */
@@ -188,7 +190,7 @@ export class WorkspaceJob {
     }
     await store.start(job.row);
     const writer = store.progress(job.run.id, workspaceId);
-    const progress = new StepBoundaryProgress(writer);
+    const progress = new StepBoundaryProgress(writer, this.#options.progressHoldMs);
     const watch = new ClaimWatch(store, workspaceId, claim, context.signal);
     // Progress goes to the log a step boundary at a time; the workspace's end (and its
     // changesets, and the progress told since the last step started) is written with the row
