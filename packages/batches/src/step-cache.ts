@@ -43,6 +43,14 @@ export class MemoryStepCache implements StepCache {
     return entry === undefined ? undefined : structuredClone(entry);
   }
 
+  async newest(keys: readonly string[]): Promise<NewestCachedStep | undefined> {
+    for (let position = keys.length - 1; position >= 0; position -= 1) {
+      const entry = this.entries.get(keys[position]!);
+      if (entry !== undefined) return { position, result: structuredClone(entry) };
+    }
+    return undefined;
+  }
+
   async put(key: string, result: CachedStepResult): Promise<void> {
     this.entries.set(key, structuredClone(result));
   }
