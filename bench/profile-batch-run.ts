@@ -12,6 +12,7 @@ import { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { BatchRunService, createRunEventHub, ExecutionEnvironment } from "@deckhand/batches";
 import { createDb, TaskRegistry, TaskWorker } from "@deckhand/db";
@@ -63,6 +64,8 @@ interface Spawned {
   ms: number;
 }
 const spawned: Spawned[] = [];
+/** The time the event loop spent inside spawn() calls. */
+let spawnBlockedMs = 0;
 const prototype = ChildProcess.prototype as unknown as {
   spawn(this: ChildProcess, options: { file: string; args?: unknown[] }): unknown;
 };
@@ -70,6 +73,8 @@ const originalSpawn = prototype.spawn;
 prototype.spawn = function tracedSpawn(this: ChildProcess, options) {
   const t = performance.now();
   const result = originalSpawn.call(this, options);
+  // spawn() returns once the child has exec'd: the event loop waits that long.
+  spawnBlockedMs += performance.now() - t;
   const args = (options.args ?? []).slice(1).map(String);
   // git's subcommand is its first argument that is not an option or an option's value.
   const file = options.file.split("/").at(-1)!;
@@ -166,17 +171,30 @@ async function main(): Promise<void> {
       counter.start();
       const cpuBefore = process.cpuUsage();
       const loopBefore = performance.eventLoopUtilization();
+      const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
+      const spawnBlockedBefore = spawnBlockedMs;
       const started = performance.now();
       const created = await service.createRun({ source, options: { runtime } });
       const createdAt = performance.now();
       await runFinished(feed, created.id);
       const state = await service.getRun(created.id);
-      if (state.status !== "completed") throw new Error(`run ${state.status}: ${state.error}`);
+      if (state.status !== "completed") {
+        // Which workspaces failed, and why: a run that fails on a loaded machine says so.
+        const failed = (await service.listWorkspaces(created.id)).filter(
+          (workspace) => workspace.state !== "completed",
+        );
+        const why = failed.map((workspace) => `${workspace.repository}: ${workspace.error}`);
+        throw new Error(`run ${state.status}: ${state.error}\n${why.join("\n")}`);
+      }
       const ended = performance.now();
       const statements = await counter.stop();
       const cpu = process.cpuUsage(cpuBefore);
       const loop = performance.eventLoopUtilization(loopBefore).utilization;
+      loopDelay.disable();
       report(label, {
+        loopDelay,
+        spawnBlockedMs: spawnBlockedMs - spawnBlockedBefore,
         started,
         createdAt,
         ended,
@@ -207,6 +225,8 @@ function report(
     statements: { count: number; engineMs: number };
     cpu: NodeJS.CpuUsage;
     loop: number;
+    loopDelay: IntervalHistogram;
+    spawnBlockedMs: number;
     counter: StatementCounter;
     timeline: { t: number; text: string }[];
   },
@@ -218,6 +238,10 @@ function report(
   );
   console.log(
     `  this process: CPU ${round((run.cpu.user + run.cpu.system) / 1e6, 2)} s (user ${round(run.cpu.user / 1e6, 2)}), event loop busy ${round(run.loop * 100, 1)} %`,
+  );
+  const delayMs = (nanoseconds: number) => round(nanoseconds / 1e6, 1);
+  console.log(
+    `  event loop delay (5 ms resolution): median ${delayMs(run.loopDelay.percentile(50))} ms, p99 ${delayMs(run.loopDelay.percentile(99))} ms, max ${delayMs(run.loopDelay.max)} ms; inside spawn() ${round(run.spawnBlockedMs)} ms (${round(run.spawnBlockedMs / REPOSITORIES)} ms per job)`,
   );
   console.log(
     `  SQL: ${run.statements.count} statements (${round(run.statements.count / REPOSITORIES, 1)} per job), ${round(run.statements.engineMs)} ms in PGlite's engine`,

@@ -40,10 +40,13 @@ export class GroupCommitWriter<Entry> {
     this.#highWaterMark = options.highWaterMark ?? 2_000;
   }
 
-  /** Queues an entry; waits only when the queue is past its high-water mark. */
-  async append(entry: Entry): Promise<void> {
+  /**
+   * Queues entries; waits only when the queue is past its high-water mark. Entries appended in
+   * one call go into one transaction (a write starts with what is queued when it starts).
+   */
+  async append(...entries: Entry[]): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
-    this.#queue.push(entry);
+    this.#queue.push(...entries);
     this.#writing ??= this.#writeAll();
     if (this.#queue.length > this.#highWaterMark) {
       await new Promise<void>((resolveDrained) => this.#drained.push(resolveDrained));

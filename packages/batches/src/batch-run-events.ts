@@ -92,40 +92,54 @@ export function runEventWriter(
 ): GroupCommitWriter<BatchRunEvent> {
   return new GroupCommitWriter(handle.db, async (transaction, batch) => {
     await appendRunEvents(transaction, runId, batch);
-    for (const event of batch) {
-      if (event.type === "step_started") {
-        const values = {
-          outcome: "running" as const,
-          runtime: event.runtime,
-          image: event.image,
-          sandbox: event.sandbox ?? null,
-          shell: event.shell ?? null,
-          command: event.command ?? null,
-          env: event.env ?? null,
-          startedAt: new Date(),
-        };
-        await transaction
-          .insert(workspaceSteps)
-          .values({ workspaceId, stepIndex: event.step_index, ...values })
-          .onConflictDoUpdate({
-            target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
-            set: values,
-          });
-      } else if (event.type === "step_finished") {
-        const values = {
-          outcome: event.outcome,
-          exitCode: event.exit_code,
-          durationMs: Math.round(event.duration_ms),
-          finishedAt: new Date(),
-        };
-        await transaction
-          .insert(workspaceSteps)
-          .values({ workspaceId, stepIndex: event.step_index, ...values })
-          .onConflictDoUpdate({
-            target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
-            set: values,
-          });
-      }
-    }
+    await writeEventStepRows(transaction, workspaceId, batch);
   });
+}
+
+/**
+ * The step rows the events tell of: a `step_started` makes its step's row running, a
+ * `step_finished` records its outcome. Steps in `written` are left alone: the caller writes
+ * their whole rows in the same transaction (a workspace's end does).
+ */
+export async function writeEventStepRows(
+  transaction: Transaction,
+  workspaceId: string,
+  events: readonly BatchRunEvent[],
+  written: ReadonlySet<number> = new Set(),
+): Promise<void> {
+  for (const event of events) {
+    if (event.type === "step_started") {
+      const values = {
+        outcome: "running" as const,
+        runtime: event.runtime,
+        image: event.image,
+        sandbox: event.sandbox ?? null,
+        shell: event.shell ?? null,
+        command: event.command ?? null,
+        env: event.env ?? null,
+        startedAt: new Date(),
+      };
+      await transaction
+        .insert(workspaceSteps)
+        .values({ workspaceId, stepIndex: event.step_index, ...values })
+        .onConflictDoUpdate({
+          target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
+          set: values,
+        });
+    } else if (event.type === "step_finished" && !written.has(event.step_index)) {
+      const values = {
+        outcome: event.outcome,
+        exitCode: event.exit_code,
+        durationMs: Math.round(event.duration_ms),
+        finishedAt: new Date(),
+      };
+      await transaction
+        .insert(workspaceSteps)
+        .values({ workspaceId, stepIndex: event.step_index, ...values })
+        .onConflictDoUpdate({
+          target: [workspaceSteps.workspaceId, workspaceSteps.stepIndex],
+          set: values,
+        });
+    }
+  }
 }

@@ -122,8 +122,8 @@ class HttpJobStore implements WorkspaceJobStore {
       return sending;
     };
     return {
-      append: async (event) => {
-        pending.push(event);
+      append: async (...events) => {
+        pending.push(...events);
         await drain();
       },
       flush: drain,
@@ -137,6 +137,16 @@ class HttpJobStore implements WorkspaceJobStore {
     _claim: WorkspaceClaim,
     end: WorkspaceEnd,
   ): Promise<boolean> {
+    // The progress the end carries goes first, as the job's other progress does (and, like it,
+    // is lost when the server refuses it: a workspace cancelled meanwhile): the executor API's
+    // end takes the events told after `workspace_finished` only.
+    const progress = [...(end.progress ?? [])];
+    try {
+      while (progress.length > 0) {
+        const events = progress.splice(0, EVENTS_PER_REQUEST);
+        await this.#client.appendExecutorJobEvents({ body: { lease: this.#lease, events } });
+      }
+    } catch {}
     await this.#client.completeExecutorJob({
       body: { lease: this.#lease, ...workspaceEndToWire(end) },
     });

@@ -75,7 +75,12 @@ export {
 } from "./resolve-workspaces.ts";
 export { workspaceJobId } from "./run-store.ts";
 export { type RunWorkspaceOptions, runWorkspace } from "./run-workspace.ts";
-export { type CachedStepResult, MemoryStepCache, type StepCache } from "./step-cache.ts";
+export {
+  type CachedStepResult,
+  MemoryStepCache,
+  type NewestCachedStep,
+  type StepCache,
+} from "./step-cache.ts";
 export type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 export { cachedStepCounts, type StepPlanOptions } from "./step-plan.ts";
 export { type CodingAgentPreview, previewCodingAgentScript } from "./step-preparation.ts";

@@ -30,7 +30,7 @@ import type {
 import { UsageJobId } from "@deckhand/wire";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
-import { appendRunEvents, runEventWriter } from "./batch-run-events.ts";
+import { appendRunEvents, runEventWriter, writeEventStepRows } from "./batch-run-events.ts";
 import { BatchesError } from "./batches-error.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { emptySummary, summaryOf } from "./run-stats.ts";
@@ -111,6 +111,11 @@ export interface WorkspaceEnd {
   changesets: readonly BatchChangeset[];
   /** Told after `workspace_finished` (the changesets' events). */
   events: readonly BatchRunEvent[];
+  /**
+   * The job's progress not written yet (its last step's end, say), told before
+   * `workspace_finished` in the same transaction.
+   */
+  progress?: readonly BatchRunEvent[];
 }
 
 /** A run to store: its spec as requested, and the workspaces it resolved to. */
@@ -447,7 +452,9 @@ export class RunStore implements WorkspaceJobStore {
         .where(claimedBy(row.id, claim))
         .returning({ id: workspaces.id });
       if (finished === undefined) return false;
+      const progress = end.progress ?? [];
       await appendRunEvents(transaction, run.id, [
+        ...progress,
         {
           type: "workspace_finished",
           workspace: rowRef(row),
@@ -456,6 +463,13 @@ export class RunStore implements WorkspaceJobStore {
         },
         ...end.events,
       ]);
+      // The end's step rows below are whole: the progress writes only the rows they leave out.
+      await writeEventStepRows(
+        transaction,
+        row.id,
+        progress,
+        new Set(end.steps.map((step) => step.stepIndex)),
+      );
       await writeSteps(transaction, row.id, end.steps);
       await writeChangesets(transaction, run.id, row.id, end.changesets);
       if (options.fail_fast === true && end.status !== "completed") {

@@ -16,7 +16,7 @@ import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { LocalStepRunner } from "./local-step-runner.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { runStep, StepRunners } from "./run-step.ts";
-import type { CachedStepResult, StepCache } from "./step-cache.ts";
+import type { CachedStepResult, NewestCachedStep, StepCache } from "./step-cache.ts";
 import type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 import { planSteps, type StepPlan, stepPlacer } from "./step-plan.ts";
 import { StepPreparation, stepCondition, stepTemplateContext } from "./step-preparation.ts";
@@ -134,6 +134,20 @@ async function resume(
   cache: StepCache,
   checkouts: StepCheckouts,
 ): Promise<Resumed> {
+  if (cache.newest !== undefined && plans.length > 0) {
+    let found: NewestCachedStep | undefined;
+    try {
+      found = await cache.newest(plans.map((plan) => plan.cacheKey));
+      if (found === undefined) return { start: 0, previous: null };
+      const { position, result } = found;
+      if (checkouts.given || position < plans.length - 1) checkouts.restore(result.diff);
+      if (checkouts.given) await checkouts.ready();
+    } catch (error) {
+      // The newest step asked for when none was found yet, as the look-ups one by one would say.
+      throw new ResumeFailure(plans[found?.position ?? plans.length - 1]!.stepIndex, error);
+    }
+    return { start: found.position + 1, previous: found.result };
+  }
   for (let position = plans.length - 1; position >= 0; position -= 1) {
     let cached: CachedStepResult | undefined;
     try {

@@ -55,6 +55,22 @@ describe.each(caches)("a step cache %s", (_name, open) => {
     expect(await cache.get("key")).toEqual(result);
   });
 
+  it("finds the newest of several keys that is cached, and where it is among them", async () => {
+    const cache = await open();
+    expect(await cache.newest!([])).toBeUndefined();
+    expect(await cache.newest!(["a", "b", "c"])).toBeUndefined();
+    await cache.put("a", { ...result, stepIndex: 0 });
+    await cache.put("b", { ...result, stepIndex: 1 });
+    expect(await cache.newest!(["a", "b", "c"])).toEqual({
+      position: 1,
+      result: { ...result, stepIndex: 1 },
+    });
+    // Positions order as numbers (10 after 9), and a key given twice is at its last place.
+    const keys = [..."abcdefghi"].map((key) => `x${key}`);
+    expect((await cache.newest!([...keys, "b", "a"]))?.position).toBe(10);
+    expect((await cache.newest!(["a", "zz", "a", "zz"]))?.position).toBe(2);
+  });
+
   it("replaces the result when the same key is put again", async () => {
     const cache = await open();
     await cache.put("key", result);

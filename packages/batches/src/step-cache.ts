@@ -18,8 +18,20 @@ export interface CachedStepResult {
 
 export interface StepCache {
   get(key: string): Promise<CachedStepResult | undefined>;
+  /**
+   * The last of `keys` (in their order) that is cached, and where it is in them: where a
+   * workspace resumes. A cache that can look several keys up at once has it; without it they
+   * are looked up one at a time from the last.
+   */
+  newest?(keys: readonly string[]): Promise<NewestCachedStep | undefined>;
   /** Stores (or replaces) the result under `key`. */
   put(key: string, result: CachedStepResult): Promise<void>;
+}
+
+export interface NewestCachedStep {
+  /** Its key's position in the keys asked for. */
+  position: number;
+  result: CachedStepResult;
 }
 
 /** A cache for one process: results are copied in and out, so callers cannot alter entries. */
@@ -29,6 +41,14 @@ export class MemoryStepCache implements StepCache {
   async get(key: string): Promise<CachedStepResult | undefined> {
     const entry = this.entries.get(key);
     return entry === undefined ? undefined : structuredClone(entry);
+  }
+
+  async newest(keys: readonly string[]): Promise<NewestCachedStep | undefined> {
+    for (let position = keys.length - 1; position >= 0; position -= 1) {
+      const entry = this.entries.get(keys[position]!);
+      if (entry !== undefined) return { position, result: structuredClone(entry) };
+    }
+    return undefined;
   }
 
   async put(key: string, result: CachedStepResult): Promise<void> {

@@ -21,7 +21,8 @@ export interface StoredJob {
 
 /** A job's progress log: events appended as they happen, flushed before its end is written. */
 export interface JobProgress {
-  append(event: BatchRunEvent): Promise<void>;
+  /** Events appended in one call are written together. */
+  append(...events: BatchRunEvent[]): Promise<void>;
   flush(): Promise<void>;
 }
 

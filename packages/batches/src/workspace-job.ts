@@ -25,6 +25,7 @@ import type { RepositorySource } from "./repository-source.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import { type WorkspaceClaim, type WorkspaceEnd, workspaceJobId } from "./run-store.ts";
 import { runWorkspace } from "./run-workspace.ts";
+import { StepBoundaryProgress } from "./step-boundary-progress.ts";
 import type { StepCache } from "./step-cache.ts";
 import type { ImageLookups } from "./step-placement.ts";
 import {
@@ -39,8 +40,11 @@ import { takenOverRun } from "./workspace-takeover.ts";
 /** How often a running job checks whether its workspace was cancelled by someone else. */
 const CANCEL_POLL_MS = 1_000;
 
-/** How many runs' image look-ups a worker keeps (runs it took workspaces of most recently). */
-const RUNS_WITH_IMAGES = 8;
+/**
+ * How many runs' image look-ups and parsed specs a worker keeps (runs it took workspaces of most
+ * recently).
+ */
+const RUNS_KEPT = 8;
 
 export interface WorkspaceJobOptions {
   /** The database (RunStore), or the server's executor API for an executor without it. */
@@ -50,6 +54,8 @@ export interface WorkspaceJobOptions {
   repositories: RepositorySource;
   /** Model spend budgets: a workspace whose run's budget is spent is not started. */
   budgets?: RunBudgets | undefined;
+  /** How long progress waits for the next step boundary at most; default HELD_PROGRESS_MS. */
+  progressHoldMs?: number;
 }
 
 /** Whether a run's model spend budget is spent: why, or null while it is not. */
@@ -160,6 +166,11 @@ export class WorkspaceJob {
    * run's first workspace found it.
    */
   readonly #runImages = new Map<string, ImageLookups>();
+  /**
+   * Per run, its spec as parsed: a run's workspaces share one spec, which its first job this
+   * process takes parses (a parse is the YAML and the schema, milliseconds a job).
+   */
+  readonly #runSpecs = new Map<string, { source: string; parsed: BatchSpec }>();
 
   constructor(options: WorkspaceJobOptions) {
     this.#options = options;
@@ -179,14 +190,16 @@ export class WorkspaceJob {
     }
     await store.start(job.row);
     const writer = store.progress(job.run.id, workspaceId);
+    const progress = new StepBoundaryProgress(writer, this.#options.progressHoldMs);
     const watch = new ClaimWatch(store, workspaceId, claim, context.signal);
-    // Progress goes to the log as it happens; the workspace's end (and its changesets) is written
-    // with the row that records it, once, by the attempt that holds the claim (finishWorkspace):
-    // an attempt killed after it reported its end, or one that lost its claim, adds no second end.
+    // Progress goes to the log a step boundary at a time; the workspace's end (and its
+    // changesets, and the progress told since the last step started) is written with the row
+    // that records it, once, by the attempt that holds the claim (finishWorkspace): an attempt
+    // killed after it reported its end, or one that lost its claim, adds no second end.
     const report = (event: BatchRunEvent) => {
       if (watch.superseded || event.type === "workspace_finished" || event.type === "changeset")
         return;
-      void writer.append(event).catch(() => {});
+      progress.tell(event);
     };
     const workspace = workspaceOf(job);
     const made: { remove?: () => Promise<void> } = {};
@@ -203,6 +216,7 @@ export class WorkspaceJob {
       }
       end = endOf(job.parsed, workspace, result);
     } catch (error) {
+      progress.release();
       await writer.flush().catch(() => {});
       if (
         (BatchesError.isInstance(error) && error.code === "interrupted") ||
@@ -224,13 +238,25 @@ export class WorkspaceJob {
       };
     } finally {
       watch.stop();
+      // Before the end is written: whoever sees the workspace (or its run) ended finds its
+      // checkout gone.
       if (job.options.keep_logs !== true) await made.remove?.().catch(() => {});
     }
     // Progress that could not be stored is lost; the end below is what counts. Writing it may
     // fail (the database gone): the job then throws, and the queue runs it again, resuming from
     // the step cache.
     await writer.flush().catch(() => {});
-    await store.finishWorkspace(job.row, job.run, job.options, claim, end);
+    const held = progress.take();
+    const written = await store.finishWorkspace(job.row, job.run, job.options, claim, {
+      ...end,
+      progress: held,
+    });
+    if (!written && held.length > 0) {
+      // The workspace ended otherwise (a cancel, another attempt): its log still tells this
+      // attempt's steps, as it did when each was written as it happened.
+      progress.giveBack(held);
+      await writer.flush().catch(() => {});
+    }
   }
 
   /**
@@ -240,6 +266,18 @@ export class WorkspaceJob {
   async #load(workspaceId: string): Promise<LoadedJob | null> {
     const found = await this.#options.store.job(workspaceId);
     if (found === null) return null;
+    return {
+      ...found,
+      parsed: this.#specOf(found),
+      options: StoredOptions.parse(found.run.options),
+      definition: StoredWorkspaceDefinitionSchema.parse(found.row.definition),
+    };
+  }
+
+  /** The run's spec, parsed once in this process (nothing alters a parsed spec). */
+  #specOf(found: StoredJob): BatchSpec {
+    const known = this.#runSpecs.get(found.run.id);
+    if (known !== undefined && known.source === found.spec.source) return known.parsed;
     const parsed = parseBatchSpec(found.spec.source, { file: found.spec.file ?? "spec.yaml" });
     if (parsed.spec === undefined) {
       throw new BatchesError(
@@ -247,23 +285,15 @@ export class WorkspaceJob {
         `the stored spec of run ${found.run.id} no longer validates:\n${parsed.diagnostics.map(formatDiagnostic).join("\n")}`,
       );
     }
-    return {
-      ...found,
-      parsed: parsed.spec,
-      options: StoredOptions.parse(found.run.options),
-      definition: StoredWorkspaceDefinitionSchema.parse(found.row.definition),
-    };
+    keepRecent(this.#runSpecs, found.run.id, { source: found.spec.source, parsed: parsed.spec });
+    return parsed.spec;
   }
 
   #imagesOf(runId: string): ImageLookups {
     let images = this.#runImages.get(runId);
     if (images === undefined) {
       images = new Map();
-      this.#runImages.set(runId, images);
-      // Maps keep insertion order: the first key is the run seen longest ago.
-      if (this.#runImages.size > RUNS_WITH_IMAGES) {
-        this.#runImages.delete(this.#runImages.keys().next().value!);
-      }
+      keepRecent(this.#runImages, runId, images);
     }
     return images;
   }
@@ -325,6 +355,13 @@ export class WorkspaceJob {
       onEvent: report,
     });
   }
+}
+
+/** Keeps `value` for the run, and only the RUNS_KEPT runs seen most recently. */
+function keepRecent<Value>(byRun: Map<string, Value>, runId: string, value: Value): void {
+  byRun.set(runId, value);
+  // Maps keep insertion order: the first key is the run seen longest ago.
+  if (byRun.size > RUNS_KEPT) byRun.delete(byRun.keys().next().value!);
 }
 
 /**
