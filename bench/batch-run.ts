@@ -15,6 +15,7 @@
 //   node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_REPOSITORIES=20 BATCH_BENCH_STEP_SECONDS=0.1 node --conditions=source bench/batch-run.ts
 //   BATCH_BENCH_SANDBOX=on|off|both (default both)
+//   BATCH_BENCH_ONLY=container: only the container steps beside the `podman run` loop
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -51,6 +52,7 @@ const REPOSITORIES = Number(process.env.BATCH_BENCH_REPOSITORIES ?? 100);
 const STEPS = 3;
 const PARALLELISM = availableParallelism();
 const SANDBOX = process.env.BATCH_BENCH_SANDBOX ?? "both";
+const ONLY_CONTAINER = process.env.BATCH_BENCH_ONLY === "container";
 
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
@@ -188,6 +190,42 @@ async function tearDown(setup: Setup): Promise<void> {
   await setup.database.close();
 }
 
+/** 1 container step per repository beside `podman run` in an `xargs -P` loop doing the same. */
+async function containerFigure(
+  primary: Setup,
+  repositories: string[],
+  scratch: string,
+): Promise<void> {
+  const runtime = (await detectContainerRuntime({ restrictedHost: true })).runtime;
+  if (runtime === null || runtime.kind !== "podman") {
+    reportSkipped({
+      id: "batch-container-vs-podman",
+      label: "100 × 1 container steps / podman run loop",
+      skipped: "no working Podman here (scripts/container-runtime.sh installs it)",
+    });
+    return;
+  }
+  ensureBusyboxTestImage(runtime);
+  const containerRun = await runToEnd(
+    primary,
+    specYaml([stepScript(0)], BUSYBOX_TEST_IMAGE).replace("name: bench", "name: bench-container"),
+    "container",
+  );
+  const loop = podmanLoop(repositories, scratch, BUSYBOX_TEST_IMAGE, runtime);
+  console.table([
+    { measure: "podman run in an xargs -P loop", seconds: round(loop) },
+    { measure: "deckhand batch run, container runtime", seconds: round(containerRun.seconds) },
+  ]);
+  reportFigure({
+    id: "batch-container-vs-podman",
+    label: `${REPOSITORIES} × 1 container steps / podman run in an xargs -P loop`,
+    value: containerRun.seconds,
+    unit: "s",
+    anchor: { label: "podman run loop", value: loop, unit: "s" },
+    comparison: { value: containerRun.seconds / loop, unit: "×" },
+  });
+}
+
 async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), "deckhand-bench-batch-"));
   const setups: Setup[] = [];
@@ -210,6 +248,10 @@ async function main(): Promise<void> {
     );
     setups.push(primary);
     const idleKib = treeRssKib();
+    if (ONLY_CONTAINER) {
+      await containerFigure(primary, repositories, scratch);
+      return;
+    }
 
     const steps = Array.from({ length: STEPS }, (_, step) => stepScript(step));
     const ideal = (REPOSITORIES * STEPS * STEP_SECONDS) / PARALLELISM;
@@ -355,35 +397,7 @@ async function main(): Promise<void> {
         comparison: { value: (pgCached.seconds / pgCold.seconds) * 100, unit: "%" },
       });
     }
-
-    const runtime = (await detectContainerRuntime({ restrictedHost: true })).runtime;
-    if (runtime === null || runtime.kind !== "podman") {
-      reportSkipped({
-        id: "batch-container-vs-podman",
-        label: "100 × 1 container steps / podman run loop",
-        skipped: "no working Podman here (scripts/container-runtime.sh installs it)",
-      });
-      return;
-    }
-    ensureBusyboxTestImage(runtime);
-    const containerRun = await runToEnd(
-      primary,
-      specYaml([stepScript(0)], BUSYBOX_TEST_IMAGE).replace("name: bench", "name: bench-container"),
-      "container",
-    );
-    const loop = podmanLoop(repositories, scratch, BUSYBOX_TEST_IMAGE, runtime);
-    console.table([
-      { measure: "podman run in an xargs -P loop", seconds: round(loop) },
-      { measure: "deckhand batch run, container runtime", seconds: round(containerRun.seconds) },
-    ]);
-    reportFigure({
-      id: "batch-container-vs-podman",
-      label: `${REPOSITORIES} × 1 container steps / podman run in an xargs -P loop`,
-      value: containerRun.seconds,
-      unit: "s",
-      anchor: { label: "podman run loop", value: loop, unit: "s" },
-      comparison: { value: containerRun.seconds / loop, unit: "×" },
-    });
+    await containerFigure(primary, repositories, scratch);
   } finally {
     for (const setup of setups.reverse()) await tearDown(setup);
     await sandboxed.close();

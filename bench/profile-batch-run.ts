@@ -313,6 +313,17 @@ function report(
       between.push(steps[index]!.t - (prior.t + prior.ms));
     }
   }
+  const firstStep = spawned
+    .filter(
+      (entry) =>
+        stepCommand(entry) && spans.some((span) => entry.argsText.includes(span.workspaceId)),
+    )
+    .reduce((first, entry) => Math.min(first, entry.t), Number.POSITIVE_INFINITY);
+  if (Number.isFinite(firstStep)) {
+    // What a run pays once before any step: resolving, queueing, runtime detection, the first
+    // image look-up and shell probe of a container run.
+    console.log(`  first step process starts ${round(firstStep - started)} ms into the run`);
+  }
   if (before.length > 0) {
     console.log(
       `  per job: before the first step ${round(median(before))} ms, between steps ${round(median(between))} ms, after the last ${round(median(after))} ms (medians)`,

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDb, type DbHandle, TaskRegistry, TaskWorker, workspaceSteps } from "@deckhand/db";
 import {
+  eventually,
   fakeCodexDirective,
   gitIn,
   startFakeCodexRelease,
@@ -318,6 +319,26 @@ describe("BatchRunService", () => {
     expect(BatchesError.isInstance(error)).toBe(true);
     expect((error as BatchesError).code).toBe("invalid_spec");
     expect((error as BatchesError).message).toMatch(/bad\.yaml:2:\d+: steps/);
+  });
+
+  it("starts detecting the container runtime when a run whose steps name images is created, before any job runs", async () => {
+    const calls = join(scratch.path, "podman-calls");
+    const podman = join(scratch.path, "podman");
+    writeFileSync(podman, `#!/bin/sh\necho "$*" >> ${calls}\necho '4.9.0|false'\n`, {
+      mode: 0o755,
+    });
+    const detecting = new BatchRunService({
+      database,
+      codeHosts: () => [{ type: "directory", path: root }],
+      environment: testEnvironment(scratch.path, {
+        containerDetection: { candidates: ["podman"], binaries: { podman }, restrictedHost: true },
+        outerEnvironment: { PATH: process.env.PATH },
+      }),
+    });
+    // No worker: nothing places a step, so only the run's creation can have started it.
+    await detecting.createRun({ source: spec("echo hi > A"), options: { runtime: "container" } });
+    expect(await eventually(() => existsSync(calls), 60_000)).toBe(true);
+    expect(readFileSync(calls, "utf8")).toMatch(/^--runtime runc --cgroup-manager cgroupfs info /);
   });
 
   it("resolves the workspaces a spec would run in without running anything", async () => {

@@ -188,6 +188,10 @@ export class BatchRunService {
   async createRun(request: CreateBatchRunRequest): Promise<BatchRun> {
     const spec = await this.#parse(request);
     const options = request.options ?? {};
+    // A run whose steps name images needs the container runtime before its first job can place
+    // them: detection (`podman info`, 0.3 s or more) starts now, while the workspaces resolve,
+    // instead of when that job starts. Once per process, as before; nothing for other runs.
+    this.#options.environment.containers(spec, options.runtime ?? "auto");
     const resolved = await this.#repositories.workspaces(spec, options);
     // Workspaces whose latest earlier run was taken over take the session's work instead.
     const continued = await this.#takeovers.continuations(spec.name, resolved.workspaces);

@@ -60,6 +60,25 @@ describe("detectContainerRuntime", () => {
     );
   });
 
+  it("stops at the first candidate that works: a later one is never started", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "deckhand-first-candidate-"));
+    try {
+      const podman = fakeClient(directory, "podman", "echo '4.9.0|false'");
+      // A docker client whose daemon socket hangs would hold detection up to its timeout.
+      const started = join(directory, "docker-started");
+      const docker = fakeClient(directory, "docker", `touch ${started}; exec sleep 60`);
+      const detection = await detectContainerRuntime({
+        binaries: { podman, docker },
+        restrictedHost: true,
+      });
+      expect(detection.runtime).toMatchObject({ kind: "podman", version: "4.9.0" });
+      expect(detection.probes.map((probe) => probe.kind)).toEqual(["podman"]);
+      expect(existsSync(started)).toBe(false);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it("does not take a binary whose `info` fails for a runtime", async () => {
     const detection = await detectContainerRuntime({
       candidates: ["docker"],

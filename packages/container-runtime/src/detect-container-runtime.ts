@@ -209,20 +209,21 @@ async function probe(
 /**
  * Finds a container runtime by a working `info`, never by a binary on PATH: a Docker client
  * without a reachable daemon is not a runtime. Candidates are probed one after another so the
- * first working one wins deterministically; every probe is reported, to explain a fallback.
+ * first working one wins deterministically, and none after it is started (a client whose daemon
+ * does not answer would hold every run's first container step up to its timeout); every probe
+ * made is reported, to explain a fallback.
  */
 export async function detectContainerRuntime(
   options: DetectContainerRuntimeOptions = {},
 ): Promise<ContainerRuntimeDetection> {
   const candidates = options.candidates ?? ["podman", "docker"];
   const probes: RuntimeProbe[] = [];
-  let runtime: ContainerRuntime | null = null;
   for (const kind of candidates) {
     const outcome = await probe(kind, options);
     probes.push(outcome.probe);
-    if (outcome.runtime !== null && runtime === null) runtime = outcome.runtime;
+    if (outcome.runtime !== null) return { runtime: outcome.runtime, probes };
   }
-  return { runtime, probes };
+  return { runtime: null, probes };
 }
 
 /**
