@@ -101,8 +101,7 @@ try {
     await stream.waitFor((client) => {
       const events = client.events();
       const started = events.find(
-        ({ event }) =>
-          event.type === "turn_started" && event.user_message_id === posted.message.id,
+        ({ event }) => event.type === "turn_started" && event.user_message_id === posted.message.id,
       );
       if (started?.event.type !== "turn_started") return false;
       const messageId = started.event.message_id;
