@@ -10,7 +10,7 @@ import {
 } from "@deckhand/db";
 import { redactValue } from "@deckhand/secrets";
 import type { SessionEvent, SessionEventPayload } from "@deckhand/wire";
-import { and, asc, eq, gt, sql } from "drizzle-orm";
+import { and, asc, eq, gt, type SQLWrapper, sql } from "drizzle-orm";
 
 /** NOTIFY channel announcing a new session event; the payload is the session id. */
 export const SESSION_EVENTS_CHANNEL = "deckhand_session_events";
@@ -70,6 +70,15 @@ export async function appendSessionEvent(
   return appended!;
 }
 
+export interface AppendOptions {
+  /**
+   * A statement (an insert or update with `returning`) run first, in the same statement: the
+   * events are appended only when it returns a row, so a change and the event announcing it
+   * take one round trip and no transaction.
+   */
+  onlyIf?: SQLWrapper;
+}
+
 /** A row of `session_events` as a raw statement returns it (drivers differ on bigint and time). */
 interface AppendedRow {
   id: number | string;
@@ -92,8 +101,12 @@ export async function appendSessionEvents(
   executor: Executor,
   sessionId: string,
   entries: readonly { chatId: string | null; event: SessionEventPayload }[],
+  options: AppendOptions = {},
 ): Promise<SessionEvent[]> {
   if (entries.length === 0) return [];
+  // A guard runs first in the same statement; nothing is appended when it returns no row.
+  const guard = options.onlyIf ? sql`guard as materialized (${options.onlyIf.getSQL()}), ` : sql``;
+  const lockFrom = options.onlyIf ? sql` from guard limit 1` : sql``;
   const values = JSON.stringify(
     entries.map(({ chatId, event }) => ({
       chat_id: chatId,
@@ -110,8 +123,8 @@ export async function appendSessionEvents(
   // inserted (and draw their ids) in the order of the list. `previous` is the session's last id
   // before them, read after the lock too.
   const result = (await executor.execute(sql`
-    with locked as materialized (
-      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))
+    with ${guard}locked as materialized (
+      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
     ), previous as materialized (
       select coalesce(max(last.id), 0) as id from locked cross join lateral (
         select id from session_events where session_id = ${sessionId}::uuid order by id desc limit 1
@@ -130,6 +143,7 @@ export async function appendSessionEvents(
           'i', id, 'c', chat_id, 't', floor(extract(epoch from created_at) * 1000), 'e', payload
         ) order by id) from inserted)
       )::text else ${sessionId}::text end)
+      where exists (select from locked)
     )
     select inserted.* from inserted, notified order by inserted.id
   `)) as unknown as { rows: AppendedRow[] };

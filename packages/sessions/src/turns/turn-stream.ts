@@ -25,6 +25,8 @@ export class TurnStream {
   readonly #logger: Logger;
   readonly #collector = new PartCollector();
   readonly #writer: SessionEventWriter<AgentEvent>;
+  /** The turn's end, held back to commit with the message's end (`takeHeld`). */
+  #held: AgentEvent[] = [];
   #storedAt = 0;
 
   constructor(store: SessionStore, turn: TurnRef, logger: Logger) {
@@ -44,12 +46,48 @@ export class TurnStream {
     });
   }
 
-  /** Streams an event of the turn; waits only when the writer is far ahead of the database. */
-  emit = (event: AgentEvent): Promise<void> => this.#writer.append(this.#turn.chatId, event);
+  /**
+   * Streams an event of the turn; waits only when the writer is far ahead of the database. A
+   * `turn_end` is held back: nothing waits on it but the turn's `turn_finished`, and the two
+   * then commit with the message's end in one statement (`takeHeld`), unless anything is
+   * appended or flushed before, which stores it first.
+   */
+  emit = async (event: AgentEvent): Promise<void> => {
+    if (event.type === "turn_end") {
+      this.#held.push(event);
+      return;
+    }
+    await this.#release();
+    await this.#writer.append(this.#turn.chatId, event);
+  };
 
   /** Waits until every event so far is stored: before anything else is appended to the log. */
-  flush(): Promise<void> {
+  async flush(): Promise<void> {
+    await this.#release();
+    await this.#writer.flush();
+  }
+
+  /** Waits until every event so far is stored, but for a held `turn_end`. */
+  settle(): Promise<void> {
     return this.#writer.flush();
+  }
+
+  /**
+   * The held events, which the caller now stores (the message's end does); the writer must be
+   * settled first, so they follow everything streamed before them.
+   */
+  takeHeld(): AgentEvent[] {
+    const held = this.#held;
+    this.#held = [];
+    for (const event of held) this.#collector.add(event);
+    return held;
+  }
+
+  async #release(): Promise<void> {
+    if (this.#held.length === 0) return;
+    const held = this.#held;
+    this.#held = [];
+    for (const event of held) await this.#writer.append(this.#turn.chatId, event);
   }
 
   /** The message's parts as the events streamed so far make them. */
