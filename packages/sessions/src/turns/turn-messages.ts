@@ -4,10 +4,11 @@ import {
   AgentEventSchema,
   type CollectedPart,
   collectParts,
+  type PartChanges,
   type SessionEventPayload,
 } from "@deckhand/wire";
 import type { AgentTurnPayload } from "../store/agent-turn-tasks.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import type { SessionStore, SessionTransaction } from "../store/session-store.ts";
 
 /** What an interrupted turn's message says: the server, not a person, stopped it. */
 export const INTERRUPTED_ERROR =
@@ -147,14 +148,16 @@ export class TurnMessages {
   }
 
   /**
-   * Ends the message: its status and error, its parts (all of them, rewritten whole, so a secret
-   * split across deltas is redacted too), and a `turn_finished` event, after `before` (the
-   * turn's last events, held back to commit here: see `TurnStream`).
+   * Ends the message: its status and error, its parts, and a `turn_finished` event, after
+   * `before` (the turn's last events, held back to commit here: see `TurnStream`). `parts` is
+   * either all of them, rewritten whole (so a secret split across deltas is redacted too), or
+   * what changed since the stream last stored them (it stores each part whole, redacted): with
+   * nothing changed, the end is one statement.
    */
   async finish(
     turn: TurnRef,
     outcome: TurnOutcome,
-    parts: CollectedPart[],
+    parts: CollectedPart[] | PartChanges,
     before: readonly AgentEvent[] = [],
   ): Promise<void> {
     const finished: SessionEventPayload = {
@@ -165,13 +168,22 @@ export class TurnMessages {
       status: outcome.status,
       ...(outcome.reason ? { reason: outcome.reason } : {}),
     };
+    const events = [...before, finished].map((event) => ({ chatId: turn.chatId, event }));
+    // The message's end and its events in one statement; a message gone (its session deleted
+    // meanwhile) gets no events.
+    const end = async (queries: SessionStore | SessionTransaction) => {
+      await queries.appendEvents(turn.sessionId, events, {
+        onlyIf: queries.messages.end(turn.messageId, outcome),
+      });
+    };
+    if (!Array.isArray(parts) && parts.truncateFrom === null && parts.put.length === 0) {
+      await end(this.#store);
+      return;
+    }
     await this.#store.transaction(async (transaction) => {
-      await transaction.messages.rewriteParts(turn.messageId, parts);
-      const end = transaction.messages.end(turn.messageId, outcome);
-      const events = [...before, finished].map((event) => ({ chatId: turn.chatId, event }));
-      // The message's end and its events in one statement; a message gone (its session
-      // deleted meanwhile) gets no events.
-      await transaction.appendEvents(turn.sessionId, events, { onlyIf: end });
+      if (Array.isArray(parts)) await transaction.messages.rewriteParts(turn.messageId, parts);
+      else await transaction.messages.storePartChanges(turn.messageId, parts);
+      await end(transaction);
     });
   }
 

@@ -125,7 +125,7 @@ export class TurnRunner {
         ),
       );
     const held = stream.takeHeld();
-    await messages.finish(turn, outcome, stream.parts, held);
+    await messages.finish(turn, outcome, stream.partsToStore(), held);
   }
 
   /** What the agent is asked: the user's text, after what Deckhand told the chat (if it is new). */

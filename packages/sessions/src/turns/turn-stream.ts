@@ -1,6 +1,11 @@
 import { errorMessage } from "@deckhand/errors";
 import { redactSecrets } from "@deckhand/secrets";
-import { type AgentEvent, type CollectedPart, PartCollector } from "@deckhand/wire";
+import {
+  type AgentEvent,
+  type CollectedPart,
+  type PartChanges,
+  PartCollector,
+} from "@deckhand/wire";
 import type { Logger } from "pino";
 import type { SessionEventWriter } from "../store/session-events.ts";
 import type { SessionStore } from "../store/session-store.ts";
@@ -27,6 +32,7 @@ export class TurnStream {
   readonly #writer: SessionEventWriter<AgentEvent>;
   /** The turn's end, held back to commit with the message's end (`takeHeld`). */
   #held: AgentEvent[] = [];
+  #writeFailed = false;
   #storedAt = 0;
 
   constructor(store: SessionStore, turn: TurnRef, logger: Logger) {
@@ -64,12 +70,27 @@ export class TurnStream {
   /** Waits until every event so far is stored: before anything else is appended to the log. */
   async flush(): Promise<void> {
     await this.#release();
-    await this.#writer.flush();
+    await this.settle();
   }
 
   /** Waits until every event so far is stored, but for a held `turn_end`. */
-  settle(): Promise<void> {
-    return this.#writer.flush();
+  async settle(): Promise<void> {
+    try {
+      await this.#writer.flush();
+    } catch (error) {
+      this.#writeFailed = true;
+      throw error;
+    }
+  }
+
+  /**
+   * What the message's end stores of its parts, once the stream is settled: the changes since
+   * the last batch stored them (each part whole, redacted), or every part when a write failed
+   * (what was stored is then unknown).
+   */
+  partsToStore(): CollectedPart[] | PartChanges {
+    const changes = this.#collector.takeChanges();
+    return this.#writeFailed ? this.#collector.parts : changes;
   }
 
   /**
