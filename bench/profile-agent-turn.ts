@@ -35,7 +35,11 @@ let recording: Statement[] | null = null;
 await traceSql((statement) => recording?.push(statement));
 
 const model = await startFakeModel();
-model.respondWith(() => renderTurn("responses", turn.text("Done."), { model: "gpt-5-codex" }));
+let sequence = 0;
+model.respondWith(() => {
+  sequence += 1;
+  return renderTurn("responses", turn.text("Done."), { model: "gpt-5-codex", sequence });
+});
 const repository = createTempRepository({ "README.md": "# bench\n" }, "deckhand-profile-turn-");
 const dataDir = mkdtempSync(join(tmpdir(), "deckhand-profile-turn-"));
 writeFileSync(
