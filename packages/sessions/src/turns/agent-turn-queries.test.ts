@@ -237,6 +237,7 @@ const FIRST_TURN_STATEMENTS = 16;
 const NEXT_TURN_STATEMENTS = 12;
 /**
  * A later turn through the queue, from the user message's creation to the worker idle again (27
- * before; the chat and its session are also read in one query now).
+ * before; the chat and its session are also read in one query now, and the task's insert and
+ * its NOTIFY are one statement).
  */
-const QUEUED_TURN_STATEMENTS = 21;
+const QUEUED_TURN_STATEMENTS = 20;
