@@ -58,13 +58,15 @@ export class TurnStream {
    * then commit with the message's end in one statement (`takeHeld`), unless anything is
    * appended or flushed before, which stores it first.
    */
-  emit = async (event: AgentEvent): Promise<void> => {
+  emit = (event: AgentEvent): Promise<void> => {
     if (event.type === "turn_end") {
       this.#held.push(event);
-      return;
+      return Promise.resolve();
     }
-    await this.#release();
-    await this.#writer.append(this.#turn.chatId, event);
+    // Both are queued now, in order (the writer queues synchronously): no await in between.
+    const released = this.#release();
+    const appended = this.#writer.append(this.#turn.chatId, event);
+    return Promise.all([released, appended]).then(() => {});
   };
 
   /** Waits until every event so far is stored: before anything else is appended to the log. */
@@ -104,11 +106,14 @@ export class TurnStream {
     return held;
   }
 
-  async #release(): Promise<void> {
-    if (this.#held.length === 0) return;
+  /** Queues the held events on the writer, before anything appended after this call. */
+  #release(): Promise<void> {
+    if (this.#held.length === 0) return Promise.resolve();
     const held = this.#held;
     this.#held = [];
-    for (const event of held) await this.#writer.append(this.#turn.chatId, event);
+    return Promise.all(held.map((event) => this.#writer.append(this.#turn.chatId, event))).then(
+      () => {},
+    );
   }
 
   /** The message's parts as the events streamed so far make them. */
