@@ -15,10 +15,27 @@ export type ReadFeedEvents<Event extends FeedEvent> = (
   limit: number,
 ) => Promise<Event[]>;
 
+/**
+ * What a notification on the channel says: the key that has new events and, when the writer
+ * could send them, the events themselves with the key's last event id before them.
+ */
+export interface FeedNotice<Event extends FeedEvent> {
+  key: string;
+  /** The key's last event id before `events` (0 for none), as the writer saw it. */
+  previousId?: number;
+  /** The events just committed, in id order. */
+  events?: Event[];
+}
+
 export interface EventFeedHubOptions<Event extends FeedEvent> {
   /** The NOTIFY channel whose payload is the key that has new events. */
   channel: string;
   read: ReadFeedEvents<Event>;
+  /**
+   * Reads a notification's payload; without it the payload is the key. A notice that carries
+   * its events spares the feed its read when they follow what it has read.
+   */
+  notice?: (payload: string) => FeedNotice<Event>;
   /** The fallback read of every feed, for notifications lost while reconnecting. Default 2 s. */
   pollIntervalMs?: number;
 }
@@ -81,6 +98,7 @@ export class EventFeedHub<Event extends FeedEvent> {
   readonly #handle: DbHandle;
   readonly #channel: string;
   readonly #read: ReadFeedEvents<Event>;
+  readonly #notice: (payload: string) => FeedNotice<Event>;
   readonly #pollIntervalMs: number;
   readonly #feeds = new Map<string, Feed<Event>>();
   #unlisten: (() => Promise<void>) | null = null;
@@ -90,13 +108,15 @@ export class EventFeedHub<Event extends FeedEvent> {
     this.#handle = handle;
     this.#channel = options.channel;
     this.#read = options.read;
+    this.#notice = options.notice ?? ((key) => ({ key }));
     this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
   }
 
   async start(): Promise<void> {
-    this.#unlisten = await this.#handle.listen(this.#channel, (key) => {
-      const feed = this.#feeds.get(key);
-      if (feed) void this.#readFeed(feed);
+    this.#unlisten = await this.#handle.listen(this.#channel, (payload) => {
+      const notice = this.#notice(payload);
+      const feed = this.#feeds.get(notice.key);
+      if (feed) this.#noticed(feed, notice);
     });
     this.#poll = setInterval(() => {
       for (const feed of this.#feeds.values()) void this.#readFeed(feed);
@@ -156,6 +176,43 @@ export class EventFeedHub<Event extends FeedEvent> {
     };
   }
 
+  /**
+   * A notice of new events: when it carries them and they follow what the feed has read (the
+   * writer's previous id is the feed's), they are handed on as if read; otherwise the feed
+   * reads. Decided synchronously, and never while a read is in flight (which reads again): so
+   * notices, delivered in commit order, can only advance the feed over events it has seen. A
+   * writer that saw an older previous id than the truth (PostgreSQL's statement snapshot
+   * predates the lock it waited for) only makes the feed read.
+   */
+  #noticed(feed: Feed<Event>, notice: FeedNotice<Event>): void {
+    const events = notice.events;
+    if (events !== undefined && events.length > 0 && !feed.reading) {
+      if (events.at(-1)!.id <= feed.readId) return;
+      if (notice.previousId === feed.readId) {
+        this.#hand(feed, events);
+        return;
+      }
+    }
+    void this.#readFeed(feed);
+  }
+
+  /** Queues events the feed has read (or been sent) for every live subscriber. */
+  #hand(feed: Feed<Event>, events: Event[]): void {
+    feed.readId = events.at(-1)!.id;
+    for (const subscriber of feed.subscribers) {
+      if (subscriber.mode !== "live" || subscriber.closed) continue;
+      for (const event of events) if (event.id > subscriber.cursor) subscriber.queue.push(event);
+      if (subscriber.queue.length > MAX_QUEUED) {
+        // Too far behind to buffer: drop the queue and let it read the database itself.
+        subscriber.queue = [];
+        subscriber.mode = "catching_up";
+        void this.#catchUp(feed, subscriber);
+      } else {
+        void this.#drain(subscriber);
+      }
+    }
+  }
+
   /** Reads what is new for the key once and queues it for every live subscriber. */
   async #readFeed(feed: Feed<Event>): Promise<void> {
     if (feed.reading) {
@@ -169,20 +226,7 @@ export class EventFeedHub<Event extends FeedEvent> {
         for (;;) {
           const events = await this.#read(this.#handle.db, feed.key, feed.readId, PAGE);
           if (events.length === 0) break;
-          feed.readId = events.at(-1)!.id;
-          for (const subscriber of feed.subscribers) {
-            if (subscriber.mode !== "live" || subscriber.closed) continue;
-            for (const event of events)
-              if (event.id > subscriber.cursor) subscriber.queue.push(event);
-            if (subscriber.queue.length > MAX_QUEUED) {
-              // Too far behind to buffer: drop the queue and let it read the database itself.
-              subscriber.queue = [];
-              subscriber.mode = "catching_up";
-              void this.#catchUp(feed, subscriber);
-            } else {
-              void this.#drain(subscriber);
-            }
-          }
+          this.#hand(feed, events);
           if (events.length < PAGE) break;
         }
       } while (feed.again && this.#feeds.get(feed.key) === feed);

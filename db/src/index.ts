@@ -16,6 +16,7 @@ export {
   EventFeedHub,
   type EventFeedHubOptions,
   type FeedEvent,
+  type FeedNotice,
   type FeedSubscribeOptions,
   type FeedSubscription,
   type ReadFeedEvents,

@@ -52,7 +52,7 @@ export interface EnqueueResult {
  * on commit, so a worker never wakes for a task it cannot see yet.
  */
 export async function enqueue(executor: Executor, options: EnqueueOptions): Promise<EnqueueResult> {
-  const inserted = await executor
+  const insert = executor
     .insert(tasks)
     .values({
       type: options.type,
@@ -64,11 +64,16 @@ export async function enqueue(executor: Executor, options: EnqueueOptions): Prom
     })
     .onConflictDoNothing({ target: tasks.idempotencyKey })
     .returning({ id: tasks.id });
-  const row = inserted[0];
-  if (row) {
-    await executor.execute(sql`select pg_notify(${TASK_CHANNEL}, ${taskNotice(options.type)})`);
-    return { id: Number(row.id), created: true };
-  }
+  // The insert and its NOTIFY (sent only for a new task) are one statement.
+  const inserted = (await executor.execute(sql`
+    with inserted as (${insert.getSQL()}),
+    notified as materialized (
+      select pg_notify(${TASK_CHANNEL}, ${taskNotice(options.type)}) from inserted
+    )
+    select inserted.id from inserted, notified
+  `)) as unknown as { rows: { id: number | string }[] };
+  const row = inserted.rows[0];
+  if (row) return { id: Number(row.id), created: true };
   // Only an idempotency-key conflict skips the insert, so the key is present here.
   const existing = await executor
     .select({ id: tasks.id })

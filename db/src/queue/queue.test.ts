@@ -11,7 +11,7 @@ import {
 import type { DbHandle } from "../client.ts";
 import { projects } from "../schema/projects.ts";
 import { tasks } from "../schema/tasks.ts";
-import { enqueue } from "./enqueue.ts";
+import { enqueue, TASK_CHANNEL } from "./enqueue.ts";
 import { type TaskDefinition, TaskRegistry } from "./registry.ts";
 import { TaskWorker, type WorkerOptions } from "./worker.ts";
 
@@ -56,6 +56,37 @@ describe.each(backends)("durable queue on %s", (kind) => {
     const [row] = await database.handle.db.select().from(tasks).where(eq(tasks.id, id));
     return row!;
   }
+
+  it("enqueues in one statement, its NOTIFY included; an existing key notifies nothing", async () => {
+    const type = uniqueType();
+    const notices: string[] = [];
+    const unlisten = await database.handle.listen(TASK_CHANNEL, (payload) => {
+      notices.push(payload);
+    });
+    // Every statement drizzle sends for the handle's database goes through its session's logger.
+    const session = (database.handle.db as unknown as { session: Record<string, unknown> })
+      .session as { options: { logger?: unknown }; logger: unknown };
+    const saved = { options: session.options.logger, session: session.logger };
+    const sent: string[] = [];
+    const logger = { logQuery: (query: string) => sent.push(query) };
+    session.options.logger = logger;
+    session.logger = logger;
+    try {
+      const first = await enqueue(database.handle.db, { type, idempotencyKey: type });
+      expect(sent).toHaveLength(1);
+      await waitFor(() => notices.includes(type));
+      sent.length = 0;
+      const again = await enqueue(database.handle.db, { type, idempotencyKey: type });
+      expect(again).toEqual({ id: first.id, created: false });
+      // The insert that found the key, and the lookup of the task that has it.
+      expect(sent).toHaveLength(2);
+      expect(notices.filter((notice) => notice === type)).toHaveLength(1);
+    } finally {
+      session.options.logger = saved.options;
+      session.logger = saved.session;
+      await unlisten();
+    }
+  });
 
   it("runs a task enqueued in a committed transaction, woken by NOTIFY without polling", async () => {
     const type = uniqueType();

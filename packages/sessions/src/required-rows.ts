@@ -19,7 +19,7 @@ export function notFound(what: string, id: string): SessionsError {
 }
 
 /** The row `read` finds for an id from outside; a `not_found` naming `what` otherwise. */
-async function found<Row>(
+async function foundRow<Row>(
   what: string,
   id: string,
   read: (id: string) => Promise<Row | undefined>,
@@ -37,14 +37,14 @@ export interface OpenSession {
 }
 
 export function requireProject(store: SessionStore, projectId: string): Promise<ProjectRow> {
-  return found("project", projectId, (id) => store.projects.get(id));
+  return foundRow("project", projectId, (id) => store.projects.get(id));
 }
 
 export function requireSession(
   store: SessionStore,
   sessionId: string,
 ): Promise<SessionWithWorktree> {
-  return found("session", sessionId, (id) => store.sessions.get(id));
+  return foundRow("session", sessionId, (id) => store.sessions.get(id));
 }
 
 /** The session and its active worktree; a `conflict` when the session is closed. */
@@ -52,20 +52,32 @@ export async function requireOpenSession(
   store: SessionStore,
   sessionId: string,
 ): Promise<OpenSession> {
-  const { session, worktree } = await requireSession(store, sessionId);
+  return openOf(await requireSession(store, sessionId));
+}
+
+/** A chat with its session, which must be open (as `requireOpenSession`), in one query. */
+export async function requireChatOfOpenSession(
+  store: SessionStore,
+  chatId: string,
+): Promise<OpenSession & { chat: ChatRow }> {
+  const found = await foundRow("chat", chatId, (id) => store.sessions.ofChat(id));
+  return { chat: found.chat, ...openOf(found) };
+}
+
+function openOf({ session, worktree }: SessionWithWorktree): OpenSession {
   if (session.status !== "open" || !worktree || worktree.status !== "active") {
-    throw new SessionsError("conflict", `session ${sessionId} is closed`);
+    throw new SessionsError("conflict", `session ${session.id} is closed`);
   }
   return { session, worktree };
 }
 
 export function requireChat(store: SessionStore, chatId: string): Promise<ChatRow> {
-  return found("chat", chatId, (id) => store.chats.get(id));
+  return foundRow("chat", chatId, (id) => store.chats.get(id));
 }
 
 export function requirePendingChange(
   store: SessionStore,
   pendingChangeId: string,
 ): Promise<PendingChangeWithAgent> {
-  return found("pending change", pendingChangeId, (id) => store.pendingChanges.get(id));
+  return foundRow("pending change", pendingChangeId, (id) => store.pendingChanges.get(id));
 }

@@ -1,7 +1,7 @@
 import type { Database } from "@deckhand/db";
 import type { CreateMessageRequest, CreateMessageResponse, Message } from "@deckhand/wire";
 import { type AgentCatalog, checkChoiceInCatalog } from "../agent-choice.ts";
-import { requireChat, requireOpenSession } from "../required-rows.ts";
+import { requireChat, requireChatOfOpenSession } from "../required-rows.ts";
 import { messageResource } from "../resources.ts";
 import { SessionStore } from "../store/session-store.ts";
 
@@ -23,8 +23,7 @@ export class MessageService {
    * turn and the stream event announcing the message: all three happen, or none.
    */
   async create(chatId: string, request: CreateMessageRequest): Promise<CreateMessageResponse> {
-    const chat = await requireChat(this.#store, chatId);
-    const { session } = await requireOpenSession(this.#store, chat.sessionId);
+    const { chat, session } = await requireChatOfOpenSession(this.#store, chatId);
     if (request.model !== undefined || request.mode !== undefined) {
       await checkChoiceInCatalog(this.#agentCatalog, session.projectId, request);
     }

@@ -52,11 +52,14 @@ export class PendingChangeService {
 
   /**
    * `record` for a caller that holds the session's git lock (see `SessionLock.git`) and has just
-   * read the worktree's changed paths (`changes`), as the work after a turn has.
+   * read the worktree's changed paths (`changes`), as the work after a turn has. `beforeWrite`
+   * runs only when something may be written, first (a turn stores its own events then, so they
+   * come before the changes').
    */
   async recordChanges(
     work: RecordedWork,
     changes: readonly ChangedPath[],
+    beforeWrite?: () => Promise<void>,
   ): Promise<PendingChange[]> {
     const { sessionId, worktreePath } = work;
     // A clean worktree with nothing pending (most turns that only answer) has nothing to write.
@@ -71,6 +74,7 @@ export class PendingChangeService {
         diff: await diffPath(worktreePath, change),
       })),
     );
+    await beforeWrite?.();
     return this.#store.transaction(async (transaction) => {
       const recorded = await recordDiffs(transaction, work, diffs);
       if (recorded.length > 0) {

@@ -1,6 +1,6 @@
 import type { DbHandle, FeedSubscribeOptions, FeedSubscription } from "@deckhand/db";
 import type { Session, SessionActivityEvent } from "@deckhand/wire";
-import { SESSION_EVENTS_CHANNEL } from "../store/session-events.ts";
+import { SESSION_EVENTS_CHANNEL, sessionEventsNotice } from "../store/session-events.ts";
 
 export interface SessionActivityHubOptions {
   /** Sessions by id, whole (as the API gives them). */
@@ -47,9 +47,9 @@ export class SessionActivityHub {
   }
 
   async start(): Promise<void> {
-    this.#unlisten = await this.#handle.listen(SESSION_EVENTS_CHANNEL, (sessionId) => {
+    this.#unlisten = await this.#handle.listen(SESSION_EVENTS_CHANNEL, (payload) => {
       if (this.#subscribers.size === 0) return;
-      this.#dirty.add(sessionId);
+      this.#dirty.add(sessionEventsNotice(payload).key);
       this.#timer ??= setTimeout(() => void this.#flush(), this.#options.coalesceMs ?? 200);
     });
   }

@@ -110,6 +110,19 @@ export class MessageRows {
     return inserted.length > 0;
   }
 
+  /**
+   * The insert of a turn's streaming assistant message under its deterministic id, unsent: it
+   * returns a row only when the message is new, so it can guard the append of `turn_started`
+   * (see `appendSessionEvents`'s `onlyIf`).
+   */
+  insertStreamingAssistant(values: { id: string; chatId: string; agentType: string }) {
+    return this.#executor
+      .insert(messages)
+      .values({ ...values, status: "streaming", role: "assistant" })
+      .onConflictDoNothing()
+      .returning({ id: messages.id });
+  }
+
   /** Marks an unfinished message cancelled; the turn finishing it keeps that status. */
   async markCancelled(messageId: string): Promise<void> {
     await this.#executor
@@ -147,6 +160,12 @@ export class MessageRows {
    * across deltas is redacted too).
    */
   async finish(messageId: string, outcome: MessageOutcome, parts: CollectedPart[]): Promise<void> {
+    await this.rewriteParts(messageId, parts);
+    await this.end(messageId, outcome);
+  }
+
+  /** Replaces a message's parts with `parts` (redacted whole). */
+  async rewriteParts(messageId: string, parts: CollectedPart[]): Promise<void> {
     await this.#executor.delete(messageParts).where(eq(messageParts.messageId, messageId));
     if (parts.length > 0) {
       await this.#executor.insert(messageParts).values(
@@ -158,10 +177,18 @@ export class MessageRows {
         })),
       );
     }
-    await this.#executor
+  }
+
+  /**
+   * The update that ends a message with its outcome, unsent: it returns the message's id, so it
+   * can guard the append of the event that announces it.
+   */
+  end(messageId: string, outcome: MessageOutcome) {
+    return this.#executor
       .update(messages)
       .set({ status: outcome.status, error: outcome.error ?? null, completedAt: new Date() })
-      .where(eq(messages.id, messageId));
+      .where(eq(messages.id, messageId))
+      .returning({ id: messages.id });
   }
 
   /** The text of a user message: its first part, when that is text ("" otherwise). */

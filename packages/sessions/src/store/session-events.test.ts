@@ -1,4 +1,4 @@
-import { createDb, type DbHandle, projects, sessions } from "@deckhand/db";
+import { chats, createDb, type DbHandle, EventFeedHub, projects, sessions } from "@deckhand/db";
 import {
   createPostgresTestDatabase,
   type PostgresTestDatabase,
@@ -6,7 +6,13 @@ import {
 } from "@deckhand/testkit";
 import type { SessionEvent } from "@deckhand/wire";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { publishSessionEvent, readSessionEvents, SessionEventWriter } from "./session-events.ts";
+import {
+  publishSessionEvent,
+  readSessionEvents,
+  SESSION_EVENTS_CHANNEL,
+  SessionEventWriter,
+  sessionEventsNotice,
+} from "./session-events.ts";
 
 let handle: DbHandle;
 let sessionId: string;
@@ -190,5 +196,122 @@ describe.each(backends)("session events on $name", ({ postgres }) => {
     expect(stored).toHaveLength(count);
     // Read while appends committed, the ids came in the order they are stored in: none late.
     expect(seen).toEqual(stored);
+  });
+  /** A new session on the first handle. */
+  const newSession = async (name: string) => {
+    const [project] = await writers[0]!.db
+      .insert(projects)
+      .values({ name, repositoryPath: "/nowhere" })
+      .returning();
+    const [session] = await writers[0]!.db
+      .insert(sessions)
+      .values({ projectId: project!.id, branch: `deckhand/${name}` })
+      .returning();
+    return session!.id;
+  };
+
+  /** The session stream's fan-out on the first handle, counting the reads it makes. */
+  const startFeed = async () => {
+    const feed = { reads: 0 };
+    const hub = new EventFeedHub<SessionEvent>(writers[0]!, {
+      channel: SESSION_EVENTS_CHANNEL,
+      read: (executor, key, afterId, limit) => {
+        feed.reads += 1;
+        return readSessionEvents(executor, key, afterId, limit);
+      },
+      notice: sessionEventsNotice,
+      pollIntervalMs: 60_000,
+    });
+    await hub.start();
+    return { hub, feed };
+  };
+
+  const until = async (check: () => boolean) => {
+    const deadline = Date.now() + 60_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error("condition not met in 60 s");
+      await new Promise((resolveWait) => setTimeout(resolveWait, 5));
+    }
+  };
+
+  it("fans out every event of racing appends once, in order, as the log reads them", async () => {
+    const raced = await newSession("fan-out-race");
+    const { hub } = await startFeed();
+    const delivered: SessionEvent[] = [];
+    let caughtUp = false;
+    const subscription = hub.subscribe({
+      key: raced,
+      afterId: 0,
+      deliver: (event) => {
+        delivered.push(event);
+      },
+      caughtUp: () => {
+        caughtUp = true;
+      },
+    });
+    try {
+      await until(() => caughtUp);
+      const count = 120;
+      await Promise.all(
+        Array.from({ length: count }, (_, index) =>
+          index % 3 === 0
+            ? (async () => {
+                const writer = new SessionEventWriter(writers[index % writers.length]!.db, raced);
+                await writer.append(null, text(index));
+                await writer.append(null, text(index + 1_000));
+                await writer.flush();
+              })()
+            : publishSessionEvent(writers[index % writers.length]!.db, raced, null, text(index)),
+        ),
+      );
+      const stored = await readSessionEvents(writers[0]!.db, raced, 0);
+      await until(() => delivered.length >= stored.length);
+      expect(delivered).toEqual(stored);
+    } finally {
+      subscription.close();
+      await hub.stop();
+    }
+  });
+
+  it("hands a live stream the rows an append's notice carries, without reading the log", async () => {
+    const quiet = await newSession("fan-out-notice");
+    await publishSessionEvent(writers[0]!.db, quiet, null, text(-1));
+    const [chat] = await writers[0]!.db.insert(chats).values({ sessionId: quiet }).returning();
+    const { hub, feed } = await startFeed();
+    const delivered: SessionEvent[] = [];
+    let caughtUp = false;
+    const subscription = hub.subscribe({
+      key: quiet,
+      afterId: 0,
+      deliver: (event) => {
+        delivered.push(event);
+      },
+      caughtUp: () => {
+        caughtUp = true;
+      },
+    });
+    try {
+      await until(() => caughtUp && delivered.length === 1);
+      const readsCaughtUp = feed.reads;
+      const writer = new SessionEventWriter(writers[0]!.db, quiet);
+      for (let index = 0; index < 5; index += 1) {
+        await publishSessionEvent(writers[0]!.db, quiet, chat!.id, text(index));
+        await writer.append(null, text(index + 10));
+        await writer.append(null, text(index + 20));
+        await writer.flush();
+      }
+      // Too large to ride in a notice: the stream reads it.
+      await publishSessionEvent(writers[0]!.db, quiet, null, {
+        ...text(99),
+        delta: "x".repeat(9_000),
+      });
+      const stored = await readSessionEvents(writers[0]!.db, quiet, 0);
+      await until(() => delivered.length >= stored.length);
+      expect(delivered).toEqual(stored);
+      expect(feed.reads - readsCaughtUp).toBe(1);
+    } finally {
+      subscription.close();
+      await hub.stop();
+    }
   });
 });

@@ -3,18 +3,51 @@ import {
   type DbHandle,
   EventFeedHub,
   type Executor,
+  type FeedNotice,
   GroupCommitWriter,
   sessionEvents,
   type Transaction,
 } from "@deckhand/db";
 import { redactValue } from "@deckhand/secrets";
 import type { SessionEvent, SessionEventPayload } from "@deckhand/wire";
-import { and, asc, eq, gt, sql } from "drizzle-orm";
+import { and, asc, eq, gt, type SQLWrapper, sql } from "drizzle-orm";
 
 /** NOTIFY channel announcing a new session event; the payload is the session id. */
 export const SESSION_EVENTS_CHANNEL = "deckhand_session_events";
 
 type EventRow = typeof sessionEvents.$inferSelect;
+
+/** Below PostgreSQL's limit on a NOTIFY payload (8,000 bytes), with room to spare. */
+const NOTICE_BYTES = 7_600;
+
+/** A notice's events as `appendSessionEvents` sends them. */
+interface NoticeRow {
+  i: number | string;
+  c: string | null;
+  t: number | string;
+  e: unknown;
+}
+
+/**
+ * Reads a notification on the events channel: a bare session id (`notifySessionChanged`, or an
+ * append too large to carry its rows), or an append's session, the session's last event id
+ * before it and its rows, as `readSessionEvents` would return them.
+ */
+export function sessionEventsNotice(payload: string): FeedNotice<SessionEvent> {
+  if (!payload.startsWith("{")) return { key: payload };
+  const notice = JSON.parse(payload) as { s: string; p: number | string; e: NoticeRow[] | null };
+  return {
+    key: notice.s,
+    previousId: Number(notice.p),
+    events: (notice.e ?? []).map((row) => ({
+      id: Number(row.i),
+      session_id: notice.s,
+      chat_id: row.c,
+      created_at: new Date(Number(row.t)).toISOString(),
+      event: row.e as SessionEventPayload,
+    })),
+  };
+}
 
 function toSessionEvent(row: EventRow): SessionEvent {
   return {
@@ -35,6 +68,15 @@ export async function appendSessionEvent(
 ): Promise<SessionEvent> {
   const [appended] = await appendSessionEvents(executor, sessionId, [{ chatId, event }]);
   return appended!;
+}
+
+export interface AppendOptions {
+  /**
+   * A statement (an insert or update with `returning`) run first, in the same statement: the
+   * events are appended only when it returns a row, so a change and the event announcing it
+   * take one round trip and no transaction.
+   */
+  onlyIf?: SQLWrapper;
 }
 
 /** A row of `session_events` as a raw statement returns it (drivers differ on bigint and time). */
@@ -59,8 +101,12 @@ export async function appendSessionEvents(
   executor: Executor,
   sessionId: string,
   entries: readonly { chatId: string | null; event: SessionEventPayload }[],
+  options: AppendOptions = {},
 ): Promise<SessionEvent[]> {
   if (entries.length === 0) return [];
+  // A guard runs first in the same statement; nothing is appended when it returns no row.
+  const guard = options.onlyIf ? sql`guard as materialized (${options.onlyIf.getSQL()}), ` : sql``;
+  const lockFrom = options.onlyIf ? sql` from guard limit 1` : sql``;
   const values = JSON.stringify(
     entries.map(({ chatId, event }) => ({
       chat_id: chatId,
@@ -70,11 +116,19 @@ export async function appendSessionEvents(
       payload: redactValue(event),
     })),
   );
+  // The notice carries the rows when they fit PostgreSQL's 8,000-byte payload (a row's own
+  // fields take under 100 bytes besides its payload), so a stream's fan-out need not read them.
+  const rich = values.length + entries.length * 100 + 200 < NOTICE_BYTES;
   // The rows are made from the lock's row, so no id is drawn before the lock is held; they are
-  // inserted (and draw their ids) in the order of the list.
+  // inserted (and draw their ids) in the order of the list. `previous` is the session's last id
+  // before them, read after the lock too.
   const result = (await executor.execute(sql`
-    with locked as materialized (
-      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))
+    with ${guard}locked as materialized (
+      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
+    ), previous as materialized (
+      select coalesce(max(last.id), 0) as id from locked cross join lateral (
+        select id from session_events where session_id = ${sessionId}::uuid order by id desc limit 1
+      ) last
     ), inserted as (
       insert into session_events (session_id, chat_id, type, payload)
       select ${sessionId}::uuid, (entry->>'chat_id')::uuid, entry->>'type', entry->'payload'
@@ -82,7 +136,14 @@ export async function appendSessionEvents(
       order by ordinal
       returning id, session_id, chat_id, payload, created_at
     ), notified as materialized (
-      select pg_notify(${SESSION_EVENTS_CHANNEL}, ${sessionId})
+      select pg_notify(${SESSION_EVENTS_CHANNEL}, case when ${rich} then json_build_object(
+        's', ${sessionId}::text,
+        'p', (select id from previous),
+        'e', (select json_agg(json_build_object(
+          'i', id, 'c', chat_id, 't', floor(extract(epoch from created_at) * 1000), 'e', payload
+        ) order by id) from inserted)
+      )::text else ${sessionId}::text end)
+      where exists (select from locked)
     )
     select inserted.* from inserted, notified order by inserted.id
   `)) as unknown as { rows: AppendedRow[] };
@@ -215,10 +276,16 @@ export class SessionEventRows {
 
 /**
  * Fans persisted session events out to the session streams' WebSocket clients: the database's
- * event-feed hub over `session_events`, keyed by session id.
+ * event-feed hub over `session_events`, keyed by session id. An append's notice carries its
+ * rows, so a stream that has read up to the append gets them without reading the log.
  */
 export class SessionStreamHub extends EventFeedHub<SessionEvent> {
   constructor(handle: DbHandle, options: { pollIntervalMs?: number } = {}) {
-    super(handle, { channel: SESSION_EVENTS_CHANNEL, read: readSessionEvents, ...options });
+    super(handle, {
+      channel: SESSION_EVENTS_CHANNEL,
+      read: readSessionEvents,
+      notice: sessionEventsNotice,
+      ...options,
+    });
   }
 }

@@ -1,5 +1,6 @@
-import { type Executor, projects, sessions, sessionWorktrees } from "@deckhand/db";
+import { chats, type Executor, projects, sessions, sessionWorktrees } from "@deckhand/db";
 import { and, asc, desc, eq, ilike, inArray, isNotNull, isNull, or, sql } from "drizzle-orm";
+import type { ChatRow } from "./chat-rows.ts";
 import { type SessionState, sessionStates } from "./session-states.ts";
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -29,20 +30,40 @@ export class SessionRows {
 
   /** A session with its latest worktree row, in one query (every turn and message reads it). */
   async get(sessionId: string): Promise<SessionWithWorktree | undefined> {
-    const latest = this.#executor
+    const [row] = await this.#executor
+      .select()
+      .from(sessions)
+      .leftJoinLateral(this.#latestWorktree(), sql`true`)
+      .where(eq(sessions.id, sessionId));
+    if (!row) return undefined;
+    return { session: row.sessions, worktree: row.latest_worktree ?? undefined };
+  }
+
+  /** A chat with its session and the session's latest worktree row, in one query. */
+  async ofChat(chatId: string): Promise<(SessionWithWorktree & { chat: ChatRow }) | undefined> {
+    const [row] = await this.#executor
+      .select()
+      .from(chats)
+      .innerJoin(sessions, eq(sessions.id, chats.sessionId))
+      .leftJoinLateral(this.#latestWorktree(), sql`true`)
+      .where(eq(chats.id, chatId));
+    if (!row) return undefined;
+    return {
+      chat: row.chats,
+      session: row.sessions,
+      worktree: row.latest_worktree ?? undefined,
+    };
+  }
+
+  /** The latest worktree row of the session in the query, as a lateral subquery. */
+  #latestWorktree() {
+    return this.#executor
       .select()
       .from(sessionWorktrees)
       .where(eq(sessionWorktrees.sessionId, sessions.id))
       .orderBy(desc(sessionWorktrees.createdAt))
       .limit(1)
       .as("latest_worktree");
-    const [row] = await this.#executor
-      .select()
-      .from(sessions)
-      .leftJoinLateral(latest, sql`true`)
-      .where(eq(sessions.id, sessionId));
-    if (!row) return undefined;
-    return { session: row.sessions, worktree: row.latest_worktree ?? undefined };
   }
 
   /** The latest worktree row of each session. */

@@ -7,7 +7,9 @@ import { MessageRows } from "./message-rows.ts";
 import { PendingChangeRows } from "./pending-change-rows.ts";
 import { ProjectRows } from "./project-rows.ts";
 import {
+  type AppendOptions,
   appendSessionEvent,
+  appendSessionEvents,
   notifySessionChanged,
   publishSessionEvent,
   type QueuedEvent,
@@ -19,6 +21,7 @@ import { SessionRows } from "./session-rows.ts";
 
 /** Every query of the session domain over one executor: the database, or a transaction. */
 class SessionQueries {
+  readonly #executor: Executor;
   readonly projects: ProjectRows;
   readonly sessions: SessionRows;
   readonly chats: ChatRows;
@@ -29,6 +32,7 @@ class SessionQueries {
   readonly events: SessionEventRows;
 
   constructor(executor: Executor) {
+    this.#executor = executor;
     this.projects = new ProjectRows(executor);
     this.sessions = new SessionRows(executor);
     this.chats = new ChatRows(executor);
@@ -37,6 +41,18 @@ class SessionQueries {
     this.agentSessions = new AgentSessionRows(executor);
     this.turnTasks = new TurnTaskRows(executor);
     this.events = new SessionEventRows(executor);
+  }
+
+  /**
+   * Appends events to the session's log in one statement; with `onlyIf`, after that statement
+   * in the same one, and only when it returned a row (none are appended otherwise).
+   */
+  appendEvents(
+    sessionId: string,
+    entries: readonly QueuedEvent[],
+    options: AppendOptions = {},
+  ): Promise<SessionEvent[]> {
+    return appendSessionEvents(this.#executor, sessionId, entries, options);
   }
 }
 

@@ -55,7 +55,7 @@ export class AfterTurn {
         logger.warn({ err: error, sessionId }, "folding the agent's commits failed");
       }
     }
-    await turn.stream.flush();
+    await turn.stream.settle();
     try {
       await this.#options.pendingChanges.recordChanges(
         {
@@ -65,6 +65,8 @@ export class AfterTurn {
           chatId: turn.chatId,
         },
         (await readStatus()).changes,
+        // The turn's events, its end included, come before the pending changes it made.
+        () => turn.stream.flush(),
       );
     } catch (error) {
       logger.warn({ err: error, sessionId }, "recording pending changes failed");
@@ -88,6 +90,7 @@ export class AfterTurn {
     }
     if (folded.kind === "unchanged") return false;
     if (folded.folded.length > 0) {
+      await turn.stream.flush();
       await this.#options.store.publishEvent(sessionId, chatId, {
         type: "commits_folded",
         chat_id: chatId,

@@ -1,7 +1,14 @@
 import { createHash } from "node:crypto";
-import { AgentEventSchema, type CollectedPart, collectParts } from "@deckhand/wire";
+import {
+  type AgentEvent,
+  AgentEventSchema,
+  type CollectedPart,
+  collectParts,
+  type PartChanges,
+  type SessionEventPayload,
+} from "@deckhand/wire";
 import type { AgentTurnPayload } from "../store/agent-turn-tasks.ts";
-import type { SessionStore } from "../store/session-store.ts";
+import type { SessionStore, SessionTransaction } from "../store/session-store.ts";
 
 /** What an interrupted turn's message says: the server, not a person, stopped it. */
 export const INTERRUPTED_ERROR =
@@ -60,24 +67,31 @@ export class TurnMessages {
   async begin(turn: TurnRef, userMessageId: string): Promise<boolean> {
     for (;;) {
       // Most turns are new, so the insert comes first; only a message that is there already is
-      // read.
-      const inserted = await this.#store.transaction(async (transaction) => {
-        const created = await transaction.messages.insertAssistant({
-          id: turn.messageId,
-          chatId: turn.chatId,
-          agentType: turn.agent,
-          status: "streaming",
-        });
-        if (!created) return false;
-        await transaction.appendEvent(turn.sessionId, turn.chatId, {
-          type: "turn_started",
-          chat_id: turn.chatId,
-          message_id: turn.messageId,
-          user_message_id: userMessageId,
-          agent: turn.agent,
-        });
-        return true;
-      });
+      // read. The insert and its `turn_started` are one statement: the event is appended only
+      // when the insert made the message.
+      const started = await this.#store.appendEvents(
+        turn.sessionId,
+        [
+          {
+            chatId: turn.chatId,
+            event: {
+              type: "turn_started",
+              chat_id: turn.chatId,
+              message_id: turn.messageId,
+              user_message_id: userMessageId,
+              agent: turn.agent,
+            },
+          },
+        ],
+        {
+          onlyIf: this.#store.messages.insertStreamingAssistant({
+            id: turn.messageId,
+            chatId: turn.chatId,
+            agentType: turn.agent,
+          }),
+        },
+      );
+      const inserted = started.length > 0;
       if (inserted) return true;
       const existing = await this.#store.messages.get(turn.messageId);
       if (existing) {
@@ -134,20 +148,42 @@ export class TurnMessages {
   }
 
   /**
-   * Ends the message: its status and error, its parts (all of them, rewritten whole, so a secret
-   * split across deltas is redacted too), and a `turn_finished` event.
+   * Ends the message: its status and error, its parts, and a `turn_finished` event, after
+   * `before` (the turn's last events, held back to commit here: see `TurnStream`). `parts` is
+   * either all of them, rewritten whole (so a secret split across deltas is redacted too), or
+   * what changed since the stream last stored them (it stores each part whole, redacted): with
+   * nothing changed, the end is one statement.
    */
-  async finish(turn: TurnRef, outcome: TurnOutcome, parts: CollectedPart[]): Promise<void> {
-    await this.#store.transaction(async (transaction) => {
-      await transaction.messages.finish(turn.messageId, outcome, parts);
-      await transaction.appendEvent(turn.sessionId, turn.chatId, {
-        type: "turn_finished",
-        chat_id: turn.chatId,
-        message_id: turn.messageId,
-        agent: turn.agent,
-        status: outcome.status,
-        ...(outcome.reason ? { reason: outcome.reason } : {}),
+  async finish(
+    turn: TurnRef,
+    outcome: TurnOutcome,
+    parts: CollectedPart[] | PartChanges,
+    before: readonly AgentEvent[] = [],
+  ): Promise<void> {
+    const finished: SessionEventPayload = {
+      type: "turn_finished",
+      chat_id: turn.chatId,
+      message_id: turn.messageId,
+      agent: turn.agent,
+      status: outcome.status,
+      ...(outcome.reason ? { reason: outcome.reason } : {}),
+    };
+    const events = [...before, finished].map((event) => ({ chatId: turn.chatId, event }));
+    // The message's end and its events in one statement; a message gone (its session deleted
+    // meanwhile) gets no events.
+    const end = async (queries: SessionStore | SessionTransaction) => {
+      await queries.appendEvents(turn.sessionId, events, {
+        onlyIf: queries.messages.end(turn.messageId, outcome),
       });
+    };
+    if (!Array.isArray(parts) && parts.truncateFrom === null && parts.put.length === 0) {
+      await end(this.#store);
+      return;
+    }
+    await this.#store.transaction(async (transaction) => {
+      if (Array.isArray(parts)) await transaction.messages.rewriteParts(turn.messageId, parts);
+      else await transaction.messages.storePartChanges(turn.messageId, parts);
+      await end(transaction);
     });
   }
 

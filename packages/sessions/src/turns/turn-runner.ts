@@ -114,16 +114,18 @@ export class TurnRunner {
     if (live.interrupted && outcome.status !== "complete") {
       outcome = { status: "cancelled", error: INTERRUPTED_ERROR, reason: "interrupted" };
     }
-    // The parts and the final events must follow everything the turn streamed.
+    // The parts and the final events must follow everything the turn streamed; the turn's end,
+    // held back by the stream, commits with them.
     await stream
-      .flush()
+      .settle()
       .catch((error: unknown) =>
         logger.warn(
           { err: error, sessionId: turn.sessionId, agent: turn.agent },
           "storing the turn's events failed",
         ),
       );
-    await messages.finish(turn, outcome, stream.parts);
+    const held = stream.takeHeld();
+    await messages.finish(turn, outcome, stream.partsToStore(), held);
   }
 
   /** What the agent is asked: the user's text, after what Deckhand told the chat (if it is new). */
@@ -181,7 +183,9 @@ export class TurnRunner {
       failure = await stream.fail(error);
     }
     if (agentSessionId !== null) {
-      await stream.flush();
+      // What the agent streamed is stored before the work after the turn; its `turn_end` may
+      // wait for the message's end (the work after the turn stores it first if it writes).
+      await stream.settle();
       await afterTurn.run({ ...live.turn, worktree, agentSessionId, since, stream });
     }
     return failure ?? { stopReason: stopReason! };

@@ -1,6 +1,11 @@
 import { errorMessage } from "@deckhand/errors";
 import { redactSecrets } from "@deckhand/secrets";
-import { type AgentEvent, type CollectedPart, PartCollector } from "@deckhand/wire";
+import {
+  type AgentEvent,
+  type CollectedPart,
+  type PartChanges,
+  PartCollector,
+} from "@deckhand/wire";
 import type { Logger } from "pino";
 import type { SessionEventWriter } from "../store/session-events.ts";
 import type { SessionStore } from "../store/session-store.ts";
@@ -25,6 +30,9 @@ export class TurnStream {
   readonly #logger: Logger;
   readonly #collector = new PartCollector();
   readonly #writer: SessionEventWriter<AgentEvent>;
+  /** The turn's end, held back to commit with the message's end (`takeHeld`). */
+  #held: AgentEvent[] = [];
+  #writeFailed = false;
   #storedAt = 0;
 
   constructor(store: SessionStore, turn: TurnRef, logger: Logger) {
@@ -44,12 +52,68 @@ export class TurnStream {
     });
   }
 
-  /** Streams an event of the turn; waits only when the writer is far ahead of the database. */
-  emit = (event: AgentEvent): Promise<void> => this.#writer.append(this.#turn.chatId, event);
+  /**
+   * Streams an event of the turn; waits only when the writer is far ahead of the database. A
+   * `turn_end` is held back: nothing waits on it but the turn's `turn_finished`, and the two
+   * then commit with the message's end in one statement (`takeHeld`), unless anything is
+   * appended or flushed before, which stores it first.
+   */
+  emit = (event: AgentEvent): Promise<void> => {
+    if (event.type === "turn_end") {
+      this.#held.push(event);
+      return Promise.resolve();
+    }
+    // Both are queued now, in order (the writer queues synchronously): no await in between.
+    const released = this.#release();
+    const appended = this.#writer.append(this.#turn.chatId, event);
+    return Promise.all([released, appended]).then(() => {});
+  };
 
   /** Waits until every event so far is stored: before anything else is appended to the log. */
-  flush(): Promise<void> {
-    return this.#writer.flush();
+  async flush(): Promise<void> {
+    await this.#release();
+    await this.settle();
+  }
+
+  /** Waits until every event so far is stored, but for a held `turn_end`. */
+  async settle(): Promise<void> {
+    try {
+      await this.#writer.flush();
+    } catch (error) {
+      this.#writeFailed = true;
+      throw error;
+    }
+  }
+
+  /**
+   * What the message's end stores of its parts, once the stream is settled: the changes since
+   * the last batch stored them (each part whole, redacted), or every part when a write failed
+   * (what was stored is then unknown).
+   */
+  partsToStore(): CollectedPart[] | PartChanges {
+    const changes = this.#collector.takeChanges();
+    return this.#writeFailed ? this.#collector.parts : changes;
+  }
+
+  /**
+   * The held events, which the caller now stores (the message's end does); the writer must be
+   * settled first, so they follow everything streamed before them.
+   */
+  takeHeld(): AgentEvent[] {
+    const held = this.#held;
+    this.#held = [];
+    for (const event of held) this.#collector.add(event);
+    return held;
+  }
+
+  /** Queues the held events on the writer, before anything appended after this call. */
+  #release(): Promise<void> {
+    if (this.#held.length === 0) return Promise.resolve();
+    const held = this.#held;
+    this.#held = [];
+    return Promise.all(held.map((event) => this.#writer.append(this.#turn.chatId, event))).then(
+      () => {},
+    );
   }
 
   /** The message's parts as the events streamed so far make them. */
