@@ -1,5 +1,12 @@
 export { GitError, type GitErrorCode, type GitErrorDetails } from "./git-error.ts";
 export {
+  type GitDirectories,
+  gitDirectories,
+  type HeadFromFiles,
+  headFromFiles,
+  originUrlFromFiles,
+} from "./git-files.ts";
+export {
   basicAuthGitEnvironment,
   type GitCredentialEnvironment,
   type RemoteUrlCredentials,
