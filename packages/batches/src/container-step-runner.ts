@@ -178,4 +178,3 @@ function worktreeCommonDirectory(checkoutDirectory: string): string | null {
     ? directories.commonDirectory
     : null;
 }
-}
