@@ -574,15 +574,19 @@ describe("resolving again", () => {
   /** The git processes `work` starts in this process, by their arguments. */
   async function gitProcesses(work: () => Promise<unknown>): Promise<string[][]> {
     const started: string[][] = [];
-    const spawn = ChildProcess.prototype.spawn;
-    ChildProcess.prototype.spawn = function (this: ChildProcess, options) {
-      if (/(^|\/)git$/.test(options.file)) started.push(options.args.slice(1));
+    // Every child process of this one is spawned through here (node:child_process's internals).
+    const prototype = ChildProcess.prototype as unknown as {
+      spawn(this: ChildProcess, options: { file: string; args?: string[] }): unknown;
+    };
+    const spawn = prototype.spawn;
+    prototype.spawn = function (this: ChildProcess, options) {
+      if (/(^|\/)git$/.test(options.file)) started.push((options.args ?? []).slice(1));
       return spawn.call(this, options);
     };
     try {
       await work();
     } finally {
-      ChildProcess.prototype.spawn = spawn;
+      prototype.spawn = spawn;
     }
     return started;
   }
