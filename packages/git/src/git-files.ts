@@ -149,7 +149,13 @@ function outerConfigFiles(): string[] {
   if (process.env.GIT_CONFIG_GLOBAL !== undefined) {
     files.push(process.env.GIT_CONFIG_GLOBAL);
   } else {
-    const home = process.env.HOME ?? homedir();
+    let home = process.env.HOME;
+    try {
+      home ??= homedir();
+    } catch {
+      // No home directory: git reads no global file there either.
+      return files;
+    }
     const xdg = process.env.XDG_CONFIG_HOME ?? join(home, ".config");
     files.push(join(xdg, "git", "config"), join(home, ".gitconfig"));
   }
