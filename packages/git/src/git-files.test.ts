@@ -213,6 +213,7 @@ describe("originUrlFromFiles", () => {
       fc.constantFrom(
         '[remote "origin"]',
         '[remote "Origin"]',
+        '[REMOTE "origin"]',
         "[Remote.Origin]",
         "[remote.origin]",
         '[remote "upstream"]',
