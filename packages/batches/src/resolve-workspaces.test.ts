@@ -653,6 +653,31 @@ describe("resolving again", () => {
     ]);
   });
 
+  it("reads a named branch from the files, and sees it move", async () => {
+    api.git("branch", "release");
+    const named = "name: demo\non:\n  - repository: github.com/acme/api\n    branch: release\n";
+    const resolveNamed = async () =>
+      revisions(
+        await resolveWorkspaces(specFrom(named), {
+          repositories: await repositories(),
+          batchIgnores: memory,
+        }),
+      );
+    await resolveNamed();
+    let first: ReturnType<typeof revisions> = [];
+    expect(await gitProcesses(async () => (first = await resolveNamed()))).toEqual([]);
+    expect(first).toEqual([
+      {
+        repository: "github.com/acme/api",
+        branch: "release",
+        revision: api.git("rev-parse", "HEAD"),
+      },
+    ]);
+    api.git("checkout", "--quiet", "release");
+    api.git("commit", "--quiet", "--allow-empty", "-m", "on release");
+    expect((await resolveNamed())[0]?.revision).toBe(api.git("rev-parse", "release"));
+  });
+
   it("sees a new origin, and an origin removed", async () => {
     api.git("remote", "add", "origin", "https://example.com/upstream/api.git");
     const named = "name: demo\non:\n  - repository: example.com/upstream/api\n";

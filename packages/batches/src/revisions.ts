@@ -1,6 +1,6 @@
 // Branches to commits. A workspace always runs at a commit SHA, resolved once, so every step
 // and every executor sees the same tree even when the branch moves meanwhile.
-import { headFromFiles } from "@deckhand/git";
+import { branchFromFiles, headFromFiles } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { Repository } from "./repositories.ts";
 import { repositoryGit } from "./repository-git.ts";
@@ -100,6 +100,9 @@ export async function resolveBranch(
   signal?: AbortSignal,
 ): Promise<ResolvedRevision> {
   const name = branch.replace(/^refs\/heads\//, "");
+  // A local branch the files hold needs no git process; anything else is git's to find.
+  const fromFiles = branchFromFiles(repository.path, name);
+  if (fromFiles !== undefined) return { branch: name, revision: fromFiles };
   for (const ref of [`refs/heads/${name}`, `refs/remotes/origin/${name}`]) {
     const revision = await commitOf(repository, ref, signal);
     if (revision !== undefined) return { branch: name, revision };

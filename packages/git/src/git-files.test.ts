@@ -4,6 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  branchFromFiles,
   gitDirectories,
   headFromFiles,
   originUrlFromFiles,
@@ -164,6 +165,40 @@ describe("headFromFiles", () => {
     git(main, "symbolic-ref", "HEAD", "refs/heads/main");
     mkdirSync(join(main, ".git", "reftable"));
     expect(headFromFiles(main)).toBeUndefined();
+  });
+});
+
+describe("branchFromFiles", () => {
+  it("reads a branch's loose ref and its packed ref as git does, in a clone and a linked worktree", () => {
+    git(main, "branch", "feature/one");
+    const head = git(main, "rev-parse", "HEAD");
+    expect(branchFromFiles(main, "feature/one")).toBe(head);
+    git(main, "pack-refs", "--all");
+    expect(branchFromFiles(main, "feature/one")).toBe(head);
+    writeFileSync(join(main, "README.md"), "# moved\n");
+    git(main, "commit", "--quiet", "-am", "moved");
+    expect(branchFromFiles(main, "main")).toBe(git(main, "rev-parse", "refs/heads/main^{commit}"));
+    const linked = join(scratch, "linked");
+    git(main, "worktree", "add", "--quiet", linked, "feature/one");
+    expect(branchFromFiles(linked, "main")).toBe(git(main, "rev-parse", "main"));
+  });
+
+  it("leaves to git a branch the files lack, a symbolic one and a name git reads as more", () => {
+    expect(branchFromFiles(main, "missing")).toBeUndefined();
+    git(main, "symbolic-ref", "refs/heads/alias", "refs/heads/main");
+    expect(branchFromFiles(main, "alias")).toBeUndefined();
+    git(main, "branch", "x");
+    for (const name of [
+      "main~1",
+      "main^",
+      "../heads/main",
+      "x/../main",
+      ".hidden",
+      "main.lock",
+      "",
+    ]) {
+      expect(branchFromFiles(main, name)).toBeUndefined();
+    }
   });
 });
 

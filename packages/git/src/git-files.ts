@@ -132,9 +132,32 @@ export function headFromFiles(path: string): HeadFromFiles | undefined {
       return undefined;
     }
     refs.push(name);
-    target = readOptional(join(commonDirectory, name))?.trim() ?? packedRef(commonDirectory, name);
+    target = refTarget(commonDirectory, name);
   }
   return undefined;
+}
+
+/** What a ref's loose file holds (an object id or `ref: …`), else its packed-refs entry. */
+function refTarget(commonDirectory: string, name: string): string | undefined {
+  return readOptional(join(commonDirectory, name))?.trim() ?? packedRef(commonDirectory, name);
+}
+
+/** A branch name whose ref file name can only be that ref (no `..`, empty or hidden parts). */
+const PLAIN_BRANCH = /^(?!.*(?:^|\/)\.)(?!.*\.lock(?:\/|$))[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
+
+/**
+ * The commit of branch `branch` (without `refs/heads/`) in the worktree or bare repository at
+ * `path`, from its loose ref or packed-refs, as `git rev-parse refs/heads/<branch>^{commit}`
+ * says it. Undefined when the files do not say it plainly (no such branch in them, a symbolic
+ * ref, a reftable, a name with characters git reads as more than a name): git answers then.
+ */
+export function branchFromFiles(path: string, branch: string): string | undefined {
+  if (!PLAIN_BRANCH.test(branch) || branch.includes("..")) return undefined;
+  const directories = gitDirectories(path);
+  if (directories === undefined) return undefined;
+  if (isDirectory(join(directories.commonDirectory, "reftable"))) return undefined;
+  const target = refTarget(directories.commonDirectory, `refs/heads/${branch}`);
+  return target !== undefined && OBJECT_ID.test(target) ? target : undefined;
 }
 
 /**

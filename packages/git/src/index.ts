@@ -1,5 +1,6 @@
 export { GitError, type GitErrorCode, type GitErrorDetails } from "./git-error.ts";
 export {
+  branchFromFiles,
   type GitDirectories,
   gitDirectories,
   type HeadFromFiles,
