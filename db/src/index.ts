@@ -22,7 +22,12 @@ export {
   type ReadFeedEvents,
 } from "./event-feed-hub.ts";
 export { GroupCommitWriter, type GroupCommitWriterOptions } from "./group-commit-writer.ts";
-export { type EnqueueOptions, type EnqueueResult, enqueue } from "./queue/enqueue.ts";
+export {
+  type EnqueueOptions,
+  type EnqueueResult,
+  enqueue,
+  enqueueAll,
+} from "./queue/enqueue.ts";
 export {
   type ClaimedTask,
   claimTasks,

@@ -81,3 +81,33 @@ export async function enqueue(executor: Executor, options: EnqueueOptions): Prom
     .where(eq(tasks.idempotencyKey, options.idempotencyKey ?? ""));
   return { id: Number(existing[0]!.id), created: false };
 }
+
+/**
+ * Adds tasks in one statement and one NOTIFY per task type (a run's workspaces), in the order
+ * given: their ids ascend in that order, so tasks sharing a serial key run in it. Tasks whose
+ * idempotency key exists already are not added again. Returns how many were added.
+ */
+export async function enqueueAll(
+  executor: Executor,
+  options: readonly EnqueueOptions[],
+): Promise<number> {
+  if (options.length === 0) return 0;
+  const inserted = await executor
+    .insert(tasks)
+    .values(
+      options.map((task) => ({
+        type: task.type,
+        payload: task.payload ?? {},
+        idempotencyKey: task.idempotencyKey,
+        runAt: task.runAt,
+        maxAttempts: task.maxAttempts,
+        serialKey: task.serialKey,
+      })),
+    )
+    .onConflictDoNothing({ target: tasks.idempotencyKey })
+    .returning({ type: tasks.type });
+  for (const type of new Set(inserted.map((row) => row.type))) {
+    await executor.execute(sql`select pg_notify(${TASK_CHANNEL}, ${taskNotice(type)})`);
+  }
+  return inserted.length;
+}

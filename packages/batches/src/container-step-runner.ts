@@ -2,8 +2,7 @@
 // workspace's directory as working directory, the step's files and mounts read-only at their
 // targets, and no network (an agent step shares the host's, to reach the model-provider proxy
 // on this machine's loopback).
-import { readFile, stat } from "node:fs/promises";
-import { join, posix, resolve } from "node:path";
+import { posix } from "node:path";
 import type { AgentPlatform } from "@deckhand/batch-spec";
 import {
   type ContainerMount,
@@ -11,6 +10,7 @@ import {
   mountBreakingCharacter,
   runContainer,
 } from "@deckhand/container-runtime";
+import { gitDirectories } from "@deckhand/git";
 import { containerPlatform } from "./coding-agent-step.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { StepPlacement } from "./step-placement.ts";
@@ -152,7 +152,7 @@ export async function repositoryMount(
   signal: AbortSignal,
 ): Promise<ContainerMount[]> {
   const directory =
-    (await worktreeCommonDirectory(checkoutDirectory)) ??
+    worktreeCommonDirectory(checkoutDirectory) ??
     (
       await repositoryGit(
         checkoutDirectory,
@@ -172,17 +172,9 @@ export async function repositoryMount(
  * asked of a git process, which a container step would otherwise start each time; null when
  * the checkout is not laid out so (git is asked then).
  */
-async function worktreeCommonDirectory(checkoutDirectory: string): Promise<string | null> {
-  try {
-    const dotGit = await readFile(join(checkoutDirectory, ".git"), "utf8");
-    const administrative = /^gitdir: (.+)$/m.exec(dotGit)?.[1]?.trim();
-    if (administrative === undefined) return null;
-    const admin = resolve(checkoutDirectory, administrative);
-    const common = (await readFile(join(admin, "commondir"), "utf8")).trim();
-    if (common === "") return null;
-    const directory = resolve(admin, common);
-    return (await stat(directory)).isDirectory() ? directory : null;
-  } catch {
-    return null;
-  }
+function worktreeCommonDirectory(checkoutDirectory: string): string | null {
+  const directories = gitDirectories(checkoutDirectory);
+  return directories?.linked === true && directories.commonDirectory !== directories.gitDirectory
+    ? directories.commonDirectory
+    : null;
 }

@@ -66,6 +66,7 @@ export {
   type WorkspaceSelection,
 } from "./repository-source.ts";
 export {
+  BatchIgnoreMemory,
   type ResolveWorkspacesOptions,
   type ResolveWorkspacesResult,
   resolveWorkspaces,

@@ -6,7 +6,7 @@ import type { Dirent } from "node:fs";
 import { mkdir, readdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { errnoCode } from "@deckhand/errors";
-import { redactUrl, repositoryNameFromUrl, runGit } from "@deckhand/git";
+import { originUrlFromFiles, redactUrl, repositoryNameFromUrl, runGit } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { CodeHost, DirectoryCodeHost, GitUrlCodeHost } from "./code-host-config.ts";
 import { type GitEnvironmentFor, gitUrlAccess } from "./code-host-credentials.ts";
@@ -107,6 +107,12 @@ async function scanDirectory(root: string): Promise<{ path: string; bare: boolea
 }
 
 async function originName(path: string, signal: AbortSignal | undefined) {
+  // Read from the repository's config file where it is plain (no git process per repository of
+  // the host on every run); git reads anything unusual.
+  const fromFiles = originUrlFromFiles(path);
+  if (fromFiles !== undefined) {
+    return fromFiles === null ? undefined : repositoryNameFromUrl(fromFiles.trim());
+  }
   const { stdout, exitCode } = await repositoryGit(
     path,
     ["config", "--get", "remote.origin.url"],

@@ -13,7 +13,7 @@ import {
   type Repository,
   unfetchedRepositoryPath,
 } from "./repositories.ts";
-import { resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
+import { BatchIgnoreMemory, resolveWorkspaces, type Workspace } from "./resolve-workspaces.ts";
 
 export interface RepositorySourceOptions {
   /** The configured code hosts, read at each use (config.json may change). */
@@ -42,6 +42,8 @@ export class RepositorySource {
   readonly #options: RepositorySourceOptions;
   /** Git's environment for commands that reach a URL: its code host's credentials, if any. */
   readonly gitEnvironment: GitEnvironmentFor;
+  /** What git said of `.batchignore` at the commits this process resolved before. */
+  readonly #batchIgnores = new BatchIgnoreMemory();
 
   constructor(options: RepositorySourceOptions) {
     this.#options = options;
@@ -67,6 +69,7 @@ export class RepositorySource {
     const result = await resolveWorkspaces(spec, {
       repositories,
       forceOverrideIgnore: selection.force_override_ignore ?? false,
+      batchIgnores: this.#batchIgnores,
       ...(signal ? { signal } : {}),
     });
     const excluded = new Set(selection.exclude_repositories ?? []);

@@ -1,3 +1,4 @@
+import { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitIn } from "@deckhand/testkit";
@@ -10,7 +11,11 @@ import {
 } from "../test/support.ts";
 import { BatchesError } from "./batches-error.ts";
 import { loadRepositories, type Repository } from "./repositories.ts";
-import { type ResolveWorkspacesResult, resolveWorkspaces } from "./resolve-workspaces.ts";
+import {
+  BatchIgnoreMemory,
+  type ResolveWorkspacesResult,
+  resolveWorkspaces,
+} from "./resolve-workspaces.ts";
 
 let scratch: ReturnType<typeof temporaryDirectory>;
 let root: string;
@@ -553,5 +558,153 @@ describe("a spec without on:", () => {
   it("has no workspaces", async () => {
     repositoryAt(join(root, "a"));
     expect(await resolve("name: demo\n")).toEqual({ workspaces: [], warnings: [] });
+  });
+});
+
+describe("resolving again", () => {
+  const yaml = "name: demo\non:\n  - repositoriesMatchingQuery: repo:acme\n";
+  let api: PlacedRepository;
+  let memory: BatchIgnoreMemory;
+  beforeEach(() => {
+    api = repositoryAt(join(root, "github.com/acme/api"));
+    repositoryAt(join(root, "github.com/acme/web"));
+    memory = new BatchIgnoreMemory();
+  });
+
+  /** The git processes `work` starts in this process, by their arguments. */
+  async function gitProcesses(work: () => Promise<unknown>): Promise<string[][]> {
+    const started: string[][] = [];
+    // Every child process of this one is spawned through here (node:child_process's internals).
+    const prototype = ChildProcess.prototype as unknown as {
+      spawn(this: ChildProcess, options: { file: string; args?: string[] }): unknown;
+    };
+    const spawn = prototype.spawn;
+    prototype.spawn = function (this: ChildProcess, options) {
+      if (/(^|\/)git$/.test(options.file)) started.push((options.args ?? []).slice(1));
+      return spawn.call(this, options);
+    };
+    try {
+      await work();
+    } finally {
+      prototype.spawn = spawn;
+    }
+    return started;
+  }
+
+  async function again(): Promise<ResolveWorkspacesResult> {
+    return resolveWorkspaces(specFrom(yaml), {
+      repositories: await repositories(),
+      batchIgnores: memory,
+    });
+  }
+
+  function revisions(result: ResolveWorkspacesResult) {
+    return result.workspaces.map((workspace) => ({
+      repository: workspace.repository.name,
+      branch: workspace.branch,
+      revision: workspace.revision,
+    }));
+  }
+
+  it("starts no git process for repositories whose files and commits are as before", async () => {
+    const first = await again();
+    expect(first.workspaces).toHaveLength(2);
+    let second: ResolveWorkspacesResult | undefined;
+    expect(await gitProcesses(async () => (second = await again()))).toEqual([]);
+    expect(second).toEqual(first);
+  });
+
+  it("sees a new commit, another branch checked out and a new .batchignore", async () => {
+    await again();
+    writeFileSync(join(api.path, "README.md"), "# moved\n");
+    api.git("commit", "--quiet", "-am", "moved");
+    const moved = await again();
+    expect(revisions(moved)[0]).toEqual({
+      repository: "github.com/acme/api",
+      branch: "main",
+      revision: api.git("rev-parse", "HEAD"),
+    });
+
+    api.git("checkout", "--quiet", "-b", "feature");
+    api.git("commit", "--quiet", "--allow-empty", "-m", "on the feature branch");
+    api.git("pack-refs", "--all");
+    expect(revisions(await again())[0]).toEqual({
+      repository: "github.com/acme/api",
+      branch: "feature",
+      revision: api.git("rev-parse", "HEAD"),
+    });
+
+    writeFileSync(join(api.path, ".batchignore"), "");
+    api.git("add", ".batchignore");
+    api.git("commit", "--quiet", "-m", "ignore batch changes");
+    const ignored = await again();
+    expect(revisions(ignored).map((workspace) => workspace.repository)).toEqual([
+      "github.com/acme/web",
+    ]);
+    expect(ignored.warnings).toEqual([
+      expect.stringContaining("skipped github.com/acme/api: it has a .batchignore file"),
+    ]);
+
+    api.git("rm", "--quiet", ".batchignore");
+    api.git("commit", "--quiet", "-m", "batch changes welcome again");
+    expect(revisions(await again()).map((workspace) => workspace.repository)).toEqual([
+      "github.com/acme/api",
+      "github.com/acme/web",
+    ]);
+  });
+
+  it("reads a named branch from the files, and sees it move", async () => {
+    api.git("branch", "release");
+    const named = "name: demo\non:\n  - repository: github.com/acme/api\n    branch: release\n";
+    const resolveNamed = async () =>
+      revisions(
+        await resolveWorkspaces(specFrom(named), {
+          repositories: await repositories(),
+          batchIgnores: memory,
+        }),
+      );
+    await resolveNamed();
+    let first: ReturnType<typeof revisions> = [];
+    expect(await gitProcesses(async () => (first = await resolveNamed()))).toEqual([]);
+    expect(first).toEqual([
+      {
+        repository: "github.com/acme/api",
+        branch: "release",
+        revision: api.git("rev-parse", "HEAD"),
+      },
+    ]);
+    api.git("checkout", "--quiet", "release");
+    api.git("commit", "--quiet", "--allow-empty", "-m", "on release");
+    expect((await resolveNamed())[0]?.revision).toBe(api.git("rev-parse", "release"));
+  });
+
+  it("sees a new origin, and an origin removed", async () => {
+    api.git("remote", "add", "origin", "https://example.com/upstream/api.git");
+    const named = "name: demo\non:\n  - repository: example.com/upstream/api\n";
+    const first = await resolveWorkspaces(specFrom(named), { repositories: await repositories() });
+    expect(first.workspaces.map((workspace) => workspace.repository.name)).toEqual([
+      "github.com/acme/api",
+    ]);
+    api.git("remote", "set-url", "origin", "https://example.com/moved/api.git");
+    const loaded = await repositories();
+    expect(loaded.find((repository) => repository.name === "github.com/acme/api")?.originName).toBe(
+      "example.com/moved/api",
+    );
+    const error = await rejection(
+      resolveWorkspaces(specFrom(named), { repositories: loaded, batchIgnores: memory }),
+    );
+    expect(error.code).toBe("repository_not_found");
+    api.git("remote", "remove", "origin");
+    expect(
+      (await repositories()).find((repository) => repository.name === "github.com/acme/api")
+        ?.originName,
+    ).toBeUndefined();
+  });
+
+  it("asks git about a HEAD whose files it does not read plainly, as before", async () => {
+    mkdirSync(join(api.path, ".git", "reftable"));
+    const started = await gitProcesses(() => again());
+    expect(started).toContainEqual(expect.arrayContaining(["rev-parse"]));
+    expect(revisions(await again())[0]?.revision).toBe(api.git("rev-parse", "HEAD"));
   });
 });

@@ -61,6 +61,11 @@ export interface Workspace {
 export interface ResolveWorkspacesOptions {
   /** The repositories of the configured code hosts (`loadRepositories`). */
   repositories: readonly Repository[];
+  /**
+   * Whether commits seen before have a `.batchignore`, kept across resolutions (a server's runs);
+   * without it every resolution asks git.
+   */
+  batchIgnores?: BatchIgnoreMemory;
   /** Include repositories with a `.batchignore` at their root (src-cli's -force-override-ignore). */
   forceOverrideIgnore?: boolean;
   signal?: AbortSignal;
@@ -185,7 +190,46 @@ async function collectTargets(
   return targets.list();
 }
 
-async function hasBatchIgnore(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
+/**
+ * Whether commits have a `.batchignore` at their root, as git answered for them. A commit id names
+ * its tree for good, so the answer holds for as long as the commit is the one resolved; a
+ * repository that moved resolves to another commit, which git is asked about. The oldest answers
+ * are forgotten past `limit`.
+ */
+export class BatchIgnoreMemory {
+  readonly #answers = new Map<string, boolean>();
+  readonly #limit: number;
+
+  constructor(limit = 10_000) {
+    this.#limit = limit;
+  }
+
+  get(revision: string): boolean | undefined {
+    return this.#answers.get(revision);
+  }
+
+  set(revision: string, ignored: boolean): void {
+    this.#answers.delete(revision);
+    this.#answers.set(revision, ignored);
+    if (this.#answers.size > this.#limit) {
+      this.#answers.delete(this.#answers.keys().next().value!);
+    }
+  }
+}
+
+async function hasBatchIgnore(
+  target: Target,
+  signal: AbortSignal | undefined,
+  memory: BatchIgnoreMemory | undefined,
+): Promise<boolean> {
+  const known = memory?.get(target.revision);
+  if (known !== undefined) return known;
+  const ignored = await batchIgnoreAt(target, signal);
+  memory?.set(target.revision, ignored);
+  return ignored;
+}
+
+async function batchIgnoreAt(target: Target, signal: AbortSignal | undefined): Promise<boolean> {
   const { stdout } = await repositoryGit(
     target.repository.path,
     ["ls-tree", "--full-tree", target.revision, "--", ".batchignore"],
@@ -305,7 +349,7 @@ export async function resolveWorkspaces(
   const warnings: string[] = [];
   const targets = await collectTargets(spec, options, warnings);
   const ignored = await mapLimited(targets, parallelism, (target) =>
-    hasBatchIgnore(target, options.signal),
+    hasBatchIgnore(target, options.signal, options.batchIgnores),
   );
   const kept: Target[] = [];
   for (const [index, target] of targets.entries()) {

@@ -1,5 +1,6 @@
 // Branches to commits. A workspace always runs at a commit SHA, resolved once, so every step
 // and every executor sees the same tree even when the branch moves meanwhile.
+import { branchFromFiles, headFromFiles } from "@deckhand/git";
 import { BatchesError } from "./batches-error.ts";
 import type { Repository } from "./repositories.ts";
 import { repositoryGit } from "./repository-git.ts";
@@ -40,7 +41,13 @@ export async function resolveDefaultBranch(
   repository: Repository,
   signal?: AbortSignal,
 ): Promise<ResolvedRevision> {
-  // One git process for the usual case, a HEAD naming a branch with a commit: rev-parse takes its
+  // No git process for the usual layout, a HEAD naming a branch whose ref file (or packed-refs)
+  // holds its commit: read where git would read them, on every call, so a moved branch is seen.
+  const fromFiles = headFromFiles(repository.path);
+  if (fromFiles !== undefined && fromFiles.refs.length === 1) {
+    return { branch: fromFiles.refs[0]!.slice("refs/heads/".length), revision: fromFiles.commit };
+  }
+  // One git process otherwise for a HEAD naming a branch with a commit: rev-parse takes its
   // arguments in order, so HEAD's commit comes first, then (once --symbolic-full-name is on) the
   // ref HEAD names. Anything else is asked again the long way, which says what is wrong.
   const both = await repositoryGit(
@@ -93,6 +100,9 @@ export async function resolveBranch(
   signal?: AbortSignal,
 ): Promise<ResolvedRevision> {
   const name = branch.replace(/^refs\/heads\//, "");
+  // A local branch the files hold needs no git process; anything else is git's to find.
+  const fromFiles = branchFromFiles(repository.path, name);
+  if (fromFiles !== undefined) return { branch: name, revision: fromFiles };
   for (const ref of [`refs/heads/${name}`, `refs/remotes/origin/${name}`]) {
     const revision = await commitOf(repository, ref, signal);
     if (revision !== undefined) return { branch: name, revision };

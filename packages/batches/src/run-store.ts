@@ -12,7 +12,9 @@ import {
   batchSpecs,
   changesets,
   type DbHandle,
+  type EnqueueOptions,
   enqueue,
+  enqueueAll,
   type Transaction,
   type WorkspaceStatus,
   workspaceSteps,
@@ -222,6 +224,26 @@ async function writeChangesets(
   }
 }
 
+/** The queue task of one attempt at a workspace. */
+function workspaceTask(
+  runId: string,
+  workspaceId: string,
+  position: number,
+  options: BatchRunOptions,
+): EnqueueOptions {
+  return {
+    type: BATCH_WORKSPACE_TASK,
+    payload: { workspace_id: workspaceId },
+    idempotencyKey: `batch-workspace:${workspaceId}:${randomUUID()}`,
+    maxAttempts: WORKSPACE_TASK_ATTEMPTS,
+    // A run's parallelism, across every executor: its workspaces form that many lanes, and
+    // the queue runs one task of a lane at a time.
+    ...(options.parallelism !== undefined
+      ? { serialKey: `batch-run:${runId}:${position % options.parallelism}` }
+      : {}),
+  };
+}
+
 export class RunStore implements WorkspaceJobStore {
   readonly database: DbHandle;
 
@@ -320,9 +342,11 @@ export class RunStore implements WorkspaceJobStore {
           })),
         )
         .returning({ id: workspaces.id, position: workspaces.position });
-      for (const row of rows) {
-        await this.enqueueWorkspace(transaction, runId, row.id, row.position, run.options);
-      }
+      // One statement for the run's tasks, not two per workspace.
+      await enqueueAll(
+        transaction,
+        rows.map((row) => workspaceTask(runId, row.id, row.position, run.options)),
+      );
       return runId;
     });
   }
@@ -334,17 +358,7 @@ export class RunStore implements WorkspaceJobStore {
     position: number,
     options: BatchRunOptions,
   ): Promise<void> {
-    await enqueue(transaction, {
-      type: BATCH_WORKSPACE_TASK,
-      payload: { workspace_id: workspaceId },
-      idempotencyKey: `batch-workspace:${workspaceId}:${randomUUID()}`,
-      maxAttempts: WORKSPACE_TASK_ATTEMPTS,
-      // A run's parallelism, across every executor: its workspaces form that many lanes, and
-      // the queue runs one task of a lane at a time.
-      ...(options.parallelism !== undefined
-        ? { serialKey: `batch-run:${runId}:${position % options.parallelism}` }
-        : {}),
-    });
+    await enqueue(transaction, workspaceTask(runId, workspaceId, position, options));
   }
 
   async enqueueApply(transaction: Transaction, runId: string): Promise<void> {

@@ -1,5 +1,13 @@
 export { GitError, type GitErrorCode, type GitErrorDetails } from "./git-error.ts";
 export {
+  branchFromFiles,
+  type GitDirectories,
+  gitDirectories,
+  type HeadFromFiles,
+  headFromFiles,
+  originUrlFromFiles,
+} from "./git-files.ts";
+export {
   basicAuthGitEnvironment,
   type GitCredentialEnvironment,
   type RemoteUrlCredentials,

@@ -1,5 +1,4 @@
-import { readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { gitDirectories } from "@deckhand/git";
 
 /**
  * The git directories a worktree's `.git` file points at: its own administrative directory and
@@ -9,27 +8,8 @@ import { join, resolve } from "node:path";
  * without a `.git` file (an ordinary clone keeps them in `.git`, shown with the directory).
  */
 export function worktreeGitDirectories(worktree: string): string[] {
-  const dotGit = join(worktree, ".git");
-  try {
-    if (!statSync(dotGit).isFile()) return [];
-    const match = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, "utf8"));
-    if (match === null) return [];
-    const admin = resolve(worktree, match[1]!);
-    const directories = [admin];
-    try {
-      const common = readFileSync(join(admin, "commondir"), "utf8").trim();
-      if (common !== "") directories.push(resolve(admin, common));
-    } catch {
-      // A separate git directory (`git clone --separate-git-dir`) has no commondir.
-    }
-    return directories.filter((directory) => {
-      try {
-        return statSync(directory).isDirectory();
-      } catch {
-        return false;
-      }
-    });
-  } catch {
-    return [];
-  }
+  const directories = gitDirectories(worktree);
+  if (directories === undefined || !directories.linked) return [];
+  const { gitDirectory, commonDirectory } = directories;
+  return gitDirectory === commonDirectory ? [gitDirectory] : [gitDirectory, commonDirectory];
 }
