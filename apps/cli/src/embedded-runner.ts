@@ -5,8 +5,12 @@
 // serves, so what it shows is what it shows for a run on a server.
 
 import { ServerApiError } from "@deckhand/server-client";
-import type { BatchRunStreamFrame, StoredBatchRunEvent } from "@deckhand/wire";
-import { WireEnv } from "@deckhand/wire/no-schemas";
+import {
+  type BatchRunStreamFrame,
+  BatchRunStreamFrameSchema,
+  type StoredBatchRunEvent,
+  WireEnv,
+} from "@deckhand/wire";
 import type { FollowOptions } from "./batch-run-follow.ts";
 import { RunStreamLostError } from "./batch-run-follow.ts";
 import type { RunTarget } from "./batch-run-target.ts";
@@ -32,20 +36,6 @@ export interface EmbeddedRunnerOptions {
 
 type BatchRunnerModule = typeof import("@deckhand/server-app/batch-runner");
 type BatchRunApi = Awaited<ReturnType<BatchRunnerModule["startBatchRunner"]>>["api"];
-type FrameSchema = typeof import("@deckhand/wire")["BatchRunStreamFrameSchema"];
-
-/**
- * zod compiles a fast path for each object schema at its first parse (code it generates, which
- * V8 then compiles). A process that lives for one run parses each schema a few times, so the
- * compiling costs more than it saves: 50-70 ms of CPU on a cached one-workspace preview. Set
- * before the engine's modules are loaded, since a schema reads the setting when it is built;
- * `deckhand up` keeps the fast path. Nothing in this module or those it imports builds a schema
- * before this (the frame schema is loaded with the engine).
- */
-async function checkWithoutCompiledSchemas(): Promise<void> {
-  const { config } = await import("zod");
-  config({ jitless: true });
-}
 
 /**
  * Starts the batch engine as `deckhand up` would on the data directory (its config.json, code
@@ -54,7 +44,6 @@ async function checkWithoutCompiledSchemas(): Promise<void> {
  * batch jobs at once.
  */
 export async function startEmbeddedRunner(options: EmbeddedRunnerOptions): Promise<RunTarget> {
-  await checkWithoutCompiledSchemas();
   // Loaded only here: the engine, the database and PGlite are for runs without --server.
   const runner = await import("@deckhand/server-app/batch-runner");
   const environment = { ...options.env };
@@ -74,14 +63,11 @@ export async function startEmbeddedRunner(options: EmbeddedRunnerOptions): Promi
       },
       { environment, cwd: options.cwd },
     );
-    const { BatchRunStreamFrameSchema } = await import("@deckhand/wire");
     const running = await runner.startBatchRunner(
       { ...config, databaseUrl: null, batchConcurrency: options.concurrency, webDir: null },
       { logDestination: process.stderr },
     );
-    return inProcessTarget(runner, running.api, running.dataDir, BatchRunStreamFrameSchema, () =>
-      running.close(),
-    );
+    return inProcessTarget(runner, running.api, running.dataDir, () => running.close());
   } catch (error) {
     if (error instanceof runner.ServerError && error.code === "data_dir_locked") {
       throw new DataDirInUseError(error.message, { cause: error });
@@ -98,7 +84,6 @@ function inProcessTarget(
   runner: BatchRunnerModule,
   api: BatchRunApi,
   dataDir: string,
-  frameSchema: FrameSchema,
   close: () => Promise<void>,
 ): RunTarget {
   const call = async <T>(request: () => Promise<T>): Promise<T> => {
@@ -116,7 +101,7 @@ function inProcessTarget(
     cancelRun: (runId) => call(() => api.cancelBatchRun(runId)),
     runSpend: (runId) => call(() => api.getBatchRunSpend(runId)),
     changesets: async (runId) => (await call(() => api.listBatchRunChangesets(runId))).changesets,
-    follow: (runId, followOptions) => followEvents(api, runId, frameSchema, followOptions),
+    follow: (runId, followOptions) => followEvents(api, runId, followOptions),
     dataDir,
     close,
   };
@@ -126,12 +111,7 @@ function inProcessTarget(
  * Delivers the run's events from the feed the run stream serves, each as the stream's frame
  * carries it (JSON, read with the frame's schema), until `run_finished` or the signal.
  */
-function followEvents(
-  api: BatchRunApi,
-  runId: string,
-  frameSchema: FrameSchema,
-  options: FollowOptions,
-): Promise<void> {
+function followEvents(api: BatchRunApi, runId: string, options: FollowOptions): Promise<void> {
   return new Promise((resolveFollow, rejectFollow) => {
     let settled = false;
     const settle = (error?: unknown) => {
@@ -148,7 +128,7 @@ function followEvents(
       afterId: options.after ?? 0,
       deliver: (event: StoredBatchRunEvent) => {
         if (settled) return;
-        const frame: BatchRunStreamFrame = frameSchema.parse(
+        const frame: BatchRunStreamFrame = BatchRunStreamFrameSchema.parse(
           JSON.parse(JSON.stringify({ type: "event", event })),
         );
         if (frame.type !== "event") return;
