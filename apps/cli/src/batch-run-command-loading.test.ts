@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ServerPath } from "@deckhand/wire";
 import { afterEach, describe, expect, it } from "vitest";
 
 // `deckhand batch preview --server` in a process of its own: whether zod (every schema of the
@@ -56,7 +57,9 @@ describe("deckhand batch preview --server, loading", () => {
       { cwd: fileURLToPath(new URL("..", import.meta.url)), encoding: "utf8" },
     );
     const seen = JSON.parse(output);
-    expect(seen.requests).toEqual([{ method: "POST", path: "/api/batch-runs", zodLoaded: false }]);
+    expect(seen.requests).toEqual([
+      { method: "POST", path: ServerPath.batchRuns, zodLoaded: false },
+    ]);
     expect(seen.code).toBe(1);
     expect(seen.stderr).toContain("no token");
   });

@@ -1,7 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { BatchRunEvent, StoredBatchRunEvent } from "@deckhand/wire";
+import {
+  type BatchRunEvent,
+  ServerPath,
+  type StoredBatchRunEvent,
+  serverPath,
+} from "@deckhand/wire";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runBatchRunCommand } from "./batch-run-command.ts";
 
@@ -86,7 +91,7 @@ function fakeServer() {
   const fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
     requests.push(`${init?.method ?? "GET"} ${url.pathname}`);
-    if (init?.method === "POST" && url.pathname === "/api/batch-runs") {
+    if (init?.method === "POST" && url.pathname === ServerPath.batchRuns) {
       return new Response(JSON.stringify(run), { status: 201 });
     }
     return new Response(JSON.stringify({ error: { code: "not_found", message: "none" } }), {
@@ -132,11 +137,13 @@ describe("deckhand batch preview --server", () => {
   it("reads the run's spend for the terminal view, which shows it, and not for JSON lines", async () => {
     const terminal = await preview(true);
     expect(terminal.code).toBe(0);
-    expect(terminal.requests).toContain(`GET /api/batch-runs/${RUN_ID}/spend`);
+    expect(terminal.requests).toContain(
+      `GET ${serverPath(ServerPath.batchRunSpend, { batch_run_id: RUN_ID })}`,
+    );
 
     const json = await preview(false);
     expect(json.code).toBe(0);
-    expect(json.requests).toEqual(["POST /api/batch-runs"]);
+    expect(json.requests).toEqual([`POST ${ServerPath.batchRuns}`]);
     expect(json.stdout.trim().split("\n").at(-1)).toContain('"type":"summary"');
   });
 });
