@@ -3,13 +3,8 @@
 import { availableParallelism } from "node:os";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  type BatchRunAction,
-  type BatchRunOptions,
-  type BatchRuntimeChoice,
-  BatchRuntimeChoiceSchema,
-  WireEnv,
-} from "@deckhand/wire";
+import type { BatchRunAction, BatchRunOptions, BatchRuntimeChoice } from "@deckhand/wire";
+import { batchRuntimeChoices, WireEnv } from "@deckhand/wire/no-schemas";
 import { UsageError } from "./usage-error.ts";
 
 /** The most a workspace's timeout may be, as the API accepts it (`timeout_ms`). */
@@ -112,11 +107,12 @@ export function parseDuration(text: string): number | null {
 /** `--runtime`: auto, local, container or kubernetes (undefined when not given). */
 export function runtimeOf(text: string | undefined): BatchRuntimeChoice | undefined {
   if (text === undefined) return undefined;
-  const parsed = BatchRuntimeChoiceSchema.safeParse(text);
-  if (!parsed.success) {
+  // The schema's own choices, checked without building the schema before the run's request.
+  const choice = batchRuntimeChoices.find((candidate) => candidate === text);
+  if (choice === undefined) {
     throw new UsageError(`--runtime must be auto, local, container or kubernetes, got "${text}"`);
   }
-  return parsed.data;
+  return choice;
 }
 
 function timeoutOf(text: string): number {

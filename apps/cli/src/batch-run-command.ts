@@ -198,7 +198,9 @@ export async function runBatchRunCommand(
     if (state.interrupted !== null) cancel();
     const progress = new RunProgress();
     const shown = view;
-    const stopSpend = followSpend(target, run.id, shown);
+    // JSON lines carry no spend (their readers ask the API): reading it for them would only
+    // add requests, one of them between the run's end and the summary.
+    const stopSpend = shown.wantsSpend ? followSpend(target, run.id, shown) : async () => {};
     try {
       await target.follow(run.id, {
         signal: stopWaiting.signal,

@@ -1,13 +1,15 @@
 // Follows a batch run's event stream to its end, for a server named by --server and for the one
 // the CLI starts in its own process alike. Requests go through the server client; the stream is
-// a WebSocket this module opens and opens again after a break.
+// a WebSocket this module opens and opens again after a break. The frames' schema is loaded when
+// a run is followed, not with this module: a `--server` command sends its run's request first
+// (the server client loads the schemas while it is out).
 import { ServerApiError, type ServerClient } from "@deckhand/server-client";
-import {
-  type BatchRunStreamFrame,
+import type {
+  BatchRunStreamFrame,
   BatchRunStreamFrameSchema,
-  type StoredBatchRunEvent,
-  WireSubprotocol,
+  StoredBatchRunEvent,
 } from "@deckhand/wire";
+import { WireSubprotocol } from "@deckhand/wire/no-schemas";
 
 /** The run's stream broke and did not come back within the reconnection window. */
 export class RunStreamLostError extends Error {
@@ -69,9 +71,10 @@ export class BatchRunFollower {
     let lastProgress = Date.now();
     let attempt = 0;
     const reconnectForMs = options.reconnectForMs ?? 30_000;
+    const { BatchRunStreamFrameSchema: frameSchema } = await import("@deckhand/wire");
     for (;;) {
       if (options.signal?.aborted) return;
-      const end = await this.#stream(runId, last, options.signal, (event) => {
+      const end = await this.#stream(runId, last, frameSchema, options.signal, (event) => {
         // The server never repeats an event after the cursor; this keeps that true across
         // reconnections whatever happens.
         if (event.id <= last) return false;
@@ -103,6 +106,7 @@ export class BatchRunFollower {
   #stream(
     runId: string,
     after: number,
+    frameSchema: typeof BatchRunStreamFrameSchema,
     signal: AbortSignal | undefined,
     onEvent: (event: StoredBatchRunEvent) => boolean,
   ): Promise<StreamEnd> {
@@ -134,7 +138,7 @@ export class BatchRunFollower {
         if (settled) return;
         let frame: BatchRunStreamFrame;
         try {
-          frame = BatchRunStreamFrameSchema.parse(JSON.parse(String(message.data)));
+          frame = frameSchema.parse(JSON.parse(String(message.data)));
         } catch {
           settle({ finished: false, reason: "the server sent a frame this client does not read" });
           return;

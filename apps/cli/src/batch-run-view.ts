@@ -34,6 +34,8 @@ export interface RunResult {
 export interface RunView {
   /** Whether `finished` wants the stored changesets. */
   readonly wantsChangesets: boolean;
+  /** Whether `spend` shows anything: the run's spend is read only for a view that does. */
+  readonly wantsSpend: boolean;
   started(run: BatchRun): void;
   event(event: StoredBatchRunEvent): void;
   /** Something for the person at the terminal (cancelling, say). */
@@ -48,6 +50,7 @@ export interface RunView {
 /** One JSON object a line on stdout; notes go to stderr. */
 export class JsonLinesView implements RunView {
   readonly wantsChangesets = false;
+  readonly wantsSpend = false;
   readonly #stdout: ViewOutput;
   readonly #stderr: ViewOutput;
 
@@ -100,6 +103,7 @@ export interface TerminalViewOptions {
 /** The live view on a terminal, redrawn in place; failures are printed above it as they come. */
 export class TerminalView implements RunView {
   readonly wantsChangesets = true;
+  readonly wantsSpend = true;
   readonly #options: TerminalViewOptions;
   readonly #now: () => number;
   readonly #progress = new RunProgress();

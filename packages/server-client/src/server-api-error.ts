@@ -1,4 +1,5 @@
-import { DeckhandError, type ErrorCode, ErrorResponseSchema } from "@deckhand/wire";
+import type { ErrorCode, ErrorResponseSchema } from "@deckhand/wire";
+import { DeckhandError } from "@deckhand/wire/no-schemas";
 
 /**
  * What a call failed with: the server's own stable code (`{error: {code, message}}`), or one of
@@ -41,14 +42,16 @@ export function jsonOf(text: string): unknown {
 
 /**
  * The error an answer carries: the server's `{error: {code, message}}` when it is one, else an
- * `unexpected_answer` that quotes the start of what came back.
+ * `unexpected_answer` that quotes the start of what came back. The schema is the caller's:
+ * the client loads the package's schemas while its request is out.
  */
 export function answeredError(
   request: { method: string; path: string },
   status: number,
   text: string,
+  errorSchema: typeof ErrorResponseSchema,
 ): ServerApiError {
-  const decoded = ErrorResponseSchema.safeParse(jsonOf(text));
+  const decoded = errorSchema.safeParse(jsonOf(text));
   if (decoded.success) {
     return new ServerApiError(status, decoded.data.error.code, decoded.data.error.message);
   }

@@ -3,16 +3,25 @@
 // query, body) and answer are typed from the route's own schemas. The table is data at run time
 // too, so the members are built from it rather than guessed by a Proxy: a route added to the
 // table is a method here, and a renamed one is a compile error at every call site.
-import {
+//
+// The members are built from the table's index (`@deckhand/wire/no-schemas`: each route's method
+// and path, without its schemas), and the table itself, whose schemas check every answer, is
+// loaded when the first request is out: building every schema of the API costs more than a
+// short command's request (tens of milliseconds in a bundle, a few hundred from the sources),
+// and this way it is done while the server works on the answer.
+import type {
   ErrorResponseSchema,
-  type PathParameterNames,
-  type ServerOperationId,
-  type ServerRoute,
-  type ServerRouteOf,
-  serverPath,
-  serverRoutes,
-  WireHeader,
+  PathParameterNames,
+  ServerOperationId,
+  ServerRoute,
+  ServerRouteOf,
 } from "@deckhand/wire";
+import {
+  type ServerRouteIndexEntry,
+  serverPath,
+  serverRouteIndex,
+  WireHeader,
+} from "@deckhand/wire/no-schemas";
 import type { z } from "zod";
 import { answeredError, jsonOf, ServerApiError, unreachableReason } from "./server-api-error.ts";
 
@@ -127,8 +136,33 @@ interface LooseInput {
   body?: unknown;
 }
 
+/** The route table's schemas, by operation id, and the error answer's. */
+interface RouteSchemas {
+  routes: ReadonlyMap<string, ServerRoute>;
+  errorResponse: typeof ErrorResponseSchema;
+}
+
+let routeSchemasLoading: Promise<RouteSchemas> | undefined;
+
+/** Loads the route table once per process (or page); a failed load is tried again next time. */
+function loadRouteSchemas(): Promise<RouteSchemas> {
+  routeSchemasLoading ??= import("@deckhand/wire").then(
+    (wire) => ({
+      routes: new Map(
+        (wire.serverRoutes as readonly ServerRoute[]).map((route) => [route.operationId, route]),
+      ),
+      errorResponse: wire.ErrorResponseSchema,
+    }),
+    (error: unknown) => {
+      routeSchemasLoading = undefined;
+      throw error;
+    },
+  );
+  return routeSchemasLoading;
+}
+
 /** The path and query of a route for an input; query values are sent as text. */
-function locate(route: ServerRoute, input: LooseInput): string {
+function locate(route: ServerRouteIndexEntry, input: LooseInput): string {
   const path = serverPath(route.path, input.params ?? {});
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(input.query ?? {})) {
@@ -173,6 +207,7 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
     request: ServerRequest,
     status: number,
     text: string,
+    errorResponse: typeof ErrorResponseSchema,
   ): unknown => {
     const schema = route.success.schema;
     if (schema === null) return null;
@@ -180,8 +215,8 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
     if (isJsonMediaType(route.success.contentType)) {
       value = text === "" ? null : jsonOf(text);
       if (value === undefined) throw unexpected(request, status, "not JSON");
-      if (status !== route.success.status && ErrorResponseSchema.safeParse(value).success) {
-        throw answeredError(request, status, text);
+      if (status !== route.success.status && errorResponse.safeParse(value).success) {
+        throw answeredError(request, status, text, errorResponse);
       }
     }
     if (!validate) return value;
@@ -196,30 +231,36 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
   };
 
   const call = async (
-    route: ServerRoute,
+    entry: ServerRouteIndexEntry,
     input: LooseInput,
     callOptions: CallOptions,
   ): Promise<unknown> => {
     const request: ServerRequest = {
-      operationId: route.operationId as ServerOperationId,
-      method: route.method.toUpperCase(),
-      path: locate(route, input),
+      operationId: entry.operationId as ServerOperationId,
+      method: entry.method.toUpperCase(),
+      path: locate(entry, input),
     };
     const headers = new Headers(callOptions.headers);
     const token = tokenNow();
     if (token) headers.set(WireHeader.authorization, `Bearer ${token}`);
     const init: RequestInit & { cache?: CacheMode } = { method: request.method, headers };
-    if (route.body !== undefined) {
+    if (entry.body) {
       // The server refuses a body it reads as JSON unless it is labelled so (415).
-      headers.set("content-type", route.bodyContentType ?? "application/json");
+      headers.set("content-type", entry.bodyContentType ?? "application/json");
       init.body = JSON.stringify(input.body);
     }
     if (callOptions.signal !== undefined) init.signal = callOptions.signal;
     if (callOptions.cache !== undefined) init.cache = callOptions.cache;
     let response: Response;
     let text: string;
+    // Sent before anything else happens (an async function runs up to its first await), and a
+    // fetch that throws at once is a rejection like any other.
+    const answered = (async () => send(`${baseUrl}${request.path}`, init))();
+    // Built while the request is out; awaited once the answer is in.
+    const schemas = loadRouteSchemas();
+    schemas.catch(() => {});
     try {
-      response = await send(`${baseUrl}${request.path}`, init);
+      response = await answered;
       text = await response.text();
     } catch (error) {
       if (callOptions.signal?.aborted) throw error;
@@ -236,12 +277,17 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
         request,
       );
     }
+    const { routes, errorResponse } = await schemas;
+    const route = routes.get(entry.operationId);
+    if (route === undefined) {
+      throw new Error(`the route table has no ${entry.operationId}: rebuild @deckhand/wire`);
+    }
     const alsoAnswered = route.success.alsoAnswers?.[response.status] !== undefined;
     if (!response.ok && !alsoAnswered) {
-      throw fail(answeredError(request, response.status, text), request);
+      throw fail(answeredError(request, response.status, text, errorResponse), request);
     }
     try {
-      return answerOf(route, request, response.status, text);
+      return answerOf(route, request, response.status, text, errorResponse);
     } catch (error) {
       if (error instanceof ServerApiError) throw fail(error, request);
       throw error;
@@ -249,8 +295,7 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
   };
 
   const client: Record<string, unknown> = {};
-  const routes: readonly ServerRoute[] = serverRoutes;
-  for (const route of routes) {
+  for (const route of serverRouteIndex) {
     const url = (location: LooseInput = {}) =>
       `${route.websocket ? baseUrl.replace(/^http/, "ws") : baseUrl}${locate(route, location)}`;
     client[route.operationId] = route.websocket

@@ -5,6 +5,7 @@ import {
   BatchStepOutcomeSchema,
   BatchStepRuntimeSchema,
 } from "./batch-run.ts";
+import { batchRuntimeChoices } from "./batch-runtime.ts";
 import { BatchChangeSpendSchema, SpendLimitSchema } from "./budgets.ts";
 import { SandboxKindSchema } from "./sandbox.ts";
 
@@ -16,11 +17,8 @@ import { SandboxKindSchema } from "./sandbox.ts";
 const Id = z.uuid();
 const Timestamp = z.iso.datetime({ offset: true });
 
-/**
- * How steps run: a container when the step names one and a runtime works, or always/never; or
- * `kubernetes`: every step that names an image as a Kubernetes Job (config.json's `kubernetes`).
- */
-export const BatchRuntimeChoiceSchema = z.enum(["auto", "local", "container", "kubernetes"]);
+/** How steps run (see `batchRuntimeChoices`). */
+export const BatchRuntimeChoiceSchema = z.enum(batchRuntimeChoices);
 export type BatchRuntimeChoice = z.infer<typeof BatchRuntimeChoiceSchema>;
 
 /** What a re-apply does with commits a person added on top of Deckhand's commit. */

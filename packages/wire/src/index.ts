@@ -90,6 +90,7 @@ export {
   type BatchWorkspaceStatus,
   BatchWorkspaceStatusSchema,
 } from "./batch-run.ts";
+export { batchRuntimeChoices } from "./batch-runtime.ts";
 export {
   type BatchChangeSpend,
   BatchChangeSpendSchema,
@@ -378,6 +379,7 @@ export {
   type UsageTotals,
   UsageTotalsSchema,
 } from "./server-api.ts";
+export { type ServerRouteIndexEntry, serverRouteIndex } from "./server-route-index.ts";
 export type {
   PathParameterNames,
   RouteInput,

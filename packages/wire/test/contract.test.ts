@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { renderContractDocument } from "../src/contract.ts";
 import { WireEnv, WireHeader, WirePath } from "../src/index.ts";
-import { renderOpenApiDocument } from "../src/server-routes.ts";
+import { renderOpenApiDocument, renderServerRouteIndex } from "../src/server-routes.ts";
 import { findWireLiteralDuplicates, wireLiterals } from "./literal-scan.ts";
 
 const packageDirectory = fileURLToPath(new URL("..", import.meta.url));
@@ -20,6 +20,14 @@ describe("contract parity", () => {
     const packageJson = JSON.parse(readFileSync(`${packageDirectory}/package.json`, "utf8"));
     const checkedIn = readFileSync(`${packageDirectory}/openapi.json`, "utf8");
     expect(checkedIn).toBe(renderOpenApiDocument(packageJson.version));
+  });
+
+  it("the client's route index matches the server routes (run `pnpm --filter @deckhand/wire generate` when it does not)", () => {
+    const checkedIn = readFileSync(
+      `${packageDirectory}/src/server-route-index.generated.json`,
+      "utf8",
+    );
+    expect(checkedIn).toBe(renderServerRouteIndex());
   });
 
   it("names the env variables and headers exactly as the design brief does", () => {
