@@ -12,6 +12,7 @@
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { SseEventFilter } from "../packages/sse/src/index.ts";
+import { median } from "./support/figures.ts";
 
 type Filter = { push(chunk: Uint8Array): { data: string }[]; end(): { data: string }[] };
 type FilterClass = new (needle: string) => Filter;
@@ -119,11 +120,6 @@ function filterCpuMs(Filter: FilterClass, chunks: Buffer[]): { cpuMs: number; ev
   const used = process.cpuUsage(started);
   return { cpuMs: (used.user + used.system) / 1000, events };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((left, right) => left - right);
-  return sorted[Math.floor(sorted.length / 2)]!;
-};
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
