@@ -100,16 +100,24 @@ class ModelProxy {
     const started = this.#now();
     const logger = this.#loggerFor(context);
     const agentType = context.req.param("agentType");
-    const { token, record } = await this.#authentication.authenticate(context, agentType, logger);
+    // Parsed once: authentication reads its query, routing its path, forwarding its search.
+    const url = new URL(context.req.url);
+    const { token, record } = await this.#authentication.authenticate(
+      context,
+      url,
+      agentType,
+      logger,
+    );
     const refusal = this.#rateLimit.refusal(context, agentType, record, logger);
     if (refusal !== null) return refusal;
-    const route = this.#upstreams.route(agentType, context.req.method, new URL(context.req.url));
+    const route = this.#upstreams.route(agentType, context.req.method, url);
     const overBudget = await this.#budget.refusal(route, record, logger);
     if (overBudget !== null) return overBudget;
     const request = {
       token,
       record,
       route,
+      url,
       started,
       logger,
       secrets: () => this.#secretsOf(context),

@@ -60,13 +60,11 @@ export class RequestAuthentication {
    */
   async authenticate(
     context: ProxyContext,
+    url: URL,
     agentType: string,
     logger: ModelProxyLogger,
   ): Promise<AuthenticatedRequest> {
-    const { token, raw } = presentedCredentials(
-      context.req.raw.headers,
-      new URL(context.req.url).searchParams,
-    );
+    const { token, raw } = presentedCredentials(context.req.raw.headers, url.searchParams);
     context.set("secrets", raw);
     const refuse = (reason: string, fields: LogFields = {}): never => {
       logger.warn("model-provider request refused", { agentType, reason, ...fields });

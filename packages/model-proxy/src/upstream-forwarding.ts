@@ -27,6 +27,8 @@ export interface ForwardingOptions {
 /** One authenticated request, routed to its upstream. */
 export interface RoutedRequest extends AuthenticatedRequest {
   route: UpstreamRoute;
+  /** The request's URL, parsed once. */
+  url: URL;
   /** When the proxy received it. */
   started: number;
   logger: ModelProxyLogger;
@@ -61,11 +63,10 @@ export class ForwardedRequest {
         ? undefined
         : new Uint8Array(await context.req.raw.arrayBuffer());
     const forwarded = this.#upstreamBody(received);
-    const url = new URL(context.req.url);
     const target = upstreamUrl(
       route.upstream.baseUrl,
       route.restPath,
-      scrubSearch(url.search, token),
+      scrubSearch(this.#request.url.search, token),
     );
 
     const clientSignal = context.req.raw.signal;

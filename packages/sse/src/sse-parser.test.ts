@@ -137,6 +137,94 @@ describe("SseParser", () => {
     );
   });
 
+  it("finds usage in model-shaped streams cut anywhere, in Buffers and other byte arrays (property)", () => {
+    // The four providers' events as they stream them, around text that holds the needle's pieces,
+    // the needle itself inside string content (an escaped quote before it) and both spellings
+    // of the key: `"usage"` and Gemini's `"usageMetadata"`, which must match one needle.
+    const words = fc
+      .array(fc.constantFrom("large", "usage", "age", "g", "e", '\\"usage', '\\"', "sage ", " "), {
+        maxLength: 8,
+      })
+      .map((parts) => parts.join(""));
+    const event = fc.oneof(
+      words.map((text) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`),
+      words.map(
+        (text) =>
+          `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"${text}"}\n\n`,
+      ),
+      fc.constant('data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}\n\n'),
+      fc.constant(
+        'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":15}}\n\n',
+      ),
+      words.map(
+        (text) =>
+          `data: {"candidates": [{"content": {"parts": [{"text": "${text}"}]}}], "usageMetadata": {"totalTokenCount": 9}}\n\n`,
+      ),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(event, { maxLength: 8 }),
+        // Tiny chunks cut needles; larger ones hold whole events and the start of the next.
+        fc.array(fc.oneof(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 10, max: 300 })), {
+          maxLength: 60,
+        }),
+        fc.boolean(),
+        (events, sizes, asBuffers) => {
+          const text = events.join("");
+          // A Buffer chunk is a view into a larger pool, as Node's streams hand them over.
+          const bytes = asBuffers
+            ? Buffer.from(`padding${text}`).subarray("padding".length)
+            : new TextEncoder().encode(text);
+          const chunks: Uint8Array[] = [];
+          let start = 0;
+          for (const size of sizes) {
+            if (start >= bytes.length) break;
+            chunks.push(bytes.subarray(start, start + size));
+            start += size;
+          }
+          chunks.push(bytes.subarray(start));
+          const filter = new SseEventFilter('"usage');
+          const filtered = [...chunks.flatMap((chunk) => filter.push(chunk)), ...filter.end()];
+          expect(filtered).toEqual(
+            parseAll([bytes]).filter((parsed) => parsed.data.includes('"usage')),
+          );
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("finds a needle cut at each of its bytes, whether the event ends in that chunk or later", () => {
+    const before = 'data: {"delta":"large"}\n\ndata: {"x":1,';
+    for (const after of [
+      '"usage":{"output_tokens":3}}\n\n',
+      '"usageMetadata": {}}\n\ndata: {}\n\n',
+    ]) {
+      const text = before + after;
+      const expected = parseAll([text]).filter((event) => event.data.includes('"usage'));
+      expect(expected).toHaveLength(1);
+      for (let cut = before.length - 1; cut <= before.length + 7; cut += 1) {
+        for (const rest of [[text.slice(cut)], [text.slice(cut, cut + 9), text.slice(cut + 9)]]) {
+          const filter = new SseEventFilter('"usage');
+          const chunks = [text.slice(0, cut), ...rest].map((part) => Buffer.from(part));
+          const filtered = [...chunks.flatMap((chunk) => filter.push(chunk)), ...filter.end()];
+          expect(filtered).toEqual(expected);
+        }
+      }
+    }
+  });
+
+  it("finds the needle in an event still arriving after one that ended with it in the same chunk", () => {
+    const filter = new SseEventFilter('"usage');
+    const chunks = ['data: {"usage":1}\n\ndata: {"usage":2,', '"x":0}\n\n'].map((part) =>
+      Buffer.from(part),
+    );
+    expect([...chunks.flatMap((chunk) => filter.push(chunk)), ...filter.end()]).toEqual([
+      { event: "message", data: '{"usage":1}' },
+      { event: "message", data: '{"usage":2,"x":0}' },
+    ]);
+  });
+
   it("filters only the events that mention the needle, on LF and on CRLF streams", () => {
     for (const ending of ["\n", "\r\n"]) {
       const text = ["data: {}", "", "event: done", 'data: {"usage":1}', "", "data: tail", ""].join(
