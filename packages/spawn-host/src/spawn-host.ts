@@ -139,7 +139,7 @@ export class SpawnHost {
       cwd: "/",
       env: {},
       stdio: ["ignore", "ignore", "inherit", "ipc"],
-      serialization: "json",
+      serialization: "advanced",
     });
     let started = false;
     child.once("spawn", () => {
