@@ -101,7 +101,9 @@ describe("running commands", () => {
     });
     const [directory, ...variables] = result.stdout.trimEnd().split("\n");
     expect(directory).toBe("/usr");
-    const names = variables.map((line) => line.slice(0, line.indexOf("="))).filter((name) => name !== "PWD");
+    const names = variables
+      .map((line) => line.slice(0, line.indexOf("=")))
+      .filter((name) => name !== "PWD");
     expect(names).toContain("ONLY_THIS");
     expect(names.filter((name) => !["ONLY_THIS", "PATH", "SHLVL", "_"].includes(name))).toEqual([]);
   });
@@ -172,6 +174,24 @@ describe("the host process", () => {
     expect(after.stdout).toBe("again\n");
     expect(spawnHost.pid).toBeDefined();
     expect(spawnHost.pid).not.toBe(first);
+  });
+
+  it("is stopped when idle, and started again for the next command", async () => {
+    const spawnHost = host({ idleMs: 50 });
+    await spawnHost.execFile("true", [], OPTIONS);
+    const first = spawnHost.pid!;
+    expect(isRunning(first)).toBe(true);
+    await until(() => !isRunning(first), "the idle host to exit");
+    expect(spawnHost.pid).toBeUndefined();
+    expect((await spawnHost.execFile("echo", ["again"], OPTIONS)).stdout).toBe("again\n");
+    expect(spawnHost.pid).not.toBe(first);
+  });
+
+  it("is not stopped for idleness while a command runs", async () => {
+    const spawnHost = host({ idleMs: 50 });
+    const result = await spawnHost.execFile("sh", ["-c", "sleep 0.5; echo done"], OPTIONS);
+    expect(result.error).toBeNull();
+    expect(result.stdout).toBe("done\n");
   });
 
   it("that cannot start leaves commands to run directly", async () => {

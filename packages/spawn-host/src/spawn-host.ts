@@ -38,7 +38,15 @@ export interface HostedExecResult {
 export interface SpawnHostOptions {
   /** The Node.js that runs the host; this one by default. */
   nodeExecutable?: string;
+  /** The host is stopped after running nothing for this long, and started again when needed. */
+  idleMs?: number;
 }
+
+/**
+ * Long enough that a batch run or a session's turns keep one host; an idle server does not keep
+ * a process it does not use (about 8 MiB of its own memory, the rest Node's shared pages).
+ */
+const DEFAULT_IDLE_MS = 10_000;
 
 /** The error a command gets when the host exits while it runs (it may have run in part). */
 export const SPAWN_HOST_EXITED = "ESPAWNHOSTEXITED";
@@ -81,6 +89,8 @@ interface Pending {
  */
 export class SpawnHost {
   readonly #node: string;
+  readonly #idleMs: number;
+  #idleTimer: NodeJS.Timeout | undefined;
   #child: ChildProcess | null = null;
   #unavailable = false;
   #nextId = 0;
@@ -88,6 +98,7 @@ export class SpawnHost {
 
   constructor(options: SpawnHostOptions = {}) {
     this.#node = options.nodeExecutable ?? process.execPath;
+    this.#idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   }
 
   /** The host's process id once it runs; for tests and diagnostics. */
@@ -109,6 +120,7 @@ export class SpawnHost {
       options.signal?.addEventListener("abort", abort, { once: true });
       const forgetAbort = () => options.signal?.removeEventListener("abort", abort);
       this.#pending.set(id, { file, args, options, settle, forgetAbort });
+      clearTimeout(this.#idleTimer);
       if (this.#pending.size === 1) reference(child, true);
       const request: ExecRequest = {
         type: "exec",
@@ -129,6 +141,7 @@ export class SpawnHost {
 
   /** Stops the host; a later command starts a new one. */
   close(): void {
+    clearTimeout(this.#idleTimer);
     this.#child?.kill("SIGKILL");
   }
 
@@ -160,8 +173,8 @@ export class SpawnHost {
         pending.settle({ error: hostExitedError(pending.file), stdout: "", stderr: "" }),
       );
     });
-    reference(child, false);
     this.#child = child;
+    this.#idle(child);
     return child;
   }
 
@@ -170,12 +183,28 @@ export class SpawnHost {
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     pending.forgetAbort();
-    if (this.#pending.size === 0 && this.#child !== null) reference(this.#child, false);
+    if (this.#pending.size === 0 && this.#child !== null) this.#idle(this.#child);
     const error =
       reply.error === null
         ? null
         : (Object.assign(new Error(String(reply.error.message)), reply.error) as ExecFileException);
     pending.settle({ error, stdout: reply.stdout, stderr: reply.stderr });
+  }
+
+  /**
+   * Nothing runs: the host no longer keeps this process alive, and is stopped if nothing is
+   * asked of it for a while. This side decides, so no command is ever sent to a host that is
+   * on its way out; the host exits when its channel closes.
+   */
+  #idle(child: ChildProcess): void {
+    reference(child, false);
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => {
+      if (this.#child !== child || this.#pending.size > 0) return;
+      this.#child = null;
+      child.disconnect();
+    }, this.#idleMs);
+    this.#idleTimer.unref();
   }
 
   /** Drops a host that is gone and hands each command it had to `handle`. */
