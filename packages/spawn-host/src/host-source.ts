@@ -4,7 +4,8 @@
 //
 // One request: { type: "exec", id, file, args, cwd, env, input, maxBuffer, timeoutMs,
 // killSignal, aborted }, answered by { type: "done", id, stdout, stderr, error }, where `error`
-// carries the fields of the `execFile` error (name, message, code, killed, signal, …) or is null.
+// carries the fields of the `execFile` error (name, message, code, killed, signal, …) or is null;
+// { type: "thrown", id, error } when `execFile` threw instead (an argument it refuses).
 // { type: "abort", id } aborts a running request as an AbortSignal given to `execFile` would.
 //
 // The host ignores SIGINT: a Ctrl-C in a terminal reaches the whole foreground group, and the
@@ -56,7 +57,16 @@ function exec(request) {
 process.on("SIGINT", () => {});
 process.on("disconnect", () => process.exit(0));
 process.on("message", (message) => {
-  if (message.type === "exec") exec(message);
+  if (message.type === "exec") {
+    // What execFile throws (an argument it refuses) is that command's answer: the host, and
+    // the commands it runs for others, go on.
+    try {
+      exec(message);
+    } catch (error) {
+      running.delete(message.id);
+      process.send({ type: "thrown", id: message.id, error: serializeError(error) });
+    }
+  }
   else if (message.type === "abort") running.get(message.id)?.abort();
 });
 `;

@@ -113,6 +113,21 @@ describe("running commands", () => {
     expect(result.error?.code).toBe("ENOENT");
   });
 
+  it("rejects what execFile refuses, as execFile throws it, and goes on", async () => {
+    const spawnHost = host();
+    const running = spawnHost.execFile("sh", ["-c", "read line; echo $line"], {
+      ...OPTIONS,
+      input: "still here\n",
+    });
+    await expect(spawnHost.execFile("echo", ["a\0b"], OPTIONS)).rejects.toMatchObject({
+      code: "ERR_INVALID_ARG_VALUE",
+    });
+    expect((await running).stdout).toBe("still here\n");
+    await expect(
+      host({ nodeExecutable: "/nonexistent/deckhand-node" }).execFile("echo", ["a\0b"], OPTIONS),
+    ).rejects.toMatchObject({ code: "ERR_INVALID_ARG_VALUE" });
+  });
+
   it("stops a command at its timeout with the kill signal", async () => {
     const result = await host().execFile("sleep", ["30"], { ...OPTIONS, timeoutMs: 200 });
     expect(result.error?.killed).toBe(true);

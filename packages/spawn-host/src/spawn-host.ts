@@ -65,19 +65,23 @@ interface ExecRequest {
   aborted: boolean;
 }
 
-interface DoneReply {
-  type: "done";
-  id: number;
-  stdout: string;
-  stderr: string;
-  error: Record<string, unknown> | null;
-}
+type Reply =
+  | {
+      type: "done";
+      id: number;
+      stdout: string;
+      stderr: string;
+      error: Record<string, unknown> | null;
+    }
+  | { type: "thrown"; id: number; error: Record<string, unknown> };
 
 interface Pending {
   file: string;
   args: readonly string[];
   options: HostedExecOptions;
   settle: (result: HostedExecResult) => void;
+  /** What `execFile` threw, as it would have thrown here. */
+  fail: (error: Error) => void;
   forgetAbort: () => void;
 }
 
@@ -114,12 +118,12 @@ export class SpawnHost {
   ): Promise<HostedExecResult> {
     const child = this.#host();
     if (child === null) return execDirectly(file, args, options);
-    return new Promise((settle) => {
+    return new Promise((settle, fail) => {
       const id = this.#nextId++;
       const abort = () => child.send({ type: "abort", id });
       options.signal?.addEventListener("abort", abort, { once: true });
       const forgetAbort = () => options.signal?.removeEventListener("abort", abort);
-      this.#pending.set(id, { file, args, options, settle, forgetAbort });
+      this.#pending.set(id, { file, args, options, settle, fail, forgetAbort });
       clearTimeout(this.#idleTimer);
       if (this.#pending.size === 1) reference(child, true);
       const request: ExecRequest = {
@@ -158,14 +162,17 @@ export class SpawnHost {
     child.once("spawn", () => {
       started = true;
     });
-    child.on("message", (reply: DoneReply) => this.#settle(reply));
+    child.on("message", (reply: Reply) => this.#settle(reply));
     // Writes to a channel that just closed fail; the disconnect below settles what was sent.
     child.on("error", () => {
       if (started) return;
       // The host never ran: nothing was started, so the commands sent to it run directly.
       this.#unavailable = true;
       this.#forget(child, (pending) => {
-        execDirectly(pending.file, pending.args, pending.options).then(pending.settle);
+        execDirectly(pending.file, pending.args, pending.options).then(
+          pending.settle,
+          pending.fail,
+        );
       });
     });
     child.once("disconnect", () => {
@@ -178,16 +185,17 @@ export class SpawnHost {
     return child;
   }
 
-  #settle(reply: DoneReply): void {
+  #settle(reply: Reply): void {
     const pending = this.#pending.get(reply.id);
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     pending.forgetAbort();
     if (this.#pending.size === 0 && this.#child !== null) this.#idle(this.#child);
-    const error =
-      reply.error === null
-        ? null
-        : (Object.assign(new Error(String(reply.error.message)), reply.error) as ExecFileException);
+    if (reply.type === "thrown") {
+      pending.fail(revive(reply.error));
+      return;
+    }
+    const error = reply.error === null ? null : revive(reply.error);
     pending.settle({ error, stdout: reply.stdout, stderr: reply.stderr });
   }
 
@@ -229,6 +237,11 @@ function reference(child: ChildProcess, referenced: boolean): void {
     child.unref();
     child.channel?.unref();
   }
+}
+
+/** An error with the fields the host sent (code, killed, signal, name, …). */
+function revive(fields: Record<string, unknown>): ExecFileException {
+  return Object.assign(new Error(String(fields.message)), fields) as ExecFileException;
 }
 
 function hostExitedError(file: string): ExecFileException {
