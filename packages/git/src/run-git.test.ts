@@ -8,6 +8,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sharedSpawnHost } from "@deckhand/spawn-host";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GitError } from "./git-error.ts";
 import { gitEnvironment, REPOSITORY_LOCATING_VARIABLES, runGit, runGitSync } from "./run-git.ts";
@@ -208,6 +209,34 @@ describe("running", () => {
     expect(error.code).toBe("output_too_large");
     expect(() => runGitSync(["--version"], { cwd: here, maxOutputBytes: 4 })).toThrow(
       expect.objectContaining({ code: "output_too_large" }),
+    );
+  });
+
+  it("git is started by the spawn host, not by this process", async () => {
+    // The alias's shell is git's child; its parent's parent started git.
+    const { stdout } = await runGit(
+      ["-c", "alias.starter=!sed -n 's/^PPid:[[:space:]]*//p' /proc/$PPID/status", "starter"],
+      { cwd: here },
+    );
+    const host = sharedSpawnHost().pid;
+    expect(host).toBeDefined();
+    expect(Number(stdout.trim())).toBe(host);
+    expect(Number(stdout.trim())).not.toBe(process.pid);
+  });
+
+  it("a spawn host that exits while git runs fails the command, and the next one runs", async () => {
+    // The alias writes until its output pipe, read by the host, is gone.
+    const running = runGit(["-c", "alias.talk=!while echo waiting; do sleep 0.1; done", "talk"], {
+      cwd: here,
+    });
+    // The host answers in order of requests: once this one is back, it has started the first.
+    await runGit(["--version"], { cwd: here });
+    process.kill(sharedSpawnHost().pid!, "SIGKILL");
+    const error = await rejection(running);
+    expect(error.code).toBe("git_failed");
+    expect(error.message).toContain("run the command again");
+    expect((await runGit(["rev-parse", "--is-inside-work-tree"], { cwd: here })).stdout).toBe(
+      "true\n",
     );
   });
 

@@ -1,5 +1,6 @@
-import { type ExecFileException, execFile, spawnSync } from "node:child_process";
+import { type ExecFileException, spawnSync } from "node:child_process";
 import { errnoCode, errorMessage } from "@deckhand/errors";
+import { sharedSpawnHost } from "@deckhand/spawn-host";
 import { GitError, type GitErrorCode } from "./git-error.ts";
 
 /**
@@ -128,41 +129,30 @@ function gitError(
   );
 }
 
-/** Runs git; resolves with its output, rejects with a GitError carrying git's stderr. */
+/**
+ * Runs git; resolves with its output, rejects with a GitError carrying git's stderr. Git is
+ * started by this process's spawn host rather than by this process, whose fork would copy the
+ * page tables of everything it holds (the embedded database) and block its event loop meanwhile.
+ */
 export function runGit(args: readonly string[], options: GitRunOptions): Promise<GitResult> {
-  const timeoutMs = options.timeoutMs ?? GIT_RUN_DEFAULTS.timeoutMs;
-  return new Promise((resolveRun, rejectRun) => {
-    const child = execFile(
-      "git",
-      args,
-      {
-        cwd: options.cwd,
-        env: gitEnvironment(options),
-        encoding: "utf8",
-        maxBuffer: options.maxOutputBytes ?? GIT_RUN_DEFAULTS.maxOutputBytes,
-        timeout: timeoutMs,
-        killSignal: "SIGTERM",
-        ...(options.signal ? { signal: options.signal } : {}),
-      },
-      (error: ExecFileException | null, stdout: string, stderr: string) => {
-        if (error === null) {
-          resolveRun({ stdout, stderr, exitCode: 0 });
-          return;
-        }
-        const exitCode = typeof error.code === "number" ? error.code : null;
-        if (exitCode !== null && options.allowedExitCodes?.includes(exitCode)) {
-          resolveRun({ stdout, stderr, exitCode });
-          return;
-        }
-        rejectRun(
-          gitError(classify(error, options.signal), args, options, exitCode, stderr, error),
-        );
-      },
-    );
-    // Without input, stdin is closed so that a command that reads it ends instead of waiting.
-    child.stdin?.on("error", () => {});
-    child.stdin?.end(options.input);
-  });
+  return sharedSpawnHost()
+    .execFile("git", args, {
+      cwd: options.cwd,
+      env: gitEnvironment(options),
+      ...(options.input !== undefined ? { input: options.input } : {}),
+      maxBuffer: options.maxOutputBytes ?? GIT_RUN_DEFAULTS.maxOutputBytes,
+      timeoutMs: options.timeoutMs ?? GIT_RUN_DEFAULTS.timeoutMs,
+      killSignal: "SIGTERM",
+      ...(options.signal ? { signal: options.signal } : {}),
+    })
+    .then(({ error, stdout, stderr }) => {
+      if (error === null) return { stdout, stderr, exitCode: 0 };
+      const exitCode = typeof error.code === "number" ? error.code : null;
+      if (exitCode !== null && options.allowedExitCodes?.includes(exitCode)) {
+        return { stdout, stderr, exitCode };
+      }
+      throw gitError(classify(error, options.signal), args, options, exitCode, stderr, error);
+    });
 }
 
 function classify(error: ExecFileException, signal: AbortSignal | undefined): GitErrorCode {

@@ -1,0 +1,8 @@
+export {
+  type HostedExecOptions,
+  type HostedExecResult,
+  SPAWN_HOST_EXITED,
+  SpawnHost,
+  type SpawnHostOptions,
+  sharedSpawnHost,
+} from "./spawn-host.ts";

@@ -1,0 +1,3 @@
+import { libraryConfig } from "@deckhand/tsup-config";
+
+export default libraryConfig();

@@ -1,0 +1,3 @@
+import { deckhandProject } from "@deckhand/vitest-config";
+
+export default deckhandProject("spawn-host");
