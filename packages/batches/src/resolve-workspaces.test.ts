@@ -1,6 +1,7 @@
-import { ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
 import { gitIn } from "@deckhand/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -573,22 +574,29 @@ describe("resolving again", () => {
 
   /** The git processes `work` starts in this process, by their arguments. */
   async function gitProcesses(work: () => Promise<unknown>): Promise<string[][]> {
-    const started: string[][] = [];
-    // Every child process of this one is spawned through here (node:child_process's internals).
-    const prototype = ChildProcess.prototype as unknown as {
-      spawn(this: ChildProcess, options: { file: string; args?: string[] }): unknown;
-    };
-    const spawn = prototype.spawn;
-    prototype.spawn = function (this: ChildProcess, options) {
-      if (/(^|\/)git$/.test(options.file)) started.push((options.args ?? []).slice(1));
-      return spawn.call(this, options);
-    };
+    // A `git` first on PATH that writes down its arguments and runs the real one: it sees every
+    // git process, whichever process starts it (this one or its spawn host).
+    const shim = mkdtempSync(join(tmpdir(), "git-shim-"));
+    const log = join(shim, "started");
+    const realGit = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+    writeFileSync(log, "");
+    writeFileSync(
+      join(shim, "git"),
+      `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${realGit}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${shim}${delimiter}${path ?? ""}`;
     try {
       await work();
+      return readFileSync(log, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => line.split(" "));
     } finally {
-      prototype.spawn = spawn;
+      process.env.PATH = path;
+      rmSync(shim, { recursive: true, force: true });
     }
-    return started;
   }
 
   async function again(): Promise<ResolveWorkspacesResult> {
