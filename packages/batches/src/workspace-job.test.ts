@@ -145,6 +145,95 @@ describe("a workspace job", () => {
   });
 });
 
+describe("a fully cached workspace job", () => {
+  it("writes its whole end in one transaction: what completing it at run creation must match", async () => {
+    const codeHosts = () => [{ type: "directory" as const, path: root }];
+    const environment = () =>
+      testEnvironment(scratch.path, {
+        containerRuntime: null,
+        outerEnvironment: { PATH: process.env.PATH },
+      });
+    const service = new BatchRunService({ database, codeHosts, environment: environment() });
+    const jobEnvironment = environment();
+    const job = new WorkspaceJob({
+      store: new RunStore(database),
+      cache: new DatabaseStepCache(database.db),
+      environment: jobEnvironment,
+      repositories: new RepositorySource({
+        codeHosts,
+        cacheDirectory: jobEnvironment.directories.cacheDirectory,
+      }),
+      progressHoldMs: 600_000,
+    });
+    const runOnce = async () => {
+      const created = await service.createRun({
+        source: threeSteps,
+        options: { runtime: "local" },
+      });
+      const [workspace] = await service.listWorkspaces(created.id);
+      const statements = countStatements(database);
+      await job.run(workspace!.id, { workerId: "test", signal: new AbortController().signal });
+      statements.stop();
+      return { runId: created.id, statements: statements.texts };
+    };
+    const cold = await runOnce();
+    const cached = await runOnce();
+
+    const events = await readRunEvents(database.db, cached.runId, 0);
+    const writes = new Map<string, string[]>();
+    for (const { created_at, event } of events) {
+      writes.set(created_at, [...(writes.get(created_at) ?? []), label(event)]);
+    }
+    // The run's creation, then the job's one write: no step starts, each step's end says cached.
+    expect([...writes.values()]).toEqual([
+      ["run_started"],
+      [
+        "workspace_started",
+        "step_finished 0",
+        "step_finished 1",
+        "step_finished 2",
+        "workspace_finished",
+        "changeset",
+        "run_finished",
+      ],
+    ]);
+    const cachedEnds = events.filter(({ event }) => event.type === "step_finished");
+    expect(cachedEnds.map(({ event }) => event)).toEqual(
+      [0, 1, 2].map((index) =>
+        expect.objectContaining({
+          step_index: index,
+          outcome: "cached",
+          exit_code: null,
+          duration_ms: 0,
+        }),
+      ),
+    );
+    const coldEvents = await readRunEvents(database.db, cold.runId, 0);
+    const changesetOf = (list: typeof events) =>
+      list.find(({ event }) => event.type === "changeset")?.event;
+    expect(changesetOf(events)).toEqual(changesetOf(coldEvents));
+    // The job's row, its claim, its start (the run running, earlier step rows gone), the cache
+    // looked up once, then one transaction: the workspace's end, the log (its lock, the events,
+    // the notice), the step rows, the changeset, the run's end (its lock, three counts, the
+    // update, the summary's three reads, the log again).
+    expect(cached.statements.filter((text) => text === "BEGIN")).toHaveLength(1);
+    expect(cached.statements, cached.statements.join("\n")).toHaveLength(23);
+
+    const [finished] = await service.listWorkspaces(cached.runId);
+    expect(finished!.state).toBe("completed");
+    expect(finished!.steps.map((step) => [step.step_index, step.outcome, step.started_at])).toEqual(
+      [
+        [0, "cached", null],
+        [1, "cached", null],
+        [2, "cached", null],
+      ],
+    );
+    const run = await service.getRun(cached.runId);
+    expect(run.status).toBe("completed");
+    expect(run.stats).toMatchObject({ completed: 1, changesets: 1, steps_run: 0, steps_cached: 3 });
+  });
+});
+
 function label(event: BatchRunEvent): string {
   return "step_index" in event ? `${event.type} ${event.step_index}` : event.type;
 }
