@@ -233,9 +233,12 @@ function report(
 ): void {
   const { started, createdAt, ended, spans } = run;
   console.log(`\n=== ${label}: ${round((ended - started) / 1000, 2)} s wall`);
-  console.log(
-    `  createRun (resolve, store, queue): ${round(createdAt - started)} ms; first job starts ${round(Math.min(...spans.map((span) => span.start)) - started)} ms in; last ends ${round(ended - Math.max(...spans.map((span) => span.end)))} ms before the run is seen done`,
-  );
+  // A run whose workspaces were all complete at its creation ran no job.
+  const jobs =
+    spans.length === 0
+      ? "no job ran (every workspace was complete at the run's creation)"
+      : `first job starts ${round(Math.min(...spans.map((span) => span.start)) - started)} ms in; last ends ${round(ended - Math.max(...spans.map((span) => span.end)))} ms before the run is seen done`;
+  console.log(`  createRun (resolve, store, queue): ${round(createdAt - started)} ms; ${jobs}`);
   console.log(
     `  this process: CPU ${round((run.cpu.user + run.cpu.system) / 1e6, 2)} s (user ${round(run.cpu.user / 1e6, 2)}), event loop busy ${round(run.loop * 100, 1)} %`,
   );

@@ -23,11 +23,13 @@ import { z } from "zod";
 import { acpProviderCatalogue } from "./acp-step-options.ts";
 import { ApplyJob } from "./apply-job.ts";
 import { BatchesError } from "./batches-error.ts";
+import { cachedWorkspaceEnds } from "./cached-workspace-ends.ts";
 import type { CodeHost } from "./code-host-config.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
 import { RepositorySource } from "./repository-source.ts";
+import type { Workspace } from "./resolve-workspaces.ts";
 import { RunReadModel } from "./run-read-model.ts";
 import { RunRecovery } from "./run-recovery.ts";
 import {
@@ -35,11 +37,16 @@ import {
   BATCH_WORKSPACE_TASK,
   knownId,
   RunStore,
+  type WorkspaceEnd,
   WorkspaceTaskPayloadSchema,
 } from "./run-store.ts";
 import { cachedStepCounts } from "./step-plan.ts";
 import { type RunBudgets, WorkspaceJob } from "./workspace-job.ts";
-import { type WorkspaceSessions, WorkspaceTakeovers } from "./workspace-takeover.ts";
+import {
+  continuationKey,
+  type WorkspaceSessions,
+  WorkspaceTakeovers,
+} from "./workspace-takeover.ts";
 
 export { BATCH_APPLY_TASK, BATCH_WORKSPACE_TASK } from "./run-store.ts";
 
@@ -195,7 +202,9 @@ export class BatchRunService {
     const resolved = await this.#repositories.workspaces(spec, options);
     // Workspaces whose latest earlier run was taken over take the session's work instead.
     const continued = await this.#takeovers.continuations(spec.name, resolved.workspaces);
+    const ends = await this.#completeWorkspaces(request, spec, resolved.workspaces, continued);
     const runId = await this.#store.createRun({
+      ends,
       request,
       spec,
       options,
@@ -205,6 +214,41 @@ export class BatchRunService {
       applyEmpty: request.action === "apply" && this.#options.publishing !== undefined,
     });
     return this.getRun(runId);
+  }
+
+  /**
+   * The ends of the workspaces whose last step is cached (cached-workspace-ends.ts), which the run
+   * completes as it is created instead of queueing their jobs; none when the run clears the cache,
+   * when its budget would not let a job start, or for a workspace continuing a session.
+   */
+  async #completeWorkspaces(
+    request: CreateBatchRunRequest,
+    spec: BatchSpec,
+    workspaces: readonly Workspace[],
+    continued: { takeovers: ReadonlyMap<string, unknown> },
+  ): Promise<(WorkspaceEnd | null)[] | undefined> {
+    const options = request.options ?? {};
+    if (options.clear_cache === true) return undefined;
+    const budgets = this.#options.budgets;
+    if (budgets !== undefined) {
+      if (budgets.newRunBudgetReached === undefined) return undefined;
+      if ((await budgets.newRunBudgetReached(options)) !== null) return undefined;
+    }
+    const candidates = workspaces.map((workspace) =>
+      continued.takeovers.has(continuationKey(workspace)) ? null : workspace,
+    );
+    const ends = await cachedWorkspaceEnds(
+      candidates.filter((workspace) => workspace !== null),
+      {
+        spec,
+        specDirectory: resolve(request.spec_directory ?? process.cwd()),
+        cache: this.#cache,
+        runtime: options.runtime ?? "auto",
+        environment: this.#options.environment,
+      },
+    );
+    let next = 0;
+    return candidates.map((workspace) => (workspace === null ? null : ends[next++]!));
   }
 
   listRuns(query: { name?: string; limit?: number } = {}): Promise<BatchRun[]> {

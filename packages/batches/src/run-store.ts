@@ -134,6 +134,11 @@ export interface NewRun {
    * closes the pull requests of the batch change the spec no longer produces.
    */
   applyEmpty: boolean;
+  /**
+   * Per workspace (by position), its end when it is complete already (its last step's result is
+   * cached: cached-workspace-ends.ts), written as its job would write it; null when its job runs.
+   */
+  ends?: readonly (WorkspaceEnd | null)[];
 }
 
 export type { StoredJob } from "./workspace-job-store.ts";
@@ -165,20 +170,26 @@ const finishedStepColumns = Object.fromEntries(
   ).map((field) => [field, sql.raw(`excluded.${workspaceSteps[field].name}`)]),
 );
 
-/** The workspace's step rows as its end has them, in one statement whatever their number. */
+/**
+ * Workspaces' step rows as their ends have them, in one statement whatever their number.
+ */
 async function writeSteps(
   transaction: Transaction,
-  workspaceId: string,
-  steps: readonly StepRecord[],
+  ends: readonly { workspaceId: string; steps: readonly StepRecord[] }[],
 ): Promise<void> {
   // One row per step: a step recorded twice keeps its last record, as writing them in turn did.
-  const byIndex = new Map(steps.map((step) => [step.stepIndex, step]));
-  if (byIndex.size === 0) return;
+  const rows = ends.flatMap(({ workspaceId, steps }) =>
+    [...new Map(steps.map((step) => [step.stepIndex, step])).values()].map((step) => ({
+      workspaceId,
+      step,
+    })),
+  );
+  if (rows.length === 0) return;
   const finishedAt = new Date();
   await transaction
     .insert(workspaceSteps)
     .values(
-      [...byIndex.values()].map((step) => ({
+      rows.map(({ workspaceId, step }) => ({
         workspaceId,
         stepIndex: step.stepIndex,
         outcome: step.outcome,
@@ -198,14 +209,18 @@ async function writeSteps(
     });
 }
 
+/** Workspaces' changesets, in one statement whatever their number. */
 async function writeChangesets(
   transaction: Transaction,
   runId: string,
-  workspaceId: string,
-  built: readonly BatchChangeset[],
+  built: readonly { workspaceId: string; changesets: readonly BatchChangeset[] }[],
 ): Promise<void> {
-  for (const changeset of built) {
-    await transaction.insert(changesets).values({
+  const rows = built.flatMap(({ workspaceId, changesets }) =>
+    changesets.map((changeset) => ({ workspaceId, changeset })),
+  );
+  if (rows.length === 0) return;
+  await transaction.insert(changesets).values(
+    rows.map(({ workspaceId, changeset }) => ({
       batchRunId: runId,
       workspaceId,
       repository: changeset.repository,
@@ -220,9 +235,59 @@ async function writeChangesets(
       published: changeset.published,
       diff: changeset.diff,
       stats: changeset.stats,
-    });
-  }
+    })),
+  );
 }
+
+/** A workspace row's columns when it is complete at its run's creation (no attempt ran it). */
+function completedAtCreation(end: WorkspaceEnd | null) {
+  if (end === null) return {};
+  return {
+    status: end.status,
+    error: end.error,
+    diff: end.diff,
+    startedAt: sql`now()`,
+    finishedAt: sql`now()`,
+  };
+}
+
+/**
+ * What the jobs of workspaces complete at the run's creation would have written, in one
+ * statement each for all of them: their events (each workspace's in the order its job tells
+ * them), step rows and changesets.
+ */
+async function writeCompleted(
+  transaction: Transaction,
+  runId: string,
+  rows: readonly (JobWorkspaceRowRef & { id: string; position: number })[],
+  ends: readonly (WorkspaceEnd | null)[],
+): Promise<void> {
+  const completed = rows.flatMap((row) => {
+    const end = ends[row.position] ?? null;
+    return end === null ? [] : [{ row, end }];
+  });
+  if (completed.length === 0) return;
+  await appendRunEvents(
+    transaction,
+    runId,
+    completed.flatMap(({ row, end }) => [
+      ...(end.progress ?? []),
+      { type: "workspace_finished", workspace: rowRef(row), status: end.status, error: end.error },
+      ...end.events,
+    ]),
+  );
+  await writeSteps(
+    transaction,
+    completed.map(({ row, end }) => ({ workspaceId: row.id, steps: end.steps })),
+  );
+  await writeChangesets(
+    transaction,
+    runId,
+    completed.map(({ row, end }) => ({ workspaceId: row.id, changesets: end.changesets })),
+  );
+}
+
+type JobWorkspaceRowRef = Parameters<typeof rowRef>[0];
 
 /** The queue task of one attempt at a workspace. */
 function workspaceTask(
@@ -284,6 +349,9 @@ export class RunStore implements WorkspaceJobStore {
    * a run is either queued whole or not at all. Answers the run's id.
    */
   async createRun(run: NewRun): Promise<string> {
+    const ends = run.workspaces.map((_, position) => run.ends?.[position] ?? null);
+    // A run with a workspace complete already has started, as its first job would have said.
+    const started = ends.some((end) => end !== null);
     return this.#db.transaction(async (transaction) => {
       const [specRow] = await transaction
         .insert(batchSpecs)
@@ -306,7 +374,14 @@ export class RunStore implements WorkspaceJobStore {
           // An apply that produces nothing still runs its apply job when publishing is set
           // up: it closes the pull requests of the batch change the spec no longer produces.
           status:
-            run.workspaces.length === 0 ? (run.applyEmpty ? "running" : "completed") : "queued",
+            run.workspaces.length === 0
+              ? run.applyEmpty
+                ? "running"
+                : "completed"
+              : started
+                ? "running"
+                : "queued",
+          startedAt: started ? sql`now()` : null,
           finishedAt: run.workspaces.length === 0 && !run.applyEmpty ? new Date() : null,
         })
         .returning({ id: batchRuns.id });
@@ -339,14 +414,25 @@ export class RunStore implements WorkspaceJobStore {
               run.takeovers.get(continuationKey(workspace)),
             ),
             takeoverSessionId: run.takeovers.get(continuationKey(workspace))?.session_id ?? null,
+            ...completedAtCreation(ends[position]!),
           })),
         )
-        .returning({ id: workspaces.id, position: workspaces.position });
+        .returning({
+          id: workspaces.id,
+          position: workspaces.position,
+          repository: workspaces.repository,
+          branch: workspaces.branch,
+          path: workspaces.path,
+          revision: workspaces.revision,
+        });
+      await writeCompleted(transaction, runId, rows, ends);
+      const queued = rows.filter((row) => ends[row.position] === null);
       // One statement for the run's tasks, not two per workspace.
       await enqueueAll(
         transaction,
-        rows.map((row) => workspaceTask(runId, row.id, row.position, run.options)),
+        queued.map((row) => workspaceTask(runId, row.id, row.position, run.options)),
       );
+      if (queued.length === 0) await this.finishRunIfDone(transaction, runId, run.options);
       return runId;
     });
   }
@@ -484,8 +570,10 @@ export class RunStore implements WorkspaceJobStore {
         progress,
         new Set(end.steps.map((step) => step.stepIndex)),
       );
-      await writeSteps(transaction, row.id, end.steps);
-      await writeChangesets(transaction, run.id, row.id, end.changesets);
+      await writeSteps(transaction, [{ workspaceId: row.id, steps: end.steps }]);
+      await writeChangesets(transaction, run.id, [
+        { workspaceId: row.id, changesets: end.changesets },
+      ]);
       if (options.fail_fast === true && end.status !== "completed") {
         await this.cancelWorkspaces(
           transaction,

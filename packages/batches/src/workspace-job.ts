@@ -61,6 +61,11 @@ export interface WorkspaceJobOptions {
 /** Whether a run's model spend budget is spent: why, or null while it is not. */
 export interface RunBudgets {
   runBudgetReached(runId: string): Promise<string | null>;
+  /**
+   * What `runBudgetReached` answers for a run with these options before any of its workspaces
+   * spent anything; without it, no workspace is complete at its run's creation.
+   */
+  newRunBudgetReached?(options: BatchRunOptions): Promise<string | null>;
 }
 
 /** A job loaded: its stored rows, its spec parsed again, and its workspace's definition. */
@@ -120,7 +125,11 @@ function workspaceOf(job: LoadedJob): Workspace {
 }
 
 /** A workspace's end from its run's result: its changesets built when it completed. */
-function endOf(spec: BatchSpec, workspace: Workspace, result: WorkspaceRunResult): WorkspaceEnd {
+export function endOf(
+  spec: BatchSpec,
+  workspace: Workspace,
+  result: WorkspaceRunResult,
+): WorkspaceEnd {
   let built: BatchChangeset[] = [];
   const changesetEvents: BatchRunEvent[] = [];
   let status: BatchWorkspaceStatus = result.status;

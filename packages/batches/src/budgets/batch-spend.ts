@@ -1,6 +1,7 @@
 // Model spend of batch runs: the budget scopes of a workspace job (its own budget and its run's),
 // whether a run's budget is spent (its workspaces not started yet are then not started), and the
 // spend reports of a run and its workspaces.
+import { randomUUID } from "node:crypto";
 import type { BatchSpec } from "@deckhand/batch-spec";
 import { batchRuns, batchSpecs, type DbHandle, workspaces } from "@deckhand/db";
 import {
@@ -110,12 +111,20 @@ export class BatchSpend implements BudgetScopeSource {
       .select({ id: workspaces.id })
       .from(workspaces)
       .where(eq(workspaces.batchRunId, runId));
+    return this.#runScopeOf(
+      runId,
+      options,
+      rows.map((row) => row.id),
+    );
+  }
+
+  #runScopeOf(runId: string, options: BatchRunOptions, workspaceIds: readonly string[]) {
     return this.#options.budgets.withServerLimit({
       kind: "run",
       id: runId,
       label: `run ${shortId(runId)}`,
       limit: options.budget ?? null,
-      selector: { jobIds: rows.map((row) => UsageJobId.batchWorkspace(row.id)) },
+      selector: { jobIds: workspaceIds.map((id) => UsageJobId.batchWorkspace(id)) },
       advice:
         "its workspaces not started yet are not started; run the spec again with a larger budget option to go on",
     });
@@ -124,6 +133,16 @@ export class BatchSpend implements BudgetScopeSource {
   /** Why a run's workspaces should not start any more (its budget is spent), or null. */
   async runBudgetReached(runId: string): Promise<string | null> {
     const refusal = await this.#options.budgets.reached(await this.runScope(runId));
+    return refusal?.message ?? null;
+  }
+
+  /**
+   * What `runBudgetReached` would answer for a run with these options before any of its
+   * workspaces spent anything (the server's limits, or a budget of nothing): why, or null.
+   */
+  async newRunBudgetReached(options: BatchRunOptions): Promise<string | null> {
+    const scope = this.#runScopeOf(randomUUID(), options, []);
+    const refusal = await this.#options.budgets.reached(scope);
     return refusal?.message ?? null;
   }
 
