@@ -213,6 +213,7 @@ describe("running", () => {
   });
 
   it("git is started by the spawn host, not by this process", async () => {
+    expect(await sharedSpawnHost().ready()).toBe(true);
     // The alias's shell is git's child; its parent's parent started git.
     const { stdout } = await runGit(
       ["-c", "alias.starter=!sed -n 's/^PPid:[[:space:]]*//p' /proc/$PPID/status", "starter"],
@@ -225,6 +226,7 @@ describe("running", () => {
   });
 
   it("a spawn host that exits while git runs fails the command, and the next one runs", async () => {
+    await sharedSpawnHost().ready();
     // The alias writes until its output pipe, read by the host, is gone.
     const running = runGit(["-c", "alias.talk=!while echo waiting; do sleep 0.1; done", "talk"], {
       cwd: here,

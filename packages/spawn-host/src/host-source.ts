@@ -7,6 +7,7 @@
 // carries the fields of the `execFile` error (name, message, code, killed, signal, …) or is null;
 // { type: "thrown", id, error } when `execFile` threw instead (an argument it refuses).
 // { type: "abort", id } aborts a running request as an AbortSignal given to `execFile` would.
+// The host says { type: "ready" } once it listens; until then its parent runs commands itself.
 //
 // The host ignores SIGINT: a Ctrl-C in a terminal reaches the whole foreground group, and the
 // process that started it decides what a Ctrl-C means (a graceful shutdown runs git still).
@@ -69,4 +70,5 @@ process.on("message", (message) => {
   }
   else if (message.type === "abort") running.get(message.id)?.abort();
 });
+process.send({ type: "ready" });
 `;

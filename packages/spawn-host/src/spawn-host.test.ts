@@ -39,13 +39,20 @@ function host(options?: ConstructorParameters<typeof SpawnHost>[0]): SpawnHost {
   return created;
 }
 
+/** A host that has started: commands given to it run through it, not from this process. */
+async function readyHost(options?: ConstructorParameters<typeof SpawnHost>[0]): Promise<SpawnHost> {
+  const created = host(options);
+  expect(await created.ready()).toBe(true);
+  return created;
+}
+
 afterEach(() => {
   for (const created of hosts.splice(0)) created.close();
 });
 
 describe("running commands", () => {
   it("returns output and exit code 0, from another process than this one", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     const result = await spawnHost.execFile(
       "sh",
       ["-c", "echo out; echo err >&2; echo $PPID"],
@@ -60,15 +67,29 @@ describe("running commands", () => {
     expect(Number(parentPid)).toBe(spawnHost.pid);
   });
 
+  it("runs commands itself while the host starts, so none waits for it, then through the host", async () => {
+    const spawnHost = host();
+    const first = await spawnHost.execFile("sh", ["-c", "echo $PPID"], OPTIONS);
+    expect(Number(first.stdout.trim())).toBe(process.pid);
+    expect(spawnHost.pid).toBeDefined();
+    expect(await spawnHost.ready()).toBe(true);
+    const later = await spawnHost.execFile("sh", ["-c", "echo $PPID"], OPTIONS);
+    expect(Number(later.stdout.trim())).toBe(spawnHost.pid);
+  });
+
   it("reports a failing exit code with the output so far", async () => {
-    const result = await host().execFile("sh", ["-c", "echo partial; exit 3"], OPTIONS);
+    const result = await (await readyHost()).execFile(
+      "sh",
+      ["-c", "echo partial; exit 3"],
+      OPTIONS,
+    );
     expect(result.error?.code).toBe(3);
     expect(result.error?.killed).toBe(false);
     expect(result.stdout).toBe("partial\n");
   });
 
   it("writes the input to standard input and closes it", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     expect(
       (await spawnHost.execFile("cat", [], { ...OPTIONS, input: "line one\nline two\n" })).stdout,
     ).toBe("line one\nline two\n");
@@ -78,13 +99,17 @@ describe("running commands", () => {
 
   it("carries large output whole", async () => {
     const bytes = 8 * 1024 * 1024;
-    const result = await host().execFile("head", ["-c", String(bytes), "/dev/zero"], OPTIONS);
+    const result = await (await readyHost()).execFile(
+      "head",
+      ["-c", String(bytes), "/dev/zero"],
+      OPTIONS,
+    );
     expect(result.error).toBeNull();
     expect(result.stdout.length).toBe(bytes);
   });
 
   it("runs commands side by side", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     const results = await Promise.all(
       Array.from({ length: 8 }, (_, index) => spawnHost.execFile("echo", [String(index)], OPTIONS)),
     );
@@ -94,7 +119,7 @@ describe("running commands", () => {
   });
 
   it("gives a command only the environment and directory it was given", async () => {
-    const result = await host().execFile("sh", ["-c", "pwd; env"], {
+    const result = await (await readyHost()).execFile("sh", ["-c", "pwd; env"], {
       ...OPTIONS,
       cwd: "/usr",
       env: { PATH: process.env.PATH, ONLY_THIS: "yes" },
@@ -109,12 +134,12 @@ describe("running commands", () => {
   });
 
   it("reports a missing executable as ENOENT", async () => {
-    const result = await host().execFile("deckhand-no-such-program", [], OPTIONS);
+    const result = await (await readyHost()).execFile("deckhand-no-such-program", [], OPTIONS);
     expect(result.error?.code).toBe("ENOENT");
   });
 
   it("rejects what execFile refuses, as execFile throws it, and goes on", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     const running = spawnHost.execFile("sh", ["-c", "read line; echo $line"], {
       ...OPTIONS,
       input: "still here\n",
@@ -129,14 +154,17 @@ describe("running commands", () => {
   });
 
   it("stops a command at its timeout with the kill signal", async () => {
-    const result = await host().execFile("sleep", ["30"], { ...OPTIONS, timeoutMs: 200 });
+    const result = await (await readyHost()).execFile("sleep", ["30"], {
+      ...OPTIONS,
+      timeoutMs: 200,
+    });
     expect(result.error?.killed).toBe(true);
     expect(result.error?.signal).toBe("SIGTERM");
     expect(result.error?.code).toBeNull();
   });
 
   it("stops a command when its signal aborts, also one aborted before it started", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     const controller = new AbortController();
     const running = spawnHost.execFile("sleep", ["30"], { ...OPTIONS, signal: controller.signal });
     // The sleep runs once the host has answered another command sent after it.
@@ -153,7 +181,7 @@ describe("running commands", () => {
   });
 
   it("stops output past the bound", async () => {
-    const result = await host().execFile("echo", ["longer than four"], {
+    const result = await (await readyHost()).execFile("echo", ["longer than four"], {
       ...OPTIONS,
       maxBuffer: 4,
     });
@@ -165,7 +193,7 @@ describe("the host process", () => {
   it("is started with an empty environment", async () => {
     process.env.DECKHAND_SPAWN_HOST_TEST_SECRET = "not for the host";
     try {
-      const spawnHost = host();
+      const spawnHost = await readyHost();
       await spawnHost.execFile("true", [], OPTIONS);
       const environment = readFileSync(`/proc/${spawnHost.pid}/environ`, "utf8")
         .split("\0")
@@ -179,7 +207,7 @@ describe("the host process", () => {
   });
 
   it("when killed, fails what it ran and is started again for the next command", async () => {
-    const spawnHost = host();
+    const spawnHost = await readyHost();
     const running = spawnHost.execFile("sleep", ["30"], OPTIONS);
     await spawnHost.execFile("true", [], OPTIONS);
     const first = spawnHost.pid!;
@@ -192,7 +220,7 @@ describe("the host process", () => {
   });
 
   it("is stopped when idle, and started again for the next command", async () => {
-    const spawnHost = host({ idleMs: 50 });
+    const spawnHost = await readyHost({ idleMs: 50 });
     await spawnHost.execFile("true", [], OPTIONS);
     const first = spawnHost.pid!;
     expect(isRunning(first)).toBe(true);
@@ -203,7 +231,7 @@ describe("the host process", () => {
   });
 
   it("is not stopped for idleness while a command runs", async () => {
-    const spawnHost = host({ idleMs: 50 });
+    const spawnHost = await readyHost({ idleMs: 50 });
     const result = await spawnHost.execFile("sh", ["-c", "sleep 0.5; echo done"], OPTIONS);
     expect(result.error).toBeNull();
     expect(result.stdout).toBe("done\n");
@@ -218,6 +246,7 @@ describe("the host process", () => {
     expect(result.error?.code).toBe(2);
     expect(result.stdout).toBe("direct\n");
     expect(spawnHost.pid).toBeUndefined();
+    expect(await spawnHost.ready()).toBe(false);
     expect((await spawnHost.execFile("deckhand-no-such-program", [], OPTIONS)).error?.code).toBe(
       "ENOENT",
     );

@@ -75,6 +75,9 @@ type Reply =
     }
   | { type: "thrown"; id: number; error: Record<string, unknown> };
 
+/** What the host sends: answers, and once, that it takes commands. */
+type HostMessage = Reply | { type: "ready" };
+
 interface Pending {
   file: string;
   args: readonly string[];
@@ -96,6 +99,10 @@ export class SpawnHost {
   readonly #idleMs: number;
   #idleTimer: NodeJS.Timeout | undefined;
   #child: ChildProcess | null = null;
+  /** Whether `#child` has said it is ready to take commands. */
+  #childReady = false;
+  /** Callers of `ready()` waiting for the host being started. */
+  #readyWaiters: ((ready: boolean) => void)[] = [];
   #unavailable = false;
   #nextId = 0;
   readonly #pending = new Map<number, Pending>();
@@ -117,7 +124,10 @@ export class SpawnHost {
     options: HostedExecOptions,
   ): Promise<HostedExecResult> {
     const child = this.#host();
-    if (child === null) return execDirectly(file, args, options);
+    // Until the host has started (a Node process: tens of milliseconds), commands run from here
+    // rather than wait for it: a short command such as a cached preview that needs one git
+    // process would otherwise pay the host's start on top of git's.
+    if (child === null || !this.#childReady) return execDirectly(file, args, options);
     return new Promise((settle, fail) => {
       const id = this.#nextId++;
       const abort = () => child.send({ type: "abort", id });
@@ -143,6 +153,23 @@ export class SpawnHost {
     });
   }
 
+  /**
+   * Starts the host if it is not running and resolves once it takes commands (true), or once it
+   * is known it cannot (false: it could not start, or it exited first).
+   */
+  ready(): Promise<boolean> {
+    const child = this.#host();
+    if (child === null) return Promise.resolve(false);
+    if (this.#childReady) return Promise.resolve(true);
+    // Someone waits for it: the host's start keeps this process alive until it is ready.
+    reference(child, true);
+    return new Promise((resolveReady) => this.#readyWaiters.push(resolveReady));
+  }
+
+  #settleReady(ready: boolean): void {
+    for (const waiter of this.#readyWaiters.splice(0)) waiter(ready);
+  }
+
   /** Stops the host; a later command starts a new one. */
   close(): void {
     clearTimeout(this.#idleTimer);
@@ -162,7 +189,16 @@ export class SpawnHost {
     child.once("spawn", () => {
       started = true;
     });
-    child.on("message", (reply: Reply) => this.#settle(reply));
+    child.on("message", (message: HostMessage) => {
+      if (message.type !== "ready") {
+        this.#settle(message);
+        return;
+      }
+      if (this.#child !== child) return;
+      this.#childReady = true;
+      this.#settleReady(true);
+      if (this.#pending.size === 0) this.#idle(child);
+    });
     // Writes to a channel that just closed fail; the disconnect below settles what was sent.
     child.on("error", () => {
       if (started) return;
@@ -181,7 +217,8 @@ export class SpawnHost {
       );
     });
     this.#child = child;
-    this.#idle(child);
+    // Not kept alive by this process while it starts; its idle time counts from when it is ready.
+    reference(child, false);
     return child;
   }
 
@@ -210,6 +247,8 @@ export class SpawnHost {
     this.#idleTimer = setTimeout(() => {
       if (this.#child !== child || this.#pending.size > 0) return;
       this.#child = null;
+      this.#childReady = false;
+      this.#settleReady(false);
       child.disconnect();
     }, this.#idleMs);
     this.#idleTimer.unref();
@@ -219,6 +258,8 @@ export class SpawnHost {
   #forget(child: ChildProcess, handle: (pending: Pending) => void): void {
     if (this.#child !== child) return;
     this.#child = null;
+    this.#childReady = false;
+    this.#settleReady(false);
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const entry of pending) {
