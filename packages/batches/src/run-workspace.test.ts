@@ -323,13 +323,17 @@ steps:
 
   it("stops the running step when the signal aborts and ends the workspace cancelled", async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
     const started = Date.now();
     const { result } = await run(
-      `${onApi}\nsteps:\n  - run: sleep 30\n  - run: echo never > never.txt\n`,
+      `${onApi}\nsteps:\n  - run: echo running && sleep 30\n  - run: echo never > never.txt\n`,
       {
         cache: new MemoryStepCache(),
         signal: controller.signal,
+        // Aborted once the step runs (its first output), not after a fixed time that a loaded
+        // machine may not have reached the step in.
+        onEvent: (event) => {
+          if (event.type === "step_output") controller.abort();
+        },
       },
     );
     expect(result.status).toBe("cancelled");
