@@ -54,14 +54,7 @@ export interface EnqueueResult {
 export async function enqueue(executor: Executor, options: EnqueueOptions): Promise<EnqueueResult> {
   const insert = executor
     .insert(tasks)
-    .values({
-      type: options.type,
-      payload: options.payload ?? {},
-      idempotencyKey: options.idempotencyKey,
-      runAt: options.runAt,
-      maxAttempts: options.maxAttempts,
-      serialKey: options.serialKey,
-    })
+    .values(taskRow(options))
     .onConflictDoNothing({ target: tasks.idempotencyKey })
     .returning({ id: tasks.id });
   // The insert and its NOTIFY (sent only for a new task) are one statement.
@@ -83,7 +76,7 @@ export async function enqueue(executor: Executor, options: EnqueueOptions): Prom
 }
 
 /**
- * Adds tasks in one statement and one NOTIFY per task type (a run's workspaces), in the order
+ * Adds tasks in one statement, with one NOTIFY per task type (a run's workspaces), in the order
  * given: their ids ascend in that order, so tasks sharing a serial key run in it. Tasks whose
  * idempotency key exists already are not added again. Returns how many were added.
  */
@@ -92,22 +85,31 @@ export async function enqueueAll(
   options: readonly EnqueueOptions[],
 ): Promise<number> {
   if (options.length === 0) return 0;
-  const inserted = await executor
+  const insert = executor
     .insert(tasks)
-    .values(
-      options.map((task) => ({
-        type: task.type,
-        payload: task.payload ?? {},
-        idempotencyKey: task.idempotencyKey,
-        runAt: task.runAt,
-        maxAttempts: task.maxAttempts,
-        serialKey: task.serialKey,
-      })),
-    )
+    .values(options.map(taskRow))
     .onConflictDoNothing({ target: tasks.idempotencyKey })
     .returning({ type: tasks.type });
-  for (const type of new Set(inserted.map((row) => row.type))) {
-    await executor.execute(sql`select pg_notify(${TASK_CHANNEL}, ${taskNotice(type)})`);
-  }
-  return inserted.length;
+  // As in `enqueue`: the insert and its notices are one statement, delivered on commit. An
+  // enqueue's notice is its bare type (`taskNotice(type)`).
+  const result = (await executor.execute(sql`
+    with inserted as (${insert.getSQL()}),
+    notified as materialized (
+      select pg_notify(${TASK_CHANNEL}, type) from (select distinct type from inserted) types
+    )
+    select (select count(*) from inserted)::int as added, (select count(*) from notified) as sent
+  `)) as unknown as { rows: { added: number | string }[] };
+  return Number(result.rows[0]?.added ?? 0);
+}
+
+/** A task's row as both enqueues insert it. */
+function taskRow(options: EnqueueOptions) {
+  return {
+    type: options.type,
+    payload: options.payload ?? {},
+    idempotencyKey: options.idempotencyKey,
+    runAt: options.runAt,
+    maxAttempts: options.maxAttempts,
+    serialKey: options.serialKey,
+  };
 }
