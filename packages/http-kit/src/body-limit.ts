@@ -20,19 +20,33 @@ function describeBytes(bytes: number): string {
  * when Content-Length says so, otherwise as soon as the streamed body passes the limit. The
  * answer closes the connection, so the rest of the body is not read.
  */
-export function limitBody(options: { maxBytes: number; setting?: string }): MiddlewareHandler {
-  const advice = options.setting
-    ? `send less, or raise ${options.setting}`
-    : "send less, in several requests if need be";
+export function limitBody(options: BodyLimitOptions): MiddlewareHandler {
   return bodyLimit({
     maxSize: options.maxBytes,
     onError: (context) => {
       context.header("Connection", "close");
-      throw new HttpError(
-        413,
-        "body_too_large",
-        `request body is larger than the ${describeBytes(options.maxBytes)} this server accepts; ${advice}`,
-      );
+      throw bodyTooLarge(options);
     },
   });
+}
+
+export interface BodyLimitOptions {
+  maxBytes: number;
+  /** The setting that raises the limit, named in the refusal. */
+  setting?: string;
+}
+
+/**
+ * The 413 `body_too_large` of a body over the limit, for `limitBody` and for a handler that
+ * reads Node's request itself (its answer closes the connection too).
+ */
+export function bodyTooLarge(options: BodyLimitOptions): HttpError {
+  const advice = options.setting
+    ? `send less, or raise ${options.setting}`
+    : "send less, in several requests if need be";
+  return new HttpError(
+    413,
+    "body_too_large",
+    `request body is larger than the ${describeBytes(options.maxBytes)} this server accepts; ${advice}`,
+  );
 }

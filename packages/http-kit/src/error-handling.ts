@@ -18,21 +18,35 @@ export function errorResponse(
   error: unknown,
   options: ErrorHandlingOptions = {},
 ): Response {
+  const answer = errorAnswer(error, {
+    ...(options.redact ? { redact: options.redact } : {}),
+    onUnexpectedError: (unexpected) => options.onUnexpectedError?.(unexpected, context),
+  });
+  return context.json(answer.body, answer.status);
+}
+
+/**
+ * The status and body `errorResponse` answers an error with, for a handler that writes Node's
+ * response itself: an HttpError's own, anything else a 500 that says nothing of the error.
+ */
+export function errorAnswer(
+  error: unknown,
+  options: {
+    onUnexpectedError?: (error: unknown) => void;
+    redact?: (message: string) => string;
+  } = {},
+): { status: HttpError["status"] | 500; body: ErrorResponse } {
   // isInstance, not instanceof: an HttpError from a second copy of http-kit (another bundle) is
   // still the answer its thrower chose, not an unexpected error.
   if (HttpError.isInstance(error)) {
     const message = options.redact ? options.redact(error.message) : error.message;
-    const body: ErrorResponse = { error: { code: error.code, message } };
-    return context.json(body, error.status);
+    return { status: error.status, body: { error: { code: error.code, message } } };
   }
-  options.onUnexpectedError?.(error, context);
-  const body: ErrorResponse = {
-    error: {
-      code: "internal",
-      message: "internal error; the server log has the details",
-    },
+  options.onUnexpectedError?.(error);
+  return {
+    status: 500,
+    body: { error: { code: "internal", message: "internal error; the server log has the details" } },
   };
-  return context.json(body, 500);
 }
 
 /** Installs the shared error and not-found handlers on an app. */

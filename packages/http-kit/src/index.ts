@@ -4,8 +4,14 @@ export {
   bearerTokenOf,
   tokenMatches,
 } from "./bearer-auth.ts";
-export { DEFAULT_MAX_BODY_BYTES, limitBody } from "./body-limit.ts";
 export {
+  type BodyLimitOptions,
+  bodyTooLarge,
+  DEFAULT_MAX_BODY_BYTES,
+  limitBody,
+} from "./body-limit.ts";
+export {
+  errorAnswer,
   type ErrorHandlingOptions,
   errorResponse,
   installErrorHandling,
@@ -18,7 +24,7 @@ export {
 } from "./error-status.ts";
 export { HttpError } from "./http-error.ts";
 export { keepWebSocketAlive, type PingableSocket } from "./keep-alive.ts";
-export { type Listening, listen, MAX_HEADER_BYTES } from "./listen.ts";
+export { type Listening, listen, MAX_HEADER_BYTES, type NodeHandler } from "./listen.ts";
 export {
   admitUpgrade,
   type GuardedRequest,
@@ -30,8 +36,13 @@ export {
   type OriginPolicyOptions,
   type OriginRefusal,
 } from "./origin-guard.ts";
-export { logRequests, type RequestLogEntry } from "./request-log.ts";
-export { NO_CONTENT_SECURITY_POLICY, securityHeaders } from "./security-headers.ts";
+export { logRequests, type RequestLogEntry, requestLogEntry } from "./request-log.ts";
+export {
+  type HeaderTarget,
+  NO_CONTENT_SECURITY_POLICY,
+  securityHeaderSetter,
+  securityHeaders,
+} from "./security-headers.ts";
 export { refuseUpgrade, upgradeBearerToken } from "./upgrade-refusal.ts";
 export {
   describeZodError,

@@ -1,3 +1,8 @@
+import type {
+  IncomingMessage,
+  RequestListener,
+  ServerResponse,
+} from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { type ServerType, serve } from "@hono/node-server";
 import { refuseUpgrade } from "./upgrade-refusal.ts";
@@ -75,10 +80,17 @@ export function answerClientError(
  * taken, address unavailable) rejects with whatever `describeFailure` makes of it, so each app
  * can raise its own error type. Requests Node cannot parse are answered by `answerClientError`.
  */
+/**
+ * A handler that answers some requests on Node's request and response itself, ahead of the app
+ * (the model proxy's streams): true when it took the request, false to hand it to the app.
+ */
+export type NodeHandler = (request: IncomingMessage, response: ServerResponse) => boolean;
+
 export function listen(
   fetch: (request: Request) => Response | Promise<Response>,
   address: { host: string; port: number },
   describeFailure: (error: Error) => Error,
+  ahead?: NodeHandler,
 ): Promise<Listening> {
   return new Promise((resolveListening, reject) => {
     const server = serve(
@@ -94,6 +106,14 @@ export function listen(
         resolveListening({ server, port, url: `http://${host}:${port}` });
       },
     );
+    if (ahead) {
+      // The handler goes before the app's own listener (what `serve` installed).
+      const app = server.listeners("request")[0] as RequestListener;
+      server.removeAllListeners("request");
+      server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+        if (!ahead(request, response)) app(request, response);
+      });
+    }
     server.on("clientError", (error: Error, socket: Socket) => answerClientError(error, socket));
     server.once("error", (error) => reject(describeFailure(error)));
   });

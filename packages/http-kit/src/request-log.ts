@@ -21,11 +21,27 @@ export function logRequests(
     const started = performance.now();
     await next();
     write({
-      method: context.req.method,
-      path: context.req.path,
-      status: context.res.status,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      ...requestLogEntry(context.req.method, context.req.path, context.res.status, started),
       ...extraFields?.(context),
     });
+  };
+}
+
+/**
+ * The access-log line of a request answered with `status`, begun at `started`
+ * (`performance.now()`): for `logRequests` and for a handler that answers on Node's response
+ * itself, ahead of the app.
+ */
+export function requestLogEntry(
+  method: string,
+  path: string,
+  status: number,
+  started: number,
+): RequestLogEntry {
+  return {
+    method,
+    path,
+    status,
+    duration_ms: Math.round((performance.now() - started) * 10) / 10,
   };
 }

@@ -14,20 +14,7 @@ export const NO_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors '
  * nor keep a handle on a window of the server's.
  */
 export function securityHeaders(contentSecurityPolicy: string): MiddlewareHandler {
-  const headers: [string, string][] = [
-    ["Content-Security-Policy", contentSecurityPolicy],
-    ["X-Content-Type-Options", "nosniff"],
-    ["Referrer-Policy", "no-referrer"],
-    ["X-Frame-Options", "DENY"],
-    ["Cross-Origin-Resource-Policy", "same-origin"],
-    ["Cross-Origin-Opener-Policy", "same-origin"],
-  ];
-  const apply = (target: Headers) => {
-    for (const [name, value] of headers) {
-      if (name === "Content-Security-Policy" && target.has(name)) continue;
-      target.set(name, value);
-    }
-  };
+  const apply = securityHeaderSetter(contentSecurityPolicy);
   return async (context, next) => {
     await next();
     try {
@@ -37,6 +24,33 @@ export function securityHeaders(contentSecurityPolicy: string): MiddlewareHandle
       const response = new Response(context.res.body, context.res);
       apply(response.headers);
       context.res = response;
+    }
+  };
+}
+
+/** Where `securityHeaders` sets its headers: a web `Headers` or a Node response's head. */
+export interface HeaderTarget {
+  has(name: string): boolean;
+  set(name: string, value: string): void;
+}
+
+/**
+ * Sets the headers `securityHeaders` sets, on any answer's head: the same rules for a handler
+ * that writes Node's response itself (the model proxy's streams) as for the app's answers.
+ */
+export function securityHeaderSetter(contentSecurityPolicy: string): (target: HeaderTarget) => void {
+  const headers: [string, string][] = [
+    ["Content-Security-Policy", contentSecurityPolicy],
+    ["X-Content-Type-Options", "nosniff"],
+    ["Referrer-Policy", "no-referrer"],
+    ["X-Frame-Options", "DENY"],
+    ["Cross-Origin-Resource-Policy", "same-origin"],
+    ["Cross-Origin-Opener-Policy", "same-origin"],
+  ];
+  return (target) => {
+    for (const [name, value] of headers) {
+      if (name === "Content-Security-Policy" && target.has(name)) continue;
+      target.set(name, value);
     }
   };
 }

@@ -1,4 +1,4 @@
-import { errorResponse, httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
+import { errorAnswer, httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
 import { describeError, redactSecrets } from "@deckhand/secrets";
 import { WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
@@ -10,11 +10,17 @@ import type { RateLimitOptions } from "./rate-limit.ts";
 import {
   type ProxyContext,
   type ProxyEnvironment,
+  type ProxyExchange,
   RequestAuthentication,
 } from "./request-authentication.ts";
 import { type BudgetCheck, RequestBudget } from "./request-budget.ts";
 import { RequestRateLimit } from "./request-rate-limit.ts";
-import { ForwardedRequest, type ForwardingOptions } from "./upstream-forwarding.ts";
+import {
+  type AgentAnswer,
+  answerResponse,
+  ForwardedRequest,
+  type ForwardingOptions,
+} from "./upstream-forwarding.ts";
 import { fetchTransport, nodeHttpTransport } from "./upstream-transport.ts";
 import type { UpstreamConfig } from "./upstreams.ts";
 import type { UsageRecorder } from "./usage.ts";
@@ -51,7 +57,7 @@ export interface ModelProxyOptions {
  * and forwarded with the real key, its answer streamed back as it arrives and its usage
  * recorded for the token's job (ForwardedRequest).
  */
-class ModelProxy {
+export class ModelProxy {
   readonly app = new Hono<ProxyEnvironment>().basePath(WirePath.modelProvider);
   readonly #upstreams: ProxyUpstreams;
   readonly #authentication: RequestAuthentication;
@@ -88,29 +94,48 @@ class ModelProxy {
   }
 
   /** The real keys and whatever the request presented as a credential. */
-  #secretsOf(context: ProxyContext): string[] {
-    return [...this.#upstreams.keys, ...(context.get("secrets") ?? [])];
+  secretsOf(presented: readonly string[]): string[] {
+    return [...this.#upstreams.keys, ...presented];
   }
 
-  #loggerFor(context: ProxyContext): ModelProxyLogger {
-    return redactingLogger(this.#logger, () => this.#secretsOf(context));
+  /** The proxy's logger for one request: nothing it presented reaches the log. */
+  loggerFor(exchange: { secrets: readonly string[] }): ModelProxyLogger {
+    return redactingLogger(this.#logger, () => this.secretsOf(exchange.secrets));
   }
 
   async #handle(context: Context<ProxyEnvironment, "/:agentType/*">): Promise<Response> {
+    const raw = context.req.raw;
+    const exchange: ProxyExchange = {
+      method: raw.method,
+      // Parsed once: authentication reads its query, routing its path, forwarding its search.
+      url: new URL(raw.url),
+      headers: raw.headers,
+      body: async () => new Uint8Array(await raw.arrayBuffer()),
+      signal: raw.signal,
+      // Kept on the context, where the error handler finds them.
+      get secrets() {
+        return context.get("secrets") ?? [];
+      },
+      set secrets(presented) {
+        context.set("secrets", presented);
+      },
+    };
+    const answer = await this.serve(exchange, context.req.param("agentType"));
+    return answer instanceof Response ? answer : answerResponse(answer);
+  }
+
+  /**
+   * One request, authenticated, held to its limits, routed and forwarded: a refusal's answer, or
+   * the upstream's answer to relay. Throws a ModelProxyError for what `errorAnswer` answers.
+   */
+  async serve(exchange: ProxyExchange, agentType: string): Promise<Response | AgentAnswer> {
     const started = this.#now();
-    const logger = this.#loggerFor(context);
-    const agentType = context.req.param("agentType");
-    // Parsed once: authentication reads its query, routing its path, forwarding its search.
-    const url = new URL(context.req.url);
-    const { token, record } = await this.#authentication.authenticate(
-      context,
-      url,
-      agentType,
-      logger,
-    );
-    const refusal = this.#rateLimit.refusal(context, agentType, record, logger);
+    const logger = this.loggerFor(exchange);
+    const { url } = exchange;
+    const { token, record } = await this.#authentication.authenticate(exchange, agentType, logger);
+    const refusal = this.#rateLimit.refusal(agentType, record, logger);
     if (refusal !== null) return refusal;
-    const route = this.#upstreams.route(agentType, context.req.method, url);
+    const route = this.#upstreams.route(agentType, exchange.method, url);
     const overBudget = await this.#budget.refusal(route, record, logger);
     if (overBudget !== null) return overBudget;
     const request = {
@@ -120,25 +145,31 @@ class ModelProxy {
       url,
       started,
       logger,
-      secrets: () => this.#secretsOf(context),
+      secrets: () => this.secretsOf(exchange.secrets),
     };
-    return new ForwardedRequest(context, request, this.#forwarding).forward();
+    return new ForwardedRequest(exchange, request, this.#forwarding).forward();
+  }
+
+  /**
+   * What an error is answered with: a ModelProxyError its status and its message without any
+   * secret of the request; anything else a 500 that says nothing of it, its details logged.
+   */
+  errorAnswer(error: unknown, exchange: { secrets: readonly string[] }, path: string) {
+    if (ModelProxyError.isInstance(error)) {
+      const status = httpStatusOf(error.code);
+      const message = redactSecrets(error.message, this.secretsOf(exchange.secrets));
+      return { status, body: { error: { code: error.code, message } } };
+    }
+    const logger = this.loggerFor(exchange);
+    return errorAnswer(error, {
+      onUnexpectedError: (unexpected) =>
+        logger.error("model-provider proxy failed", { path, error: describeError(unexpected) }),
+    });
   }
 
   #errorResponse(error: Error, context: ProxyContext): Response | Promise<Response> {
-    if (ModelProxyError.isInstance(error)) {
-      const status = httpStatusOf(error.code);
-      const message = redactSecrets(error.message, this.#secretsOf(context));
-      return context.json({ error: { code: error.code, message } }, status);
-    }
-    const logger = this.#loggerFor(context);
-    return errorResponse(context, error, {
-      onUnexpectedError: (unexpected) =>
-        logger.error("model-provider proxy failed", {
-          path: context.req.path,
-          error: describeError(unexpected),
-        }),
-    });
+    const answer = this.errorAnswer(error, { secrets: context.get("secrets") ?? [] }, context.req.path);
+    return context.json(answer.body, answer.status);
   }
 }
 

@@ -8,6 +8,23 @@ import { type ModelTokenRecord, type ModelTokenStore, verifyModelToken } from ".
 export type ProxyEnvironment = { Variables: { secrets: string[] } };
 export type ProxyContext = Context<ProxyEnvironment>;
 
+/**
+ * One agent request as the proxy reads it, whether hono's app or the Node handler ahead of it
+ * received it.
+ */
+export interface ProxyExchange {
+  method: string;
+  /** The request's URL, parsed once: authentication reads its query, routing its path. */
+  url: URL;
+  headers: Headers;
+  /** The whole body, held to the body limit. */
+  body(): Promise<Uint8Array>;
+  /** Aborts when the agent goes away. */
+  signal: AbortSignal;
+  /** Whatever the request presented as a credential: never forwarded back or logged. */
+  secrets: string[];
+}
+
 const UNAUTHORIZED_MESSAGE = `missing or invalid model-provider token; send the token from ${WireEnv.modelProviderToken} as "${WireHeader.authorization}: Bearer <token>", "x-api-key: <token>" or "x-goog-api-key: <token>", with ${WireHeader.jobId} set to the job it was minted for`;
 
 /**
@@ -56,26 +73,25 @@ export class RequestAuthentication {
 
   /**
    * The request's token and its record. Whatever the request presented as a credential is one
-   * of its secrets from here on (`context.get("secrets")`), even if malformed.
+   * of its secrets from here on (`exchange.secrets`), even if malformed.
    */
   async authenticate(
-    context: ProxyContext,
-    url: URL,
+    exchange: ProxyExchange,
     agentType: string,
     logger: ModelProxyLogger,
   ): Promise<AuthenticatedRequest> {
-    const { token, raw } = presentedCredentials(context.req.raw.headers, url.searchParams);
-    context.set("secrets", raw);
+    const { token, raw } = presentedCredentials(exchange.headers, exchange.url.searchParams);
+    exchange.secrets = raw;
     const refuse = (reason: string, fields: LogFields = {}): never => {
       logger.warn("model-provider request refused", { agentType, reason, ...fields });
       throw new ModelProxyError("unauthorized", UNAUTHORIZED_MESSAGE);
     };
     if (token === undefined) return refuse("no_token");
-    context.set("secrets", [...raw, token]);
+    exchange.secrets = [...raw, token];
     const verification = await verifyModelToken(
       this.#tokens,
       token,
-      context.req.header(WireHeader.jobId),
+      exchange.headers.get(WireHeader.jobId) ?? undefined,
       this.#now(),
     );
     if (!verification.ok) {

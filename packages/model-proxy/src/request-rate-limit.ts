@@ -1,7 +1,6 @@
 import type { ModelProxyLogger } from "./logger.ts";
 import type { ModelTokenRecord } from "./model-token.ts";
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions, TokenBucketLimiter } from "./rate-limit.ts";
-import type { ProxyContext } from "./request-authentication.ts";
 
 /** The per-token request limit: a token bucket per scoped token, or none at all. */
 export class RequestRateLimit {
@@ -16,7 +15,6 @@ export class RequestRateLimit {
 
   /** A 429 saying when to retry when the token sent too many requests; null to go on. */
   refusal(
-    context: ProxyContext,
     agentType: string,
     record: ModelTokenRecord,
     logger: ModelProxyLogger,
@@ -29,15 +27,14 @@ export class RequestRateLimit {
       jobId: record.jobId,
       tokenId: record.id,
     });
-    return context.json(
+    return Response.json(
       {
         error: {
           code: "rate_limited",
           message: `too many model requests for this token; retry after ${decision.retryAfterSeconds} s`,
         },
       },
-      429,
-      { "Retry-After": String(decision.retryAfterSeconds) },
+      { status: 429, headers: { "Retry-After": String(decision.retryAfterSeconds) } },
     );
   }
 }

@@ -4,7 +4,7 @@ import { BodyObserver } from "./body-observer.ts";
 import { describeError, type ModelProxyLogger } from "./logger.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 import type { UpstreamRoute } from "./proxy-upstreams.ts";
-import type { AuthenticatedRequest, ProxyContext } from "./request-authentication.ts";
+import type { AuthenticatedRequest, ProxyExchange } from "./request-authentication.ts";
 import { upstreamRequestBody } from "./request-body.ts";
 import { RequestUsage } from "./request-usage.ts";
 import type { UpstreamAnswer, UpstreamTransport } from "./upstream-transport.ts";
@@ -37,31 +37,40 @@ export interface RoutedRequest extends AuthenticatedRequest {
 }
 
 /**
+ * The upstream's answer as the agent gets it: its status, its headers (cleaned), and its body,
+ * which `relay` passes through to whatever writes it (a web stream for hono's app, Node's
+ * response for the handler ahead of it), observed for usage.
+ */
+export interface AgentAnswer {
+  status: number;
+  headers: Headers;
+  /** Null when the answer has no body; its usage is then recorded already. */
+  relay: ((sink: RelaySink) => Relay) | null;
+}
+
+/**
  * Sends one request on to its upstream with the real key (its body and query scrubbed of the
  * scoped token and the job id) and streams the answer back as it arrives, recording its usage
  * however it ends: completed, the agent hanging up, or the upstream failing or breaking off.
  */
 export class ForwardedRequest {
-  readonly #context: ProxyContext;
+  readonly #exchange: ProxyExchange;
   readonly #request: RoutedRequest;
   readonly #options: ForwardingOptions;
   /** The agent going away aborts the upstream request, so a dropped stream stops costing. */
   readonly #abort = new AbortController();
 
-  constructor(context: ProxyContext, request: RoutedRequest, options: ForwardingOptions) {
-    this.#context = context;
+  constructor(exchange: ProxyExchange, request: RoutedRequest, options: ForwardingOptions) {
+    this.#exchange = exchange;
     this.#request = request;
     this.#options = options;
   }
 
-  async forward(): Promise<Response> {
-    const context = this.#context;
+  async forward(): Promise<Response | AgentAnswer> {
+    const exchange = this.#exchange;
     const { route, token, logger } = this.#request;
-    const method = context.req.method;
-    const received =
-      method === "GET" || method === "HEAD"
-        ? undefined
-        : new Uint8Array(await context.req.raw.arrayBuffer());
+    const method = exchange.method;
+    const received = method === "GET" || method === "HEAD" ? undefined : await exchange.body();
     const forwarded = this.#upstreamBody(received);
     const target = upstreamUrl(
       route.upstream.baseUrl,
@@ -69,7 +78,7 @@ export class ForwardedRequest {
       scrubSearch(this.#request.url.search, token),
     );
 
-    const clientSignal = context.req.raw.signal;
+    const clientSignal = exchange.signal;
     const onClientAbort = () => this.#abort.abort(new Error("the agent closed the connection"));
     clientSignal.addEventListener("abort", onClientAbort, { once: true });
     const usage = new RequestUsage({
@@ -83,7 +92,7 @@ export class ForwardedRequest {
       onEnd: () => clientSignal.removeEventListener("abort", onClientAbort),
     });
 
-    const requestHeaders = upstreamRequestHeaders(context.req.raw.headers, route.upstream, token);
+    const requestHeaders = upstreamRequestHeaders(exchange.headers, route.upstream, token);
     // The body goes upstream as the proxy read it: uncompressed.
     if (forwarded?.decoded) requestHeaders.delete("content-encoding");
     let answer: UpstreamAnswer;
@@ -108,7 +117,8 @@ export class ForwardedRequest {
   #upstreamBody(received: Uint8Array | undefined) {
     if (received === undefined) return undefined;
     const { route, record, logger } = this.#request;
-    const forwarded = upstreamRequestBody(received, this.#context.req.header("content-encoding"), [
+    const contentEncoding = this.#exchange.headers.get("content-encoding") ?? undefined;
+    const forwarded = upstreamRequestBody(received, contentEncoding, [
       ...this.#request.secrets(),
       record.jobId,
     ]);
@@ -143,19 +153,20 @@ export class ForwardedRequest {
   }
 
   /** The upstream's answer for the agent, its body streamed through and observed for usage. */
-  async #answer(answer: UpstreamAnswer, usage: RequestUsage): Promise<Response> {
+  async #answer(answer: UpstreamAnswer, usage: RequestUsage): Promise<AgentAnswer> {
     const { route, logger } = this.#request;
     const headers = agentResponseHeaders(answer.headers, this.#request.secrets());
-    if (!answer.body) {
+    const body = answer.body;
+    if (!body) {
       await usage.finish(answer.status, "completed", 0);
-      return new Response(null, { status: answer.status, headers });
+      return { status: answer.status, headers, relay: null };
     }
     const observer = new BodyObserver({
       contentType: answer.headers.get("content-type") ?? "",
       maxUsageBodyBytes: this.#options.maxUsageBodyBytes,
       counts: usage.counts,
     });
-    const observed = observeBody(answer.body, observer, {
+    const options: ObserveOptions = {
       clientGone: () => this.#abort.signal.aborted,
       onUpstreamError: (error) =>
         logger.warn("model-provider upstream broke off mid-stream", {
@@ -169,12 +180,35 @@ export class ForwardedRequest {
         }
         void usage.finish(answer.status, outcome, observer.bytes);
       },
-    });
-    return new Response(observed, { status: answer.status, headers });
+    };
+    return {
+      status: answer.status,
+      headers,
+      relay: (sink) => relayBody(body, observer, options, sink),
+    };
   }
 }
 
-const AGENT_STREAM_SLACK = new CountQueuingStrategy({ highWaterMark: 8 });
+/** Where `relayBody` passes the upstream's body: the agent's web stream or Node response. */
+export interface RelaySink {
+  /** Hands on one chunk; false when the agent lags behind and the upstream should pause. */
+  push(chunk: Buffer): boolean;
+  /** The body ended. */
+  close(): void;
+  /**
+   * The upstream broke off (or the agent went away): break the agent's answer, which is how it
+   * learns the answer is incomplete. The error is our own, without a cause: whatever hosts the
+   * proxy may print it.
+   */
+  fail(error: ModelProxyError): void;
+}
+
+/** A body being relayed: resumed when the agent catches up, cancelled when it goes away. */
+export interface Relay {
+  resume(): void;
+  /** The agent went away: the upstream's body is dropped and its request aborted. */
+  cancel(): void;
+}
 
 interface ObserveOptions {
   /** True once the agent has gone away, which also makes the upstream read fail. */
@@ -184,66 +218,88 @@ interface ObserveOptions {
 }
 
 /**
- * Passes the upstream body through chunk by chunk, as it arrives, showing each to the observer.
- * The Node stream pushes into the web stream (no promise per chunk on this side) and is paused
- * only while the agent lags a few chunks behind. The ends are told apart, since usage records
+ * Passes the upstream body through chunk by chunk, as it arrives, showing each to the observer,
+ * and pauses it only while the agent lags behind. The ends are told apart, since usage records
  * which it was: `cancel` is the agent hanging up, an error or a close before the end is the
  * upstream breaking off.
  */
-function observeBody(
+function relayBody(
   body: Readable,
   observer: BodyObserver,
   options: ObserveOptions,
-): ReadableStream<Uint8Array> {
+  sink: RelaySink,
+): Relay {
   let ended = false;
   const end = (outcome: ModelUsageOutcome) => {
     if (ended) return;
     ended = true;
     options.onEnd(outcome);
   };
-  return new ReadableStream<Uint8Array>(
+  const brokeOff = (error: unknown) => {
+    if (ended) return;
+    if (options.clientGone()) {
+      end("client_aborted");
+      sink.fail(new ModelProxyError("internal", "the agent closed the connection"));
+      return;
+    }
+    options.onUpstreamError(error);
+    end("upstream_aborted");
+    sink.fail(new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"));
+  };
+  body.on("data", (chunk: Buffer) => {
+    observer.chunk(chunk);
+    if (!sink.push(chunk)) body.pause();
+  });
+  body.once("end", () => {
+    observer.end();
+    end("completed");
+    sink.close();
+  });
+  body.once("error", brokeOff);
+  body.once("close", () => {
+    if (!body.readableEnded) brokeOff(new Error("the upstream closed the stream early"));
+  });
+  return {
+    resume: () => body.resume(),
+    cancel: () => {
+      end("client_aborted");
+      body.destroy();
+    },
+  };
+}
+
+// A few chunks of slack: with the default of one, every chunk would pause the upstream stream
+// and the agent's next read resume it, a round of ticks per chunk.
+const AGENT_STREAM_SLACK = new CountQueuingStrategy({ highWaterMark: 8 });
+
+/**
+ * The answer as a web `Response` for hono's app: the Node stream pushes into the web stream (no
+ * promise per chunk on this side) and is paused only while the agent lags a few chunks behind.
+ */
+export function answerResponse(answer: AgentAnswer): Response {
+  const { relay } = answer;
+  if (relay === null) return new Response(null, { status: answer.status, headers: answer.headers });
+  let relaying: Relay | undefined;
+  const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        const brokeOff = (error: unknown) => {
-          if (ended) return;
-          if (options.clientGone()) {
-            end("client_aborted");
-            controller.error(new ModelProxyError("internal", "the agent closed the connection"));
-            return;
-          }
-          options.onUpstreamError(error);
-          end("upstream_aborted");
-          // Breaking the agent's stream is how it learns the answer is incomplete. The error is
-          // our own, without a cause: whatever hosts the app may print it.
-          controller.error(
-            new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
-          );
-        };
-        body.on("data", (chunk: Buffer) => {
-          observer.chunk(chunk);
-          controller.enqueue(chunk);
-          if ((controller.desiredSize ?? 0) <= 0) body.pause();
-        });
-        body.once("end", () => {
-          observer.end();
-          end("completed");
-          controller.close();
-        });
-        body.once("error", brokeOff);
-        body.once("close", () => {
-          if (!body.readableEnded) brokeOff(new Error("the upstream closed the stream early"));
+        relaying = relay({
+          push(chunk) {
+            controller.enqueue(chunk);
+            return (controller.desiredSize ?? 0) > 0;
+          },
+          close: () => controller.close(),
+          fail: (error) => controller.error(error),
         });
       },
       pull() {
-        body.resume();
+        relaying?.resume();
       },
       cancel() {
-        end("client_aborted");
-        body.destroy();
+        relaying?.cancel();
       },
-      // A few chunks of slack: with the default of one, every chunk would pause the upstream
-      // stream and the agent's next read resume it, a round of ticks per chunk.
     },
     AGENT_STREAM_SLACK,
   );
+  return new Response(stream, { status: answer.status, headers: answer.headers });
 }
