@@ -20,14 +20,19 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import {
-  createModelProxy,
+  listen,
+  NO_CONTENT_SECURITY_POLICY,
+  OriginPolicy,
+  securityHeaderSetter,
+} from "@deckhand/http-kit";
+import {
+  createModelProxyRoutes,
   InMemoryModelTokenStore,
   InMemoryUsageRecorder,
   mintModelToken,
 } from "@deckhand/model-proxy";
 import { sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
-import { serveApp } from "../packages/model-proxy/test/proxy-harness.ts";
 import { reportFigure } from "./support/figures.ts";
 
 const STREAM_BYTES = 10 * 1024 * 1024;
@@ -151,11 +156,15 @@ async function runUpstream(): Promise<void> {
   parentPort!.postMessage({ url: upstream.url } satisfies Ready);
 }
 
-/** The proxy's thread: the proxy in front of the upstream, reporting each usage record. */
+/**
+ * The proxy's thread: the proxy in front of the upstream, reporting each usage record, served
+ * as the server serves it: its routes answered ahead of the app on Node's request, with the
+ * app's Host/Origin check, body limit, security headers and request log line.
+ */
 async function runProxy(upstreamUrl: string): Promise<void> {
   const tokens = new InMemoryModelTokenStore();
   const usage = new InMemoryUsageRecorder();
-  const app = createModelProxy({
+  const proxy = createModelProxyRoutes({
     upstreams: {
       codex: { kind: "openai", baseUrl: `${upstreamUrl}/v1`, apiKey: "sk-bench-upstream-key" },
     },
@@ -168,10 +177,26 @@ async function runProxy(upstreamUrl: string): Promise<void> {
     },
     rateLimit: false,
   });
-  const proxy = await serveApp(app);
+  const originPolicy = new OriginPolicy({
+    listenHost: "127.0.0.1",
+    hostAdvice: "set allowedHosts",
+    originAdvice: "set allowedOrigins",
+  });
+  const listening = await listen(
+    proxy.app.fetch,
+    { host: "127.0.0.1", port: 0 },
+    (error) => error,
+    proxy.direct({
+      originPolicy,
+      bodyLimit: { maxBytes: 32 * 1024 * 1024 },
+      securityHeaders: securityHeaderSetter(NO_CONTENT_SECURITY_POLICY),
+      // The server hands the line to its logger; both ways of serving pay that alike.
+      logRequest: () => {},
+    }),
+  );
   const { token } = await mintModelToken(tokens, { jobId: "bench-job", ttlMs: 3_600_000 });
   parentPort!.postMessage({
-    url: `${proxy.origin}${WirePath.modelProvider}/codex`,
+    url: `${listening.url}${WirePath.modelProvider}/codex`,
     token,
   } satisfies Ready);
 }

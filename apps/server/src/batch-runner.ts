@@ -168,7 +168,7 @@ function lazyModelProxy(
         import("./model-proxy-app.ts"),
         import("@deckhand/http-kit"),
       ]);
-      const app = createModelProxyApp(serverOriginPolicy(config), {
+      const { app, ahead } = createModelProxyApp(serverOriginPolicy(config), {
         modelUpstreams: config.modelUpstreams,
         modelTokens,
         modelUsage: new DbUsageRecorder(database.db),
@@ -185,6 +185,7 @@ function lazyModelProxy(
             `cannot listen on 127.0.0.1 for the model proxy: ${error.message}`,
             { cause: error },
           ),
+        ahead,
       );
       parts.started("http", async () => {
         const closed = new Promise<void>((resolveClose) => http.server.close(() => resolveClose()));

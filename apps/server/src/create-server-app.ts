@@ -11,7 +11,10 @@ import {
   installErrorHandling,
   limitBody,
   logRequests,
+  type NodeHandler,
   type OriginPolicy,
+  type RequestLogEntry,
+  securityHeaderSetter,
   securityHeaders,
 } from "@deckhand/http-kit";
 import type { ModelTokenStore, UpstreamConfig, UsageRecorder } from "@deckhand/model-proxy";
@@ -26,9 +29,13 @@ import type { ApiTokenStore } from "./api-tokens.ts";
 import { batchesErrorToHttp } from "./batches-http-errors.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig } from "./config.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
-import { executorTokenScope, registerExecutorRoutes } from "./executor-routes.ts";
+import {
+  executorTokenScope,
+  presentsExecutorToken,
+  registerExecutorRoutes,
+} from "./executor-routes.ts";
 import type { ExecutorTokenStore } from "./executor-tokens.ts";
-import { limitModelProxyBody, mountModelProxy } from "./model-proxy-app.ts";
+import { limitModelProxyBody, MODEL_PROXY_BODY_LIMIT, mountModelProxy } from "./model-proxy-app.ts";
 
 export { MODEL_PROXY_MAX_BODY_BYTES } from "./model-proxy-app.ts";
 
@@ -106,6 +113,16 @@ function isApiPath(path: string): boolean {
 
 /** The control plane's HTTP application: admin auth, health, and the model-provider proxy. */
 export function createServerApp(options: ServerAppOptions): Hono {
+  return createServerHandlers(options).app;
+}
+
+/**
+ * The app, and `ahead`, which answers the model proxy's routes on Node's request before the app
+ * (for `listen`), doing what the app's middleware does to them with the same functions: security
+ * headers, the request log line, the Host/Origin check, the body limit; a request presenting an
+ * executor token goes to the app, which refuses it.
+ */
+export function createServerHandlers(options: ServerAppOptions): { app: Hono; ahead: NodeHandler } {
   const { logger } = options;
   const app = new Hono();
   const errorHandling: ErrorHandlingOptions = {
@@ -124,7 +141,8 @@ export function createServerApp(options: ServerAppOptions): Hono {
 
   // Outermost, so a refusal gets them too: what a page of the server may load, and nosniff.
   app.use(securityHeaders(WEB_UI_CONTENT_SECURITY_POLICY));
-  app.use(logRequests((entry) => logger.info(entry, "request")));
+  const logRequest = (entry: RequestLogEntry) => logger.info(entry, "request");
+  app.use(logRequests(logRequest));
   // First of all checks: a rebinding page or another site's page gets nothing, and no body of
   // theirs is read. Curl, the CLI and agents send no Origin and are let through.
   app.use(guardOrigin(options.originPolicy));
@@ -209,7 +227,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
     });
   }
 
-  mountModelProxy(app, {
+  const modelProxy = mountModelProxy(app, {
     modelUpstreams: options.modelUpstreams,
     modelTokens: options.modelTokens,
     modelUsage: options.modelUsage,
@@ -220,5 +238,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
   });
   if (options.webDir) serveWebUi(app, options.webDir);
 
-  return app;
+  const direct = modelProxy.direct({
+    originPolicy: options.originPolicy,
+    bodyLimit: MODEL_PROXY_BODY_LIMIT,
+    securityHeaders: securityHeaderSetter(WEB_UI_CONTENT_SECURITY_POLICY),
+    logRequest,
+  });
+  const ahead: NodeHandler = (request, response) =>
+    !presentsExecutorToken(request.headers.authorization) && direct(request, response);
+  return { app, ahead };
 }

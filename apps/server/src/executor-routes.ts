@@ -66,8 +66,10 @@ function tokenIdOf(context: Context): string {
  */
 export function executorTokenScope(): MiddlewareHandler {
   return async (context, next) => {
-    const presented = bearerTokenOf(context.req.header(WireHeader.authorization));
-    if (presented?.startsWith(EXECUTOR_TOKEN_PREFIX) && !isExecutorApiPath(context.req.path)) {
+    if (
+      presentsExecutorToken(context.req.header(WireHeader.authorization)) &&
+      !isExecutorApiPath(context.req.path)
+    ) {
       // Read (within the body limit) before answering: an answer sent while the body is unread
       // can reach the client as a connection reset instead.
       await discardBody(context);
@@ -79,6 +81,11 @@ export function executorTokenScope(): MiddlewareHandler {
     }
     await next();
   };
+}
+
+/** Whether an Authorization header presents an executor token (refused off the executor API). */
+export function presentsExecutorToken(authorization: string | undefined): boolean {
+  return bearerTokenOf(authorization)?.startsWith(EXECUTOR_TOKEN_PREFIX) ?? false;
 }
 
 /** Requires a live executor token on the executor API (a revoked one is refused at once). */

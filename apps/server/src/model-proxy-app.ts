@@ -1,11 +1,18 @@
 // The model-provider proxy's routes, as `deckhand up`'s app serves them and as the CLI's
 // batch-only runner serves them alone, on a loopback listener it starts only when a step of its
 // run first needs the proxy (a codingAgent or acp step's model token).
-import { guardOrigin, limitBody, type OriginPolicy } from "@deckhand/http-kit";
 import {
-  createModelProxy,
+  type BodyLimitOptions,
+  guardOrigin,
+  limitBody,
+  type NodeHandler,
+  type OriginPolicy,
+} from "@deckhand/http-kit";
+import {
+  createModelProxyRoutes,
   type ModelBudgets,
   type ModelProxyLogger,
+  type ModelProxyRoutes,
   type ModelTokenStore,
   type UpstreamConfig,
   type UsageRecorder,
@@ -43,13 +50,19 @@ function proxyLogger(logger: Logger): ModelProxyLogger {
 }
 
 /** The body limit of the proxy's requests (before anything reads a body). */
+export const MODEL_PROXY_BODY_LIMIT: BodyLimitOptions = { maxBytes: MODEL_PROXY_MAX_BODY_BYTES };
+
+/** The body limit of the proxy's requests, as the app's middleware. */
 export function limitModelProxyBody() {
-  return limitBody({ maxBytes: MODEL_PROXY_MAX_BODY_BYTES });
+  return limitBody(MODEL_PROXY_BODY_LIMIT);
 }
 
-/** The proxy at `WirePath.modelProvider` and below. */
-export function mountModelProxy(app: Hono, options: ModelProxyRoutesOptions): void {
-  const proxy = createModelProxy({
+/**
+ * The proxy at `WirePath.modelProvider` and below, in the app; its `direct` handler answers the
+ * same routes on Node's request ahead of the app (see `listen`).
+ */
+export function mountModelProxy(app: Hono, options: ModelProxyRoutesOptions): ModelProxyRoutes {
+  const routes = createModelProxyRoutes({
     upstreams: options.modelUpstreams,
     tokens: options.modelTokens,
     usage: options.modelUsage,
@@ -58,22 +71,25 @@ export function mountModelProxy(app: Hono, options: ModelProxyRoutesOptions): vo
     logger: proxyLogger(options.logger.child({ component: "model-proxy" })),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+  const proxy = routes.app;
   // The proxy keeps its own error handling (redaction, its 401 text), so hand it the request whole.
   app.all(WirePath.modelProvider, (context) => proxy.fetch(context.req.raw));
   app.all(`${WirePath.modelProvider}/*`, (context) => proxy.fetch(context.req.raw));
+  return routes;
 }
 
 /**
  * The proxy alone, as an app: the origin guard first (a rebinding page gets nothing), then the
- * body limit and the proxy's routes; any other path is a 404.
+ * body limit and the proxy's routes; any other path is a 404. `ahead` answers the proxy's routes
+ * on Node's request with the same guard and limit, for `listen`.
  */
 export function createModelProxyApp(
   originPolicy: OriginPolicy,
   options: ModelProxyRoutesOptions,
-): Hono {
+): { app: Hono; ahead: NodeHandler } {
   const app = new Hono();
   app.use(guardOrigin(originPolicy));
   app.use(`${WirePath.modelProvider}/*`, limitModelProxyBody());
-  mountModelProxy(app, options);
-  return app;
+  const routes = mountModelProxy(app, options);
+  return { app, ahead: routes.direct({ originPolicy, bodyLimit: MODEL_PROXY_BODY_LIMIT }) };
 }

@@ -4,6 +4,7 @@ import {
   admitUpgrade,
   type Listening,
   listen,
+  type NodeHandler,
   type OriginPolicy,
   refuseUpgrade,
   tokenMatches,
@@ -38,6 +39,8 @@ export interface ServerHttpInput {
   config: ServerConfig;
   /** The app: what HTTP requests are answered with. */
   fetch: (request: Request) => Response | Promise<Response>;
+  /** Answers some requests on Node's request before the app (the model proxy's streams). */
+  ahead?: NodeHandler;
   originPolicy: OriginPolicy;
   hubs: StreamHubs;
   sessions: SessionDomain;
@@ -75,6 +78,7 @@ export class ServerHttp {
           `cannot listen on ${config.host}:${config.port}: ${error.message}; choose another --listen address`,
           { cause: error },
         ),
+      input.ahead,
     );
     const streams = eventStreams(input);
     listening.server.on("upgrade", (request, socket, head) => {

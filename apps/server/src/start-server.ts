@@ -21,7 +21,7 @@ import type { Logger } from "pino";
 import { announceAdminToken, generateAdminToken } from "./admin-token.ts";
 import type { ApiTokenStore } from "./api-tokens.ts";
 import { ADMIN_TOKEN_ENV, type ServerConfig, serverOriginPolicy } from "./config.ts";
-import { createServerApp } from "./create-server-app.ts";
+import { createServerHandlers } from "./create-server-app.ts";
 import type { DbUsageRecorder } from "./db-stores.ts";
 import { ServerEndpoint } from "./server-endpoint.ts";
 import {
@@ -345,7 +345,7 @@ async function startHttp(
   const { database, services, state } = input;
   const publishing = services.batches.publishing;
   const originPolicy = serverOriginPolicy(config);
-  const app = createServerApp({
+  const { app, ahead } = createServerHandlers({
     serverPaths: serverPaths(config.dataDir),
     database,
     originPolicy,
@@ -374,6 +374,7 @@ async function startHttp(
   const http = await ServerHttp.listen({
     config,
     fetch: app.fetch,
+    ahead,
     originPolicy,
     hubs: input.hubs,
     sessions: services.sessions,

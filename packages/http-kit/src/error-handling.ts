@@ -45,7 +45,9 @@ export function errorAnswer(
   options.onUnexpectedError?.(error);
   return {
     status: 500,
-    body: { error: { code: "internal", message: "internal error; the server log has the details" } },
+    body: {
+      error: { code: "internal", message: "internal error; the server log has the details" },
+    },
   };
 }
 

@@ -11,8 +11,8 @@ export {
   limitBody,
 } from "./body-limit.ts";
 export {
-  errorAnswer,
   type ErrorHandlingOptions,
+  errorAnswer,
   errorResponse,
   installErrorHandling,
 } from "./error-handling.ts";

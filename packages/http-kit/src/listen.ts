@@ -1,8 +1,4 @@
-import type {
-  IncomingMessage,
-  RequestListener,
-  ServerResponse,
-} from "node:http";
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { type ServerType, serve } from "@hono/node-server";
 import { refuseUpgrade } from "./upgrade-refusal.ts";

@@ -38,7 +38,9 @@ export interface HeaderTarget {
  * Sets the headers `securityHeaders` sets, on any answer's head: the same rules for a handler
  * that writes Node's response itself (the model proxy's streams) as for the app's answers.
  */
-export function securityHeaderSetter(contentSecurityPolicy: string): (target: HeaderTarget) => void {
+export function securityHeaderSetter(
+  contentSecurityPolicy: string,
+): (target: HeaderTarget) => void {
   const headers: [string, string][] = [
     ["Content-Security-Policy", contentSecurityPolicy],
     ["X-Content-Type-Options", "nosniff"],

@@ -24,8 +24,14 @@ export {
 export { DbSpendLedger, type SpendLedger, type SpendSelector } from "./budgets/spend-ledger.ts";
 export { DbModelTokenStore } from "./db-model-token-store.ts";
 export { DbUsageRecorder, type ModelUsageRow } from "./db-usage-recorder.ts";
+export type { DirectEdge } from "./direct-handler.ts";
 export type { LogFields, ModelProxyLogger } from "./logger.ts";
-export { createModelProxy, type ModelProxyOptions } from "./model-proxy.ts";
+export {
+  createModelProxy,
+  createModelProxyRoutes,
+  type ModelProxyOptions,
+  type ModelProxyRoutes,
+} from "./model-proxy.ts";
 export { ModelProxyError, type ModelProxyErrorCodeName } from "./model-proxy-error.ts";
 export {
   batchJobModelProviderAccess,

@@ -1,7 +1,13 @@
-import { errorAnswer, httpStatusOf, installErrorHandling } from "@deckhand/http-kit";
+import {
+  errorAnswer,
+  httpStatusOf,
+  installErrorHandling,
+  type NodeHandler,
+} from "@deckhand/http-kit";
 import { describeError, redactSecrets } from "@deckhand/secrets";
 import { WirePath } from "@deckhand/wire";
 import { type Context, Hono } from "hono";
+import { type DirectEdge, directProxyHandler } from "./direct-handler.ts";
 import { type ModelProxyLogger, redactingLogger, silentLogger } from "./logger.ts";
 import { ModelProxyError } from "./model-proxy-error.ts";
 import type { ModelTokenStore } from "./model-token.ts";
@@ -162,13 +168,18 @@ export class ModelProxy {
     }
     const logger = this.loggerFor(exchange);
     return errorAnswer(error, {
+      redact: (message) => redactSecrets(message, this.secretsOf(exchange.secrets)),
       onUnexpectedError: (unexpected) =>
         logger.error("model-provider proxy failed", { path, error: describeError(unexpected) }),
     });
   }
 
   #errorResponse(error: Error, context: ProxyContext): Response | Promise<Response> {
-    const answer = this.errorAnswer(error, { secrets: context.get("secrets") ?? [] }, context.req.path);
+    const answer = this.errorAnswer(
+      error,
+      { secrets: context.get("secrets") ?? [] },
+      context.req.path,
+    );
     return context.json(answer.body, answer.status);
   }
 }
@@ -176,4 +187,20 @@ export class ModelProxy {
 /** The model-provider proxy's hono app; its routes already start with `/model-provider`. */
 export function createModelProxy(options: ModelProxyOptions): Hono<ProxyEnvironment> {
   return new ModelProxy(options).app;
+}
+
+/** One proxy, served two ways: as a hono app, and on Node's request ahead of an app. */
+export interface ModelProxyRoutes {
+  /** The proxy's hono app, as `createModelProxy` makes it (in-process requests, odd paths). */
+  app: Hono<ProxyEnvironment>;
+  /**
+   * A Node handler for `listen`'s `ahead` that answers the proxy's routes itself, doing what the
+   * app around it does to them (`edge`), and streams answers straight to the agent's socket.
+   */
+  direct(edge: DirectEdge): NodeHandler;
+}
+
+export function createModelProxyRoutes(options: ModelProxyOptions): ModelProxyRoutes {
+  const proxy = new ModelProxy(options);
+  return { app: proxy.app, direct: (edge) => directProxyHandler(proxy, edge) };
 }

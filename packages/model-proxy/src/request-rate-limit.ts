@@ -14,11 +14,7 @@ export class RequestRateLimit {
   }
 
   /** A 429 saying when to retry when the token sent too many requests; null to go on. */
-  refusal(
-    agentType: string,
-    record: ModelTokenRecord,
-    logger: ModelProxyLogger,
-  ): Response | null {
+  refusal(agentType: string, record: ModelTokenRecord, logger: ModelProxyLogger): Response | null {
     if (!this.#limiter) return null;
     const decision = this.#limiter.take(record.id, this.#now());
     if (decision.allowed) return null;

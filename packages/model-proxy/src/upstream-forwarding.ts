@@ -244,7 +244,9 @@ function relayBody(
     }
     options.onUpstreamError(error);
     end("upstream_aborted");
-    sink.fail(new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"));
+    sink.fail(
+      new ModelProxyError("upstream_unavailable", "the upstream's answer broke off mid-way"),
+    );
   };
   body.on("data", (chunk: Buffer) => {
     observer.chunk(chunk);

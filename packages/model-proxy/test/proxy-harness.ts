@@ -1,11 +1,13 @@
 // Runs the proxy on @hono/node-server in front of a fake upstream, with in-memory storage and a
 // logger that keeps every line, so tests can look at everything the proxy produced.
 import type { AddressInfo } from "node:net";
+import { listen } from "@deckhand/http-kit";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
+import type { DirectEdge } from "../src/direct-handler.ts";
 import type { LogFields, ModelProxyLogger } from "../src/logger.ts";
-import { createModelProxy, type ModelProxyOptions } from "../src/model-proxy.ts";
+import { createModelProxyRoutes, type ModelProxyOptions } from "../src/model-proxy.ts";
 import { InMemoryModelTokenStore, mintModelToken } from "../src/model-token.ts";
 import { InMemoryUsageRecorder } from "../src/usage.ts";
 
@@ -58,18 +60,51 @@ export interface Harness {
   mint(options?: { jobId?: string; ttlMs?: number }): Promise<string>;
   /** Headers an agent sends: the token as a bearer token (or x-api-key) and the job id. */
   agentHeaders(token: string, options?: { jobId?: string; anthropic?: boolean }): Headers;
+  /** How many requests reached the hono app (with `direct`, those the handler did not take). */
+  appRequests(): number;
   close(): Promise<void>;
 }
 
+/** Serves the app behind the proxy's Node handler, as the server does, counting what reaches the app. */
+async function serveDirect(
+  app: { fetch: (request: Request) => Response | Promise<Response> },
+  handler: ReturnType<ReturnType<typeof createModelProxyRoutes>["direct"]>,
+  counted: { requests: number },
+): Promise<{ origin: string; close: () => Promise<void> }> {
+  const listening = await listen(
+    (request) => {
+      counted.requests += 1;
+      return app.fetch(request);
+    },
+    { host: "127.0.0.1", port: 0 },
+    (error) => error,
+    handler,
+  );
+  const server = listening.server;
+  return {
+    origin: listening.url,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        if ("closeAllConnections" in server) server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * The proxy in front of a fake upstream. With `direct`, its routes are answered by its Node
+ * handler ahead of the app, with that edge (what the server's middleware does to them).
+ */
 export async function startHarness(
-  overrides: Partial<ModelProxyOptions> & { upstreamUrl?: string } = {},
+  overrides: Partial<ModelProxyOptions> & { upstreamUrl?: string; direct?: DirectEdge } = {},
 ): Promise<Harness> {
   const upstream = await startFakeUpstream();
   const tokens = new InMemoryModelTokenStore();
   const usage = new InMemoryUsageRecorder();
   const logger = recordingLogger();
   const target = overrides.upstreamUrl ?? upstream.url;
-  const app = createModelProxy({
+  const { direct, upstreamUrl: _upstreamUrl, ...options } = overrides;
+  const routes = createModelProxyRoutes({
     upstreams: {
       codex: { kind: "openai", baseUrl: `${target}/v1`, apiKey: OPENAI_KEY },
       "claude-code": { kind: "anthropic", baseUrl: target, apiKey: ANTHROPIC_KEY },
@@ -78,9 +113,18 @@ export async function startHarness(
     tokens,
     usage,
     logger,
-    ...overrides,
+    ...options,
   });
-  const { origin, close } = await serveApp(app);
+  const counted = { requests: 0 };
+  const app = {
+    fetch: (request: Request) => {
+      counted.requests += 1;
+      return routes.app.fetch(request);
+    },
+  };
+  const { origin, close } = direct
+    ? await serveDirect(routes.app, routes.direct(direct), counted)
+    : await serveApp(app);
   return {
     upstream,
     tokens,
@@ -105,6 +149,7 @@ export async function startHarness(
       headers.set(WireHeader.jobId, options.jobId ?? JOB_ID);
       return headers;
     },
+    appRequests: () => counted.requests,
     async close() {
       await close();
       await upstream.close();
