@@ -15,15 +15,15 @@ import { type ClientRequest, type IncomingMessage, request, type ServerResponse 
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { listen } from "@deckhand/http-kit";
 import {
-  createModelProxy,
+  createModelProxyRoutes,
   InMemoryModelTokenStore,
   InMemoryUsageRecorder,
   mintModelToken,
 } from "@deckhand/model-proxy";
 import { sseEvent, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
-import { serveApp } from "../packages/model-proxy/test/proxy-harness.ts";
 
 type Mark = [label: string, atMs: number];
 const marks: Mark[] = [];
@@ -103,20 +103,25 @@ async function proxyThread(upstreamUrl: string): Promise<{ url: string; token: s
     );
   });
   const tokens = new InMemoryModelTokenStore();
-  const app = createModelProxy({
+  const routes = createModelProxyRoutes({
     upstreams: { codex: { kind: "openai", baseUrl: `${upstreamUrl}/v1`, apiKey: "sk-trace" } },
     tokens,
     usage: new InMemoryUsageRecorder(),
     rateLimit: false,
   });
-  const proxy = await serveApp({
-    fetch: (incoming: Request) => {
+  // Served as the server serves it: the proxy's Node handler ahead of the app.
+  const direct = routes.direct({ bodyLimit: { maxBytes: 32 * 1024 * 1024 } });
+  const proxy = await listen(
+    routes.app.fetch,
+    { host: "127.0.0.1", port: 0 },
+    (error) => error,
+    (incoming, outgoing) => {
       mark("proxy: handler called");
-      return app.fetch(incoming);
+      return direct(incoming, outgoing);
     },
-  });
+  );
   const { token } = await mintModelToken(tokens, { jobId: "trace", ttlMs: 3_600_000 });
-  return { url: `${proxy.origin}${WirePath.modelProvider}/codex/responses`, token };
+  return { url: `${proxy.url}${WirePath.modelProvider}/codex/responses`, token };
 }
 
 if (!isMainThread) {
