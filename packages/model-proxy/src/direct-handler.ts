@@ -41,6 +41,9 @@ const PROXY_PATH = new RegExp(
   `^${WirePath.modelProvider.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/([a-z0-9][a-z0-9._-]*)/`,
 );
 
+/** How much of the answer may wait in the agent's socket before the upstream is paused. */
+const RELAY_SLACK_BYTES = 256 * 1024;
+
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -194,7 +197,9 @@ class DirectExchange implements ProxyExchange {
       return;
     }
     const relay = answer.relay({
-      push: (chunk) => outgoing.write(chunk),
+      // Node's response takes 16 KiB before it asks to wait, less than one upstream read: a
+      // little more slack spares a pause, a drain and a resume per chunk.
+      push: (chunk) => outgoing.write(chunk) || outgoing.writableLength < RELAY_SLACK_BYTES,
       close: () => outgoing.end(),
       // The head is out: breaking the connection is how the agent learns the answer is cut.
       fail: () => outgoing.destroy(),
