@@ -1,6 +1,7 @@
 // Model-provider proxy overhead: a 10 MB SSE stream (Responses-style deltas, then
 // `response.completed` with usage) read straight from the fake upstream and through the proxy
-// served with @hono/node-server, both on loopback, interleaved. Reports the throughput ratio
+// served as the server serves it (its Node handler ahead of the hono app, with the app's Host
+// check, body limit, security headers and log line), both on loopback, interleaved. Reports the throughput ratio
 // (target ≥ 0.9 of direct) and the time to first byte the proxy adds. The upstream, the proxy
 // and the reading client each run on their own thread, as they run in their own processes (or
 // machines) in production; on one event loop the proxy would be charged for the others' work.
