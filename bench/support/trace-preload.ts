@@ -41,6 +41,8 @@ record({
   t: now(),
   pid: process.pid,
   argv: process.argv.slice(1),
+  // Epoch milliseconds of this process's `t: 0`, to put two processes' traces on one clock.
+  timeOrigin: performance.timeOrigin,
   // Wall time since the OS started the process: what Node's own start-up took before this line.
   nodeStartMs: Math.round(performance.nodeTiming.nodeStart),
   bootstrapMs: Math.round(performance.nodeTiming.bootstrapComplete),
