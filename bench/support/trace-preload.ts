@@ -105,6 +105,24 @@ subscribe("http.server.response.finish", (message) => {
     ms: started === undefined ? null : Math.round((now() - started) * 100) / 100,
   });
 });
+// node:http's client (the CLI's requests to a --server), from its request's start to its answer.
+const clientStarts = new WeakMap<object, number>();
+subscribe("http.client.request.start", (message) => {
+  clientStarts.set((message as { request: object }).request, now());
+});
+subscribe("http.client.response.finish", (message) => {
+  const { request } = message as {
+    request: { method: string; protocol: string; host: string; path: string };
+  };
+  const started = clientStarts.get(request);
+  record({
+    kind: "http-out",
+    method: request.method,
+    url: `${request.protocol}//${request.host}${request.path}`.slice(0, 160),
+    t: started,
+    ms: started === undefined ? null : Math.round((now() - started) * 100) / 100,
+  });
+});
 const fetchStarts = new WeakMap<object, number>();
 subscribe("undici:request:create", (message) => {
   fetchStarts.set((message as { request: object }).request, now());
