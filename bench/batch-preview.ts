@@ -7,11 +7,12 @@
 // each with the sandbox on (bubblewrap, the default where it works) and off (`sandbox: "none"`
 // in config.json), so the sandbox's own cost per step shows. With DATABASE_URL set, the --server
 // figures are measured on a `deckhand up` over PostgreSQL too. The standalone cold run is also
-// taken apart by when each line of its JSON output arrived. The standalone runs are measured
-// from the sources (`pnpm deckhand`, TypeScript through --conditions=source, what the issue
-// measured) and from the bundled bin users install (built here from the current sources); each
-// figure's note gives the CPU the run's process tree used, which a busy machine does not inflate
-// the way it does wall time.
+// taken apart by when each line of its JSON output arrived. The CLI runs, standalone and with
+// --server, are measured from the sources (`pnpm deckhand`, TypeScript through
+// --conditions=source, what the issue measured) and from the bundled bin users install (built
+// here from the current sources); each figure's note gives the CPU the CLI's process tree used,
+// which a busy machine does not inflate the way it does wall time. (`deckhand up` itself runs
+// from the sources: its start is not timed, and its per-request work is the same either way.)
 //
 //   node --conditions=source bench/batch-preview.ts
 //   BATCH_PREVIEW_ROUNDS=5 node --conditions=source bench/batch-preview.ts
@@ -123,11 +124,12 @@ async function standalone(spec: string, dataDir: string, entry?: string): Promis
   return run;
 }
 
-async function onServer(spec: string, server: SpawnedService): Promise<CliRun> {
+async function onServer(spec: string, server: SpawnedService, entry?: string): Promise<CliRun> {
   const run = expectSuccess(
     await runCli(["batch", "preview", spec, "--server", server.url, "--runtime", "local"], {
       cwd: scratch,
       env: cleanEnvironment(),
+      ...(entry !== undefined ? { entry } : {}),
     }),
     "batch preview --server",
   );
@@ -186,6 +188,25 @@ interface ModeFigures {
   phases: number[][];
   serverCold: number[];
   serverCached: number[];
+  serverColdCpu: number[];
+  serverCachedCpu: number[];
+  bundledServerCold: number[];
+  bundledServerCached: number[];
+  bundledServerColdCpu: number[];
+  bundledServerCachedCpu: number[];
+}
+
+function emptyServer() {
+  return {
+    serverCold: [],
+    serverCached: [],
+    serverColdCpu: [],
+    serverCachedCpu: [],
+    bundledServerCold: [],
+    bundledServerCached: [],
+    bundledServerColdCpu: [],
+    bundledServerCachedCpu: [],
+  };
 }
 
 function emptyStandalone() {
@@ -212,14 +233,27 @@ async function measureServer(
     // One untimed run: the server's first batch run warms its caches and compiled code.
     await onServer(writeSpec(`warm-${label}`), server);
     for (let round = 0; round < ROUNDS; round += 1) {
-      const spec = writeSpec(`server-${label}-${round}`);
-      const cold = await onServer(spec, server);
-      const cached = await onServer(spec, server);
-      if (stepOutcome(cold) !== "run" || stepOutcome(cached) !== "cached") {
-        throw new Error(`--server runs were ${stepOutcome(cold)} then ${stepOutcome(cached)}`);
+      // The sources' CLI and the bundled one in turns, each on a spec of its own.
+      for (const bundled of [false, true]) {
+        const spec = writeSpec(`server-${label}-${round}-${bundled ? "bundled" : "sources"}`);
+        const entry = bundled ? bundledCliEntry : undefined;
+        const cold = await onServer(spec, server, entry);
+        const cached = await onServer(spec, server, entry);
+        if (stepOutcome(cold) !== "run" || stepOutcome(cached) !== "cached") {
+          throw new Error(`--server runs were ${stepOutcome(cold)} then ${stepOutcome(cached)}`);
+        }
+        if (bundled) {
+          figures.bundledServerCold.push(seconds(cold));
+          figures.bundledServerCached.push(seconds(cached));
+          figures.bundledServerColdCpu.push(cpuSeconds(cold));
+          figures.bundledServerCachedCpu.push(cpuSeconds(cached));
+        } else {
+          figures.serverCold.push(seconds(cold));
+          figures.serverCached.push(seconds(cached));
+          figures.serverColdCpu.push(cpuSeconds(cold));
+          figures.serverCachedCpu.push(cpuSeconds(cached));
+        }
       }
-      figures.serverCold.push(seconds(cold));
-      figures.serverCached.push(seconds(cached));
     }
   } finally {
     await stopService(server);
@@ -235,12 +269,7 @@ try {
   const oracle = median(Array.from({ length: ORACLE_ROUNDS }, shellOracle));
   const byMode = new Map<SandboxMode, ModeFigures>();
   for (const mode of SANDBOX_MODES) {
-    const figures: ModeFigures = {
-      ...emptyStandalone(),
-      phases: [],
-      serverCold: [],
-      serverCached: [],
-    };
+    const figures: ModeFigures = { ...emptyStandalone(), ...emptyServer(), phases: [] };
     byMode.set(mode, figures);
     for (let round = 0; round < ROUNDS; round += 1) {
       const dataDir = dataDirectory(mode, false);
@@ -325,8 +354,34 @@ try {
     off.bundledCached,
     on.bundledCachedCpu,
   );
-  row("preview-server-cold", "batch preview --server, cold", on.serverCold, off.serverCold);
-  row("preview-server-cached", "batch preview --server, cached", on.serverCached, off.serverCached);
+  row(
+    "preview-server-cold",
+    "batch preview --server, cold (sources)",
+    on.serverCold,
+    off.serverCold,
+    on.serverColdCpu,
+  );
+  row(
+    "preview-server-cached",
+    "batch preview --server, cached (sources)",
+    on.serverCached,
+    off.serverCached,
+    on.serverCachedCpu,
+  );
+  row(
+    "preview-server-cold-bundled",
+    "batch preview --server, cold, bundled bin",
+    on.bundledServerCold,
+    off.bundledServerCold,
+    on.bundledServerColdCpu,
+  );
+  row(
+    "preview-server-cached-bundled",
+    "batch preview --server, cached, bundled bin",
+    on.bundledServerCached,
+    off.bundledServerCached,
+    on.bundledServerCachedCpu,
+  );
   const stepOn = median(on.phases.map((phases) => phases[3]!));
   const stepOff = median(off.phases.map((phases) => phases[3]!));
   reportFigure({
@@ -361,28 +416,37 @@ try {
     let database: PostgresTestDatabase | null = null;
     try {
       database = await createPostgresTestDatabase(databaseUrl);
-      const figures: ModeFigures = {
-        ...emptyStandalone(),
-        phases: [],
-        serverCold: [],
-        serverCached: [],
-      };
+      const figures: ModeFigures = { ...emptyStandalone(), ...emptyServer(), phases: [] };
       await measureServer(
         "auto",
         figures,
         cleanEnvironment({ DATABASE_URL: database.url }),
         "postgres",
       );
-      for (const [id, label, values] of [
+      for (const [id, label, values, cpu] of [
         [
           "preview-server-cold-postgres",
-          "batch preview --server, cold, PostgreSQL",
+          "batch preview --server, cold, PostgreSQL (sources)",
           figures.serverCold,
+          figures.serverColdCpu,
         ],
         [
           "preview-server-cached-postgres",
-          "batch preview --server, cached, PostgreSQL",
+          "batch preview --server, cached, PostgreSQL (sources)",
           figures.serverCached,
+          figures.serverCachedCpu,
+        ],
+        [
+          "preview-server-cold-postgres-bundled",
+          "batch preview --server, cold, PostgreSQL, bundled bin",
+          figures.bundledServerCold,
+          figures.bundledServerColdCpu,
+        ],
+        [
+          "preview-server-cached-postgres-bundled",
+          "batch preview --server, cached, PostgreSQL, bundled bin",
+          figures.bundledServerCached,
+          figures.bundledServerCachedCpu,
         ],
       ] as const) {
         reportFigure({
@@ -392,6 +456,7 @@ try {
           unit: "s",
           anchor: oracleAnchor,
           comparison: { value: median(values) / oracle, unit: "×" },
+          note: `CPU ${round(median(cpu), 3)} s`,
         });
       }
     } finally {

@@ -41,6 +41,8 @@ record({
   t: now(),
   pid: process.pid,
   argv: process.argv.slice(1),
+  // Epoch milliseconds of this process's `t: 0`, to put two processes' traces on one clock.
+  timeOrigin: performance.timeOrigin,
   // Wall time since the OS started the process: what Node's own start-up took before this line.
   nodeStartMs: Math.round(performance.nodeTiming.nodeStart),
   bootstrapMs: Math.round(performance.nodeTiming.bootstrapComplete),
@@ -99,6 +101,24 @@ subscribe("http.server.response.finish", (message) => {
     method: request.method,
     url: request.url.slice(0, 160),
     status: response.statusCode,
+    t: started,
+    ms: started === undefined ? null : Math.round((now() - started) * 100) / 100,
+  });
+});
+// node:http's client (the CLI's requests to a --server), from its request's start to its answer.
+const clientStarts = new WeakMap<object, number>();
+subscribe("http.client.request.start", (message) => {
+  clientStarts.set((message as { request: object }).request, now());
+});
+subscribe("http.client.response.finish", (message) => {
+  const { request } = message as {
+    request: { method: string; protocol: string; host: string; path: string };
+  };
+  const started = clientStarts.get(request);
+  record({
+    kind: "http-out",
+    method: request.method,
+    url: `${request.protocol}//${request.host}${request.path}`.slice(0, 160),
     t: started,
     ms: started === undefined ? null : Math.round((now() - started) * 100) / 100,
   });

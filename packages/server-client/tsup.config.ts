@@ -1,3 +1,4 @@
 import { libraryConfig } from "@deckhand/tsup-config";
 
-export default libraryConfig();
+// `node-http` is the transport over node:http for Node processes (src/node-http-transport.ts).
+export default libraryConfig({ entry: ["src/index.ts", "src/node-http-transport.ts"] });

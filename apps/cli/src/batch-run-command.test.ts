@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -85,25 +87,33 @@ class FakeRunStream {
   }
 }
 
-/** A server that creates the run and records each request; it has no spend to give. */
-function fakeServer() {
+/**
+ * A server on a free loopback port that creates the run and records each request; it has no
+ * spend to give.
+ */
+async function fakeServer() {
   const requests: string[] = [];
-  const fetch = async (input: string | URL | Request, init?: RequestInit) => {
-    const url = new URL(String(input));
-    requests.push(`${init?.method ?? "GET"} ${url.pathname}`);
-    if (init?.method === "POST" && url.pathname === ServerPath.batchRuns) {
-      return new Response(JSON.stringify(run), { status: 201 });
-    }
-    return new Response(JSON.stringify({ error: { code: "not_found", message: "none" } }), {
-      status: 404,
-    });
-  };
-  return { requests, fetch };
+  const server = createServer((request, response) => {
+    request.resume();
+    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    requests.push(`${request.method} ${path}`);
+    const created = request.method === "POST" && path === ServerPath.batchRuns;
+    response.writeHead(created ? 201 : 404, { "content-type": "application/json" });
+    response.end(JSON.stringify(created ? run : { error: { code: "not_found", message: "none" } }));
+  });
+  servers.push(server);
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+  const { port } = server.address() as AddressInfo;
+  return { requests, url: `http://127.0.0.1:${port}` };
 }
 
+const servers: Server[] = [];
 let scratch: string | undefined;
-afterEach(() => {
+afterEach(async () => {
   vi.unstubAllGlobals();
+  await Promise.all(
+    servers.splice(0).map((server) => new Promise((closed) => server.close(closed))),
+  );
   if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   scratch = undefined;
 });
@@ -112,11 +122,10 @@ async function preview(isTTY: boolean) {
   scratch = mkdtempSync(join(tmpdir(), "deckhand-batch-run-command-"));
   const spec = join(scratch, "spec.yaml");
   writeFileSync(spec, "name: demo\nsteps:\n  - run: true\n    container: alpine:3\n");
-  const server = fakeServer();
-  vi.stubGlobal("fetch", server.fetch);
+  const server = await fakeServer();
   vi.stubGlobal("WebSocket", FakeRunStream);
   let stdout = "";
-  const code = await runBatchRunCommand("preview", [spec, "--server", "http://deckhand.test"], {
+  const code = await runBatchRunCommand("preview", [spec, "--server", server.url], {
     stdout: {
       write: (text: string) => {
         stdout += text;

@@ -53,12 +53,14 @@ export interface RunStreamServer {
 export class BatchRunFollower {
   readonly #client: ServerClient;
   readonly #token: string | null;
-  readonly #WebSocket: typeof WebSocket;
+  readonly #WebSocket: typeof WebSocket | undefined;
 
   constructor(server: RunStreamServer) {
     this.#client = server.client;
     this.#token = server.token;
-    this.#WebSocket = server.WebSocket ?? WebSocket;
+    // Node's WebSocket is read when a stream opens, not here: reading the global loads undici
+    // (tens of milliseconds), which must not hold back the run's request.
+    this.#WebSocket = server.WebSocket;
   }
 
   /**
@@ -119,8 +121,9 @@ export class BatchRunFollower {
         params: { batch_run_id: runId },
         query: after > 0 ? { after } : {},
       });
-      const socket = new this.#WebSocket(url, protocols);
-      const { OPEN, CONNECTING } = this.#WebSocket;
+      const WebSocketClass = this.#WebSocket ?? WebSocket;
+      const socket = new WebSocketClass(url, protocols);
+      const { OPEN, CONNECTING } = WebSocketClass;
       let settled = false;
       const settle = (end: StreamEnd | { error: unknown }) => {
         if (settled) return;

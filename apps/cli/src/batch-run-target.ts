@@ -2,6 +2,7 @@
 // --server (over HTTP, its stream over a WebSocket), or the batch engine this process starts
 // (embedded-runner.ts), called in-process with the same requests and answers.
 import { createServerClient } from "@deckhand/server-client";
+import { nodeHttpTransport } from "@deckhand/server-client/node-http";
 import type {
   BatchRun,
   BatchRunSpend,
@@ -23,13 +24,23 @@ export interface RunTarget {
   close(): Promise<void>;
 }
 
+/**
+ * Node's WebSocket is undici's, loaded at its first use (tens of milliseconds of CPU): the run's
+ * stream needs it right after the run's request is answered, so it is loaded while that request
+ * is out rather than after.
+ */
+function loadWebSocket(): void {
+  void globalThis.WebSocket;
+}
+
 /** A server's batch-run API, over HTTP. */
 export function serverTarget(baseUrl: string, token: string | null): RunTarget {
-  const client = createServerClient({ baseUrl, token });
+  // Requests over node:http: fetch would load undici before the run's request could leave.
+  const client = createServerClient({ baseUrl, token, transport: nodeHttpTransport });
   const follower = new BatchRunFollower({ client, token });
   const run = (runId: string) => ({ params: { batch_run_id: runId } });
   return {
-    createRun: (request) => client.createBatchRun({ body: request }),
+    createRun: (request) => client.createBatchRun({ body: request }, { onSent: loadWebSocket }),
     cancelRun: (runId) => client.cancelBatchRun(run(runId)),
     runSpend: (runId) => client.getBatchRunSpend(run(runId)),
     changesets: async (runId) => (await client.listBatchRunChangesets(run(runId))).changesets,

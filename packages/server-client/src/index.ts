@@ -14,4 +14,7 @@ export {
   type ServerClient,
   type ServerClientOptions,
   type ServerRequest,
+  type ServerTransport,
+  type TransportAnswer,
+  type TransportRequest,
 } from "./server-client.ts";

@@ -76,7 +76,39 @@ export interface CallOptions {
   headers?: Record<string, string>;
   signal?: AbortSignal;
   cache?: CacheMode;
+  /**
+   * Called once the request is on its way (with the Node transport, once it is written to its
+   * socket): work that holds the thread, such as loading modules, is best started then, while
+   * the server works, rather than before the request leaves.
+   */
+  onSent?: () => void;
 }
+
+/** One request as a transport sends it. */
+export interface TransportRequest {
+  method: string;
+  /** The absolute URL (or, in a page, one relative to its origin). */
+  url: string;
+  /** Lower-case names. */
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  cache?: CacheMode;
+  /** To be called once the request is on its way (see `CallOptions.onSent`). */
+  onSent(): void;
+}
+
+/** A transport's answer: its status and its body as text. */
+export interface TransportAnswer {
+  status: number;
+  text: string;
+}
+
+/**
+ * Sends one request; throws (with the network error as its `cause`) when there is no answer.
+ * `fetch` by default; `@deckhand/server-client/node-http` has one over `node:http`.
+ */
+export type ServerTransport = (request: TransportRequest) => Promise<TransportAnswer>;
 
 /** A route's URL (a `ws:` one for a WebSocket route when the client has an absolute base URL). */
 export interface RouteLink<Route extends ServerRoute> {
@@ -120,6 +152,8 @@ export interface ServerClientOptions {
   token?: string | null | (() => string | null | undefined);
   /** The fetch that sends; the global one by default (a test passes its own). */
   fetch?: typeof fetch;
+  /** What sends instead of fetch, when given (e.g. `nodeHttpTransport`). */
+  transport?: ServerTransport;
   /**
    * Whether each answer is checked with its route's schema (the default); one that does not fit
    * is an `unexpected_answer`. Unchecked, the answer is the JSON the server sent.
@@ -176,12 +210,31 @@ function isJsonMediaType(contentType: string | undefined): boolean {
   return contentType === undefined || /[/+]json\b/.test(contentType);
 }
 
+/** The transport over a fetch: its request is on its way once fetch is called. */
+function fetchTransport(send: typeof fetch): ServerTransport {
+  return async (request) => {
+    const init: RequestInit & { cache?: CacheMode } = {
+      method: request.method,
+      headers: request.headers,
+    };
+    if (request.body !== undefined) init.body = request.body;
+    if (request.signal !== undefined) init.signal = request.signal;
+    if (request.cache !== undefined) init.cache = request.cache;
+    const answered = send(request.url, init);
+    // Fetch says nothing when the request leaves; in a browser it leaves from another thread.
+    request.onSent();
+    const response = await answered;
+    return { status: response.status, text: await response.text() };
+  };
+}
+
 /** Builds the client from the route table. */
 export function createServerClient(options: ServerClientOptions = {}): ServerClient {
   const baseUrl = (options.baseUrl ?? "").replace(/\/+$/, "");
   // Read at each call, so a test's stubbed global fetch is the one used, and called unbound:
   // a browser's fetch refuses to be called as a method of another object.
-  const send: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const send: ServerTransport =
+    options.transport ?? fetchTransport(options.fetch ?? ((input, init) => fetch(input, init)));
   const validate = options.validateAnswers ?? true;
   const where =
     baseUrl !== ""
@@ -240,28 +293,39 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
       method: entry.method.toUpperCase(),
       path: locate(entry, input),
     };
-    const headers = new Headers(callOptions.headers);
+    // A plain record, not `Headers`: in Node that class is undici's, which a transport other
+    // than fetch need not load.
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(callOptions.headers ?? {})) {
+      headers[name.toLowerCase()] = value;
+    }
     const token = tokenNow();
-    if (token) headers.set(WireHeader.authorization, `Bearer ${token}`);
-    const init: RequestInit & { cache?: CacheMode } = { method: request.method, headers };
+    if (token) headers[WireHeader.authorization.toLowerCase()] = `Bearer ${token}`;
+    // Built while the request is out (loading them holds the thread, so not before it has
+    // left); awaited once the answer is in.
+    let schemas: Promise<RouteSchemas> | undefined;
+    const sending: TransportRequest = {
+      method: request.method,
+      url: `${baseUrl}${request.path}`,
+      headers,
+      onSent: () => {
+        if (schemas !== undefined) return;
+        schemas = loadRouteSchemas();
+        schemas.catch(() => {});
+        callOptions.onSent?.();
+      },
+    };
     if (entry.body) {
       // The server refuses a body it reads as JSON unless it is labelled so (415).
-      headers.set("content-type", entry.bodyContentType ?? "application/json");
-      init.body = JSON.stringify(input.body);
+      headers["content-type"] = entry.bodyContentType ?? "application/json";
+      sending.body = JSON.stringify(input.body);
     }
-    if (callOptions.signal !== undefined) init.signal = callOptions.signal;
-    if (callOptions.cache !== undefined) init.cache = callOptions.cache;
-    let response: Response;
-    let text: string;
-    // Sent before anything else happens (an async function runs up to its first await), and a
-    // fetch that throws at once is a rejection like any other.
-    const answered = (async () => send(`${baseUrl}${request.path}`, init))();
-    // Built while the request is out; awaited once the answer is in.
-    const schemas = loadRouteSchemas();
-    schemas.catch(() => {});
+    if (callOptions.signal !== undefined) sending.signal = callOptions.signal;
+    if (callOptions.cache !== undefined) sending.cache = callOptions.cache;
+    let response: TransportAnswer;
     try {
-      response = await answered;
-      text = await response.text();
+      // A transport that throws at once is a rejection like any other.
+      response = await (async () => send(sending))();
     } catch (error) {
       if (callOptions.signal?.aborted) throw error;
       const reason = unreachableReason(error);
@@ -277,17 +341,21 @@ export function createServerClient(options: ServerClientOptions = {}): ServerCli
         request,
       );
     }
-    const { routes, errorResponse } = await schemas;
+    // A transport that never said the request left (or an answer before it did) loads them now.
+    sending.onSent();
+    const { routes, errorResponse } = await (schemas ?? loadRouteSchemas());
+    const { status, text } = response;
     const route = routes.get(entry.operationId);
     if (route === undefined) {
       throw new Error(`the route table has no ${entry.operationId}: rebuild @deckhand/wire`);
     }
-    const alsoAnswered = route.success.alsoAnswers?.[response.status] !== undefined;
-    if (!response.ok && !alsoAnswered) {
-      throw fail(answeredError(request, response.status, text, errorResponse), request);
+    const alsoAnswered = route.success.alsoAnswers?.[status] !== undefined;
+    const ok = status >= 200 && status <= 299;
+    if (!ok && !alsoAnswered) {
+      throw fail(answeredError(request, status, text, errorResponse), request);
     }
     try {
-      return answerOf(route, request, response.status, text, errorResponse);
+      return answerOf(route, request, status, text, errorResponse);
     } catch (error) {
       if (error instanceof ServerApiError) throw fail(error, request);
       throw error;
