@@ -36,6 +36,8 @@ interface PromptedTurn {
   agentSessionId: string;
   /** Whether the agent had a session here before, to resume. */
   hadPrevious: boolean;
+  /** The agent is done (prompted or not): the work after the turn may begin. */
+  agentDone(): void;
 }
 
 /**
@@ -151,8 +153,21 @@ export class TurnRunner {
     let stopReason: StopReason | null = null;
     let failure: TurnOutcome | null = null;
     let agentSessionId: string | null = null;
-    // The branch's commit before the agent works: commits it makes are folded back after.
+    // The branch's commit before the agent works: commits it made are folded back after.
     const since = await headCommit(worktree.path).catch(() => null);
+    // The work after the turn starts as soon as the agent is done: its `git status` runs while
+    // the agent session's end and what the turn streamed are stored, and the rest once those
+    // are (`stored`: false when the turn's events could not be stored, which fails the turn).
+    let afterTurnRun: Promise<void> | null = null;
+    let tellStored: (stored: boolean) => void = () => {};
+    const stored = new Promise<boolean>((resolveStored) => {
+      tellStored = resolveStored;
+    });
+    const startAfterTurn = (rowId: string): Promise<void> =>
+      (afterTurnRun ??= afterTurn.run(
+        { ...live.turn, worktree, agentSessionId: rowId, since, stream },
+        stored,
+      ));
     try {
       const agentSession = await store.agentSessions.ensure(sessionId, agent, null);
       agentSessionId = agentSession.id;
@@ -167,6 +182,7 @@ export class TurnRunner {
         mode: payload.mode ?? null,
         agentSessionId: agentSession.id,
         hadPrevious: resumeSessionId !== null,
+        agentDone: () => void startAfterTurn(agentSession.id),
       };
       stopReason = await agents.pool.use(
         { sessionId, agent },
@@ -183,10 +199,18 @@ export class TurnRunner {
       failure = await stream.fail(error);
     }
     if (agentSessionId !== null) {
-      // What the agent streamed is stored before the work after the turn; its `turn_end` may
-      // wait for the message's end (the work after the turn stores it first if it writes).
-      await stream.settle();
-      await afterTurn.run({ ...live.turn, worktree, agentSessionId, since, stream });
+      // What the agent streamed is stored before the work after the turn writes; its
+      // `turn_end` may wait for the message's end (the work after the turn stores it first if
+      // it writes).
+      const afterTurnDone = startAfterTurn(agentSessionId);
+      try {
+        await stream.settle();
+      } catch (error) {
+        tellStored(false);
+        throw error;
+      }
+      tellStored(true);
+      await afterTurnDone;
     }
     return failure ?? { stopReason: stopReason! };
   }
@@ -219,6 +243,7 @@ export class TurnRunner {
         mode: turn.mode,
       });
     }
+    turn.agentDone();
     await store.agentSessions.markTurnEnded(
       turn.agentSessionId,
       backend.health().status === "crashed" ? "crashed" : "idle",
