@@ -85,12 +85,17 @@ export class TurnRunner {
     const { store, control, messages, logger } = this.#options;
     const turn = turnOf(payload);
     if (!(await messages.begin(turn, payload.user_message_id))) return;
+    // The prompt and the session are read at once: neither waits for the other (on PostgreSQL
+    // their round trips overlap). A session that is not open fails the turn, as before; its
+    // rejection is seen below.
+    const sessionRead = requireOpenSession(store, turn.sessionId);
+    sessionRead.catch(() => {});
     const text = await this.#promptText(payload.user_message_id);
     const live = control.track(turn, taskSignal);
     const stream = new TurnStream(store, turn, logger);
     let outcome: TurnOutcome;
     try {
-      const session = await requireOpenSession(store, turn.sessionId);
+      const session = await sessionRead;
       // The session's lock (shared with the session domain): one turn of a session at a time,
       // and no pending change applied or rejected here while it runs.
       const ran = await this.#options.lock.turn(turn.sessionId, live.signal, () =>
@@ -149,12 +154,14 @@ export class TurnRunner {
     const { live, stream, session, payload } = turn;
     const { sessionId, chatId, agent } = live.turn;
     const worktree = session.worktree;
+    // The branch's commit before the agent works: commits it made are folded back after. Read
+    // from the files while the cancel check's statement runs.
+    const sinceRead = headCommit(worktree.path).catch(() => null);
     if (await control.cancelRequested(live)) return "not_started";
     let stopReason: StopReason | null = null;
     let failure: TurnOutcome | null = null;
     let agentSessionId: string | null = null;
-    // The branch's commit before the agent works: commits it made are folded back after.
-    const since = await headCommit(worktree.path).catch(() => null);
+    const since = await sinceRead;
     // The work after the turn starts as soon as the agent is done: its `git status` runs while
     // the agent session's end and what the turn streamed are stored, and the rest once those
     // are (`stored`: false when the turn's events could not be stored, which fails the turn).
@@ -227,11 +234,16 @@ export class TurnRunner {
       agent,
       hadPrevious: turn.hadPrevious,
     });
-    await store.agentSessions.markActive(turn.agentSessionId, started.agentSessionId);
+    // The agent session's row is marked while the model access is renewed and a cancel looked
+    // for (on PostgreSQL their round trips overlap); its failure fails the turn, as before.
+    const marked = store.agentSessions.markActive(turn.agentSessionId, started.agentSessionId);
+    marked.catch(() => {});
     await agents.renewModelAccess({ sessionId, agent });
+    const cancelled = await control.cancelRequested(live);
+    await marked;
     let stopReason: StopReason;
     // A cancel that came while the agent was starting or the turn waited: no prompt at all.
-    if (await control.cancelRequested(live)) {
+    if (cancelled) {
       await stream.emit({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });
       stopReason = "cancelled";
     } else {
