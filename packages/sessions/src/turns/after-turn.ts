@@ -22,6 +22,8 @@ export interface AfterTurnOptions {
   lock: SessionLock;
   pendingChanges: Pick<PendingChangeService, "recordChanges">;
   logger: Logger;
+  /** Reads a worktree's status (`worktreeStatus`; tests watch it). */
+  readStatus?: (worktreePath: string) => Promise<WorktreeStatus>;
 }
 
 /**
@@ -37,15 +39,27 @@ export class AfterTurn {
     this.#options = options;
   }
 
-  run(turn: FinishedTurn): Promise<void> {
-    return this.#options.lock.git(turn.sessionId, () => this.#runLocked(turn));
+  /**
+   * Runs the work after a turn. It may start as soon as the agent is done: the worktree's status
+   * is read at once (in the git lock), while the caller still stores what the turn streamed;
+   * the rest waits for `stored`, and nothing more is done when it says the turn's events could
+   * not be stored (the caller reports that).
+   */
+  run(turn: FinishedTurn, stored: Promise<boolean> = Promise.resolve(true)): Promise<void> {
+    return this.#options.lock.git(turn.sessionId, () => this.#runLocked(turn, stored));
   }
 
-  async #runLocked(turn: FinishedTurn): Promise<void> {
+  async #runLocked(turn: FinishedTurn, stored: Promise<boolean>): Promise<void> {
     const { logger } = this.#options;
     const { sessionId } = turn;
-    let status: WorktreeStatus | undefined;
-    const readStatus = async () => (status ??= await worktreeStatus(turn.worktree.path));
+    // Read before the wait: the agent is done, and nothing the caller stores meanwhile touches
+    // the worktree. Its failure is seen where it is used.
+    const read = this.#options.readStatus ?? worktreeStatus;
+    const first = read(turn.worktree.path);
+    first.catch(() => {});
+    if (!(await stored)) return;
+    let status: Promise<WorktreeStatus> | undefined = first;
+    const readStatus = () => (status ??= read(turn.worktree.path));
     if (turn.since !== null) {
       try {
         if (await this.#foldCommits(turn, turn.since, await readStatus())) status = undefined;

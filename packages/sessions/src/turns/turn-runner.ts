@@ -36,6 +36,8 @@ interface PromptedTurn {
   agentSessionId: string;
   /** Whether the agent had a session here before, to resume. */
   hadPrevious: boolean;
+  /** The agent is done (prompted or not): the work after the turn may begin. */
+  agentDone(): void;
 }
 
 /**
@@ -83,12 +85,17 @@ export class TurnRunner {
     const { store, control, messages, logger } = this.#options;
     const turn = turnOf(payload);
     if (!(await messages.begin(turn, payload.user_message_id))) return;
+    // The prompt and the session are read at once: neither waits for the other (on PostgreSQL
+    // their round trips overlap). A session that is not open fails the turn, as before; its
+    // rejection is seen below.
+    const sessionRead = requireOpenSession(store, turn.sessionId);
+    sessionRead.catch(() => {});
     const text = await this.#promptText(payload.user_message_id);
     const live = control.track(turn, taskSignal);
     const stream = new TurnStream(store, turn, logger);
     let outcome: TurnOutcome;
     try {
-      const session = await requireOpenSession(store, turn.sessionId);
+      const session = await sessionRead;
       // The session's lock (shared with the session domain): one turn of a session at a time,
       // and no pending change applied or rejected here while it runs.
       const ran = await this.#options.lock.turn(turn.sessionId, live.signal, () =>
@@ -147,12 +154,27 @@ export class TurnRunner {
     const { live, stream, session, payload } = turn;
     const { sessionId, chatId, agent } = live.turn;
     const worktree = session.worktree;
+    // The branch's commit before the agent works: commits it made are folded back after. Read
+    // from the files while the cancel check's statement runs.
+    const sinceRead = headCommit(worktree.path).catch(() => null);
     if (await control.cancelRequested(live)) return "not_started";
     let stopReason: StopReason | null = null;
     let failure: TurnOutcome | null = null;
     let agentSessionId: string | null = null;
-    // The branch's commit before the agent works: commits it makes are folded back after.
-    const since = await headCommit(worktree.path).catch(() => null);
+    const since = await sinceRead;
+    // The work after the turn starts as soon as the agent is done: its `git status` runs while
+    // the agent session's end and what the turn streamed are stored, and the rest once those
+    // are (`stored`: false when the turn's events could not be stored, which fails the turn).
+    let afterTurnRun: Promise<void> | null = null;
+    let tellStored: (stored: boolean) => void = () => {};
+    const stored = new Promise<boolean>((resolveStored) => {
+      tellStored = resolveStored;
+    });
+    const startAfterTurn = (rowId: string): Promise<void> =>
+      (afterTurnRun ??= afterTurn.run(
+        { ...live.turn, worktree, agentSessionId: rowId, since, stream },
+        stored,
+      ));
     try {
       const agentSession = await store.agentSessions.ensure(sessionId, agent, null);
       agentSessionId = agentSession.id;
@@ -167,6 +189,7 @@ export class TurnRunner {
         mode: payload.mode ?? null,
         agentSessionId: agentSession.id,
         hadPrevious: resumeSessionId !== null,
+        agentDone: () => void startAfterTurn(agentSession.id),
       };
       stopReason = await agents.pool.use(
         { sessionId, agent },
@@ -183,10 +206,18 @@ export class TurnRunner {
       failure = await stream.fail(error);
     }
     if (agentSessionId !== null) {
-      // What the agent streamed is stored before the work after the turn; its `turn_end` may
-      // wait for the message's end (the work after the turn stores it first if it writes).
-      await stream.settle();
-      await afterTurn.run({ ...live.turn, worktree, agentSessionId, since, stream });
+      // What the agent streamed is stored before the work after the turn writes; its
+      // `turn_end` may wait for the message's end (the work after the turn stores it first if
+      // it writes).
+      const afterTurnDone = startAfterTurn(agentSessionId);
+      try {
+        await stream.settle();
+      } catch (error) {
+        tellStored(false);
+        throw error;
+      }
+      tellStored(true);
+      await afterTurnDone;
     }
     return failure ?? { stopReason: stopReason! };
   }
@@ -203,11 +234,16 @@ export class TurnRunner {
       agent,
       hadPrevious: turn.hadPrevious,
     });
-    await store.agentSessions.markActive(turn.agentSessionId, started.agentSessionId);
+    // The agent session's row is marked while the model access is renewed and a cancel looked
+    // for (on PostgreSQL their round trips overlap); its failure fails the turn, as before.
+    const marked = store.agentSessions.markActive(turn.agentSessionId, started.agentSessionId);
+    marked.catch(() => {});
     await agents.renewModelAccess({ sessionId, agent });
+    const cancelled = await control.cancelRequested(live);
+    await marked;
     let stopReason: StopReason;
     // A cancel that came while the agent was starting or the turn waited: no prompt at all.
-    if (await control.cancelRequested(live)) {
+    if (cancelled) {
       await stream.emit({ type: "turn_end", message_id: messageId, stop_reason: "cancelled" });
       stopReason = "cancelled";
     } else {
@@ -219,6 +255,7 @@ export class TurnRunner {
         mode: turn.mode,
       });
     }
+    turn.agentDone();
     await store.agentSessions.markTurnEnded(
       turn.agentSessionId,
       backend.health().status === "crashed" ? "crashed" : "idle",
