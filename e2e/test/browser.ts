@@ -23,7 +23,10 @@ export interface OpenedBrowser {
 export interface OpenBrowserOptions {
   /** Signs the page in from the start with this admin token (kept in sessionStorage). */
   token?: string;
-  /** Console errors a suite provokes on purpose (a 401, a 412), which are not failures. */
+  /**
+   * Console errors a suite provokes on purpose (a 401, a 412), which are not failures. Tested
+   * against the message followed by ` (<its url>)` when it has one.
+   */
   allowConsoleErrors?: RegExp;
   width?: number;
   height?: number;
@@ -74,10 +77,11 @@ export async function openBrowser(options: OpenBrowserOptions = {}): Promise<Ope
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (message) => {
     if (message.type() !== "error") return;
-    if (options.allowConsoleErrors?.test(message.text())) return;
-    // A failed resource names itself only in the message's location.
+    // A failed resource names itself only in the message's location, so an excuse may name it.
     const url = message.location().url;
-    pageErrors.push(`console: ${message.text()}${url ? ` (${url})` : ""}`);
+    const text = `${message.text()}${url ? ` (${url})` : ""}`;
+    if (options.allowConsoleErrors?.test(text)) return;
+    pageErrors.push(`console: ${text}`);
   });
   mkdirSync(SCREENSHOTS, { recursive: true });
   return {

@@ -116,6 +116,40 @@ describe("the session screen", () => {
     await page.getByRole("article", { name: "scripted answer" }).nth(1).waitFor();
   });
 
+  it("keeps what the person types while their last message is still on its way", async () => {
+    const box = page.getByRole("textbox", { name: "Message" });
+    const send = page.getByRole("button", { name: "Send" });
+    // The server's answer to the first message is held until the next one is typed, as on a
+    // loaded machine (where the agent's answer may even arrive first, over the stream).
+    let release = () => {};
+    const held = new Promise<void>((resolveHeld) => {
+      release = resolveHeld;
+    });
+    await page.route(/\/api\/chats\/[^/]+\/messages$/, async (route) => {
+      if (route.request().method() !== "POST") return route.fallback();
+      await held;
+      return route.continue();
+    });
+    try {
+      await box.fill("the first of two");
+      await send.click();
+      await expect.poll(() => send.isDisabled()).toBe(true);
+      await box.fill("the second of two");
+      release();
+      // Sent, the first message goes from the box; the second, typed meanwhile, stays.
+      await expect.poll(() => send.isEnabled(), { timeout: 60_000 }).toBe(true);
+      expect(await box.inputValue()).toBe("the second of two");
+      await page
+        .getByRole("article", { name: "Your message" })
+        .getByText("the first of two", { exact: true })
+        .waitFor();
+    } finally {
+      release();
+      await page.unrouteAll({ behavior: "wait" });
+      await box.fill("");
+    }
+  });
+
   it("follows the chat's output, brings a permission request into view, and says so in the tab title", async () => {
     const session = await createSession("following", "deckhand");
     await page.goto(`${up.server.url}/sessions/${session.id}`);

@@ -52,13 +52,15 @@ export function Composer(props: ComposerProps) {
     event?.preventDefault();
     if (!canSend) return;
     setSending(true);
-    const sent = await props.onSend(text, {
+    const sentText = text;
+    const sent = await props.onSend(sentText, {
       agent,
       ...(model ? { model } : {}),
       ...(mode ? { mode } : {}),
     });
     setSending(false);
-    if (sent) setText("");
+    // Only the sent text goes: what the person typed while it was on its way stays.
+    if (sent) setText((current) => (current === sentText ? "" : current));
   };
 
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
