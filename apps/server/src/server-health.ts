@@ -23,7 +23,10 @@ export interface HealthRouteOptions {
 export function registerHealthRoute(app: Hono, options: HealthRouteOptions): void {
   const { logger, database } = options;
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  const agentTimeoutMs = options.agentHealthTimeoutMs ?? 1_000;
+  // 5 s, not 1 s: the workspace agent is a second process on the same machine, and on a loaded
+  // one (a test suite or a batch run beside it) its answer took over a second while it was well,
+  // which turned the server "degraded" for a page that asked after a dropped stream.
+  const agentTimeoutMs = options.agentHealthTimeoutMs ?? 5_000;
   const checkDatabase = async (): Promise<boolean> => {
     try {
       await database.query("select 1");
