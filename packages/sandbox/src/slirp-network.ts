@@ -17,6 +17,15 @@ export interface SlirpAttachOptions {
   /** The descriptor bubblewrap waits on before it runs the command. */
   blockFd: number;
   timeoutMs: number;
+  /**
+   * Starts slirp4netns with these descriptors (`spawn` with this process's environment by
+   * default): the launcher passes the way it started the sandbox.
+   */
+  spawn?: (
+    file: string,
+    args: readonly string[],
+    stdio: readonly ("pipe" | "ignore")[],
+  ) => ChildProcess;
 }
 
 export interface SlirpNetwork {
@@ -144,13 +153,21 @@ async function loopbackReady(pid: number, timeoutMs: number): Promise<void> {
   }
 }
 
+function spawnHere(
+  file: string,
+  args: readonly string[],
+  stdio: readonly ("pipe" | "ignore")[],
+): ChildProcess {
+  return spawn(file, [...args], { stdio: [...stdio] });
+}
+
 async function connect(
   child: ChildProcess,
   pid: number,
   options: SlirpAttachOptions,
 ): Promise<SlirpNetwork> {
   await loopbackReady(pid, options.timeoutMs);
-  const slirp = spawn(
+  const slirp = (options.spawn ?? spawnHere)(
     options.slirp4netns,
     [
       "--configure",
@@ -162,7 +179,7 @@ async function connect(
       String(pid),
       "tap0",
     ],
-    { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] },
+    ["ignore", "ignore", "pipe", "pipe", "pipe"],
   );
   const exitPipe = slirp.stdio[4] as Writable;
   exitPipe.on("error", () => {});
