@@ -66,12 +66,18 @@ function waitReady(slirp: ChildProcess, timeoutMs: number): Promise<void> {
     if (stderr.length < 2_000) stderr += chunk.toString();
   });
   return new Promise((resolve, reject) => {
+    // Once ready, a later exit or error is not a failure to start (and other listeners stay).
+    let settled = false;
     const timer = setTimeout(() => fail(`it was not ready within ${timeoutMs} ms`), timeoutMs);
     const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       reject(new SandboxError("network_failed", `slirp4netns failed: ${why}`));
     };
     ready.once("data", () => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       resolve();
     });
@@ -193,7 +199,6 @@ async function connect(
     stop();
     throw error;
   }
-  slirp.removeAllListeners("exit");
   slirp.on("error", () => {});
   const block = child.stdio[options.blockFd] as Writable;
   block.on("error", () => {});
