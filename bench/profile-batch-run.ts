@@ -17,6 +17,7 @@ import { parseArgs } from "node:util";
 import { BatchRunService, createRunEventHub, ExecutionEnvironment } from "@deckhand/batches";
 import { createDb, TaskRegistry, TaskWorker } from "@deckhand/db";
 import { detectSandbox, ProcessLauncher } from "@deckhand/sandbox";
+import { SpawnHost } from "@deckhand/spawn-host";
 import { BUSYBOX_TEST_IMAGE } from "@deckhand/testkit";
 import {
   generateRepositories,
@@ -75,9 +76,26 @@ prototype.spawn = function tracedSpawn(this: ChildProcess, options) {
   const result = originalSpawn.call(this, options);
   // spawn() returns once the child has exec'd: the event loop waits that long.
   spawnBlockedMs += performance.now() - t;
-  const args = (options.args ?? []).slice(1).map(String);
+  record(this, options.file, (options.args ?? []).slice(1).map(String), t);
+  return result;
+};
+// Processes the spawn host starts (the steps' bubblewrap and slirp4netns, `podman run`) are
+// listed too; the loop's time in the call is counted, the fork is the host's. Those it leaves to
+// this process (before it is ready) go through `spawn()` above, and are not counted twice.
+const originalHostedSpawn = SpawnHost.prototype.spawn;
+SpawnHost.prototype.spawn = function tracedHostedSpawn(this: SpawnHost, file, args, options) {
+  const t = performance.now();
+  const child = originalHostedSpawn.call(this, file, args, options);
+  if (child.constructor !== ChildProcess) {
+    spawnBlockedMs += performance.now() - t;
+    record(child, file, [...args].map(String), t);
+  }
+  return child;
+};
+
+function record(child: ChildProcess, path: string, args: string[], t: number): void {
   // git's subcommand is its first argument that is not an option or an option's value.
-  const file = options.file.split("/").at(-1)!;
+  const file = path.split("/").at(-1)!;
   const sub =
     file === "git"
       ? args.find(
@@ -96,12 +114,11 @@ prototype.spawn = function tracedSpawn(this: ChildProcess, options) {
     t,
     ms: 0,
   };
-  this.once("exit", () => {
+  child.once("exit", () => {
     entry.ms = performance.now() - t;
     spawned.push(entry);
   });
-  return result;
-};
+}
 
 interface JobSpan {
   workspaceId: string;

@@ -57,13 +57,18 @@ export function runLocalStep(options: LocalStepOptions): Promise<LocalStepResult
       profile: options.profile,
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe"],
+      // Its pid is read from "spawn" on: the launcher may have the spawn host start it, which
+      // spares this process (the one holding the database) a fork per step.
+      pidFromSpawnEvent: true,
     });
     // Read (nothing ever comes) so the pipe's end is noticed and "close" below is not held up.
     const lifeline = child.stdio[3] as Readable | null;
     lifeline?.on("error", () => {});
     lifeline?.resume();
+    // An abort before the process has started kills its group once it has.
     const abort = () => {
       if (child.pid !== undefined) killGroup(child.pid);
+      else child.once("spawn", () => killGroup(child.pid!));
     };
     options.signal.addEventListener("abort", abort, { once: true });
     child.stdout!.on("data", (data: Buffer) => options.onOutput("stdout", data));

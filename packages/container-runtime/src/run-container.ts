@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { HeadTailBuffer, type HeadTailOptions, type HeadTailSnapshot } from "@deckhand/headtail";
+import { sharedSpawnHost } from "@deckhand/spawn-host";
 import { firstLine, runCli } from "./container-cli.ts";
 import { type ContainerImage, ensureImage } from "./container-image.ts";
 import {
@@ -228,9 +228,13 @@ export async function runContainer(
     };
   }
 
-  const child = spawn(runtime.binary, [...runtime.globalArgs, ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
+  // Started by the spawn host (a fork of this process, which may hold the embedded database,
+  // blocks its event loop for milliseconds); its pid is never needed: it is stopped by name.
+  const child = sharedSpawnHost().spawn(runtime.binary, [...runtime.globalArgs, ...args], {
+    cwd: process.cwd(),
     env: environment.clientEnv,
+    detached: false,
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let exited = false;
   let ending: ContainerRunResult["ending"] = "exited";
@@ -246,8 +250,8 @@ export async function runContainer(
     output.write(data);
     options.onOutput?.({ stream, data });
   };
-  child.stdout.on("data", forward("stdout"));
-  child.stderr.on("data", forward("stderr"));
+  child.stdout!.on("data", forward("stdout"));
+  child.stderr!.on("data", forward("stderr"));
 
   const outcome = await new Promise<{ code: number | null; error: Error | null }>((resolve) => {
     let error: Error | null = null;

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { agentEnvironmentPolicy } from "@deckhand/secrets";
+import { SpawnHost } from "@deckhand/spawn-host";
 import { sandboxTestSetup } from "@deckhand/testkit";
 import { WireEnv, WirePath } from "@deckhand/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,6 +37,7 @@ function run(
     environment: { ...launcher.inheritedEnvironment(), PATH: process.env.PATH ?? "" },
     ...(options.grants ? { grants: options.grants } : {}),
     profile,
+    pidFromSpawnEvent: true,
   });
   let stdout = "";
   let stderr = "";
@@ -64,7 +66,13 @@ function connectScript(port: number): string {
     .on("error", (error) => { console.log("refused " + error.code); process.exit(0); });`;
 }
 
-describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
+// Every sandbox test runs twice: the sandbox forked by this process, then started by a spawn host
+// (its pipes handed over, slirp4netns started there too).
+describe.skipIf(!setup.available).each([
+  { how: "forked here", hosted: false },
+  { how: "started by the spawn host", hosted: true },
+])("ProcessLauncher with bubblewrap, $how", ({ hosted }) => {
+  let spawnHost: SpawnHost | null = null;
   let capability: SandboxCapability;
   let root: string;
   let home: string;
@@ -76,6 +84,11 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
   let modelRequests: string[];
 
   beforeAll(async () => {
+    if (hosted) {
+      spawnHost = new SpawnHost();
+      // Ready before the first launch, which would otherwise be forked here.
+      expect(await spawnHost.ready()).toBe(true);
+    }
     capability = await detectSandbox("bubblewrap");
     // Not under /tmp, which every sandbox replaces with its own: like a real home and data dir.
     root = mkdtempSync(
@@ -96,6 +109,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
     modelRequests = [];
     launcher = new ProcessLauncher({
       capability,
+      spawnHost,
       policy: agentEnvironmentPolicy({ secretNames: ["UPSTREAM_KEY"], secretValues: [CANARY] }),
       sourceEnvironment: {
         PATH: process.env.PATH,
@@ -117,6 +131,7 @@ describe.skipIf(!setup.available)("ProcessLauncher with bubblewrap", () => {
   });
 
   afterAll(async () => {
+    spawnHost?.close();
     await launcher?.close();
     hostService?.close();
     if (root) rmSync(root, { recursive: true, force: true });
@@ -245,6 +260,7 @@ if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neig
           cwd: worktree,
           environment: { PATH: process.env.PATH ?? "" },
           profile: { writable: [worktree], network },
+          pidFromSpawnEvent: true,
         });
         let stdout = "";
         let stderr = "";
@@ -328,6 +344,7 @@ if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neig
     const warnings: string[] = [];
     const brokenLauncher = new ProcessLauncher({
       capability: { ...capability, slirp4netns: broken, internetFallback: null },
+      spawnHost,
       policy: agentEnvironmentPolicy({ secretNames: [], secretValues: [] }),
       sourceEnvironment: { PATH: process.env.PATH },
       onWarning: (message) => warnings.push(message),
@@ -395,6 +412,7 @@ if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neig
   it("reaches allowed hosts through its HTTP proxy and nothing else", async () => {
     const allowed = new ProcessLauncher({
       capability,
+      spawnHost,
       settings: { mode: "bubblewrap", allowHosts: [], stepNetwork: "full", hide: [], writable: [] },
       home,
       hidden: [dataDir],
@@ -500,6 +518,7 @@ if [ -e ${JSON.stringify(neighbour)} ]; then echo neighbour-seen; else echo neig
       environment: launcher.inheritedEnvironment(),
       profile: { writable: [worktree], network: { internet: false, modelProxy: false } },
       detached: true,
+      pidFromSpawnEvent: true,
     });
     await new Promise<void>((resolve) => child.stdout!.once("data", () => resolve()));
     const closed = new Promise((resolve) =>

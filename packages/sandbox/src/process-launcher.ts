@@ -2,7 +2,7 @@
 // been applied to, and, where bubblewrap works, a sandbox in which the process sees its own
 // processes only, writes only where its profile says, never sees Deckhand's data or the user's
 // credentials, and reaches the network only as its profile allows.
-import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import {
@@ -10,6 +10,7 @@ import {
   agentEnvironment,
   agentEnvironmentPolicy,
 } from "@deckhand/secrets";
+import { type HostedSpawnOptions, type SpawnHost, sharedSpawnHost } from "@deckhand/spawn-host";
 import type { SandboxKind } from "@deckhand/wire";
 import { isPathInsideRoot } from "@deckhand/workspace-files";
 import { bubblewrapArguments, type SandboxBind, type SandboxView } from "./bubblewrap-arguments.ts";
@@ -61,6 +62,12 @@ export interface LaunchRequest {
   stdio?: readonly ("pipe" | "ignore" | "inherit")[];
   /** Its own process group, so a group signal reaches everything it started. */
   detached?: boolean;
+  /**
+   * The caller reads `pid` only from the process's "spawn" event on (an abort before it waits
+   * for it), and its stdio holds no "inherit": the process may then be started by the spawn host
+   * instead of by a fork of this process, its pipes handed over.
+   */
+  pidFromSpawnEvent?: boolean;
 }
 
 /** Something to tell an operator once (a sandbox that could not be set up for one process). */
@@ -79,6 +86,11 @@ export interface ProcessLauncherOptions {
   modelProxy?: ModelProxyEndpoint | null;
   /** The Node.js that runs the network forwarder inside sandboxes; this one by default. */
   nodeExecutable?: string;
+  /**
+   * Starts the processes of requests with `pidFromSpawnEvent` (and their sandbox's slirp4netns);
+   * this process's shared host by default, null for a fork of this process every time.
+   */
+  spawnHost?: SpawnHost | null;
   onWarning?: LaunchWarning;
 }
 
@@ -94,6 +106,7 @@ export class ProcessLauncher {
   readonly #endpoints: SandboxEndpoints;
   readonly #node: string;
   readonly #onWarning: LaunchWarning;
+  readonly #spawnHost: SpawnHost | null;
 
   constructor(options: ProcessLauncherOptions) {
     this.#capability = options.capability;
@@ -111,6 +124,7 @@ export class ProcessLauncher {
     });
     this.#node = options.nodeExecutable ?? process.execPath;
     this.#onWarning = options.onWarning ?? (() => {});
+    this.#spawnHost = options.spawnHost === undefined ? sharedSpawnHost() : options.spawnHost;
   }
 
   /**
@@ -164,15 +178,32 @@ export class ProcessLauncher {
   spawn(request: LaunchRequest): ChildProcess {
     const environment = this.#environment(request);
     const stdio = [...(request.stdio ?? ["pipe", "pipe", "pipe"])];
+    const spawnProcess = this.#spawner(request);
     if (this.#capability.kind === "none") {
-      return spawn(request.executable, [...request.args], {
+      return spawnProcess(request.executable, request.args, {
         cwd: request.cwd,
         env: environment,
         stdio,
         detached: request.detached ?? false,
       });
     }
-    return this.#spawnSandboxed(request, environment, stdio, this.#capability);
+    return this.#spawnSandboxed(request, environment, stdio, this.#capability, spawnProcess);
+  }
+
+  /**
+   * Who starts the request's processes: the spawn host when the caller allows it (a fork of this
+   * process, which may hold the embedded database, blocks its event loop for milliseconds), this
+   * process otherwise. The host itself spawns here until it is ready, or when it cannot start.
+   */
+  #spawner(request: LaunchRequest): SpawnProcess {
+    const host = this.#spawnHost;
+    if (host === null || request.pidFromSpawnEvent !== true) return spawnHere;
+    return (file, args, options) => {
+      const { stdio: descriptors } = options;
+      // An inherited descriptor would be the host's, not this process's.
+      if (!onlyPipes(descriptors)) return spawnHere(file, args, options);
+      return host.spawn(file, args, { ...options, stdio: descriptors });
+    };
   }
 
   #spawnSandboxed(
@@ -180,6 +211,7 @@ export class ProcessLauncher {
     environment: Record<string, string>,
     stdio: ("pipe" | "ignore" | "inherit")[],
     capability: Extract<SandboxCapability, { kind: "bubblewrap" }>,
+    spawnProcess: SpawnProcess,
   ): ChildProcess {
     const { network } = request.profile;
     const writable = [...request.profile.writable, ...this.#settings.writable];
@@ -260,28 +292,43 @@ export class ProcessLauncher {
             ...request.args,
           ];
     if (listen.length > 0) delete environment.NODE_OPTIONS;
-    const options: SpawnOptions = {
-      cwd: request.cwd,
-      env: environment,
-      stdio: slirp !== null ? [...stdio, "pipe", "pipe"] : stdio,
-      detached: request.detached ?? false,
-    };
-    const child = spawn(
+    const child = spawnProcess(
       capability.bubblewrap,
       [...bubblewrapArguments(view), "--", ...command],
-      options,
+      {
+        cwd: request.cwd,
+        env: environment,
+        stdio: slirp !== null ? [...stdio, "pipe", "pipe"] : stdio,
+        detached: request.detached ?? false,
+      },
     );
-    if (slirp !== null) this.#attachNetwork(child, slirp, infoFd!, blockFd!);
+    if (slirp !== null) this.#attachNetwork(child, slirp, infoFd!, blockFd!, spawnProcess);
     return child;
   }
 
-  #attachNetwork(child: ChildProcess, slirp4netns: string, infoFd: number, blockFd: number): void {
-    if (child.pid === undefined) return;
+  #attachNetwork(
+    child: ChildProcess,
+    slirp4netns: string,
+    infoFd: number,
+    blockFd: number,
+    spawnProcess: SpawnProcess,
+  ): void {
+    // A process the host starts has its pid from its "spawn" event; one that never started has
+    // none, and an "error" of its own.
+    if (child.pid === undefined) {
+      child.once("spawn", () =>
+        this.#attachNetwork(child, slirp4netns, infoFd, blockFd, spawnProcess),
+      );
+      return;
+    }
     attachSlirpNetwork(child, {
       slirp4netns,
       infoFd,
       blockFd,
       timeoutMs: NETWORK_TIMEOUT_MS,
+      spawn: (file, args, stdio) =>
+        // slirp4netns gets this process's environment, as a process spawned here inherits it.
+        spawnProcess(file, args, { cwd: "/", env: process.env, detached: false, stdio }),
     }).catch((error: unknown) => {
       // The command never ran: stop the sandbox waiting for its network.
       this.#onWarning("a sandbox's network could not be set up; its process was stopped", error);
@@ -297,6 +344,25 @@ export class ProcessLauncher {
   close(): Promise<void> {
     return this.#endpoints.close();
   }
+}
+
+/** `spawn` with the options every launch gives, here or in the spawn host. */
+type SpawnProcess = (
+  file: string,
+  args: readonly string[],
+  options: Omit<HostedSpawnOptions, "stdio"> & {
+    stdio: readonly ("pipe" | "ignore" | "inherit")[];
+  },
+) => ChildProcess;
+
+function onlyPipes(
+  stdio: readonly ("pipe" | "ignore" | "inherit")[],
+): stdio is readonly ("pipe" | "ignore")[] {
+  return !stdio.includes("inherit");
+}
+
+function spawnHere(...[file, args, options]: Parameters<SpawnProcess>): ChildProcess {
+  return spawn(file, [...args], { ...options, stdio: [...options.stdio] });
 }
 
 /** The directory every sandbox replaces with an empty one of its own. */

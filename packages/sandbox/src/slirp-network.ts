@@ -17,6 +17,15 @@ export interface SlirpAttachOptions {
   /** The descriptor bubblewrap waits on before it runs the command. */
   blockFd: number;
   timeoutMs: number;
+  /**
+   * Starts slirp4netns with these descriptors (`spawn` with this process's environment by
+   * default): the launcher passes the way it started the sandbox.
+   */
+  spawn?: (
+    file: string,
+    args: readonly string[],
+    stdio: readonly ("pipe" | "ignore")[],
+  ) => ChildProcess;
 }
 
 export interface SlirpNetwork {
@@ -57,12 +66,18 @@ function waitReady(slirp: ChildProcess, timeoutMs: number): Promise<void> {
     if (stderr.length < 2_000) stderr += chunk.toString();
   });
   return new Promise((resolve, reject) => {
+    // Once ready, a later exit or error is not a failure to start (and other listeners stay).
+    let settled = false;
     const timer = setTimeout(() => fail(`it was not ready within ${timeoutMs} ms`), timeoutMs);
     const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       reject(new SandboxError("network_failed", `slirp4netns failed: ${why}`));
     };
     ready.once("data", () => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       resolve();
     });
@@ -144,13 +159,21 @@ async function loopbackReady(pid: number, timeoutMs: number): Promise<void> {
   }
 }
 
+function spawnHere(
+  file: string,
+  args: readonly string[],
+  stdio: readonly ("pipe" | "ignore")[],
+): ChildProcess {
+  return spawn(file, [...args], { stdio: [...stdio] });
+}
+
 async function connect(
   child: ChildProcess,
   pid: number,
   options: SlirpAttachOptions,
 ): Promise<SlirpNetwork> {
   await loopbackReady(pid, options.timeoutMs);
-  const slirp = spawn(
+  const slirp = (options.spawn ?? spawnHere)(
     options.slirp4netns,
     [
       "--configure",
@@ -162,7 +185,7 @@ async function connect(
       String(pid),
       "tap0",
     ],
-    { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] },
+    ["ignore", "ignore", "pipe", "pipe", "pipe"],
   );
   const exitPipe = slirp.stdio[4] as Writable;
   exitPipe.on("error", () => {});
@@ -176,7 +199,6 @@ async function connect(
     stop();
     throw error;
   }
-  slirp.removeAllListeners("exit");
   slirp.on("error", () => {});
   const block = child.stdio[options.blockFd] as Writable;
   block.on("error", () => {});

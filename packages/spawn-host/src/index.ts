@@ -1,6 +1,7 @@
 export {
   type HostedExecOptions,
   type HostedExecResult,
+  type HostedSpawnOptions,
   SPAWN_HOST_EXITED,
   SpawnHost,
   type SpawnHostOptions,

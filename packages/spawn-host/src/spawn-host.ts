@@ -11,7 +11,9 @@ import {
   execFile as execFileDirect,
   spawn,
 } from "node:child_process";
+import type { Socket } from "node:net";
 import { SPAWN_HOST_SOURCE } from "./host-source.ts";
+import { HostedChildProcess } from "./hosted-child-process.ts";
 
 export interface HostedExecOptions {
   cwd: string;
@@ -33,6 +35,16 @@ export interface HostedExecResult {
   error: ExecFileException | null;
   stdout: string;
   stderr: string;
+}
+
+export interface HostedSpawnOptions {
+  cwd: string;
+  /** The process's whole environment (the host's own is empty). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Its own process group, as `spawn`'s `detached`. */
+  detached: boolean;
+  /** Each descriptor a pipe to this process or nothing; a pipe is handed over by the host. */
+  stdio: readonly ("pipe" | "ignore")[];
 }
 
 export interface SpawnHostOptions {
@@ -75,8 +87,21 @@ type Reply =
     }
   | { type: "thrown"; id: number; error: Record<string, unknown> };
 
-/** What the host sends: answers, and once, that it takes commands. */
-type HostMessage = Reply | { type: "ready" };
+/** What the host says of a process it started with "spawn". */
+type SpawnReport =
+  | { type: "spawned"; id: number; pid: number }
+  | { type: "pipe"; id: number; fd: number }
+  | { type: "exit"; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { type: "spawn-failed"; id: number; error: Record<string, unknown> };
+
+/** What the host sends: answers, reports on processes, and once, that it takes commands. */
+type HostMessage = Reply | SpawnReport | { type: "ready" };
+
+interface Running {
+  file: string;
+  detached: boolean;
+  process: HostedChildProcess;
+}
 
 interface Pending {
   file: string;
@@ -106,6 +131,8 @@ export class SpawnHost {
   #unavailable = false;
   #nextId = 0;
   readonly #pending = new Map<number, Pending>();
+  /** Processes started with `spawn` that have not exited. */
+  readonly #running = new Map<number, Running>();
 
   constructor(options: SpawnHostOptions = {}) {
     this.#node = options.nodeExecutable ?? process.execPath;
@@ -134,8 +161,7 @@ export class SpawnHost {
       options.signal?.addEventListener("abort", abort, { once: true });
       const forgetAbort = () => options.signal?.removeEventListener("abort", abort);
       this.#pending.set(id, { file, args, options, settle, fail, forgetAbort });
-      clearTimeout(this.#idleTimer);
-      if (this.#pending.size === 1) reference(child, true);
+      this.#busy(child);
       const request: ExecRequest = {
         type: "exec",
         id,
@@ -151,6 +177,41 @@ export class SpawnHost {
       };
       child.send(request);
     });
+  }
+
+  /**
+   * `spawn(file, args, …)` by the host, whose pipes are then handed over: the returned process's
+   * pid is known from its "spawn" event on (not at once), and its streams may be used at once.
+   * Until the host is ready, or without one, the process is spawned here as `spawn` does.
+   */
+  spawn(file: string, args: readonly string[], options: HostedSpawnOptions): ChildProcess {
+    const child = this.#host();
+    if (child === null || !this.#childReady) {
+      return spawn(file, [...args], {
+        cwd: options.cwd,
+        env: options.env,
+        detached: options.detached,
+        stdio: [...options.stdio],
+      });
+    }
+    const id = this.#nextId++;
+    // A process that exited is no longer signalled: its pid may be another's by then.
+    const hosted = new HostedChildProcess(options.stdio, (signal) => {
+      if (this.#running.has(id)) child.send({ type: "kill", id, signal });
+    });
+    this.#running.set(id, { file, detached: options.detached, process: hosted });
+    this.#busy(child);
+    child.send({
+      type: "spawn",
+      id,
+      file,
+      args,
+      cwd: options.cwd,
+      env: options.env,
+      detached: options.detached,
+      stdio: options.stdio,
+    });
+    return hosted;
   }
 
   /**
@@ -189,15 +250,19 @@ export class SpawnHost {
     child.once("spawn", () => {
       started = true;
     });
-    child.on("message", (message: HostMessage) => {
-      if (message.type !== "ready") {
+    child.on("message", (message: HostMessage, handle?: Socket) => {
+      if (message.type === "done" || message.type === "thrown") {
         this.#settle(message);
+        return;
+      }
+      if (message.type !== "ready") {
+        this.#report(message, handle);
         return;
       }
       if (this.#child !== child) return;
       this.#childReady = true;
       this.#settleReady(true);
-      if (this.#pending.size === 0) this.#idle(child);
+      if (this.#isIdle()) this.#idle(child);
     });
     // Writes to a channel that just closed fail; the disconnect below settles what was sent.
     child.on("error", () => {
@@ -227,13 +292,40 @@ export class SpawnHost {
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     pending.forgetAbort();
-    if (this.#pending.size === 0 && this.#child !== null) this.#idle(this.#child);
+    if (this.#isIdle() && this.#child !== null) this.#idle(this.#child);
     if (reply.type === "thrown") {
       pending.fail(revive(reply.error));
       return;
     }
     const error = reply.error === null ? null : revive(reply.error);
     pending.settle({ error, stdout: reply.stdout, stderr: reply.stderr });
+  }
+
+  #report(report: SpawnReport, handle: Socket | undefined): void {
+    const running = this.#running.get(report.id);
+    if (running === undefined) {
+      handle?.destroy();
+      return;
+    }
+    const hosted = running.process;
+    if (report.type === "spawned") hosted.started(report.pid);
+    else if (report.type === "pipe" && handle !== undefined) hosted.pipe(report.fd, handle);
+    else if (report.type === "exit" || report.type === "spawn-failed") {
+      this.#running.delete(report.id);
+      if (this.#isIdle() && this.#child !== null) this.#idle(this.#child);
+      if (report.type === "exit") hosted.exited(report.code, report.signal);
+      else hosted.failed(revive(report.error));
+    }
+  }
+
+  /** A command or process is under way: the host stays, and keeps this process alive. */
+  #busy(child: ChildProcess): void {
+    clearTimeout(this.#idleTimer);
+    if (this.#pending.size + this.#running.size === 1) reference(child, true);
+  }
+
+  #isIdle(): boolean {
+    return this.#pending.size === 0 && this.#running.size === 0;
   }
 
   /**
@@ -245,7 +337,7 @@ export class SpawnHost {
     reference(child, false);
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
-      if (this.#child !== child || this.#pending.size > 0) return;
+      if (this.#child !== child || !this.#isIdle()) return;
       this.#child = null;
       this.#childReady = false;
       this.#settleReady(false);
@@ -266,7 +358,30 @@ export class SpawnHost {
       entry.forgetAbort();
       handle(entry);
     }
+    const running = [...this.#running.values()];
+    this.#running.clear();
+    for (const entry of running) abandon(entry);
   }
+}
+
+/**
+ * A process whose host died: no exit will be reported for it, so it is stopped (its group too
+ * when it has its own) rather than left running unseen, and reported killed.
+ */
+function abandon({ file, detached, process: hosted }: Running): void {
+  if (hosted.pid === undefined) {
+    hosted.failed(hostExitedError(file));
+    return;
+  }
+  for (const target of detached ? [-hosted.pid, hosted.pid] : [hosted.pid]) {
+    try {
+      process.kill(target, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+  hosted.abandoned();
+  hosted.exited(null, "SIGKILL");
 }
 
 /** The host keeps this process alive only while it runs a command for it. */
