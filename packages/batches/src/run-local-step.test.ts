@@ -152,8 +152,10 @@ describe("runLocalStep", () => {
       const pids = join(scratch.path, "pids");
       const late = join(scratch.path, "late");
       // The step and a background child of it each write their pid, then sleep; if they
-      // outlived their runner they would write `late`.
-      const script = `(echo $$ $(exec sh -c 'echo $PPID') >> ${pids}; sleep 3; echo child > ${late}) & echo $$ >> ${pids}; sleep 3; echo step > ${late}`;
+      // outlived their runner they would write `late`. The sleeps are far longer than any wait
+      // for the kill, so a loaded machine that takes seconds to deliver it cannot make a step
+      // that does die write `late` first.
+      const script = `(echo $$ $(exec sh -c 'echo $PPID') >> ${pids}; sleep 60; echo child > ${late}) & echo $$ >> ${pids}; sleep 60; echo step > ${late}`;
       const runner = join(scratch.path, "runner.mts");
       writeFileSync(
         runner,
@@ -173,9 +175,8 @@ await runLocalStep({ script: ${JSON.stringify(script)}, shell: "sh", cwd: ${JSON
       expect(stepPids.every(running)).toBe(true);
       child.kill("SIGKILL");
       await once(child, "exit");
-      await waitFor(() => !stepPids.some(running), 60_000);
-      // Well past the sleeps: nothing of the step was left to write.
-      await new Promise((resolveWait) => setTimeout(resolveWait, 3_500));
+      await waitFor(() => !stepPids.some(running), 50_000);
+      // Every process that could write `late` is gone, and none did first.
       expect(existsSync(late)).toBe(false);
     },
   );
