@@ -116,34 +116,43 @@ export async function appendSessionEvents(
       payload: redactValue(event),
     })),
   );
-  // The notice carries the rows when they fit PostgreSQL's 8,000-byte payload (a row's own
-  // fields take under 100 bytes besides its payload), so a stream's fan-out need not read them.
-  const rich = values.length + entries.length * 100 + 200 < NOTICE_BYTES;
+  // The notice carries the rows when a stream of this process follows the session and they fit
+  // PostgreSQL's 8,000-byte payload (a row's own fields take under 100 bytes besides its
+  // payload), so its fan-out need not read them. Otherwise it is the bare session id: building
+  // the rows' JSON and reading the previous id cost the engine more than the insert itself.
+  const rich =
+    EventFeedHub.followed(SESSION_EVENTS_CHANNEL, sessionId) &&
+    values.length + entries.length * 100 + 200 < NOTICE_BYTES;
   // The rows are made from the lock's row, so no id is drawn before the lock is held; they are
   // inserted (and draw their ids) in the order of the list. `previous` is the session's last id
   // before them, read after the lock too.
-  const result = (await executor.execute(sql`
-    with ${guard}locked as materialized (
-      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
-    ), previous as materialized (
+  const previous = rich
+    ? sql`, previous as materialized (
       select coalesce(max(last.id), 0) as id from locked cross join lateral (
         select id from session_events where session_id = ${sessionId}::uuid order by id desc limit 1
       ) last
-    ), inserted as (
+    )`
+    : sql``;
+  const notice = rich
+    ? sql`json_build_object(
+        's', ${sessionId}::text,
+        'p', (select id from previous),
+        'e', (select json_agg(json_build_object(
+          'i', id, 'c', chat_id, 't', floor(extract(epoch from created_at) * 1000), 'e', payload
+        ) order by id) from inserted)
+      )::text`
+    : sql`${sessionId}::text`;
+  const result = (await executor.execute(sql`
+    with ${guard}locked as materialized (
+      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
+    )${previous}, inserted as (
       insert into session_events (session_id, chat_id, type, payload)
       select ${sessionId}::uuid, (entry->>'chat_id')::uuid, entry->>'type', entry->'payload'
       from locked, jsonb_array_elements(${values}::jsonb) with ordinality as entries(entry, ordinal)
       order by ordinal
       returning id, session_id, chat_id, payload, created_at
     ), notified as materialized (
-      select pg_notify(${SESSION_EVENTS_CHANNEL}, case when ${rich} then json_build_object(
-        's', ${sessionId}::text,
-        'p', (select id from previous),
-        'e', (select json_agg(json_build_object(
-          'i', id, 'c', chat_id, 't', floor(extract(epoch from created_at) * 1000), 'e', payload
-        ) order by id) from inserted)
-      )::text else ${sessionId}::text end)
-      where exists (select from locked)
+      select pg_notify(${SESSION_EVENTS_CHANNEL}, ${notice}) where exists (select from locked)
     )
     select inserted.* from inserted, notified order by inserted.id
   `)) as unknown as { rows: AppendedRow[] };
