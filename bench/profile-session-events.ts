@@ -15,8 +15,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { publishSessionEvent, resolveServerConfig, startServer } from "@deckhand/server-app";
 import { createTempRepository } from "@deckhand/testkit";
-import { ServerPath, serverPath } from "@deckhand/wire";
 import pino from "pino";
+import { openSession } from "./support/open-session.ts";
 import { StatementCounter } from "./support/sql-trace.ts";
 
 const { values } = parseArgs({
@@ -53,19 +53,6 @@ const server = await startServer(
   { logger: pino({ level: "silent" }) },
 );
 
-async function openSession(): Promise<string> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", connection: "close" },
-      body: JSON.stringify(body),
-    });
-    return (await response.json()) as { id: string };
-  };
-  const project = await post(ServerPath.projects, { repository_path: repository.path });
-  return (await post(serverPath(ServerPath.projectSessions, { project_id: project.id }), {})).id;
-}
-
 async function timed(label: string, run: () => Promise<void>): Promise<void> {
   await inspector?.post("Profiler.start");
   const cpu = process.cpuUsage();
@@ -89,7 +76,7 @@ async function timed(label: string, run: () => Promise<void>): Promise<void> {
 
 try {
   for (let phase = 1; phase <= PHASES; phase += 1) {
-    const sessionId = await openSession();
+    const sessionId = await openSession(server, repository.path);
     const messageId = randomUUID();
     await timed(`one by one, phase ${phase}`, async () => {
       for (let index = 0; index < EVENTS; index += 1) {
@@ -101,7 +88,7 @@ try {
       }
     });
   }
-  const sessionId = await openSession();
+  const sessionId = await openSession(server, repository.path);
   const messageId = randomUUID();
   await timed("bare insert", async () => {
     for (let index = 0; index < EVENTS; index += 1) {
