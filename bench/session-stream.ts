@@ -32,28 +32,10 @@ import {
   reportFigure,
   reportSkipped,
 } from "./support/figures.ts";
+import { openSession } from "./support/open-session.ts";
 
 const EVENTS = 2_000;
 const round = (value: number) => Math.round(value * 10) / 10;
-
-async function openSession(server: RunningServer, repository: string): Promise<string> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method: "POST",
-      // A fresh connection: one kept alive through seconds of persisting can be closed by the
-      // server just as it is reused.
-      headers: { "content-type": "application/json", connection: "close" },
-      body: JSON.stringify(body),
-    });
-    return (await response.json()) as { id: string };
-  };
-  const project = await post(ServerPath.projects, { repository_path: repository });
-  const session = await post(
-    serverPath(ServerPath.projectSessions, { project_id: project.id }),
-    {},
-  );
-  return session.id;
-}
 
 /** Connects `count` clients that count event frames; resolves once every one is caught up. */
 async function connectClients(server: RunningServer, sessionId: string, count: number) {

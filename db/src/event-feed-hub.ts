@@ -58,6 +58,25 @@ export interface FeedSubscribeOptions<Event extends FeedEvent> {
 }
 
 const PAGE = 1_000;
+
+/**
+ * How many feeds this process has open per channel and key, over every hub. A writer asks
+ * (`EventFeedHub.followed`) before it pays for a notice that carries its events: with nobody
+ * here following the key, a bare key does as well (a hub elsewhere reads on it, as a hub does
+ * for any notice without events).
+ */
+const openFeeds = new Map<string, Map<string, number>>();
+
+function countFeed(channel: string, key: string, change: 1 | -1): void {
+  let keys = openFeeds.get(channel);
+  if (!keys) {
+    keys = new Map();
+    openFeeds.set(channel, keys);
+  }
+  const count = (keys.get(key) ?? 0) + change;
+  if (count > 0) keys.set(key, count);
+  else keys.delete(key);
+}
 /** A live subscriber further behind than this reads from the database again, at its own pace. */
 const MAX_QUEUED = 5_000;
 
@@ -104,6 +123,15 @@ export class EventFeedHub<Event extends FeedEvent> {
   #unlisten: (() => Promise<void>) | null = null;
   #poll: NodeJS.Timeout | null = null;
 
+  /**
+   * Whether a hub of this process has a feed for `key` on `channel`: only then can a notice's
+   * events spare a read here. Elsewhere (another replica on PostgreSQL) a notice without them
+   * makes that replica's feed read, as the slow poll would.
+   */
+  static followed(channel: string, key: string): boolean {
+    return openFeeds.get(channel)?.has(key) ?? false;
+  }
+
   constructor(handle: DbHandle, options: EventFeedHubOptions<Event>) {
     this.#handle = handle;
     this.#channel = options.channel;
@@ -129,6 +157,7 @@ export class EventFeedHub<Event extends FeedEvent> {
     this.#poll = null;
     for (const feed of this.#feeds.values()) {
       for (const subscriber of feed.subscribers) subscriber.closed = true;
+      countFeed(this.#channel, feed.key, -1);
     }
     this.#feeds.clear();
     await this.#unlisten?.();
@@ -153,6 +182,7 @@ export class EventFeedHub<Event extends FeedEvent> {
         again: false,
       };
       this.#feeds.set(options.key, feed);
+      countFeed(this.#channel, options.key, 1);
     }
     const subscriber: Subscriber<Event> = {
       options,
@@ -171,7 +201,10 @@ export class EventFeedHub<Event extends FeedEvent> {
         subscriber.queue = [];
         const current = this.#feeds.get(options.key);
         current?.subscribers.delete(subscriber);
-        if (current?.subscribers.size === 0) this.#feeds.delete(options.key);
+        if (current?.subscribers.size === 0) {
+          this.#feeds.delete(options.key);
+          countFeed(this.#channel, options.key, -1);
+        }
       },
     };
   }

@@ -273,6 +273,43 @@ describe.each(backends)("session events on $name", ({ postgres }) => {
     }
   });
 
+  it("puts the rows in an append's notice only while a stream of this process follows the session", async () => {
+    const followed = await newSession("notice-followed");
+    const payloads: string[] = [];
+    const unlisten = await writers[0]!.listen(SESSION_EVENTS_CHANNEL, (payload) => {
+      if (sessionEventsNotice(payload).key === followed) payloads.push(payload);
+    });
+    const { hub } = await startFeed();
+    try {
+      // Nobody follows it: building the rows' JSON would be paid for nothing.
+      await publishSessionEvent(writers[0]!.db, followed, null, text(1));
+      await until(() => payloads.length === 1);
+      expect(payloads[0]).toBe(followed);
+
+      let caughtUp = false;
+      const subscription = hub.subscribe({
+        key: followed,
+        afterId: 0,
+        deliver: () => {},
+        caughtUp: () => {
+          caughtUp = true;
+        },
+      });
+      await until(() => caughtUp);
+      const published = await publishSessionEvent(writers[0]!.db, followed, null, text(2));
+      await until(() => payloads.length === 2);
+      expect(sessionEventsNotice(payloads[1]!).events).toEqual([published]);
+
+      subscription.close();
+      await publishSessionEvent(writers[0]!.db, followed, null, text(3));
+      await until(() => payloads.length === 3);
+      expect(payloads[2]).toBe(followed);
+    } finally {
+      await unlisten();
+      await hub.stop();
+    }
+  });
+
   it("hands a live stream the rows an append's notice carries, without reading the log", async () => {
     const quiet = await newSession("fan-out-notice");
     await publishSessionEvent(writers[0]!.db, quiet, null, text(-1));

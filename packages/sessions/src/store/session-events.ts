@@ -10,7 +10,7 @@ import {
 } from "@deckhand/db";
 import { redactValue } from "@deckhand/secrets";
 import type { SessionEvent, SessionEventPayload } from "@deckhand/wire";
-import { and, asc, eq, gt, type SQLWrapper, sql } from "drizzle-orm";
+import { and, asc, eq, gt, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 
 /** NOTIFY channel announcing a new session event; the payload is the session id. */
 export const SESSION_EVENTS_CHANNEL = "deckhand_session_events";
@@ -107,43 +107,42 @@ export async function appendSessionEvents(
   // A guard runs first in the same statement; nothing is appended when it returns no row.
   const guard = options.onlyIf ? sql`guard as materialized (${options.onlyIf.getSQL()}), ` : sql``;
   const lockFrom = options.onlyIf ? sql` from guard limit 1` : sql``;
-  const values = JSON.stringify(
-    entries.map(({ chatId, event }) => ({
-      chat_id: chatId,
-      type: event.type,
-      // Agents echo what they see; a model token or one of Deckhand's own secrets in a tool's
-      // output must not reach a row or a frame.
-      payload: redactValue(event),
-    })),
-  );
-  // The notice carries the rows when they fit PostgreSQL's 8,000-byte payload (a row's own
-  // fields take under 100 bytes besides its payload), so a stream's fan-out need not read them.
-  const rich = values.length + entries.length * 100 + 200 < NOTICE_BYTES;
+  const rows = rowsToInsert(sessionId, entries);
+  // The notice carries the rows when a stream of this process follows the session and they fit
+  // PostgreSQL's 8,000-byte payload (a row's own fields take under 100 bytes besides its
+  // payload), so its fan-out need not read them. Otherwise it is the bare session id: building
+  // the rows' JSON and reading the previous id cost the engine more than the insert itself.
+  const rich =
+    EventFeedHub.followed(SESSION_EVENTS_CHANNEL, sessionId) &&
+    rows.jsonLength + entries.length * 100 + 200 < NOTICE_BYTES;
   // The rows are made from the lock's row, so no id is drawn before the lock is held; they are
   // inserted (and draw their ids) in the order of the list. `previous` is the session's last id
   // before them, read after the lock too.
-  const result = (await executor.execute(sql`
-    with ${guard}locked as materialized (
-      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
-    ), previous as materialized (
+  const previous = rich
+    ? sql`, previous as materialized (
       select coalesce(max(last.id), 0) as id from locked cross join lateral (
         select id from session_events where session_id = ${sessionId}::uuid order by id desc limit 1
       ) last
-    ), inserted as (
-      insert into session_events (session_id, chat_id, type, payload)
-      select ${sessionId}::uuid, (entry->>'chat_id')::uuid, entry->>'type', entry->'payload'
-      from locked, jsonb_array_elements(${values}::jsonb) with ordinality as entries(entry, ordinal)
-      order by ordinal
-      returning id, session_id, chat_id, payload, created_at
-    ), notified as materialized (
-      select pg_notify(${SESSION_EVENTS_CHANNEL}, case when ${rich} then json_build_object(
+    )`
+    : sql``;
+  const notice = rich
+    ? sql`json_build_object(
         's', ${sessionId}::text,
         'p', (select id from previous),
         'e', (select json_agg(json_build_object(
           'i', id, 'c', chat_id, 't', floor(extract(epoch from created_at) * 1000), 'e', payload
         ) order by id) from inserted)
-      )::text else ${sessionId}::text end)
-      where exists (select from locked)
+      )::text`
+    : sql`${sessionId}::text`;
+  const result = (await executor.execute(sql`
+    with ${guard}locked as materialized (
+      select pg_advisory_xact_lock(hashtextextended(${sessionId}, 0))${lockFrom}
+    )${previous}, inserted as (
+      insert into session_events (session_id, chat_id, type, payload)
+      ${rows.select}
+      returning id, session_id, chat_id, payload, created_at
+    ), notified as materialized (
+      select pg_notify(${SESSION_EVENTS_CHANNEL}, ${notice}) where exists (select from locked)
     )
     select inserted.* from inserted, notified order by inserted.id
   `)) as unknown as { rows: AppendedRow[] };
@@ -154,6 +153,40 @@ export async function appendSessionEvents(
     created_at: new Date(row.created_at).toISOString(),
     event: row.payload as SessionEventPayload,
   }));
+}
+
+/**
+ * The `select` that makes an append's rows from the lock's row (`locked`), redacted (agents echo
+ * what they see; a model token or one of Deckhand's own secrets in a tool's output must not reach
+ * a row or a frame), and the length of their JSON. Several events come from one JSON parameter,
+ * inserted in list order; a lone event (every awaited publish) binds its fields directly, which
+ * spares the engine unpacking an array.
+ */
+function rowsToInsert(
+  sessionId: string,
+  entries: readonly { chatId: string | null; event: SessionEventPayload }[],
+): { select: SQL; jsonLength: number } {
+  if (entries.length === 1) {
+    const { chatId, event } = entries[0]!;
+    const payload = JSON.stringify(redactValue(event));
+    return {
+      select: sql`select ${sessionId}::uuid, ${chatId}::uuid, ${event.type}, ${payload}::jsonb from locked`,
+      jsonLength: payload.length,
+    };
+  }
+  const values = JSON.stringify(
+    entries.map(({ chatId, event }) => ({
+      chat_id: chatId,
+      type: event.type,
+      payload: redactValue(event),
+    })),
+  );
+  return {
+    select: sql`select ${sessionId}::uuid, (entry->>'chat_id')::uuid, entry->>'type', entry->'payload'
+      from locked, jsonb_array_elements(${values}::jsonb) with ordinality as entries(entry, ordinal)
+      order by ordinal`,
+    jsonLength: values.length,
+  };
 }
 
 export interface SessionEventWriterOptions<
