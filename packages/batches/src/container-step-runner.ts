@@ -3,7 +3,7 @@
 // targets, and no network (an agent step shares the host's, to reach the model-provider proxy
 // on this machine's loopback).
 import { posix } from "node:path";
-import type { AgentPlatform } from "@deckhand/batch-spec";
+import type { AgentPlatform, BatchSpec } from "@deckhand/batch-spec";
 import {
   type ContainerMount,
   type ContainerRuntime,
@@ -12,8 +12,10 @@ import {
 } from "@deckhand/container-runtime";
 import { gitDirectories } from "@deckhand/git";
 import { containerPlatform } from "./coding-agent-step.ts";
+import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { repositoryGit } from "./repository-git.ts";
-import type { StepPlacement } from "./step-placement.ts";
+import type { ImageLookups, StepPlacement, StepRuntimeChoice } from "./step-placement.ts";
+import { stepPlacer } from "./step-plan.ts";
 import {
   type PreparedStep,
   probedOnce,
@@ -115,7 +117,16 @@ async function containerShell(
   // key; the checkout and the repository are mounted at /work and at the repository's path.
   // `image` is the id placing the step found, so it names the image without a look-up.
   const key = `${image}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
-  return probedOnce(shells, key, signal, () => probeShell(runtime, image, mounts, signal));
+  return probedOnce(shells, key, signal, () => {
+    const probe = probeShell(runtime, image, mounts, signal);
+    const shell = probe.then((found) => found.shell);
+    // A probe whose container did not run to its end (the engine failed, it timed out) did not
+    // find the image without bash: this step takes sh, and the next step probes again.
+    void probe.then((found) => {
+      if (!found.certain && shells.get(key) === shell) shells.delete(key);
+    });
+    return shell;
+  });
 }
 
 async function probeShell(
@@ -123,7 +134,7 @@ async function probeShell(
   image: string,
   mounts: readonly ContainerMount[],
   signal: AbortSignal,
-): Promise<string> {
+): Promise<{ shell: string; certain: boolean }> {
   try {
     const probe = await runContainer(runtime, {
       image,
@@ -134,11 +145,62 @@ async function probeShell(
       signal,
       timeoutMs: 120_000,
     });
-    return probe.exitCode === 0 ? "/bin/bash" : "/bin/sh";
+    return {
+      shell: probe.exitCode === 0 ? "/bin/bash" : "/bin/sh",
+      certain: probe.ending === "exited",
+    };
   } catch {
     // The image cannot start at all; the step's own run reports why.
-    return "/bin/sh";
+    return { shell: "/bin/sh", certain: false };
   }
+}
+
+/** What a container step's shell probe is given when nothing cancels it (a run's creation). */
+const NOT_CANCELLED = new AbortController().signal;
+
+/**
+ * Starts the shell probe of each image the spec's `run` steps name without `files:` or `mount:`,
+ * whose probe the image alone keys, as the run is created: its first jobs then find the answer
+ * instead of each waiting for a container's start before their first step. It is the probe those
+ * steps make, once per image and process, and the same one: the same image (the id the run's
+ * placement found, through `images`), no mounts of the step's own. Nothing when no step would
+ * run in a container.
+ */
+export async function probeContainerShellsEarly(options: {
+  spec: BatchSpec;
+  runtime: StepRuntimeChoice;
+  environment: ExecutionEnvironment;
+  images: ImageLookups;
+}): Promise<void> {
+  const { spec, environment } = options;
+  const steps = (spec.steps ?? []).filter(
+    (step) =>
+      step.container !== undefined &&
+      step.codingAgent === undefined &&
+      Object.keys(step.files ?? {}).length === 0 &&
+      (step.mount ?? []).length === 0,
+  );
+  if (steps.length === 0) return;
+  const placer = stepPlacer(
+    { spec, runtime: options.runtime, environment },
+    environment.launcher.inheritedEnvironment(),
+    "never",
+    options.images,
+  );
+  const imageIds = new Set<string>();
+  for (const [index, step] of steps.entries()) {
+    const placement = await placer.place(step, index);
+    if (placement.runtime === "container" && placement.imageId !== null) {
+      imageIds.add(placement.imageId);
+    }
+  }
+  const runtime = imageIds.size === 0 ? null : (await placer.detection()).runtime;
+  if (runtime === null) return;
+  await Promise.all(
+    [...imageIds].map((image) =>
+      containerShell(runtime, image, [], NOT_CANCELLED, environment.containerShells),
+    ),
+  );
 }
 
 /**

@@ -25,7 +25,8 @@ import {
   type ModelProviderAccess,
 } from "./coding-agent-step.ts";
 import { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step-runner.ts";
-import type { StepRuntimeChoice } from "./step-placement.ts";
+import { keepRecent } from "./recent-runs.ts";
+import type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 
 /** Where a process keeps what batch jobs need on disk. */
 export interface BatchDirectories {
@@ -117,6 +118,7 @@ export class ExecutionEnvironment {
   readonly containerShells = new Map<string, Promise<string>>();
   readonly #options: ExecutionEnvironmentOptions;
   #detection: Promise<ContainerRuntimeDetection> | undefined;
+  readonly #runImages = new Map<string, ImageLookups>();
   readonly #kubernetes: KubernetesRunnerSource | undefined;
 
   constructor(options: ExecutionEnvironmentOptions) {
@@ -151,8 +153,37 @@ export class ExecutionEnvironment {
       (choice === "auto" || choice === "container") &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
-    this.#detection ??= detectContainerRuntime(this.#options.containerDetection);
+    if (this.#detection === undefined) {
+      const detection = detectContainerRuntime(this.#options.containerDetection);
+      this.#detection = detection;
+      // A detection that found no runtime is the answer of the runs already waiting on it, not of
+      // later ones: Podman installed or a Docker daemon started meanwhile is found by the next run.
+      void detection.then(
+        (found) => {
+          if (found.runtime === null && this.#detection === detection) this.#detection = undefined;
+        },
+        () => {
+          if (this.#detection === detection) this.#detection = undefined;
+        },
+      );
+    }
     return { containerDetection: this.#detection };
+  }
+
+  /**
+   * The images a run's steps found, shared by every placement of the run in this process: its
+   * creation (which looks its cached results up by image id) and its jobs, so a run looks each
+   * image up once and runs it as it was found. Kept for the RUNS_KEPT runs seen most recently.
+   */
+  runImages(runId: string): ImageLookups {
+    const found = this.#runImages.get(runId) ?? new Map();
+    keepRecent(this.#runImages, runId, found);
+    return found;
+  }
+
+  /** Keeps the look-ups made before the run had an id (its creation) for the run's jobs. */
+  keepRunImages(runId: string, images: ImageLookups): void {
+    keepRecent(this.#runImages, runId, images);
   }
 
   /**
