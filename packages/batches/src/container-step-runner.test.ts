@@ -224,7 +224,10 @@ describe("the process's container runtime", () => {
     writeFileSync(working, "");
     let second = await environment.containers(spec, "container").containerDetection;
     // The failed detection is forgotten once it settles (a moment after its answer).
-    for (const deadline = Date.now() + 60_000; second?.runtime === null && Date.now() < deadline; ) {
+    for (
+      const deadline = Date.now() + 60_000;
+      second?.runtime === null && Date.now() < deadline;
+    ) {
       second = await environment.containers(spec, "container").containerDetection;
     }
     expect(second?.runtime?.version).toBe("4.9.0");
