@@ -118,6 +118,55 @@ changesetTemplate:
     message: boxed
 `;
 
+describe("container steps with files", () => {
+  it("probe the image's shell once for workspaces whose files have the same content", async () => {
+    const root = join(scratch.path, "code");
+    for (const name of ["api", "web"]) {
+      repositoryAt(join(root, `github.com/acme/${name}`), { "README.md": `# ${name}\n` });
+    }
+    const spec = specFrom(`
+name: boxed
+on:
+  - repositoriesMatchingQuery: repo:acme
+steps:
+  - run: echo done > out.txt
+    container: busybox
+    files:
+      /tmp/input.txt: the same for every workspace
+changesetTemplate:
+  title: Boxed
+  branch: boxed
+  commit:
+    message: boxed
+`);
+    const log = join(scratch.path, "engine.log");
+    const environment = testEnvironment(scratch.path, {
+      outerEnvironment: { PATH: process.env.PATH },
+      containerRuntime: fakeRuntime(log),
+    });
+    const repositories = await loadRepositories({ codeHosts: [{ type: "directory", path: root }] });
+    const { workspaces } = await resolveWorkspaces(spec, { repositories });
+    for (const [index, workspace] of workspaces.entries()) {
+      const checkout = await checkoutWorkspace(workspace, join(scratch.path, `checkout-${index}`));
+      const result = await runWorkspace({
+        workspace,
+        spec,
+        checkout,
+        environment,
+        runtime: "container",
+        cache: new MemoryStepCache(),
+      });
+      expect(result.error).toBeNull();
+      await checkout.remove();
+    }
+    const runs = calls(log)
+      .filter((call) => call.command === "run")
+      .map((call) => call.args.at(-1));
+    // Each step renders its files into a temporary file of its own: before, each was probed.
+    expect(runs).toEqual(["exit 0", "echo done > out.txt", "echo done > out.txt"]);
+  });
+});
+
 describe("container steps of a run", () => {
   it("look the image up once for the run's creation and all its jobs, and probe the shell as the run is created", async () => {
     const root = join(scratch.path, "code");

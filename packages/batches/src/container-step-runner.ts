@@ -2,6 +2,8 @@
 // workspace's directory as working directory, the step's files and mounts read-only at their
 // targets, and no network (an agent step shares the host's, to reach the model-provider proxy
 // on this machine's loopback).
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { posix } from "node:path";
 import type { AgentPlatform, BatchSpec } from "@deckhand/batch-spec";
 import {
@@ -69,6 +71,7 @@ export class ContainerStepRunner implements StepRunner {
       this.#runtime,
       step.placement.imageId!,
       stepMounts(step),
+      await mountKeys(step),
       step.signal,
       this.#shells,
     );
@@ -102,6 +105,24 @@ export class ContainerStepRunner implements StepRunner {
 }
 
 /**
+ * What of a step's own mounts its shell probe depends on: a `mount:` by its source and target; a
+ * `files:` entry by its target and content, since each step renders it into a temporary file of
+ * its own (the same content at the same target, with the same mode, is the same file in the
+ * container), so a step with files is not probed again for every workspace.
+ */
+async function mountKeys(step: Pick<PreparedStep, "files" | "mounts">): Promise<string[]> {
+  const files = await Promise.all(
+    step.files.map(async (file) => {
+      const digest = createHash("sha256")
+        .update(await readFile(file.source))
+        .digest("hex");
+      return `file:${file.target}:${digest}`;
+    }),
+  );
+  return [...files, ...step.mounts.map((mount) => `${mount.source}:${mount.target}`)];
+}
+
+/**
  * The shell a container step's script runs in: `/bin/bash` when the image has one, otherwise
  * `/bin/sh`, as src-cli chooses, so scripts written for bash keep working in images that have it.
  * Probed with the step's mounts, since a mount can be what provides the shell.
@@ -110,13 +131,15 @@ async function containerShell(
   runtime: ContainerRuntime,
   image: string,
   mounts: readonly ContainerMount[],
+  keys: readonly string[],
   signal: AbortSignal,
   shells: Map<string, Promise<string>>,
 ): Promise<string> {
   // Only the step's own mounts (files, mount:) could provide a shell, so they are part of the
-  // key; the checkout and the repository are mounted at /work and at the repository's path.
-  // `image` is the id placing the step found, so it names the image without a look-up.
-  const key = `${image}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
+  // key (`keys`, see mountKeys); the checkout and the repository are mounted at /work and at the
+  // repository's path. `image` is the id placing the step found, so it names the image without a
+  // look-up.
+  const key = `${image}\0${keys.join("\0")}`;
   return probedOnce(shells, key, signal, () => {
     const probe = probeShell(runtime, image, mounts, signal);
     const shell = probe.then((found) => found.shell);
@@ -198,7 +221,7 @@ export async function probeContainerShellsEarly(options: {
   if (runtime === null) return;
   await Promise.all(
     [...imageIds].map((image) =>
-      containerShell(runtime, image, [], NOT_CANCELLED, environment.containerShells),
+      containerShell(runtime, image, [], [], NOT_CANCELLED, environment.containerShells),
     ),
   );
 }
