@@ -199,8 +199,11 @@ export class BatchRunService {
     const options = request.options ?? {};
     // A run whose steps name images needs the container runtime before its first job can place
     // them: detection (`podman info`, 0.3 s or more) starts now, while the workspaces resolve,
-    // instead of when that job starts. Once per process, as before; nothing for other runs.
-    this.#options.environment.containers(spec, options.runtime ?? "auto");
+    // instead of when that job starts. Once per process, as before (again after one that found
+    // no runtime); nothing for other runs.
+    this.#options.environment.containers(spec, options.runtime ?? "auto", {
+      detectAgainAfterNone: true,
+    });
     const resolved = await this.#repositories.workspaces(spec, options);
     // Workspaces whose latest earlier run was taken over take the session's work instead.
     const continued = await this.#takeovers.continuations(spec.name, resolved.workspaces);

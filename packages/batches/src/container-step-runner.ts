@@ -196,13 +196,15 @@ export async function probeContainerShellsEarly(options: {
   images: ImageLookups;
 }): Promise<void> {
   const { spec, environment } = options;
-  const steps = (spec.steps ?? []).filter(
-    (step) =>
-      step.container !== undefined &&
-      step.codingAgent === undefined &&
-      Object.keys(step.files ?? {}).length === 0 &&
-      (step.mount ?? []).length === 0,
-  );
+  const steps = (spec.steps ?? [])
+    .map((step, index) => ({ step, index }))
+    .filter(
+      ({ step }) =>
+        step.container !== undefined &&
+        step.codingAgent === undefined &&
+        Object.keys(step.files ?? {}).length === 0 &&
+        (step.mount ?? []).length === 0,
+    );
   if (steps.length === 0) return;
   const placer = stepPlacer(
     { spec, runtime: options.runtime, environment },
@@ -211,7 +213,7 @@ export async function probeContainerShellsEarly(options: {
     options.images,
   );
   const imageIds = new Set<string>();
-  for (const [index, step] of steps.entries()) {
+  for (const { step, index } of steps) {
     const placement = await placer.place(step, index);
     if (placement.runtime === "container" && placement.imageId !== null) {
       imageIds.add(placement.imageId);

@@ -118,6 +118,8 @@ export class ExecutionEnvironment {
   readonly containerShells = new Map<string, Promise<string>>();
   readonly #options: ExecutionEnvironmentOptions;
   #detection: Promise<ContainerRuntimeDetection> | undefined;
+  /** Whether #detection settled without a runtime. */
+  #foundNone = false;
   readonly #runImages = new Map<string, ImageLookups>();
   readonly #kubernetes: KubernetesRunnerSource | undefined;
 
@@ -145,7 +147,11 @@ export class ExecutionEnvironment {
    * reasons a step that needs a runtime reports when none works. Nothing for a run that needs
    * no container.
    */
-  containers(spec: BatchSpec, choice: StepRuntimeChoice): ContainerAccess {
+  containers(
+    spec: BatchSpec,
+    choice: StepRuntimeChoice,
+    options: { detectAgainAfterNone?: boolean } = {},
+  ): ContainerAccess {
     if (this.#options.containerRuntime !== undefined) {
       return { containerRuntime: this.#options.containerRuntime };
     }
@@ -153,17 +159,20 @@ export class ExecutionEnvironment {
       (choice === "auto" || choice === "container") &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
+    // A detection that found no runtime answers the run it was made for, and every job's
+    // placement after it, but a new run (`detectAgainAfterNone`, its creation) detects again:
+    // Podman installed or a Docker daemon started meanwhile is found without a restart.
+    if (options.detectAgainAfterNone === true && this.#foundNone) this.#detection = undefined;
     if (this.#detection === undefined) {
       const detection = detectContainerRuntime(this.#options.containerDetection);
       this.#detection = detection;
-      // A detection that found no runtime is the answer of the runs already waiting on it, not of
-      // later ones: Podman installed or a Docker daemon started meanwhile is found by the next run.
+      this.#foundNone = false;
       void detection.then(
         (found) => {
-          if (found.runtime === null && this.#detection === detection) this.#detection = undefined;
+          if (this.#detection === detection) this.#foundNone = found.runtime === null;
         },
         () => {
-          if (this.#detection === detection) this.#detection = undefined;
+          if (this.#detection === detection) this.#foundNone = true;
         },
       );
     }
