@@ -25,6 +25,7 @@ import { ApplyJob } from "./apply-job.ts";
 import { BatchesError } from "./batches-error.ts";
 import { cachedWorkspaceEnds } from "./cached-workspace-ends.ts";
 import type { CodeHost } from "./code-host-config.ts";
+import { probeContainerShellsEarly } from "./container-step-runner.ts";
 import { DatabaseStepCache } from "./database-step-cache.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
 import type { ChangesetPublisher } from "./publishing/changeset-publisher.ts";
@@ -40,6 +41,7 @@ import {
   type WorkspaceEnd,
   WorkspaceTaskPayloadSchema,
 } from "./run-store.ts";
+import type { ImageLookups } from "./step-placement.ts";
 import { cachedStepCounts } from "./step-plan.ts";
 import { type RunBudgets, WorkspaceJob } from "./workspace-job.ts";
 import {
@@ -197,12 +199,38 @@ export class BatchRunService {
     const options = request.options ?? {};
     // A run whose steps name images needs the container runtime before its first job can place
     // them: detection (`podman info`, 0.3 s or more) starts now, while the workspaces resolve,
-    // instead of when that job starts. Once per process, as before; nothing for other runs.
-    this.#options.environment.containers(spec, options.runtime ?? "auto");
+    // instead of when that job starts. Once per process, as before (again after one that found
+    // no runtime); nothing for other runs.
+    this.#options.environment.containers(spec, options.runtime ?? "auto", {
+      detectAgainAfterNone: true,
+    });
     const resolved = await this.#repositories.workspaces(spec, options);
     // Workspaces whose latest earlier run was taken over take the session's work instead.
     const continued = await this.#takeovers.continuations(spec.name, resolved.workspaces);
-    const ends = await this.#completeWorkspaces(request, spec, resolved.workspaces, continued);
+    // The run's image look-ups: its creation looks each image up once (cached results are keyed
+    // by image id), and hands what it found to the run's jobs in this process.
+    const images: ImageLookups = new Map();
+    const ends = await this.#completeWorkspaces(
+      request,
+      spec,
+      resolved.workspaces,
+      continued,
+      images,
+    );
+    const queued = resolved.workspaces.some(
+      (workspace, index) =>
+        !continued.takeovers.has(continuationKey(workspace)) && (ends?.[index] ?? null) === null,
+    );
+    // The jobs' container steps probe their image's shell: started now, it overlaps storing the
+    // run and the jobs' claims and checkouts instead of holding their first step (a container start).
+    if (queued) {
+      void probeContainerShellsEarly({
+        spec,
+        runtime: options.runtime ?? "auto",
+        environment: this.#options.environment,
+        images,
+      }).catch(() => {});
+    }
     const runId = await this.#store.createRun({
       ends,
       request,
@@ -213,6 +241,7 @@ export class BatchRunService {
       takeovers: continued.takeovers,
       applyEmpty: request.action === "apply" && this.#options.publishing !== undefined,
     });
+    this.#options.environment.keepRunImages(runId, images);
     return this.getRun(runId);
   }
 
@@ -226,6 +255,7 @@ export class BatchRunService {
     spec: BatchSpec,
     workspaces: readonly Workspace[],
     continued: { takeovers: ReadonlyMap<string, unknown> },
+    images: ImageLookups,
   ): Promise<(WorkspaceEnd | null)[] | undefined> {
     const options = request.options ?? {};
     if (options.clear_cache === true) return undefined;
@@ -245,6 +275,7 @@ export class BatchRunService {
         cache: this.#cache,
         runtime: options.runtime ?? "auto",
         environment: this.#options.environment,
+        images,
       },
     );
     let next = 0;

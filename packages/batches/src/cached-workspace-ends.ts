@@ -12,7 +12,7 @@ import { mapLimited } from "./repository-git.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
 import type { WorkspaceEnd } from "./run-store.ts";
 import type { StepCache } from "./step-cache.ts";
-import type { StepRuntimeChoice } from "./step-placement.ts";
+import type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 import { planSteps, stepPlacer } from "./step-plan.ts";
 import { endOf } from "./workspace-job.ts";
 import { WorkspaceRunReport } from "./workspace-run-report.ts";
@@ -24,6 +24,11 @@ export interface CachedEndOptions {
   cache: StepCache;
   runtime: StepRuntimeChoice;
   environment: ExecutionEnvironment;
+  /**
+   * The run's image look-ups: each image is looked up once for all its workspaces, and the run's
+   * jobs in this process are handed what was found (ExecutionEnvironment.keepRunImages).
+   */
+  images: ImageLookups;
 }
 
 /**
@@ -48,7 +53,7 @@ async function cachedWorkspaceEnd(
   const inherited = options.environment.launcher.inheritedEnvironment();
   // No image is pulled to look a result up: a step whose image is not here has none to find,
   // and its job pulls it.
-  const placer = stepPlacer(options, inherited, "never");
+  const placer = stepPlacer(options, inherited, "never", options.images);
   const plans = await planSteps({ workspace, spec }, inherited, options.specDirectory, placer);
   const found = await cache.newest(plans.map((plan) => plan.cacheKey));
   if (found === undefined || found.position !== plans.length - 1) return null;

@@ -2,8 +2,10 @@
 // workspace's directory as working directory, the step's files and mounts read-only at their
 // targets, and no network (an agent step shares the host's, to reach the model-provider proxy
 // on this machine's loopback).
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { posix } from "node:path";
-import type { AgentPlatform } from "@deckhand/batch-spec";
+import type { AgentPlatform, BatchSpec } from "@deckhand/batch-spec";
 import {
   type ContainerMount,
   type ContainerRuntime,
@@ -12,8 +14,10 @@ import {
 } from "@deckhand/container-runtime";
 import { gitDirectories } from "@deckhand/git";
 import { containerPlatform } from "./coding-agent-step.ts";
+import type { ExecutionEnvironment } from "./execution-environment.ts";
 import { repositoryGit } from "./repository-git.ts";
-import type { StepPlacement } from "./step-placement.ts";
+import type { ImageLookups, StepPlacement, StepRuntimeChoice } from "./step-placement.ts";
+import { stepPlacer } from "./step-plan.ts";
 import {
   type PreparedStep,
   probedOnce,
@@ -67,6 +71,7 @@ export class ContainerStepRunner implements StepRunner {
       this.#runtime,
       step.placement.imageId!,
       stepMounts(step),
+      await mountKeys(step),
       step.signal,
       this.#shells,
     );
@@ -100,6 +105,24 @@ export class ContainerStepRunner implements StepRunner {
 }
 
 /**
+ * What of a step's own mounts its shell probe depends on: a `mount:` by its source and target; a
+ * `files:` entry by its target and content, since each step renders it into a temporary file of
+ * its own (the same content at the same target, with the same mode, is the same file in the
+ * container), so a step with files is not probed again for every workspace.
+ */
+async function mountKeys(step: Pick<PreparedStep, "files" | "mounts">): Promise<string[]> {
+  const files = await Promise.all(
+    step.files.map(async (file) => {
+      const digest = createHash("sha256")
+        .update(await readFile(file.source))
+        .digest("hex");
+      return `file:${file.target}:${digest}`;
+    }),
+  );
+  return [...files, ...step.mounts.map((mount) => `${mount.source}:${mount.target}`)];
+}
+
+/**
  * The shell a container step's script runs in: `/bin/bash` when the image has one, otherwise
  * `/bin/sh`, as src-cli chooses, so scripts written for bash keep working in images that have it.
  * Probed with the step's mounts, since a mount can be what provides the shell.
@@ -108,14 +131,25 @@ async function containerShell(
   runtime: ContainerRuntime,
   image: string,
   mounts: readonly ContainerMount[],
+  keys: readonly string[],
   signal: AbortSignal,
   shells: Map<string, Promise<string>>,
 ): Promise<string> {
   // Only the step's own mounts (files, mount:) could provide a shell, so they are part of the
-  // key; the checkout and the repository are mounted at /work and at the repository's path.
-  // `image` is the id placing the step found, so it names the image without a look-up.
-  const key = `${image}\0${mounts.map((mount) => `${mount.source}:${mount.target}`).join("\0")}`;
-  return probedOnce(shells, key, signal, () => probeShell(runtime, image, mounts, signal));
+  // key (`keys`, see mountKeys); the checkout and the repository are mounted at /work and at the
+  // repository's path. `image` is the id placing the step found, so it names the image without a
+  // look-up.
+  const key = `${image}\0${keys.join("\0")}`;
+  return probedOnce(shells, key, signal, () => {
+    const probe = probeShell(runtime, image, mounts, signal);
+    const shell = probe.then((found) => found.shell);
+    // A probe whose container did not run to its end (the engine failed, it timed out) did not
+    // find the image without bash: this step takes sh, and the next step probes again.
+    void probe.then((found) => {
+      if (!found.certain && shells.get(key) === shell) shells.delete(key);
+    });
+    return shell;
+  });
 }
 
 async function probeShell(
@@ -123,7 +157,7 @@ async function probeShell(
   image: string,
   mounts: readonly ContainerMount[],
   signal: AbortSignal,
-): Promise<string> {
+): Promise<{ shell: string; certain: boolean }> {
   try {
     const probe = await runContainer(runtime, {
       image,
@@ -134,11 +168,64 @@ async function probeShell(
       signal,
       timeoutMs: 120_000,
     });
-    return probe.exitCode === 0 ? "/bin/bash" : "/bin/sh";
+    return {
+      shell: probe.exitCode === 0 ? "/bin/bash" : "/bin/sh",
+      certain: probe.ending === "exited",
+    };
   } catch {
     // The image cannot start at all; the step's own run reports why.
-    return "/bin/sh";
+    return { shell: "/bin/sh", certain: false };
   }
+}
+
+/** What a container step's shell probe is given when nothing cancels it (a run's creation). */
+const NOT_CANCELLED = new AbortController().signal;
+
+/**
+ * Starts the shell probe of each image the spec's `run` steps name without `files:` or `mount:`,
+ * whose probe the image alone keys, as the run is created: its first jobs then find the answer
+ * instead of each waiting for a container's start before their first step. It is the probe those
+ * steps make, once per image and process, and the same one: the same image (the id the run's
+ * placement found, through `images`), no mounts of the step's own. Nothing when no step would
+ * run in a container.
+ */
+export async function probeContainerShellsEarly(options: {
+  spec: BatchSpec;
+  runtime: StepRuntimeChoice;
+  environment: ExecutionEnvironment;
+  images: ImageLookups;
+}): Promise<void> {
+  const { spec, environment } = options;
+  const steps = (spec.steps ?? [])
+    .map((step, index) => ({ step, index }))
+    .filter(
+      ({ step }) =>
+        step.container !== undefined &&
+        step.codingAgent === undefined &&
+        Object.keys(step.files ?? {}).length === 0 &&
+        (step.mount ?? []).length === 0,
+    );
+  if (steps.length === 0) return;
+  const placer = stepPlacer(
+    { spec, runtime: options.runtime, environment },
+    environment.launcher.inheritedEnvironment(),
+    "never",
+    options.images,
+  );
+  const imageIds = new Set<string>();
+  for (const { step, index } of steps) {
+    const placement = await placer.place(step, index);
+    if (placement.runtime === "container" && placement.imageId !== null) {
+      imageIds.add(placement.imageId);
+    }
+  }
+  const runtime = imageIds.size === 0 ? null : (await placer.detection()).runtime;
+  if (runtime === null) return;
+  await Promise.all(
+    [...imageIds].map((image) =>
+      containerShell(runtime, image, [], [], NOT_CANCELLED, environment.containerShells),
+    ),
+  );
 }
 
 /**

@@ -25,7 +25,8 @@ import {
   type ModelProviderAccess,
 } from "./coding-agent-step.ts";
 import { type KubernetesRunnerSource, kubernetesRunnerSource } from "./kubernetes-step-runner.ts";
-import type { StepRuntimeChoice } from "./step-placement.ts";
+import { keepRecent } from "./recent-runs.ts";
+import type { ImageLookups, StepRuntimeChoice } from "./step-placement.ts";
 
 /** Where a process keeps what batch jobs need on disk. */
 export interface BatchDirectories {
@@ -117,6 +118,9 @@ export class ExecutionEnvironment {
   readonly containerShells = new Map<string, Promise<string>>();
   readonly #options: ExecutionEnvironmentOptions;
   #detection: Promise<ContainerRuntimeDetection> | undefined;
+  /** Whether #detection settled without a runtime. */
+  #foundNone = false;
+  readonly #runImages = new Map<string, ImageLookups>();
   readonly #kubernetes: KubernetesRunnerSource | undefined;
 
   constructor(options: ExecutionEnvironmentOptions) {
@@ -143,7 +147,11 @@ export class ExecutionEnvironment {
    * reasons a step that needs a runtime reports when none works. Nothing for a run that needs
    * no container.
    */
-  containers(spec: BatchSpec, choice: StepRuntimeChoice): ContainerAccess {
+  containers(
+    spec: BatchSpec,
+    choice: StepRuntimeChoice,
+    options: { detectAgainAfterNone?: boolean } = {},
+  ): ContainerAccess {
     if (this.#options.containerRuntime !== undefined) {
       return { containerRuntime: this.#options.containerRuntime };
     }
@@ -151,8 +159,40 @@ export class ExecutionEnvironment {
       (choice === "auto" || choice === "container") &&
       (spec.steps ?? []).some((step) => step.container !== undefined);
     if (!wantsContainer) return {};
-    this.#detection ??= detectContainerRuntime(this.#options.containerDetection);
+    // A detection that found no runtime answers the run it was made for, and every job's
+    // placement after it, but a new run (`detectAgainAfterNone`, its creation) detects again:
+    // Podman installed or a Docker daemon started meanwhile is found without a restart.
+    if (options.detectAgainAfterNone === true && this.#foundNone) this.#detection = undefined;
+    if (this.#detection === undefined) {
+      const detection = detectContainerRuntime(this.#options.containerDetection);
+      this.#detection = detection;
+      this.#foundNone = false;
+      void detection.then(
+        (found) => {
+          if (this.#detection === detection) this.#foundNone = found.runtime === null;
+        },
+        () => {
+          if (this.#detection === detection) this.#foundNone = true;
+        },
+      );
+    }
     return { containerDetection: this.#detection };
+  }
+
+  /**
+   * The images a run's steps found, shared by every placement of the run in this process: its
+   * creation (which looks its cached results up by image id) and its jobs, so a run looks each
+   * image up once and runs it as it was found. Kept for the RUNS_KEPT runs seen most recently.
+   */
+  runImages(runId: string): ImageLookups {
+    const found = this.#runImages.get(runId) ?? new Map();
+    keepRecent(this.#runImages, runId, found);
+    return found;
+  }
+
+  /** Keeps the look-ups made before the run had an id (its creation) for the run's jobs. */
+  keepRunImages(runId: string, images: ImageLookups): void {
+    keepRecent(this.#runImages, runId, images);
   }
 
   /**

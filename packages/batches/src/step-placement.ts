@@ -176,19 +176,28 @@ export class StepPlacer {
 
   /** An image by id, pulled when missing and allowed; null when missing and only looked for. */
   #image(runtime: ContainerRuntime, image: string): Promise<ContainerImage | null> {
-    let found = this.#images.get(image);
-    if (found === undefined) {
-      const lookup =
-        this.#options.pull === "missing"
-          ? ensureImage(runtime, image)
-          : inspectImage(runtime, image);
-      found = lookup;
-      this.#images.set(image, lookup);
-      lookup.catch(() => {
-        if (this.#images.get(image) === lookup) this.#images.delete(image);
-      });
-    }
-    return found;
+    const known = this.#images.get(image);
+    if (known === undefined) return this.#lookUp(runtime, image);
+    if (this.#options.pull === "never") return known;
+    // A look-up that pulled nothing (the run's creation only looks) and found nothing is no
+    // answer for a placement that pulls: the image is pulled then, once for the run.
+    return known.then((found) => {
+      if (found !== null) return found;
+      return this.#images.get(image) === known
+        ? this.#lookUp(runtime, image)
+        : this.#image(runtime, image);
+    });
+  }
+
+  /** Looks the image up for the run's placements; a look-up that failed is forgotten. */
+  #lookUp(runtime: ContainerRuntime, image: string): Promise<ContainerImage | null> {
+    const lookup =
+      this.#options.pull === "missing" ? ensureImage(runtime, image) : inspectImage(runtime, image);
+    this.#images.set(image, lookup);
+    lookup.catch(() => {
+      if (this.#images.get(image) === lookup) this.#images.delete(image);
+    });
+    return lookup;
   }
 
   #localShell(script: "run" | "codingAgent"): Promise<string> {

@@ -65,12 +65,12 @@ export async function cachedStepCount(
   options: Pick<
     StepPlanOptions,
     "workspace" | "spec" | "specDirectory" | "cache" | "runtime" | "environment"
-  >,
+  > & { images?: ImageLookups },
 ): Promise<number> {
   const specDirectory = resolve(options.specDirectory ?? process.cwd());
   const runnerEnv = options.environment.launcher.inheritedEnvironment();
   // Counting pulls no image: a step whose image is not here has no result to find.
-  const placer = stepPlacer(options, runnerEnv, "never");
+  const placer = stepPlacer(options, runnerEnv, "never", options.images);
   const plans = await planSteps(options, runnerEnv, specDirectory, placer);
   for (let position = plans.length - 1; position >= 0; position -= 1) {
     if ((await options.cache.get(plans[position]!.cacheKey)) !== undefined) return position + 1;
@@ -79,7 +79,7 @@ export async function cachedStepCount(
 }
 
 /**
- * `cachedStepCount` of each workspace, a few at a time (each may look images up); 0 for every one
+ * `cachedStepCount` of each workspace, a few at a time (sharing their image look-ups); 0 for every one
  * when the run clears the cache.
  */
 export function cachedStepCounts(
@@ -88,8 +88,10 @@ export function cachedStepCounts(
     clearCache?: boolean;
   },
 ): Promise<number[]> {
+  // The workspaces look each image up once, not once each (an engine process per look-up).
+  const images: ImageLookups = new Map();
   return mapLimited(workspaces, 4, async (workspace) =>
-    options.clearCache === true ? 0 : cachedStepCount({ ...options, workspace }),
+    options.clearCache === true ? 0 : cachedStepCount({ ...options, workspace, images }),
   );
 }
 

@@ -20,6 +20,7 @@ import { BatchesError } from "./batches-error.ts";
 import { buildChangesets } from "./build-changesets.ts";
 import { checkoutWorkspace, type WorkspaceCheckout } from "./checkout-workspace.ts";
 import type { ExecutionEnvironment } from "./execution-environment.ts";
+import { keepRecent } from "./recent-runs.ts";
 import { repositoryGit } from "./repository-git.ts";
 import type { RepositorySource } from "./repository-source.ts";
 import type { Workspace } from "./resolve-workspaces.ts";
@@ -27,7 +28,6 @@ import { type WorkspaceClaim, type WorkspaceEnd, workspaceJobId } from "./run-st
 import { runWorkspace } from "./run-workspace.ts";
 import { StepBoundaryProgress } from "./step-boundary-progress.ts";
 import type { StepCache } from "./step-cache.ts";
-import type { ImageLookups } from "./step-placement.ts";
 import {
   StoredRunOptionsSchema as StoredOptions,
   type StoredWorkspaceDefinition,
@@ -39,12 +39,6 @@ import { takenOverRun } from "./workspace-takeover.ts";
 
 /** How often a running job checks whether its workspace was cancelled by someone else. */
 const CANCEL_POLL_MS = 1_000;
-
-/**
- * How many runs' image look-ups and parsed specs a worker keeps (runs it took workspaces of most
- * recently).
- */
-const RUNS_KEPT = 8;
 
 export interface WorkspaceJobOptions {
   /** The database (RunStore), or the server's executor API for an executor without it. */
@@ -170,12 +164,6 @@ export function notStarted(reason: string): WorkspaceEnd {
 export class WorkspaceJob {
   readonly #options: WorkspaceJobOptions;
   /**
-   * Per run, the images its steps found: the workspaces of a run this process takes look each
-   * image up once (a container step then costs one engine process, its run), and run it as the
-   * run's first workspace found it.
-   */
-  readonly #runImages = new Map<string, ImageLookups>();
-  /**
    * Per run, its spec as parsed: a run's workspaces share one spec, which its first job this
    * process takes parses (a parse is the YAML and the schema, milliseconds a job).
    */
@@ -298,15 +286,6 @@ export class WorkspaceJob {
     return parsed.spec;
   }
 
-  #imagesOf(runId: string): ImageLookups {
-    let images = this.#runImages.get(runId);
-    if (images === undefined) {
-      images = new Map();
-      keepRecent(this.#runImages, runId, images);
-    }
-    return images;
-  }
-
   /** Runs the workspace's steps (or takes the session's work it continues). */
   async #execute(
     job: LoadedJob,
@@ -357,20 +336,15 @@ export class WorkspaceJob {
       ...(options.timeout_ms !== undefined ? { timeoutMs: options.timeout_ms } : {}),
       cache,
       clearCache: options.clear_cache ?? false,
-      images: this.#imagesOf(job.run.id),
+      // The images the run's creation and its other workspaces found (a container step then
+      // costs one engine process, its run), as they found them.
+      images: environment.runImages(job.run.id),
       // The job, as model usage and its token name it: one per workspace (and attempt).
       jobId: workspaceJobId(row.id),
       signal,
       onEvent: report,
     });
   }
-}
-
-/** Keeps `value` for the run, and only the RUNS_KEPT runs seen most recently. */
-function keepRecent<Value>(byRun: Map<string, Value>, runId: string, value: Value): void {
-  byRun.set(runId, value);
-  // Maps keep insertion order: the first key is the run seen longest ago.
-  if (byRun.size > RUNS_KEPT) byRun.delete(byRun.keys().next().value!);
 }
 
 /**
