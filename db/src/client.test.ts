@@ -5,6 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import type { PGlite, QueryOptions, Transaction } from "@electric-sql/pglite";
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   backends,
@@ -34,6 +36,29 @@ describe.each(backends)("database on %s", (kind) => {
 
   it("reports which engine it runs on", () => {
     expect(database.handle.kind).toBe(kind);
+  });
+
+  it("reads timestamps as dates through drizzle, inside a transaction, and raw", async () => {
+    const [project] = await database.handle.db
+      .insert(projects)
+      .values({ name: "dated", repositoryPath: "/srv/dated" })
+      .returning();
+    expect(project!.createdAt).toBeInstanceOf(Date);
+    const [selected] = await database.handle.db
+      .select()
+      .from(projects)
+      .where(eq(projects.id, project!.id));
+    expect(selected!.createdAt).toEqual(project!.createdAt);
+    const inTransaction = await database.handle.db.transaction((transaction) =>
+      transaction.select().from(projects).where(eq(projects.id, project!.id)),
+    );
+    expect(inTransaction[0]!.createdAt).toEqual(project!.createdAt);
+    const raw = await database.handle.query<{ created_at: unknown; day: unknown }>(
+      "select created_at, created_at::date as day from projects where id = $1",
+      [project!.id],
+    );
+    expect(raw.rows[0]!.created_at).toEqual(project!.createdAt);
+    expect(raw.rows[0]!.day).toBeInstanceOf(Date);
   });
 
   it("creates every table on start", async () => {
@@ -198,6 +223,39 @@ async function valueAtOpen(dataDir: string, sql: string): Promise<string> {
 }
 
 describe("embedded database", () => {
+  it("sends drizzle's statements without a parser option of their own, also in a transaction", async () => {
+    const handle = await createDb({ dataDir: "memory://" });
+    const client = (handle.db as unknown as { $client: PGlite }).$client;
+    const original = client.query.bind(client);
+    const options: unknown[] = [];
+    client.query = ((text: string, params?: unknown[], given?: QueryOptions) => {
+      options.push(given);
+      return original(text, params, given);
+    }) as PGlite["query"];
+    const originalTransaction = client.transaction.bind(client);
+    client.transaction = ((callback: (transaction: Transaction) => Promise<unknown>) =>
+      originalTransaction((transaction) =>
+        callback({
+          ...transaction,
+          query: (text: string, params?: unknown[], given?: QueryOptions) => {
+            options.push(given);
+            return transaction.query(text, params, given);
+          },
+        } as Transaction),
+      )) as PGlite["transaction"];
+    try {
+      await handle.db.insert(projects).values({ name: "plain", repositoryPath: "/srv/plain" });
+      await handle.db.transaction((transaction) => transaction.select().from(projects));
+      expect(options.length).toBeGreaterThan(0);
+      // PGlite copies its whole parser table for a statement that names parsers.
+      expect(options.filter((given) => (given as QueryOptions)?.parsers !== undefined)).toEqual([]);
+    } finally {
+      client.query = original;
+      client.transaction = originalTransaction;
+      await handle.close();
+    }
+  });
+
   it("starts each in-memory database migrated, empty and its own, even while another is open", async () => {
     const first = await createDb({ dataDir: "memory://" });
     const second = await createDb({ dataDir: "memory://" });

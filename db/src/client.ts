@@ -12,6 +12,7 @@ import type pg from "pg";
 import { type DataDirLock, LOCK_FILE_NAME, lockDataDir } from "./data-dir-lock.ts";
 import { DbError } from "./errors.ts";
 import { extractTar } from "./extract-tar.ts";
+import { PgliteTextTypes } from "./pglite-text-types.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -375,13 +376,19 @@ async function openPglite(dataDir: string, useTemplate: boolean): Promise<DbHand
       cause: error,
     });
   }
-  const db = drizzlePglite(client, { schema }) as unknown as Database;
+  const textTypes = new PgliteTextTypes(client);
+  const db = drizzlePglite({
+    client: textTypes.forDrizzle as PGlite,
+    schema,
+  }) as unknown as Database & { $client: unknown };
+  // The database itself, not drizzle's view of it, for code that looks at what it is sent.
+  db.$client = client;
   let closed = false;
   return {
     db,
     kind: "pglite",
     async query<Row>(text: string, params: unknown[] = []) {
-      const result = await client.query<Row>(text, params);
+      const result = await client.query<Row>(text, params, textTypes.rawOptions());
       return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
     },
     async listen(channel, handler) {
