@@ -1,4 +1,4 @@
-import { WireSubprotocol } from "@deckhand/wire";
+import { ServerPath, serverPath, WireSubprotocol } from "@deckhand/wire";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { EventStream, type StreamState } from "./event-stream.ts";
 
@@ -37,7 +37,7 @@ class ServedSocket {
   }
 }
 
-const PATH = "/api/sessions/s1/stream";
+const PATH = serverPath(ServerPath.sessionStream, { session_id: "s1" });
 
 function event(id: number) {
   return { type: "event", event: { id } };
