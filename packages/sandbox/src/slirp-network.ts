@@ -117,18 +117,27 @@ export async function attachSlirpNetwork(
  * been sent SIGKILL, which it cannot outrun. Without its pid the pipe stays open, as it was.
  */
 function abandon(child: ChildProcess, blockFd: number, sandboxPid: number | null): void {
-  // bubblewrap first: killed after the namespace's first process, it could see that process die
-  // and exit with a code of its own before its signal came (on a loaded machine it did), and the
-  // sandbox would look as if its command had run and failed instead of having been stopped.
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  if (sandboxPid !== null) {
+  const stopInside = () => {
+    if (sandboxPid === null) return;
     try {
       process.kill(sandboxPid, "SIGKILL");
     } catch {
       // Already gone.
     }
+    (child.stdio[blockFd] as Writable | null)?.destroy();
+  };
+  // bubblewrap first, and the namespace's first process only once bubblewrap is seen to have
+  // exited: killed before it, bubblewrap could see that process die and exit with a code of its
+  // own before its signal came (on a loaded machine it did), and the sandbox would look as if its
+  // command had run and failed instead of having been stopped. Sending the signal is not enough
+  // to order them: a sandbox the spawn host started is signalled by a message to the host. The
+  // command cannot start meanwhile: it waits on the pipe this process still holds.
+  if (child.exitCode === null && child.signalCode === null) {
+    child.once("exit", stopInside);
+    child.kill("SIGKILL");
+    return;
   }
-  if (sandboxPid !== null) (child.stdio[blockFd] as Writable | null)?.destroy();
+  stopInside();
 }
 
 /**
