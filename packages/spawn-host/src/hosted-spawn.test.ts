@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
+import { isRunning, until } from "../test/processes.ts";
 import { type HostedSpawnOptions, SPAWN_HOST_EXITED, SpawnHost } from "./spawn-host.ts";
 
 const OPTIONS: HostedSpawnOptions = {
@@ -8,26 +9,6 @@ const OPTIONS: HostedSpawnOptions = {
   detached: true,
   stdio: ["pipe", "pipe", "pipe"],
 };
-
-/** Generous: the machine running the tests may be loaded. */
-const DEADLINE_MS = 60_000;
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + DEADLINE_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const hosts: SpawnHost[] = [];
 async function readyHost(): Promise<SpawnHost> {

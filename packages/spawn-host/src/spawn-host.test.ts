@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { isRunning, until } from "../test/processes.ts";
 import { type HostedExecOptions, SPAWN_HOST_EXITED, SpawnHost } from "./spawn-host.ts";
 
 const OPTIONS: HostedExecOptions = {
@@ -11,26 +12,6 @@ const OPTIONS: HostedExecOptions = {
   timeoutMs: 60_000,
   killSignal: "SIGTERM",
 };
-
-/** Generous: the machine running the tests may be loaded. */
-const DEADLINE_MS = 60_000;
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + DEADLINE_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolveWait) => setTimeout(resolveWait, 20));
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const hosts: SpawnHost[] = [];
 function host(options?: ConstructorParameters<typeof SpawnHost>[0]): SpawnHost {
