@@ -8,6 +8,7 @@ import {
   type Harness,
   JOB_ID,
   OPENAI_KEY,
+  serverEdge,
   startHarness,
 } from "../test/proxy-harness.ts";
 import { createModelProxy } from "./model-proxy.ts";
@@ -194,10 +195,18 @@ describe("error statuses", () => {
   });
 });
 
-/** The proxy forwards with the platform fetch unless given one; both must behave the same. */
+/**
+ * The proxy forwards with the platform fetch unless given one, and the server answers its routes
+ * with its Node handler ahead of the app (the app answers them where there is no handler): every
+ * way must behave the same.
+ */
 const transports = [
-  { transport: "the platform fetch", options: {} },
-  { transport: "an injected fetch", options: { fetch: globalThis.fetch } },
+  { transport: "the platform fetch, served by the app", options: {} },
+  { transport: "an injected fetch, served by the app", options: { fetch: globalThis.fetch } },
+  {
+    transport: "the platform fetch, served by the proxy's Node handler",
+    options: { direct: serverEdge(32 * 1024 * 1024) },
+  },
 ];
 
 describe.each(transports)("over $transport", ({ options: transportOptions }) => {

@@ -1,7 +1,13 @@
 // Runs the proxy on @hono/node-server in front of a fake upstream, with in-memory storage and a
 // logger that keeps every line, so tests can look at everything the proxy produced.
 import type { AddressInfo } from "node:net";
-import { listen } from "@deckhand/http-kit";
+import {
+  listen,
+  NO_CONTENT_SECURITY_POLICY,
+  OriginPolicy,
+  type RequestLogEntry,
+  securityHeaderSetter,
+} from "@deckhand/http-kit";
 import { type FakeUpstream, startFakeUpstream } from "@deckhand/testkit";
 import { WireHeader, WirePath } from "@deckhand/wire";
 import { type ServerType, serve } from "@hono/node-server";
@@ -88,6 +94,23 @@ async function serveDirect(
         server.close(() => resolveClose());
         if ("closeAllConnections" in server) server.closeAllConnections();
       }),
+  };
+}
+
+/**
+ * The edge the server gives the proxy's Node handler, as tests see it: the loopback Host/Origin
+ * check, a body limit, the security headers, and a log that keeps its lines in `log`.
+ */
+export function serverEdge(maxBytes: number, log: RequestLogEntry[] = []): DirectEdge {
+  return {
+    originPolicy: new OriginPolicy({
+      listenHost: "127.0.0.1",
+      hostAdvice: "add it to allowedHosts",
+      originAdvice: "add it to allowedOrigins",
+    }),
+    bodyLimit: { maxBytes, setting: "the proxy's limit" },
+    securityHeaders: securityHeaderSetter(NO_CONTENT_SECURITY_POLICY),
+    logRequest: (entry) => log.push(entry),
   };
 }
 
