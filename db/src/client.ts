@@ -388,7 +388,7 @@ async function openPglite(dataDir: string, useTemplate: boolean): Promise<DbHand
     db,
     kind: "pglite",
     async query<Row>(text: string, params: unknown[] = []) {
-      const result = await client.query<Row>(text, params, textTypes.rawOptions());
+      const result = await client.query<Row>(text, params, textTypes.rawOptions);
       return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
     },
     async listen(channel, handler) {

@@ -32,16 +32,18 @@ const asText: Parser = (value) => value;
  * drizzle's PGlite driver always passes the option (drizzle-orm 0.45, PGlite 0.5).
  */
 export class PgliteTextTypes {
-  /** PGlite's own parsers for the nine types, for statements that are not drizzle's. */
-  readonly ownParsers: Parsers;
+  /** Options for a statement of Deckhand's own: PGlite's usual parsing of every type. */
+  readonly rawOptions: QueryOptions;
   /** The client to give drizzle. */
   readonly forDrizzle: DrizzleFacingClient;
 
   constructor(client: PGlite) {
     const table = client.parsers as Parsers;
-    this.ownParsers = Object.fromEntries(
-      DRIZZLE_TEXT_TYPES.map((typeId) => [typeId, table[typeId] ?? asText]),
-    );
+    this.rawOptions = {
+      parsers: Object.fromEntries(
+        DRIZZLE_TEXT_TYPES.map((typeId) => [typeId, table[typeId] ?? asText]),
+      ),
+    };
     client.parsers = {
       ...table,
       ...Object.fromEntries(DRIZZLE_TEXT_TYPES.map((typeId) => [typeId, asText])),
@@ -51,11 +53,6 @@ export class PgliteTextTypes {
       transaction: (callback) =>
         client.transaction((transaction) => callback(drizzleFacingTransaction(transaction))),
     };
-  }
-
-  /** Options for a statement of Deckhand's own: PGlite's usual parsing of every type. */
-  rawOptions(): QueryOptions {
-    return { parsers: this.ownParsers };
   }
 }
 
