@@ -41,10 +41,13 @@ import {
   reportSkipped,
   round,
 } from "./support/figures.ts";
+import { writeSedSpec } from "./support/sed-spec.ts";
 
 const ROUNDS = Number(process.env.BATCH_PREVIEW_ROUNDS ?? 3);
 const ORACLE_ROUNDS = 10;
 const REPOSITORY = "github.com/acme/one";
+/** What the spec's step edits. */
+const EDITED_FILES = ["README.md", "src/main.txt"];
 type SandboxMode = "auto" | "none";
 const SANDBOX_MODES: SandboxMode[] = ["auto", "none"];
 
@@ -55,27 +58,6 @@ createRepository(repository, {
   "README.md": "# one\n\nThe old way.\n",
   "src/main.txt": "old\n".repeat(20),
 });
-
-/** The spec; `replacement` makes a spec (and its step's cache key) no run has seen yet. */
-function writeSpec(replacement: string): string {
-  const path = join(scratch, `sed-${replacement}.yaml`);
-  writeFileSync(
-    path,
-    `name: sed-one
-on:
-  - repository: ${REPOSITORY}
-steps:
-  - run: sed -i 's/old/${replacement}/g' README.md src/main.txt
-    container: alpine:3
-changesetTemplate:
-  title: Replace old
-  branch: batch/sed-one
-  commit:
-    message: Replace old
-`,
-  );
-  return path;
-}
 
 /** A data directory whose config.json sets the sandbox (and, for `deckhand up`, the code host). */
 function dataDirectory(mode: SandboxMode, withCodeHost: boolean): string {
@@ -231,11 +213,15 @@ async function measureServer(
   const server = await startDeckhandUp(dataDirectory(mode, true), env);
   try {
     // One untimed run: the server's first batch run warms its caches and compiled code.
-    await onServer(writeSpec(`warm-${label}`), server);
+    await onServer(writeSedSpec(scratch, `warm-${label}`, EDITED_FILES), server);
     for (let round = 0; round < ROUNDS; round += 1) {
       // The sources' CLI and the bundled one in turns, each on a spec of its own.
       for (const bundled of [false, true]) {
-        const spec = writeSpec(`server-${label}-${round}-${bundled ? "bundled" : "sources"}`);
+        const spec = writeSedSpec(
+          scratch,
+          `server-${label}-${round}-${bundled ? "bundled" : "sources"}`,
+          EDITED_FILES,
+        );
         const entry = bundled ? bundledCliEntry : undefined;
         const cold = await onServer(spec, server, entry);
         const cached = await onServer(spec, server, entry);
@@ -273,7 +259,7 @@ try {
     byMode.set(mode, figures);
     for (let round = 0; round < ROUNDS; round += 1) {
       const dataDir = dataDirectory(mode, false);
-      const spec = writeSpec("new");
+      const spec = writeSedSpec(scratch, "new", EDITED_FILES);
       const cold = await standalone(spec, dataDir);
       const cached = await standalone(spec, dataDir);
       if (stepOutcome(cold) !== "run" || stepOutcome(cached) !== "cached") {

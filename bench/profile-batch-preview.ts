@@ -26,6 +26,7 @@ import {
   runCli,
 } from "./support/deckhand-process.ts";
 import { loadAverage, round } from "./support/figures.ts";
+import { writeSedSpec } from "./support/sed-spec.ts";
 
 const { values } = parseArgs({
   options: {
@@ -40,22 +41,7 @@ mkdirSync(scratch, { recursive: true });
 const code = join(scratch, "code");
 const repository = join(code, "github.com/acme/one");
 createRepository(repository, { "README.md": "# one\n\nThe old way.\n" });
-const spec = join(scratch, "spec.yaml");
-writeFileSync(
-  spec,
-  `name: sed-one
-on:
-  - repository: github.com/acme/one
-steps:
-  - run: sed -i 's/old/new/g' README.md
-    container: alpine:3
-changesetTemplate:
-  title: Replace old
-  branch: batch/sed-one
-  commit:
-    message: Replace old
-`,
-);
+const spec = writeSedSpec(scratch, "new");
 const dataDir = join(scratch, "data");
 mkdirSync(dataDir, { recursive: true });
 writeFileSync(join(dataDir, "config.json"), JSON.stringify({ sandbox: values.sandbox }));

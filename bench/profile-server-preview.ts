@@ -28,6 +28,7 @@ import {
   stopService,
 } from "./support/deckhand-process.ts";
 import { databaseUrlFromEnvironment, loadAverage, median, round } from "./support/figures.ts";
+import { writeSedSpec } from "./support/sed-spec.ts";
 
 const { values } = parseArgs({
   options: {
@@ -48,26 +49,6 @@ writeFileSync(
   join(dataDir, "config.json"),
   JSON.stringify({ codeHosts: [{ type: "directory", path: code }] }),
 );
-
-function writeSpec(replacement: string): string {
-  const path = join(scratch, `spec-${replacement}.yaml`);
-  writeFileSync(
-    path,
-    `name: sed-one
-on:
-  - repository: github.com/acme/one
-steps:
-  - run: sed -i 's/old/${replacement}/g' README.md
-    container: alpine:3
-changesetTemplate:
-  title: Replace old
-  branch: batch/sed-one
-  commit:
-    message: Replace old
-`,
-  );
-  return path;
-}
 
 interface TraceEntry {
   kind: string;
@@ -141,9 +122,9 @@ try {
       );
       return { run, startedAt, traceFile, serverCpuMs: processCpuMs(serverPid) - before };
     };
-    await once(writeSpec("warm"), "warm");
+    await once(writeSedSpec(scratch, "warm"), "warm");
     for (let index = 0; index < rounds; index += 1) {
-      const spec = writeSpec(`r${index}`);
+      const spec = writeSedSpec(scratch, `r${index}`);
       await once(spec, `cold-${index}`);
       measured.push(await once(spec, `cached-${index}`));
     }
